@@ -1,0 +1,1 @@
+"""The engine: per-session crossfilter state answered from the lineage store."""

@@ -1,0 +1,227 @@
+"""numba kernels: the arithmetic of capture and of every interaction. No classes, no I/O.
+
+Shared layouts (see lineage/arrays.py):
+- codes    (N, V) uint16: codes[rid, v] = bar of row rid in view v; nbars[v] = dropped.
+- bar_off  (V,) int64: view v's bars live at counts[bar_off[v] : bar_off[v] + nbars[v] + 1]
+           in the flat aggregate arrays (the last slot collects dropped rows).
+- measures (N, M) float64, NaN for null; mcol[v] = measure column of view v, or -1.
+- bits     (N,) uint32: bit f set <=> row passes filter f (as last materialized).
+- need     (V,) uint32: bits a row must have to count in view v (its active filters
+           except its own); a row is visible in v iff bits[rid] & need[v] == need[v].
+- order    (n,) int32: rids in index order; a selection is position ranges
+           [starts[k], stops[k]) of it.
+Aggregates per slot: counts (int64), sums (float64, sum of non-null measure),
+oks (int64, number of non-null measures).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, inline="always")
+def _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks):
+    slot = bar_off[v] + codes[r, v]
+    counts[slot] += sign
+    c = mcol[v]
+    if c >= 0:
+        x = measures[r, c]
+        if x == x:  # not NaN
+            sums[slot] += sign * x
+            oks[slot] += sign
+
+
+@njit(cache=True)
+def accumulate_ranges(order, starts, stops, use_bits, bits, need, views, sign,
+                      codes, bar_off, measures, mcol, counts, sums, oks):
+    """Add `sign` x each row at order[starts[k]:stops[k]] to the bars of `views`,
+    counting a row in view v only if it is visible there (when use_bits).
+    Cost: O(rows in ranges x len(views)) random reads."""
+    for k in range(starts.shape[0]):
+        for pos in range(starts[k], stops[k]):
+            r = order[pos]
+            for i in range(views.shape[0]):
+                v = views[i]
+                if use_bits and (bits[r] & need[v]) != need[v]:
+                    continue
+                _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks)
+
+
+@njit(cache=True, parallel=True)
+def rescan(bits, need, views, codes, bar_off, measures, mcol, nslots, nthreads):
+    """Aggregate all visible rows into fresh (counts, sums, oks), scanning rids in order
+    with `nthreads` partial results merged at the end. Cost: O(N x len(views)), sequential."""
+    n = codes.shape[0]
+    counts = np.zeros((nthreads, nslots), np.int64)
+    sums = np.zeros((nthreads, nslots), np.float64)
+    oks = np.zeros((nthreads, nslots), np.int64)
+    chunk = (n + nthreads - 1) // nthreads
+    for t in prange(nthreads):
+        for r in range(t * chunk, min(n, (t + 1) * chunk)):
+            b = bits[r]
+            for i in range(views.shape[0]):
+                v = views[i]
+                if (b & need[v]) == need[v]:
+                    _add_row(r, v, 1, codes, bar_off, measures, mcol, counts[t], sums[t], oks[t])
+    return counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
+
+
+@njit(cache=True)
+def flip_bits(order, starts, stops, set_flags, use_y, yvals, ylo, yhi, bits, bit, need, views,
+              codes, bar_off, measures, mcol, counts, sums, oks):
+    """Set (set_flags[k]) or clear filter `bit` for rows at order[starts[k]:stops[k]]; when
+    setting with use_y, only rows with ylo <= yvals[rid] <= yhi get it (rect brushes).
+    Each row whose visibility in a view of `views` changes moves in or out of its bar.
+    Returns the number of rows whose bit changed. Cost: O(rows in ranges)."""
+    changed = 0
+    for k in range(starts.shape[0]):
+        for pos in range(starts[k], stops[k]):
+            r = order[pos]
+            old = bits[r]
+            on = set_flags[k]
+            if on and use_y:
+                y = yvals[r]
+                on = ylo <= y <= yhi
+            new = (old | bit) if on else (old & ~bit)
+            if new == old:
+                continue
+            bits[r] = new
+            changed += 1
+            for i in range(views.shape[0]):
+                v = views[i]
+                was = (old & need[v]) == need[v]
+                now = (new & need[v]) == need[v]
+                if was != now:
+                    _add_row(r, v, 1 if now else -1, codes, bar_off, measures, mcol,
+                             counts, sums, oks)
+    return changed
+
+
+@njit(cache=True)
+def block_cube(order, block_starts, codes, v, nbars, measures, c):
+    """Group-by push-down cube: per block b of the index (positions
+    block_starts[b]..block_starts[b+1]), the count / sum / ok per bar of view v.
+    Returns prefix sums over blocks, shape (nblocks + 1, nbars + 1); c = measure col or -1."""
+    nb = block_starts.shape[0] - 1
+    counts = np.zeros((nb + 1, nbars + 1), np.int64)
+    sums = np.zeros((nb + 1, nbars + 1) if c >= 0 else (0, 0), np.float64)
+    oks = np.zeros((nb + 1, nbars + 1) if c >= 0 else (0, 0), np.int64)
+    for b in range(nb):
+        for pos in range(block_starts[b], block_starts[b + 1]):
+            r = order[pos]
+            code = codes[r, v]
+            counts[b + 1, code] += 1
+            if c >= 0:
+                x = measures[r, c]
+                if x == x:
+                    sums[b + 1, code] += x
+                    oks[b + 1, code] += 1
+    for b in range(1, nb + 1):  # prefix sums: row b = blocks before b
+        counts[b] += counts[b - 1]
+        if c >= 0:
+            sums[b] += sums[b - 1]
+            oks[b] += oks[b - 1]
+    return counts, sums, oks
+
+
+@njit(cache=True)
+def cube_lookup(pc, ps, po, block_starts, starts, stops, order, codes, v, measures, c,
+                out_counts, out_sums, out_oks):
+    """Aggregate of view v over rows at positions [starts[k], stops[k]) from the prefix cube
+    (pc counts, ps sums, po oks): whole blocks by prefix differences, the partial blocks at
+    each edge by scanning their rows, from whichever side of the edge is shorter.
+    Output arrays have nbars + 1 slots. Cost: O(nbars + block size) per range."""
+    nb = block_starts.shape[0] - 1
+    has_m = c >= 0
+    for k in range(starts.shape[0]):
+        s, e = starts[k], stops[k]
+        if s >= e:
+            continue
+        # a = first block boundary >= s, b = last block boundary <= e (as block indices)
+        a = np.searchsorted(block_starts, s)
+        b = np.searchsorted(block_starts, e, side="right") - 1
+        if a > b:  # the range lies inside one block: scan it
+            _scan(order, s, e, 1, codes, v, measures, c, out_counts, out_sums, out_oks)
+            continue
+        # snap each edge to the nearer boundary, correcting for the rows in between
+        if a > 0 and block_starts[a] - s > s - block_starts[a - 1]:
+            a -= 1
+            _scan(order, block_starts[a], s, -1, codes, v, measures, c, out_counts, out_sums, out_oks)
+        else:
+            _scan(order, s, block_starts[a], 1, codes, v, measures, c, out_counts, out_sums, out_oks)
+        if b < nb and block_starts[b + 1] - e < e - block_starts[b]:
+            b += 1
+            _scan(order, e, block_starts[b], -1, codes, v, measures, c, out_counts, out_sums, out_oks)
+        else:
+            _scan(order, block_starts[b], e, 1, codes, v, measures, c, out_counts, out_sums, out_oks)
+        for j in range(out_counts.shape[0]):
+            out_counts[j] += pc[b, j] - pc[a, j]
+            if has_m:
+                out_sums[j] += ps[b, j] - ps[a, j]
+                out_oks[j] += po[b, j] - po[a, j]
+
+
+@njit(cache=True, inline="always")
+def _scan(order, s, e, sign, codes, v, measures, c, counts, sums, oks):
+    for pos in range(s, e):
+        r = order[pos]
+        code = codes[r, v]
+        counts[code] += sign
+        if c >= 0:
+            x = measures[r, c]
+            if x == x:
+                sums[code] += sign * x
+                oks[code] += sign
+
+
+@njit(cache=True)
+def partition_by_key(keys, nkeys):
+    """Counting sort: rids grouped by key (keys < 0 are left out). Returns (order int32,
+    offsets int64 of nkeys + 1) so that key k's rids are order[offsets[k]:offsets[k+1]],
+    ascending. Cost: O(N + nkeys), two passes."""
+    offsets = np.zeros(nkeys + 1, np.int64)
+    for r in range(keys.shape[0]):
+        if keys[r] >= 0:
+            offsets[keys[r] + 1] += 1
+    for k in range(nkeys):
+        offsets[k + 1] += offsets[k]
+    order = np.empty(offsets[nkeys], np.int32)
+    fill = offsets[:-1].copy()
+    for r in range(keys.shape[0]):
+        k = keys[r]
+        if k >= 0:
+            order[fill[k]] = r
+            fill[k] += 1
+    return order, offsets
+
+
+@njit(cache=True)
+def selected_rids(order, starts, stops, use_bits, bits, need, skip, limit, out):
+    """Write into `out` up to `limit` rids at order[starts[k]:stops[k]] that pass `need`,
+    skipping the first `skip` that do. Returns how many were written."""
+    n = 0
+    for k in range(starts.shape[0]):
+        for pos in range(starts[k], stops[k]):
+            r = order[pos]
+            if use_bits and (bits[r] & need) != need:
+                continue
+            if skip > 0:
+                skip -= 1
+                continue
+            if n == limit:
+                return n
+            out[n] = r
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def count_passing(order, starts, stops, bits, need):
+    """Number of rows at order[starts[k]:stops[k]] whose bits include `need`."""
+    n = 0
+    for k in range(starts.shape[0]):
+        for pos in range(starts[k], stops[k]):
+            if (bits[order[pos]] & need) == need:
+                n += 1
+    return n

@@ -1,0 +1,1 @@
+"""Lineage: array layouts (`arrays`) and the persistent, read-only store (`store`)."""

@@ -1,0 +1,215 @@
+"""Typed, frozen models of a dashboard spec.
+
+YAML keys equal field names (no aliases), so a validation path reads like the file.
+Cross-references (views named by interactions, columns of the source) are checked
+here where they need only the spec, and by `loader.check_columns` against the source
+schema.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+AggregateOp = Literal["count", "sum", "mean"]
+TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
+BrushType = Literal["interval", "points", "rect", "none"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Model):
+    """Where the rows come from: any Spark-readable file, plus derived columns and filters."""
+
+    path: str
+    format: Literal["parquet", "csv", "json", "orc"] | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+    columns: dict[str, str] = Field(default_factory=dict)  # name -> Spark SQL expression
+    filters: list[str] = Field(default_factory=list)  # Spark SQL boolean expressions
+
+    @property
+    def resolved_format(self) -> str:
+        return self.format or self.path.rsplit(".", 1)[-1].lower()
+
+
+class Bin(Model):
+    """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed."""
+
+    step: float
+    extent: tuple[float, float]
+    clamp: bool = False  # values outside the extent go to the edge bins instead of none
+
+    @field_validator("step")
+    @classmethod
+    def _positive_step(cls, v: float) -> float:
+        if not (v > 0 and math.isfinite(v)):
+            msg = f"bin step must be > 0, got {v}"
+            raise ValueError(msg)
+        return v
+
+    @field_validator("extent")
+    @classmethod
+    def _nonempty_extent(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not (v[0] < v[1]):
+            msg = f"extent [{v[0]}, {v[1]}] is empty: the first value must be below the second"
+            raise ValueError(msg)
+        return v
+
+    @property
+    def count(self) -> int:
+        return max(1, math.ceil((self.extent[1] - self.extent[0]) / self.step - 1e-9))
+
+
+class Aggregate(Model):
+    op: AggregateOp = "count"
+    field: str | None = None  # the measure; required for sum and mean
+
+    @model_validator(mode="after")
+    def _measure_needed(self) -> Aggregate:
+        if self.op != "count" and not self.field:
+            msg = f"aggregate '{self.op}' needs a field (the measure to {self.op})"
+            raise ValueError(msg)
+        return self
+
+
+class _ViewBase(Model):
+    name: str
+    title: str | None = None
+    aggregate: Aggregate = Aggregate()
+    brush: BrushType | None = None  # None: the view type's natural brush
+
+
+class HistogramView(_ViewBase):
+    """Bars over equal-width bins of a quantitative field; brushed by interval."""
+
+    type: Literal["histogram"]
+    field: str
+    bin: Bin
+
+
+class TemporalView(_ViewBase):
+    """Bars over calendar units of a timestamp field; brushed by interval."""
+
+    type: Literal["temporal"]
+    field: str
+    unit: TimeUnit = "day"
+
+
+class CategoricalView(_ViewBase):
+    """The `top` most frequent values of a field, plus one 'other' bar; brushed by points."""
+
+    type: Literal["categorical"]
+    field: str
+    top: int = Field(20, ge=1, le=1000)
+    other: bool = True
+
+
+class Axis(Model):
+    field: str
+    bin: Bin
+
+
+class HeatmapView(_ViewBase):
+    """Cells over binned x and y fields; brushed by rectangle."""
+
+    type: Literal["heatmap"]
+    x: Axis
+    y: Axis
+
+
+View = Annotated[
+    HistogramView | TemporalView | CategoricalView | HeatmapView, Field(discriminator="type")
+]
+
+# Which brush each view type can take; the first is its default.
+BRUSHES_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "histogram": ("interval", "none"),
+    "temporal": ("interval", "none"),
+    "categorical": ("points", "none"),
+    "heatmap": ("rect", "none"),
+}
+
+
+def brush_of(view: HistogramView | TemporalView | CategoricalView | HeatmapView) -> str:
+    return view.brush or BRUSHES_BY_TYPE[view.type][0]
+
+
+def fields_of(view: HistogramView | TemporalView | CategoricalView | HeatmapView) -> list[str]:
+    """Source columns a view reads: its key field(s) and its measure."""
+    keys = [view.x.field, view.y.field] if isinstance(view, HeatmapView) else [view.field]
+    return keys + ([view.aggregate.field] if view.aggregate.field else [])
+
+
+class CrossfilterGroup(Model):
+    """Views that filter each other: each shows the rows passing every brush but its own."""
+
+    views: list[str] = Field(min_length=1)
+
+
+class Highlight(Model):
+    """Select bars in `source`; `targets` show the share of each bar from those rows."""
+
+    source: str
+    targets: list[str] = Field(min_length=1)
+
+
+class Details(Model):
+    """Details on demand: the input rows behind a selection, paged."""
+
+    columns: list[str] = Field(min_length=1)
+    page_size: int = Field(100, ge=1, le=100_000)
+
+
+class Parameter(Model):
+    """A widget-driven filter on every view: `field <op> value`."""
+
+    name: str
+    field: str
+    widget: Literal["dropdown", "slider"] = "dropdown"
+    op: Literal["eq", "lt", "lte", "gt", "gte"] = "eq"
+    default: str | float | int | None = None  # None: the parameter starts inactive
+
+    @model_validator(mode="after")
+    def _op_fits_widget(self) -> Parameter:
+        if self.widget == "dropdown" and self.op != "eq":
+            msg = f"a dropdown parameter compares with 'eq', not '{self.op}'"
+            raise ValueError(msg)
+        if self.widget == "slider" and self.op == "eq":
+            msg = "a slider parameter needs a range op: lt, lte, gt or gte"
+            raise ValueError(msg)
+        return self
+
+
+class Interactions(Model):
+    crossfilter: list[CrossfilterGroup] = Field(default_factory=list)
+    highlight: list[Highlight] = Field(default_factory=list)
+    details: Details | None = None
+    parameters: list[Parameter] = Field(default_factory=list)
+
+
+class Dashboard(Model):
+    """A whole dashboard: its source, its views and the interactions it allows."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    title: str | None = None
+    source: Source
+    views: list[View] = Field(min_length=1)
+    interactions: Interactions = Interactions()
+
+    def view(self, name: str) -> HistogramView | TemporalView | CategoricalView | HeatmapView:
+        for v in self.views:
+            if v.name == name:
+                return v
+        msg = f"no view named {name!r}; views: {', '.join(v.name for v in self.views)}"
+        raise KeyError(msg)
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.interactions.parameters:
+            if p.name == name:
+                return p
+        msg = f"no parameter named {name!r}"
+        raise KeyError(msg)
