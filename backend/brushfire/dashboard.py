@@ -14,7 +14,13 @@ from pathlib import Path
 
 from brushfire.engine.session import Session
 from brushfire.errors import CacheError
-from brushfire.lineage.store import LineageStore, entry_dir, load_store, save_store, source_fingerprint
+from brushfire.lineage.store import (
+    LineageStore,
+    entry_dir,
+    load_store,
+    save_store,
+    source_fingerprint,
+)
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard

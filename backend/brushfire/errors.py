@@ -17,7 +17,11 @@ class SpecError(BrushfireError):
     def __init__(self, problems: list[SpecProblem], cause: object | None = None) -> None:
         self.problems = problems
         self.cause = cause  # the validator's original error, kept for debugging
-        super().__init__("\n".join(p.render() for p in problems[:3]))
+        text = "\n".join(p.render() for p in problems[:3])
+        if len(problems) > 3:
+            more = len(problems) - 3
+            text += f"\n({more} more problem{'s' if more > 1 else ''} not shown: fix these first)"
+        super().__init__(text)
 
 
 class SpecProblem:

@@ -68,22 +68,28 @@ def plan_capture(dash: m.Dashboard) -> CapturePlan:
     all_views = tuple(v.name for v in dash.views)
     targets: dict[str, list[str]] = {}  # view -> why it needs forward codes
     filters: list[Filter] = []
+    # a brush filters the other views of every crossfilter group its view is in
+    filtered: dict[str, list[str]] = {}
     for g, group in enumerate(dash.interactions.crossfilter):
         for name in group.views:
-            view = dash.view(name)
-            brush = m.brush_of(view)
-            others = tuple(v for v in group.views if v != name)
-            for o in others:
-                targets.setdefault(o, []).append(f"filtered by the {name} brush (crossfilter {g})")
-            if brush == "none" or any(f.name == name for f in filters):
+            if m.brush_of(dash.view(name)) == "none":
                 continue
-            kind = {"interval": "interval", "points": "points", "rect": "rect"}[brush]
-            if isinstance(view, m.HeatmapView):
-                fld, yf = view.x.field, view.y.field
-            else:
-                fld, yf = view.field, None
-            cube = () if kind == "rect" else others
-            filters.append(Filter(name, kind, fld, yf, others, cube))
+            for o in group.views:
+                if o != name:
+                    targets.setdefault(o, []).append(f"filtered by the {name} brush (crossfilter {g})")
+                    filtered.setdefault(name, [])
+                    if o not in filtered[name]:
+                        filtered[name].append(o)
+            filtered.setdefault(name, [])
+    for name, others in filtered.items():
+        view = dash.view(name)
+        kind = m.brush_of(view)
+        if isinstance(view, m.HeatmapView):
+            fld, yf = view.x.field, view.y.field
+        else:
+            fld, yf = view.field, None
+        cube = () if kind == "rect" else tuple(others)
+        filters.append(Filter(name, kind, fld, yf, tuple(others), cube))
     for p in dash.interactions.parameters:
         kind = "param_eq" if p.op == "eq" else "param_range"
         for v in all_views:

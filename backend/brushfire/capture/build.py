@@ -12,7 +12,14 @@ import pyarrow.compute as pc
 
 from brushfire.engine import kernels as K
 from brushfire.lineage.arrays import (
-    CODE_DTYPE, MAX_BARS, PARTITION_KINDS, Aggregates, CaptureInfo, Cube, Index, ViewLayout,
+    CODE_DTYPE,
+    MAX_BARS,
+    PARTITION_KINDS,
+    Aggregates,
+    CaptureInfo,
+    Cube,
+    Index,
+    ViewLayout,
 )
 from brushfire.lineage.store import LineageStore
 from brushfire.plan import CapturePlan
@@ -40,8 +47,7 @@ def build_store(table: pa.Table, plan: CapturePlan, prep, info: CaptureInfo,
     codes = np.empty((n, len(views)), CODE_DTYPE)
     for i, v in enumerate(views):
         col = _to_numpy(table[f"code__{v.name}"], np.int32, fill=SENTINEL_SQL)
-        col[col == SENTINEL_SQL] = v.nbars
-        codes[:, i] = col
+        codes[:, i] = np.where(col == SENTINEL_SQL, v.nbars, col)
     mfields = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
     measures = np.empty((n, len(mfields)), np.float64)
     for j, f in enumerate(mfields):
@@ -160,10 +166,13 @@ def sorted_index(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _to_numpy(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
+    """The column as a numpy array of `dtype`, nulls replaced by `fill`."""
+    target = pa.from_numpy_dtype(dtype)
+    if col.type != target:
+        col = pc.cast(col, target)
     if col.null_count:
-        col = pc.fill_null(col, pa.scalar(fill, type=col.type) if dtype is not np.float64 else fill)
-    arr = col.to_numpy()
-    return arr.astype(dtype, copy=False)
+        col = pc.fill_null(col, pa.scalar(fill, target))
+    return col.to_numpy()
 
 
 def _offsets(views: list[ViewLayout]) -> np.ndarray:

@@ -70,7 +70,7 @@ def read_source(spark, source: m.Source):
             df = df.withColumn(name, F.expr(expr))
         for cond in source.filters:
             df = df.where(F.expr(cond))
-        df.schema  # analysis happens here: bad expressions fail now, before any job
+        _ = df.schema  # analysis happens here: bad expressions fail now, before any job
     return df
 
 

@@ -103,7 +103,8 @@ class Session:
             if y is None:
                 msg = f"view {view!r} takes a rect brush: give x and y intervals"
                 raise InteractionError(msg)
-            ysel = _interval(y, ix)
+            ylo, yhi = _interval(y, ix)
+            ysel = (-math.inf if ylo is None else float(ylo), math.inf if yhi is None else float(yhi))
         return self._apply(f.name, Selection(R.normalize(ranges), ysel, (interval, y)))
 
     def select(self, view: str, values: list) -> Update:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 AggregateOp = Literal["count", "sum", "mean"]
 TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
@@ -47,7 +47,7 @@ class Bin(Model):
     @classmethod
     def _positive_step(cls, v: float) -> float:
         if not (v > 0 and math.isfinite(v)):
-            msg = f"bin step must be > 0, got {v}"
+            msg = f"bin step must be a number > 0, got {v:g}"
             raise ValueError(msg)
         return v
 
@@ -55,7 +55,7 @@ class Bin(Model):
     @classmethod
     def _nonempty_extent(cls, v: tuple[float, float]) -> tuple[float, float]:
         if not (v[0] < v[1]):
-            msg = f"extent [{v[0]}, {v[1]}] is empty: the first value must be below the second"
+            msg = f"extent [{v[0]:g}, {v[1]:g}] is empty: the first value must be below the second"
             raise ValueError(msg)
         return v
 
@@ -66,14 +66,19 @@ class Bin(Model):
 
 class Aggregate(Model):
     op: AggregateOp = "count"
-    field: str | None = None  # the measure; required for sum and mean
+    # the measure; required for sum and mean. Checked even when left out, so that the
+    # error names `aggregate.field` rather than the whole mapping.
+    field: str | None = Field(None, validate_default=True)
 
-    @model_validator(mode="after")
-    def _measure_needed(self) -> Aggregate:
-        if self.op != "count" and not self.field:
-            msg = f"aggregate '{self.op}' needs a field (the measure to {self.op})"
+    @field_validator("field")
+    @classmethod
+    def _measure_needed(cls, v: str | None, info: ValidationInfo) -> str | None:
+        op = info.data.get("op")  # absent when op itself was invalid
+        if op is not None and op != "count" and not v:
+            verb = {"sum": "sum", "mean": "average"}.get(op, op)
+            msg = f"aggregate op '{op}' needs a field (the column to {verb})"
             raise ValueError(msg)
-        return self
+        return v
 
 
 class _ViewBase(Model):
@@ -170,18 +175,21 @@ class Parameter(Model):
     name: str
     field: str
     widget: Literal["dropdown", "slider"] = "dropdown"
-    op: Literal["eq", "lt", "lte", "gt", "gte"] = "eq"
+    # checked even when left out, so a slider without a range op is reported at `op`
+    op: Literal["eq", "lt", "lte", "gt", "gte"] = Field("eq", validate_default=True)
     default: str | float | int | None = None  # None: the parameter starts inactive
 
-    @model_validator(mode="after")
-    def _op_fits_widget(self) -> Parameter:
-        if self.widget == "dropdown" and self.op != "eq":
-            msg = f"a dropdown parameter compares with 'eq', not '{self.op}'"
+    @field_validator("op")
+    @classmethod
+    def _op_fits_widget(cls, v: str, info: ValidationInfo) -> str:
+        widget = info.data.get("widget")  # absent when widget itself was invalid
+        if widget == "dropdown" and v != "eq":
+            msg = f"a dropdown parameter compares with 'eq', not '{v}'"
             raise ValueError(msg)
-        if self.widget == "slider" and self.op == "eq":
+        if widget == "slider" and v == "eq":
             msg = "a slider parameter needs a range op: lt, lte, gt or gte"
             raise ValueError(msg)
-        return self
+        return v
 
 
 class Interactions(Model):

@@ -1,0 +1,58 @@
+"""Shared fixtures: one local Spark session for the whole run, small random datasets."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from brushfire.capture.spark import get_spark
+
+    session = get_spark(os.environ.get("BRUSHFIRE_TEST_SPARK_MASTER", "local[2]"),
+                        app_name="brushfire-tests", driver_memory="2g")
+    yield session
+    session.stop()
+
+
+def make_rows(n: int, seed: int) -> pa.Table:
+    """Awkward small data: nulls, NaN, values outside every extent, many categories,
+    repeated values (ties at brush edges), timestamps over a few months."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(50, 30, n).round(1)
+    x[rng.random(n) < 0.03] = np.nan
+    x_null = rng.random(n) < 0.03
+    k = rng.integers(-20, 120, n)
+    k_null = rng.random(n) < 0.02
+    cats = np.array([f"c{i:02d}" for i in range(30)])
+    cat = cats[np.minimum(rng.zipf(1.6, n) - 1, 29)]
+    cat_null = rng.random(n) < 0.02
+    dest = np.array(["AAA", "BBB", "CCC", "DDD", "EEE"])[rng.integers(0, 5, n)]
+    t0 = datetime(2021, 1, 1)
+    minutes = rng.integers(0, 60 * 24 * 120, n)
+    t = [t0 + timedelta(minutes=int(mm)) for mm in minutes]
+    t_null = rng.random(n) < 0.02
+    m = rng.integers(-50, 300, n).astype(float)
+    m_null = rng.random(n) < 0.05
+    return pa.table({
+        "x": pa.array(x, mask=x_null),
+        "k": pa.array(k, mask=k_null),
+        "cat": pa.array(cat, mask=cat_null),
+        "dest": pa.array(dest),
+        "t": pa.array(t, type=pa.timestamp("us"), mask=t_null),
+        "m": pa.array(m, mask=m_null),
+    })
+
+
+@pytest.fixture(scope="session")
+def small_parquet(tmp_path_factory):
+    """A 3,000-row random dataset as Parquet (about a dozen cube blocks per index)."""
+    path = tmp_path_factory.mktemp("data") / "small.parquet"
+    pq.write_table(make_rows(3000, seed=7), path, row_group_size=1000)
+    return path

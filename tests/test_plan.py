@@ -1,0 +1,126 @@
+"""Tests for brushfire.plan: golden plans for the shipped dashboards, pruning rules on tiny specs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from brushfire.plan import CapturePlan, plan_capture
+from brushfire.spec.loader import parse_dashboard
+
+ROOT = Path(__file__).resolve().parents[1]
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.yaml"))
+
+
+def _regenerate_module():
+    """tests/golden/regenerate.py, which writes the golden files this test reads."""
+    spec = importlib.util.spec_from_file_location("golden_regenerate", ROOT / "tests/golden/regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+golden = _regenerate_module()
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=[p.stem for p in DASHBOARDS])
+def test_golden_plan(path: Path) -> None:
+    expected_file = golden.golden_path(path)
+    assert expected_file.exists(), "no golden plan: run python tests/golden/regenerate.py"
+    expected = expected_file.read_text(encoding="utf-8")
+    assert golden.describe(path) == expected, (
+        "plan differs from the golden file; if the change is intended, run "
+        "python tests/golden/regenerate.py and review the diff")
+
+
+# --- pruning rules on tiny inline specs ---------------------------------------------------
+
+
+def hist(name: str, **kw) -> dict:
+    return {"name": name, "type": "histogram", "field": name, "bin": {"step": 1, "extent": [0, 10]},
+            **kw}
+
+
+def cat(name: str, **kw) -> dict:
+    return {"name": name, "type": "categorical", "field": name, **kw}
+
+
+def heat(name: str, **kw) -> dict:
+    axis = {"bin": {"step": 1, "extent": [0, 10]}}
+    return {"name": name, "type": "heatmap", "x": {"field": f"{name}_x", **axis},
+            "y": {"field": f"{name}_y", **axis}, **kw}
+
+
+def summary(plan: CapturePlan) -> dict:
+    """What the pruning decides, in a form a table row can spell out."""
+    return {
+        "filters": {f.name: (f.kind, f.filters_views) for f in plan.filters},
+        "forward": tuple(v.name for v in plan.views if v.forward),
+        "bar_index": plan.bar_index_views,
+        "index_fields": plan.index_fields,
+    }
+
+
+PRUNING = [
+    ("no_interactions", [hist("a"), cat("k")], {},
+     {"filters": {}, "forward": (), "bar_index": (), "index_fields": ()}),
+    # c is in no crossfilter group: no backward index, no forward codes
+    ("view_outside_crossfilter", [hist("a"), hist("b"), hist("c")],
+     {"crossfilter": [{"views": ["a", "b"]}]},
+     {"filters": {"a": ("interval", ("b",)), "b": ("interval", ("a",))},
+      "forward": ("a", "b"), "bar_index": (), "index_fields": ("a", "b")}),
+    # b has brush none: no index for it, and it filters nothing, so a keeps no forward codes
+    ("brush_none", [hist("a"), hist("b", brush="none")],
+     {"crossfilter": [{"views": ["a", "b"]}]},
+     {"filters": {"a": ("interval", ("b",))}, "forward": ("b",), "bar_index": (),
+      "index_fields": ("a",)}),
+    ("points_and_rect", [cat("k"), heat("h")],
+     {"crossfilter": [{"views": ["k", "h"]}]},
+     {"filters": {"k": ("points", ("h",)), "h": ("rect", ("k",))}, "forward": ("k", "h"),
+      "bar_index": (), "index_fields": ("k", "h_x", "h_y")}),
+    # a view in two groups filters the other views of both
+    ("two_groups", [hist("a"), hist("b"), hist("c")],
+     {"crossfilter": [{"views": ["a", "b"]}, {"views": ["a", "c"]}]},
+     {"filters": {"a": ("interval", ("b", "c")), "b": ("interval", ("a",)),
+                  "c": ("interval", ("a",))},
+      "forward": ("a", "b", "c"), "bar_index": (), "index_fields": ("a", "b", "c")}),
+    # parameters filter every view, crossfiltered or not
+    ("parameter_eq", [hist("a"), cat("k")],
+     {"parameters": [{"name": "p", "field": "carrier"}]},
+     {"filters": {"p": ("param_eq", ("a", "k"))}, "forward": ("a", "k"), "bar_index": (),
+      "index_fields": ("carrier",)}),
+    ("parameter_range", [hist("a"), hist("b"), cat("k")],
+     {"crossfilter": [{"views": ["a", "b"]}],
+      "parameters": [{"name": "p", "field": "distance", "widget": "slider", "op": "lt"}]},
+     {"filters": {"a": ("interval", ("b",)), "b": ("interval", ("a",)),
+                  "p": ("param_range", ("a", "b", "k"))},
+      "forward": ("a", "b", "k"), "bar_index": (), "index_fields": ("a", "b", "distance")}),
+    # highlight sources get bar → rows indexes; targets get forward codes
+    ("highlight", [hist("a"), hist("b"), cat("k")],
+     {"highlight": [{"source": "k", "targets": ["a"]}]},
+     {"filters": {}, "forward": ("a",), "bar_index": ("k",), "index_fields": ()}),
+    # details on demand need bar → rows indexes for every view
+    ("details", [hist("a"), cat("k")],
+     {"details": {"columns": ["a", "k"]}},
+     {"filters": {}, "forward": (), "bar_index": ("a", "k"), "index_fields": ()}),
+]
+
+
+@pytest.mark.parametrize(("views", "interactions", "expected"), [c[1:] for c in PRUNING],
+                         ids=[c[0] for c in PRUNING])
+def test_pruning(views: list[dict], interactions: dict, expected: dict) -> None:
+    dash = parse_dashboard({"name": "t", "source": {"path": "t.parquet"}, "views": views,
+                            "interactions": interactions})
+    assert summary(plan_capture(dash)) == expected
+
+
+@pytest.mark.parametrize(("views", "cube_targets"), [
+    ([hist("a"), cat("k")], {"a": ("k",), "k": ("a",)}),
+    ([hist("a"), heat("h")], {"a": ("h",), "h": ()}),  # no cubes for rectangle brushes
+])
+def test_cubes(views: list[dict], cube_targets: dict) -> None:
+    names = [v["name"] for v in views]
+    dash = parse_dashboard({"name": "t", "source": {"path": "t.parquet"}, "views": views,
+                            "interactions": {"crossfilter": [{"views": names}]}})
+    assert {f.name: f.cube_targets for f in plan_capture(dash).filters} == cube_targets
