@@ -21,7 +21,7 @@ class Oracle:
         src = dash.source
         derived = "".join(f", ({e}) AS {n}" for n, e in src.columns.items())
         where = " AND ".join(f"({f})" for f in src.filters) or "TRUE"
-        self.con.execute(f"CREATE VIEW base AS SELECT * FROM read_parquet('{src.path}')")
+        self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{src.path}')")
         self.con.execute(f"CREATE VIEW src AS SELECT *{derived} FROM base WHERE {where}")
         self.top = {}
         for v in dash.views:

@@ -178,7 +178,7 @@ def check_all(dash, oracle, session, context) -> None:
         assert_view_matches(vd, oracle.view(v.name), v.aggregate.op, v.type, context)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_views_equal_sql_after_every_interaction(captured, data):
     dash, oracle = captured
@@ -190,7 +190,7 @@ def test_views_equal_sql_after_every_interaction(captured, data):
         check_all(dash, oracle, session, (step, action))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_lineage_queries_equal_sql(captured, data):
     dash, oracle = captured

@@ -1,10 +1,15 @@
 """Turn the capture job's Arrow output into lineage arrays: forward codes, backward
-indexes, cubes and base aggregates. Pure functions of the table and the plan."""
+indexes, cubes and base aggregates. Pure functions of the collected table and the plan.
+
+Categorical dictionaries (values by count, then value) and calendar bins (UTC) are
+computed here, vectorized, from the raw columns the capture job returned.
+"""
 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -25,8 +30,9 @@ from brushfire.lineage.store import LineageStore
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
 
-SENTINEL_SQL = 65535
 OTHER = "(other)"
+DAY_US = 86_400_000_000
+UNIT_US = {"minute": 60_000_000, "hour": 3_600_000_000, "day": DAY_US}
 
 
 def block_size(n: int) -> int:
@@ -38,25 +44,73 @@ def block_size(n: int) -> int:
     return b
 
 
-def build_store(table: pa.Table, plan: CapturePlan, prep, info: CaptureInfo,
-                progress=lambda *_: None) -> LineageStore:
+@dataclass
+class Columns:
+    """Per-row arrays derived from the collected table, computed once each."""
+
+    table: pa.Table
+    _cache: dict
+
+    def raw(self, field: str) -> pa.ChunkedArray:
+        return self.table[f"raw__{field}"]
+
+    def dictionary(self, field: str) -> tuple[list, np.ndarray]:
+        """(distinct non-null values by count desc then value, code per row or -1)."""
+        key = ("dict", field)
+        if key not in self._cache:
+            col = self.raw(field)
+            counts = pc.value_counts(col.drop_null() if col.null_count else col)
+            if len(counts):
+                counts = counts.take(pc.sort_indices(pa.table(
+                    {"v": counts.field("values"), "n": counts.field("counts")}),
+                    sort_keys=[("n", "descending"), ("v", "ascending")]))
+            values = counts.field("values") if len(counts) else pa.array([], col.type)
+            codes = _to_numpy(pc.index_in(col, value_set=values), np.int32, -1)
+            self._cache[key] = (values.to_pylist(), codes)
+        return self._cache[key]
+
+    def micros(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """(UTC microseconds as int64, valid mask) of a timestamp or date column."""
+        key = ("us", field)
+        if key not in self._cache:
+            col = self.raw(field)
+            if pa.types.is_date(col.type):
+                col = pc.cast(col, pa.timestamp("us"))
+            col = pc.cast(col, pa.timestamp("us", tz=getattr(col.type, "tz", None)))
+            valid = _valid(col)
+            self._cache[key] = (_to_numpy(pc.cast(col, pa.int64()), np.int64, 0), valid)
+        return self._cache[key]
+
+    def values(self, field: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(value per row as int64 or float64, valid mask, is_temporal) for brushes."""
+        col = self.raw(field)
+        if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+            us, valid = self.micros(field)
+            return us, valid, True
+        if pa.types.is_integer(col.type):
+            return _to_numpy(col, np.int64, 0), _valid(col), False
+        col = pc.cast(col, pa.float64())
+        valid = _valid(col) & ~np.isnan(_to_numpy(col, np.float64, 0.0))
+        return _to_numpy(col, np.float64, 0.0), valid, False
+
+
+def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
+                progress: Callable = lambda *_: None) -> LineageStore:
     dash = plan.dashboard
     n = table.num_rows
+    cols = Columns(table, {})
     t0 = time.perf_counter()
-    views = view_layouts(dash, prep)
-    codes = np.empty((n, len(views)), CODE_DTYPE)
-    for i, v in enumerate(views):
-        col = _to_numpy(table[f"code__{v.name}"], np.int32, fill=SENTINEL_SQL)
-        codes[:, i] = np.where(col == SENTINEL_SQL, v.nbars, col)
+    progress("building forward codes", None)
+    views, codes = forward_codes(dash, cols, n)
     mfields = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
     measures = np.empty((n, len(mfields)), np.float64)
     for j, f in enumerate(mfields):
-        measures[:, j] = _to_numpy(table[f"measure__{f}"], np.float64, fill=np.nan)
+        measures[:, j] = _to_numpy(pc.cast(cols.raw(f), pa.float64()), np.float64, np.nan)
     info.seconds["build codes"] = time.perf_counter() - t0
 
     progress("building backward indexes", None)
     t0 = time.perf_counter()
-    indexes = {f.name: build_index(f, table, prep, n) for f in plan.filters}
+    indexes = {f.name: build_index(f, cols, n) for f in plan.filters}
     for name in plan.bar_index_views:
         vi = next(i for i, v in enumerate(views) if v.name == name)
         keys = codes[:, vi].astype(np.int32)
@@ -72,50 +126,80 @@ def build_store(table: pa.Table, plan: CapturePlan, prep, info: CaptureInfo,
     for f in plan.filters:
         ix = indexes[f.name]
         for tname in f.cube_targets:
-            v = next(x for x in views if x.name == tname)
-            vi = views.index(v)
+            vi = next(i for i, v in enumerate(views) if v.name == tname)
+            v = views[vi]
             cubes[(f.name, tname)] = Cube(*K.block_cube(ix.order, ix.block_starts, codes, vi,
                                                         v.nbars, measures, v.mcol))
     info.seconds["build cubes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     nslots = views[-1].bar_off + views[-1].nbars + 1
-    all_views = np.arange(len(views), dtype=np.int64)
-    counts, sums, oks = K.rescan(np.zeros(n, np.uint32), np.zeros(len(views), np.uint32), all_views,
-                                 codes, _offsets(views), measures, _mcols(views), nslots, 2)
-    base = Aggregates(counts, sums, oks)
-    snapshot = None
-    if plan.detail_columns:
-        snapshot = pa.table({c: table[f"detail__{c}"] for c in plan.detail_columns})
+    counts, sums, oks = K.rescan(
+        np.zeros(n, np.uint32), np.zeros(len(views), np.uint32), np.arange(len(views), dtype=np.int64),
+        codes, np.array([v.bar_off for v in views], np.int64), measures,
+        np.array([v.mcol for v in views], np.int64), nslots, 2)
+    snapshot = pa.table({c: cols.raw(c) for c in plan.detail_columns}) if plan.detail_columns else None
     info.seconds["build base"] = time.perf_counter() - t0
-    return LineageStore(dash, n, views, codes, measures, indexes, cubes, base, snapshot, info)
+    return LineageStore(dash, n, views, codes, measures, indexes, cubes,
+                        Aggregates(counts, sums, oks), snapshot, info)
 
 
-def view_layouts(dash: m.Dashboard, prep) -> list[ViewLayout]:
-    out, off = [], 0
+def forward_codes(dash: m.Dashboard, cols: Columns, n: int) -> tuple[list[ViewLayout], np.ndarray]:
+    """Each view's layout and bar per row: codes (N, V) uint16, nbars(v) where dropped."""
     mfields = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
-    for v in dash.views:
-        labels = bar_labels(v, prep)
+    layouts, codes, off = [], np.empty((n, len(dash.views)), CODE_DTYPE), 0
+    for i, v in enumerate(dash.views):
+        if isinstance(v, (m.HistogramView, m.HeatmapView)):
+            labels = _hist_labels(v)
+            code = _to_numpy(cols.table[f"code__{v.name}"], np.int32, -1)
+        elif isinstance(v, m.TemporalView):
+            labels, code = calendar_bins(v.unit, *cols.micros(v.field))
+        else:
+            values, dcode = cols.dictionary(v.field)
+            top = min(v.top, len(values))
+            labels = values[:top] + ([OTHER] if v.other else [])
+            code = np.where(dcode < top, dcode, top if v.other else -1)
         if len(labels) > MAX_BARS:
             msg = f"view {v.name} has {len(labels)} bars; at most {MAX_BARS} are supported"
             raise ValueError(msg)
+        codes[:, i] = np.where(code < 0, len(labels), code)
         mcol = mfields.index(v.aggregate.field) if v.aggregate.field else -1
-        out.append(ViewLayout(v.name, v.type, v.aggregate.op, len(labels), off, mcol, labels))
+        layouts.append(ViewLayout(v.name, v.type, v.aggregate.op, len(labels), off, mcol, labels))
         off += len(labels) + 1
-    return out
+    return layouts, codes
 
 
-def bar_labels(v, prep) -> list:
-    """JSON-able bar descriptions: [lo, hi) pairs, category names, ISO instants, cells."""
+def calendar_bins(unit: str, us: np.ndarray, valid: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Bars of UTC calendar `unit` from the first to the last valid instant: (ISO labels of
+    bar starts, bar per row with -1 for invalid rows). Weeks start on Monday, as SQL's
+    date_trunc('week')."""
+    if not valid.any():
+        return [], np.full(len(us), -1, np.int32)
+    if unit in UNIT_US:
+        key = np.floor_divide(us, UNIT_US[unit])
+        first = int(key[valid].min())
+        starts = np.arange(first, int(key[valid].max()) + 1) * UNIT_US[unit]
+    elif unit == "week":
+        # 1970-01-01 was a Thursday: week w starts on Monday, day 7w - 3
+        key = np.floor_divide(np.floor_divide(us, DAY_US) + 3, 7)
+        first = int(key[valid].min())
+        starts = (np.arange(first, int(key[valid].max()) + 1) * 7 - 3) * DAY_US
+    else:
+        dt = us.astype("datetime64[us]").astype("datetime64[M]" if unit == "month" else "datetime64[Y]")
+        key = dt.astype(np.int64)
+        first = int(key[valid].min())
+        span = np.arange(first, int(key[valid].max()) + 1)
+        starts = span.astype("datetime64[M]" if unit == "month" else "datetime64[Y]") \
+            .astype("datetime64[us]").astype(np.int64)
+    code = np.where(valid, key - first, -1).astype(np.int32)
+    labels = [str(np.datetime64(int(s), "us").astype("datetime64[s]")) + "+00:00" for s in starts]
+    return labels, code
+
+
+def _hist_labels(v) -> list:
     if isinstance(v, m.HistogramView):
         return _bin_edges(v.bin)
-    if isinstance(v, m.HeatmapView):
-        return [[x, y] for x in _bin_edges(v.x.bin) for y in _bin_edges(v.y.bin)]
-    if isinstance(v, m.TemporalView):
-        return [datetime.fromtimestamp(t / 1e6, UTC).isoformat() for t in prep.time_starts[v.name]]
-    values = prep.dictionaries[v.field]
-    top = [_jsonable(x) for x in values[: v.top]]
-    return top + [OTHER] if v.other else top
+    return [[x, y] for x in _bin_edges(v.x.bin) for y in _bin_edges(v.y.bin)]
 
 
 def _bin_edges(b: m.Bin) -> list[list[float]]:
@@ -123,69 +207,52 @@ def _bin_edges(b: m.Bin) -> list[list[float]]:
     return [[lo + i * step, min(lo + (i + 1) * step, b.extent[1])] for i in range(b.count)]
 
 
-def build_index(f, table: pa.Table, prep, n: int) -> Index:
+def build_index(f, cols: Columns, n: int) -> Index:
     if f.kind in PARTITION_KINDS:
-        keys = _to_numpy(table[f"dict__{f.field}"], np.int32, fill=-1)
-        values = prep.dictionaries[f.field]
+        values, keys = cols.dictionary(f.field)
         order, offsets = K.partition_by_key(keys, len(values))
-        return Index(f.name, f.kind, f.field, order, offsets.copy(), offsets=offsets,
-                     keys=[_jsonable(x) for x in values])
-    col = table[f"value__{f.field}"]
-    order, sorted_values = sorted_index(col)
+        return Index(f.name, f.kind, f.field, order, offsets.copy(), offsets=offsets, keys=values)
+    values, valid, temporal = cols.values(f.field)
+    order, sorted_values = sorted_index(values, valid)
     b = block_size(n)
     block_starts = np.append(np.arange(0, len(order), b, dtype=np.int64), len(order))
-    if len(order) == 0:
-        block_starts = np.zeros(1, np.int64)
     yvalues = None
     if f.y_field:
-        yvalues = _to_numpy(table[f"value__{f.y_field}"], np.float64, fill=np.nan)
-    vtype = "temporal" if f.field in prep.temporal_fields else "number"
+        yv, yvalid, _ = cols.values(f.y_field)
+        yvalues = np.where(yvalid, yv.astype(np.float64), np.nan)
     return Index(f.name, f.kind, f.field, order, block_starts, values=sorted_values,
-                 yvalues=yvalues, value_type=vtype)
+                 yvalues=yvalues, value_type="temporal" if temporal else "number")
 
 
-def sorted_index(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """rids of non-null, non-NaN values in ascending value order (ties by rid), and the
-    values in that order. Integers with a small range use a counting sort (O(N))."""
-    is_int = pa.types.is_integer(col.type)
-    valid = pc.is_valid(col) if is_int else pc.and_(pc.is_valid(col), pc.invert(pc.is_nan(col)))
-    valid = valid.to_numpy(zero_copy_only=False)
-    values = _to_numpy(col, np.int64 if is_int else np.float64, fill=0)
+def sorted_index(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """rids of valid values in ascending value order (ties by rid), and the values in that
+    order. Integers with a small range use a counting sort (O(N))."""
     rids = np.flatnonzero(valid).astype(np.int32)
     vals = values[rids]
     if len(vals) == 0:
         return rids, vals
-    if is_int and int(vals.max()) - int(vals.min()) < 1 << 24:
-        lo = int(vals.min())
+    lo, hi = vals.min(), vals.max()
+    if values.dtype.kind == "i" and int(hi) - int(lo) < 1 << 24:
         keys = np.full(len(values), -1, np.int32)
         keys[rids] = (vals - lo).astype(np.int32)
-        order, _ = K.partition_by_key(keys, int(vals.max()) - lo + 1)
+        order, _ = K.partition_by_key(keys, int(hi) - int(lo) + 1)
     else:
         order = rids[np.argsort(vals, kind="stable")]
     return order, values[order]
 
 
-def _to_numpy(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
+def _valid(col: pa.ChunkedArray) -> np.ndarray:
+    if not col.null_count:
+        return np.ones(len(col), np.bool_)
+    return _to_numpy(pc.is_valid(col), np.bool_, False)
+
+
+def _to_numpy(col, dtype, fill) -> np.ndarray:
     """The column as a numpy array of `dtype`, nulls replaced by `fill`."""
     target = pa.from_numpy_dtype(dtype)
     if col.type != target:
         col = pc.cast(col, target)
     if col.null_count:
         col = pc.fill_null(col, pa.scalar(fill, target))
-    return col.to_numpy()
-
-
-def _offsets(views: list[ViewLayout]) -> np.ndarray:
-    return np.array([v.bar_off for v in views], np.int64)
-
-
-def _mcols(views: list[ViewLayout]) -> np.ndarray:
-    return np.array([v.mcol for v in views], np.int64)
-
-
-def _jsonable(x):
-    if isinstance(x, datetime):
-        return x.isoformat()
-    if isinstance(x, (np.integer, np.floating)):
-        return x.item()
-    return x
+    arr = col.to_numpy() if isinstance(col, pa.ChunkedArray) else col.to_numpy(zero_copy_only=False)
+    return np.asarray(arr, dtype=dtype)

@@ -1,11 +1,12 @@
 """Run a dashboard's queries on Spark and collect, in one scan, the per-row lineage
 columns the capture plan asks for. The only module that imports pyspark.
 
-One Spark job reads the source once and emits, for every row (rid = position in the
-collected result), each view's bar code (forward lineage and group-by key), the raw
-values the brushes and parameters filter on, the measures, and the detail columns.
-Small aggregate jobs before it find what the bar codes depend on: the value counts of
-categorical fields (top N, dictionaries) and the extents of temporal fields.
+One Spark job reads the source once (derived columns and static filters applied) and
+emits, for every row (rid = position in the collected result), the bar of each binned
+view (forward lineage and group-by key) and the raw columns the driver needs: the
+values brushes and parameters filter on, measures, categorical and time fields, and
+detail columns. Categorical dictionaries and calendar bins are then computed on the
+driver, vectorized over the collected columns, which costs less than extra Spark jobs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -24,10 +23,7 @@ from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
 
 Progress = Callable[[str, float | None], None]
-SENTINEL_SQL = 65535  # bar code for rows a view drops; replaced by nbars on the driver
-
-UNIT_MICROS = {"minute": 60_000_000, "hour": 3_600_000_000, "day": 86_400_000_000,
-               "week": 7 * 86_400_000_000}
+SENTINEL_SQL = -1  # bar code for rows a view drops; replaced by nbars on the driver
 
 
 def get_spark(master: str = "local[*]", app_name: str = "brushfire", driver_memory: str = "6g"):
@@ -47,16 +43,6 @@ def get_spark(master: str = "local[*]", app_name: str = "brushfire", driver_memo
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-@dataclass
-class Prepared:
-    """What the bar codes depend on, found by the preliminary aggregate jobs."""
-
-    dictionaries: dict[str, list]  # field -> distinct values, by count desc then value
-    value_counts: dict[str, list[int]]  # field -> counts aligned with dictionaries
-    time_starts: dict[str, list[int]]  # temporal view -> bar start instants (UTC micros)
-    temporal_fields: set[str]  # fields whose brush values are UTC microseconds
 
 
 def read_source(spark, source: m.Source):
@@ -92,82 +78,16 @@ def schema_kinds(df) -> dict[str, str]:
     return out
 
 
-def prepare(df, plan: CapturePlan, progress: Progress) -> Prepared:
-    """Run the small jobs: value counts of categorical fields, extents of time fields."""
+def bin_code(view):
+    """Spark column: the bar of a histogram / heatmap view per row (0..nbars-1), or
+    SENTINEL_SQL for rows the view drops. Other view types are binned on the driver."""
     from pyspark.sql import functions as F
 
-    dash = plan.dashboard
-    dict_fields = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
-    dict_fields += [f.field for f in plan.filters if f.kind in ("points", "param_eq")]
-    dictionaries, value_counts = {}, {}
-    for fld in dict.fromkeys(dict_fields):
-        progress(f"value counts of {fld}", None)
-        with spark_errors(f"counting values of {fld}"):
-            rows = (df.where(F.col(fld).isNotNull()).groupBy(fld).count()
-                    .orderBy(F.desc("count"), F.asc(fld)).collect())
-        dictionaries[fld] = [r[0] for r in rows]
-        value_counts[fld] = [int(r[1]) for r in rows]
-    time_starts: dict[str, list[int]] = {}
-    temporal = [v for v in dash.views if isinstance(v, m.TemporalView)]
-    if temporal:
-        progress("extents of time fields", None)
-        aggs = []
-        for v in temporal:
-            t = F.date_trunc(v.unit, F.col(v.field).cast("timestamp"))
-            aggs += [F.unix_micros(F.min(t)), F.unix_micros(F.max(t))]
-        with spark_errors("finding time extents"):
-            row = df.agg(*aggs).collect()[0]
-        for i, v in enumerate(temporal):
-            lo, hi = row[2 * i], row[2 * i + 1]
-            time_starts[v.name] = calendar_starts(v.unit, lo, hi) if lo is not None else []
-    temporal = {c for c, k in schema_kinds(df).items() if k == "temporal"}
-    return Prepared(dictionaries, value_counts, time_starts, temporal)
-
-
-def calendar_starts(unit: str, lo: int, hi: int) -> list[int]:
-    """Bar start instants (UTC micros) from truncated `lo` to truncated `hi`, inclusive."""
-    if unit in UNIT_MICROS:
-        return list(range(lo, hi + 1, UNIT_MICROS[unit]))
-    d = datetime.fromtimestamp(lo / 1e6, UTC)
-    end = datetime.fromtimestamp(hi / 1e6, UTC)
-    out = []
-    while d <= end:
-        out.append(int(d.timestamp()) * 1_000_000)
-        y, mo = (d.year + 1, 1) if unit == "year" else divmod(d.year * 12 + d.month, 12)
-        d = d.replace(year=y, month=1) if unit == "year" else d.replace(year=y - (mo == 0), month=mo or 12)
-    return out
-
-
-def bar_code(view, prep: Prepared):
-    """Spark column: the view's bar per row (0..nbars-1), SENTINEL_SQL for dropped rows."""
-    from pyspark.sql import functions as F
-
-    sentinel = F.lit(SENTINEL_SQL)
     if isinstance(view, m.HistogramView):
         return _bin_code(F.col(view.field), view.bin)
-    if isinstance(view, m.HeatmapView):
-        ny = view.y.bin.count
-        ix, iy = _bin_code(F.col(view.x.field), view.x.bin), _bin_code(F.col(view.y.field), view.y.bin)
-        return F.when((ix == SENTINEL_SQL) | (iy == SENTINEL_SQL), sentinel).otherwise(ix * ny + iy)
-    if isinstance(view, m.TemporalView):
-        starts = prep.time_starts[view.name]
-        if not starts:
-            return sentinel
-        t = F.date_trunc(view.unit, F.col(view.field).cast("timestamp"))
-        if view.unit in UNIT_MICROS:
-            code = F.floor((F.unix_micros(t) - F.lit(starts[0])) / F.lit(UNIT_MICROS[view.unit]))
-        elif view.unit == "month":
-            d0 = datetime.fromtimestamp(starts[0] / 1e6, UTC)
-            code = F.year(t) * 12 + F.month(t) - F.lit(d0.year * 12 + d0.month)
-        else:
-            code = F.year(t) - F.lit(datetime.fromtimestamp(starts[0] / 1e6, UTC).year)
-        return F.coalesce(code, sentinel)
-    if isinstance(view, m.CategoricalView):
-        code = dict_code(view.field, prep)
-        top = min(view.top, len(prep.dictionaries[view.field]))
-        other = F.lit(top) if view.other else sentinel
-        return F.when(code < 0, sentinel).when(code < top, code).otherwise(other)
-    raise TypeError(view)
+    ny = view.y.bin.count
+    ix, iy = _bin_code(F.col(view.x.field), view.x.bin), _bin_code(F.col(view.y.field), view.y.bin)
+    return F.when((ix == SENTINEL_SQL) | (iy == SENTINEL_SQL), F.lit(SENTINEL_SQL)).otherwise(ix * ny + iy)
 
 
 def _bin_code(x, b: m.Bin):
@@ -183,71 +103,59 @@ def _bin_code(x, b: m.Bin):
             .otherwise(inside))
 
 
-def dict_code(fld: str, prep: Prepared):
-    """Spark column: position of the value in the field's dictionary, -1 for null."""
-    from pyspark.sql import functions as F
-
-    values = prep.dictionaries[fld]
-    if not values:
-        return F.lit(-1)
-    mapping = F.create_map(*[x for i, v in enumerate(values) for x in (F.lit(v), F.lit(i))])
-    return F.coalesce(F.try_element_at(mapping, F.col(fld)), F.lit(-1))
-
-
-def index_value(df, fld: str):
-    """Spark column: the raw value a brush compares, as long (ints, time in micros) or double."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    t = df.schema[fld].dataType
-    if isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-        return F.unix_micros(F.col(fld).cast("timestamp"))
-    if isinstance(t, T.IntegralType):
-        return F.col(fld).cast("long")
-    return F.col(fld).cast("double")
-
-
-def collect_rows(df, plan: CapturePlan, prep: Prepared, progress: Progress) -> pa.Table:
-    """The one capture job: every lineage column the plan needs, per row, as Arrow.
-
-    Columns: code__<view>, value__<field>, dict__<field>, measure__<field>, detail__<col>.
-    """
-    from pyspark.sql import functions as F
-
+def raw_fields(plan: CapturePlan) -> list[str]:
+    """Source columns the driver needs per row: categorical and temporal view fields,
+    brushed and parameter fields, measures and detail columns (each once)."""
     dash = plan.dashboard
-    cols = [bar_code(v, prep).cast("int").alias(f"code__{v.name}") for v in dash.views]
-    for fld in plan.index_fields:
-        if fld in prep.dictionaries and any(
-            f.field == fld and f.kind in ("points", "param_eq") for f in plan.filters
-        ):
-            cols.append(dict_code(fld, prep).cast("int").alias(f"dict__{fld}"))
-        if any((f.field == fld or f.y_field == fld) and f.kind in ("interval", "rect", "param_range")
-               for f in plan.filters):
-            cols.append(index_value(df, fld).alias(f"value__{fld}"))
-    for fld in dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field):
-        cols.append(F.col(fld).cast("double").alias(f"measure__{fld}"))
-    for c in plan.detail_columns:
-        cols.append(F.col(c).alias(f"detail__{c}"))
+    out = [v.field for v in dash.views if isinstance(v, (m.CategoricalView, m.TemporalView))]
+    out += list(plan.index_fields)
+    out += [v.aggregate.field for v in dash.views if v.aggregate.field]
+    out += list(plan.detail_columns)
+    return list(dict.fromkeys(out))
+
+
+def collect_rows(df, plan: CapturePlan, progress: Progress) -> pa.Table:
+    """The one capture job: a single scan of the source returning, per row, the bar of
+    every binned view (code__<view>) and the raw columns the driver needs (raw__<column>).
+    Row order is the rid order."""
+    from pyspark.sql import functions as F
+
+    binned = [v for v in plan.dashboard.views if isinstance(v, (m.HistogramView, m.HeatmapView))]
+    cols = [bin_code(v).cast("short" if v_max(v) < 32767 else "int").alias(f"code__{v.name}")
+            for v in binned]
+    cols += [F.col(c).alias(f"raw__{c}") for c in raw_fields(plan)]
     progress("capture job: scanning the source", 0.0)
     with spark_errors("running the capture job"), track_progress(df.sparkSession, progress):
         return df.select(*cols).toArrow()
 
 
-def run_base_queries(df, dash: m.Dashboard, prep: Prepared) -> tuple[float, dict[str, dict]]:
-    """The views' plain aggregate queries on Spark, one job per view, as a dashboard
-    without lineage would run them. Returns (seconds, {view: {bar: (count, sum)}})."""
+def v_max(view) -> int:
+    return view.bin.count if isinstance(view, m.HistogramView) else view.x.bin.count * view.y.bin.count
+
+
+def run_base_queries(df, dash: m.Dashboard) -> tuple[float, dict[str, dict]]:
+    """Each view's plain aggregate query on Spark, one job per view, as a dashboard
+    without lineage would run them. Returns (seconds, {view: {key: (count, sum)}}) with
+    key = bar number (histogram, heatmap), bar start in UTC microseconds (temporal) or
+    value (categorical; the top N is left to the caller)."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
     out = {}
     for v in dash.views:
+        if isinstance(v, (m.HistogramView, m.HeatmapView)):
+            key = bin_code(v)
+        elif isinstance(v, m.TemporalView):
+            key = F.unix_micros(F.date_trunc(v.unit, F.col(v.field).cast("timestamp")))
+        else:
+            key = F.col(v.field)
         aggs = [F.count(F.lit(1)).alias("n")]
         if v.aggregate.field:
-            aggs += [F.sum(F.col(v.aggregate.field).cast("double")).alias("s")]
+            aggs.append(F.sum(F.col(v.aggregate.field).cast("double")).alias("s"))
         with spark_errors(f"running the base query of view {v.name}"):
-            rows = df.groupBy(bar_code(v, prep).alias("bar")).agg(*aggs).collect()
-        out[v.name] = {r["bar"]: (r["n"], r["s"] if v.aggregate.field else None)
-                       for r in rows if r["bar"] != SENTINEL_SQL}
+            rows = df.groupBy(key.alias("key")).agg(*aggs).collect()
+        out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)
+                       for r in rows if r["key"] is not None and r["key"] != SENTINEL_SQL}
     return time.perf_counter() - t0, out
 
 

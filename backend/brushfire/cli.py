@@ -1,0 +1,172 @@
+"""`brushfire validate | plan | capture | demo`: parse arguments, call the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from brushfire.errors import BrushfireError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="brushfire", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check dashboard specs; no Spark needed")
+    p.add_argument("specs", nargs="+")
+
+    p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
+    p.add_argument("spec")
+
+    for name, text in (("capture", "capture a dashboard's lineage on Spark into the cache"),
+                       ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("spec")
+        p.add_argument("--spark-master", default=None,
+                       help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
+        p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+    sub.choices["capture"].add_argument("--no-baseline", action="store_true",
+                                        help="skip timing the plain base queries for comparison")
+
+    args = parser.parse_args(argv)
+    try:
+        return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo}[
+            args.command](args)
+    except BrushfireError as e:
+        print(f"brushfire: {e}", file=sys.stderr)
+        return 1
+
+
+def _validate(args) -> int:
+    from brushfire.spec import load_dashboard
+
+    failed = 0
+    for path in args.specs:
+        try:
+            load_dashboard(path)
+            print(f"{path}: ok")
+        except BrushfireError as e:
+            print(e, file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _plan(args) -> int:
+    from brushfire.plan import explain, plan_capture
+    from brushfire.spec import load_dashboard
+
+    print(explain(plan_capture(load_dashboard(args.spec))))
+    return 0
+
+
+def _capture(args) -> int:
+    from brushfire.capture import capture_dashboard
+    from brushfire.dashboard import DEFAULT_CACHE
+    from brushfire.lineage.store import entry_dir, save_store
+    from brushfire.plan import explain, plan_capture
+    from brushfire.spec import load_dashboard
+
+    dash = load_dashboard(args.spec)
+    plan = plan_capture(dash)
+    master = _master(args)
+    store = capture_dashboard(plan, master=master, progress=ProgressLine(),
+                              baseline=not args.no_baseline)
+    directory = save_store(store, entry_dir(args.cache_dir or DEFAULT_CACHE, dash,
+                                            store.info.source_fingerprint))
+    print(explain(plan, store.n_rows, store.nbytes()))
+    print(f"\ntimings on {store.info.spark_master} ({store.n_rows:,} rows):")
+    for stage, seconds in store.info.seconds.items():
+        print(f"  {stage:<24} {seconds:8.2f} s")
+    sec = store.info.seconds
+    if "base queries" in sec:
+        ratio = sec["capture"] / sec["base queries"]
+        print(f"  capture / base queries   {ratio:8.2f} x  (base queries: each view's plain "
+              "Spark group-by, run after capture on the same session)")
+    print(f"  index memory: {sum(store.nbytes().values()) / store.n_rows:.1f} bytes per row")
+    print(f"\nlineage cached in {directory}")
+    return 0
+
+
+def _demo(args) -> int:
+    """Open the dashboard and play a scripted session, printing views and latencies."""
+    from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+
+    t0 = time.perf_counter()
+    dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                          spark_master=_master(args), progress=ProgressLine())
+    how = "loaded from the lineage cache" if dash.from_cache else "captured on Spark"
+    print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows, {how} in "
+          f"{time.perf_counter() - t0:.2f} s\n")
+    session = dash.session()
+    for v in session.views().values():
+        print(render_view(v))
+    for text, call in demo_script(dash):
+        update = call(session)
+        methods = ", ".join(sorted(set(update.methods.values())))
+        print(f"\n> {text}   [{update.seconds * 1e3:.2f} ms; {methods}]")
+        for v in update.views.values():
+            print(render_view(v, width=40, max_bars=8))
+    if dash.spec.interactions.details:
+        t = time.perf_counter()
+        page = session.details()
+        print(f"\n> details on demand: first {page.num_rows} of {session.count_selected():,} "
+              f"selected rows [{(time.perf_counter() - t) * 1e3:.2f} ms]")
+        print(page.slice(0, 5).to_pandas().to_string(index=False))
+    return 0
+
+
+def demo_script(dash):
+    """A few interactions fitting the dashboard's declared brushes and parameters."""
+    steps = []
+    for f in dash.plan.filters:
+        view = next((v for v in dash.spec.views if v.name == f.name), None)
+        if f.kind == "interval" and view is not None and view.type == "histogram":
+            lo, hi = view.bin.extent
+            a, b = lo + (hi - lo) * 0.2, lo + (hi - lo) * 0.5
+            steps.append((f"brush {f.name} [{a:g}, {b:g}]", lambda s, n=f.name, a=a, b=b: s.brush(n, (a, b))))
+            steps.append((f"move the {f.name} brush one pixel", lambda s, n=f.name, a=a, b=b, d=(hi - lo) / 600:
+                          s.brush(n, (a + d, b + d))))
+        elif f.kind == "points":
+            top = dash.store.view(f.name).labels[:2]
+            steps.append((f"select {f.name} {top}", lambda s, n=f.name, t=top: s.select(n, t)))
+        if len(steps) >= 5:
+            break
+    steps.append(("clear all filters", lambda s: s.clear()))
+    return steps
+
+
+def render_view(v, width: int = 50, max_bars: int = 40) -> str:
+    """A text bar chart of a view's current values."""
+    vals = [x or 0.0 for x in v.values]
+    top = max((abs(x) for x in vals), default=0) or 1
+    lines = [f"  {v.name}"]
+    for label, x in list(zip(v.labels, vals, strict=True))[:max_bars]:
+        text = f"{label[0]:g}–{label[1]:g}" if isinstance(label, list) and len(label) == 2 \
+            and not isinstance(label[0], list) else str(label)[:19]
+        lines.append(f"    {text:>20} {'█' * round(width * abs(x) / top):<{width}} {x:,.6g}")
+    if len(vals) > max_bars:
+        lines.append(f"    … {len(vals) - max_bars} more bars")
+    return "\n".join(lines)
+
+
+class ProgressLine:
+    """Prints capture progress on one line of stderr."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __call__(self, stage: str, fraction: float | None) -> None:
+        pct = f" {fraction:4.0%}" if fraction is not None else ""
+        print(f"\r[{time.perf_counter() - self.t0:6.1f}s] {stage}{pct}\033[K", end="",
+              file=sys.stderr, flush=True)
+        if fraction is None or fraction >= 1:
+            print(file=sys.stderr)
+
+
+def _master(args) -> str | None:
+    return args.spark_master
+
+
+if __name__ == "__main__":
+    sys.exit(main())

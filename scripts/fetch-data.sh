@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Fetch flights-3m.parquet (3 million US flights) from the vega-datasets npm package.
+set -euo pipefail
+VERSION="${VEGA_DATASETS_VERSION:-3.2.1}"
+out="${1:-data/flights-3m.parquet}"
+[ -s "$out" ] && exit 0
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "fetching vega-datasets@$VERSION from the npm registry" >&2
+(cd "$tmp" && npm pack --silent "vega-datasets@$VERSION" >/dev/null)
+tar -xzf "$tmp"/vega-datasets-*.tgz -C "$tmp" package/data/flights-3m.parquet
+mv "$tmp/package/data/flights-3m.parquet" "$out.partial"
+mv "$out.partial" "$out"
+echo "wrote $out ($(du -h "$out" | cut -f1))" >&2
