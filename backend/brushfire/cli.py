@@ -39,13 +39,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _validate(args) -> int:
+    from brushfire.source import read_schema
     from brushfire.spec import load_dashboard
+    from brushfire.spec.loader import check_columns
 
     failed = 0
     for path in args.specs:
         try:
-            load_dashboard(path)
-            print(f"{path}: ok")
+            dash = load_dashboard(path)
+            schema = read_schema(dash.source)
+            if schema is not None:
+                check_columns(dash, schema)
+            print(f"{path}: ok" + ("" if schema is not None else " (columns are checked at capture)"))
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1
@@ -84,6 +89,8 @@ def _capture(args) -> int:
         print(f"  capture / base queries   {ratio:8.2f} x  (base queries: each view's plain "
               "Spark group-by, run after capture on the same session)")
     print(f"  index memory: {sum(store.nbytes().values()) / store.n_rows:.1f} bytes per row")
+    for caveat in store.info.caveats:
+        print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {directory}")
     return 0
 

@@ -54,8 +54,7 @@ class Dashboard:
                     shutil.rmtree(directory, ignore_errors=True)
         from brushfire.capture import capture_dashboard
 
-        master = spark_master or os.environ.get("BRUSHFIRE_SPARK_MASTER", "local[*]")
-        store = capture_dashboard(plan, spark=spark, master=master, progress=progress)
+        store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress)
         if cache_dir is not None:
             save_store(store, directory)
         return cls(dash, plan, store)

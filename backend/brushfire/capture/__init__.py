@@ -15,23 +15,27 @@ from brushfire.capture.build import build_store
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.store import LineageStore, source_fingerprint
 from brushfire.plan import CapturePlan
+from brushfire.source import read_schema
 from brushfire.spec.loader import check_columns
 
 Progress = Callable[[str, float | None], None]
 
 
-def capture_dashboard(plan: CapturePlan, spark=None, master: str = "local[*]",
+def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
                       progress: Progress | None = None, baseline: bool = False) -> LineageStore:
     """Capture the lineage `plan` asks for. With `baseline`, also time the views' plain
     Spark queries on the same session (info.seconds['base queries'])."""
     progress = progress or (lambda *_: None)
+    schema = read_schema(plan.dashboard.source)
+    if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
+        check_columns(plan.dashboard, schema)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
     t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
     info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master,
                        source_fingerprint=source_fingerprint(plan.dashboard.source.path))
     df = sp.read_source(spark, plan.dashboard.source)
-    check_columns(plan.dashboard, sp.schema_kinds(df))
+    check_columns(plan.dashboard, sp.schema_kinds(df))  # now with derived columns' types
     t0 = time.perf_counter()
     table = sp.collect_rows(df, plan, progress)
     info.seconds["capture job"] = time.perf_counter() - t0

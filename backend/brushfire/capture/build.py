@@ -106,6 +106,10 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     measures = np.empty((n, len(mfields)), np.float64)
     for j, f in enumerate(mfields):
         measures[:, j] = _to_numpy(pc.cast(cols.raw(f), pa.float64()), np.float64, np.nan)
+        infinite = np.isinf(measures[:, j])
+        if infinite.any():  # inf - inf is NaN: prefix sums and incremental updates need finite values
+            measures[infinite, j] = np.nan
+            info.caveats.append(f"measure {f}: {int(infinite.sum()):,} infinite values treated as missing")
     info.seconds["build codes"] = time.perf_counter() - t0
 
     progress("building backward indexes", None)

@@ -12,6 +12,7 @@ driver, vectorized over the collected columns, which costs less than extra Spark
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,21 +27,26 @@ Progress = Callable[[str, float | None], None]
 SENTINEL_SQL = -1  # bar code for rows a view drops; replaced by nbars on the driver
 
 
-def get_spark(master: str = "local[*]", app_name: str = "brushfire", driver_memory: str = "6g"):
-    """A Spark session for capture; UTC so calendar bins do not depend on the host zone."""
+def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None):
+    """A Spark session for capture, on `master` (default: $BRUSHFIRE_SPARK_MASTER, else
+    local[*]); UTC, so calendar bins do not depend on the host's time zone."""
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "8")
-        .getOrCreate()
-    )
+    master = master or os.environ.get("BRUSHFIRE_SPARK_MASTER") or "local[*]"
+    memory = driver_memory or os.environ.get("BRUSHFIRE_DRIVER_MEMORY", "8g")
+    with spark_errors(f"starting a Spark session on {master} (is Java 17+ installed?)"):
+        spark = (
+            SparkSession.builder.master(master)
+            .appName(app_name)
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", memory)
+            .config("spark.driver.maxResultSize", "0")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.shuffle.partitions", "8")
+            .getOrCreate()
+        )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

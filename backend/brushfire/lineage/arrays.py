@@ -104,3 +104,4 @@ class CaptureInfo:
     nbytes: dict[str, int] = field(default_factory=dict)
     source_fingerprint: str = ""
     spark_master: str = ""
+    caveats: list[str] = field(default_factory=list)  # data-quality notes (Vizier's caveats)

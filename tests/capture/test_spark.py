@@ -1,0 +1,94 @@
+"""Capture on a real local Spark session: results, errors, and the base-query baseline."""
+
+from __future__ import annotations
+
+import pytest
+from brushfire.capture import capture_dashboard
+from brushfire.capture import spark as sp
+from brushfire.errors import CaptureError, SpecError
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+pytestmark = pytest.mark.spark
+
+
+def views_spec(path, **source) -> dict:
+    return {
+        "name": "capture_test",
+        "source": {"path": str(path), **source},
+        "views": [
+            {"name": "hx", "type": "histogram", "field": "x",
+             "bin": {"step": 10, "extent": [0, 100], "clamp": True}},
+            {"name": "heat", "type": "heatmap", "x": {"field": "x", "bin": {"step": 50, "extent": [0, 100]}},
+             "y": {"field": "k", "bin": {"step": 40, "extent": [0, 120]}}},
+            {"name": "day", "type": "temporal", "field": "t", "unit": "day"},
+            {"name": "month", "type": "temporal", "field": "t", "unit": "month"},
+            {"name": "cat", "type": "categorical", "field": "cat", "top": 6},
+            {"name": "sum_m", "type": "histogram", "field": "k", "bin": {"step": 30, "extent": [-30, 120]},
+             "aggregate": {"op": "sum", "field": "m"}},
+        ],
+        "interactions": {"crossfilter": [{"views": ["hx", "day", "cat", "sum_m"]}]},
+    }
+
+
+def test_captured_base_views_equal_the_plain_spark_queries(spark, small_parquet):
+    plan = plan_capture(parse_dashboard(views_spec(small_parquet)))
+    store = capture_dashboard(plan, spark=spark, baseline=True)
+    assert store.info.seconds["base queries"] > 0
+    expected = store.base_query_results
+    for v, layout in zip(plan.dashboard.views, store.views, strict=True):
+        counts = store.base.counts[layout.slots].tolist()
+        sums = store.base.sums[layout.slots].tolist()
+        want = expected[v.name]
+        if v.type == "categorical":
+            ordered = sorted(want.items(), key=lambda kv: (-kv[1][0], kv[0]))
+            top = ordered[: v.top]
+            rest = sum(n for _, (n, _) in ordered[v.top:])
+            assert counts == [n for _, (n, _) in top] + [rest]
+            assert layout.labels[:-1] == [k for k, _ in top]
+        elif v.type == "temporal":
+            from datetime import datetime
+            starts = [int(datetime.fromisoformat(lab).timestamp() * 1e6) for lab in layout.labels]
+            assert {s: c for s, c in zip(starts, counts, strict=True) if c} == {k: n for k, (n, _) in want.items()}
+        else:
+            assert {i: c for i, c in enumerate(counts) if c} == {k: n for k, (n, _) in want.items()}
+            if v.aggregate.field:
+                for k, (_, s) in want.items():
+                    assert sums[k] == pytest.approx(s or 0.0)
+
+
+def test_derived_columns_and_static_filters_are_applied(spark, small_parquet):
+    d = views_spec(small_parquet, columns={"x": "x * 0 + 5"}, filters=["cat = 'c00'"])
+    store = capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+    hx = store.view("hx")
+    counts = store.base.counts[hx.slots].tolist()
+    assert counts[0] == store.n_rows - store.base.counts[hx.bar_off + hx.nbars]  # all in bin 0
+    assert store.view("cat").labels == ["c00"] + ["(other)"]
+
+
+def test_a_column_missing_from_the_source_fails_before_any_spark_job(spark, small_parquet):
+    d = views_spec(small_parquet)
+    d["views"][0]["field"] = "nope"
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup(None))
+    with pytest.raises(SpecError, match=r"views\[0\]\.field: column 'nope' is not in the source"):
+        capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+    assert set(tracker.getJobIdsForGroup(None)) == jobs_before
+
+
+def test_a_failing_spark_job_is_reported_not_hung_on(spark, small_parquet):
+    d = views_spec(small_parquet, columns={"x": "CASE WHEN k > 100 THEN raise_error('bad row') ELSE x END"})
+    with pytest.raises(CaptureError, match="Spark failed while running the capture job.*bad row"):
+        capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+
+
+def test_a_bad_derived_expression_is_reported(spark, small_parquet):
+    d = views_spec(small_parquet, columns={"x": "x +* 2"})
+    with pytest.raises(CaptureError, match="Spark failed while reading the source"):
+        capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+
+
+def test_schema_kinds(spark, small_parquet):
+    df = sp.read_source(spark, parse_dashboard(views_spec(small_parquet)).source)
+    assert sp.schema_kinds(df) == {"x": "number", "k": "number", "cat": "string", "dest": "string",
+                                   "t": "temporal", "m": "number"}
