@@ -8,6 +8,7 @@ import math
 from datetime import UTC, datetime
 
 import duckdb
+
 from brushfire.spec import models as m
 
 OTHER = "(other)"

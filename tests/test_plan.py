@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.spec.loader import parse_dashboard
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from brushfire.capture import capture_dashboard
 from brushfire.capture import spark as sp
 from brushfire.errors import CaptureError, SpecError

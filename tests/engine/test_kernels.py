@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from brushfire.engine import kernels as K
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+from brushfire.engine import kernels as K
 
 # the first example of each test includes numba's JIT (or cache load): no deadline
 FAST = settings(max_examples=60, deadline=None)

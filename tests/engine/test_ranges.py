@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from brushfire.engine import ranges as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from brushfire.engine import ranges as R
 
 FAST = settings(max_examples=60, deadline=None)
 LIMIT = 30  # positions 0..LIMIT: small, so random ranges touch, overlap and nest often

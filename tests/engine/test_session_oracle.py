@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from brushfire import Dashboard
-from brushfire.spec import parse_dashboard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from brushfire import Dashboard
+from brushfire.spec import parse_dashboard
 from oracle import OTHER, Oracle, _norm_row
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+
 from brushfire import Dashboard
 from brushfire.errors import CacheError
 from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint

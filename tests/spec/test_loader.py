@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from brushfire.errors import SpecError
 from brushfire.spec.loader import check_columns, load_dashboard, parse_dashboard
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pydantic
 import pytest
+
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard
 

@@ -1,0 +1,49 @@
+"""The command line: validate, plan and demo, run in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+from brushfire.cli import main
+
+GOOD = "dashboards/flights.yaml"
+
+
+def test_validate_accepts_the_shipped_dashboards(capsys):
+    assert main(["validate", GOOD]) == 0
+    assert "flights.yaml: ok" in capsys.readouterr().out
+
+
+def test_validate_reports_file_line_and_key(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nsource: {path: a.parquet}\nviews:\n  - name: v\n    type: histogram\n"
+                   "    field: f\n    bin: {step: 0, extent: [0, 1]}\n")
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:7: views[0].bin.step: bin step must be a number > 0, got 0" in err
+
+
+def test_plan_explains_what_is_captured_and_why(capsys):
+    assert main(["plan", GOOD]) == 0
+    out = capsys.readouterr().out
+    assert "capture plan for dashboard 'flights'" in out
+    assert "backward index: pruned — brush 'none'" in out
+    assert "parameter destination: rids partitioned by value" in out
+
+
+@pytest.mark.spark
+def test_demo_plays_scripted_interactions(spark, small_parquet, tmp_path, capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"""
+name: demo_test
+source: {{path: {small_parquet}}}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 10, extent: [0, 100]}}}}
+  - {{name: cat, type: categorical, field: cat, top: 3}}
+interactions:
+  crossfilter: [{{views: [hx, cat]}}]
+  details: {{columns: [x, cat]}}
+""")
+    assert main(["demo", str(spec), "--cache-dir", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert "> brush hx [20, 50]" in out and "> select cat" in out and "details on demand" in out

@@ -1,0 +1,33 @@
+"""Docs stay honest: every spec key and CLI command appears in the docs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brushfire.cli import main
+from brushfire.spec import models as m
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_DOC = (ROOT / "docs" / "spec.md").read_text()
+README = (ROOT / "README.md").read_text()
+
+MODELS = [m.Dashboard, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
+          m.CategoricalView, m.HeatmapView, m.Axis, m.CrossfilterGroup, m.Highlight, m.Details,
+          m.Parameter, m.Interactions]
+
+
+@pytest.mark.parametrize("key", sorted({k for model in MODELS for k in model.model_fields}))
+def test_every_spec_key_is_documented(key):
+    assert f"`{key}" in SPEC_DOC, f"docs/spec.md does not mention the key {key!r}"
+
+
+def test_every_cli_command_is_in_the_readme(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    commands = help_text.split("{", 1)[1].split("}", 1)[0].split(",")
+    assert commands
+    for c in commands:
+        assert f"brushfire {c}" in README, f"README.md does not show 'brushfire {c}'"
