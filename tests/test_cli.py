@@ -9,9 +9,16 @@ from brushfire.cli import main
 GOOD = "dashboards/flights.yaml"
 
 
-def test_validate_accepts_the_shipped_dashboards(capsys):
-    assert main(["validate", GOOD]) == 0
-    assert "flights.yaml: ok" in capsys.readouterr().out
+def test_validate_checks_columns_against_the_source(small_parquet, tmp_path, capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n"
+                    "  - {name: b, type: categorical, field: nope}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert f"{spec}:5: views[1].field: column 'nope' is not in the source" in capsys.readouterr().err
+    spec.write_text(spec.read_text().replace("nope", "dest"))
+    assert main(["validate", str(spec)]) == 0
+    assert f"{spec}: ok" in capsys.readouterr().out
 
 
 def test_validate_reports_file_line_and_key(tmp_path, capsys):

@@ -115,6 +115,19 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     progress("building backward indexes", None)
     t0 = time.perf_counter()
     indexes = {f.name: build_index(f, cols, n) for f in plan.filters}
+    fkeys = np.empty((n, len(plan.filters)), np.int32)
+    for j, f in enumerate(plan.filters):
+        if f.kind in PARTITION_KINDS:
+            fkeys[:, j] = cols.dictionary(f.field)[1]
+        else:
+            fkeys[:, j] = -1
+            fkeys[indexes[f.name].order, j] = np.arange(len(indexes[f.name].order), dtype=np.int32)
+    rects = [f for f in plan.filters if f.y_field]
+    ycols = {f.name: i for i, f in enumerate(rects)}
+    fy = np.empty((n, len(rects)), np.float64)
+    for f in rects:
+        yv, yvalid, _ = cols.values(f.y_field)
+        fy[:, ycols[f.name]] = np.where(yvalid, yv.astype(np.float64), np.nan)
     for name in plan.bar_index_views:
         vi = next(i for i, v in enumerate(views) if v.name == name)
         keys = codes[:, vi].astype(np.int32)
@@ -139,12 +152,12 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     t0 = time.perf_counter()
     nslots = views[-1].bar_off + views[-1].nbars + 1
     counts, sums, oks = K.rescan(
-        np.zeros(n, np.uint32), np.zeros(len(views), np.uint32), np.arange(len(views), dtype=np.int64),
+        np.zeros(len(views), np.uint32), np.arange(len(views), dtype=np.int64), K.no_filters(n),
         codes, np.array([v.bar_off for v in views], np.int64), measures,
         np.array([v.mcol for v in views], np.int64), nslots, 2)
     snapshot = pa.table({c: cols.raw(c) for c in plan.detail_columns}) if plan.detail_columns else None
     info.seconds["build base"] = time.perf_counter() - t0
-    return LineageStore(dash, n, views, codes, measures, indexes, cubes,
+    return LineageStore(dash, n, views, codes, measures, fkeys, fy, ycols, indexes, cubes,
                         Aggregates(counts, sums, oks), snapshot, info)
 
 
@@ -220,12 +233,8 @@ def build_index(f, cols: Columns, n: int) -> Index:
     order, sorted_values = sorted_index(values, valid)
     b = block_size(n)
     block_starts = np.append(np.arange(0, len(order), b, dtype=np.int64), len(order))
-    yvalues = None
-    if f.y_field:
-        yv, yvalid, _ = cols.values(f.y_field)
-        yvalues = np.where(yvalid, yv.astype(np.float64), np.nan)
     return Index(f.name, f.kind, f.field, order, block_starts, values=sorted_values,
-                 yvalues=yvalues, value_type="temporal" if temporal else "number")
+                 value_type="temporal" if temporal else "number")
 
 
 def sorted_index(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,9 +5,13 @@ Shared layouts (see lineage/arrays.py):
 - bar_off  (V,) int64: view v's bars live at counts[bar_off[v] : bar_off[v] + nbars[v] + 1]
            in the flat aggregate arrays (the last slot collects dropped rows).
 - measures (N, M) float64, NaN for null; mcol[v] = measure column of view v, or -1.
-- bits     (N,) uint32: bit f set <=> row passes filter f (as last materialized).
-- need     (V,) uint32: bits a row must have to count in view v (its active filters
-           except its own); a row is visible in v iff bits[rid] & need[v] == need[v].
+- ft       the filter test (a tuple, see `passes`): per row and filter f, fkeys[rid, f] is
+           the row's position in f's sorted index (value filters) or its value key
+           (partitioned filters), -1 when null; the session's state for f is a position
+           range [lo[f], hi[f]) or a set of selected keys sel[f, key], plus a y interval
+           for rect brushes.
+- need     (V,) uint32: filters (bit f) a row must pass to count in view v: the active
+           filters that apply to v, except its own.
 - order    (n,) int32: rids in index order; a selection is position ranges
            [starts[k], stops[k]) of it.
 Aggregates per slot: counts (int64), sums (float64, sum of non-null measure),
@@ -32,70 +36,101 @@ def _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks):
             oks[slot] += sign
 
 
+@njit(cache=True, inline="always")
+def _test(r, f, ft):
+    """Does row r pass filter f? (a position range, a set of keys, and a y interval)"""
+    fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi = ft
+    x = fkeys[r, f]
+    if kinds[f] == 0:
+        if x < lo[f] or x >= hi[f]:
+            return False
+    elif x < 0 or not sel[f, x]:
+        return False
+    c = ycols[f]
+    if c >= 0:
+        y = yvals[r, c]
+        if not (ylo[f] <= y <= yhi[f]):  # NaN fails
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def passes(r, need, ft):
+    """Does row r pass every filter whose bit is set in `need`?"""
+    m = need
+    f = 0
+    while m:
+        if m & 1 and not _test(r, f, ft):
+            return False
+        m >>= 1
+        f += 1
+    return True
+
+
+@njit(cache=True, inline="always")
+def _fails(r, union, ft):
+    """Bitmask of the filters in `union` that row r fails (each tested once)."""
+    out = np.uint32(0)
+    m = union
+    f = 0
+    while m:
+        if m & 1 and not _test(r, f, ft):
+            out |= np.uint32(1) << np.uint32(f)
+        m >>= 1
+        f += 1
+    return out
+
+
+def no_filters(n: int) -> tuple:
+    """A filter test with no filters, for aggregating every row."""
+    return (np.zeros((n, 0), np.int32), np.zeros(0, np.int8), np.zeros(0, np.int64),
+            np.zeros(0, np.int64), np.zeros((0, 1), np.bool_), np.zeros(0, np.int64),
+            np.zeros((n, 0), np.float64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+
+
 @njit(cache=True)
-def accumulate_ranges(order, starts, stops, use_bits, bits, need, views, sign,
+def accumulate_ranges(order, starts, stops, signs, need, views, ft,
                       codes, bar_off, measures, mcol, counts, sums, oks):
-    """Add `sign` x each row at order[starts[k]:stops[k]] to the bars of `views`,
-    counting a row in view v only if it is visible there (when use_bits).
-    Cost: O(rows in ranges x len(views)) random reads."""
+    """Add signs[k] x each row at order[starts[k]:stops[k]] to its bar in each view v of
+    `views` where it passes need[v]. Used to recompute a view from the rows of one
+    filter (signs +1) and for incremental updates: the rows entering (+1) or leaving
+    (-1) a moving filter, with that filter left out of `need`.
+    Cost: O(rows in ranges x len(views)), random reads."""
+    union = np.uint32(0)
+    for i in range(views.shape[0]):
+        union |= need[views[i]]
     for k in range(starts.shape[0]):
+        sign = signs[k]
         for pos in range(starts[k], stops[k]):
             r = order[pos]
+            failed = _fails(r, union, ft)
             for i in range(views.shape[0]):
                 v = views[i]
-                if use_bits and (bits[r] & need[v]) != need[v]:
-                    continue
-                _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks)
+                if failed & need[v] == 0:
+                    _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks)
 
 
 @njit(cache=True, parallel=True)
-def rescan(bits, need, views, codes, bar_off, measures, mcol, nslots, nthreads):
-    """Aggregate all visible rows into fresh (counts, sums, oks), scanning rids in order
-    with `nthreads` partial results merged at the end. Cost: O(N x len(views)), sequential."""
+def rescan(need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads):
+    """Aggregate all rows passing need[v] into fresh (counts, sums, oks) for each view of
+    `views`, scanning rids in order, `nthreads` partial results merged at the end.
+    Cost: O(N x len(views)), sequential reads."""
     n = codes.shape[0]
     counts = np.zeros((nthreads, nslots), np.int64)
     sums = np.zeros((nthreads, nslots), np.float64)
     oks = np.zeros((nthreads, nslots), np.int64)
+    union = np.uint32(0)
+    for i in range(views.shape[0]):
+        union |= need[views[i]]
     chunk = (n + nthreads - 1) // nthreads
     for t in prange(nthreads):
         for r in range(t * chunk, min(n, (t + 1) * chunk)):
-            b = bits[r]
+            failed = _fails(r, union, ft)
             for i in range(views.shape[0]):
                 v = views[i]
-                if (b & need[v]) == need[v]:
+                if failed & need[v] == 0:
                     _add_row(r, v, 1, codes, bar_off, measures, mcol, counts[t], sums[t], oks[t])
     return counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
-
-
-@njit(cache=True)
-def flip_bits(order, starts, stops, set_flags, use_y, yvals, ylo, yhi, bits, bit, need, views,
-              codes, bar_off, measures, mcol, counts, sums, oks):
-    """Set (set_flags[k]) or clear filter `bit` for rows at order[starts[k]:stops[k]]; when
-    setting with use_y, only rows with ylo <= yvals[rid] <= yhi get it (rect brushes).
-    Each row whose visibility in a view of `views` changes moves in or out of its bar.
-    Returns the number of rows whose bit changed. Cost: O(rows in ranges)."""
-    changed = 0
-    for k in range(starts.shape[0]):
-        for pos in range(starts[k], stops[k]):
-            r = order[pos]
-            old = bits[r]
-            on = set_flags[k]
-            if on and use_y:
-                y = yvals[r]
-                on = ylo <= y <= yhi
-            new = (old | bit) if on else (old & ~bit)
-            if new == old:
-                continue
-            bits[r] = new
-            changed += 1
-            for i in range(views.shape[0]):
-                v = views[i]
-                was = (old & need[v]) == need[v]
-                now = (new & need[v]) == need[v]
-                if was != now:
-                    _add_row(r, v, 1 if now else -1, codes, bar_off, measures, mcol,
-                             counts, sums, oks)
-    return changed
 
 
 @njit(cache=True)
@@ -197,14 +232,14 @@ def partition_by_key(keys, nkeys):
 
 
 @njit(cache=True)
-def selected_rids(order, starts, stops, use_bits, bits, need, skip, limit, out):
+def selected_rids(order, starts, stops, need, ft, skip, limit, out):
     """Write into `out` up to `limit` rids at order[starts[k]:stops[k]] that pass `need`,
-    skipping the first `skip` that do. Returns how many were written."""
+    after skipping the first `skip` that do. Returns how many were written."""
     n = 0
     for k in range(starts.shape[0]):
         for pos in range(starts[k], stops[k]):
             r = order[pos]
-            if use_bits and (bits[r] & need) != need:
+            if not passes(r, need, ft):
                 continue
             if skip > 0:
                 skip -= 1
@@ -217,11 +252,11 @@ def selected_rids(order, starts, stops, use_bits, bits, need, skip, limit, out):
 
 
 @njit(cache=True)
-def count_passing(order, starts, stops, bits, need):
-    """Number of rows at order[starts[k]:stops[k]] whose bits include `need`."""
+def count_passing(order, starts, stops, need, ft):
+    """Number of rows at order[starts[k]:stops[k]] that pass `need`."""
     n = 0
     for k in range(starts.shape[0]):
         for pos in range(starts[k], stops[k]):
-            if (bits[order[pos]] & need) == need:
+            if passes(order[pos], need, ft):
                 n += 1
     return n

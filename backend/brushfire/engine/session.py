@@ -11,11 +11,11 @@ Each update picks, per affected view, the cheapest exact method:
 - cube:   one filter applies and it has a cube to this view → prefix-sum lookup plus
           an exact correction for the partial blocks at the selection's edges;
 - incremental: only the rows that entered or left the moving filter are traced
-          forward to their bars (per-row pass bits tell visibility, as in crossfilter.js);
+          forward to their bars, counted where they pass the view's other filters;
 - recompute: the rows of the most selective other filter are re-aggregated;
 - rescan: every row is re-aggregated in rid order (used when the others are not selective).
-Pass bits are kept lazily: a filter answered from cubes alone updates its bits only
-when a later update needs them.
+No method needs per-session per-row state: a row's position in every index is in the
+shared store (`fkeys`), and a filter's state is a position range or a set of keys.
 """
 
 from __future__ import annotations
@@ -72,7 +72,12 @@ class Update:
 
 
 class Session:
-    """Filter state of one user; answers every interaction from the store."""
+    """Filter state of one user; answers every interaction from the store.
+
+    A session holds no per-row state: each active filter is a position range (or a set of
+    keys) in its index, and the shared `store.fkeys` tells any row's position in every
+    index, so testing a row against the filters is one lookup per filter.
+    """
 
     def __init__(self, store: LineageStore, plan: CapturePlan) -> None:
         self.store, self.plan = store, plan
@@ -80,15 +85,24 @@ class Session:
         if len(self._filters) > 32:
             msg = "at most 32 brushes and parameters per dashboard"
             raise InteractionError(msg)
-        self._bit = {name: 1 << i for i, name in enumerate(self._filters)}
+        self._fi = {name: i for i, name in enumerate(self._filters)}
         self._vindex = {v.name: i for i, v in enumerate(store.views)}
         self._bar_off = np.array([v.bar_off for v in store.views], np.int64)
         self._mcol = np.array([v.mcol for v in store.views], np.int64)
         self.active: dict[str, Selection] = {}
-        self._materialized: dict[str, Selection] = {}  # what each filter's bits encode
-        self._bits: np.ndarray | None = None
         self.agg: Aggregates = store.base.copy()
         self._empty = np.zeros(0, np.float64)
+        nf = len(self._filters)
+        nkeys = max([len(store.indexes[f].keys) for f in self._filters
+                     if store.indexes[f].keys is not None] + [1])
+        kinds = np.array([0 if store.indexes[f].offsets is None else 1 for f in self._filters], np.int8)
+        ycols = np.array([store.ycols.get(f, -1) for f in self._filters], np.int64)
+        # the filter test's state; lo/hi/sel/ylo/yhi change as filters change
+        self._lo, self._hi = np.zeros(nf, np.int64), np.zeros(nf, np.int64)
+        self._sel = np.zeros((nf, nkeys), np.bool_)
+        self._ylo, self._yhi = np.zeros(nf, np.float64), np.zeros(nf, np.float64)
+        self._ft = (store.fkeys, kinds, self._lo, self._hi, self._sel, ycols, store.fy,
+                    self._ylo, self._yhi)
 
     # --- public interactions --------------------------------------------------------
 
@@ -112,7 +126,8 @@ class Session:
         outside the top N. An empty list selects nothing."""
         f = self._filter(view, ("points",))
         ix = self.store.indexes[f.name]
-        top = len(self.store.view(view).labels) - (1 if self.store.view(view).labels[-1:] == [OTHER] else 0)
+        labels = self.store.view(view).labels
+        top = len(labels) - (1 if labels[-1:] == [OTHER] else 0)
         return self._apply(f.name, Selection(_key_ranges(ix, values, top), None, list(values)))
 
     def set_parameter(self, name: str, value) -> Update:
@@ -131,12 +146,11 @@ class Session:
 
     def clear(self, name: str | None = None) -> Update:
         """Remove one brush / parameter, or all of them."""
-        names = [name] if name else list(self.active)
         if name:
             self._filter(name, None)
         t0 = time.perf_counter()
         update = Update({})
-        for n in names:
+        for n in [name] if name else list(self.active):
             if n in self.active:
                 u = self._apply(n, None)
                 update.views.update(u.views)
@@ -164,26 +178,25 @@ class Session:
         view's other filters), or behind the current selection (rows passing every
         active filter) when `view` is None. In index order; `offset`/`limit` page."""
         order, ranges, need = self._backward_source(view, bars)
-        limit = self.store.n_rows if limit is None else limit
-        out = np.empty(max(0, min(limit, self.store.n_rows)), np.int32)
+        limit = self.store.n_rows if limit is None else max(0, min(limit, self.store.n_rows))
         if order is None:  # no filter: all rows in rid order
-            stop = min(self.store.n_rows, offset + len(out))
-            return np.arange(offset, max(offset, stop), dtype=np.int32)
+            return np.arange(offset, max(offset, min(self.store.n_rows, offset + limit)), dtype=np.int32)
+        out = np.empty(limit, np.int32)
         starts, stops, _ = R.as_arrays(ranges)
-        bits = self._bits_or_dummy()
-        n = K.selected_rids(order, starts, stops, need != 0, bits, np.uint32(need),
-                            offset, len(out), out)
+        n = K.selected_rids(order, starts, stops, np.uint32(need), self._ft, offset, limit, out)
         return out[:n]
 
     def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
         """Number of rows `backward_rids` would return without paging."""
+        if view is None and bars is None:
+            total = self._total_from_views()
+            if total is not None:
+                return total
         order, ranges, need = self._backward_source(view, bars)
         if order is None:
             return self.store.n_rows
-        if need == 0:
-            return R.size(ranges)
         starts, stops, _ = R.as_arrays(ranges)
-        return int(K.count_passing(order, starts, stops, self._bits, np.uint32(need)))
+        return int(K.count_passing(order, starts, stops, np.uint32(need), self._ft))
 
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
@@ -199,6 +212,9 @@ class Session:
             msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
             raise InteractionError(msg)
         size = page_size or spec.page_size
+        if page < 0 or size < 1:
+            msg = "page must be >= 0 and page_size >= 1"
+            raise InteractionError(msg)
         rids = self.backward_rids(view, bars, offset=page * size, limit=size)
         table = self.store.snapshot.select(columns).take(pa.array(rids))
         return table.add_column(0, "rid", pa.array(rids, pa.int32()))
@@ -224,21 +240,13 @@ class Session:
             msg = f"no highlight from view {source!r} is declared"
             raise NotCapturedError(msg)
         ix = self.store.indexes[f"bars:{source}"]
-        ranges = _bar_ranges(ix, bars, self.store.view(source).nbars)
-        starts, stops, _ = R.as_arrays(ranges)
-        out = {}
-        for t in dict.fromkeys(targets):
-            v = self._vindex[t]
-            need = self._need(t)
-            self._sync_all(self._others(t))
-            agg = Aggregates.zeros(self.store.nslots)
-            needs = np.zeros(len(self.store.views), np.uint32)
-            needs[v] = need
-            K.accumulate_ranges(ix.order, starts, stops, need != 0, self._bits_or_dummy(), needs,
-                                np.array([v], np.int64), 1, self.store.codes, self._bar_off,
-                                self.store.measures, self._mcol, agg.counts, agg.sums, agg.oks)
-            out[t] = _view_data(self.store.view(t), agg)
-        return out
+        starts, stops, signs = R.as_arrays(_bar_ranges(ix, bars, self.store.view(source).nbars))
+        agg = Aggregates.zeros(self.store.nslots)
+        views = list(dict.fromkeys(targets))
+        K.accumulate_ranges(ix.order, starts, stops, signs, self._needs(views), self._vi(views),
+                            self._ft, self.store.codes, self._bar_off, self.store.measures,
+                            self._mcol, agg.counts, agg.sums, agg.oks)
+        return {t: _view_data(self.store.view(t), agg) for t in views}
 
     # --- the update machinery -------------------------------------------------------
 
@@ -249,58 +257,75 @@ class Session:
             self.active.pop(name, None)
         else:
             self.active[name] = new
-        affected = self._filters[name].filters_views
+        self._set_test(name, new)
         methods: dict[str, str] = {}
-        by_method: dict[str, list[str]] = {"base": [], "cube": [], "mask": []}
-        for v in affected:
+        masked: list[str] = []
+        for v in self._filters[name].filters_views:
             others = self._others(v)
             if not others:
-                m = "base"
+                self._copy_base(v)
+                methods[v] = "base"
             elif len(others) == 1 and (others[0], v) in self.store.cubes \
                     and self.active[others[0]].y is None:
-                m = "cube"
+                self._from_cube(others[0], v)
+                methods[v] = "cube"
             else:
-                m = "mask"
-            by_method[m].append(v)
-        for v in by_method["base"]:
-            self._copy_base(v)
-            methods[v] = "base"
-        for v in by_method["cube"]:
-            self._from_cube(self._others(v)[0], v)
-            methods[v] = "cube"
-        if by_method["mask"]:
-            methods.update(self._update_masked(name, old, new, by_method["mask"]))
-        changed = {v: self._view_data(v) for v in affected}
+                masked.append(v)
+        if masked:
+            methods.update(self._update_filtered(name, old, new, masked))
+        changed = {v: self._view_data(v) for v in self._filters[name].filters_views}
         return Update(changed, methods, time.perf_counter() - t0)
 
-    def _update_masked(self, name: str, old: Selection | None, new: Selection | None,
-                       views: list[str]) -> dict[str, str]:
-        """Views that need per-row pass bits: incremental when the moving filter's change
-        is smaller than re-aggregating the most selective other filter's rows."""
+    def _update_filtered(self, name: str, old: Selection | None, new: Selection | None,
+                         views: list[str]) -> dict[str, str]:
+        """Views under several filters: incremental when the moving filter's change is
+        smaller than re-aggregating the most selective other filter's rows."""
         n = self.store.n_rows
-        for g in {g for v in views for g in self._others(v)} - {name}:
-            self._sync(g)
         drivers = {v: min(self._others(v), key=lambda g: self.active[g].size) for v in views}
         recompute_cost = sum(min(self.active[drivers[v]].size, n * RESCAN_FRACTION) for v in views)
         incremental_cost = math.inf
-        if old is not None and new is not None:
-            mat = self._materialized.get(name, Selection([]))
-            incremental_cost = (self._delta_size(mat, old) + self._delta_size(old, new)) * len(views)
+        if old is not None and new is not None and old.y is None and new.y is None:
+            incremental_cost = R.size([(s, e) for s, e, _ in R.changes(old.ranges, new.ranges)]) * len(views)
         if incremental_cost <= recompute_cost:
-            self._sync(name, target=old)
-            self._flip(name, old, new, views)
+            pieces = R.changes(old.ranges, new.ranges)
+            starts, stops, entering = R.as_arrays(pieces)
+            signs = np.where(entering, 1, -1).astype(np.int64)
+            needs = self._needs(views) & ~np.uint32(1 << self._fi[name])  # membership is known
+            K.accumulate_ranges(self.store.indexes[name].order, starts, stops, signs, needs,
+                                self._vi(views), self._ft, self.store.codes, self._bar_off,
+                                self.store.measures, self._mcol, self.agg.counts, self.agg.sums,
+                                self.agg.oks)
             return dict.fromkeys(views, "incremental")
-        self._sync(name)
-        methods = {}
         rescan = [v for v in views if self.active[drivers[v]].size > n * RESCAN_FRACTION]
         if rescan:
-            self._rescan(rescan)
-            methods.update(dict.fromkeys(rescan, "rescan"))
+            counts, sums, oks = K.rescan(self._needs(rescan), self._vi(rescan), self._ft,
+                                         self.store.codes, self._bar_off, self.store.measures,
+                                         self._mcol, self.store.nslots, 2)
+            for v in rescan:
+                s = self._slots(v)
+                self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = counts[s], sums[s], oks[s]
         for v in views:
             if v not in rescan:
                 self._recompute(v, drivers[v])
-                methods[v] = "recompute"
-        return methods
+        return {v: "rescan" if v in rescan else "recompute" for v in views}
+
+    def _set_test(self, name: str, sel: Selection | None) -> None:
+        """Point filter `name`'s row test at its new selection."""
+        f = self._fi[name]
+        ix = self.store.indexes[name]
+        if sel is None:
+            return  # an inactive filter is in no view's need mask
+        if ix.offsets is None:  # value index: one position range
+            (lo, hi), = sel.ranges or [(0, 0)]
+            self._lo[f], self._hi[f] = lo, hi
+        else:  # partitioned: the keys whose segments the ranges cover
+            self._sel[f] = False
+            for s, e in sel.ranges:
+                a = int(np.searchsorted(ix.offsets, s, side="right")) - 1
+                b = int(np.searchsorted(ix.offsets, e, side="left"))
+                self._sel[f, a:b] = True
+        if sel.y is not None:
+            self._ylo[f], self._yhi[f] = sel.y
 
     def _others(self, view: str) -> list[str]:
         """Active filters that apply to `view` (its own brush never does)."""
@@ -309,7 +334,7 @@ class Session:
     def _need(self, view: str) -> int:
         need = 0
         for g in self._others(view):
-            need |= self._bit[g]
+            need |= 1 << self._fi[g]
         return need
 
     def _needs(self, views: list[str]) -> np.ndarray:
@@ -317,6 +342,9 @@ class Session:
         for v in views:
             out[self._vindex[v]] = self._need(v)
         return out
+
+    def _vi(self, views: list[str]) -> np.ndarray:
+        return np.array([self._vindex[v] for v in views], np.int64)
 
     def _copy_base(self, view: str) -> None:
         s = self._slots(view)
@@ -328,9 +356,10 @@ class Session:
         s = self._slots(view)
         self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
         starts, stops, _ = R.as_arrays(sel.ranges)
-        sums = self.agg.sums[s] if cube.sums.size else self._empty
-        oks = self.agg.oks[s] if cube.oks.size else self.agg.oks[s][:0]
-        c = self._mcol[self._vindex[view]] if cube.sums.size else -1
+        has_measure = cube.sums.size > 0
+        sums = self.agg.sums[s] if has_measure else self._empty
+        oks = self.agg.oks[s] if has_measure else self.agg.oks[s][:0]
+        c = self._mcol[self._vindex[view]] if has_measure else -1
         K.cube_lookup(cube.counts, cube.sums, cube.oks, ix.block_starts, starts, stops, ix.order,
                       self.store.codes, self._vindex[view], self.store.measures, c,
                       self.agg.counts[s], sums, oks)
@@ -338,91 +367,40 @@ class Session:
     def _recompute(self, view: str, driver: str) -> None:
         s = self._slots(view)
         self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
-        starts, stops, _ = R.as_arrays(self.active[driver].ranges)
-        K.accumulate_ranges(self.store.indexes[driver].order, starts, stops, True, self._bits,
-                            self._needs([view]), np.array([self._vindex[view]], np.int64), 1,
-                            self.store.codes, self._bar_off, self.store.measures, self._mcol,
+        starts, stops, signs = R.as_arrays(self.active[driver].ranges)
+        K.accumulate_ranges(self.store.indexes[driver].order, starts, stops, signs.astype(np.int64),
+                            self._needs([view]), self._vi([view]), self._ft, self.store.codes,
+                            self._bar_off, self.store.measures, self._mcol,
                             self.agg.counts, self.agg.sums, self.agg.oks)
 
-    def _rescan(self, views: list[str]) -> None:
-        vi = np.array([self._vindex[v] for v in views], np.int64)
-        counts, sums, oks = K.rescan(self._bits, self._needs(views), vi, self.store.codes,
-                                     self._bar_off, self.store.measures, self._mcol,
-                                     self.store.nslots, 2)
-        for v in views:
-            s = self._slots(v)
-            self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = counts[s], sums[s], oks[s]
-
-    def _flip(self, name: str, old: Selection, new: Selection, views: list[str]) -> None:
-        """Move filter `name` from `old` to `new` (its bits encode `old`), adjusting the
-        aggregates of `views` for exactly the rows whose bit changes."""
-        self._flip_bits(name, old, new, views)
-
-    def _sync(self, name: str, target: Selection | None = None) -> None:
-        """Bring filter `name`'s bits up to `target` (default: its active selection)."""
-        target = target if target is not None else self.active.get(name)
-        if target is None:
-            return
-        mat = self._materialized.get(name, Selection([]))
-        if mat is not target and mat != target:
-            self._flip_bits(name, mat, target, [])
-
-    def _sync_all(self, names: list[str]) -> None:
-        for g in names:
-            self._sync(g)
-
-    def _flip_bits(self, name: str, old: Selection, new: Selection, views: list[str]) -> None:
-        if self._bits is None:
-            self._bits = np.zeros(self.store.n_rows, np.uint32)
-        ix = self.store.indexes[name]
-        if new.y is not None or old.y is not None:
-            pieces = R.segments(old.ranges, new.ranges) if old.y != new.y else \
-                R.changes(old.ranges, new.ranges)
-        else:
-            pieces = R.changes(old.ranges, new.ranges)
-        starts, stops, flags = R.as_arrays(pieces)
-        ylo, yhi = new.y if new.y is not None else (0.0, 0.0)
-        yvals = ix.yvalues if ix.yvalues is not None else self._empty
-        vi = np.array([self._vindex[v] for v in views], np.int64)
-        K.flip_bits(ix.order, starts, stops, flags, new.y is not None, yvals, float(ylo), float(yhi),
-                    self._bits, np.uint32(self._bit[name]), self._needs(views), vi,
-                    self.store.codes, self._bar_off, self.store.measures, self._mcol,
-                    self.agg.counts, self.agg.sums, self.agg.oks)
-        self._materialized[name] = new
-
-    def _delta_size(self, a: Selection, b: Selection) -> int:
-        if a.y != b.y:
-            return sum(e - s for s, e, _ in R.segments(a.ranges, b.ranges))
-        return sum(e - s for s, e, _ in R.changes(a.ranges, b.ranges))
+    def _total_from_views(self) -> int | None:
+        """Rows passing every active filter, read off a view that every active filter
+        applies to (its slots, dropped rows included, sum to that number)."""
+        for v in self.store.views:
+            if all(v.name in self._filters[g].filters_views for g in self.active):
+                return int(self.agg.counts[self._slots(v.name)].sum())
+        return None
 
     def _backward_source(self, view: str | None, bars: list[int] | None):
-        """(index order, ranges, need bits) whose passing rows are the requested rows."""
+        """(index order, ranges, need) whose passing rows are the requested rows."""
         if view is None:
             if not self.active:
                 return None, [], 0
             driver = min(self.active, key=lambda g: self.active[g].size)
-            self._sync_all(list(self.active))
             need = 0
             for g in self.active:
-                need |= self._bit[g]
-            if len(self.active) == 1 and self.active[driver].y is None:
-                need = 0
+                need |= 1 << self._fi[g]
             return self.store.indexes[driver].order, self.active[driver].ranges, need
         self._view_index(view)
         key = f"bars:{view}"
         if key not in self.store.indexes:
-            msg = f"backward lineage of view {view!r} was not captured: declare it as a " \
-                  "highlight source"
+            msg = f"backward lineage of view {view!r} was not captured: declare details on " \
+                  "demand, or the view as a highlight source"
             raise NotCapturedError(msg)
-        ix = self.store.indexes[key]
-        ranges = _bar_ranges(ix, bars if bars is not None else list(range(self.store.view(view).nbars)),
-                             self.store.view(view).nbars)
-        others = self._others(view)
-        self._sync_all(others)
-        return ix.order, ranges, self._need(view)
-
-    def _bits_or_dummy(self) -> np.ndarray:
-        return self._bits if self._bits is not None else np.zeros(1, np.uint32)
+        nbars = self.store.view(view).nbars
+        ranges = _bar_ranges(self.store.indexes[key], list(range(nbars)) if bars is None else bars,
+                             nbars)
+        return self.store.indexes[key].order, ranges, self._need(view)
 
     def _slots(self, view: str) -> slice:
         v = self.store.views[self._vindex[view]]

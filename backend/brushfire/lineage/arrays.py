@@ -8,6 +8,11 @@ rid = a row's position in the captured snapshot (0..N-1).
   for value indexes `values` holds the raw value at each position (non-decreasing;
   rows with a null or NaN value are not in the index), for partitioned indexes
   `offsets` delimits the rids of each distinct value (`keys`).
+- fkeys (N, F) int32: per row and filter f (in plan order), the row's position in f's
+  index (value filters) or its value key (partitioned filters); -1 if not in the index.
+  A session's filter state is a position range or a set of keys, so testing a row is
+  one lookup, with no per-session per-row state. fy (N, Y) float64: y values of rect
+  brushes (NaN if null).
 - Cube (group-by push-down): prefix sums over the index's blocks (`block_starts`) of
   the aggregates per bar of one target view.
 """
@@ -53,7 +58,6 @@ class Index:
     values: np.ndarray | None = None  # value kinds: sorted values (int64 or float64)
     offsets: np.ndarray | None = None  # partition kinds: int64, len(keys) + 1
     keys: list | None = None  # partition kinds: the distinct values
-    yvalues: np.ndarray | None = None  # rect: float64 y value per rid (NaN if null)
     value_type: str = "number"  # number or temporal (values in UTC microseconds)
 
     def check(self, n_rows: int) -> None:
@@ -64,8 +68,6 @@ class Index:
         else:
             assert self.offsets is not None and self.keys is not None
             assert len(self.offsets) == len(self.keys) + 1 and self.offsets[-1] == len(self.order)
-        if self.yvalues is not None:
-            assert len(self.yvalues) == n_rows
 
 
 @dataclass

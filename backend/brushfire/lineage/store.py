@@ -25,7 +25,7 @@ from brushfire.errors import CacheError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo, Cube, Index, ViewLayout
 from brushfire.spec.models import Dashboard
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 SNAPSHOT = "snapshot.arrow"
 
@@ -37,6 +37,9 @@ class LineageStore:
     views: list[ViewLayout]
     codes: np.ndarray  # (N, V) uint16
     measures: np.ndarray  # (N, M) float64
+    fkeys: np.ndarray  # (N, F) int32: row position / key per filter (see arrays.py)
+    fy: np.ndarray  # (N, Y) float64: y values of rect brushes
+    ycols: dict[str, int]  # rect filter -> column of fy
     indexes: dict[str, Index]
     cubes: dict[tuple[str, str], Cube]  # (filter name, target view) -> cube
     base: Aggregates  # every view over all rows
@@ -59,12 +62,13 @@ class LineageStore:
         n = self.n_rows
         out: dict[str, int] = {v.name: n * self.codes.itemsize for v in self.views}
         for name, ix in self.indexes.items():
-            size = sum(a.nbytes for a in (ix.order, ix.block_starts, ix.values, ix.offsets, ix.yvalues)
+            size = sum(a.nbytes for a in (ix.order, ix.block_starts, ix.values, ix.offsets)
                        if a is not None)
             out[name] = out.get(name, 0) + size
         for (src, _), cube in self.cubes.items():
             out[src] = out.get(src, 0) + cube.counts.nbytes + cube.sums.nbytes + cube.oks.nbytes
         out["_measures"] = self.measures.nbytes
+        out["_filter_keys"] = self.fkeys.nbytes + self.fy.nbytes
         if self.snapshot is not None:
             out["_snapshot"] = self.snapshot.nbytes
         return out
@@ -117,6 +121,7 @@ def save_store(store: LineageStore, directory: str | Path) -> Path:
         "indexes": {k: {"kind": ix.kind, "field": ix.field, "keys": ix.keys,
                         "value_type": ix.value_type} for k, ix in store.indexes.items()},
         "cubes": [list(k) for k in store.cubes],
+        "ycols": store.ycols,
         "info": asdict(store.info),
         "files": {f: {"size": (tmp / f).stat().st_size} for f in files},
     }
@@ -163,10 +168,11 @@ def load_store(directory: str | Path, dash: Dashboard) -> LineageStore:
 
 
 def _arrays_of(store: LineageStore) -> dict[str, np.ndarray]:
-    out = {"codes": store.codes, "measures": store.measures, "base_counts": store.base.counts,
+    out = {"codes": store.codes, "measures": store.measures, "fkeys": store.fkeys, "fy": store.fy,
+           "base_counts": store.base.counts,
            "base_sums": store.base.sums, "base_oks": store.base.oks}
     for name, ix in store.indexes.items():
-        for part in ("order", "block_starts", "values", "offsets", "yvalues"):
+        for part in ("order", "block_starts", "values", "offsets"):
             arr = getattr(ix, part)
             if arr is not None:
                 out[f"index.{name}.{part}"] = arr
@@ -181,7 +187,7 @@ def _store_from(meta: dict, arrays: dict, snapshot: pa.Table | None, dash: Dashb
     indexes = {}
     for name, d in meta["indexes"].items():
         parts = {p: arrays.get(f"index.{name}.{p}")
-                 for p in ("order", "block_starts", "values", "offsets", "yvalues")}
+                 for p in ("order", "block_starts", "values", "offsets")}
         ix = Index(name, d["kind"], d["field"], keys=d["keys"], value_type=d["value_type"], **parts)
         ix.check(n)
         indexes[name] = ix
@@ -191,7 +197,8 @@ def _store_from(meta: dict, arrays: dict, snapshot: pa.Table | None, dash: Dashb
     assert codes.shape[0] == n
     return LineageStore(
         dashboard=dash, n_rows=n, views=[ViewLayout(**v) for v in meta["views"]], codes=codes,
-        measures=arrays["measures"], indexes=indexes, cubes=cubes,
+        measures=arrays["measures"], fkeys=arrays["fkeys"], fy=arrays["fy"], ycols=meta["ycols"],
+        indexes=indexes, cubes=cubes,
         base=Aggregates(arrays["base_counts"], arrays["base_sums"], arrays["base_oks"]),
         snapshot=snapshot, info=CaptureInfo(**meta["info"]),
     )
