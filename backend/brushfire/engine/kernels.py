@@ -23,62 +23,32 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-
-@njit(cache=True, inline="always")
-def _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks):
-    slot = bar_off[v] + codes[r, v]
-    counts[slot] += sign
-    c = mcol[v]
-    if c >= 0:
-        x = measures[r, c]
-        if x == x:  # not NaN
-            sums[slot] += sign * x
-            oks[slot] += sign
+BATCH = 1024  # rows per call of `fail_masks`: per-row calls with the filter tuple are slow
 
 
-@njit(cache=True, inline="always")
-def _test(r, f, ft):
-    """Does row r pass filter f? (a position range, a set of keys, and a y interval)"""
+@njit(cache=True)
+def fail_masks(order, start, stop, identity, union, ft, out):
+    """For the rows at order[start:stop] (rids start..stop-1 when `identity`), write into
+    `out` the bitmask of the filters in `union` each row fails.
+    A row passes filter f iff lo[f] <= fkeys[r, f] < hi[f] (kind 0: a position range)
+    or sel[f, fkeys[r, f]] (kind 1: selected keys; -1 never passes), and, for rect
+    brushes, ylo[f] <= yvals[r, ycols[f]] <= yhi[f] (NaN fails)."""
     fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi = ft
-    x = fkeys[r, f]
-    if kinds[f] == 0:
-        if x < lo[f] or x >= hi[f]:
-            return False
-    elif x < 0 or not sel[f, x]:
-        return False
-    c = ycols[f]
-    if c >= 0:
-        y = yvals[r, c]
-        if not (ylo[f] <= y <= yhi[f]):  # NaN fails
-            return False
-    return True
-
-
-@njit(cache=True, inline="always")
-def passes(r, need, ft):
-    """Does row r pass every filter whose bit is set in `need`?"""
-    m = need
-    f = 0
-    while m:
-        if m & 1 and not _test(r, f, ft):
-            return False
-        m >>= 1
-        f += 1
-    return True
-
-
-@njit(cache=True, inline="always")
-def _fails(r, union, ft):
-    """Bitmask of the filters in `union` that row r fails (each tested once)."""
-    out = np.uint32(0)
-    m = union
-    f = 0
-    while m:
-        if m & 1 and not _test(r, f, ft):
-            out |= np.uint32(1) << np.uint32(f)
-        m >>= 1
-        f += 1
-    return out
+    for i in range(stop - start):
+        r = start + i if identity else order[start + i]
+        failed = np.uint32(0)
+        m, f = union, 0
+        while m:
+            if m & 1:
+                x = fkeys[r, f]
+                ok = (lo[f] <= x < hi[f]) if kinds[f] == 0 else (x >= 0 and sel[f, x])
+                if ok and ycols[f] >= 0:
+                    ok = ylo[f] <= yvals[r, ycols[f]] <= yhi[f]
+                if not ok:
+                    failed |= np.uint32(1) << np.uint32(f)
+            m >>= 1
+            f += 1
+        out[i] = failed
 
 
 def no_filters(n: int) -> tuple:
@@ -89,48 +59,70 @@ def no_filters(n: int) -> tuple:
 
 
 @njit(cache=True)
-def accumulate_ranges(order, starts, stops, signs, need, views, ft,
+def accumulate_ranges(order, starts, stops, signs, identity, need, views, ft,
                       codes, bar_off, measures, mcol, counts, sums, oks):
-    """Add signs[k] x each row at order[starts[k]:stops[k]] to its bar in each view v of
-    `views` where it passes need[v]. Used to recompute a view from the rows of one
-    filter (signs +1) and for incremental updates: the rows entering (+1) or leaving
-    (-1) a moving filter, with that filter left out of `need`.
-    Cost: O(rows in ranges x len(views)), random reads."""
+    """Add signs[k] x each row at order[starts[k]:stops[k]] (rids themselves when
+    `identity`) to its bar in each view v of `views` where it passes need[v]. Used to
+    recompute views from the rows of one filter (signs +1), to rescan all rows, and for
+    incremental updates: the rows entering (+1) or leaving (-1) a moving filter, with
+    that filter left out of `need`. Cost: O(rows x len(views)), random reads."""
     union = np.uint32(0)
     for i in range(views.shape[0]):
         union |= need[views[i]]
+    failed = np.zeros(BATCH, np.uint32)
     for k in range(starts.shape[0]):
         sign = signs[k]
-        for pos in range(starts[k], stops[k]):
-            r = order[pos]
-            failed = _fails(r, union, ft)
-            for i in range(views.shape[0]):
-                v = views[i]
-                if failed & need[v] == 0:
-                    _add_row(r, v, sign, codes, bar_off, measures, mcol, counts, sums, oks)
+        for b in range(starts[k], stops[k], BATCH):
+            e = min(stops[k], b + BATCH)
+            if union:
+                fail_masks(order, b, e, identity, union, ft, failed)
+            for pos in range(b, e):
+                r = pos if identity else order[pos]
+                fm = failed[pos - b]
+                for j in range(views.shape[0]):
+                    v = views[j]
+                    if fm & need[v] == 0:  # the row counts in v (hot loop, kept inline)
+                        slot = bar_off[v] + codes[r, v]
+                        counts[slot] += sign
+                        c = mcol[v]
+                        if c >= 0:
+                            x = measures[r, c]
+                            if x == x:
+                                sums[slot] += sign * x
+                                oks[slot] += sign
 
 
 @njit(cache=True, parallel=True)
-def rescan(need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads):
-    """Aggregate all rows passing need[v] into fresh (counts, sums, oks) for each view of
-    `views`, scanning rids in order, `nthreads` partial results merged at the end.
-    Cost: O(N x len(views)), sequential reads."""
-    n = codes.shape[0]
+def accumulate_parallel(order, starts, stops, signs, identity, need, views, ft, codes, bar_off,
+                        measures, mcol, nslots, nthreads):
+    """`accumulate_ranges` into fresh (counts, sums, oks), the rows split evenly among
+    `nthreads` threads with partial results merged. For many rows only: each thread
+    allocates its own nslots-long arrays. Cost: O(rows x len(views)) / nthreads."""
     counts = np.zeros((nthreads, nslots), np.int64)
     sums = np.zeros((nthreads, nslots), np.float64)
     oks = np.zeros((nthreads, nslots), np.int64)
-    union = np.uint32(0)
-    for i in range(views.shape[0]):
-        union |= need[views[i]]
-    chunk = (n + nthreads - 1) // nthreads
+    cum = np.zeros(starts.shape[0] + 1, np.int64)  # rows before range k
+    for k in range(starts.shape[0]):
+        cum[k + 1] = cum[k] + max(0, stops[k] - starts[k])
+    chunk = (cum[-1] + nthreads - 1) // nthreads
     for t in prange(nthreads):
-        for r in range(t * chunk, min(n, (t + 1) * chunk)):
-            failed = _fails(r, union, ft)
-            for i in range(views.shape[0]):
-                v = views[i]
-                if failed & need[v] == 0:
-                    _add_row(r, v, 1, codes, bar_off, measures, mcol, counts[t], sums[t], oks[t])
+        lo_row, hi_row = t * chunk, min(cum[-1], (t + 1) * chunk)
+        for k in range(starts.shape[0]):  # this thread's share of each range
+            a = max(lo_row, cum[k]) - cum[k]
+            b = min(hi_row, cum[k + 1]) - cum[k]
+            if a < b:
+                accumulate_ranges(order, starts[k:k + 1] + a, starts[k:k + 1] + b, signs[k:k + 1],
+                                  identity, need, views, ft, codes, bar_off, measures, mcol,
+                                  counts[t], sums[t], oks[t])
     return counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
+
+
+def rescan(need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads):
+    """Aggregate every row passing need[v] into fresh (counts, sums, oks) for each view
+    of `views`, scanning rids in order on `nthreads` threads. Cost: O(N x len(views))."""
+    one = np.ones(1, np.int64)
+    return accumulate_parallel(np.zeros(1, np.int32), one * 0, one * codes.shape[0], one, True,
+                               need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads)
 
 
 @njit(cache=True)
@@ -197,7 +189,7 @@ def cube_lookup(pc, ps, po, block_starts, starts, stops, order, codes, v, measur
                 out_oks[j] += po[b, j] - po[a, j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _scan(order, s, e, sign, codes, v, measures, c, counts, sums, oks):
     for pos in range(s, e):
         r = order[pos]
@@ -236,18 +228,21 @@ def selected_rids(order, starts, stops, need, ft, skip, limit, out):
     """Write into `out` up to `limit` rids at order[starts[k]:stops[k]] that pass `need`,
     after skipping the first `skip` that do. Returns how many were written."""
     n = 0
+    failed = np.zeros(BATCH, np.uint32)
     for k in range(starts.shape[0]):
-        for pos in range(starts[k], stops[k]):
-            r = order[pos]
-            if not passes(r, need, ft):
-                continue
-            if skip > 0:
-                skip -= 1
-                continue
-            if n == limit:
-                return n
-            out[n] = r
-            n += 1
+        for b in range(starts[k], stops[k], BATCH):
+            e = min(stops[k], b + BATCH)
+            fail_masks(order, b, e, False, need, ft, failed)
+            for pos in range(b, e):
+                if failed[pos - b]:
+                    continue
+                if skip > 0:
+                    skip -= 1
+                    continue
+                if n == limit:
+                    return n
+                out[n] = order[pos]
+                n += 1
     return n
 
 
@@ -255,8 +250,11 @@ def selected_rids(order, starts, stops, need, ft, skip, limit, out):
 def count_passing(order, starts, stops, need, ft):
     """Number of rows at order[starts[k]:stops[k]] that pass `need`."""
     n = 0
+    failed = np.zeros(BATCH, np.uint32)
     for k in range(starts.shape[0]):
-        for pos in range(starts[k], stops[k]):
-            if passes(order[pos], need, ft):
-                n += 1
+        for b in range(starts[k], stops[k], BATCH):
+            e = min(stops[k], b + BATCH)
+            fail_masks(order, b, e, False, need, ft, failed)
+            for i in range(e - b):
+                n += failed[i] == 0
     return n

@@ -37,6 +37,7 @@ from brushfire.plan import CapturePlan, Filter
 
 OTHER = "(other)"
 RESCAN_FRACTION = 0.25  # recompute from an index slice only below this share of rows
+PARALLEL_ROWS = 200_000  # aggregate on two threads from this many rows on
 
 
 @dataclass(frozen=True)
@@ -240,12 +241,13 @@ class Session:
             msg = f"no highlight from view {source!r} is declared"
             raise NotCapturedError(msg)
         ix = self.store.indexes[f"bars:{source}"]
-        starts, stops, signs = R.as_arrays(_bar_ranges(ix, bars, self.store.view(source).nbars))
+        starts, stops, _ = R.as_arrays(_bar_ranges(ix, bars, self.store.view(source).nbars))
         agg = Aggregates.zeros(self.store.nslots)
         views = list(dict.fromkeys(targets))
-        K.accumulate_ranges(ix.order, starts, stops, signs, self._needs(views), self._vi(views),
-                            self._ft, self.store.codes, self._bar_off, self.store.measures,
-                            self._mcol, agg.counts, agg.sums, agg.oks)
+        K.accumulate_ranges(ix.order, starts, stops, np.ones(len(starts), np.int64), False,
+                            self._needs(views), self._vi(views), self._ft, self.store.codes,
+                            self._bar_off, self.store.measures, self._mcol,
+                            agg.counts, agg.sums, agg.oks)
         return {t: _view_data(self.store.view(t), agg) for t in views}
 
     # --- the update machinery -------------------------------------------------------
@@ -288,13 +290,9 @@ class Session:
             incremental_cost = R.size([(s, e) for s, e, _ in R.changes(old.ranges, new.ranges)]) * len(views)
         if incremental_cost <= recompute_cost:
             pieces = R.changes(old.ranges, new.ranges)
-            starts, stops, entering = R.as_arrays(pieces)
-            signs = np.where(entering, 1, -1).astype(np.int64)
+            signs = np.array([1 if entering else -1 for _, _, entering in pieces], np.int64)
             needs = self._needs(views) & ~np.uint32(1 << self._fi[name])  # membership is known
-            K.accumulate_ranges(self.store.indexes[name].order, starts, stops, signs, needs,
-                                self._vi(views), self._ft, self.store.codes, self._bar_off,
-                                self.store.measures, self._mcol, self.agg.counts, self.agg.sums,
-                                self.agg.oks)
+            self._accumulate(self.store.indexes[name].order, pieces, signs, needs, views)
             return dict.fromkeys(views, "incremental")
         rescan = [v for v in views if self.active[drivers[v]].size > n * RESCAN_FRACTION]
         if rescan:
@@ -308,6 +306,25 @@ class Session:
             if v not in rescan:
                 self._recompute(v, drivers[v])
         return {v: "rescan" if v in rescan else "recompute" for v in views}
+
+    def _accumulate(self, order, ranges_or_pieces, signs, needs, views: list[str]) -> None:
+        """Add the rows at the given index ranges (with per-range signs) to the views'
+        aggregates: serially, or on two threads when there are many rows."""
+        starts, stops, _ = R.as_arrays(ranges_or_pieces)
+        vi = self._vi(views)
+        if int((stops - starts).sum()) < PARALLEL_ROWS:
+            K.accumulate_ranges(order, starts, stops, signs, False, needs, vi, self._ft,
+                                self.store.codes, self._bar_off, self.store.measures, self._mcol,
+                                self.agg.counts, self.agg.sums, self.agg.oks)
+            return
+        counts, sums, oks = K.accumulate_parallel(
+            order, starts, stops, signs, False, needs, vi, self._ft, self.store.codes,
+            self._bar_off, self.store.measures, self._mcol, self.store.nslots, 2)
+        for v in views:
+            s = self._slots(v)
+            self.agg.counts[s] += counts[s]
+            self.agg.sums[s] += sums[s]
+            self.agg.oks[s] += oks[s]
 
     def _set_test(self, name: str, sel: Selection | None) -> None:
         """Point filter `name`'s row test at its new selection."""
@@ -367,11 +384,9 @@ class Session:
     def _recompute(self, view: str, driver: str) -> None:
         s = self._slots(view)
         self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
-        starts, stops, signs = R.as_arrays(self.active[driver].ranges)
-        K.accumulate_ranges(self.store.indexes[driver].order, starts, stops, signs.astype(np.int64),
-                            self._needs([view]), self._vi([view]), self._ft, self.store.codes,
-                            self._bar_off, self.store.measures, self._mcol,
-                            self.agg.counts, self.agg.sums, self.agg.oks)
+        ranges = self.active[driver].ranges
+        self._accumulate(self.store.indexes[driver].order, ranges, np.ones(len(ranges), np.int64),
+                         self._needs([view]), [view])
 
     def _total_from_views(self) -> int | None:
         """Rows passing every active filter, read off a view that every active filter
