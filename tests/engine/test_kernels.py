@@ -1,12 +1,14 @@
 """Every kernel in engine/kernels.py against a plain-numpy reference, on random inputs.
 
 Each `ref_*` function is the obviously-correct version of one kernel: boolean masks,
-np.bincount / np.add.at, one range at a time, no prefix sums or snapping. Inputs keep
-the dtypes documented at the top of kernels.py (codes uint16 (N, V) C-contiguous,
-order int32, bits / need uint32, starts / stops / bar_off / mcol / views int64,
-measures float64 (N, M)). Counts must match exactly; float sums to rtol 1e-12.
-Random measures are finite or NaN; infinite ones are a known gap (xfail tests below).
-"""
+np.bincount / np.add.at, one range at a time, no prefix sums, snapping or batches. The
+filter test has its own vectorized reference (`ref_filter_pass`). Inputs keep the dtypes
+documented at the top of kernels.py and built by the session (codes uint16 (N, V)
+C-contiguous, order int32, need uint32, starts / stops / signs / bar_off / mcol / views
+int64, measures float64 (N, M), and the filter test `ft` = (fkeys (N, F) int32, kinds
+(F,) int8, lo / hi (F,) int64, sel (F, K) bool, ycols (F,) int64, yvals (N, Y) float64,
+ylo / yhi (F,) float64)). Counts must match exactly; float sums to rtol 1e-12.
+Random measures are finite or NaN; infinite ones are a known gap (xfail tests below)."""
 
 from __future__ import annotations
 
@@ -23,13 +25,12 @@ from brushfire.engine import kernels as K
 # the first example of each test includes numba's JIT (or cache load): no deadline
 FAST = settings(max_examples=60, deadline=None)
 
-HIGH = 1 << 31  # the top filter bit, to catch sign / width slips in bit arithmetic
-BIT_VALUES = st.sampled_from([0, 1, 2, 3, 5, 7, HIGH, HIGH | 1, HIGH | 6, 0xFFFFFFFF])
-NEED_VALUES = st.sampled_from([0, 0, 1, 2, 3, 4, HIGH, HIGH | 1])
+MAX_FILTERS = 4  # random filter tests use bits 0..3 only; F = 32 has its own fixed cases
 FINITE = st.floats(-1e3, 1e3, allow_nan=False)
 MEASURE_VALUES = st.one_of(st.just(np.nan), FINITE, FINITE, FINITE)  # about 1 in 4 null
 Y_VALUES = st.sampled_from([np.nan, -np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf])
 Y_BOUNDS = st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf])
+SIGNS = st.sampled_from([1, -1])
 
 
 def assert_aggregates(got, expected) -> None:
@@ -154,12 +155,80 @@ def block_bounds(draw, n: int) -> np.ndarray:
     return np.array([0, *inner, n], np.int64)
 
 
-def bit_arrays(n_rows: int) -> st.SearchStrategy:
-    return arrays(np.uint32, n_rows, elements=BIT_VALUES)
+
+def make_ft(fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi) -> tuple:
+    """A filter test tuple with the session's dtypes and layouts."""
+    return (np.ascontiguousarray(fkeys, np.int32), np.ascontiguousarray(kinds, np.int8),
+            np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64),
+            np.ascontiguousarray(sel, np.bool_), np.ascontiguousarray(ycols, np.int64),
+            np.ascontiguousarray(yvals, np.float64), np.ascontiguousarray(ylo, np.float64),
+            np.ascontiguousarray(yhi, np.float64))
 
 
-def need_arrays(n_views: int) -> st.SearchStrategy:
-    return arrays(np.uint32, n_views, elements=NEED_VALUES)
+def n_filters(ft) -> int:
+    return ft[1].shape[0]
+
+
+@st.composite
+def position_ranges(draw, n: int) -> tuple[int, int]:
+    """A value filter's [lo, hi) over positions 0..n: random, everything, empty, reversed."""
+    kind = draw(st.sampled_from(["random", "random", "random", "full", "empty", "reversed"]))
+    if kind == "full":
+        return 0, n
+    if kind == "empty":
+        x = draw(st.integers(0, n))
+        return x, x
+    a, b = sorted((draw(st.integers(0, n)), draw(st.integers(0, n))))
+    return (b + 1, a) if kind == "reversed" else (a, b)
+
+
+@st.composite
+def key_selections(draw, nkeys: int) -> list[bool]:
+    """A partitioned filter's selected keys: none, all, or any subset."""
+    kind = draw(st.sampled_from(["random", "random", "none", "all"]))
+    if kind == "random":
+        return draw(st.lists(st.booleans(), min_size=nkeys, max_size=nkeys))
+    return [kind == "all"] * nkeys
+
+
+@st.composite
+def filter_tests(draw, n_rows: int, min_filters: int = 0) -> tuple:
+    """A random `ft` over n_rows rows: 0..MAX_FILTERS filters of both kinds, null keys
+    (-1), empty / full / reversed ranges, empty / full key sets, and rect y intervals
+    (some filters) over y columns holding NaN and +-inf."""
+    nf = draw(st.integers(min_filters, MAX_FILTERS))
+    ny = draw(st.integers(0, 2))
+    nkeys = draw(st.integers(1, 4))
+    kinds = [draw(st.sampled_from([0, 1])) for _ in range(nf)]
+    fkeys = np.zeros((n_rows, nf), np.int32)
+    lo, hi = np.zeros(nf, np.int64), np.zeros(nf, np.int64)
+    sel = np.zeros((nf, nkeys), np.bool_)
+    for f, kind in enumerate(kinds):
+        top = max(n_rows - 1, 0) if kind == 0 else nkeys - 1  # positions or keys; -1 = null
+        fkeys[:, f] = draw(arrays(np.int32, n_rows, elements=st.integers(-1, top)))
+        lo[f], hi[f] = draw(position_ranges(n_rows))
+        sel[f] = draw(key_selections(nkeys))
+    ycols = [-1 if ny == 0 or draw(st.booleans()) else draw(st.integers(0, ny - 1))
+             for _ in range(nf)]
+    yvals = draw(arrays(np.float64, (n_rows, ny), elements=Y_VALUES))
+    ylo = [draw(Y_BOUNDS) for _ in range(nf)]
+    yhi = [draw(Y_BOUNDS) for _ in range(nf)]
+    return make_ft(fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi)
+
+
+def need_values(nf: int) -> st.SearchStrategy:
+    """Need masks over filters 0..nf-1: often none or all of them, else any subset."""
+    full = (1 << nf) - 1
+    return st.one_of(st.just(0), st.just(full), st.integers(0, full))
+
+
+def need_arrays(n_views: int, nf: int) -> st.SearchStrategy:
+    """One need mask per view, drawn independently (views differ in what they need)."""
+    return arrays(np.uint32, n_views, elements=need_values(nf))
+
+
+def sign_arrays(n: int) -> st.SearchStrategy:
+    return arrays(np.int64, n, elements=SIGNS)
 
 
 @st.composite
@@ -183,6 +252,7 @@ def start_aggregates(nslots: int):
             np.arange(nslots, dtype=np.int64) + 1)
 
 
+
 # --- references ----------------------------------------------------------------------------
 
 
@@ -191,9 +261,33 @@ def ref_positions(order, ranges) -> np.ndarray:
     return np.concatenate([order[s:e] for s, e in ranges] + [np.zeros(0, np.int32)])
 
 
-def ref_visible(bits, need) -> np.ndarray:
-    """(len(bits), V) bool: row passes view v's need."""
-    return (bits[:, None] & need[None, :]) == need[None, :]
+def ref_filter_pass(ft) -> np.ndarray:
+    """(N, F) bool: row r passes filter f, each filter tested on all rows at once."""
+    fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi = ft
+    out = np.zeros(fkeys.shape, np.bool_)
+    for f in range(n_filters(ft)):
+        x = fkeys[:, f].astype(np.int64)
+        ok = ((lo[f] <= x) & (x < hi[f]) if kinds[f] == 0  # position range
+              else (x >= 0) & sel[f][np.maximum(x, 0)])  # set of keys, -1 = null
+        if ycols[f] >= 0:
+            y = yvals[:, ycols[f]]
+            ok &= (ylo[f] <= y) & (y <= yhi[f])  # NaN compares False
+        out[:, f] = ok
+    return out
+
+
+def ref_passes(ft, need) -> np.ndarray:
+    """(N,) bool: row passes every filter whose bit is set in `need`."""
+    bits = [f for f in range(n_filters(ft)) if int(need) >> f & 1]
+    return ref_filter_pass(ft)[:, bits].all(axis=1)
+
+
+def ref_visible(ft, needs) -> np.ndarray:
+    """(N, V) bool: row passes view v's need."""
+    out = np.zeros((ft[0].shape[0], len(needs)), np.bool_)
+    for v, need in enumerate(needs):
+        out[:, v] = ref_passes(ft, need)
+    return out
 
 
 def ref_aggregate(t: Table, rids, views, keep=None):
@@ -211,6 +305,19 @@ def ref_aggregate(t: Table, rids, views, keep=None):
             ok = ~np.isnan(x)
             np.add.at(sums, slots[ok], x[ok])
             oks += np.bincount(slots[ok], minlength=t.nslots)
+    return counts, sums, oks
+
+
+def ref_accumulate(t: Table, order, ranges, signs, needs, views, ft, aggregates):
+    """One range at a time: signs[k] x the aggregate of its rows passing each view's need."""
+    visible = ref_visible(ft, needs)
+    counts, sums, oks = (a.copy() for a in aggregates)
+    for (s, e), sign in zip(ranges, signs, strict=True):
+        rows = order[s:e]
+        c, sm, o = ref_aggregate(t, rows, views, visible[rows])
+        counts += sign * c
+        sums += sign * sm
+        oks += sign * o
     return counts, sums, oks
 
 
@@ -242,31 +349,6 @@ def ref_block_cube(order, block_starts, codes, v, nbars, measures, c):
     return counts, sums, oks
 
 
-def ref_flip_bits(order, ranges, flags, use_y, yvals, ylo, yhi, bits, bit, need, views, t,
-                  aggregates):
-    """One range at a time: new bits, rows entering / leaving each view moved in / out."""
-    bits = bits.copy()
-    counts, sums, oks = (a.copy() for a in aggregates)
-    changed = 0
-    for (s, e), flag in zip(ranges, flags, strict=True):
-        rows = order[s:e]
-        old = bits[rows]
-        on = np.full(len(rows), flag)
-        if flag and use_y:
-            y = yvals[rows]
-            on = (ylo <= y) & (y <= yhi)  # NaN y: False
-        new = np.where(on, old | bit, old & ~bit)
-        changed += int(np.count_nonzero(new != old))
-        was, now = ref_visible(old, need), ref_visible(new, need)
-        for keep, sign in ((now & ~was, 1), (was & ~now, -1)):
-            c, sm, o = ref_aggregate(t, rows, views, keep)
-            counts += sign * c
-            sums += sign * sm
-            oks += sign * o
-        bits[rows] = new
-    return changed, bits, (counts, sums, oks)
-
-
 def ref_partition_by_key(keys, nkeys):
     rids = np.flatnonzero(keys >= 0)
     order = rids[np.argsort(keys[rids], kind="stable")].astype(np.int32)
@@ -274,39 +356,331 @@ def ref_partition_by_key(keys, nkeys):
     return order, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def ref_passing(order, ranges, use_bits, bits, need) -> np.ndarray:
+def ref_passing(order, ranges, need, ft) -> np.ndarray:
+    """rids at the ranges' positions, in turn, that pass `need`."""
     rows = ref_positions(order, ranges)
-    if use_bits:
-        rows = rows[(bits[rows] & need) == need]
-    return rows
+    return rows[ref_passes(ft, need)[rows]]
 
 
-# --- accumulate_ranges -----------------------------------------------------------------------
+def ref_fail_masks(ft, rids, union) -> np.ndarray:
+    """Per rid, the bitmask of the filters in `union` it fails."""
+    failed = ~ref_filter_pass(ft)[rids]
+    out = np.zeros(len(rids), np.uint32)
+    for f in range(n_filters(ft)):
+        if int(union) >> f & 1:
+            out |= failed[:, f].astype(np.uint32) << np.uint32(f)
+    return out
+
+
+def decoy(n_rows: int) -> np.ndarray:
+    """The order passed with identity=True: rids reversed, so any read of it shows."""
+    return np.arange(n_rows, dtype=np.int32)[::-1].copy()
+
+
+def runs(mask) -> list[tuple[int, int]]:
+    """Maximal runs [s, e) of True in a 1-d bool array."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return [(int(s), int(e)) for s, e in zip(edges[::2], edges[1::2], strict=True)]
+
+
+# --- the filter test: fail_masks, and through selected_rids / count_passing ---------------
+
+POS = [0, 1, 2, 3, -1]  # value filter: positions in the index, -1 = null
+POS5 = [0, 1, 2, 3, 4]
+CAT = [0, 1, 2, -1, 1]  # partitioned filter: keys, -1 = null
+YS = [0.0, 1.0, 2.0, np.nan, 1.0]
+YINF = [-np.inf, np.inf, 0.0, np.nan, 1.0]
+NO_KEYS = [False, False, False]
+INF = np.inf
+SENTINEL = np.uint32(0xA5A5A5A5)  # fills output past what a kernel may write
+
+# (kind, fkeys column, lo, hi, sel, y column or None, ylo, yhi) -> rids passing
+FILTER_CASES = [
+    pytest.param(0, POS, 1, 3, NO_KEYS, None, 0, 0, [1, 2], id="range half-open"),
+    pytest.param(0, POS, 0, 5, NO_KEYS, None, 0, 0, [0, 1, 2, 3], id="range all, null out"),
+    pytest.param(0, POS, 2, 2, NO_KEYS, None, 0, 0, [], id="range empty"),
+    pytest.param(0, POS, 3, 1, NO_KEYS, None, 0, 0, [], id="range reversed"),
+    pytest.param(0, POS, 3, 9, NO_KEYS, None, 0, 0, [3], id="range past the end"),
+    pytest.param(1, CAT, 0, 0, [True, False, True], None, 0, 0, [0, 2], id="keys subset"),
+    pytest.param(1, CAT, 0, 9, NO_KEYS, None, 0, 0, [], id="keys none, range ignored"),
+    pytest.param(1, CAT, 0, 0, [True] * 3, None, 0, 0, [0, 1, 2, 4], id="keys all, null out"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YS, 0.0, 2.0, [0, 1, 2, 4], id="y inclusive, NaN out"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YS, 0.5, 1.5, [1, 4], id="y inner"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YS, 2.0, 0.0, [], id="y empty window"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YINF, -INF, INF, [0, 1, 2, 4], id="y unbounded"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YINF, -1.0, 1.0, [2, 4], id="y finite, inf out"),
+    pytest.param(0, POS5, 0, 5, NO_KEYS, YINF, INF, INF, [1], id="y at +inf only"),
+    pytest.param(0, POS5, 1, 5, NO_KEYS, YS, 0.0, 1.0, [1, 4], id="y and range"),
+    pytest.param(1, CAT, 0, 0, [True, True, False], YS, 0.5, 1.0, [1, 4], id="y and keys"),
+]
+
+
+@pytest.mark.parametrize(("kind", "keys", "lo", "hi", "sel", "y", "ylo", "yhi", "expected"),
+                         FILTER_CASES)
+def test_filter_test_cases(kind, keys, lo, hi, sel, y, ylo, yhi, expected):
+    yvals = np.zeros((5, 0)) if y is None else np.array(y)[:, None]
+    ft = make_ft(np.array(keys)[:, None], [kind], [lo], [hi], [sel], [-1 if y is None else 0],
+                 yvals, [ylo], [yhi])
+    order, starts, stops = np.arange(5, dtype=np.int32), np.array([0]), np.array([5])
+    np.testing.assert_array_equal(ref_passing(order, [(0, 5)], 1, ft), expected)
+    for need, rids in ((np.uint32(1), expected), (np.uint32(0), [0, 1, 2, 3, 4])):
+        masks = np.full(7, SENTINEL)
+        K.fail_masks(order, 0, 5, False, need, ft, masks)
+        np.testing.assert_array_equal(masks[:5] == 0, np.isin(range(5), rids))
+        assert (masks[5:] == SENTINEL).all()
+        out = np.full(8, -1, np.int32)
+        n = K.selected_rids(order, starts, stops, need, ft, 0, 5, out)
+        np.testing.assert_array_equal(out[:n], rids)
+        assert K.count_passing(order, starts, stops, need, ft) == len(rids)
+
+
+@FAST
+@given(st.data())
+def test_fail_masks_matches_reference(data):
+    n_rows = data.draw(st.integers(0, 40))
+    identity = data.draw(st.booleans())
+    order = np.arange(n_rows, dtype=np.int32) if identity else data.draw(orders(n_rows))
+    start, stop = sorted((data.draw(st.integers(0, len(order))),
+                          data.draw(st.integers(0, len(order)))))
+    ft = data.draw(filter_tests(n_rows))
+    union = np.uint32(data.draw(need_values(n_filters(ft))))
+    expected = ref_fail_masks(ft, order[start:stop], union)
+
+    out = np.full(stop - start + 3, SENTINEL)
+    K.fail_masks(decoy(n_rows) if identity else order, start, stop, identity, union, ft, out)
+    np.testing.assert_array_equal(out[:stop - start], expected)
+    assert (out[stop - start:] == SENTINEL).all()
+
+
+def _ft_32_filters():
+    """32 value filters over 6 rows (fkeys[r, f] = r), all passing everything except
+    filter 0 (rows 0..3), filter 30 (keys: rows 1..5) and filter 31 (rows 2..4)."""
+    n, nf = 6, 32
+    fkeys = np.tile(np.arange(n, dtype=np.int32)[:, None], (1, nf))
+    kinds, lo, hi = np.zeros(nf), np.zeros(nf), np.full(nf, n)
+    sel = np.ones((nf, n), np.bool_)
+    hi[0] = 4
+    kinds[30], sel[30, 0] = 1, False
+    lo[31], hi[31] = 2, 5
+    return make_ft(fkeys, kinds, lo, hi, sel, np.full(nf, -1), np.zeros((n, 0)),
+                   np.zeros(nf), np.zeros(nf))
+
+
+TOP_BIT_CASES = [
+    (1 << 31, [2, 3, 4]),
+    (1, [0, 1, 2, 3]),
+    (1 << 31 | 1, [2, 3]),
+    (1 << 30, [1, 2, 3, 4, 5]),
+    (1 << 31 | 1 << 30, [2, 3, 4]),
+    (0xFFFFFFFF, [2, 3]),
+    (0x7FFFFFFF, [1, 2, 3]),
+    (0, [0, 1, 2, 3, 4, 5]),
+]
+
+
+@pytest.mark.parametrize(("need", "expected"), TOP_BIT_CASES,
+                         ids=[f"{need:#x}" for need, _ in TOP_BIT_CASES])
+def test_thirty_two_filters(need, expected):
+    """F = 32: the top bit of a need mask is filter 31 in every kernel."""
+    ft = _ft_32_filters()
+    order, starts, stops = np.arange(6, dtype=np.int32), np.array([0]), np.array([6])
+    np.testing.assert_array_equal(ref_passing(order, [(0, 6)], need, ft), expected)
+    masks = np.full(6, SENTINEL)
+    K.fail_masks(order, 0, 6, True, np.uint32(need), ft, masks)
+    np.testing.assert_array_equal(masks, ref_fail_masks(ft, order, need))
+    out = np.full(6, -1, np.int32)
+    n = K.selected_rids(order, starts, stops, np.uint32(need), ft, 0, 6, out)
+    np.testing.assert_array_equal(out[:n], expected)
+    assert K.count_passing(order, starts, stops, np.uint32(need), ft) == len(expected)
+    # one view, one bar per row: the counts are the passing rows' indicator
+    codes, bar_off = np.arange(6, dtype=np.uint16)[:, None], np.zeros(1, np.int64)
+    measures, mcol = np.zeros((6, 0)), np.array([-1], np.int64)
+    needs, views = np.array([need], np.uint32), np.array([0], np.int64)
+    indicator = np.zeros(7, np.int64)
+    indicator[expected] = 1
+    counts, _, _ = K.rescan(needs, views, ft, codes, bar_off, measures, mcol, 7, 2)
+    np.testing.assert_array_equal(counts, indicator)
+    counts, sums, oks = np.zeros(7, np.int64), np.zeros(7), np.zeros(7, np.int64)
+    K.accumulate_ranges(order, starts, stops, np.array([-1]), False, needs, views, ft, codes,
+                        bar_off, measures, mcol, counts, sums, oks)
+    np.testing.assert_array_equal(counts, -indicator)
+
+
+# --- accumulate_ranges / accumulate_parallel ---------------------------------------------------
+
+
+@st.composite
+def accumulate_inputs(draw, t: Table) -> dict:
+    """Inputs of both accumulate kernels over t: an index order (or identity: positions are
+    rids), ranges with mixed signs, a filter test and each view's need."""
+    identity = draw(st.booleans())
+    order = np.arange(t.n_rows, dtype=np.int32) if identity else draw(orders(t.n_rows))
+    ranges = draw(st.one_of(range_lists(len(order)), disjoint_range_lists(len(order))))
+    ft = draw(filter_tests(t.n_rows))
+    return {"identity": identity, "order": order, "ranges": ranges,
+            "signs": draw(sign_arrays(len(ranges))), "ft": ft,
+            "needs": draw(need_arrays(t.n_views, n_filters(ft))),
+            "views": draw(view_lists(t.n_views))}
+
+
+def run_accumulate(t: Table, a: dict, aggregates=None, nthreads: int = 0):
+    """accumulate_ranges into `aggregates` (nthreads = 0) or accumulate_parallel into fresh
+    arrays; identity calls get a decoy order."""
+    order = decoy(t.n_rows) if a["identity"] else a["order"]
+    starts, stops = as_arrays(a["ranges"])
+    args = (order, starts, stops, a["signs"], a["identity"], a["needs"], a["views"], a["ft"],
+            t.codes, t.bar_off, t.measures, t.mcol)
+    if nthreads:
+        return K.accumulate_parallel(*args, t.nslots, nthreads)
+    K.accumulate_ranges(*args, *aggregates)
+    return aggregates
+
+
+def ref_run_accumulate(t: Table, a: dict, aggregates):
+    return ref_accumulate(t, a["order"], a["ranges"], a["signs"], a["needs"], a["views"],
+                          a["ft"], aggregates)
+
+
+def zero_aggregates(nslots: int):
+    return np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)
 
 
 @FAST
 @given(st.data())
 def test_accumulate_ranges_matches_reference(data):
     t = data.draw(tables())
-    order = data.draw(orders(t.n_rows))
-    ranges = data.draw(range_lists(len(order)))
-    use_bits = data.draw(st.booleans())
-    bits = data.draw(bit_arrays(t.n_rows))
-    need = data.draw(need_arrays(t.n_views))
-    views = data.draw(view_lists(t.n_views))
-    sign = data.draw(st.sampled_from([1, -1]))
-    counts, sums, oks = start_aggregates(t.nslots)
-    expected = start_aggregates(t.nslots)
-    rows = ref_positions(order, ranges)
-    keep = ref_visible(bits[rows], need) if use_bits else None
-    for total, part in zip(expected, ref_aggregate(t, rows, views, keep), strict=True):
-        total += sign * part
+    a = data.draw(accumulate_inputs(t))
+    expected = ref_run_accumulate(t, a, start_aggregates(t.nslots))
 
-    starts, stops = as_arrays(ranges)
-    kernel_bits = bits if use_bits else np.zeros(1, np.uint32)  # the session's dummy
-    K.accumulate_ranges(order, starts, stops, use_bits, kernel_bits, need, views, sign,
-                        t.codes, t.bar_off, t.measures, t.mcol, counts, sums, oks)
+    got = run_accumulate(t, a, start_aggregates(t.nslots))
+    assert_aggregates(got, expected)
+
+
+@FAST
+@given(st.data())
+def test_accumulate_parallel_matches_reference(data):
+    t = data.draw(tables())
+    a = data.draw(accumulate_inputs(t))
+    nthreads = data.draw(st.integers(1, 4))
+    expected = ref_run_accumulate(t, a, zero_aggregates(t.nslots))
+
+    got = run_accumulate(t, a, nthreads=nthreads)
+    assert_aggregates(got, expected)
+
+
+@FAST
+@given(st.data())
+def test_accumulate_ranges_incremental_move_equals_scratch(data):
+    """The property the session relies on: a value filter g moving from [lo0, hi0) to
+    [lo1, hi1) of its index, the rows entering (+1) and leaving (-1) accumulated with g
+    left out of `need`, turns the old views' aggregates into the new ones."""
+    t = data.draw(tables())
+    order = data.draw(orders(t.n_rows))
+    n = len(order)
+    fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi = data.draw(
+        filter_tests(t.n_rows, min_filters=1))
+    g = data.draw(st.integers(0, len(kinds) - 1))
+    kinds[g], ycols[g] = 0, -1
+    fkeys[:, g] = -1
+    fkeys[order, g] = np.arange(n)  # g's index is `order`
+    states = {}
+    for name in ("old", "new"):
+        lo[g], hi[g] = data.draw(position_ranges(n))
+        inside = np.zeros(n, np.bool_)
+        inside[max(lo[g], 0):hi[g]] = True
+        states[name] = (make_ft(fkeys, kinds, lo.copy(), hi.copy(), sel, ycols, yvals, ylo, yhi),
+                        inside)
+    (ft_old, was), (ft_new, now) = states["old"], states["new"]
+    needs = data.draw(need_arrays(t.n_views, len(kinds))) | np.uint32(1 << g)
+    views = data.draw(view_lists(t.n_views))
+    rids = np.arange(t.n_rows)
+    before = ref_aggregate(t, rids, views, ref_visible(ft_old, needs))
+    expected = ref_aggregate(t, rids, views, ref_visible(ft_new, needs))
+    pieces = [(s, e, 1) for s, e in runs(now & ~was)] + [(s, e, -1) for s, e in runs(was & ~now)]
+    pieces = data.draw(st.permutations(pieces))
+
+    counts, sums, oks = (a.copy() for a in before)
+    starts, stops = as_arrays([(s, e) for s, e, _ in pieces])
+    signs = np.array([sign for _, _, sign in pieces], np.int64)
+    K.accumulate_ranges(order, starts, stops, signs, False, needs & ~np.uint32(1 << g), views,
+                        ft_new, t.codes, t.bar_off, t.measures, t.mcol, counts, sums, oks)
     assert_aggregates((counts, sums, oks), expected)
+
+
+# --- many rows: across the kernels' batches of K.BATCH rows ----------------------------------
+
+BATCH = getattr(K, "BATCH", 1024)
+LARGE_ROWS = [BATCH - 1, BATCH, BATCH + 1, 2 * BATCH + 3]
+BOUNDARIES = (1, BATCH - 1, BATCH, BATCH + 1, 2 * BATCH - 1, 2 * BATCH, 2 * BATCH + 1)
+
+
+def rng_table(rng, n_rows: int) -> Table:
+    """A random Table too large to draw element by element: 2 views (one with a measure,
+    one without), NaN measures, dropped rows."""
+    nbars = np.array([5, 3], np.int64)
+    codes = np.stack([rng.integers(0, b + 1, n_rows) for b in nbars], axis=1).astype(np.uint16)
+    measures = rng.normal(size=(n_rows, 1)) * 100
+    measures[rng.random(n_rows) < 0.2] = np.nan
+    bar_off = np.array([1, 8], np.int64)
+    return Table(np.ascontiguousarray(codes), nbars, bar_off, measures,
+                 np.array([0, -1], np.int64), 13)
+
+
+def rng_filter_test(rng, n_rows: int) -> tuple:
+    """3 filters over n_rows rows: a position range, a key set and a rect (range + y)."""
+    fkeys = np.stack([rng.integers(-1, n_rows, n_rows), rng.integers(-1, 4, n_rows),
+                      rng.integers(-1, n_rows, n_rows)], axis=1)
+    yvals = rng.choice([np.nan, -np.inf, -1.0, 0.0, 0.5, 1.0, np.inf], size=(n_rows, 1))
+    lo = np.sort(rng.integers(0, n_rows + 1, (3, 2)), axis=1)
+    return make_ft(fkeys, [0, 1, 0], lo[:, 0], lo[:, 1], rng.random((3, 4)) < 0.6, [-1, -1, 0],
+                   yvals, [0, 0, -0.5], [0, 0, np.inf])
+
+
+def near_boundaries(n: int) -> st.SearchStrategy:
+    """Positions 0..n, often on or next to a batch boundary."""
+    marks = sorted({min(n, x) for x in (0, *BOUNDARIES, n - 1, n)})
+    return st.one_of(st.sampled_from(marks), st.integers(0, n))
+
+
+def large_range_lists(n: int) -> st.SearchStrategy:
+    end = near_boundaries(n)
+    return st.lists(st.tuples(end, end).map(lambda p: (min(p), max(p))), min_size=1, max_size=4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_kernels_across_batches(data):
+    """Thousands of rows (built from a drawn seed), ranges / skip / limit on and next to
+    batch boundaries: every batched kernel against the reference."""
+    n_rows = data.draw(st.sampled_from(LARGE_ROWS))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    t, ft = rng_table(rng, n_rows), rng_filter_test(rng, n_rows)
+    identity = data.draw(st.booleans())
+    order = np.arange(n_rows, dtype=np.int32) if identity else rng.permutation(n_rows).astype(np.int32)
+    ranges = data.draw(large_range_lists(n_rows))
+    a = {"identity": identity, "order": order, "ranges": ranges, "ft": ft,
+         "signs": data.draw(sign_arrays(len(ranges))), "needs": data.draw(need_arrays(2, 3)),
+         "views": np.array(data.draw(st.sampled_from([[0, 1], [1, 0], [0], [1]])), np.int64)}
+    nthreads = data.draw(st.integers(1, 4))
+
+    expected = ref_run_accumulate(t, a, start_aggregates(t.nslots))
+    assert_aggregates(run_accumulate(t, a, start_aggregates(t.nslots)), expected)
+    expected = ref_run_accumulate(t, a, zero_aggregates(t.nslots))
+    assert_aggregates(run_accumulate(t, a, nthreads=nthreads), expected)
+    got = K.rescan(a["needs"], a["views"], ft, t.codes, t.bar_off, t.measures, t.mcol, t.nslots,
+                   nthreads)
+    assert_aggregates(got, ref_aggregate(t, np.arange(n_rows), a["views"],
+                                         ref_visible(ft, a["needs"])))
+
+    need = a["needs"][0]
+    passing = ref_passing(order, ranges, need, ft)
+    starts, stops = as_arrays(ranges)
+    assert K.count_passing(order, starts, stops, need, ft) == len(passing)
+    skip, limit = data.draw(near_boundaries(n_rows)), data.draw(near_boundaries(n_rows))
+    out = np.full(limit + 3, -1, np.int32)
+    n = K.selected_rids(order, starts, stops, need, ft, skip, limit, out)
+    np.testing.assert_array_equal(out[:n], passing[skip:skip + limit])
+    assert (out[n:] == -1).all()
 
 
 # --- rescan --------------------------------------------------------------------------------------
@@ -316,80 +690,33 @@ def test_accumulate_ranges_matches_reference(data):
 @given(st.data())
 def test_rescan_matches_reference(data):
     t = data.draw(tables())
-    bits = data.draw(bit_arrays(t.n_rows))
-    need = data.draw(need_arrays(t.n_views))
+    ft = data.draw(filter_tests(t.n_rows))
+    needs = data.draw(need_arrays(t.n_views, n_filters(ft)))
     views = data.draw(view_lists(t.n_views))
     nthreads = data.draw(st.integers(1, 4))
-    rids = np.arange(t.n_rows)
-    expected = ref_aggregate(t, rids, views, ref_visible(bits, need))
+    expected = ref_aggregate(t, np.arange(t.n_rows), views, ref_visible(ft, needs))
 
-    got = K.rescan(bits, need, views, t.codes, t.bar_off, t.measures, t.mcol, t.nslots,
-                   nthreads)
+    got = K.rescan(needs, views, ft, t.codes, t.bar_off, t.measures, t.mcol, t.nslots, nthreads)
     assert_aggregates(got, expected)
-
-
-# --- flip_bits -------------------------------------------------------------------------------
 
 
 @FAST
 @given(st.data())
-def test_flip_bits_matches_reference(data):
+def test_no_filters_aggregates_every_row(data):
+    """no_filters(n), as capture builds the base aggregates: every row counts."""
     t = data.draw(tables())
-    order = data.draw(orders(t.n_rows))
-    ranges = data.draw(st.one_of(range_lists(len(order)), disjoint_range_lists(len(order))))
-    flags = data.draw(st.lists(st.booleans(), min_size=len(ranges), max_size=len(ranges)))
-    use_y = data.draw(st.booleans())
-    yvals = data.draw(arrays(np.float64, t.n_rows, elements=Y_VALUES))
-    ylo, yhi = data.draw(Y_BOUNDS), data.draw(Y_BOUNDS)
-    bits = data.draw(bit_arrays(t.n_rows))
-    bit = np.uint32(data.draw(st.sampled_from([1, 2, 4, HIGH])))
-    need = data.draw(need_arrays(t.n_views))
     views = data.draw(view_lists(t.n_views))
-    # start from aggregates consistent with `bits`, as the session keeps them
-    before = ref_aggregate(t, np.arange(t.n_rows), views, ref_visible(bits, need))
-    exp_changed, exp_bits, expected = ref_flip_bits(
-        order, ranges, flags, use_y, yvals, ylo, yhi, bits, bit, need, views, t, before)
+    nthreads = data.draw(st.integers(1, 4))
+    ft, needs = K.no_filters(t.n_rows), np.zeros(t.n_views, np.uint32)
+    assert n_filters(ft) == 0 and ft[0].shape == (t.n_rows, 0)
+    expected = ref_aggregate(t, np.arange(t.n_rows), views)
 
-    starts, stops = as_arrays(ranges)
-    counts, sums, oks = (a.copy() for a in before)
-    kernel_y = yvals if use_y else np.zeros(0, np.float64)  # the session's empty array
-    got_bits = bits.copy()
-    changed = K.flip_bits(order, starts, stops, np.array(flags, np.bool_), use_y, kernel_y,
-                          float(ylo), float(yhi), got_bits, bit, need, views, t.codes,
-                          t.bar_off, t.measures, t.mcol, counts, sums, oks)
-    assert changed == exp_changed
-    np.testing.assert_array_equal(got_bits, exp_bits)
-    assert got_bits.dtype == np.uint32
-    assert_aggregates((counts, sums, oks), expected)
-    # the property the engine relies on: incremental moves == aggregating from scratch
-    scratch = ref_aggregate(t, np.arange(t.n_rows), views, ref_visible(got_bits, need))
-    assert_aggregates((counts, sums, oks), scratch)
-
-
-@pytest.mark.parametrize(
-    ("yvals", "ylo", "yhi", "expected_bits"),
-    [
-        ([0.0, 1.0, 2.0, np.nan], 0.0, 2.0, [1, 1, 1, 0]),  # bounds inclusive, NaN out
-        ([0.0, 1.0, 2.0, np.nan], 0.5, 1.5, [0, 1, 0, 0]),
-        ([0.0, 1.0, 2.0, np.nan], 2.0, 0.0, [0, 0, 0, 0]),  # empty window
-        ([0.0, 1.0, 2.0, np.nan], -np.inf, np.inf, [1, 1, 1, 0]),
-        ([np.nan] * 4, -np.inf, np.inf, [0, 0, 0, 0]),
-    ],
-    ids=["inclusive", "inner", "empty-window", "unbounded", "all-nan"],
-)
-def test_flip_bits_rect_y_window(yvals, ylo, yhi, expected_bits):
-    codes = np.zeros((4, 1), np.uint16)
-    order = np.arange(4, dtype=np.int32)
-    bits = np.zeros(4, np.uint32)
-    counts, sums, oks = np.zeros(2, np.int64), np.zeros(2), np.zeros(2, np.int64)
-    changed = K.flip_bits(order, np.array([0], np.int64), np.array([4], np.int64),
-                          np.array([True]), True, np.array(yvals, np.float64), ylo, yhi, bits,
-                          np.uint32(1), np.array([1], np.uint32), np.array([0], np.int64),
-                          codes, np.zeros(1, np.int64), np.zeros((4, 0)),
-                          np.array([-1], np.int64), counts, sums, oks)
-    np.testing.assert_array_equal(bits, expected_bits)
-    assert changed == sum(expected_bits)
-    np.testing.assert_array_equal(counts, [sum(expected_bits), 0])
+    got = K.rescan(needs, views, ft, t.codes, t.bar_off, t.measures, t.mcol, t.nslots, nthreads)
+    assert_aggregates(got, expected)
+    a = {"identity": True, "ranges": [(0, t.n_rows)], "signs": np.ones(1, np.int64),
+         "needs": needs, "views": views, "ft": ft}
+    assert_aggregates(run_accumulate(t, a, zero_aggregates(t.nslots)), expected)
+    assert_aggregates(run_accumulate(t, a, nthreads=nthreads), expected)
 
 
 # --- block_cube --------------------------------------------------------------------------------
@@ -515,19 +842,16 @@ def test_cube_lookup_with_infinite_measure_in_an_earlier_block():
     got = run_cube_lookup(order, block_starts, [(2, 4)], codes, 0, 0, measures, 0)
     assert_aggregates(got, ([2], [5.0], [2]))  # got sums [nan]
 
-
 @pytest.mark.xfail(strict=True, reason=INFINITE_MEASURE)
-def test_flip_bits_set_then_clear_with_infinite_measure():
+def test_accumulate_ranges_add_then_remove_infinite_measure():
     codes, measures = np.zeros((2, 1), np.uint16), np.array([[np.inf], [1.0]])
-    order, bits = np.arange(2, dtype=np.int32), np.array([0, 1], np.uint32)
-    # view 0 needs bit 1: only row 1 (measure 1.0) is in its one bar
-    counts, sums, oks = np.array([1]), np.array([1.0]), np.array([1])
-    for flag in (True, False):  # row 0 (measure inf) enters view 0, then leaves it
-        K.flip_bits(order, np.array([0], np.int64), np.array([1], np.int64),
-                    np.array([flag]), False, np.zeros(0), 0.0, 0.0, bits, np.uint32(1),
-                    np.array([1], np.uint32), np.array([0], np.int64), codes,
-                    np.zeros(1, np.int64), measures, np.array([0], np.int64),
-                    counts, sums, oks)
+    order = np.arange(2, dtype=np.int32)
+    # the one bar holds row 1 (measure 1.0); row 0 (measure inf) enters, then leaves
+    counts, sums, oks = np.array([1], np.int64), np.array([1.0]), np.array([1], np.int64)
+    K.accumulate_ranges(order, np.array([0, 0]), np.array([1, 1]), np.array([1, -1]), False,
+                        np.zeros(1, np.uint32), np.array([0], np.int64), K.no_filters(2), codes,
+                        np.zeros(1, np.int64), measures, np.array([0], np.int64),
+                        counts, sums, oks)
     assert_aggregates((counts, sums, oks), ([1], [1.0], [1]))  # got sums [nan]
 
 
@@ -557,17 +881,15 @@ def test_selected_rids_matches_reference(data):
     n_rows = data.draw(st.integers(0, 40))
     order = data.draw(orders(n_rows))
     ranges = data.draw(range_lists(len(order)))
-    use_bits = data.draw(st.booleans())
-    bits = data.draw(bit_arrays(n_rows))
-    need = np.uint32(data.draw(NEED_VALUES))
+    ft = data.draw(filter_tests(n_rows))
+    need = np.uint32(data.draw(need_values(n_filters(ft))))
     skip = data.draw(st.integers(0, len(order) + 2))
     limit = data.draw(st.integers(0, len(order) + 2))
-    expected = ref_passing(order, ranges, use_bits, bits, need)[skip:skip + limit]
+    expected = ref_passing(order, ranges, need, ft)[skip:skip + limit]
 
     starts, stops = as_arrays(ranges)
     out = np.full(limit + 3, -1, np.int32)  # room past `limit` that must stay untouched
-    kernel_bits = bits if use_bits else np.zeros(1, np.uint32)
-    n = K.selected_rids(order, starts, stops, use_bits, kernel_bits, need, skip, limit, out)
+    n = K.selected_rids(order, starts, stops, need, ft, skip, limit, out)
     assert n == len(expected)
     np.testing.assert_array_equal(out[:n], expected)
     assert (out[n:] == -1).all()
@@ -579,9 +901,9 @@ def test_count_passing_matches_reference(data):
     n_rows = data.draw(st.integers(0, 40))
     order = data.draw(orders(n_rows))
     ranges = data.draw(range_lists(len(order)))
-    bits = data.draw(bit_arrays(n_rows))
-    need = np.uint32(data.draw(NEED_VALUES))
-    expected = len(ref_passing(order, ranges, True, bits, need))
+    ft = data.draw(filter_tests(n_rows))
+    need = np.uint32(data.draw(need_values(n_filters(ft))))
+    expected = len(ref_passing(order, ranges, need, ft))
 
     starts, stops = as_arrays(ranges)
-    assert K.count_passing(order, starts, stops, bits, need) == expected
+    assert K.count_passing(order, starts, stops, need, ft) == expected
