@@ -155,10 +155,23 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
         np.zeros(len(views), np.uint32), np.arange(len(views), dtype=np.int64), K.no_filters(n),
         codes, np.array([v.bar_off for v in views], np.int64), measures,
         np.array([v.mcol for v in views], np.int64), nslots, 2)
-    snapshot = pa.table({c: cols.raw(c) for c in plan.detail_columns}) if plan.detail_columns else None
+    snapshot = detail_snapshot(cols, plan.detail_columns) if plan.detail_columns else None
     info.seconds["build base"] = time.perf_counter() - t0
     return LineageStore(dash, n, views, codes, measures, fkeys, fy, ycols, indexes, cubes,
                         Aggregates(counts, sums, oks), snapshot, info)
+
+
+def detail_snapshot(cols: Columns, columns: tuple[str, ...]) -> pa.Table:
+    """Detail columns in rid order as one contiguous chunk: `take` on the hundreds of
+    small batches Spark returns costs milliseconds per page, on one chunk microseconds.
+    Strings become large strings so a column may exceed 2 GiB."""
+    out = {}
+    for c in columns:
+        col = cols.raw(c)
+        if pa.types.is_string(col.type):
+            col = pc.cast(col, pa.large_string())
+        out[c] = col
+    return pa.table(out).combine_chunks()
 
 
 def forward_codes(dash: m.Dashboard, cols: Columns, n: int) -> tuple[list[ViewLayout], np.ndarray]:
