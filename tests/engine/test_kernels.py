@@ -733,10 +733,41 @@ def test_block_cube_matches_reference(data):
     nbars = int(t.nbars[v])
     expected = ref_block_cube(order, block_starts, t.codes, v, nbars, t.measures, c)
 
-    got = K.block_cube(order, block_starts, t.codes, v, nbars, t.measures, c)
+    got = block_cube(order, block_starts, t.codes, v, nbars, t.measures, c)
     for g, e in zip(got, expected, strict=True):
         assert g.shape == e.shape
     assert_aggregates(got, expected)
+
+
+@FAST
+@given(st.data())
+def test_block_cubes_of_several_targets_equal_one_at_a_time(data):
+    t = data.draw(tables())
+    order = data.draw(orders(t.n_rows))
+    block_starts = data.draw(block_bounds(len(order)))
+    views = data.draw(st.lists(st.integers(0, t.n_views - 1), min_size=1, max_size=3))
+    mcols = [data.draw(st.integers(-1, t.measures.shape[1] - 1)) for _ in views]
+    counts, sums, oks, col_off = K.block_cubes(
+        order, block_starts, t.codes, np.array(views, np.int64),
+        np.array([t.nbars[v] for v in views], np.int64), t.measures, np.array(mcols, np.int64))
+    for i, (v, c) in enumerate(zip(views, mcols, strict=True)):
+        cols = slice(col_off[i], col_off[i + 1])
+        pc, ps, po = ref_block_cube(order, block_starts, t.codes, v, int(t.nbars[v]), t.measures, c)
+        np.testing.assert_array_equal(counts[:, cols], pc)
+        if c >= 0:
+            np.testing.assert_allclose(sums[:, cols], ps, rtol=1e-12, atol=1e-9)
+            np.testing.assert_array_equal(oks[:, cols], po)
+
+
+def block_cube(order, block_starts, codes, v, nbars, measures, c):
+    """One target's cube from `block_cubes`, shaped as the session keeps it (no sums
+    and oks for a count-only target)."""
+    counts, sums, oks, _ = K.block_cubes(order, block_starts, codes, np.array([v], np.int64),
+                                         np.array([nbars], np.int64), measures,
+                                         np.array([c], np.int64))
+    if c < 0:
+        return counts, np.zeros((0, 0)), np.zeros((0, 0), np.int64)
+    return counts, sums, oks
 
 
 # --- cube_lookup -------------------------------------------------------------------------------
@@ -815,10 +846,10 @@ def test_cube_lookup_edge_cases(block_starts, ranges, c):
 
 
 def test_cube_lookup_over_kernel_cube():
-    """End to end as the engine runs it: block_cube's cube, then cube_lookup."""
+    """End to end as the engine runs it: block_cubes's cube, then cube_lookup."""
     order, codes, measures = _fixed_table()
     block_starts = np.array([0, 3, 6, 9, 12, 15, 16], np.int64)
-    pc, ps, po = K.block_cube(order, block_starts, codes, 0, 3, measures, 0)
+    pc, ps, po = block_cube(order, block_starts, codes, 0, 3, measures, 0)
     for s in range(17):
         for e in range(s, 17):
             counts, sums, oks = np.zeros(4, np.int64), np.zeros(4), np.zeros(4, np.int64)

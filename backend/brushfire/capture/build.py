@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -141,12 +142,21 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     t0 = time.perf_counter()
     cubes = {}
     for f in plan.filters:
+        if not f.cube_targets:
+            continue
         ix = indexes[f.name]
-        for tname in f.cube_targets:
-            vi = next(i for i, v in enumerate(views) if v.name == tname)
-            v = views[vi]
-            cubes[(f.name, tname)] = Cube(*K.block_cube(ix.order, ix.block_starts, codes, vi,
-                                                        v.nbars, measures, v.mcol))
+        targets = [next(i for i, v in enumerate(views) if v.name == t) for t in f.cube_targets]
+        counts, sums, oks, col_off = K.block_cubes(
+            ix.order, ix.block_starts, codes, np.array(targets, np.int64),
+            np.array([views[i].nbars for i in targets], np.int64), measures,
+            np.array([views[i].mcol for i in targets], np.int64))
+        for j, i in enumerate(targets):
+            part = slice(col_off[j], col_off[j + 1])
+            has_measure = views[i].mcol >= 0  # cubes of count-only views keep no sums
+            cubes[(f.name, views[i].name)] = Cube(
+                np.ascontiguousarray(counts[:, part]),
+                np.ascontiguousarray(sums[:, part]) if has_measure else np.zeros((0, 0)),
+                np.ascontiguousarray(oks[:, part]) if has_measure else np.zeros((0, 0), np.int64))
     info.seconds["build cubes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -258,10 +268,15 @@ def sorted_index(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.
     if len(vals) == 0:
         return rids, vals
     lo, hi = vals.min(), vals.max()
+    keys = np.full(len(values), -1, np.int32)
     if values.dtype.kind == "i" and int(hi) - int(lo) < 1 << 24:
-        keys = np.full(len(values), -1, np.int32)
         keys[rids] = (vals - lo).astype(np.int32)
         order, _ = K.partition_by_key(keys, int(hi) - int(lo) + 1)
+        return order, values[order]
+    codes, uniques = pd.factorize(vals, sort=True)  # hashing: O(N), then sorts the uniques
+    if len(uniques) <= len(vals) // 8:  # few distinct values: counting sort by their rank
+        keys[rids] = codes
+        order, _ = K.partition_by_key(keys, len(uniques))
     else:
         order = rids[np.argsort(vals, kind="stable")]
     return order, values[order]

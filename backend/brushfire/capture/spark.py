@@ -45,6 +45,9 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", "8")
+            # small input splits: many small task results instead of a few huge ones,
+            # which at 30M rows ran the driver out of heap while collecting
+            .config("spark.sql.files.maxPartitionBytes", "32m")
             .getOrCreate()
         )
     spark.sparkContext.setLogLevel("ERROR")

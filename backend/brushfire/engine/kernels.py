@@ -125,31 +125,39 @@ def rescan(need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads):
                                need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads)
 
 
-@njit(cache=True)
-def block_cube(order, block_starts, codes, v, nbars, measures, c):
-    """Group-by push-down cube: per block b of the index (positions
-    block_starts[b]..block_starts[b+1]), the count / sum / ok per bar of view v.
-    Returns prefix sums over blocks, shape (nblocks + 1, nbars + 1); c = measure col or -1."""
+@njit(cache=True, parallel=True)
+def block_cubes(order, block_starts, codes, views, nbars, measures, mcols):
+    """Group-by push-down cubes of one index for several target views at once: per block
+    b of the index (positions block_starts[b]..block_starts[b+1]), the count / sum / ok
+    per bar of each view in `views`, as prefix sums over blocks. Target i's cube is
+    rows [0, nblocks] x columns [col_off[i], col_off[i] + nbars[i] + 1) of the returned
+    (counts, sums, oks, col_off). Blocks are split among threads (disjoint rows, no
+    conflicts). Cost: O(index rows x len(views)) / threads + O(blocks x bars)."""
     nb = block_starts.shape[0] - 1
-    counts = np.zeros((nb + 1, nbars + 1), np.int64)
-    sums = np.zeros((nb + 1, nbars + 1) if c >= 0 else (0, 0), np.float64)
-    oks = np.zeros((nb + 1, nbars + 1) if c >= 0 else (0, 0), np.int64)
-    for b in range(nb):
+    col_off = np.zeros(views.shape[0] + 1, np.int64)
+    for i in range(views.shape[0]):
+        col_off[i + 1] = col_off[i] + nbars[i] + 1
+    width = col_off[-1]
+    counts = np.zeros((nb + 1, width), np.int64)
+    sums = np.zeros((nb + 1, width), np.float64)
+    oks = np.zeros((nb + 1, width), np.int64)
+    for b in prange(nb):
         for pos in range(block_starts[b], block_starts[b + 1]):
             r = order[pos]
-            code = codes[r, v]
-            counts[b + 1, code] += 1
-            if c >= 0:
-                x = measures[r, c]
-                if x == x:
-                    sums[b + 1, code] += x
-                    oks[b + 1, code] += 1
+            for i in range(views.shape[0]):
+                col = col_off[i] + codes[r, views[i]]
+                counts[b + 1, col] += 1
+                c = mcols[i]
+                if c >= 0:
+                    x = measures[r, c]
+                    if x == x:
+                        sums[b + 1, col] += x
+                        oks[b + 1, col] += 1
     for b in range(1, nb + 1):  # prefix sums: row b = blocks before b
         counts[b] += counts[b - 1]
-        if c >= 0:
-            sums[b] += sums[b - 1]
-            oks[b] += oks[b - 1]
-    return counts, sums, oks
+        sums[b] += sums[b - 1]
+        oks[b] += oks[b - 1]
+    return counts, sums, oks, col_off
 
 
 @njit(cache=True)

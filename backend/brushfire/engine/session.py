@@ -302,9 +302,12 @@ class Session:
             for v in rescan:
                 s = self._slots(v)
                 self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = counts[s], sums[s], oks[s]
+        by_driver: dict[str, list[str]] = {}
         for v in views:
             if v not in rescan:
-                self._recompute(v, drivers[v])
+                by_driver.setdefault(drivers[v], []).append(v)
+        for driver, group in by_driver.items():  # one pass over each driver's rows
+            self._recompute(group, driver)
         return {v: "rescan" if v in rescan else "recompute" for v in views}
 
     def _accumulate(self, order, ranges_or_pieces, signs, needs, views: list[str]) -> None:
@@ -381,12 +384,14 @@ class Session:
                       self.store.codes, self._vindex[view], self.store.measures, c,
                       self.agg.counts[s], sums, oks)
 
-    def _recompute(self, view: str, driver: str) -> None:
-        s = self._slots(view)
-        self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
+    def _recompute(self, views: list[str], driver: str) -> None:
+        """Re-aggregate `views` from the rows of filter `driver`, in one pass."""
+        for v in views:
+            s = self._slots(v)
+            self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
         ranges = self.active[driver].ranges
         self._accumulate(self.store.indexes[driver].order, ranges, np.ones(len(ranges), np.int64),
-                         self._needs([view]), [view])
+                         self._needs(views), views)
 
     def _total_from_views(self) -> int | None:
         """Rows passing every active filter, read off a view that every active filter

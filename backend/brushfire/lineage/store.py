@@ -25,7 +25,7 @@ from brushfire.errors import CacheError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo, Cube, Index, ViewLayout
 from brushfire.spec.models import Dashboard
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 SNAPSHOT = "snapshot.arrow"
 
