@@ -46,6 +46,6 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
         progress("running the base queries alone, for comparison", None)
         seconds, results = sp.run_base_queries(df, plan.dashboard)
         info.seconds["base queries"] = seconds
-        store.base_query_results = results  # type: ignore[attr-defined]
+        store.base_query_results = results
     info.nbytes = store.nbytes()
     return store

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -471,7 +471,6 @@ def _bound(x, ix: Index):
             x = datetime.fromisoformat(x)
         if isinstance(x, datetime):
             if x.tzinfo is None:
-                from datetime import UTC
                 x = x.replace(tzinfo=UTC)
             return int(round(x.timestamp() * 1_000_000))
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):

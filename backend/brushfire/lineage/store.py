@@ -45,6 +45,8 @@ class LineageStore:
     base: Aggregates  # every view over all rows
     snapshot: pa.Table | None  # detail columns in rid order (memory-mapped when loaded)
     info: CaptureInfo
+    # the plain Spark queries' results when capture ran them for comparison (not persisted)
+    base_query_results: dict[str, dict] | None = None
 
     def view(self, name: str) -> ViewLayout:
         for v in self.views:
