@@ -938,3 +938,44 @@ def test_count_passing_matches_reference(data):
 
     starts, stops = as_arrays(ranges)
     assert K.count_passing(order, starts, stops, need, ft) == expected
+
+
+# --- conditional_cubes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("identity", [True, False])
+@pytest.mark.parametrize("bsize", [1, 3, 7, 64])
+def test_conditional_cubes_equal_direct_aggregation_per_block(identity, bsize):
+    """Prefix row b of view i's cube = aggregate of the rows passing the other filter
+    whose position in the moving filter's index is below b * bsize."""
+    rng = np.random.default_rng(bsize + identity)
+    n, nbars = 200, 5
+    codes = rng.integers(0, nbars + 1, (n, 2)).astype(np.uint16)  # nbars = dropped
+    measures = rng.normal(size=(n, 1))
+    measures[rng.random(n) < 0.2, 0] = np.nan
+    moving_order = rng.permutation(n)[:150].astype(np.int32)  # 50 rows not in the index
+    rank = np.full(n, -1, np.int32)
+    rank[moving_order] = np.arange(150, dtype=np.int32)
+    other_key = rng.integers(-1, 4, n).astype(np.int32)  # a partitioned filter, key -1 = null
+    fkeys = np.ascontiguousarray(np.stack([rank, other_key], axis=1))
+    sel = np.zeros((2, 4), np.bool_)
+    sel[1, [0, 2]] = True
+    ft = (fkeys, np.array([0, 1], np.int8), np.array([0, 0], np.int64), np.array([150, 0], np.int64),
+          sel, np.array([-1, -1], np.int64), np.zeros((n, 0)), np.zeros(2), np.zeros(2))
+    need = np.array([2, 0], np.uint32)  # view 0 needs the other filter (bit 1); view 1 nothing
+    driver = rng.permutation(n).astype(np.int32)
+    nblocks = -(-150 // bsize)
+    counts, sums, oks, col_off = K.conditional_cubes(
+        driver, np.array([0], np.int64), np.array([n], np.int64), identity, 0, bsize, nblocks,
+        need, np.array([0, 1], np.int64), np.array([nbars, nbars], np.int64), ft, codes, measures,
+        np.array([0, -1], np.int64), 2)
+    passes_other = (other_key >= 0) & sel[1, np.maximum(other_key, 0)]
+    for i, visible in enumerate([passes_other, np.ones(n, bool)]):
+        cols = slice(col_off[i], col_off[i + 1])
+        for b in range(nblocks + 1):
+            rows = np.flatnonzero(visible & (rank >= 0) & (rank < b * bsize))
+            want = ref_view_aggregate(rows, codes, i, nbars, measures, 0 if i == 0 else -1)
+            np.testing.assert_array_equal(counts[b, cols], want[0])
+            if i == 0:
+                np.testing.assert_allclose(sums[b, cols], want[1], rtol=1e-12, atol=1e-9)
+                np.testing.assert_array_equal(oks[b, cols], want[2])

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brushfire import Dashboard
+from brushfire.engine import session as session_module
 from brushfire.spec import parse_dashboard
 from oracle import OTHER, Oracle, _norm_row
 
@@ -80,6 +81,15 @@ def captured(request, spark, small_parquet, tmp_path_factory):
     spec = parse_dashboard(request.param(small_parquet))
     dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path_factory.mktemp("cache"))
     return dash, Oracle(spec)
+
+
+@pytest.fixture(autouse=True, params=["default", "conditional"])
+def cube_policy(request, monkeypatch):
+    """Run every property twice: with the engine's own choice of methods, and with
+    conditional cubes used whenever they fit (at 3,000 rows the threshold never trips)."""
+    if request.param == "conditional":
+        monkeypatch.setattr(session_module, "COND_MIN_ROWS", -1)
+    return request.param
 
 
 # --- random interactions ------------------------------------------------------------

@@ -160,6 +160,64 @@ def block_cubes(order, block_starts, codes, views, nbars, measures, mcols):
     return counts, sums, oks, col_off
 
 
+@njit(cache=True, parallel=True)
+def conditional_cubes(order, starts, stops, identity, fm, bsize, nblocks, need, views, nbars,
+                      ft, codes, measures, mcols, nthreads):
+    """Cubes of filter `fm`'s index (blocks of `bsize` positions) over only the rows that
+    pass the other filters: for each view i, the aggregates per (block, bar) of rows at
+    order[starts[k]:stops[k]] (a driver filter's rows; rids themselves when `identity`)
+    that pass need[views[i]] and are
+    in fm's index (fkeys[r, fm] >= 0), as prefix sums over blocks. Built once when fm
+    starts moving while other filters stay fixed (Falcon's data tile); each move is then
+    a lookup. Layout as `block_cubes`. Cost: O(driver rows x views) / nthreads."""
+    fkeys = ft[0]
+    col_off = np.zeros(views.shape[0] + 1, np.int64)
+    for i in range(views.shape[0]):
+        col_off[i + 1] = col_off[i] + nbars[i] + 1
+    width = col_off[-1]
+    counts = np.zeros((nthreads, nblocks + 1, width), np.int64)
+    sums = np.zeros((nthreads, nblocks + 1, width), np.float64)
+    oks = np.zeros((nthreads, nblocks + 1, width), np.int64)
+    union = np.uint32(0)
+    for i in range(views.shape[0]):
+        union |= need[views[i]]
+    cum = np.zeros(starts.shape[0] + 1, np.int64)
+    for k in range(starts.shape[0]):
+        cum[k + 1] = cum[k] + stops[k] - starts[k]
+    chunk = (cum[-1] + nthreads - 1) // nthreads
+    for t in prange(nthreads):
+        failed = np.zeros(BATCH, np.uint32)
+        for k in range(starts.shape[0]):
+            a = max(t * chunk, cum[k]) - cum[k] + starts[k]
+            e = min((t + 1) * chunk, cum[k + 1]) - cum[k] + starts[k]
+            for b in range(a, e, BATCH):
+                be = min(e, b + BATCH)
+                fail_masks(order, b, be, identity, union, ft, failed)
+                for pos in range(b, be):
+                    r = pos if identity else order[pos]
+                    p = fkeys[r, fm]
+                    if p < 0:
+                        continue
+                    blk = p // bsize + 1
+                    for i in range(views.shape[0]):
+                        v = views[i]
+                        if failed[pos - b] & need[v] == 0:
+                            col = col_off[i] + codes[r, v]
+                            counts[t, blk, col] += 1
+                            c = mcols[i]
+                            if c >= 0:
+                                x = measures[r, c]
+                                if x == x:
+                                    sums[t, blk, col] += x
+                                    oks[t, blk, col] += 1
+    tc, ts, to = counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
+    for blk in range(1, nblocks + 1):
+        tc[blk] += tc[blk - 1]
+        ts[blk] += ts[blk - 1]
+        to[blk] += to[blk - 1]
+    return tc, ts, to, col_off
+
+
 @njit(cache=True)
 def cube_lookup(pc, ps, po, block_starts, starts, stops, order, codes, v, measures, c,
                 out_counts, out_sums, out_oks):

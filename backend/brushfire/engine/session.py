@@ -12,6 +12,9 @@ Each update picks, per affected view, the cheapest exact method:
           an exact correction for the partial blocks at the selection's edges;
 - incremental: only the rows that entered or left the moving filter are traced
           forward to their bars, counted where they pass the view's other filters;
+- conditional cube: a brush moving while other filters stay fixed is answered from
+          cubes of its blocks over the rows passing the others (Falcon's data tile),
+          built on its first large update, plus the rows of the two partial edge blocks;
 - recompute: the rows of the most selective other filter are re-aggregated;
 - rescan: every row is re-aggregated in rid order (used when the others are not selective).
 No method needs per-session per-row state: a row's position in every index is in the
@@ -38,6 +41,8 @@ from brushfire.plan import CapturePlan, Filter
 OTHER = "(other)"
 RESCAN_FRACTION = 0.25  # recompute from an index slice only below this share of rows
 PARALLEL_ROWS = 200_000  # aggregate on two threads from this many rows on
+COND_MIN_ROWS = 50_000  # build conditional cubes when an update would touch more rows
+COND_MAX_BLOCKS = 4096  # blocks of a conditional cube (its size: blocks x bars of the views)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,21 @@ class Selection:
     @property
     def size(self) -> int:
         return R.size(self.ranges)
+
+
+@dataclass
+class Conditional:
+    """Cubes of one filter's index blocks over the rows passing the other active filters
+    (as they were when built): valid while only that filter moves."""
+
+    filter: str
+    key: tuple  # the other filters' selections when built
+    views: list[str]
+    bsize: int
+    counts: np.ndarray
+    sums: np.ndarray
+    oks: np.ndarray
+    col_off: np.ndarray
 
 
 @dataclass
@@ -92,6 +112,7 @@ class Session:
         self._mcol = np.array([v.mcol for v in store.views], np.int64)
         self.active: dict[str, Selection] = {}
         self.agg: Aggregates = store.base.copy()
+        self._cond: Conditional | None = None  # cubes of the moving filter given the others
         self._empty = np.zeros(0, np.float64)
         nf = len(self._filters)
         nkeys = max([len(store.indexes[f].keys) for f in self._filters
@@ -288,6 +309,12 @@ class Session:
         incremental_cost = math.inf
         if old is not None and new is not None and old.y is None and new.y is None:
             incremental_cost = R.size([(s, e) for s, e, _ in R.changes(old.ranges, new.ranges)]) * len(views)
+        if self._conditional_fits(name, new, views) and (
+                self._cond_valid(name, views) or min(incremental_cost, recompute_cost) > COND_MIN_ROWS):
+            if not self._cond_valid(name, views):
+                self._build_conditional(name, views)
+            self._from_conditional(views)
+            return dict.fromkeys(views, "conditional cube")
         if incremental_cost <= recompute_cost:
             pieces = R.changes(old.ranges, new.ranges)
             signs = np.array([1 if entering else -1 for _, _, entering in pieces], np.int64)
@@ -309,6 +336,63 @@ class Session:
         for driver, group in by_driver.items():  # one pass over each driver's rows
             self._recompute(group, driver)
         return {v: "rescan" if v in rescan else "recompute" for v in views}
+
+    def _conditional_fits(self, name: str, new: Selection | None, views: list[str]) -> bool:
+        """Can a moving filter be answered from conditional cubes? (value index, no y)"""
+        return (new is not None and new.y is None and self.store.indexes[name].offsets is None
+                and all(name in self._others(v) for v in views))
+
+    def _others_key(self, name: str) -> tuple:
+        return tuple((g, tuple(sel.ranges), sel.y) for g, sel in self.active.items() if g != name)
+
+    def _cond_valid(self, name: str, views: list[str]) -> bool:
+        c = self._cond
+        return (c is not None and c.filter == name and c.key == self._others_key(name)
+                and set(views) <= set(c.views))
+
+    def _build_conditional(self, name: str, views: list[str]) -> None:
+        """Cubes of `name`'s blocks over the rows passing every other active filter, from
+        the most selective other filter's rows (or all rows, in rid order)."""
+        ix, n = self.store.indexes[name], self.store.n_rows
+        bsize = max(int(ix.block_starts[1]) if len(ix.block_starts) > 1 else 1,
+                    -(-len(ix.order) // COND_MAX_BLOCKS))
+        nblocks = -(-len(ix.order) // bsize)
+        needs = self._needs(views) & ~np.uint32(1 << self._fi[name])
+        # the driver's rows must hold every row any of the views counts: a filter that
+        # applies to all of them (not one view's own brush); else scan every row
+        common = set.intersection(*(set(self._others(v)) for v in views)) - {name}
+        driver = min(common, key=lambda g: self.active[g].size) if common else name
+        identity = not common or self.active[driver].size > n * RESCAN_FRACTION
+        ranges = [(0, n)] if identity else self.active[driver].ranges
+        starts, stops, _ = R.as_arrays(ranges)
+        vi = self._vi(views)
+        counts, sums, oks, col_off = K.conditional_cubes(
+            self.store.indexes[driver].order, starts, stops, identity, self._fi[name], bsize,
+            nblocks, needs, vi, np.array([self.store.views[i].nbars for i in vi], np.int64),
+            self._ft, self.store.codes, self.store.measures, self._mcol[vi], 2)
+        self._cond = Conditional(name, self._others_key(name), list(views), bsize, counts, sums,
+                                 oks, col_off)
+
+    def _from_conditional(self, views: list[str]) -> None:
+        """Views from the conditional cubes: whole blocks by prefix differences, the rows
+        of the partial blocks at the two edges traced and tested one by one."""
+        c = self._cond
+        (s, e), = self.active[c.filter].ranges or [(0, 0)]
+        a, b = -(-s // c.bsize), e // c.bsize  # whole blocks a..b-1 lie inside [s, e)
+        edges = [(s, e)] if a > b else [(s, a * c.bsize), (b * c.bsize, e)]
+        for v in views:
+            sl = self._slots(v)
+            i = c.views.index(v)
+            cols = slice(c.col_off[i], c.col_off[i + 1])
+            if a > b:
+                self.agg.counts[sl], self.agg.sums[sl], self.agg.oks[sl] = 0, 0.0, 0
+            else:
+                self.agg.counts[sl] = c.counts[b, cols] - c.counts[a, cols]
+                self.agg.sums[sl] = c.sums[b, cols] - c.sums[a, cols]
+                self.agg.oks[sl] = c.oks[b, cols] - c.oks[a, cols]
+        needs = self._needs(views) & ~np.uint32(1 << self._fi[c.filter])
+        self._accumulate(self.store.indexes[c.filter].order, [p for p in edges if p[0] < p[1]],
+                         np.ones(2, np.int64)[:sum(p[0] < p[1] for p in edges)], needs, views)
 
     def _accumulate(self, order, ranges_or_pieces, signs, needs, views: list[str]) -> None:
         """Add the rows at the given index ranges (with per-range signs) to the views'
