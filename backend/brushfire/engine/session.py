@@ -281,6 +281,8 @@ class Session:
         else:
             self.active[name] = new
         self._set_test(name, new)
+        if self._cond is not None and self._cond.filter != name:
+            self._cond = None  # built for other fixed filters: stale from now on
         methods: dict[str, str] = {}
         masked: list[str] = []
         for v in self._filters[name].filters_views:
@@ -301,8 +303,10 @@ class Session:
 
     def _update_filtered(self, name: str, old: Selection | None, new: Selection | None,
                          views: list[str]) -> dict[str, str]:
-        """Views under several filters: incremental when the moving filter's change is
-        smaller than re-aggregating the most selective other filter's rows."""
+        """Views under several filters: conditional cubes while one brush moves among fixed
+        filters (built on its first large update); otherwise incremental when the moving
+        filter's change is smaller than re-aggregating the most selective other filter's
+        rows, else recompute or rescan."""
         n = self.store.n_rows
         drivers = {v: min(self._others(v), key=lambda g: self.active[g].size) for v in views}
         recompute_cost = sum(min(self.active[drivers[v]].size, n * RESCAN_FRACTION) for v in views)
@@ -361,7 +365,7 @@ class Session:
         # the driver's rows must hold every row any of the views counts: a filter that
         # applies to all of them (not one view's own brush); else scan every row
         common = set.intersection(*(set(self._others(v)) for v in views)) - {name}
-        driver = min(common, key=lambda g: self.active[g].size) if common else name
+        driver = min(common, key=lambda g: self.active[g].size) if common else name  # unused order
         identity = not common or self.active[driver].size > n * RESCAN_FRACTION
         ranges = [(0, n)] if identity else self.active[driver].ranges
         starts, stops, _ = R.as_arrays(ranges)
@@ -390,9 +394,10 @@ class Session:
                 self.agg.counts[sl] = c.counts[b, cols] - c.counts[a, cols]
                 self.agg.sums[sl] = c.sums[b, cols] - c.sums[a, cols]
                 self.agg.oks[sl] = c.oks[b, cols] - c.oks[a, cols]
+        edges = [p for p in edges if p[0] < p[1]]
         needs = self._needs(views) & ~np.uint32(1 << self._fi[c.filter])
-        self._accumulate(self.store.indexes[c.filter].order, [p for p in edges if p[0] < p[1]],
-                         np.ones(2, np.int64)[:sum(p[0] < p[1] for p in edges)], needs, views)
+        self._accumulate(self.store.indexes[c.filter].order, edges, np.ones(len(edges), np.int64),
+                         needs, views)
 
     def _accumulate(self, order, ranges_or_pieces, signs, needs, views: list[str]) -> None:
         """Add the rows at the given index ranges (with per-range signs) to the views'
