@@ -19,6 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
     p.add_argument("spec")
 
+    p = sub.add_parser("serve", help="serve dashboards over HTTP and WebSockets")
+    p.add_argument("specs", nargs="+")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--spark-master", default=None,
+                   help="Spark master URL for capture (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
+    p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+
     for name, text in (("capture", "capture a dashboard's lineage on Spark into the cache"),
                        ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
         p = sub.add_parser(name, help=text)
@@ -31,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     try:
-        return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo}[
+        return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo,
+                "serve": _serve}[
             args.command](args)
     except BrushfireError as e:
         print(f"brushfire: {e}", file=sys.stderr)
@@ -120,6 +129,24 @@ def _demo(args) -> int:
         print(f"\n> details on demand: first {page.num_rows} of {session.count_selected():,} "
               f"selected rows [{(time.perf_counter() - t) * 1e3:.2f} ms]")
         print(page.slice(0, 5).to_pandas().to_string(index=False))
+    return 0
+
+
+def _serve(args) -> int:
+    """Open (or capture) every dashboard, then serve them until interrupted."""
+    import uvicorn
+
+    from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+    from brushfire.server import create_app
+
+    dashboards = {}
+    for spec in args.specs:
+        dash = Dashboard.open(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                              spark_master=_master(args), progress=ProgressLine())
+        dashboards[dash.name] = dash
+        print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows", file=sys.stderr)
+    print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
+    uvicorn.run(create_app(dashboards), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

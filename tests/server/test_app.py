@@ -1,0 +1,106 @@
+"""The server over real HTTP and WebSockets: a uvicorn server on loopback, real clients."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from websockets.sync.client import connect
+
+from brushfire import Dashboard
+from brushfire.server import create_app
+from brushfire.spec import parse_dashboard
+from test_protocol import small_spec
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def server(spark, small_parquet, tmp_path_factory):
+    dash = Dashboard.open(parse_dashboard(small_spec(small_parquet)), spark=spark,
+                          cache_dir=tmp_path_factory.mktemp("cache"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(create_app({dash.name: dash}), host="127.0.0.1", port=port,
+                            log_level="warning")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}", dash
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def ask(ws, message) -> dict:
+    ws.send(message if isinstance(message, str) else json.dumps(message))
+    return json.loads(ws.recv(timeout=30))
+
+
+def test_http_endpoints(server):
+    addr, dash = server
+    assert httpx.get(f"http://{addr}/health").json() == {"status": "ok", "dashboards": ["proto"]}
+    assert httpx.get(f"http://{addr}/api/dashboards").json()[0]["rows"] == dash.store.n_rows
+    d = httpx.get(f"http://{addr}/api/dashboards/proto").json()
+    assert [v["name"] for v in d["views"]] == ["hx", "cat", "week"]
+    assert d["views"][0]["counts"] == dash.session().view("hx").counts
+    assert d["parameters"][0]["values"][:1] and d["details"]["page_size"] == 5
+    missing = httpx.get(f"http://{addr}/api/dashboards/nope")
+    assert missing.status_code == 404 and "no dashboard named 'nope'" in missing.text
+
+
+def test_bad_input_keeps_the_connection_and_the_state(server):
+    addr, dash = server
+    with connect(f"ws://{addr}/ws/proto") as ws:
+        first = ask(ws, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 60]})
+        assert first["type"] == "update" and first["id"] == 1
+        for bad in ["{oops", {"type": "warp"}, {"type": "brush", "view": "zz", "interval": [0, 1]},
+                    {"type": "brush", "view": "hx", "interval": "wide"}, "y" * 70_000]:
+            assert ask(ws, bad)["type"] == "error"
+        ws.send(b'{"type": "state"}')  # a binary frame is read as UTF-8 text
+        state = json.loads(ws.recv(timeout=30))
+        assert state["filters"] == {"hx": [[20, 60], None]}
+        assert state["views"]["cat"]["counts"] == first["views"]["cat"]["counts"]
+
+
+def test_concurrent_sessions_stay_separate(server):
+    addr, dash = server
+    with connect(f"ws://{addr}/ws/proto") as a, connect(f"ws://{addr}/ws/proto") as b:
+        ra = ask(a, {"type": "brush", "view": "hx", "interval": [0, 30]})
+        rb = ask(b, {"type": "select", "view": "cat", "values": ["c00"]})
+        assert ask(a, {"type": "state"})["filters"] == {"hx": [[0, 30], None]}
+        assert ask(b, {"type": "state"})["filters"] == {"cat": ["c00"]}
+        assert ra["views"]["cat"]["counts"] == dash.session().brush("hx", (0, 30)).views["cat"].counts
+        assert rb["views"]["hx"]["counts"] == dash.session().select("cat", ["c00"]).views["hx"].counts
+
+
+def test_a_fast_drag_is_coalesced_and_every_message_answered(server):
+    addr, dash = server
+    n = 200
+    with connect(f"ws://{addr}/ws/proto") as ws:
+        for i in range(n):
+            ws.send(json.dumps({"type": "brush", "id": i, "view": "hx", "interval": [i / 4, 40 + i / 4]}))
+        replies = [json.loads(ws.recv(timeout=30)) for _ in range(n)]
+    assert sorted(r["id"] for r in replies) == list(range(n))  # each id answered once
+    updates = [r for r in replies if r["type"] == "update"]
+    assert {r["type"] for r in replies} <= {"update", "skipped"}
+    last = max(updates, key=lambda r: r["id"])
+    assert last["id"] == n - 1  # the latest brush always wins
+    expected = dash.session().brush("hx", ((n - 1) / 4, 40 + (n - 1) / 4)).views["cat"].counts
+    assert last["views"]["cat"]["counts"] == expected
+
+
+def test_an_unknown_dashboard_is_refused_with_a_reason(server):
+    addr, _ = server
+    with connect(f"ws://{addr}/ws/nope") as ws:
+        reply = json.loads(ws.recv(timeout=30))
+    assert reply["type"] == "error" and "no dashboard named 'nope'" in reply["message"]
