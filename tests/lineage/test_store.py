@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from brushfire import Dashboard
-from brushfire.errors import CacheError
+from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint
 from brushfire.spec import parse_dashboard
 
@@ -95,3 +95,9 @@ def test_a_damaged_entry_is_detected_and_recaptured(spark, small_parquet, tmp_pa
     assert not again.from_cache  # recaptured, never served from the damaged entry
     assert_same_store(good.store, again.store)
     assert load_store(entry, d).n_rows == good.store.n_rows  # and the entry is sound again
+
+
+def test_a_missing_source_is_a_clear_error(tmp_path):
+    d = parse_dashboard(spec(tmp_path / "missing.parquet"))
+    with pytest.raises(CaptureError, match="missing.parquet does not exist"):
+        Dashboard.open(d, cache_dir=tmp_path)

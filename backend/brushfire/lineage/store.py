@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from brushfire.errors import CacheError
+from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo, Cube, Index, ViewLayout
 from brushfire.spec.models import Dashboard
 
@@ -82,6 +82,9 @@ class LineageStore:
 def source_fingerprint(path: str) -> str:
     """Names, sizes and modification times of the source file(s): changes when data does."""
     p = Path(path)
+    if not p.exists():
+        msg = f"the source {path} does not exist (source.path in the spec)"
+        raise CaptureError(msg)
     files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
     h = hashlib.sha256()
     for f in files:
