@@ -88,3 +88,10 @@ def test_details_highlight_parameter_and_state(dash):
     assert state["filters"] == {"pdest": "AAA"} and set(state["views"]) == {"hx", "cat", "week"}
     cleared = handle({"type": "clear"})
     assert cleared["filters"] == {} and cleared["selected"] == dash.store.n_rows
+
+
+def test_warm_up_runs_every_interaction_kind_and_leaves_no_state(dash):
+    assert dash.warm_up() > 0
+    fresh = dash.session()
+    assert fresh.filters == {}
+    assert fresh.view("hx").counts == dash.store.base.counts[dash.store.view("hx").slots].tolist()

@@ -144,7 +144,9 @@ def _serve(args) -> int:
         dash = Dashboard.open(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                               spark_master=_master(args), progress=ProgressLine())
         dashboards[dash.name] = dash
-        print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows", file=sys.stderr)
+        seconds = dash.warm_up()
+        print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows (kernels warmed up in "
+              f"{seconds:.2f} s)", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(create_app(dashboards), host=args.host, port=args.port, log_level="warning")
     return 0

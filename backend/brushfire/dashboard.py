@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from brushfire.engine.session import Session
@@ -62,9 +64,38 @@ class Dashboard:
     def session(self) -> Session:
         return Session(self.store, self.plan)
 
+    def warm_up(self) -> float:
+        """Run each kind of interaction once on tiny selections, so numba's compiled
+        kernels are loaded before the first user interaction. Returns the seconds taken."""
+        t0 = time.perf_counter()
+        s = self.session()
+        for f in self.plan.filters:  # rare values: every method runs on a handful of rows
+            ix = self.store.indexes[f.name]
+            if f.kind in ("interval", "param_range", "rect") and len(ix.values):
+                v = ix.values[0].item()
+                bound = _iso(v) if ix.value_type == "temporal" else v
+                if f.kind == "param_range":
+                    s.set_parameter(f.name, bound)
+                else:
+                    s.brush(f.name, (bound, bound), y=(None, None) if f.kind == "rect" else None)
+            elif f.kind == "points" and ix.keys:
+                s.select(f.name, [ix.keys[-1]])
+            elif f.kind == "param_eq" and ix.keys:
+                s.set_parameter(f.name, ix.keys[-1])
+        if self.spec.interactions.details:
+            s.details()
+        for h in self.spec.interactions.highlight:
+            s.highlight(h.source, [0])
+        s.clear()
+        return time.perf_counter() - t0
+
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def _iso(micros: int) -> str:
+    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat()
 
 
 def _as_model(spec) -> m.Dashboard:
