@@ -83,7 +83,7 @@ def _capture(args) -> int:
 
     dash = load_dashboard(args.spec)
     plan = plan_capture(dash)
-    master = _master(args)
+    master = args.spark_master
     store = capture_dashboard(plan, master=master, progress=ProgressLine(),
                               baseline=not args.no_baseline)
     directory = save_store(store, entry_dir(args.cache_dir or DEFAULT_CACHE, dash,
@@ -110,7 +110,7 @@ def _demo(args) -> int:
 
     t0 = time.perf_counter()
     dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                          spark_master=_master(args), progress=ProgressLine())
+                          spark_master=args.spark_master, progress=ProgressLine())
     how = "loaded from the lineage cache" if dash.from_cache else "captured on Spark"
     print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows, {how} in "
           f"{time.perf_counter() - t0:.2f} s\n")
@@ -142,7 +142,7 @@ def _serve(args) -> int:
     dashboards = {}
     for spec in args.specs:
         dash = Dashboard.open(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                              spark_master=_master(args), progress=ProgressLine())
+                              spark_master=args.spark_master, progress=ProgressLine())
         dashboards[dash.name] = dash
         seconds = dash.warm_up()
         print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows (kernels warmed up in "
@@ -198,10 +198,6 @@ class ProgressLine:
               file=sys.stderr, flush=True)
         if fraction is None or fraction >= 1:
             print(file=sys.stderr)
-
-
-def _master(args) -> str | None:
-    return args.spark_master
 
 
 if __name__ == "__main__":

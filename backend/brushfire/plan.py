@@ -53,6 +53,12 @@ class CapturePlan:
         return any(f.name == name for f in self.filters)
 
     @property
+    def measure_fields(self) -> tuple[str, ...]:
+        """Measures of sum / mean views, each once: the columns of `measures`."""
+        views = self.dashboard.views
+        return tuple(dict.fromkeys(v.aggregate.field for v in views if v.aggregate.field))
+
+    @property
     def index_fields(self) -> tuple[str, ...]:
         """Columns that need a per-row value array (brushed or parameter fields)."""
         out: list[str] = []

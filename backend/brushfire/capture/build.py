@@ -20,6 +20,7 @@ from brushfire.engine import kernels as K
 from brushfire.lineage.arrays import (
     CODE_DTYPE,
     MAX_BARS,
+    OTHER,
     PARTITION_KINDS,
     Aggregates,
     CaptureInfo,
@@ -31,7 +32,6 @@ from brushfire.lineage.store import LineageStore
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
 
-OTHER = "(other)"
 DAY_US = 86_400_000_000
 UNIT_US = {"minute": 60_000_000, "hour": 3_600_000_000, "day": DAY_US}
 
@@ -102,10 +102,9 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     cols = Columns(table, {})
     t0 = time.perf_counter()
     progress("building forward codes", None)
-    views, codes = forward_codes(dash, cols, n)
-    mfields = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
-    measures = np.empty((n, len(mfields)), np.float64)
-    for j, f in enumerate(mfields):
+    views, codes = forward_codes(dash, plan.measure_fields, cols, n)
+    measures = np.empty((n, len(plan.measure_fields)), np.float64)
+    for j, f in enumerate(plan.measure_fields):
         measures[:, j] = _to_numpy(pc.cast(cols.raw(f), pa.float64()), np.float64, np.nan)
         infinite = np.isinf(measures[:, j])
         if infinite.any():  # inf - inf is NaN: prefix sums and incremental updates need finite values
@@ -134,7 +133,7 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
         keys = codes[:, vi].astype(np.int32)
         keys[keys == views[vi].nbars] = -1
         order, offsets = K.partition_by_key(keys, views[vi].nbars)
-        indexes[f"bars:{name}"] = Index(f"bars:{name}", "bars", name, order, offsets.copy(),
+        indexes[f"bars:{name}"] = Index(f"bars:{name}", "bars", name, order, offsets,
                                         offsets=offsets, keys=list(range(views[vi].nbars)))
     info.seconds["build indexes"] = time.perf_counter() - t0
 
@@ -184,9 +183,10 @@ def detail_snapshot(cols: Columns, columns: tuple[str, ...]) -> pa.Table:
     return pa.table(out).combine_chunks()
 
 
-def forward_codes(dash: m.Dashboard, cols: Columns, n: int) -> tuple[list[ViewLayout], np.ndarray]:
-    """Each view's layout and bar per row: codes (N, V) uint16, nbars(v) where dropped."""
-    mfields = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
+def forward_codes(dash: m.Dashboard, mfields: tuple[str, ...], cols: Columns,
+                  n: int) -> tuple[list[ViewLayout], np.ndarray]:
+    """Each view's layout and bar per row: codes (N, V) uint16, nbars(v) where dropped;
+    `mfields` are the measure columns (a view's mcol indexes them)."""
     layouts, codes, off = [], np.empty((n, len(dash.views)), CODE_DTYPE), 0
     for i, v in enumerate(dash.views):
         if isinstance(v, (m.HistogramView, m.HeatmapView)):
@@ -251,7 +251,7 @@ def build_index(f, cols: Columns, n: int) -> Index:
     if f.kind in PARTITION_KINDS:
         values, keys = cols.dictionary(f.field)
         order, offsets = K.partition_by_key(keys, len(values))
-        return Index(f.name, f.kind, f.field, order, offsets.copy(), offsets=offsets, keys=values)
+        return Index(f.name, f.kind, f.field, order, offsets, offsets=offsets, keys=values)
     values, valid, temporal = cols.values(f.field)
     order, sorted_values = sorted_index(values, valid)
     b = block_size(n)

@@ -118,7 +118,7 @@ def raw_fields(plan: CapturePlan) -> list[str]:
     dash = plan.dashboard
     out = [v.field for v in dash.views if isinstance(v, (m.CategoricalView, m.TemporalView))]
     out += list(plan.index_fields)
-    out += [v.aggregate.field for v in dash.views if v.aggregate.field]
+    out += list(plan.measure_fields)
     out += list(plan.detail_columns)
     return list(dict.fromkeys(out))
 

@@ -34,11 +34,10 @@ import pyarrow as pa
 from brushfire.engine import kernels as K
 from brushfire.engine import ranges as R
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.lineage.arrays import Aggregates, Index
+from brushfire.lineage.arrays import OTHER, Aggregates, Index
 from brushfire.lineage.store import LineageStore
 from brushfire.plan import CapturePlan, Filter
 
-OTHER = "(other)"
 RESCAN_FRACTION = 0.25  # recompute from an index slice only below this share of rows
 PARALLEL_ROWS = 200_000  # aggregate on two threads from this many rows on
 COND_MIN_ROWS = 50_000  # build conditional cubes when an update would touch more rows
@@ -313,9 +312,10 @@ class Session:
         incremental_cost = math.inf
         if old is not None and new is not None and old.y is None and new.y is None:
             incremental_cost = R.size([(s, e) for s, e, _ in R.changes(old.ranges, new.ranges)]) * len(views)
+        valid = self._cond_valid(name, views)
         if self._conditional_fits(name, new, views) and (
-                self._cond_valid(name, views) or min(incremental_cost, recompute_cost) > COND_MIN_ROWS):
-            if not self._cond_valid(name, views):
+                valid or min(incremental_cost, recompute_cost) > COND_MIN_ROWS):
+            if not valid:
                 self._build_conditional(name, views)
             self._from_conditional(views)
             return dict.fromkeys(views, "conditional cube")

@@ -25,6 +25,7 @@ import numpy as np
 
 CODE_DTYPE = np.uint16
 MAX_BARS = int(np.iinfo(CODE_DTYPE).max) - 1  # one code is kept for dropped rows
+OTHER = "(other)"  # label of a categorical view's bar for every value beyond its top N
 VALUE_KINDS = ("interval", "rect", "param_range")
 PARTITION_KINDS = ("points", "param_eq", "bars")
 

@@ -50,7 +50,7 @@ def create_app(dashboards: dict[str, Dashboard]) -> FastAPI:
 async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
     """Read messages as they come; answer them one at a time off the event loop."""
     session = dash.session()
-    pending: list[tuple[object, str]] = []  # (raw text, coalescing key or "")
+    pending: list[tuple[dict | str, str]] = []  # (message, coalescing key or "")
     wake = asyncio.Event()
     closed = False
 
@@ -64,17 +64,18 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                 text = message.get("text")
                 if text is None:  # a binary frame: decode it, or let the protocol reject it
                     text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
-                key = _brush_key(text)
+                msg = _decode(text)  # parsed once; protocol.handle takes the dict
+                key = _brush_key(msg)
                 if key:
                     for i, (old, old_key) in enumerate(pending):
                         if old_key == key:  # latest wins: answer the replaced one as skipped
-                            pending[i] = (text, key)
-                            await ws.send_json({"type": "skipped", "id": _id_of(old)})
+                            pending[i] = (msg, key)
+                            await ws.send_json({"type": "skipped", "id": old.get("id")})
                             break
                     else:
-                        pending.append((text, key))
+                        pending.append((msg, key))
                 else:
-                    pending.append((text, ""))
+                    pending.append((msg, ""))
                 wake.set()
         except WebSocketDisconnect:
             closed = True
@@ -87,8 +88,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                 wake.clear()
                 await wake.wait()
                 continue
-            text, _ = pending.pop(0)
-            reply = await asyncio.to_thread(protocol.handle, session, text)
+            msg, _ = pending.pop(0)
+            reply = await asyncio.to_thread(protocol.handle, session, msg)
             if not closed:
                 await ws.send_json(reply)
     except WebSocketDisconnect:
@@ -125,22 +126,20 @@ def _get(dashboards: dict[str, Dashboard], name: str) -> Dashboard:
     return dashboards[name]
 
 
-def _brush_key(text: str) -> str:
-    """'brush:<view>' for a well-formed brush message (the coalescing key), else ''."""
-    if len(text) > protocol.MAX_MESSAGE_BYTES or '"brush"' not in text:
-        return ""
+def _decode(text: str) -> dict | str:
+    """The message as a dict, or the text itself when it is oversized or not a JSON
+    object: `protocol.handle` answers those with an error."""
+    if len(text) > protocol.MAX_MESSAGE_BYTES:
+        return text
     try:
         msg = json.loads(text)
     except ValueError:
-        return ""
+        return text
+    return msg if isinstance(msg, dict) else text
+
+
+def _brush_key(msg: dict | str) -> str:
+    """'brush:<view>' for a brush message (the coalescing key), else ''."""
     if isinstance(msg, dict) and msg.get("type") == "brush" and isinstance(msg.get("view"), str):
         return f"brush:{msg['view']}"
     return ""
-
-
-def _id_of(text) -> object:
-    try:
-        msg = json.loads(text)
-    except ValueError:
-        return None
-    return msg.get("id") if isinstance(msg, dict) else None
