@@ -133,22 +133,20 @@ def _demo(args) -> int:
 
 
 def _serve(args) -> int:
-    """Open (or capture) every dashboard, then serve them until interrupted."""
+    """Serve every dashboard at once; each opens (cache or capture) in the background, and
+    its clients watch the capture's progress until it is ready."""
     import uvicorn
 
-    from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+    from brushfire.dashboard import DEFAULT_CACHE
     from brushfire.server import create_app
+    from brushfire.server.hosting import HostedDashboard
 
-    dashboards = {}
-    for spec in args.specs:
-        dash = Dashboard.open(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                              spark_master=args.spark_master, progress=ProgressLine())
-        dashboards[dash.name] = dash
-        seconds = dash.warm_up()
-        print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows (kernels warmed up in "
-              f"{seconds:.2f} s)", file=sys.stderr)
-    print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
-    uvicorn.run(create_app(dashboards), host=args.host, port=args.port, log_level="warning")
+    hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                                     spark_master=args.spark_master, echo=ProgressLine())
+             for spec in args.specs]  # a bad spec fails here, before the server starts
+    url = f"http://{args.host}:{args.port}"
+    print(f"serving {', '.join(h.name for h in hosts)} on {url}  (Ctrl-C stops)", file=sys.stderr)
+    uvicorn.run(create_app(hosts), host=args.host, port=args.port, log_level="warning")
     return 0
 
 
