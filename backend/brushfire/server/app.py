@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -182,15 +181,10 @@ def describe_dashboard(dash: Dashboard) -> dict:
 
 def _parameter_json(dash: Dashboard, p) -> dict:
     """A parameter's widget: the choices of a dropdown, the value range of a slider."""
-    ix = dash.store.indexes[p.name]
-    out = {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
-           "values": ix.keys if p.widget == "dropdown" else None, "range": None}
-    if p.widget == "slider" and ix.values is not None and len(ix.values):
-        lo, hi = ix.values[0].item(), ix.values[-1].item()
-        if ix.value_type == "temporal":
-            lo, hi = (datetime.fromtimestamp(x / 1e6, UTC).isoformat() for x in (lo, hi))
-        out["range"] = [lo, hi]
-    return out
+    kind, domain = dash.store.parameter_domain(p.name)
+    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
+            "values": domain if kind == "values" else None,
+            "range": domain if kind == "range" and domain else None}
 
 
 def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:

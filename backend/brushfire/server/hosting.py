@@ -42,7 +42,8 @@ class HostedDashboard:
 
     @classmethod
     def opening(cls, spec: str | Path | m.Dashboard, *, cache_dir: str | Path | None = DEFAULT_CACHE,
-                spark_master: str | None = None, spark=None, echo=None) -> HostedDashboard:
+                spark_master: str | None = None, spark=None, echo=None,
+                memory_budget: str | int | None = None) -> HostedDashboard:
         """Start opening `spec` in a daemon thread. A bad spec raises here, at once; a
         failing capture is reported through `status`/`error`. `echo(stage, fraction)`
         also receives the progress (the command line prints it)."""
@@ -59,7 +60,8 @@ class HostedDashboard:
 
             try:
                 dash = Dashboard.open(model, cache_dir=cache_dir, spark=spark,
-                                      spark_master=spark_master, progress=progress)
+                                      spark_master=spark_master, progress=progress,
+                                      memory_budget=memory_budget)
                 progress("warming up the engine", None)
                 dash.warm_up()
                 host.dashboard = dash
