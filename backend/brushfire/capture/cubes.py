@@ -32,6 +32,21 @@ def capture_cubes(df, plan: CapturePlan, info: CaptureInfo, reason: str,
                   progress: Progress) -> CubeStore:
     dash = plan.dashboard
     filters = [f for f in plan.filters if f.kind != "rect"]  # 2-D keys need per-row lineage
+    from pyspark import StorageLevel
+
+    # every job below reads the same columns: keep them in executor memory (spilling to
+    # disk) instead of reading the source once per job
+    df = df.select(*sorted({c for v in dash.views for c in m.fields_of(v)} |
+                           {f.field for f in filters})).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _capture(df, plan, filters, info, reason, progress)
+    finally:
+        df.unpersist()
+
+
+def _capture(df, plan: CapturePlan, filters: list, info: CaptureInfo, reason: str,
+             progress: Progress) -> CubeStore:
+    dash = plan.dashboard
     jobs = len(dash.views) + sum(1 + len(f.filters_views) for f in filters)
     done = 0
 
