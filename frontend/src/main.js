@@ -6,7 +6,7 @@ import { Connection } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
 
 const app = document.getElementById("app");
-window.brushfire = { ready: false };
+window.brushfire = { ready: false, progress: [] };
 
 async function getJSON(path) {
   const response = await fetch(path);
@@ -15,6 +15,7 @@ async function getJSON(path) {
 }
 
 function showProgress(msg) {
+  window.brushfire.progress.push({ stage: msg.stage, fraction: msg.fraction });
   const pct = msg.fraction === null || msg.fraction === undefined ? "" : ` ${Math.round(100 * msg.fraction)} %`;
   const box = el("div", "bf-progress");
   box.append(el("h2", "", "Capturing lineage on Spark…"), el("p", "", `${msg.stage}${pct}`));
