@@ -93,3 +93,34 @@ def test_schema_kinds(spark, small_parquet):
     df = sp.read_source(spark, parse_dashboard(views_spec(small_parquet)).source)
     assert sp.schema_kinds(df) == {"x": "number", "k": "number", "cat": "string", "dest": "string",
                                    "t": "temporal", "m": "number"}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", {}),
+    ("spark.driver.host=brushfire", {"spark.driver.host": "brushfire"}),
+    ("  spark.driver.host=h\n spark.executor.memory=2g ",
+     {"spark.driver.host": "h", "spark.executor.memory": "2g"}),
+    ("spark.jars=a.jar,b.jar spark.x=k=v", {"spark.jars": "a.jar,b.jar", "spark.x": "k=v"}),
+])
+def test_parse_spark_conf(text, expected):
+    assert sp.parse_spark_conf(text) == expected
+
+
+@pytest.mark.parametrize("text", ["spark.driver.host", "driver.host=x", "spark.a=1 =3"])
+def test_a_bad_spark_conf_names_the_setting(text):
+    with pytest.raises(CaptureError, match=r"BRUSHFIRE_SPARK_CONF: .* is not spark.<key>=<value>"):
+        sp.parse_spark_conf(text)
+
+
+def test_spark_conf_from_the_environment_reaches_the_session(spark, monkeypatch):
+    # getOrCreate applies settings to the running session: runtime SQL settings show it
+    monkeypatch.setenv("BRUSHFIRE_SPARK_CONF", "spark.sql.shuffle.partitions=3")
+    session = sp.get_spark(app_name="brushfire-tests", driver_memory="2g",
+                           conf={"spark.sql.files.maxPartitionBytes": "16m"})
+    try:
+        assert session is spark
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+        assert spark.conf.get("spark.sql.files.maxPartitionBytes") == "16m"
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "8")
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "32m")

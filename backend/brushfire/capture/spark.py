@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -27,15 +27,24 @@ Progress = Callable[[str, float | None], None]
 SENTINEL_SQL = -1  # bar code for rows a view drops; replaced by nbars on the driver
 
 
-def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None):
+def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None,
+              conf: Mapping[str, str] | None = None):
     """A Spark session for capture, on `master` (default: $BRUSHFIRE_SPARK_MASTER, else
-    local[*]); UTC, so calendar bins do not depend on the host's time zone."""
+    local[*]); UTC, so calendar bins do not depend on the host's time zone.
+
+    Extra Spark settings come from $BRUSHFIRE_SPARK_CONF, then `conf` (later wins over
+    earlier and over the defaults below). On a cluster they carry what only the
+    deployment knows, e.g. `spark.driver.host` (the address executors reach the driver
+    at) and `spark.executor.memory`; see docs/deploy.md. Like any getOrCreate, this
+    returns the process's running session if there is one, whatever its master.
+    """
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("BRUSHFIRE_SPARK_MASTER") or "local[*]"
     memory = driver_memory or os.environ.get("BRUSHFIRE_DRIVER_MEMORY", "8g")
+    extra = {**parse_spark_conf(os.environ.get("BRUSHFIRE_SPARK_CONF", "")), **(conf or {})}
     with spark_errors(f"starting a Spark session on {master} (is Java 17+ installed?)"):
-        spark = (
+        builder = (
             SparkSession.builder.master(master)
             .appName(app_name)
             .config("spark.sql.session.timeZone", "UTC")
@@ -48,10 +57,27 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
             # small input splits: many small task results instead of a few huge ones,
             # which at 30M rows ran the driver out of heap while collecting
             .config("spark.sql.files.maxPartitionBytes", "32m")
-            .getOrCreate()
         )
+        for key, value in extra.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def parse_spark_conf(text: str) -> dict[str, str]:
+    """'key=value key=value' (whitespace-separated, as in $BRUSHFIRE_SPARK_CONF) -> dict.
+    Values cannot contain spaces; put such settings in Spark's spark-defaults.conf."""
+    out = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("spark."):
+            msg = (f"BRUSHFIRE_SPARK_CONF: {item!r} is not spark.<key>=<value>; "
+                   "hint: separate settings with spaces, e.g. "
+                   "'spark.driver.host=brushfire spark.executor.memory=2g'")
+            raise CaptureError(msg)
+        out[key] = value
+    return out
 
 
 def read_source(spark, source: m.Source):

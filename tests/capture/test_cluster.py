@@ -1,0 +1,155 @@
+"""Capture on a real Spark standalone cluster: a master and two workers on loopback,
+started from the installed PySpark (brushfire.capture.standalone).
+
+The cluster capture runs in a separate driver process: a SparkSession is one per process
+and getOrCreate would hand back this process's local test session. The stores it saves
+must equal a local-mode capture of the same spec and data, array for array, and the
+capture job's tasks must have run in executors on both workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from brushfire.capture import capture_dashboard
+from brushfire.capture.standalone import LOOPBACK_ENV, Cluster, start_cluster
+from brushfire.lineage.store import LineageStore, _arrays_of, load_store
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+WORKERS = 2
+# Small executors, and input splits small enough that the 3-row-group test file becomes
+# several tasks: both executors get work and rids cross partition boundaries.
+CLUSTER_CONF = {"spark.executor.memory": "512m", "spark.sql.files.maxPartitionBytes": "16k",
+                "spark.sql.files.openCostInBytes": "16k"}
+
+# The driver: wait for both executors, capture, save the store, report what ran where.
+DRIVER = """
+import json, sys, time
+from brushfire.capture import capture_dashboard
+from brushfire.capture.spark import get_spark
+from brushfire.lineage.store import save_store
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+spec, master, out, conf, executors = sys.argv[1:]
+spark = get_spark(master, app_name="brushfire-cluster-test", driver_memory="1g",
+                  conf=json.loads(conf))
+tracker = spark.sparkContext._jsc.sc().statusTracker()
+deadline = time.monotonic() + 120
+while len(tracker.getExecutorInfos()) < int(executors) + 1:  # the driver is listed too
+    if time.monotonic() > deadline:
+        sys.exit(f"only {len(tracker.getExecutorInfos()) - 1} executors registered")
+    time.sleep(0.2)
+store = capture_dashboard(plan_capture(parse_dashboard(json.loads(spec))), spark=spark)
+save_store(store, out)
+print(json.dumps({"app_id": spark.sparkContext.applicationId, "master": store.info.spark_master,
+                  "block_managers": [f"{e.host()}:{e.port()}" for e in tracker.getExecutorInfos()]}))
+spark.stop()
+"""
+
+
+def cluster_spec(path) -> dict:
+    """Every kind of lineage array: codes, sorted and partitioned indexes, rect brush
+    values, measures, parameters, highlight, details snapshot; derived column, filter."""
+    return {
+        "name": "cluster_test",
+        "source": {"path": str(path), "columns": {"x2": "x * 2 + 1"},
+                   "filters": ["k IS NULL OR k > -15"]},
+        "views": [
+            {"name": "hx", "type": "histogram", "field": "x2",
+             "bin": {"step": 15, "extent": [-20, 220], "clamp": True}},
+            {"name": "cat", "type": "categorical", "field": "cat", "top": 5},
+            {"name": "week", "type": "temporal", "field": "t", "unit": "week"},
+            {"name": "heat", "type": "heatmap", "x": {"field": "x", "bin": {"step": 25, "extent": [0, 100]}},
+             "y": {"field": "k", "bin": {"step": 30, "extent": [0, 120]}}},
+            {"name": "mean_m", "type": "histogram", "field": "k", "brush": "none",
+             "bin": {"step": 20, "extent": [-20, 120]}, "aggregate": {"op": "mean", "field": "m"}},
+        ],
+        "interactions": {
+            "crossfilter": [{"views": ["hx", "cat", "week", "heat", "mean_m"]}],
+            "highlight": [{"source": "cat", "targets": ["hx", "week"]}],
+            "details": {"columns": ["x", "k", "cat", "dest", "t", "m", "x2"], "page_size": 10},
+            "parameters": [{"name": "pdest", "field": "dest"},
+                           {"name": "kmax", "field": "k", "widget": "slider", "op": "lte"}],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("cluster"), workers=WORKERS, cores=1, memory="1g")
+    try:
+        yield c
+    finally:  # also when a test failed
+        c.stop()
+        leftover = c.alive()
+        assert not leftover, f"Spark processes (groups) still running after stop: {leftover}"
+
+
+@pytest.fixture(scope="module")
+def cluster_capture(cluster, small_parquet, tmp_path_factory) -> tuple[LineageStore, dict, float]:
+    """(store captured on the cluster, the driver's report, seconds the driver took)."""
+    out = tmp_path_factory.mktemp("cluster-store") / "store"
+    # executors must not need Python: capture is Spark SQL plus Arrow collection, and a
+    # cluster's Python (e.g. the apache/spark image's) need not match the driver's
+    env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": "/nonexistent/python"}
+    args = [sys.executable, "-c", DRIVER, json.dumps(cluster_spec(small_parquet)),
+            cluster.master_url, str(out), json.dumps(CLUSTER_CONF), str(WORKERS)]
+    t0 = time.perf_counter()
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
+    seconds = time.perf_counter() - t0
+    assert r.returncode == 0, (f"cluster driver failed ({r.returncode}):\n{r.stderr[-3000:]}\n"
+                               f"{cluster.log_tails()}")
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    dash = parse_dashboard(cluster_spec(small_parquet))
+    return load_store(out, dash), report, seconds
+
+
+def test_capture_ran_in_executors_on_both_workers(cluster, cluster_capture):
+    store, report, _ = cluster_capture
+    app = report["app_id"]
+    assert report["master"] == store.info.spark_master == cluster.master_url
+    assert len(report["block_managers"]) == WORKERS + 1  # two executors and the driver
+    completed = {a["id"]: a for a in cluster.status()["completedapps"]}
+    assert completed[app]["state"] == "FINISHED"
+    for worker, logs in cluster.executor_logs(app).items():
+        assert any(e["appid"] == app for e in cluster.worker_status(worker)["finishedexecutors"])
+        tasks = [t for log in logs for t in re.findall(r"Finished task \S+ in stage \S+",
+                                                       log.read_text(errors="replace"))]
+        assert tasks, f"no task of {app} ran on {worker} (executor logs: {logs})"
+
+
+def test_cluster_capture_equals_local_capture(spark, small_parquet, cluster_capture):
+    on_cluster, _, _ = cluster_capture
+    local = capture_dashboard(plan_capture(parse_dashboard(cluster_spec(small_parquet))), spark=spark)
+    assert local.info.spark_master.startswith("local")
+    assert_same_store(on_cluster, local)
+
+
+def assert_same_store(a: LineageStore, b: LineageStore) -> None:
+    """Equal layouts and every persisted array equal (dtype, shape, values; NaN == NaN)."""
+    assert a.n_rows == b.n_rows > 0
+    assert [asdict(v) for v in a.views] == [asdict(v) for v in b.views]
+    meta = {k: (ix.kind, ix.field, ix.keys, ix.value_type) for k, ix in a.indexes.items()}
+    assert meta == {k: (ix.kind, ix.field, ix.keys, ix.value_type) for k, ix in b.indexes.items()}
+    assert (a.ycols, list(a.cubes)) == (b.ycols, list(b.cubes))
+    arrays_a, arrays_b = _arrays_of(a), _arrays_of(b)  # what save_store writes
+    assert arrays_a.keys() == arrays_b.keys()
+    for name, arr in arrays_a.items():
+        assert arr.dtype == arrays_b[name].dtype, name
+        np.testing.assert_array_equal(arr, arrays_b[name], err_msg=name)
+    assert a.snapshot.schema == b.snapshot.schema
+    assert a.snapshot.to_pandas().equals(b.snapshot.to_pandas())  # NaN-aware, unlike Arrow
