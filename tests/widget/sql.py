@@ -8,11 +8,11 @@ from brushfire import Dashboard
 from oracle import Oracle
 
 
-def sql_values(oracle: Oracle, dash: Dashboard, view: str) -> list:
-    """SQL's value of each bar of `view` under the oracle's filters (0 for an empty count
-    bar, None for an empty mean)."""
+def sql_values(oracle: Oracle, dash: Dashboard, view: str, extra: str = "TRUE") -> list:
+    """SQL's value of each bar of `view` under the oracle's filters and the predicate
+    `extra` (0 for an empty count bar, None for an empty mean)."""
     layout, v = dash.store.view(view), dash.spec.view(view)
-    got = oracle.view(view)
+    got = oracle.view(view, extra)
     out = []
     for i, label in enumerate(layout.labels):
         key = label.replace("+00:00", "") if v.type == "temporal" else \

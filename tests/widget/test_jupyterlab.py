@@ -191,6 +191,15 @@ def test_brushing_in_jupyterlab_filters_the_views_and_python_sees_the_filters(no
     oracle.brush("delay", (lo, hi))
     assert_views_match(page, 0, oracle, dash)
     assert json.loads(run_cell(page, 1)) == {"delay": [[lo, hi], None]}  # the kernel's w.filters
+    # hovering an origin bar highlights its share of the delay view
+    label = dash.store.view("origin").labels[0]
+    page.evaluate("([w, name]) => globalThis.brushfireWidgets[w].charts.get(name).view.container()"
+                  ".scrollIntoView({block: 'center'})", [0, "origin"])
+    page.mouse.move(*to_pixel(page, 0, "origin", label, 1))
+    page.wait_for_function(f"{UI}[0].metrics.some(m => m.type === 'highlight')")
+    want = sql_values(oracle, dash, "delay", extra=f"origin = '{label}'")
+    assert page.evaluate("""() => globalThis.brushfireWidgets[0].charts.get('delay').view.data('bars')
+        .slice().sort((a, b) => a.bar - b.bar).map(r => r.hl)""") == want
     snap(page, 0, "jupyterlab-brushed")
 
 
@@ -206,6 +215,11 @@ def test_filters_set_from_python_update_the_rendered_views(notebook, flights_das
     widget = page.locator(".bf-widget").nth(0)
     assert f"{sql_count(oracle):,} selected" in widget.locator(".bf-status").inner_text()
     assert widget.locator("select[name=destination]").input_value() == "ATL"
+    widget.locator("[data-action=details]").click()  # details on demand, through the kernel
+    widget.locator(".bf-table tr:nth-child(2)").wait_for()
+    assert f"of {sql_count(oracle):,}" in widget.locator(".bf-details-info").inner_text()
+    rows = widget.locator(".bf-table tr").count() - 1
+    assert rows == min(sql_count(oracle), dash.spec.interactions.details.page_size)
     snap(page, 0, "jupyterlab-set-from-python")
 
 
