@@ -1,14 +1,22 @@
-"""Shared fixtures: one local Spark session for the whole run, small random datasets."""
+"""Shared fixtures: one local Spark session for the whole run, small random datasets, and
+Debian's Chromium driven by Playwright (no browser download: `make test` installs
+/usr/bin/chromium) for the browser and JupyterLab tests."""
 
 from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+CHROMIUM = os.environ.get("BRUSHFIRE_CHROMIUM", "/usr/bin/chromium")
+# without the background-networking flags Chromium keeps dialing out of a closed network
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +27,20 @@ def spark():
                         app_name="brushfire-tests", driver_memory="2g")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    from brushfire.server.app import frontend_dist
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make test` (installs Debian's chromium)"
+    assert (frontend_dist() / "index.html").exists(), "the frontend is not built: run `make frontend`"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
 
 
 def make_rows(n: int, seed: int) -> pa.Table:

@@ -31,3 +31,15 @@ def test_every_cli_command_is_in_the_readme(capsys):
     assert commands
     for c in commands:
         assert f"brushfire {c}" in README, f"README.md does not show 'brushfire {c}'"
+
+
+def test_the_widget_doc_covers_its_python_api():
+    import inspect
+
+    from brushfire.widget import DashboardWidget, widget
+
+    doc = (ROOT / "docs" / "widget.md").read_text()
+    public = [n for n in vars(DashboardWidget) if not n.startswith("_")]
+    assert public and all(f".{n}" in doc for n in public), [n for n in public if f".{n}" not in doc]
+    params = list(inspect.signature(widget).parameters)
+    assert all(f"{p}=" in doc for p in params if p != "spec"), params

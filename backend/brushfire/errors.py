@@ -6,6 +6,12 @@ from __future__ import annotations
 class BrushfireError(Exception):
     """Base class: something the user can fix, with a message that says how."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show for it: the message alone, since the traceback
+        (and chained Spark or validator errors) only hides it. The whole traceback:
+        `traceback.print_exception(sys.last_value)`."""
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
 
 class SpecError(BrushfireError):
     """A dashboard spec is invalid.

@@ -16,7 +16,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from brushfire.engine.session import Session, Update, ViewData
-from brushfire.errors import BrushfireError
+from brushfire.errors import BrushfireError, InteractionError
 
 MAX_MESSAGE_BYTES = 64 * 1024
 
@@ -131,6 +131,33 @@ def handle(session: Session, raw: str | bytes | dict) -> dict:
         return error_reply(str(e), msg_id)
     reply["id"] = msg_id
     return reply
+
+
+def filter_messages(filters: dict, kinds: dict[str, str]) -> list[dict]:
+    """The messages that set `filters` on a cleared session, one per filter.
+
+    `filters` is in the format replies carry (an interval brush `[[lo, hi], None]`, a rect
+    brush `[[xlo, xhi], [ylo, yhi]]`, a categorical view's `[values]`, a parameter's value)
+    or, for interval brushes, simply `[lo, hi]`. `kinds` maps every view with a brush and
+    every parameter to its filter kind (interval, rect, points, param_eq, param_range).
+    Values are checked when the messages are handled; unknown names raise here."""
+    out: list[dict] = []
+    for name, value in jsonable(filters).items():  # datetimes as ISO strings, tuples as lists
+        kind = kinds.get(name)
+        if kind is None:
+            msg = f"no brush or parameter named {name!r}; have: {', '.join(sorted(kinds))}"
+            raise InteractionError(msg)
+        if kind.startswith("param_"):
+            out.append({"type": "parameter", "name": name, "value": value})
+        elif kind == "points":
+            values = list(value) if isinstance(value, (list, tuple)) else [value]
+            out.append({"type": "select", "view": name, "values": values})
+        elif kind == "rect" and isinstance(value, (list, tuple)) and len(value) == 2:
+            out.append({"type": "brush", "view": name, "interval": value[0], "y": value[1]})
+        else:
+            nested = isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple))
+            out.append({"type": "brush", "view": name, "interval": value[0] if nested else value})
+    return out
 
 
 def error_reply(message: str, msg_id: Any = None) -> dict:

@@ -4,7 +4,7 @@
 // server's reply to it (an `update`, `details`, ..., `skipped` or `error`). While the
 // dashboard is still being captured the server streams `progress` messages, then
 // `ready` or `failed`; those go to the `onStatus` callback. `opened` resolves when the
-// socket is open.
+// socket is open. `getJSON` reads the server's HTTP API.
 
 export class Connection {
   constructor(url, { onStatus = () => {}, onClose = () => {} } = {}) {
@@ -57,4 +57,10 @@ export class Connection {
   close() {
     this.ws?.close();
   }
+}
+
+export async function getJSON(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
+  return response.json();
 }

@@ -161,13 +161,37 @@ export class DashboardUI {
     const t0 = performance.now();
     const reply = await this.request({ type: "clear" });
     if (reply.type !== "update") return;
-    for (const [name, input] of this.parameterInputs) {
-      const p = this.description.parameters.find((q) => q.name === name);
-      input.value = p.widget === "dropdown" ? "" : (p.range?.[1] ?? 0);
-    }
+    this.showParameters({});
     await this.applyUpdate(reply);
     await Promise.all([...this.charts.values()].map((c) => c.mount(c.element))); // drop brushes
     this.measured({ type: "clear", view: "*", total: performance.now() - t0, engine: reply.ms });
+  }
+
+  // A `state` the engine's owner pushed after changing the filters itself (the Jupyter
+  // widget's kernel, when Python sets `filters`): every view's bars, the parameter
+  // widgets and the status. Drawn brushes are dropped, since a Vega-Lite brush cannot be
+  // drawn from outside; the views' bars show the new filters.
+  async applyState(reply) {
+    this.pending.clear();
+    for (const chart of this.charts.values()) {
+      const v = reply.views[chart.name];
+      if (v) chart.values = v.values;
+    }
+    await Promise.all([...this.charts.values()].map((c) => c.mount(c.element)));
+    this.showParameters(reply.filters);
+    this.filters = reply.filters;
+    this.showStatus(reply);
+    this.details?.refresh();
+  }
+
+  // Parameter widgets showing `filters` (an inactive parameter: "(all)" or the slider's end).
+  showParameters(filters) {
+    for (const [name, input] of this.parameterInputs) {
+      const p = this.description.parameters.find((q) => q.name === name);
+      const value = filters[name];
+      if (value !== undefined && value !== null) input.value = String(value);
+      else input.value = p.widget === "dropdown" ? "" : (p.range?.[1] ?? 0);
+    }
   }
 
   // Set every filter from a {view or parameter: value} map, as the Jupyter widget's
@@ -184,6 +208,7 @@ export class DashboardUI {
       const reply = await this.request(message);
       if (reply.type === "update") await this.applyUpdate(reply);
     }
+    this.showParameters(this.filters);
   }
 
   toggleRecording() {

@@ -2,36 +2,20 @@
 // its capture progress while Spark works, then the dashboard over a WebSocket session.
 // `window.brushfire` exposes the live objects to browser tests and benchmarks.
 
-import { Connection } from "./connection.js";
+import { Connection, getJSON } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
+import { failureBox, progressBox } from "./status.js";
 
 const app = document.getElementById("app");
 window.brushfire = { ready: false, progress: [] };
 
-async function getJSON(path) {
-  const response = await fetch(path);
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
-
 function showProgress(msg) {
   window.brushfire.progress.push({ stage: msg.stage, fraction: msg.fraction });
-  const pct = msg.fraction === null || msg.fraction === undefined ? "" : ` ${Math.round(100 * msg.fraction)} %`;
-  const box = el("div", "bf-progress");
-  box.append(el("h2", "", "Capturing lineage on Spark…"), el("p", "", `${msg.stage}${pct}`));
-  if (msg.fraction !== null && msg.fraction !== undefined) {
-    const bar = document.createElement("progress");
-    bar.max = 1;
-    bar.value = msg.fraction;
-    box.append(bar);
-  }
-  app.replaceChildren(box);
+  app.replaceChildren(progressBox(msg));
 }
 
 function showFailure(text) {
-  const box = el("div", "bf-failed");
-  box.append(el("h2", "", "The dashboard could not be opened"), el("pre", "", text));
-  app.replaceChildren(box);
+  app.replaceChildren(failureBox(text));
   window.brushfire.error = text;
 }
 

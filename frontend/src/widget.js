@@ -1,3 +1,126 @@
-// The Jupyter widget's front end (anywidget). Placeholder entry until the widget lands:
-// it renders the same DashboardUI as the page.
-export { DashboardUI } from "./dashboard.js";
+// The Jupyter widget's front end (an anywidget module; brushfire/widget.py is its Python
+// side): the page's DashboardUI inside a notebook output.
+//
+// Engine in the kernel (the default): the description comes in the `_description` trait
+// and every message travels as a custom comm message, answered by `protocol.handle` in
+// the kernel; replies are matched by `id`. When Python sets `filters`, the kernel pushes
+// a `state` (no `id`) that every view of the widget applies.
+//
+// Attached to a `brushfire serve` (`_url`): like the page, it reads the description over
+// HTTP and opens its own WebSocket session; after each update it copies the session's
+// filters into the `filters` trait, and it applies the filters Python puts there.
+
+import { Connection, getJSON } from "./connection.js";
+import { DashboardUI, el } from "./dashboard.js";
+import { failureBox, progressBox } from "./status.js";
+
+// Every rendered dashboard, for tests and for poking at from the browser console.
+const rendered = (globalThis.brushfireWidgets ??= []);
+
+async function render({ model, el: root }) {
+  root.classList.add("bf-widget");
+  let cleanup = () => {};
+  try {
+    cleanup = model.get("_url") ? await renderRemote(model, root) : await renderKernel(model, root);
+  } catch (e) {
+    root.replaceChildren(failureBox(String(e?.stack ?? e)));
+  }
+  return cleanup;
+}
+
+// send(message) -> Promise<reply> over the widget's comm. Ids carry a per-view prefix:
+// every view of a widget receives every reply, and keeps only its own.
+function kernelChannel(model, onOther) {
+  const prefix = Math.random().toString(36).slice(2, 10);
+  const waiting = new Map();
+  let next = 1;
+  model.on("msg:custom", (msg) => {
+    const resolve = waiting.get(msg.id);
+    if (resolve) {
+      waiting.delete(msg.id);
+      resolve(msg);
+    } else {
+      onOther(msg);
+    }
+  });
+  return (message) => new Promise((resolve) => {
+    const id = `${prefix}-${next++}`;
+    waiting.set(id, resolve);
+    model.send({ ...message, id });
+  });
+}
+
+async function renderKernel(model, root) {
+  let ui = null;
+  let mounted = false;
+  const send = kernelChannel(model, (msg) => {
+    if (!mounted) return;
+    if (msg.type === "state" && msg.id == null) ui.applyState(msg); // Python set `filters`
+    else if (msg.type === "update") ui.applyUpdate(msg); // another view of this widget changed them
+  });
+  ui = new DashboardUI(root, model.get("_description"), send);
+  await ui.mount();
+  mounted = true;
+  // The session may already have filters (set from Python, or in another view).
+  const state = await send({ type: "state" });
+  if (state.type === "state" && Object.keys(state.filters).length) await ui.applyState(state);
+  return track(ui, () => {});
+}
+
+async function renderRemote(model, root) {
+  const base = model.get("_url").replace(/\/+$/, "");
+  const name = encodeURIComponent(model.get("_dashboard_name"));
+  let description = await getJSON(`${base}/api/dashboards/${name}`);
+  if (description.status === "failed") {
+    root.replaceChildren(failureBox(description.error));
+    return () => {};
+  }
+  let ui = null;
+  let becameReady;
+  const ready = new Promise((resolve) => { becameReady = resolve; });
+  const connection = new Connection(`${base.replace(/^http/, "ws")}/ws/${name}`, {
+    onStatus: (msg) => {
+      if (msg.type === "progress") root.replaceChildren(progressBox(msg));
+      else if (msg.type === "failed") root.replaceChildren(failureBox(msg.message));
+      else becameReady();
+    },
+    onClose: (event) => {
+      if (ui) root.prepend(el("p", "bf-failed", `Disconnected from ${base} (${event.code}).`));
+    },
+  });
+  await connection.open();
+  if (description.status !== "ready") {
+    root.replaceChildren(progressBox(description));
+    await ready;
+    description = await getJSON(`${base}/api/dashboards/${name}`);
+  }
+  const mirror = (filters) => {
+    model.set("filters", filters);
+    model.save_changes();
+  };
+  ui = new DashboardUI(root, description, (msg) => connection.request(msg), { onFilters: mirror });
+  await ui.mount();
+  // Filters from Python: applied one change at a time; our own mirrored ones are no change.
+  let applying = Promise.resolve();
+  const apply = () => {
+    applying = applying.then(async () => {
+      const wanted = model.get("filters") ?? {};
+      if (JSON.stringify(wanted) !== JSON.stringify(ui.filters)) await ui.setFilters(wanted);
+    });
+  };
+  model.on("change:filters", apply);
+  if (Object.keys(model.get("filters") ?? {}).length) apply(); // set before the widget was shown
+  else mirror(ui.filters);
+  return track(ui, () => connection.close());
+}
+
+function track(ui, close) {
+  rendered.push(ui);
+  return () => {
+    const i = rendered.indexOf(ui);
+    if (i >= 0) rendered.splice(i, 1);
+    close();
+  };
+}
+
+export default { render };

@@ -1,25 +1,19 @@
 """Browser tests: a real Brushfire server on loopback, the built frontend, and Debian's
-Chromium driven by Playwright (no browser download: `make test` installs /usr/bin/chromium).
+Chromium driven by Playwright (the `chromium` fixture is in tests/conftest.py).
 Screenshots go to build/screenshots/."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from brushfire import Dashboard
 from brushfire.server import create_app
-from brushfire.server.app import frontend_dist
 from brushfire.spec import parse_dashboard
 from live_server import live_server
 from oracle import Oracle
 
-CHROMIUM = os.environ.get("BRUSHFIRE_CHROMIUM", "/usr/bin/chromium")
-# without the background-networking flags Chromium keeps dialing out of a closed network
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 
 
@@ -46,18 +40,6 @@ def browser_spec(path) -> dict:
             "parameters": [{"name": "dest", "field": "dest"}],
         },
     }
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make test` (installs Debian's chromium)"
-    assert (frontend_dist() / "index.html").exists(), "the frontend is not built: run `make frontend`"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -42,6 +43,9 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> Fast
     hosts = {h.name: h for h in (d if isinstance(d, HostedDashboard) else HostedDashboard.ready(d)
                                  for d in dashboards)}
     app = FastAPI(title="Brushfire", docs_url="/api/docs")
+    # a Jupyter widget attached to this server reads the descriptions from the notebook's
+    # origin; the HTTP API only reads, and the WebSockets take any origin already
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"])
 
     @app.get("/health")
     def health() -> dict:

@@ -1,0 +1,211 @@
+"""brushfire.widget without a browser: the test is the widget's front end, through the
+comm hook a kernel installs (`comm.create_comm`). Messages in, replies out; `filters` set
+from Python changes the session and sends the new views; `details()` equals DuckDB's
+rows; attached to a real server, the same filters give the same rows."""
+
+from __future__ import annotations
+
+import urllib.request
+from datetime import datetime
+
+import comm
+import pyarrow as pa
+import pytest
+import yaml
+from comm.base_comm import BaseComm
+
+import brushfire
+from brushfire import BrushfireError, CaptureError, InteractionError, SpecError, protocol
+from brushfire.server import create_app
+from brushfire.server.app import frontend_dist
+from brushfire.widget import DashboardWidget
+from live_server import live_server
+from oracle import Oracle
+from widget.sql import same, sql_count, sql_values
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = ["date", "delay", "distance", "origin", "destination"]
+
+
+class Frontend(BaseComm):
+    """The widget's comm as a kernel would hold it, with the test as the front end: what
+    the widget publishes is kept in `sent`; `receive` delivers a front-end message."""
+
+    def __init__(self, **kwargs) -> None:
+        self.sent: list[tuple[str, dict]] = []
+        super().__init__(**kwargs)
+
+    def publish_msg(self, msg_type: str, data=None, metadata=None, buffers=None, **keys) -> None:
+        self.sent.append((msg_type, data))
+
+    def receive(self, content: dict) -> None:
+        self.handle_msg({"content": {"data": {"method": "custom", "content": content}},
+                         "buffers": []})
+
+    def custom(self) -> list[dict]:
+        """The custom messages sent so far, oldest first."""
+        return [d["content"] for t, d in self.sent if t == "comm_msg" and d["method"] == "custom"]
+
+    def synced(self, name: str) -> list:
+        """The values of trait `name` sent to the front end, oldest first."""
+        return [d["state"][name] for t, d in self.sent
+                if t == "comm_msg" and d["method"] == "update" and name in d["state"]]
+
+
+@pytest.fixture(autouse=True)
+def frontend(monkeypatch) -> None:
+    """Widgets made in a test talk to a `Frontend` (`w.comm`)."""
+    monkeypatch.setattr(comm, "create_comm", Frontend)
+
+
+@pytest.fixture
+def w(flights_dash) -> DashboardWidget:
+    return brushfire.widget(flights_dash)
+
+
+def drop_ms(reply: dict) -> dict:
+    return {k: v for k, v in reply.items() if k not in ("ms", "methods")}
+
+
+def test_the_front_end_gets_the_description_and_its_messages_get_protocol_replies(w, flights_dash):
+    ui = w.comm
+    opened = ui.sent[0][1]["state"]
+    assert [v["name"] for v in opened["_description"]["views"]] == [v.name for v in flights_dash.spec.views]
+    assert opened["_esm"] == (frontend_dist() / "widget.js").read_text()
+    assert ".bf-dashboard" in opened["_css"]
+    seen = []
+    w.observe(lambda change: seen.append(change["new"]), names="filters")
+    script = [{"type": "brush", "id": "a-1", "view": "delay", "interval": [-20, 40]},
+              {"type": "select", "id": "a-2", "view": "origin", "values": ["ORD", "ATL"]},
+              {"type": "highlight", "id": "a-3", "source": "origin", "bars": [0]},
+              {"type": "brush", "id": "a-4", "view": "nope", "interval": [0, 1]},
+              {"type": "details", "id": "a-5", "page": 1, "page_size": 7},
+              {"type": "state", "id": "a-6"}]
+    reference = flights_dash.session()  # the same script straight into protocol.handle
+    for message in script:
+        ui.receive(message)
+    replies = ui.custom()
+    assert [r["id"] for r in replies] == [m["id"] for m in script]
+    assert [drop_ms(r) for r in replies] == [drop_ms(protocol.handle(reference, m)) for m in script]
+    assert replies[3]["type"] == "error" and "nope" in replies[3]["message"]
+    want = {"delay": [[-20, 40], None], "origin": ["ORD", "ATL"]}
+    assert w.filters == want and seen[-1] == want
+    assert ui.synced("filters")[-1] == want  # the trait travelled to the front end
+
+
+def test_setting_filters_from_python_updates_the_session_and_sends_the_views(w, flights_dash):
+    ui = w.comm
+    ui.receive({"type": "brush", "id": 1, "view": "distance", "interval": [100, 900]})
+    w.filters = {"delay": [-20, 40], "origin": ["ORD", "(other)"], "destination": "ATL",
+                 "day": [datetime(2001, 2, 1), datetime(2001, 4, 15)]}
+    want = {"delay": [[-20, 40], None], "origin": ["ORD", "(other)"], "destination": "ATL",
+            "day": [["2001-02-01T00:00:00", "2001-04-15T00:00:00"], None]}
+    assert w.filters == want  # in the replies' format; the distance brush is gone
+    assert protocol.jsonable(w.session.filters) == want
+    state = ui.custom()[-1]
+    assert state["type"] == "state" and state["id"] is None and state["filters"] == want
+    oracle = Oracle(flights_dash.spec)
+    oracle.brush("delay", (-20, 40))
+    oracle.select("origin", ["ORD", "(other)"])
+    oracle.set_parameter("destination", "ATL")
+    oracle.brush("day", ("2001-02-01T00:00:00", "2001-04-15T00:00:00"))
+    for v in flights_dash.spec.views:
+        assert same(state["views"][v.name]["values"], sql_values(oracle, flights_dash, v.name)), v.name
+    assert state["selected"] == sql_count(oracle) > 0
+    assert ui.synced("filters")[-1] == want
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"delay": [0, 10], "speed": [1, 2]}, "no brush or parameter named 'speed'; have: day, delay, destination"),
+    ({"delay": [0, 10], "origin": {"a": 1}}, "filters['origin']: select.values.0"),
+    ({"delay": "wide"}, "filters['delay']: brush.interval"),
+    ({"delay_by_hour": [1, 2]}, "no brush or parameter named 'delay_by_hour'"),
+])
+def test_bad_filters_raise_and_change_nothing(w, bad, message):
+    w.filters = {"hour": [6, 12]}
+    before = w.session.views()
+    sent = len(w.comm.custom())
+    with pytest.raises(InteractionError) as e:
+        w.filters = bad
+    assert message in str(e.value)
+    assert w.filters == {"hour": [[6, 12], None]}
+    assert protocol.jsonable(w.session.filters) == {"hour": [[6, 12], None]}
+    assert w.session.views() == before
+    assert w.comm.custom()[sent:] == []  # the front end keeps showing the same state
+
+
+def test_details_are_the_rows_sql_selects(w, flights_dash):
+    w.filters = {"delay": [10, 60], "origin": ["ORD", "DFW", "LAX"], "hour": [5.5, 13.25]}
+    oracle = Oracle(flights_dash.spec)
+    oracle.brush("delay", (10, 60))
+    oracle.select("origin", ["ORD", "DFW", "LAX"])
+    oracle.brush("hour", (5.5, 13.25))
+    df = w.details()
+    assert list(df.columns) == ["rid", *COLUMNS]
+    want = oracle.rows(COLUMNS, oracle.where(None))
+    got = sorted((tuple(_py(x) for x in row) for row in df[COLUMNS].itertuples(index=False)), key=repr)
+    assert len(got) == len(want) == sql_count(oracle) > 20
+    assert got == want
+    assert df["rid"].is_unique
+    assert len(w.details(limit=7)) == 7 and w.details(limit=0).empty
+    table = w.details(limit=5, arrow=True, columns=["delay"])
+    assert isinstance(table, pa.Table) and table.column_names == ["rid", "delay"]
+    w.filters = {}
+    assert len(w.details()) == flights_dash.store.n_rows
+
+
+def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash):
+    local = brushfire.widget(flights_dash)
+    local.filters = {"distance": [300, 1200], "destination": "ORD"}
+    with live_server(create_app([flights_dash])) as addr:
+        remote = brushfire.widget(url=f"http://{addr}/", dashboard="flights")
+        cors = urllib.request.urlopen(urllib.request.Request(  # the front end reads it from the notebook's origin
+            f"http://{addr}/api/dashboards/flights", headers={"Origin": "http://127.0.0.1:8888"}))
+        assert cors.headers["access-control-allow-origin"] == "*"
+        assert remote.comm.sent[0][1]["state"]["_url"] == f"http://{addr}"
+        remote.filters = {"distance": [300, 1200], "destination": "ORD"}  # as the front end would mirror them
+        rows = remote.details(arrow=True)
+        assert rows.num_rows == local.details(arrow=True).num_rows > 0
+        assert rows["rid"].to_pylist() == local.details(arrow=True)["rid"].to_pylist()
+        assert rows["delay"].to_pylist() == local.details(arrow=True)["delay"].to_pylist()
+        assert remote.details(limit=3)["rid"].tolist() == rows["rid"].to_pylist()[:3]
+        with pytest.raises(InteractionError, match="no brush or parameter named 'speed'"):
+            remote.filters = {"speed": [1, 2]}
+        with pytest.raises(BrushfireError, match="has no dashboard named 'nope'; it has: flights"):
+            brushfire.widget(url=f"http://{addr}", dashboard="nope")
+    with pytest.raises(BrushfireError, match=f"cannot reach a Brushfire server at http://{addr}"):
+        brushfire.widget(url=f"http://{addr}")
+
+
+def test_a_bad_spec_or_a_missing_build_says_what_to_do(tmp_path, monkeypatch, flights_dash):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nsource: {path: x.parquet}\nviews:\n  - name: a\n    type: histogram\n"
+                   "    field: x\n    bin: {step: 1, extent: [0, 9]}\n    colour: red\n")
+    with pytest.raises(SpecError) as e:
+        brushfire.widget(str(bad))
+    assert f"{bad}:8: views[0].colour" in str(e.value)
+    assert e.value._render_traceback_() == [f"\x1b[0;31mSpecError\x1b[0m: {e.value}"]
+    monkeypatch.setenv("BRUSHFIRE_FRONTEND", str(tmp_path))
+    with pytest.raises(BrushfireError, match="run `make frontend`"):
+        brushfire.widget(flights_dash)
+
+
+def test_a_capture_failure_says_why(spark, flights_spec, tmp_path):
+    spec = yaml.safe_load(flights_spec.read_text())
+    spec["source"]["columns"]["hour"] = "hour(date) + minutes(date) / 60.0"  # no such function
+    with pytest.raises(CaptureError) as e:
+        brushfire.widget(spec, spark=spark, cache_dir=tmp_path)
+    (shown,) = e.value._render_traceback_()
+    assert "Spark failed while reading the source" in shown and "minutes" in shown
+    assert "Traceback" not in shown and "py4j" not in shown
+
+
+def _py(x):
+    """A pandas cell as the oracle's rows hold it."""
+    if hasattr(x, "to_pydatetime"):
+        return x.to_pydatetime().replace(tzinfo=None).isoformat()
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float):  # pandas holds an int column with nulls as floats, nulls as NaN
+        return None if x != x else int(x) if x.is_integer() else x
+    return x
