@@ -1,17 +1,23 @@
-# The two commands: `make demo` runs the default flights dashboard, `make test` runs the tests.
-# Each does its own setup: virtualenv, Java 17 for Spark, the data.
+# The two commands: `make demo` serves the default flights dashboard at http://127.0.0.1:8000,
+# `make test` runs the tests. Each does its own setup: virtualenv, Java 17 for Spark, the
+# frontend build (npm), the data (demo), Debian's chromium (tests).
 
 VENV   := .venv
 PY     := $(VENV)/bin/python
 DATA   := data/flights-3m.parquet
 SPEC   ?= dashboards/flights.yaml
 
-.PHONY: demo test test-quick setup java lint bench clean
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+FRONTEND_SRC := $(wildcard frontend/src/*) frontend/index.html frontend/build.mjs
 
-demo: setup $(DATA)
-	$(VENV)/bin/brushfire demo $(SPEC)
+.PHONY: demo test test-quick setup java chromium frontend lint bench clean
 
-test: setup
+demo: setup frontend $(DATA)
+	@echo "Brushfire: open http://$(HOST):$(PORT) (capture progress shows there on the first run)"
+	$(VENV)/bin/brushfire serve $(SPEC) --host $(HOST) --port $(PORT)
+
+test: setup frontend chromium
 	$(VENV)/bin/ruff check backend tests perf
 	$(VENV)/bin/pytest -q
 
@@ -22,6 +28,18 @@ setup: java $(VENV)/.installed
 
 java:
 	@scripts/ensure-java.sh
+
+chromium:
+	@scripts/ensure-chromium.sh
+
+frontend: frontend/dist/index.html
+
+frontend/node_modules/.package-lock.json: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
+	cd frontend && npm run build
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,4 +54,4 @@ lint: setup
 	$(VENV)/bin/ruff check backend tests perf
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .cache .pytest_cache .hypothesis frontend/node_modules frontend/dist

@@ -54,3 +54,24 @@ interactions:
     assert main(["demo", str(spec), "--cache-dir", str(tmp_path / "cache")]) == 0
     out = capsys.readouterr().out
     assert "> brush hx [20, 50]" in out and "> select cat" in out and "details on demand" in out
+
+
+def test_capture_reports_the_mode_and_why(spark, small_parquet, tmp_path, capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"""
+name: budget_test
+source: {{path: {small_parquet}}}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 10, extent: [0, 100]}}}}
+  - {{name: cat, type: categorical, field: cat, top: 3}}
+interactions:
+  crossfilter: [{{views: [hx, cat]}}]
+""")
+    cache = str(tmp_path / "cache")
+    assert main(["capture", str(spec), "--cache-dir", cache, "--memory-budget", "20KB"]) == 0
+    out = capsys.readouterr().out
+    assert "mode: cubes only, computed on Spark: per-row lineage would take" in out
+    assert "over the memory budget of 20.0 KiB" in out and "cube hx->cat" in out
+    assert main(["capture", str(spec), "--cache-dir", cache, "--no-baseline",
+                 "--memory-budget", "1GB"]) == 0
+    assert "mode: per-row lineage (per-row lineage ≈" in capsys.readouterr().out

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from brushfire.errors import BrushfireError
+from brushfire.errors import BrushfireError, NotCapturedError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spark-master", default=None,
                    help="Spark master URL for capture (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
     p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+    p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                   help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
+                        "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
 
     for name, text in (("capture", "capture a dashboard's lineage on Spark into the cache"),
                        ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--spark-master", default=None,
                        help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
         p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+        p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                       help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
+                            "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
     sub.choices["capture"].add_argument("--no-baseline", action="store_true",
                                         help="skip timing the plain base queries for comparison")
 
@@ -76,18 +82,31 @@ def _plan(args) -> int:
 
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
-    from brushfire.dashboard import DEFAULT_CACHE
+    from brushfire.capture.budget import decide, parse_size
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.lineage.store import entry_dir, save_store
     from brushfire.plan import explain, plan_capture
     from brushfire.spec import load_dashboard
 
     dash = load_dashboard(args.spec)
     plan = plan_capture(dash)
-    master = args.spark_master
-    store = capture_dashboard(plan, master=master, progress=ProgressLine(),
-                              baseline=not args.no_baseline)
+    budget = args.memory_budget or DEFAULT_BUDGET
+    decision = decide(plan, None if budget is None else parse_size(budget))
+    store = capture_dashboard(plan, master=args.spark_master, progress=ProgressLine(),
+                              baseline=not args.no_baseline and decision.mode == "rows",
+                              memory_budget=None if budget is None else parse_size(budget))
+    if decision.mode == "cubes":
+        print(f"mode: cubes only, computed on Spark: {decision.reason}")
+        print("  single-filter interactions are exact; combined filters, details and highlighting "
+              "are not available at this size")
+        for name, nbytes in store.nbytes().items():
+            print(f"  {name:<32} {nbytes / 1e6:10.2f} MB")
+        print(f"  capture {store.info.seconds['capture']:.2f} s on {store.info.spark_master}; "
+              "cubes-only stores are not cached yet")
+        return 0
     directory = save_store(store, entry_dir(args.cache_dir or DEFAULT_CACHE, dash,
                                             store.info.source_fingerprint))
+    print(f"mode: per-row lineage ({decision.reason})")
     print(explain(plan, store.n_rows, store.nbytes()))
     print(f"\ntimings on {store.info.spark_master} ({store.n_rows:,} rows):")
     for stage, seconds in store.info.seconds.items():
@@ -106,11 +125,12 @@ def _capture(args) -> int:
 
 def _demo(args) -> int:
     """Open the dashboard and play a scripted session, printing views and latencies."""
-    from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, Dashboard
 
     t0 = time.perf_counter()
     dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                          spark_master=args.spark_master, progress=ProgressLine())
+                          spark_master=args.spark_master, progress=ProgressLine(),
+                          memory_budget=args.memory_budget or DEFAULT_BUDGET)
     how = "loaded from the lineage cache" if dash.from_cache else "captured on Spark"
     print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows, {how} in "
           f"{time.perf_counter() - t0:.2f} s\n")
@@ -118,12 +138,16 @@ def _demo(args) -> int:
     for v in session.views().values():
         print(render_view(v))
     for text, call in demo_script(dash):
-        update = call(session)
+        try:
+            update = call(session)
+        except NotCapturedError as e:  # memory-budget mode: only single filters
+            print(f"\n> {text}: not available: {e}")
+            continue
         methods = ", ".join(sorted(set(update.methods.values())))
         print(f"\n> {text}   [{update.seconds * 1e3:.2f} ms; {methods}]")
         for v in update.views.values():
             print(render_view(v, width=40, max_bars=8))
-    if dash.spec.interactions.details:
+    if dash.spec.interactions.details and dash.mode == "rows":
         t = time.perf_counter()
         page = session.details()
         print(f"\n> details on demand: first {page.num_rows} of {session.count_selected():,} "
@@ -133,22 +157,21 @@ def _demo(args) -> int:
 
 
 def _serve(args) -> int:
-    """Open (or capture) every dashboard, then serve them until interrupted."""
+    """Serve every dashboard at once; each opens (cache or capture) in the background, and
+    its clients watch the capture's progress until it is ready."""
     import uvicorn
 
-    from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.server import create_app
+    from brushfire.server.hosting import HostedDashboard
 
-    dashboards = {}
-    for spec in args.specs:
-        dash = Dashboard.open(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                              spark_master=args.spark_master, progress=ProgressLine())
-        dashboards[dash.name] = dash
-        seconds = dash.warm_up()
-        print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows (kernels warmed up in "
-              f"{seconds:.2f} s)", file=sys.stderr)
-    print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
-    uvicorn.run(create_app(dashboards), host=args.host, port=args.port, log_level="warning")
+    hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                                     spark_master=args.spark_master, echo=ProgressLine(),
+                                     memory_budget=args.memory_budget or DEFAULT_BUDGET)
+             for spec in args.specs]  # a bad spec fails here, before the server starts
+    url = f"http://{args.host}:{args.port}"
+    print(f"serving {', '.join(h.name for h in hosts)} on {url}  (Ctrl-C stops)", file=sys.stderr)
+    uvicorn.run(create_app(hosts), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

@@ -156,25 +156,26 @@ def _dispatch(session: Session, msg) -> dict:
         return {"type": "details", "page": msg.page, "total": total,
                 "rows": _jsonable_rows(table.to_pylist())}
     return {"type": "state", "views": {n: view_json(v) for n, v in session.views().items()},
-            "filters": _jsonable(session.filters), "selected": session.count_selected()}
+            "filters": jsonable(session.filters), "selected": session.count_selected()}
 
 
 def update_reply(session: Session, update: Update) -> dict:
     """The views an interaction changed, how each was computed, and the selected rows."""
     return {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
             "methods": update.methods, "ms": update.seconds * 1e3,
-            "selected": session.count_selected(), "filters": _jsonable(session.filters)}
+            "selected": session.count_selected(), "filters": jsonable(session.filters)}
 
 
 def view_json(v: ViewData) -> dict:
     return {"counts": v.counts, "values": v.values}
 
 
-def _jsonable(x):
+def jsonable(x):
+    """x with NaN as null and datetimes as ISO strings, for JSON."""
     if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
+        return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, float) and x != x:
         return None
     if hasattr(x, "isoformat"):
@@ -183,4 +184,4 @@ def _jsonable(x):
 
 
 def _jsonable_rows(rows: list[dict]) -> list[dict]:
-    return [{k: _jsonable(v) for k, v in r.items()} for r in rows]
+    return [{k: jsonable(v) for k, v in r.items()} for r in rows]

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 
 import httpx
 import pytest
-import uvicorn
 from websockets.sync.client import connect
 
 from brushfire import Dashboard
 from brushfire.server import create_app
+from brushfire.server.hosting import HostedDashboard
 from brushfire.spec import parse_dashboard
+from live_server import live_server
 from test_protocol import small_spec
 
 pytestmark = pytest.mark.spark
@@ -24,21 +22,8 @@ pytestmark = pytest.mark.spark
 def server(spark, small_parquet, tmp_path_factory):
     dash = Dashboard.open(parse_dashboard(small_spec(small_parquet)), spark=spark,
                           cache_dir=tmp_path_factory.mktemp("cache"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(create_app({dash.name: dash}), host="127.0.0.1", port=port,
-                            log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield f"127.0.0.1:{port}", dash
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
 
 
 def ask(ws, message) -> dict:
@@ -48,11 +33,17 @@ def ask(ws, message) -> dict:
 
 def test_http_endpoints(server):
     addr, dash = server
-    assert httpx.get(f"http://{addr}/health").json() == {"status": "ok", "dashboards": ["proto"]}
+    assert httpx.get(f"http://{addr}/health").json() == {"status": "ok",
+                                                        "dashboards": {"proto": "ready"}}
     assert httpx.get(f"http://{addr}/api/dashboards").json()[0]["rows"] == dash.store.n_rows
     d = httpx.get(f"http://{addr}/api/dashboards/proto").json()
+    assert d["status"] == "ready"
     assert [v["name"] for v in d["views"]] == ["hx", "cat", "week"]
     assert d["views"][0]["counts"] == dash.session().view("hx").counts
+    spec = d["views"][0]["spec"]  # Vega-Lite from Altair, with the full-data bars inline
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v6")
+    assert [r["full"] for r in spec["datasets"]["bars"]] == dash.session().view("hx").values
+    assert spec["params"][0]["name"] == "brush"
     assert d["parameters"][0]["values"][:1] and d["details"]["page_size"] == 5
     missing = httpx.get(f"http://{addr}/api/dashboards/nope")
     assert missing.status_code == 404 and "no dashboard named 'nope'" in missing.text
@@ -104,3 +95,31 @@ def test_an_unknown_dashboard_is_refused_with_a_reason(server):
     with connect(f"ws://{addr}/ws/nope") as ws:
         reply = json.loads(ws.recv(timeout=30))
     assert reply["type"] == "error" and "no dashboard named 'nope'" in reply["message"]
+
+
+def test_clients_see_capture_progress_then_the_dashboard(spark, small_parquet, tmp_path):
+    spec = parse_dashboard(small_spec(small_parquet))
+    host = HostedDashboard.opening(spec, cache_dir=tmp_path, spark=spark)
+    with live_server(create_app([host])) as addr, connect(f"ws://{addr}/ws/proto") as ws:
+        status = httpx.get(f"http://{addr}/api/dashboards/proto").json()
+        assert status["status"] in ("capturing", "ready")
+        seen = []
+        while (msg := json.loads(ws.recv(timeout=120)))["type"] == "progress":
+            seen.append(msg)
+        assert msg == {"type": "ready", "rows": 3000}
+        assert seen and all(0 <= (m["fraction"] or 0) <= 1 for m in seen)
+        assert any(m["stage"] != "starting" for m in seen)  # real stages, not only the first
+        assert ask(ws, {"type": "select", "id": 1, "view": "cat", "values": ["c01"]})["type"] == "update"
+        assert httpx.get(f"http://{addr}/api/dashboards/proto").json()["status"] == "ready"
+
+
+def test_a_failing_capture_is_reported_to_clients(small_parquet, tmp_path):
+    spec = parse_dashboard(small_spec(small_parquet) | {"source": {"path": str(tmp_path / "gone.parquet")}})
+    host = HostedDashboard.opening(spec, cache_dir=tmp_path)
+    assert host.wait(60)
+    with live_server(create_app([host])) as addr, connect(f"ws://{addr}/ws/proto") as ws:
+        msg = json.loads(ws.recv(timeout=30))
+        assert msg["type"] == "failed" and "gone.parquet" in msg["message"]
+        status = httpx.get(f"http://{addr}/api/dashboards/proto").json()
+        assert status["status"] == "failed" and "gone.parquet" in status["error"]
+        assert httpx.get(f"http://{addr}/health").json()["dashboards"] == {"proto": "failed"}

@@ -17,6 +17,7 @@ import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,15 @@ class LineageStore:
     def nslots(self) -> int:
         last = self.views[-1]
         return last.bar_off + last.nbars + 1
+
+    def parameter_domain(self, name: str) -> tuple[str, list]:
+        """('values', choices) of a dropdown parameter, ('range', [lo, hi]) of a slider
+        (times as ISO strings)."""
+        ix = self.indexes[name]
+        if ix.keys is not None:
+            return "values", list(ix.keys)
+        ends = [ix.values[0].item(), ix.values[-1].item()] if len(ix.values) else []
+        return "range", [iso_time(x) for x in ends] if ix.value_type == "temporal" else ends
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held per view / filter (index + cubes + its codes column), for reports."""
@@ -246,3 +256,8 @@ def _json_default(o):
         return float(o)
     msg = f"cannot store {type(o).__name__} in a manifest"
     raise TypeError(msg)
+
+
+def iso_time(micros: int) -> str:
+    """UTC microseconds as an ISO instant."""
+    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat()

@@ -4,47 +4,100 @@ shared lineage store. The only module that imports FastAPI; all message logic is
 
 Brush messages that arrive while the engine is busy are coalesced per view (the latest
 wins), so a fast drag never builds a queue; the replaced messages are answered with
-`{"type": "skipped", "id": ...}`.
+`{"type": "skipped", "id": ...}`. While a dashboard is still being captured, its
+WebSocket streams `progress` messages, then `ready` (or `failed`, with the reason).
+The built frontend (`frontend/dist`) is served at `/`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 
-from brushfire import protocol
+from brushfire import charts, protocol
 from brushfire.dashboard import Dashboard
+from brushfire.server.hosting import HostedDashboard
+
+PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
 
 
-def create_app(dashboards: dict[str, Dashboard]) -> FastAPI:
+def frontend_dist() -> Path:
+    """The built frontend: $BRUSHFIRE_FRONTEND, else `frontend/dist` of the source tree."""
+    env = os.environ.get("BRUSHFIRE_FRONTEND")
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "frontend" / "dist"
+
+
+def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> FastAPI:
+    """The app serving `dashboards` (ready ones, or ones still being opened)."""
+    if isinstance(dashboards, dict):
+        dashboards = dashboards.values()
+    hosts = {h.name: h for h in (d if isinstance(d, HostedDashboard) else HostedDashboard.ready(d)
+                                 for d in dashboards)}
     app = FastAPI(title="Brushfire", docs_url="/api/docs")
 
     @app.get("/health")
     def health() -> dict:
-        return {"status": "ok", "dashboards": sorted(dashboards)}
+        return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())}}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
-        return [{"name": n, "title": d.spec.title or n, "rows": d.store.n_rows}
-                for n, d in sorted(dashboards.items())]
+        return [h.status_json() for _, h in sorted(hosts.items())]
 
     @app.get("/api/dashboards/{name}")
     def describe(name: str) -> dict:
-        return describe_dashboard(_get(dashboards, name))
+        host = _get(hosts, name)
+        if host.dashboard is None:
+            return host.status_json()
+        return host.status_json() | describe_dashboard(host.dashboard)
 
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:
-        dash = dashboards.get(name)
+        host = hosts.get(name)
         await ws.accept()
-        if dash is None:
+        if host is None:
             await ws.send_json(protocol.error_reply(f"no dashboard named {name!r}"))
             await ws.close(code=4404)
             return
-        await serve_session(ws, dash)
+        if host.dashboard is None and not await _stream_progress(ws, host):
+            return
+        await serve_session(ws, host.dashboard)
+
+    dist = frontend_dist()
+    if (dist / "index.html").exists():
+        app.mount("/", StaticFiles(directory=dist, html=True), name="frontend")
+    else:
+        @app.get("/", response_class=HTMLResponse)
+        def no_frontend() -> str:
+            return (f"<h1>Brushfire</h1><p>The frontend is not built ({dist} has no index.html): "
+                    "run <code>make frontend</code>. The API is at <a href='/api/dashboards'>"
+                    "/api/dashboards</a>.</p>")
 
     return app
+
+
+async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> bool:
+    """Send `progress` while the dashboard opens; then `ready` (True) or `failed` (False,
+    and the socket is closed)."""
+    last = None
+    while not host.wait(0):
+        if host.progress != last:
+            last = host.progress
+            await ws.send_json({"type": "progress", "stage": last[0], "fraction": last[1]})
+        await asyncio.sleep(PROGRESS_EVERY)
+    if host.status == "failed":
+        await ws.send_json({"type": "failed", "message": host.error})
+        await ws.close(code=1011)
+        return False
+    await ws.send_json({"type": "ready", "rows": host.dashboard.store.n_rows})
+    return True
 
 
 async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
@@ -98,32 +151,46 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         task.cancel()
 
 
+@cache
 def describe_dashboard(dash: Dashboard) -> dict:
-    """What a client needs to draw a dashboard: views with their bars and initial values."""
+    """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
+    full-data bars), its labels and initial values (after default parameters); the
+    parameters with their choices; the highlight and details declarations. Computed once
+    per dashboard: the store is read-only."""
     session = dash.session()
+    initial = session.views()
+    session.clear()  # the full-data bars, drawn behind the filtered ones
+    full = session.views()
     views = []
     for v, layout in zip(dash.spec.views, dash.store.views, strict=True):
-        data = session.view(v.name)
-        views.append({"name": v.name, "title": v.title or v.name, "type": v.type,
-                      "brush": dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None,
+        brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
+        views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
-                      "counts": data.counts, "values": data.values})
+                      "counts": initial[v.name].counts, "values": initial[v.name].values,
+                      "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
     details = dash.spec.interactions.details
     return {
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
         "views": views,
-        "parameters": [{"name": p.name, "field": p.field, "widget": p.widget, "op": p.op,
-                        "values": dash.store.indexes[p.name].keys if p.widget == "dropdown" else None}
-                       for p in dash.spec.interactions.parameters],
+        "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
+        "filters": protocol.jsonable(session.filters),
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
     }
 
 
-def _get(dashboards: dict[str, Dashboard], name: str) -> Dashboard:
-    if name not in dashboards:
-        raise HTTPException(404, f"no dashboard named {name!r}; have: {', '.join(sorted(dashboards))}")
-    return dashboards[name]
+def _parameter_json(dash: Dashboard, p) -> dict:
+    """A parameter's widget: the choices of a dropdown, the value range of a slider."""
+    kind, domain = dash.store.parameter_domain(p.name)
+    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
+            "values": domain if kind == "values" else None,
+            "range": domain if kind == "range" and domain else None}
+
+
+def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
+    if name not in hosts:
+        raise HTTPException(404, f"no dashboard named {name!r}; have: {', '.join(sorted(hosts))}")
+    return hosts[name]
 
 
 def _decode(text: str) -> dict | str:

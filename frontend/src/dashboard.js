@@ -1,0 +1,230 @@
+// A whole dashboard: views, parameter widgets, the status line (selected rows, latency of
+// the last interaction), clear-all, trace recording and the details table. It talks to
+// the engine only through `send(message) -> Promise<reply>` (docs/protocol.md), so the web
+// page (a WebSocket) and the Jupyter widget (the kernel) share it.
+
+import { Chart } from "./chart.js";
+import { DetailsTable } from "./details.js";
+import { Recorder } from "./recorder.js";
+
+const fmt = new Intl.NumberFormat("en-US");
+
+export class DashboardUI {
+  constructor(root, description, send, { onFilters = () => {} } = {}) {
+    this.root = root;
+    this.description = description;
+    this.send = send;
+    this.onFilters = onFilters;
+    this.recorder = new Recorder(description.name);
+    this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
+    this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
+    this.busy = false; // one filter message in flight at a time; newer ones wait in `pending`
+    this.hoverSeq = 0;
+    this.highlightTargets = new Map(description.highlight.map((h) => [h.source, h.targets]));
+    this.filters = description.filters ?? {};
+    this.selected = null;
+  }
+
+  async mount() {
+    const d = this.description;
+    this.root.replaceChildren();
+    this.root.classList.add("bf-dashboard");
+    this.root.append(this.header(), this.parameterBar());
+    const grid = el("div", "bf-grid");
+    this.root.append(grid);
+    this.charts = new Map();
+    for (const v of d.views) {
+      const cell = el("div", "bf-view");
+      cell.dataset.view = v.name;
+      grid.append(cell);
+      const chart = new Chart(v, {
+        onFilter: (msg) => this.filter(msg),
+        onHover: (view, bar) => this.hover(view, bar),
+      });
+      this.charts.set(v.name, chart);
+      await chart.mount(cell);
+    }
+    if (d.details) {
+      this.details = new DetailsTable(d.details, (msg) => this.request(msg));
+      this.root.append(this.details.element);
+    }
+    const state = await this.request({ type: "state" });
+    this.showStatus(state);
+  }
+
+  header() {
+    const d = this.description;
+    const h = el("div", "bf-header");
+    h.append(el("h1", "", d.title), el("span", "bf-rows", `${fmt.format(d.rows)} rows`));
+    this.statusLine = el("span", "bf-status", "");
+    this.latencyLine = el("span", "bf-latency", "");
+    const clear = button("Clear all", () => this.clearAll());
+    clear.dataset.action = "clear-all";
+    this.recordButton = button("● Record", () => this.toggleRecording());
+    this.recordButton.dataset.action = "record";
+    h.append(this.statusLine, this.latencyLine, clear, this.recordButton);
+    return h;
+  }
+
+  parameterBar() {
+    const bar = el("div", "bf-parameters");
+    this.parameterInputs = new Map();
+    for (const p of this.description.parameters) {
+      const label = el("label", "", `${p.name} `);
+      let input;
+      if (p.widget === "dropdown") {
+        input = document.createElement("select");
+        input.append(new Option("(all)", ""));
+        for (const v of p.values) input.append(new Option(String(v), String(v)));
+        input.value = p.default ?? "";
+        input.onchange = () => {
+          const value = input.value === "" ? null : p.values.find((v) => String(v) === input.value);
+          this.filter({ type: "parameter", name: p.name, value });
+        };
+      } else {
+        input = document.createElement("input");
+        input.type = "range";
+        const [lo, hi] = p.range ?? [0, 0];
+        Object.assign(input, { min: lo, max: hi, step: "any", value: p.default ?? hi });
+        input.oninput = () => this.filter({ type: "parameter", name: p.name, value: +input.value });
+      }
+      input.name = p.name;
+      label.append(input);
+      bar.append(label);
+      this.parameterInputs.set(p.name, input);
+    }
+    return bar;
+  }
+
+  // A filter message from a view or widget. At most one is in flight; while it is, the
+  // newest message per view waits (a fast drag sends its latest position, never a queue).
+  filter(message) {
+    const key = message.view ?? message.name ?? "*";
+    this.pending.set(key, { message, t0: performance.now() });
+    if (!this.busy) this.drain();
+  }
+
+  async drain() {
+    this.busy = true;
+    while (this.pending.size) {
+      const [key, { message, t0 }] = this.pending.entries().next().value;
+      this.pending.delete(key);
+      const sent = performance.now();
+      const reply = await this.request(message);
+      const received = performance.now();
+      if (reply.type === "update") {
+        await this.applyUpdate(reply);
+        const done = performance.now();
+        this.measured({ type: message.type, view: key, total: done - t0,
+                        roundTrip: received - sent, render: done - received, engine: reply.ms });
+      }
+    }
+    this.busy = false;
+  }
+
+  async applyUpdate(reply) {
+    await Promise.all(Object.entries(reply.views).map(([name, v]) =>
+      this.charts.get(name).update(v.values)));
+    this.filters = reply.filters;
+    this.showStatus(reply);
+    this.onFilters(reply.filters);
+    this.details?.refresh();
+  }
+
+  async request(message) {
+    this.recorder.add(message);
+    const reply = await this.send(message);
+    if (reply.type === "error") this.showError(reply.message);
+    return reply;
+  }
+
+  // Linked highlighting: hovering a bar of a highlight source shows the share of the
+  // target views' bars that comes from it.
+  async hover(view, bar) {
+    const targets = this.highlightTargets.get(view);
+    if (!targets) return;
+    const seq = ++this.hoverSeq;
+    if (bar === null) {
+      await Promise.all(targets.map((t) => this.charts.get(t).update(null, null)));
+      return;
+    }
+    const t0 = performance.now();
+    const reply = await this.request({ type: "highlight", source: view, bars: [bar] });
+    if (seq !== this.hoverSeq || reply.type !== "highlight") return; // a newer hover won
+    await Promise.all(Object.entries(reply.views).map(([name, v]) =>
+      this.charts.get(name).update(null, v.values)));
+    this.measured({ type: "highlight", view, total: performance.now() - t0, engine: reply.ms });
+  }
+
+  async clearAll() {
+    this.pending.clear();
+    const t0 = performance.now();
+    const reply = await this.request({ type: "clear" });
+    if (reply.type !== "update") return;
+    for (const [name, input] of this.parameterInputs) {
+      const p = this.description.parameters.find((q) => q.name === name);
+      input.value = p.widget === "dropdown" ? "" : (p.range?.[1] ?? 0);
+    }
+    await this.applyUpdate(reply);
+    await Promise.all([...this.charts.values()].map((c) => c.mount(c.element))); // drop brushes
+    this.measured({ type: "clear", view: "*", total: performance.now() - t0, engine: reply.ms });
+  }
+
+  // Set every filter from a {view or parameter: value} map, as the Jupyter widget's
+  // `filters` traitlet does: clear, then one message per filter.
+  async setFilters(filters) {
+    await this.clearAll();
+    for (const [name, value] of Object.entries(filters ?? {})) {
+      const view = this.description.views.find((v) => v.name === name);
+      let message;
+      if (!view) message = { type: "parameter", name, value };
+      else if (view.brush === "points") message = { type: "select", view: name, values: value };
+      else if (view.brush === "rect") message = { type: "brush", view: name, interval: value[0], y: value[1] };
+      else message = { type: "brush", view: name, interval: Array.isArray(value[0]) ? value[0] : value };
+      const reply = await this.request(message);
+      if (reply.type === "update") await this.applyUpdate(reply);
+    }
+  }
+
+  toggleRecording() {
+    if (this.recorder.recording) {
+      this.recorder.stop();
+      this.recorder.download();
+      this.recordButton.textContent = "● Record";
+    } else {
+      this.recorder.start();
+      this.recordButton.textContent = "■ Stop and download trace";
+    }
+  }
+
+  measured(m) {
+    this.metrics.push(m);
+    const engine = m.engine === undefined ? "" : ` (engine ${m.engine.toFixed(2)} ms)`;
+    this.latencyLine.textContent = `last ${m.type}: ${m.total.toFixed(1)} ms${engine}`;
+  }
+
+  showStatus(reply) {
+    if (reply.selected === undefined) return;
+    this.selected = reply.selected;
+    const share = this.description.rows ? (100 * reply.selected) / this.description.rows : 0;
+    this.statusLine.textContent =
+      `${fmt.format(reply.selected)} selected (${share.toFixed(1)} %)`;
+  }
+
+  showError(message) {
+    this.latencyLine.textContent = `error: ${message}`;
+  }
+}
+
+export function el(tag, className = "", text = "") {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text) e.textContent = text;
+  return e;
+}
+
+function button(text, onclick) {
+  const b = el("button", "", text);
+  b.onclick = onclick;
+  return b;
+}

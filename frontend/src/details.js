@@ -1,0 +1,72 @@
+// Details on demand: a paged table of the input rows behind the current selection
+// (backward lineage), refreshed after each update while it is open.
+
+import { el } from "./dashboard.js";
+
+const fmt = new Intl.NumberFormat("en-US");
+
+export class DetailsTable {
+  constructor(declaration, request) {
+    this.columns = declaration.columns;
+    this.pageSize = declaration.page_size;
+    this.request = request;
+    this.page = 0;
+    this.open = false;
+    this.seq = 0;
+    this.element = el("div", "bf-details");
+    const bar = el("div", "bf-details-bar");
+    this.toggle = el("button", "", "Show rows");
+    this.toggle.dataset.action = "details";
+    this.toggle.onclick = () => this.setOpen(!this.open);
+    this.prev = el("button", "", "‹ Prev");
+    this.prev.onclick = () => this.show(this.page - 1);
+    this.next = el("button", "", "Next ›");
+    this.next.onclick = () => this.show(this.page + 1);
+    this.info = el("span", "bf-details-info", "");
+    bar.append(this.toggle, this.prev, this.next, this.info);
+    this.table = el("table", "bf-table");
+    this.element.append(bar, this.table);
+    this.prev.disabled = this.next.disabled = true;
+  }
+
+  setOpen(open) {
+    this.open = open;
+    this.toggle.textContent = open ? "Hide rows" : "Show rows";
+    if (open) this.show(0);
+    else {
+      this.table.replaceChildren();
+      this.info.textContent = "";
+      this.prev.disabled = this.next.disabled = true;
+    }
+  }
+
+  refresh() {
+    if (this.open) this.show(0);
+  }
+
+  async show(page) {
+    const seq = ++this.seq;
+    const t0 = performance.now();
+    const reply = await this.request({ type: "details", page, page_size: this.pageSize });
+    if (seq !== this.seq || reply.type !== "details") return; // a newer request won
+    this.page = page;
+    this.render(reply, performance.now() - t0);
+  }
+
+  render(reply, ms) {
+    const head = el("tr");
+    for (const c of ["rid", ...this.columns]) head.append(el("th", "", c));
+    const rows = reply.rows.map((r) => {
+      const tr = el("tr");
+      for (const c of ["rid", ...this.columns]) tr.append(el("td", "", r[c] === null ? "∅" : String(r[c])));
+      return tr;
+    });
+    this.table.replaceChildren(head, ...rows);
+    const first = reply.page * this.pageSize;
+    this.info.textContent = reply.total === 0 ? "no rows selected"
+      : `rows ${fmt.format(first + 1)}–${fmt.format(first + reply.rows.length)} of ` +
+        `${fmt.format(reply.total)} (${ms.toFixed(1)} ms)`;
+    this.prev.disabled = reply.page === 0;
+    this.next.disabled = first + reply.rows.length >= reply.total;
+  }
+}

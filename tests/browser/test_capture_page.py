@@ -1,0 +1,42 @@
+"""The page while a dashboard is still being captured, and when its capture fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from browser.conftest import SCREENSHOTS, browser_spec
+from brushfire.server import create_app
+from brushfire.server.hosting import HostedDashboard
+from brushfire.spec import parse_dashboard
+from live_server import live_server
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_page_shows_capture_progress_then_the_dashboard(chromium, spark, small_parquet, tmp_path):
+    host = HostedDashboard.opening(parse_dashboard(browser_spec(small_parquet)), cache_dir=tmp_path,
+                                   spark=spark)
+    with live_server(create_app([host])) as addr:
+        page = chromium.new_page()
+        page.goto(f"http://{addr}/")
+        page.wait_for_function("window.brushfire.ready || window.brushfire.error", timeout=120_000)
+        assert page.evaluate("window.brushfire.error || null") is None
+        progress = page.evaluate("window.brushfire.progress")
+        assert progress, "the page never showed the capture's progress"
+        assert page.locator(".bf-view").count() == 5
+        page.close()
+
+
+def test_the_page_shows_why_a_capture_failed(chromium, small_parquet, tmp_path):
+    spec = browser_spec(small_parquet) | {"source": {"path": str(tmp_path / "missing.parquet")}}
+    host = HostedDashboard.opening(parse_dashboard(spec), cache_dir=tmp_path)
+    assert host.wait(60)
+    with live_server(create_app([host])) as addr:
+        page = chromium.new_page()
+        page.goto(f"http://{addr}/")
+        page.wait_for_selector(".bf-failed")
+        text = page.inner_text(".bf-failed")
+        assert "could not be opened" in text and "missing.parquet" in text
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "capture-failed.png"))
+        page.close()
