@@ -96,8 +96,8 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         yield c
     finally:  # also when a test failed
         c.stop()
-        leftover = c.alive()
-        assert not leftover, f"Spark processes (groups) still running after stop: {leftover}"
+        leftover = c.alive() + processes_under(c.root)
+        assert not leftover, f"Spark processes still running after stop: {leftover}"
 
 
 @pytest.fixture(scope="module")
