@@ -31,7 +31,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common import code_version
+from common import code_version, parse_conf
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def run_driver(args: argparse.Namespace) -> None:
     from brushfire.spec.loader import load_dashboard
 
     plan = plan_capture(load_dashboard(args.spec))
-    conf = {"spark.executor.memory": args.executor_memory}
+    conf = {"spark.executor.memory": args.executor_memory, **parse_conf(args.conf)}
     t0 = time.perf_counter()
     spark = get_spark(args.driver, driver_memory=args.driver_memory, conf=conf)
     tracker = spark.sparkContext._jsc.sc().statusTracker()
@@ -57,7 +57,7 @@ def run_driver(args: argparse.Namespace) -> None:
     runs = []
     for _ in range(args.reps):
         t, cpu = time.perf_counter(), time.process_time()
-        store = capture_dashboard(plan, spark=spark)
+        store = capture_dashboard(plan, spark=spark, progress=progress)
         # the driver's Python CPU time and the load average show how far other processes
         # on the machine slowed the run (the 2 cores are shared)
         runs.append({"wall": time.perf_counter() - t, "stages": dict(store.info.seconds),
@@ -74,6 +74,12 @@ def run_driver(args: argparse.Namespace) -> None:
         "python_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "jvm_peak_rss": jvm_peak}))
     spark.stop()
+
+
+def progress(stage: str, fraction: float | None) -> None:
+    """Capture stages on stderr (stdout carries the report), so a failed run shows where."""
+    if fraction is None:
+        print(f"    [{time.strftime('%H:%M:%S')}] {stage}", file=sys.stderr, flush=True)
 
 
 def jvm_peak_rss() -> int | None:
@@ -98,6 +104,8 @@ def run_mode(args: argparse.Namespace, master: str, executors: int) -> dict:
            "--executor-memory", args.executor_memory]
     if args.driver_memory:
         cmd += ["--driver-memory", args.driver_memory]
+    for item in args.conf:
+        cmd += ["--conf", item]
     r = subprocess.run(cmd, env={**os.environ, **LOOPBACK_ENV}, stdout=subprocess.PIPE, text=True,
                        check=False)
     if r.returncode:
@@ -114,6 +122,8 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=1, help="cores per worker")
     ap.add_argument("--executor-memory", default="1g", help="per executor (= per worker)")
     ap.add_argument("--driver-memory", default=None, help="driver JVM heap (default: get_spark's)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for the drivers (repeatable)")
     ap.add_argument("--label", default=None, help="free text saved with the results")
     ap.add_argument("--out", type=Path, default=None,
                     help="JSON output (default perf/results/cluster-<rows>.json)")
@@ -146,6 +156,7 @@ def main() -> None:
         "meta": {"spec": str(args.spec), "n_rows": n, "reps": args.reps,
                  "workers": args.workers, "cores_per_worker": args.cores,
                  "executor_memory": args.executor_memory, "driver_memory": args.driver_memory,
+                 "extra_conf": parse_conf(args.conf),
                  "date": datetime.now(UTC).isoformat(timespec="seconds"),
                  "code": code_version(args.label), "loadavg": os.getloadavg()},
         "results": results}, indent=1))

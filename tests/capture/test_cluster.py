@@ -17,12 +17,13 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from brushfire.capture import capture_dashboard
-from brushfire.capture.standalone import LOOPBACK_ENV, Cluster, start_cluster
+from brushfire.capture.standalone import LOOPBACK_ENV, Cluster, ClusterError, start_cluster
 from brushfire.lineage.store import LineageStore, _arrays_of, load_store
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
@@ -95,8 +96,8 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         yield c
     finally:  # also when a test failed
         c.stop()
-        leftover = c.alive()
-        assert not leftover, f"Spark processes (groups) still running after stop: {leftover}"
+        leftover = c.alive() + processes_under(c.root)
+        assert not leftover, f"Spark processes still running after stop: {leftover}"
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +154,22 @@ def assert_same_store(a: LineageStore, b: LineageStore) -> None:
         np.testing.assert_array_equal(arr, arrays_b[name], err_msg=name)
     assert a.snapshot.schema == b.snapshot.schema
     assert a.snapshot.to_pandas().equals(b.snapshot.to_pandas())  # NaN-aware, unlike Arrow
+
+
+def test_a_worker_that_cannot_start_is_reported_with_its_log_and_nothing_is_left(tmp_path):
+    with pytest.raises(ClusterError, match=r"(?s)worker-1 exited while starting.*worker-1/out.log"):
+        start_cluster(tmp_path, workers=1, memory="lots")
+    assert not processes_under(tmp_path)
+
+
+def processes_under(root: Path) -> list[int]:
+    """Pids of processes whose working directory is inside `root` (every daemon started
+    there, and the executors, which run in the workers' directories)."""
+    out = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if Path(os.readlink(cwd)).is_relative_to(root):
+                out.append(int(cwd.parent.name))
+        except OSError:
+            continue
+    return out
