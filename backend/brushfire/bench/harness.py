@@ -100,8 +100,9 @@ def run(args) -> int:
             print(f"{engine}: replaying {len(trace.events)} events of {name} "
                   f"({trace.meta.get('workload', 'trace')}), {args.clients} client(s), "
                   f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
-            if args.warmup:
-                asyncio.run(replay(url, subsample(trace, args.warmup)))
+            if args.warmup:  # untimed, on its own session: loads code paths, not session state
+                warm = subsample(trace, args.warmup)
+                asyncio.run(replay(url, Trace(warm.dashboard, warm.events[:args.warmup])))
             load_before = os.getloadavg()
             result = asyncio.run(replay(url, trace, args.clients, args.paced, keep_replies=args.check))
             load_after = os.getloadavg()

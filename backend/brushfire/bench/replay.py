@@ -126,21 +126,22 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
                     await ws.send(json.dumps({**ev.message, "id": i}))
 
             task = asyncio.create_task(sender())
-            answered = 0
-            while answered < len(trace.events):
-                raw = await asyncio.wait_for(ws.recv(), timeout)
-                received = time.perf_counter()
-                reply = json.loads(raw)
-                i = reply.get("id")
-                if not isinstance(i, int) or i not in sent:
-                    msg = f"{target}: a reply to no message sent: {raw[:200]}"
-                    raise ReplayError(msg)
-                records.append(_record(client, i, trace.events[i].message, sent[i], received,
-                                       reply, t0))
-                if keep and reply.get("type") == "update":
-                    replies.append((client, i, reply))
-                answered += 1
-            await task
+            try:
+                for _ in trace.events:
+                    raw = await asyncio.wait_for(ws.recv(), timeout)
+                    received = time.perf_counter()
+                    reply = json.loads(raw)
+                    i = reply.get("id")
+                    if not isinstance(i, int) or i not in sent:
+                        msg = f"{target}: a reply to no message sent: {raw[:200]}"
+                        raise ReplayError(msg)
+                    records.append(_record(client, i, trace.events[i].message, sent[i], received,
+                                           reply, t0))
+                    if keep and reply.get("type") == "update":
+                        replies.append((client, i, reply))
+                await task
+            finally:
+                task.cancel()
     except (OSError, TimeoutError, WebSocketException) as e:
         msg = f"replay on {target} failed: {e or type(e).__name__}"
         raise ReplayError(msg) from None
