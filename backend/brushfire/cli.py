@@ -1,4 +1,4 @@
-"""`brushfire validate | plan | capture | demo`: parse arguments, call the library."""
+"""`brushfire validate | plan | capture | demo | serve | bench`: parse arguments, call the library."""
 
 from __future__ import annotations
 
@@ -43,10 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     sub.choices["capture"].add_argument("--no-baseline", action="store_true",
                                         help="skip timing the plain base queries for comparison")
 
+    p = sub.add_parser("bench", help="replay interaction traces over WebSockets; compare engines "
+                                     "(docs/trace.md)")
+    from brushfire.bench.harness import add_arguments
+
+    add_arguments(p)
+
     args = parser.parse_args(argv)
     try:
         return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo,
-                "serve": _serve}[
+                "serve": _serve, "bench": _bench}[
             args.command](args)
     except BrushfireError as e:
         print(f"brushfire: {e}", file=sys.stderr)
@@ -173,6 +179,12 @@ def _serve(args) -> int:
     print(f"serving {', '.join(h.name for h in hosts)} on {url}  (Ctrl-C stops)", file=sys.stderr)
     uvicorn.run(create_app(hosts), host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _bench(args) -> int:
+    from brushfire.bench.harness import run
+
+    return run(args)
 
 
 def demo_script(dash):

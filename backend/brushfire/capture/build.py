@@ -90,7 +90,7 @@ class Columns:
             return us, valid, True
         if pa.types.is_integer(col.type):
             return _to_numpy(col, np.int64, 0), _valid(col), False
-        col = pc.cast(col, pa.float64())
+        col = to_float64(col)
         valid = _valid(col) & ~np.isnan(_to_numpy(col, np.float64, 0.0))
         return _to_numpy(col, np.float64, 0.0), valid, False
 
@@ -105,7 +105,7 @@ def build_store(table: pa.Table, plan: CapturePlan, info: CaptureInfo,
     views, codes = forward_codes(dash, plan.measure_fields, cols, n)
     measures = np.empty((n, len(plan.measure_fields)), np.float64)
     for j, f in enumerate(plan.measure_fields):
-        measures[:, j] = _to_numpy(pc.cast(cols.raw(f), pa.float64()), np.float64, np.nan)
+        measures[:, j] = _to_numpy(to_float64(cols.raw(f)), np.float64, np.nan)
         infinite = np.isinf(measures[:, j])
         if infinite.any():  # inf - inf is NaN: prefix sums and incremental updates need finite values
             measures[infinite, j] = np.nan
@@ -286,6 +286,31 @@ def _valid(col: pa.ChunkedArray) -> np.ndarray:
     if not col.null_count:
         return np.ones(len(col), np.bool_)
     return _to_numpy(pc.is_valid(col), np.bool_, False)
+
+
+def to_float64(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """The column as float64, decimals rounded to the nearest float. pyarrow's cast
+    multiplies the unscaled integer by 10^-scale, which is one ulp off for many values
+    (0.200000 becomes 0.19999999999999998), so a brush at 0.2 would drop rows that SQL
+    keeps; dividing the unscaled integer by 10^scale rounds once, exactly."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    if not pa.types.is_decimal(col.type):
+        return pa.chunked_array([pc.cast(c, pa.float64()) for c in chunks], pa.float64())
+    return pa.chunked_array([_decimal_to_float64(c) for c in chunks], pa.float64())
+
+
+def _decimal_to_float64(c: pa.Array) -> pa.Array:
+    scale = c.type.scale
+    valid = ~np.asarray(c.is_null().to_numpy(zero_copy_only=False), bool)
+    if c.type.bit_width == 128 and 0 <= scale <= 22 and len(c):  # 10^scale is an exact float
+        words = np.frombuffer(c.buffers()[1], np.int64).reshape(-1, 2)[c.offset:c.offset + len(c)]
+        low, high = words[:, 0][valid], words[:, 1][valid]
+        # the unscaled value fits an int64 and converts to float exactly below 2^53
+        if np.array_equal(high, low >> 63) and (not low.size or np.abs(low).max() < 2**53):
+            out = np.zeros(len(c), np.float64)
+            out[valid] = low / 10.0**scale
+            return pa.array(out, mask=~valid)
+    return pc.cast(pc.cast(c, pa.string()), pa.float64())  # text to float rounds exactly too
 
 
 def _to_numpy(col, dtype, fill) -> np.ndarray:

@@ -223,19 +223,10 @@ class Session:
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
         """A page of the input rows behind bars or the current selection (details on
         demand), from the capture's snapshot, with their rids."""
-        spec = self.plan.dashboard.interactions.details
-        if spec is None or self.store.snapshot is None:
+        if self.store.snapshot is None:
             msg = "details on demand is not declared in this dashboard's interactions"
             raise NotCapturedError(msg)
-        columns = columns or spec.columns
-        unknown = [c for c in columns if c not in spec.columns]
-        if unknown:
-            msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
-            raise InteractionError(msg)
-        size = page_size or spec.page_size
-        if page < 0 or size < 1:
-            msg = "page must be >= 0 and page_size >= 1"
-            raise InteractionError(msg)
+        columns, size = details_request(self.plan, page, page_size, columns)
         rids = self.backward_rids(view, bars, offset=page * size, limit=size)
         table = self.store.snapshot.select(columns).take(pa.array(rids))
         return table.add_column(0, "rid", pa.array(rids, pa.int32()))
@@ -525,15 +516,42 @@ class Session:
         return _view_data(self.store.views[self._vindex[name]], self.agg)
 
     def _filter(self, name: str, kinds: tuple[str, ...] | None) -> Filter:
-        f = self._filters.get(name)
-        if f is None:
-            known = ", ".join(self._filters) or "none"
-            msg = f"{name!r} is not a brushable view or parameter of this dashboard; known: {known}"
-            raise InteractionError(msg)
-        if kinds and f.kind not in kinds:
-            msg = f"{name!r} takes a {f.kind.replace('param_', '')} filter, not this interaction"
-            raise InteractionError(msg)
-        return f
+        return find_filter(self._filters, name, kinds)
+
+
+# --- request checks, shared with the baseline engines -------------------------------------
+
+
+def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:
+    """The filter an interaction names, if it takes one of `kinds` (None: any)."""
+    f = filters.get(name)
+    if f is None:
+        known = ", ".join(filters) or "none"
+        msg = f"{name!r} is not a brushable view or parameter of this dashboard; known: {known}"
+        raise InteractionError(msg)
+    if kinds and f.kind not in kinds:
+        msg = f"{name!r} takes a {f.kind.replace('param_', '')} filter, not this interaction"
+        raise InteractionError(msg)
+    return f
+
+
+def details_request(plan: CapturePlan, page: int, page_size: int | None,
+                    columns: list[str] | None) -> tuple[list[str], int]:
+    """(columns, page size) of a details request, checked against the declaration."""
+    spec = plan.dashboard.interactions.details
+    if spec is None:
+        msg = "details on demand is not declared in this dashboard's interactions"
+        raise NotCapturedError(msg)
+    columns = columns or spec.columns
+    unknown = [c for c in columns if c not in spec.columns]
+    if unknown:
+        msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
+        raise InteractionError(msg)
+    size = page_size or spec.page_size
+    if page < 0 or size < 1:
+        msg = "page must be >= 0 and page_size >= 1"
+        raise InteractionError(msg)
+    return columns, size
 
 
 # --- pure helpers: user values to index positions ---------------------------------------

@@ -27,7 +27,7 @@ from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo, Cube, Index, ViewLayout
 from brushfire.spec.models import Dashboard
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5  # 5: decimal columns converted to the nearest float (entries of 4 were off)
 MANIFEST = "manifest.json"
 SNAPSHOT = "snapshot.arrow"
 

@@ -1,0 +1,249 @@
+"""What every baseline engine shares: crossfilter state as SQL predicates, and views
+rebuilt from group-by results, behind the `Session` API that `protocol.handle` calls.
+
+A baseline answers an interaction by running each affected view's group-by with the
+filters that apply to it (`brushfire.sql`); a backend (DuckDB, Spark) runs the queries.
+Bars are numbered as the captured dashboard numbers them, so replies have the same
+shape as Brushfire's. Highlighting is not offered (NotCapturedError).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pyarrow as pa
+
+from brushfire import sql
+from brushfire.bench import pixels
+from brushfire.engine.session import Update, ViewData, find_filter
+from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.lineage.arrays import ViewLayout
+from brushfire.plan import CapturePlan, Filter
+from brushfire.spec import models as m
+
+Groups = dict[object, tuple[int, float, int]]  # bar key (None: dropped rows) -> (count, sum, non-null)
+
+
+@dataclass
+class Bars:
+    """One view's group-by result mapped onto its bars."""
+
+    data: ViewData
+    total: int  # rows behind the view, dropped ones included
+
+
+class Backend(ABC):
+    """Runs a dashboard's SQL on one engine; shared by all sessions of a dashboard."""
+
+    dialect: sql.Dialect = sql.DUCKDB
+
+    def __init__(self, spec: m.Dashboard, layouts: list[ViewLayout]) -> None:
+        self.spec = spec
+        self.layouts = {v.name: v for v in layouts}
+        # each categorical view's top values are its bars (as captured)
+        self.tops = {v.name: [x for x in v.labels if x != sql.OTHER] for v in layouts
+                     if v.type == "categorical"}
+        self.keys = {v.name: _key_index(v) for v in layouts}
+        self.bar_sql = {v.name: sql.bar_key_sql(v, self.tops.get(v.name), self.dialect)
+                        for v in spec.views}
+        self._base: dict[str, Bars] | None = None
+
+    @abstractmethod
+    def groups(self, view: str, where: str, cursor=None) -> Groups:
+        """{bar key: (count, sum, non-null measures)} of `view` over rows passing `where`."""
+
+    @abstractmethod
+    def count(self, where: str, cursor=None) -> int:
+        """Rows passing `where`."""
+
+    def cursor(self):
+        """A handle for one session's queries (sessions run on different threads)."""
+        return None
+
+    def bars(self, view: str, groups: Groups) -> Bars:
+        layout = self.layouts[view]
+        counts, sums, oks = [0] * layout.nbars, [0.0] * layout.nbars, [0] * layout.nbars
+        index = self.keys[view]
+        total = 0
+        for key, (n, s, k) in groups.items():
+            total += n
+            i = index.get(_norm_key(key))
+            if i is not None:
+                counts[i], sums[i], oks[i] = n, s or 0.0, k
+        if layout.op == "count":
+            values = [float(n) for n in counts]
+        elif layout.op == "sum":
+            values = [s if k else None for s, k in zip(sums, oks, strict=True)]
+        else:
+            values = [s / k if k else None for s, k in zip(sums, oks, strict=True)]
+        return Bars(ViewData(view, layout.labels, counts, values), total)
+
+    def base(self) -> dict[str, Bars]:
+        """Every view over all rows, computed once per dashboard."""
+        if self._base is None:
+            self._base = {v: self.bars(v, self.groups(v, "TRUE")) for v in self.layouts}
+        return self._base
+
+
+class SqlSession:
+    """One user's filters as SQL predicates; each interaction re-runs the group-by of every
+    view it affects with the filters that apply to that view."""
+
+    engine = "sql"
+
+    def __init__(self, backend: Backend, plan: CapturePlan) -> None:
+        self.backend, self.plan, self.spec = backend, plan, plan.dashboard
+        self._filters: dict[str, Filter] = {f.name: f for f in plan.filters}
+        self.preds: dict[str, str] = {}
+        self._given: dict[str, object] = {}
+        self.current: dict[str, Bars] = dict(backend.base())
+        self.cur = backend.cursor()
+
+    # --- interactions ------------------------------------------------------------------
+
+    def brush(self, view: str, interval, y=None) -> Update:
+        f = self._filter(view, ("interval", "rect"))
+        pred = sql.brush_sql(self.spec.view(f.name), interval, y, self.backend.dialect)
+        return self._apply(f.name, pred, (interval, y))
+
+    def select(self, view: str, values: list) -> Update:
+        f = self._filter(view, ("points",))
+        pred = sql.select_sql(self.spec.view(f.name), values, self.backend.tops[f.name],
+                              self.backend.dialect)
+        return self._apply(f.name, pred, list(values))
+
+    def set_parameter(self, name: str, value) -> Update:
+        self._filter(name, ("param_eq", "param_range"))
+        if value is None:
+            return self.clear(name)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            msg = f"parameter {name!r} takes a string or a number, got {value!r}"
+            raise InteractionError(msg)
+        pred = sql.parameter_sql(self.spec.parameter(name), value, self.backend.dialect)
+        return self._apply(name, pred, value)
+
+    def clear(self, name: str | None = None) -> Update:
+        if name:
+            self._filter(name, None)
+        t0 = time.perf_counter()
+        names = [name] if name else list(self.preds)
+        views = self._affected(names)
+        for n in names:
+            self.preds.pop(n, None)
+            self._given.pop(n, None)
+        update = self._refresh(views) if views else Update({})
+        update.seconds = time.perf_counter() - t0
+        return update
+
+    @property
+    def filters(self) -> dict[str, object]:
+        return dict(self._given)
+
+    def views(self) -> dict[str, ViewData]:
+        return {v: b.data for v, b in self.current.items()}
+
+    def view(self, name: str) -> ViewData:
+        if name not in self.current:
+            msg = f"unknown view {name!r}; views: {', '.join(self.current)}"
+            raise InteractionError(msg)
+        return self.current[name].data
+
+    def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
+        """Rows passing every filter: read off a view that every active filter applies to
+        (its total includes the rows it drops), else counted."""
+        if view is None and bars is None:
+            for v, b in self.current.items():
+                if all(sql.applies(self.spec, f, v) for f in self.preds):
+                    return b.total
+            return self.backend.count(sql.where_sql(self.spec, self.preds, None), self.cur)
+        return self.backend.count(self._bars_where(view, bars), self.cur)
+
+    def details(self, view=None, bars=None, page=0, page_size=None, columns=None) -> pa.Table:
+        msg = f"details on demand is not offered by the {self.engine} baseline"
+        raise NotCapturedError(msg)
+
+    def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]:
+        msg = f"linked highlighting is not offered by the {self.engine} baseline"
+        raise NotCapturedError(msg)
+
+    # --- machinery -----------------------------------------------------------------------
+
+    def _apply(self, name: str, pred: str, given) -> Update:
+        t0 = time.perf_counter()
+        self.preds[name], self._given[name] = pred, given
+        update = self._refresh(self._affected([name]))
+        update.seconds = time.perf_counter() - t0
+        return update
+
+    def _refresh(self, views: list[str]) -> Update:
+        """Re-run the group-by of each view with the filters that apply to it."""
+        for v in views:
+            where = sql.where_sql(self.spec, self.preds, v)
+            self.current[v] = self.backend.bars(v, self.backend.groups(v, where, self.cur))
+        return Update({v: self.current[v].data for v in views}, dict.fromkeys(views, self.engine))
+
+    def _affected(self, names: list[str]) -> list[str]:
+        out: list[str] = []
+        for n in names:
+            out += [v for v in self._filters[n].filters_views if v not in out]
+        return out
+
+    def _bars_where(self, view: str | None, bars: list[int] | None) -> str:
+        if view is None:
+            return sql.where_sql(self.spec, self.preds, None)
+        layout = self.backend.layouts.get(view)
+        if layout is None:
+            msg = f"unknown view {view!r}"
+            raise InteractionError(msg)
+        bars = list(range(layout.nbars)) if bars is None else bars
+        bad = [b for b in bars if not isinstance(b, int) or not 0 <= b < layout.nbars]
+        if bad:
+            msg = f"bars {bad} out of range: this view has bars 0..{layout.nbars - 1}"
+            raise InteractionError(msg)
+        keys = {i: k for k, i in self.backend.keys[view].items()}
+        wanted = ", ".join(sql.lit(keys[b], self.backend.dialect) for b in bars)
+        in_bars = f"({self.backend.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"
+        return f"({sql.where_sql(self.spec, self.preds, view)}) AND {in_bars}"
+
+    def _filter(self, name: str, kinds: tuple[str, ...] | None) -> Filter:
+        return find_filter(self._filters, name, kinds)
+
+
+class BaselineDashboard:
+    """A captured dashboard's description (labels, plan, parameter values) whose sessions
+    are baseline sessions: what `server.app` needs (`session()`, `spec`, `plan`, `name`,
+    `store.views`, `store.n_rows`, `store.indexes[parameter].keys`) without the lineage."""
+
+    def __init__(self, dash, backend: Backend, session_class: type[SqlSession]) -> None:
+        self.spec, self.plan, self.name = dash.spec, dash.plan, dash.name
+        self.store = SimpleNamespace(
+            views=dash.store.views, n_rows=dash.store.n_rows,
+            indexes={p.name: SimpleNamespace(keys=dash.store.indexes[p.name].keys)
+                     for p in dash.spec.interactions.parameters})
+        self.backend, self.session_class = backend, session_class
+
+    def session(self) -> SqlSession:
+        return self.session_class(self.backend, self.plan)
+
+    def warm_up(self) -> float:
+        t0 = time.perf_counter()
+        self.backend.base()
+        return time.perf_counter() - t0
+
+
+def _key_index(layout: ViewLayout) -> dict:
+    """Bar key as the SQL of `sql.bar_key_sql` gives it -> bar number."""
+    if layout.type == "temporal":
+        return {pixels.to_micros(label): i for i, label in enumerate(layout.labels)}
+    if layout.type == "categorical":
+        return {str(label): i for i, label in enumerate(layout.labels)}
+    return {i: i for i in range(layout.nbars)}
+
+
+def _norm_key(key):
+    if isinstance(key, float) and key.is_integer():
+        return int(key)
+    return key

@@ -1,0 +1,65 @@
+"""The DuckDB baseline: the source loaded once into an in-memory DuckDB table, and every
+interaction answered by re-running the affected views' group-bys on it (as a dashboard
+on Mosaic without pre-aggregation, or any SQL-backed BI tool, would)."""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+import pyarrow as pa
+
+from brushfire import sql
+from brushfire.baselines.base import Backend, Groups, SqlSession
+from brushfire.engine.session import details_request
+from brushfire.errors import NotCapturedError
+from brushfire.spec import models as m
+
+READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
+
+
+def connect_source(spec: m.Dashboard, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with table `src`: the source with derived columns and static
+    filters applied, in the source's row order (rowid = rid)."""
+    source = spec.source
+    reader = READERS.get(source.resolved_format)
+    if reader is None:
+        msg = f"the DuckDB baselines read parquet, csv or json sources, not {source.resolved_format}"
+        raise NotCapturedError(msg)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
+    path = source.path.replace("'", "''")
+    con.execute(f"CREATE TABLE src AS {sql.source_sql(source, f'{reader}(' + repr(path) + ')')}")
+    return con
+
+
+class DuckDBBackend(Backend):
+    def __init__(self, spec: m.Dashboard, layouts, threads: int | None = None) -> None:
+        self.con = connect_source(spec, threads)
+        super().__init__(spec, layouts)
+
+    def cursor(self):
+        return self.con.cursor()
+
+    def groups(self, view: str, where: str, cursor=None) -> Groups:
+        mf = self.spec.view(view).aggregate.field
+        agg = f"sum({mf}), count({mf})" if mf else "NULL, 0"
+        q = f"SELECT {self.bar_sql[view]} AS k, count(*), {agg} FROM src WHERE {where} GROUP BY 1"
+        return {k: (n, s, c) for k, n, s, c in (cursor or self.con).execute(q).fetchall()}
+
+    def count(self, where: str, cursor=None) -> int:
+        return (cursor or self.con).execute(f"SELECT count(*) FROM src WHERE {where}").fetchall()[0][0]
+
+
+class DuckDBSession(SqlSession):
+    engine = "duckdb"
+
+    def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
+                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
+        """A page of the rows behind bars or the current selection, in rid order."""
+        columns, size = details_request(self.plan, page, page_size, columns)
+        q = (f"SELECT CAST(rowid AS INTEGER) AS rid, {', '.join(columns)} FROM src "
+             f"WHERE {self._bars_where(view, bars)} ORDER BY rowid LIMIT {size} OFFSET {page * size}")
+        return self.cur.sql(q).to_arrow_table()

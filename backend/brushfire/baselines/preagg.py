@@ -1,0 +1,174 @@
+"""The pre-aggregation baseline (Mosaic's optimized mode, Falcon's data tiles) on DuckDB.
+
+When a brush starts on a view A, or the other filters changed since A's table was built,
+one DuckDB table is built: rows passing each target view's other filters, grouped by A's
+pixel slot and the target's bar. Every brush on A is then one range sum over that table
+(`slot BETWEEN a AND b`), whatever the number of rows. Other interactions re-run the
+group-bys as the DuckDB baseline does.
+
+Slots follow the view's 600-pixel grid (`bench.pixels`): below the first edge, each edge
+value itself, each open interval between two edges, above the last edge. So a brush
+whose ends lie on pixel edges (as a brush drawn on screen does) is answered exactly,
+both ends closed; a brush end between edges is moved to the nearest edge, as Mosaic
+does, and the view's method says `preagg-snapped` (its result is then approximate).
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+from brushfire import sql
+from brushfire.baselines.duckdb import DuckDBBackend, DuckDBSession
+from brushfire.bench import pixels
+from brushfire.engine.session import Update
+from brushfire.spec import models as m
+
+
+class PreaggBackend(DuckDBBackend):
+    """The DuckDB table, plus each interval view's pixel grid."""
+
+    def __init__(self, spec: m.Dashboard, layouts, threads: int | None = None) -> None:
+        super().__init__(spec, layouts, threads)
+        self.grids = {v.name: pixels.edges(*pixels.extent(v.type, v.labels)) for v in layouts
+                      if v.type in ("histogram", "temporal")}
+        self.check_edges()
+
+    def slotted_sql(self, view: str, where: str) -> str:
+        """The rows passing `where` with column `__slot`: the pixel slot of the row's value in
+        `view` (NULL for null / NaN): 0 below the first edge, 1 + 2p at edge p, 2 + 2p
+        strictly between edges p and p + 1, 2P + 2 above the last edge P. The floor
+        estimate `__p0` is corrected by exact comparisons with the edges, computed by the
+        same float operations as `pixels.edges` (checked in `check_edges`)."""
+        v = self.spec.view(view)
+        grid = self.grids[view]
+        n = len(grid) - 1
+        temporal = isinstance(v, m.TemporalView)
+        x = sql.time_us(v.field) if temporal else f"CAST({v.field} AS DOUBLE)"
+        lo, hi = _literal(grid[0]), _literal(grid[-1])
+        width = _literal((grid[-1] - grid[0]) / n)
+        p0 = f"least(greatest(CAST(floor((__x - {lo}) / {width}) AS BIGINT), 0), {n - 1})"
+        p = (f"__p0 - CASE WHEN __x < {self.edge_sql(view, '__p0')} THEN 1 ELSE 0 END "
+             f"+ CASE WHEN __x >= {self.edge_sql(view, '__p0 + 1')} THEN 1 ELSE 0 END")
+        null = "__x IS NULL" if temporal else "__x IS NULL OR isnan(__x)"
+        slot = (f"CASE WHEN {null} THEN NULL WHEN __x < {lo} THEN 0 WHEN __x > {hi} THEN {2 * n + 2} "
+                f"WHEN __x = {hi} THEN {2 * n + 1} "
+                f"WHEN __x = {self.edge_sql(view, '__p')} THEN 1 + 2 * __p ELSE 2 + 2 * __p END")
+        rows = f"SELECT *, {x} AS __x FROM src WHERE {where}"
+        with_p0 = f"SELECT *, CASE WHEN {null} THEN NULL ELSE {p0} END AS __p0 FROM ({rows})"
+        with_p = f"SELECT *, {p} AS __p FROM ({with_p0})"
+        return f"SELECT *, {slot} AS __slot FROM ({with_p})"
+
+    def edge_sql(self, view: str, p: str) -> str:
+        """Edge number `p` of the view's grid, as `pixels.edges` computes it."""
+        grid = self.grids[view]
+        n = len(grid) - 1
+        lo, hi = _literal(grid[0]), _literal(grid[-1])
+        if isinstance(grid[0], int):
+            return f"({lo} + ({hi} - {lo}) * ({p}) // {n})"
+        return f"({lo} + ({hi} - {lo}) * CAST({p} AS DOUBLE) / {n})"
+
+    def check_edges(self) -> None:
+        """The SQL edges must be the very floats the workloads brush at."""
+        for view, grid in self.grids.items():
+            got = [r[0] for r in self.con.execute(
+                f"SELECT {self.edge_sql(view, 'p')} FROM range({len(grid)}) t(p) ORDER BY p").fetchall()]
+            if got != grid:
+                msg = f"DuckDB computes other pixel edges than Python for view {view}"
+                raise AssertionError(msg)
+
+    def build(self, active: str, targets: dict[str, str], cursor) -> str:
+        """Table `pre_<active>`: (target, slot, bar key, count, sum, non-null) over the rows
+        passing each target's `where`. Returns the table's name."""
+        table = f"pre_{active}"
+        parts = []
+        for i, (t, where) in enumerate(targets.items()):
+            mf = self.spec.view(t).aggregate.field
+            agg = f"sum({mf}), count({mf})" if mf else "0.0, 0"
+            parts.append(f"SELECT {i}, __slot, CAST({self.bar_sql[t]} AS VARCHAR), count(*), {agg} "
+                         f"FROM ({self.slotted_sql(active, where)}) GROUP BY ALL")
+        cursor.execute(f"CREATE OR REPLACE TEMP TABLE {table} (target INTEGER, slot INTEGER, "
+                       "bar VARCHAR, n BIGINT, s DOUBLE, k BIGINT)")
+        cursor.execute(f"INSERT INTO {table} " + " UNION ALL ".join(parts))
+        return table
+
+
+class PreaggSession(DuckDBSession):
+    engine = "preagg"
+
+    def __init__(self, backend: PreaggBackend, plan) -> None:
+        super().__init__(backend, plan)
+        self.built: tuple | None = None  # (view, the other filters) of pre_<view>
+        self.targets: list[str] = []
+
+    def brush(self, view: str, interval, y=None):
+        f = self._filter(view, ("interval", "rect"))
+        if f.kind != "interval":
+            return super().brush(view, interval, y)
+        t0 = time.perf_counter()
+        v = self.spec.view(f.name)
+        pred = sql.brush_sql(v, interval, None, self.backend.dialect)  # validates the bounds
+        temporal = isinstance(v, m.TemporalView)
+        others = tuple(sorted((g, p) for g, p in self.preds.items() if g != f.name))
+        built = self.built == (f.name, others)
+        if not built:
+            self._build(f.name)
+            self.built = (f.name, others)
+        self.preds[f.name], self._given[f.name] = pred, (interval, y)
+        grid = self.backend.grids[f.name]
+        (a, exact_a), (b, exact_b) = (_slot(grid, bound, temporal, low)
+                                      for bound, low in zip(interval, (True, False), strict=True))
+        rows = self.cur.execute(f"SELECT target, bar, sum(n), sum(s), sum(k) FROM pre_{f.name} "
+                                f"WHERE slot BETWEEN {a} AND {b} GROUP BY ALL").fetchall()
+        groups: list[dict] = [{} for _ in self.targets]
+        for target, bar, n, s, k in rows:
+            groups[target][_typed(bar, self.spec.view(self.targets[target]))] = (n, s, k)
+        method = "preagg" if exact_a and exact_b else "preagg-snapped"
+        for i, t in enumerate(self.targets):
+            self.current[t] = self.backend.bars(t, groups[i])
+        methods = dict.fromkeys(self.targets, method if built else f"{method} (built)")
+        return Update({t: self.current[t].data for t in self.targets}, methods,
+                      time.perf_counter() - t0)
+
+    def _build(self, view: str) -> None:
+        self.targets = list(self._filters[view].filters_views)
+        others = {g: p for g, p in self.preds.items() if g != view}
+        wheres = {}
+        for t in self.targets:
+            never_null = sql.interval_sql(self.spec.view(view).field, (None, None),
+                                          isinstance(self.spec.view(view), m.TemporalView))
+            wheres[t] = f"({sql.where_sql(self.spec, others, t)}) AND ({never_null})"
+        self.backend.build(view, wheres, self.cur)
+
+
+def _slot(grid: list, bound, temporal: bool, low: bool) -> tuple[int, bool]:
+    """The first (low end) or last slot a brush end covers, and whether the end lies on a
+    pixel edge (else it is moved to the nearest edge)."""
+    n = len(grid) - 1
+    if bound is None or (isinstance(bound, float) and abs(bound) == float("inf")):
+        if bound is None:
+            return (0 if low else 2 * n + 2), True
+        return (0 if bound < 0 else 2 * n + 2), True
+    x = sql.micros(bound) if temporal else bound
+    p = bisect.bisect_left(grid, x)
+    if p <= n and grid[p] == x:
+        return 1 + 2 * p, True
+    if p == 0:  # below the first edge
+        return 0, False
+    if p > n:
+        return (2 * n + 2), False
+    nearest = p if grid[p] - x < x - grid[p - 1] else p - 1
+    return 1 + 2 * nearest, False
+
+
+def _literal(x: float | int) -> str:
+    """An exact SQL literal: ints as they are, floats through DuckDB's float parser."""
+    return str(x) if isinstance(x, int) else f"CAST('{x!r}' AS DOUBLE)"
+
+
+def _typed(bar: str | None, view):
+    """A bar key read back from the table's text column, as `sql.bar_key_sql` types it."""
+    if bar is None or isinstance(view, m.CategoricalView):
+        return bar
+    return int(bar)
+

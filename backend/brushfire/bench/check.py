@@ -1,0 +1,172 @@
+"""Correctness check of replayed replies: every `update` reply must equal what DuckDB's
+SQL gives for the filters the reply reports (`filters`: the session's state after the
+interaction). Each view in the reply is compared bar by bar (counts exactly, sums and
+means to 1e-9 relative), and `selected` with the rows passing every filter.
+
+The SQL comes from `brushfire.sql` (the spec's semantics), run on the source file; the
+top values of categorical views are computed here too, not taken from the server.
+Replies with the same filters and views share one evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from brushfire import sql
+from brushfire.baselines.duckdb import connect_source
+from brushfire.bench import pixels
+from brushfire.spec import models as m
+
+REL = 1e-9
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class CheckResult:
+    checked: int = 0  # update replies compared
+    mismatches: int = 0  # replies with at least one difference
+    examples: list[dict] = field(default_factory=list)  # the first few, with what differed
+    distinct_states: int = 0  # SQL evaluations (replies sharing filters share one)
+
+    def to_json(self) -> dict:
+        return {"checked": self.checked, "mismatches": self.mismatches,
+                "distinct_states": self.distinct_states, "examples": self.examples}
+
+
+class Checker:
+    """DuckDB over the dashboard's source: the expected bars for given filters."""
+
+    def __init__(self, spec: m.Dashboard, labels: dict[str, list]) -> None:
+        self.spec, self.labels = spec, labels
+        self.con = connect_source(spec)
+        self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
+                     for v in spec.views if isinstance(v, m.CategoricalView)}
+        # each view's bar key as a column, computed once: checks group by small columns
+        bars = ", ".join(f"{sql.bar_key_sql(v, self.tops.get(v.name))} AS __bar{i}"
+                         for i, v in enumerate(spec.views))
+        self.con.execute(f"CREATE TABLE chk AS SELECT *, {bars} FROM src")
+        self.column = {v.name: f"__bar{i}" for i, v in enumerate(spec.views)}
+        self._cache: dict[str, tuple[dict, int]] = {}
+        self.problems_once: list[str] = self._label_problems()
+
+    def check(self, replies: list[tuple[int, int, dict]]) -> CheckResult:
+        """Compare each (client, event index, update reply)."""
+        out = CheckResult()
+        for client, index, reply in replies:
+            out.checked += 1
+            problems = self.compare(reply)
+            if problems:
+                out.mismatches += 1
+                if len(out.examples) < MAX_EXAMPLES:
+                    out.examples.append({"client": client, "event": index,
+                                         "filters": reply.get("filters"), "problems": problems[:5]})
+        out.distinct_states = len(self._cache)
+        if self.problems_once:
+            out.examples.insert(0, {"problems": self.problems_once})
+        return out
+
+    def compare(self, reply: dict) -> list[str]:
+        """What differs between one update reply and SQL (empty: nothing)."""
+        views = sorted(reply.get("views", {}))
+        expected, selected = self.expected(reply.get("filters") or {}, views)
+        problems = []
+        if reply.get("selected") != selected:
+            problems.append(f"selected: {reply.get('selected')} rows, SQL {selected}")
+        for v in views:
+            problems += self._compare_view(v, reply["views"][v], expected[v])
+        return problems
+
+    def expected(self, filters: dict, views: list[str]) -> tuple[dict, int]:
+        """({view: {bar key: (count, sum, non-null)}}, rows passing every filter)."""
+        key = json.dumps([filters, views], sort_keys=True)
+        if key not in self._cache:
+            self._cache[key] = self._evaluate(filters, views)
+        return self._cache[key]
+
+    def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
+        preds = {n: sql.filter_sql(self.spec, n, v, self.tops) for n, v in filters.items()}
+        by_where: dict[str, list[str]] = {sql.where_sql(self.spec, preds, None): []}
+        for v in views:
+            by_where.setdefault(sql.where_sql(self.spec, preds, v), []).append(v)
+        out, selected = {}, 0
+        for j, (where, group) in enumerate(by_where.items()):
+            if not group:  # only the selected-rows count has this where
+                selected = self.con.execute(f"SELECT count(*) FROM chk WHERE {where}").fetchall()[0][0]
+                continue
+            cols = [self.column[v] for v in group]
+            measures = sorted({self.spec.view(v).aggregate.field for v in group} - {None})
+            aggs = "".join(f", sum({f}), count({f})" for f in measures)
+            # one scan per where: a grouping set per view, and () for the selected rows
+            sets = ", ".join(f"({c})" for c in cols) + (", ()" if j == 0 else "")
+            flags = ", ".join(f"GROUPING({c})" for c in cols)
+            q = (f"SELECT [{flags}], {', '.join(cols)}, count(*){aggs} FROM chk "
+                 f"WHERE {where} GROUP BY GROUPING SETS ({sets})")
+            found: dict[str, dict] = {v: {} for v in group}
+            for row in self.con.execute(q).fetchall():
+                grouped, keys = row[0], row[1:1 + len(group)]
+                n, rest = row[1 + len(group)], row[2 + len(group):]
+                if all(grouped):  # the () set
+                    selected = n
+                    continue
+                i = grouped.index(0)
+                mf = self.spec.view(group[i]).aggregate.field
+                s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) if mf \
+                    else (None, 0)
+                found[group[i]][keys[i]] = (n, s, k)
+            out.update(found)
+        return out, selected
+
+    def _compare_view(self, view: str, got: dict, expected: dict) -> list[str]:
+        labels = self.labels[view]
+        v = self.spec.view(view)
+        keys = _label_keys(v.type, labels)
+        index = {k: i for i, k in enumerate(keys)}
+        want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
+        problems = []
+        for key, (n, s, k) in expected.items():
+            if key is None:
+                continue  # rows the view drops
+            i = index.get(key)
+            if i is None:
+                problems.append(f"{view}: SQL has {n} rows in bar {key!r}, which the view lacks")
+                continue
+            want_n[i], want_s[i], want_k[i] = n, s or 0.0, k
+        counts, values = got.get("counts", []), got.get("values", [])
+        if len(counts) != len(labels) or len(values) != len(labels):
+            return [f"{view}: {len(counts)} counts / {len(values)} values for {len(labels)} bars"]
+        op = v.aggregate.op
+        for i, label in enumerate(labels):
+            if counts[i] != want_n[i]:
+                problems.append(f"{view}[{label}]: count {counts[i]}, SQL {want_n[i]}")
+                continue
+            want = (float(want_n[i]) if op == "count" else
+                    (want_s[i] if want_k[i] else None) if op == "sum" else
+                    (want_s[i] / want_k[i] if want_k[i] else None))
+            if not _close(values[i], want):
+                problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want}")
+        return problems
+
+    def _label_problems(self) -> list[str]:
+        out = []
+        for name, top in self.tops.items():
+            got = [x for x in self.labels[name] if x != sql.OTHER]
+            if got != top:
+                out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
+        return out
+
+
+def _label_keys(view_type: str, labels: list) -> list:
+    """Each bar's key as `sql.bar_key_sql` computes it."""
+    if view_type == "temporal":
+        return [pixels.to_micros(x) for x in labels]
+    if view_type == "categorical":
+        return [str(x) for x in labels]
+    return list(range(len(labels)))
+
+
+def _close(got, want) -> bool:
+    if want is None or got is None:
+        return got is None and want is None
+    return math.isclose(got, want, rel_tol=REL, abs_tol=REL)

@@ -1,0 +1,299 @@
+"""`brushfire bench`: for each engine, start a server (or use a running one), replay a
+trace with K clients, optionally check every update reply against DuckDB, and report
+latencies side by side with Brushfire's ratio to each baseline (JSON, a table, PNGs)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from brushfire.baselines import ENGINES
+from brushfire.bench import report, workloads
+from brushfire.bench.replay import ReplayError, replay, ws_url
+from brushfire.bench.trace import Trace, load_trace, save_trace, subsample
+from brushfire.errors import BrushfireError
+
+
+class BenchError(BrushfireError):
+    """A benchmark run could not be set up (server, options)."""
+
+
+def add_arguments(p) -> None:
+    """The options of `brushfire bench` (on an argparse parser)."""
+    where = p.add_argument_group("what to drive")
+    where.add_argument("--spec", help="dashboard spec: start a server per engine on a free port")
+    where.add_argument("--url", help="a running server instead, e.g. ws://127.0.0.1:8000")
+    where.add_argument("--engine", default="brushfire",
+                       help=f"comma-separated engines to compare: {', '.join(ENGINES)} or all "
+                            "(with --url: a label for that server)")
+    where.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+    where.add_argument("--spark-master", default=None, help="Spark master for capture and lazy")
+    what = p.add_argument_group("what to replay")
+    what.add_argument("--trace", help="replay this trace file (docs/trace.md)")
+    what.add_argument("--workload", default="slide", choices=sorted(workloads.WORKLOADS),
+                      help="generate the trace from the dashboard (default slide)")
+    what.add_argument("--views", help="comma-separated views for slide / multi (default: all)")
+    what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params")
+    what.add_argument("--events", type=int, default=None, help="events of multi, clicks, params")
+    what.add_argument("--limit", type=int, default=None,
+                      help="replay at most N events, evenly spaced over the trace")
+    what.add_argument("--save-trace", help="write the trace replayed to this file")
+    how = p.add_argument_group("how")
+    how.add_argument("--clients", type=int, default=1, help="concurrent clients (sessions)")
+    how.add_argument("--paced", action="store_true",
+                     help="send at the recorded times without waiting (default: next after reply)")
+    how.add_argument("--warmup", type=int, default=50,
+                     help="events replayed untimed first, on a separate session (default 50)")
+    how.add_argument("--check", action="store_true", help="compare every update reply with DuckDB")
+    how.add_argument("--check-every", type=int, default=1,
+                     help="check every k-th update reply of each client (default 1: all)")
+    how.add_argument("--out-dir", default="perf/results", help="where JSON and PNGs go")
+    how.add_argument("--name", default=None, help="file name prefix (default bench-<dashboard>-<workload>)")
+    how.add_argument("--no-plots", action="store_true")
+    how.add_argument("--start-timeout", type=float, default=3600.0,
+                     help="seconds to wait for a server to load or capture its dashboard")
+
+
+def run(args) -> int:
+    engines = _engines(args.engine)
+    if bool(args.spec) == bool(args.url):
+        msg = "give --spec (start servers) or --url (a running server), not both or neither"
+        raise BenchError(msg)
+    if args.url and len(engines) > 1:
+        msg = "with --url there is one server: --engine only labels it"
+        raise BenchError(msg)
+    unknown = [e for e in engines if e not in ENGINES]
+    if args.spec and unknown:
+        msg = f"unknown engine {unknown[0]!r}; engines: {', '.join(ENGINES)} (or all)"
+        raise BenchError(msg)
+    if args.clients < 1 or args.check_every < 1:
+        msg = "--clients and --check-every must be at least 1"
+        raise BenchError(msg)
+    given = load_trace(args.trace) if args.trace else None
+    out_dir = Path(args.out_dir)
+    runs: dict[str, dict] = {}
+    trace: Trace | None = None
+    checker = None
+    description: dict = {}
+    for engine in engines:
+        with _server(args, engine) as url:
+            name = given.dashboard if given else _only_dashboard(url)
+            description = _get_json(url, f"/api/dashboards/{name}")
+            if trace is None:
+                trace = subsample(given or _generate(args, description), args.limit)
+                if args.save_trace:
+                    print(f"trace written to {save_trace(trace, args.save_trace)}")
+            print(f"{engine}: replaying {len(trace.events)} events of {name} "
+                  f"({trace.meta.get('workload', 'trace')}), {args.clients} client(s), "
+                  f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
+            if args.warmup:  # untimed, on its own session: loads code paths, not session state
+                warm = subsample(trace, args.warmup)
+                asyncio.run(replay(url, Trace(warm.dashboard, warm.events[:args.warmup])))
+            load_before = os.getloadavg()
+            result = asyncio.run(replay(url, trace, args.clients, args.paced, keep_replies=args.check))
+            load_after = os.getloadavg()
+        summary = report.summarize(result.records, result.seconds)
+        runs[engine] = {"summary": summary, "load_avg": [load_before, load_after],
+                        "records": [asdict(r) for r in result.records]}
+        lat = summary["latency_ms"]
+        print(f"  p50 {lat.get('p50', 0):.3f} ms  p99 {lat.get('p99', 0):.3f} ms  "
+              f"max {lat.get('max', 0):.1f} ms  skipped {summary['skipped']}  errors {summary['errors']}"
+              + (f"  first error: {summary['first_errors'][0]}" if summary["first_errors"] else ""),
+              flush=True)
+        if args.check:
+            checker = checker or _checker(args, description)
+            picked = [x for x in result.replies if _nth(x, args.check_every)]
+            t0 = time.perf_counter()
+            check = checker.check(picked)
+            runs[engine]["check"] = check.to_json()
+            print(f"  check: {check.mismatches} mismatches in {check.checked} update replies "
+                  f"({check.distinct_states} distinct states, {time.perf_counter() - t0:.1f} s)")
+            for ex in check.examples[:3]:
+                print(f"    e.g. {json.dumps(ex)[:400]}")
+    assert trace is not None
+    summaries = {e: r["summary"] for e, r in runs.items()}
+    checks = {e: r["check"] for e, r in runs.items() if "check" in r}
+    text = report.table(summaries, checks)
+    print("\n" + text)
+    prefix = out_dir / (args.name or f"bench-{trace.dashboard}-{trace.meta.get('workload', 'trace')}")
+    result_json = {
+        "meta": _meta(args, trace, description, engines),
+        "table": text,
+        "ratios": report.ratios(summaries),
+        "engines": runs,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = prefix.with_name(prefix.name + ".json")
+    path.write_text(json.dumps(result_json, indent=1))
+    print(f"\nwrote {path}")
+    if not args.no_plots:
+        title = f"{trace.dashboard} ({description.get('rows', 0):,} rows), " \
+                f"{trace.meta.get('workload', 'trace')}"
+        for p in report.plot(runs, prefix, title):
+            print(f"wrote {p}")
+    failed = any(c["mismatches"] for c in checks.values())
+    return 1 if failed else 0
+
+
+def _engines(text: str) -> list[str]:
+    engines = list(ENGINES) if text == "all" else [e.strip() for e in text.split(",") if e.strip()]
+    return engines
+
+
+def _nth(reply: tuple[int, int, dict], every: int) -> bool:
+    return reply[1] % every == 0
+
+
+def _generate(args, description: dict) -> Trace:
+    info = workloads.DashboardInfo.from_description(description)
+    kwargs: dict = {}
+    if args.views and args.workload in ("slide", "multi"):
+        kwargs["views"] = args.views.split(",")
+    if args.workload != "slide":
+        kwargs["seed"] = args.seed
+        if args.events:
+            kwargs["events"] = args.events
+    try:
+        return workloads.WORKLOADS[args.workload](info, **kwargs)
+    except ValueError as e:
+        msg = f"cannot generate the {args.workload} workload: {e}"
+        raise BenchError(msg) from None
+
+
+def _checker(args, description: dict):
+    try:
+        from brushfire.bench.check import Checker
+    except ImportError:
+        msg = "--check needs DuckDB: pip install 'brushfire[bench]'"
+        raise BenchError(msg) from None
+    from brushfire.spec import load_dashboard
+
+    if not args.spec:
+        msg = "--check needs --spec too: the SQL runs on the spec's source"
+        raise BenchError(msg)
+    labels = {v["name"]: v["labels"] for v in description["views"]}
+    return Checker(load_dashboard(args.spec), labels)
+
+
+# --- servers -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _server(args, engine: str) -> Iterator[str]:
+    """The URL of a server for `engine`: --url, or a bench server started on a free port
+    (in its own process) and stopped afterwards."""
+    if args.url:
+        yield args.url
+        return
+    port = _free_port()
+    cmd = [sys.executable, "-m", "brushfire.bench.server", args.spec, "--engine", engine,
+           "--port", str(port)]
+    for opt in ("cache_dir", "spark_master"):
+        if getattr(args, opt):
+            cmd += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        url = f"ws://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, proc, log, args.start_timeout, engine)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log, timeout: float, engine: str) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            msg = f"the {engine} server exited ({proc.returncode}):\n{log.read()[-3000:]}"
+            raise BenchError(msg)
+        with contextlib.suppress(OSError, BenchError):
+            _get_json(url, "/health")
+            log.seek(0)
+            ready = [x for x in log.read().splitlines() if x.startswith("bench server:")]
+            print(ready[-1] if ready else f"{engine} server ready", flush=True)
+            return
+        if time.monotonic() > deadline:
+            msg = f"the {engine} server did not start within {timeout:.0f} s"
+            raise BenchError(msg)
+        time.sleep(0.25)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _http(url: str) -> str:
+    return "http" + url[2:] if url.startswith("ws") else url
+
+
+def _get_json(url: str, path: str) -> object:
+    try:
+        with urllib.request.urlopen(_http(url).rstrip("/") + path, timeout=30) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        msg = f"{_http(url)}{path}: HTTP {e.code}: {e.read().decode(errors='replace')[:300]}"
+        raise BenchError(msg) from None
+
+
+def _only_dashboard(url: str) -> str:
+    names = [d["name"] for d in _get_json(url, "/api/dashboards")]
+    if len(names) != 1:
+        msg = f"{url} serves {len(names)} dashboards ({', '.join(names)}): give a --trace for one"
+        raise BenchError(msg)
+    return names[0]
+
+
+def _meta(args, trace: Trace, description: dict, engines: list[str]) -> dict:
+    return {
+        "dashboard": trace.dashboard, "rows": description.get("rows"),
+        "trace": {"events": len(trace.events), **trace.meta},
+        "engines": engines, "clients": args.clients, "paced": args.paced,
+        "warmup": args.warmup, "check_every": args.check_every if args.check else None,
+        "spec": args.spec, "url": args.url or None, "ws": ws_url(args.url, trace.dashboard) if args.url else None,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "code": _git_commit(),
+    }
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        return subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    return None
+
+
+__all__ = ["BenchError", "ReplayError", "add_arguments", "run"]

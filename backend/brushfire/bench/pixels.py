@@ -1,0 +1,52 @@
+"""A view's pixel grid: its extent read off its bars, and the data value at each pixel
+edge of a 600-pixel axis. The workload generators brush between these edges (a brush
+drawn in a browser starts and ends on pixels), and the pre-aggregation baseline bins
+rows by them, so both must compute them the same way: here, once.
+
+Values are floats for histograms and UTC microseconds (ints) for temporal views.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+PIXELS = 600
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def extent(view_type: str, labels: list) -> tuple[float, float] | tuple[int, int]:
+    """(lo, hi) of a histogram (its bin edges) or temporal view (first bar start to the
+    last bar's end, the last bar as wide as the average bar)."""
+    if not labels:
+        msg = "a view without bars has no extent"
+        raise ValueError(msg)
+    if view_type == "histogram":
+        return float(labels[0][0]), float(labels[-1][1])
+    if view_type == "temporal":
+        first, last = to_micros(labels[0]), to_micros(labels[-1])
+        width = (last - first) // (len(labels) - 1) if len(labels) > 1 else 86_400_000_000
+        return first, last + width
+    msg = f"a {view_type} view has no interval extent"
+    raise ValueError(msg)
+
+
+def edges(lo: float | int, hi: float | int, pixels: int = PIXELS) -> list:
+    """The value at each of the pixels + 1 pixel edges (ints stay ints: microseconds)."""
+    if isinstance(lo, int) and isinstance(hi, int):
+        return [lo + (hi - lo) * p // pixels for p in range(pixels + 1)]
+    return [lo + (hi - lo) * p / pixels for p in range(pixels + 1)]
+
+
+def to_micros(iso: str) -> int:
+    t = datetime.fromisoformat(iso)
+    t = t.replace(tzinfo=t.tzinfo or UTC)
+    return (t - EPOCH) // timedelta(microseconds=1)
+
+
+def to_iso(us: int) -> str:
+    return (EPOCH + timedelta(microseconds=us)).isoformat()
+
+
+def wire(value: float | int, temporal: bool):
+    """A bound as a message carries it: a number, or an ISO time for temporal views."""
+    return to_iso(value) if temporal else value

@@ -1,0 +1,148 @@
+"""Replay a trace over WebSockets: K concurrent clients, each its own session, each
+sending every event of the trace and timing it from the send to the reply with the
+same `id`.
+
+Two modes. As fast as possible (default): a client sends the next message when the
+reply to the previous one has arrived. Paced: a client sends each message at its
+recorded time without waiting, as a user's browser would; the server may then answer a
+brush that a newer brush on the same view replaced with `{"type": "skipped"}`, counted
+apart from the latencies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
+
+from brushfire.bench.trace import Trace
+from brushfire.errors import BrushfireError
+
+
+class ReplayError(BrushfireError):
+    """The server could not be reached or stopped answering."""
+
+
+@dataclass
+class Record:
+    """One message of one client: when it was sent, how it was answered and how fast."""
+
+    client: int
+    index: int  # the event's position in the trace
+    kind: str  # message type, and the view or parameter it names
+    sent: float  # seconds since the replay started
+    reply_type: str  # update, skipped, error, state, details, highlight
+    latency_ms: float  # send -> matching reply (for skipped: -> the skip notice)
+    engine_ms: float | None = None  # the server's own compute time (`ms` of the reply)
+    selected: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class ReplayResult:
+    records: list[Record]
+    seconds: float  # wall time of the whole replay, all clients
+    replies: list[tuple[int, int, dict]] = field(default_factory=list)  # (client, index, update reply)
+
+
+def ws_url(url: str, dashboard: str) -> str:
+    """ws://host:port (optionally with a path prefix) -> the dashboard's session URL."""
+    return f"{url.rstrip('/')}/ws/{dashboard}"
+
+
+async def replay(url: str, trace: Trace, clients: int = 1, paced: bool = False,
+                 keep_replies: bool = False, timeout: float = 3600.0) -> ReplayResult:
+    """Replay `trace` on `clients` concurrent sessions of the server at `url`."""
+    target = ws_url(url, trace.dashboard)
+    t0 = time.perf_counter()
+    play = _paced if paced else _fast
+    results = await asyncio.gather(*(play(target, trace, c, t0, keep_replies, timeout)
+                                     for c in range(clients)))
+    seconds = time.perf_counter() - t0
+    records = [r for recs, _ in results for r in recs]
+    replies = [x for _, reps in results for x in reps]
+    return ReplayResult(records, seconds, replies)
+
+
+def kind_of(message: dict) -> str:
+    name = message.get("view") or message.get("name") or message.get("source")
+    return f"{message['type']} {name}" if name else message["type"]
+
+
+def _connect(target: str):
+    # no keepalive pings: a slow baseline may hold a reply for minutes
+    return connect(target, max_size=None, ping_interval=None, open_timeout=30)
+
+
+def _record(client: int, index: int, message: dict, sent: float, received: float, reply: dict,
+            t0: float) -> Record:
+    return Record(client, index, kind_of(message), sent - t0, reply.get("type", "?"),
+                  (received - sent) * 1e3, reply.get("ms"), reply.get("selected"),
+                  reply.get("message") if reply.get("type") == "error" else None)
+
+
+async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
+    records, replies = [], []
+    try:
+        async with _connect(target) as ws:
+            for i, ev in enumerate(trace.events):
+                text = json.dumps({**ev.message, "id": i})
+                sent = time.perf_counter()
+                await ws.send(text)
+                while True:
+                    raw = await asyncio.wait_for(ws.recv(), timeout)
+                    received = time.perf_counter()
+                    reply = json.loads(raw)
+                    if reply.get("id") == i:
+                        break
+                    if reply.get("type") == "error" and reply.get("id") is None:
+                        msg = f"{target}: {reply.get('message')}"
+                        raise ReplayError(msg)
+                records.append(_record(client, i, ev.message, sent, received, reply, t0))
+                if keep and reply.get("type") == "update":
+                    replies.append((client, i, reply))
+    except (OSError, TimeoutError, WebSocketException) as e:
+        msg = f"replay on {target} failed: {e or type(e).__name__}"
+        raise ReplayError(msg) from None
+    return records, replies
+
+
+async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
+    records, replies = [], []
+    sent: dict[int, float] = {}
+    try:
+        async with _connect(target) as ws:
+            async def sender() -> None:
+                start = time.perf_counter()
+                for i, ev in enumerate(trace.events):
+                    delay = start + ev.t / 1e3 - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    sent[i] = time.perf_counter()
+                    await ws.send(json.dumps({**ev.message, "id": i}))
+
+            task = asyncio.create_task(sender())
+            try:
+                for _ in trace.events:
+                    raw = await asyncio.wait_for(ws.recv(), timeout)
+                    received = time.perf_counter()
+                    reply = json.loads(raw)
+                    i = reply.get("id")
+                    if not isinstance(i, int) or i not in sent:
+                        msg = f"{target}: a reply to no message sent: {raw[:200]}"
+                        raise ReplayError(msg)
+                    records.append(_record(client, i, trace.events[i].message, sent[i], received,
+                                           reply, t0))
+                    if keep and reply.get("type") == "update":
+                        replies.append((client, i, reply))
+                await task
+            finally:
+                task.cancel()
+    except (OSError, TimeoutError, WebSocketException) as e:
+        msg = f"replay on {target} failed: {e or type(e).__name__}"
+        raise ReplayError(msg) from None
+    return sorted(records, key=lambda r: r.index), replies

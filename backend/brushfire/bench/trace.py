@@ -1,0 +1,135 @@
+"""Interaction traces: the client messages of one session with their times (docs/trace.md).
+
+    {"format": "brushfire-trace", "version": 1, "dashboard": "flights",
+     "events": [{"t": 0, "message": {"type": "brush", "view": "delay", "interval": [-20, 40]}},
+                {"t": 16.7, "message": {"type": "clear"}}]}
+
+`t` is milliseconds since the session started (a number >= 0, never decreasing);
+`message` is a client message of docs/protocol.md. A message's `id` is ignored: the
+replayer numbers the messages itself to match replies. A bad trace is rejected with the
+file, the event and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from brushfire import protocol
+from brushfire.errors import BrushfireError
+
+FORMAT = "brushfire-trace"
+VERSION = 1
+TOP_KEYS = {"format", "version", "dashboard", "events", "meta"}
+
+
+class TraceError(BrushfireError):
+    """A trace file is not a valid brushfire trace; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Event:
+    t: float  # ms since the session started
+    message: dict  # a client message (without `id`)
+
+
+@dataclass(frozen=True)
+class Trace:
+    dashboard: str
+    events: tuple[Event, ...]
+    meta: dict = field(default_factory=dict)  # free-form: workload, seed, recorder
+
+    def to_json(self) -> dict:
+        out = {"format": FORMAT, "version": VERSION, "dashboard": self.dashboard,
+               "events": [{"t": e.t, "message": e.message} for e in self.events]}
+        if self.meta:
+            out["meta"] = self.meta
+        return out
+
+
+def parse_trace(data: object, where: str = "trace") -> Trace:
+    """Validate a decoded trace document; raises TraceError naming the event and problem."""
+    if not isinstance(data, dict):
+        _fail(where, "", "a trace is a JSON object with format, version, dashboard and events")
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        _fail(where, "", f"unknown key {unknown[0]!r}; a trace has: {', '.join(sorted(TOP_KEYS))}")
+    if data.get("format") != FORMAT:
+        _fail(where, "format", f"must be {FORMAT!r}, got {data.get('format')!r}")
+    if data.get("version") != VERSION:
+        _fail(where, "version", f"must be {VERSION}, got {data.get('version')!r}")
+    dashboard = data.get("dashboard")
+    if not isinstance(dashboard, str) or not dashboard:
+        _fail(where, "dashboard", "must be the dashboard's name (a non-empty string)")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        _fail(where, "meta", "must be an object")
+    events = data.get("events")
+    if not isinstance(events, list):
+        _fail(where, "events", "must be a list of {t, message} objects")
+    out, last = [], 0.0
+    for i, ev in enumerate(events):
+        at = f"events[{i}]"
+        if not isinstance(ev, dict) or set(ev) != {"t", "message"}:
+            got = sorted(ev) if isinstance(ev, dict) else type(ev).__name__
+            _fail(where, at, f"an event is an object with exactly 't' and 'message', got {got}")
+        t = ev["t"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            _fail(where, f"{at}.t", f"must be a number of milliseconds >= 0, got {t!r}")
+        if t < last:
+            _fail(where, f"{at}.t", f"{t} is before the previous event's {last}: times never decrease")
+        last = t
+        message = ev["message"]
+        if not isinstance(message, dict):
+            _fail(where, f"{at}.message", "must be a client message object (docs/protocol.md)")
+        try:
+            protocol.parse(message)
+        except protocol.ProtocolError as e:
+            _fail(where, f"{at}.message", f"{e} (message: {json.dumps(message)[:200]})")
+        out.append(Event(t, {k: v for k, v in message.items() if k != "id"}))
+    return Trace(dashboard, tuple(out), meta)
+
+
+def load_trace(path: str | Path) -> Trace:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        msg = f"cannot read the trace {path}: {e.strerror}"
+        raise TraceError(msg) from None
+    except ValueError as e:
+        msg = f"{path}: not valid JSON: {e}"
+        raise TraceError(msg) from None
+    return parse_trace(data, str(path))
+
+
+def save_trace(trace: Trace, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(trace.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
+    return path
+
+
+def subsample(trace: Trace, limit: int | None) -> Trace:
+    """At most about `limit` events, evenly spaced over the trace, with their recorded
+    times; every event that is not a brush (clears, selects, parameters) is kept too, so
+    the sweeps of a sliding brush still end with their clears. Brush messages give their
+    whole interval, so the result is still a valid session."""
+    n = len(trace.events)
+    if limit is None or limit >= n:
+        return trace
+    if limit < 1:
+        msg = "--limit must be at least 1"
+        raise TraceError(msg)
+    step = n / limit
+    picks = {int(i * step) for i in range(limit)}
+    picks |= {i for i, e in enumerate(trace.events) if e.message["type"] != "brush"}
+    kept = tuple(trace.events[i] for i in sorted(picks))
+    return Trace(trace.dashboard, kept, {**trace.meta, "subsample": f"{len(kept)} of {n} events"})
+
+
+def _fail(where: str, key: str, problem: str):
+    msg = f"{where}: {key}: {problem}" if key else f"{where}: {problem}"
+    raise TraceError(msg)

@@ -1,0 +1,197 @@
+"""A dashboard's semantics as SQL text: the source, each view's bar per row, and each
+filter as a predicate (DESIGN.md, "Crossfilter semantics"). Written from the spec alone,
+never from the engine, so an SQL engine running it is an independent answer to compare
+with: the test oracle, the benchmark's correctness check and the SQL baselines use it.
+
+Two dialects: DuckDB (the default) and Spark SQL (the lazy baseline). Interval brushes
+select `lo <= x <= hi` on raw values and never null or NaN; temporal bounds are ISO times
+(naive = UTC) or UTC microseconds; '(other)' selects every non-null value beyond the top N.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from brushfire.errors import InteractionError
+from brushfire.spec import models as m
+
+OTHER = "(other)"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    epoch_us: str  # function: TIMESTAMP -> BIGINT microseconds since 1970 UTC
+    string: str  # the string type for CAST
+    quote_escape: str  # how a ' is written inside a string literal
+
+
+DUCKDB = Dialect("duckdb", "epoch_us", "VARCHAR", "''")
+SPARK = Dialect("spark", "unix_micros", "STRING", "\\'")
+
+
+def source_sql(source: m.Source, table: str) -> str:
+    """SELECT the source rows from `table`: derived columns added, static filters applied."""
+    derived = "".join(f", ({e}) AS {n}" for n, e in source.columns.items())
+    where = " AND ".join(f"({f})" for f in source.filters) or "TRUE"
+    return f"SELECT *{derived} FROM {table} WHERE {where}"
+
+
+def top_sql(view: m.CategoricalView) -> str:
+    """The view's top N values: by count descending, then value (as capture orders them)."""
+    return (f"SELECT {view.field} FROM src WHERE {view.field} IS NOT NULL GROUP BY 1 "
+            f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
+
+
+def bin_sql(col: str, b: m.Bin) -> str:
+    """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent)."""
+    lo, hi, nb = b.extent[0], b.extent[1], b.count
+    below = "0" if b.clamp else "NULL"
+    above = str(nb - 1) if b.clamp else "NULL"
+    x = f"CAST({col} AS DOUBLE)"
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL WHEN {x} < {lo} THEN {below} "
+            f"WHEN {x} > {hi} THEN {above} "
+            f"ELSE least(CAST(floor(({x} - {lo}) / {b.step}) AS BIGINT), {nb - 1}) END")
+
+
+def time_us(col: str, d: Dialect = DUCKDB) -> str:
+    return f"{d.epoch_us}(CAST({col} AS TIMESTAMP))"
+
+
+def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
+    """A key for the bar a row falls in, NULL when the view drops the row: the bar number
+    (histogram, heatmap), the bar's start in UTC microseconds (temporal), the value as a
+    string or '(other)' (categorical; `top` = the view's top values)."""
+    if isinstance(view, m.HistogramView):
+        return bin_sql(view.field, view.bin)
+    if isinstance(view, m.HeatmapView):
+        ix, iy = bin_sql(view.x.field, view.x.bin), bin_sql(view.y.field, view.y.bin)
+        return f"({ix}) * {view.y.bin.count} + ({iy})"
+    if isinstance(view, m.TemporalView):
+        return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({view.field} AS TIMESTAMP)))"
+    tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
+    other = lit(OTHER, d) if view.other else "NULL"
+    return (f"CASE WHEN {view.field} IS NULL THEN NULL WHEN {view.field} IN ({tops}) "
+            f"THEN CAST({view.field} AS {d.string}) ELSE {other} END")
+
+
+# --- filters as predicates ---------------------------------------------------------------
+
+
+def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB) -> str:
+    """lo <= col <= hi (None = open end); never null, never NaN."""
+    lo, hi = _pair(interval)
+    x = time_us(col, d) if temporal else col
+    parts = [f"{col} IS NOT NULL"]
+    if not temporal:
+        parts.append(f"NOT isnan(CAST({col} AS DOUBLE))")
+    if lo is not None:
+        parts.append(f"{x} >= {num(micros(lo) if temporal else _number(lo))}")
+    if hi is not None:
+        parts.append(f"{x} <= {num(micros(hi) if temporal else _number(hi))}")
+    return " AND ".join(parts)
+
+
+def brush_sql(view, interval, y=None, d: Dialect = DUCKDB) -> str:
+    if isinstance(view, m.HeatmapView):
+        if y is None:
+            msg = f"view {view.name!r} takes a rect brush: give x and y intervals"
+            raise InteractionError(msg)
+        return f"({interval_sql(view.x.field, interval, d=d)}) AND ({interval_sql(view.y.field, y, d=d)})"
+    return interval_sql(view.field, interval, isinstance(view, m.TemporalView), d)
+
+
+def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str:
+    """The rows whose value is in `values` ('(other)': non-null and not in `top`)."""
+    if not isinstance(values, (list, tuple)):
+        msg = f"select takes a list of values, got {values!r}"
+        raise InteractionError(msg)
+    parts = []
+    plain = [x for x in values if x != OTHER]
+    if plain:
+        parts.append(f"{view.field} IN ({', '.join(lit(x, d) for x in plain)})")
+    if OTHER in values:
+        tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
+        parts.append(f"({view.field} IS NOT NULL AND {view.field} NOT IN ({tops}))")
+    return " OR ".join(parts) or "FALSE"
+
+
+def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
+    """`field <op> value` (range ops never pass NaN)."""
+    op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
+    guard = f" AND NOT isnan(CAST({p.field} AS DOUBLE))" if p.op != "eq" else ""
+    return f"{p.field} {op} {lit(value, d)}{guard}"
+
+
+def filter_sql(dash: m.Dashboard, name: str, value, tops: dict[str, list], d: Dialect = DUCKDB) -> str:
+    """The predicate of one entry of a session's `filters` ({name: value as given}):
+    a brush's `[interval, y]`, a select's values, or a parameter's value."""
+    if name in {p.name for p in dash.interactions.parameters}:
+        return parameter_sql(dash.parameter(name), value, d)
+    view = dash.view(name)
+    if isinstance(view, m.CategoricalView):
+        return select_sql(view, value, tops.get(name), d)
+    interval, y = value
+    return brush_sql(view, interval, y, d)
+
+
+def applies(dash: m.Dashboard, f: str, view: str) -> bool:
+    """Does active filter `f` filter `view`? Parameters filter every view; a brush filters
+    the other views of every crossfilter group its view is in."""
+    if f in {p.name for p in dash.interactions.parameters}:
+        return True
+    return f != view and any(f in g.views and view in g.views for g in dash.interactions.crossfilter)
+
+
+def where_sql(dash: m.Dashboard, preds: dict[str, str], view: str | None) -> str:
+    """The conjunction of the predicates that apply to `view` (all of them for None)."""
+    parts = [p for f, p in preds.items() if view is None or applies(dash, f, view)]
+    return " AND ".join(f"({p})" for p in parts) or "TRUE"
+
+
+# --- literals ----------------------------------------------------------------------------
+
+
+def micros(x) -> int:
+    """A time bound as UTC microseconds: ISO text or datetime (naive = UTC), or a number
+    already in microseconds (as the engine takes them)."""
+    if isinstance(x, str):
+        try:
+            x = datetime.fromisoformat(x)
+        except ValueError:
+            msg = f"bound {x!r} is not an ISO time"
+            raise InteractionError(msg) from None
+    if isinstance(x, datetime):
+        return int(round(x.replace(tzinfo=x.tzinfo or UTC).timestamp() * 1_000_000))
+    return int(_number(x))
+
+
+def num(x) -> str:
+    if isinstance(x, float) and math.isinf(x):
+        return "CAST('Infinity' AS DOUBLE)" if x > 0 else "CAST('-Infinity' AS DOUBLE)"
+    return repr(float(x)) if isinstance(x, float) else str(x)
+
+
+def lit(x, d: Dialect = DUCKDB) -> str:
+    if isinstance(x, str):
+        escaped = x.replace("\\", "\\\\") if d is SPARK else x
+        return "'" + escaped.replace("'", d.quote_escape) + "'"
+    return num(_number(x))
+
+
+def _number(x) -> float | int:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or (isinstance(x, float) and math.isnan(x)):
+        msg = f"bound {x!r} is not a number"
+        raise InteractionError(msg)
+    return x
+
+
+def _pair(interval) -> tuple:
+    try:
+        lo, hi = interval
+    except (TypeError, ValueError):
+        msg = f"an interval is [lo, hi], got {interval!r}"
+        raise InteractionError(msg) from None
+    return lo, hi

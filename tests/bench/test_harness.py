@@ -1,0 +1,173 @@
+"""`brushfire bench` end to end on small data: real bench servers (one process per
+engine) on loopback, real WebSocket clients, DuckDB checking every update reply."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from brushfire import Dashboard, protocol
+from brushfire.baselines import with_engine
+from brushfire.bench.check import Checker
+from brushfire.bench.trace import Event, Trace, save_trace, subsample
+from brushfire.bench.workloads import DashboardInfo, clicks, multi, params, slide
+from brushfire.cli import main
+from brushfire.server.app import describe_dashboard
+
+pytestmark = pytest.mark.spark
+
+
+def bench_spec(path) -> dict:
+    return {
+        "name": "benchy",
+        "source": {"path": str(path)},
+        "views": [
+            {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+            {"name": "hk", "type": "histogram", "field": "k",
+             "bin": {"step": 7, "extent": [-10, 100], "clamp": True}},
+            {"name": "cat", "type": "categorical", "field": "cat", "top": 5},
+            {"name": "week", "type": "temporal", "field": "t", "unit": "week"},
+            {"name": "mean_m", "type": "histogram", "field": "k", "brush": "none",
+             "bin": {"step": 20, "extent": [-20, 120]}, "aggregate": {"op": "mean", "field": "m"}},
+        ],
+        "interactions": {"crossfilter": [{"views": ["hx", "hk", "cat", "week", "mean_m"]}],
+                         "details": {"columns": ["x", "cat", "t"], "page_size": 5},
+                         "parameters": [{"name": "pdest", "field": "dest"}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def captured(spark, small_parquet, tmp_path_factory):
+    """The spec as a file and its lineage in a cache the bench servers load (no Spark)."""
+    folder = tmp_path_factory.mktemp("bench")
+    spec = folder / "benchy.yaml"
+    spec.write_text(yaml.safe_dump(bench_spec(small_parquet)))
+    cache = folder / "cache"
+    dash = Dashboard.open(spec, spark=spark, cache_dir=cache)
+    return spec, cache, dash
+
+
+def mixed_trace(dash) -> Trace:
+    """Sliding brushes (a subsample), multi-brush drags, clicks and parameter changes."""
+    info = DashboardInfo.from_description(describe_dashboard(dash))
+    parts = [subsample(slide(info), 120), multi(info, seed=1, events=120), clicks(info, events=40),
+             params(info, events=30)]
+    events, t = [], 0.0
+    for part in parts:
+        events += [replace(e, t=t + e.t) for e in part.events]
+        t = events[-1].t + 1
+    return Trace(dash.name, tuple(events), {"workload": "mixed"})
+
+
+def run_bench(capsys, *args: str) -> tuple[int, str]:
+    code = main(["bench", *args])
+    return code, capsys.readouterr().out
+
+
+def test_every_engine_answers_each_interaction_as_sql_does(captured, tmp_path, capsys):
+    spec, cache, dash = captured
+    trace = mixed_trace(dash)
+    path = save_trace(trace, tmp_path / "mixed.json")
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--trace", str(path),
+                          "--engine", "brushfire,duckdb,preagg", "--warmup", "10", "--check",
+                          "--out-dir", str(tmp_path), "--name", "mixed")
+    assert code == 0, out
+    result = json.loads((tmp_path / "mixed.json").read_text())
+    n = len(trace.events)
+    for engine in ("brushfire", "duckdb", "preagg"):
+        run = result["engines"][engine]
+        assert run["summary"]["replies"] == {"update": n}, (engine, run["summary"]["first_errors"])
+        assert run["check"]["checked"] == n and run["check"]["mismatches"] == 0, run["check"]
+        assert run["summary"]["latency_ms"]["n"] == n and run["summary"]["latency_ms"]["p50"] > 0
+    assert set(result["ratios"]) == {"duckdb", "preagg"}
+    assert result["ratios"]["duckdb"]["p50_ratio"] == pytest.approx(
+        result["engines"]["brushfire"]["summary"]["latency_ms"]["p50"]
+        / result["engines"]["duckdb"]["summary"]["latency_ms"]["p50"])
+    assert "0 mismatches in" in out and "bf/p50" in out
+    for what in ("latency", "trace", "selected", "compare"):
+        assert (tmp_path / f"mixed-{what}.png").stat().st_size > 10_000
+
+
+def test_paced_clients_get_every_message_answered(captured, tmp_path, capsys):
+    spec, cache, dash = captured
+    info = DashboardInfo.from_description(describe_dashboard(dash))
+    burst = [Event(0.0, e.message) for e in slide(info, views=["hx"], widths=(0.2,)).events[:300]]
+    path = save_trace(Trace(dash.name, tuple(burst)), tmp_path / "burst.json")
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--trace", str(path),
+                          "--paced", "--clients", "3", "--warmup", "0", "--check", "--no-plots",
+                          "--out-dir", str(tmp_path), "--name", "burst")
+    assert code == 0, out
+    run = json.loads((tmp_path / "burst.json").read_text())["engines"]["brushfire"]
+    records = run["records"]
+    for client in range(3):  # each message answered once: an update, or skipped by a newer brush
+        mine = [r for r in records if r["client"] == client]
+        assert sorted(r["index"] for r in mine) == list(range(300))
+        assert {r["reply_type"] for r in mine} <= {"update", "skipped"}
+        assert next(r for r in mine if r["index"] == 299)["reply_type"] == "update"  # latest wins
+    assert run["summary"]["skipped"] == sum(r["reply_type"] == "skipped" for r in records)
+    assert run["summary"]["latency_ms"]["n"] == 900 - run["summary"]["skipped"]
+    assert run["check"]["mismatches"] == 0 and run["check"]["checked"] == run["summary"]["latency_ms"]["n"]
+
+
+def test_the_lazy_spark_baseline_answers_as_sql_does(captured, tmp_path, capsys):
+    spec, cache, _ = captured
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--engine", "lazy",
+                          "--workload", "multi", "--events", "6", "--limit", "6", "--warmup", "0",
+                          "--check", "--no-plots", "--out-dir", str(tmp_path), "--name", "lazy")
+    assert code == 0, out
+    run = json.loads((tmp_path / "lazy.json").read_text())["engines"]["lazy"]
+    assert run["check"]["mismatches"] == 0 and run["check"]["checked"] == run["summary"]["messages"] > 5
+
+
+def test_the_check_reports_what_differs(captured):
+    spec, _, dash = captured
+    checker = Checker(dash.spec, {v.name: v.labels for v in dash.store.views})
+    session = dash.session()
+    protocol.handle(session, {"type": "select", "view": "cat", "values": ["c01", "(other)"]})
+    reply = protocol.handle(session, {"type": "brush", "view": "hx", "interval": [20, 61.5]})
+    assert checker.compare(reply) == []
+    bad = json.loads(json.dumps(reply))
+    bad["views"]["week"]["counts"][3] += 1
+    bad["views"]["mean_m"]["values"][2] = (bad["views"]["mean_m"]["values"][2] or 0) + 1e-6
+    bad["selected"] -= 1
+    problems = checker.compare(bad)
+    week = dash.store.view("week").labels[3]
+    assert problems[0] == f"selected: {reply['selected'] - 1} rows, SQL {reply['selected']}"
+    assert problems[1].startswith("mean_m[[20.0, 40.0]]: mean ")  # views in name order
+    assert problems[2].startswith(f"week[{week}]: count {reply['views']['week']['counts'][3] + 1}, SQL ")
+    assert len(problems) == 3
+    result = checker.check([(0, 7, reply), (0, 8, bad)])
+    assert (result.checked, result.mismatches, result.examples[0]["event"]) == (2, 1, 8)
+
+
+def test_the_duckdb_baseline_pages_details_and_refuses_highlight(captured):
+    _, _, dash = captured
+    base, own = with_engine(dash, "duckdb").session(), dash.session()
+    for s in (base, own):
+        protocol.handle(s, {"type": "brush", "view": "hk", "interval": [3, 40]})
+        protocol.handle(s, {"type": "parameter", "name": "pdest", "value": "BBB"})
+    for view, bars in ((None, None), ("cat", [0, 5])):
+        msg = {"type": "details", "view": view, "bars": bars, "page_size": 10_000}
+        got, want = protocol.handle(base, msg), protocol.handle(own, msg)
+        assert got["total"] == want["total"] > 0
+        assert sorted(got["rows"], key=lambda r: r["rid"]) == sorted(want["rows"], key=lambda r: r["rid"])
+    everything = protocol.handle(base, {"type": "details", "page_size": 10_000})["rows"]
+    second = protocol.handle(base, {"type": "details", "page": 1})  # pages of 5, in rid order
+    assert second["rows"] == sorted(everything, key=lambda r: r["rid"])[5:10]
+    reply = protocol.handle(base, {"type": "highlight", "id": 3, "source": "cat", "bars": [0]})
+    assert reply == {"type": "error", "id": 3,
+                     "message": "linked highlighting is not offered by the duckdb baseline"}
+
+
+def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path, capsys):
+    spec, cache, _ = captured
+    assert main(["bench", "--spec", str(spec), "--url", "ws://127.0.0.1:1"]) == 1
+    assert "give --spec (start servers) or --url" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "brushfire-trace", "version": 1, "dashboard": "benchy",
+                               "events": [{"t": 0, "message": {"type": "brush", "view": "hx"}}]}))
+    assert main(["bench", "--spec", str(spec), "--trace", str(bad)]) == 1
+    assert "bad.json: events[0].message: brush.interval: Field required" in capsys.readouterr().err
