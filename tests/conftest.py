@@ -33,7 +33,7 @@ def spark():
 def chromium():
     from playwright.sync_api import sync_playwright
 
-    from brushfire.server.app import frontend_dist
+    from brushfire.describe import frontend_dist
 
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make test` (installs Debian's chromium)"
     assert (frontend_dist() / "index.html").exists(), "the frontend is not built: run `make frontend`"

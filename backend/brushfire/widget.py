@@ -34,9 +34,9 @@ import traitlets as t
 
 from brushfire import protocol
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError
-from brushfire.server.app import describe_dashboard, frontend_dist
 from brushfire.spec import models as m
 
 DETAILS_PAGE = 10_000  # rows per details request to a server: the protocol's maximum

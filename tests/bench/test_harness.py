@@ -15,7 +15,7 @@ from brushfire.bench.check import Checker
 from brushfire.bench.trace import Event, Trace, save_trace, subsample
 from brushfire.bench.workloads import DashboardInfo, clicks, multi, params, slide
 from brushfire.cli import main
-from brushfire.server.app import describe_dashboard
+from brushfire.describe import describe_dashboard
 
 pytestmark = pytest.mark.spark
 

@@ -16,8 +16,8 @@ from comm.base_comm import BaseComm
 
 import brushfire
 from brushfire import BrushfireError, CaptureError, InteractionError, SpecError, protocol
+from brushfire.describe import frontend_dist
 from brushfire.server import create_app
-from brushfire.server.app import frontend_dist
 from brushfire.widget import DashboardWidget
 from live_server import live_server
 from oracle import Oracle

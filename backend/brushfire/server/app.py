@@ -13,27 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterable
-from functools import cache
-from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from brushfire import charts, protocol
+from brushfire import protocol
 from brushfire.dashboard import Dashboard
+from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.server.hosting import HostedDashboard
 
 PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
-
-
-def frontend_dist() -> Path:
-    """The built frontend: $BRUSHFIRE_FRONTEND, else `frontend/dist` of the source tree."""
-    env = os.environ.get("BRUSHFIRE_FRONTEND")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "frontend" / "dist"
 
 
 def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> FastAPI:
@@ -153,42 +145,6 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         pass
     finally:
         task.cancel()
-
-
-@cache
-def describe_dashboard(dash: Dashboard) -> dict:
-    """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
-    full-data bars), its labels and initial values (after default parameters); the
-    parameters with their choices; the highlight and details declarations. Computed once
-    per dashboard: the store is read-only."""
-    session = dash.session()
-    initial = session.views()
-    session.clear()  # the full-data bars, drawn behind the filtered ones
-    full = session.views()
-    views = []
-    for v, layout in zip(dash.spec.views, dash.store.views, strict=True):
-        brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
-        views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
-                      "aggregate": v.aggregate.op, "labels": layout.labels,
-                      "counts": initial[v.name].counts, "values": initial[v.name].values,
-                      "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
-    details = dash.spec.interactions.details
-    return {
-        "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
-        "views": views,
-        "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
-        "filters": protocol.jsonable(session.filters),
-        "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
-        "details": details.model_dump() if details else None,
-    }
-
-
-def _parameter_json(dash: Dashboard, p) -> dict:
-    """A parameter's widget: the choices of a dropdown, the value range of a slider."""
-    kind, domain = dash.store.parameter_domain(p.name)
-    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
-            "values": domain if kind == "values" else None,
-            "range": domain if kind == "range" and domain else None}
 
 
 def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:

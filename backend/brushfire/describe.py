@@ -1,0 +1,53 @@
+"""What a client needs to draw a dashboard, shared by the server and the Jupyter widget
+(neither FastAPI nor Jupyter here): the dashboard's description and the built frontend."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+from brushfire import charts, protocol
+from brushfire.dashboard import Dashboard
+
+
+def frontend_dist() -> Path:
+    """The built frontend: $BRUSHFIRE_FRONTEND, else `frontend/dist` of the source tree."""
+    env = os.environ.get("BRUSHFIRE_FRONTEND")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "frontend" / "dist"
+
+
+@cache
+def describe_dashboard(dash: Dashboard) -> dict:
+    """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
+    full-data bars), its labels and initial values (after default parameters); the
+    parameters with their choices; the highlight and details declarations. Computed once
+    per dashboard: the store is read-only."""
+    session = dash.session()
+    initial = session.views()
+    session.clear()  # the full-data bars, drawn behind the filtered ones
+    full = session.views()
+    views = []
+    for v, layout in zip(dash.spec.views, dash.store.views, strict=True):
+        brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
+        views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
+                      "aggregate": v.aggregate.op, "labels": layout.labels,
+                      "counts": initial[v.name].counts, "values": initial[v.name].values,
+                      "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
+    details = dash.spec.interactions.details
+    return {
+        "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
+        "views": views,
+        "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
+        "filters": protocol.jsonable(session.filters),
+        "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
+        "details": details.model_dump() if details else None,
+    }
+
+
+def _parameter_json(dash: Dashboard, p) -> dict:
+    """A parameter's widget: the choices of a dropdown, the value range of a slider."""
+    kind, domain = dash.store.parameter_domain(p.name)
+    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
+            "values": domain if kind == "values" else None,
+            "range": domain if kind == "range" and domain else None}
