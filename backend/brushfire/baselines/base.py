@@ -214,15 +214,15 @@ class SqlSession:
 
 class BaselineDashboard:
     """A captured dashboard's description (labels, plan, parameter values) whose sessions
-    are baseline sessions: what `server.app` needs (`session()`, `spec`, `plan`, `name`,
-    `store.views`, `store.n_rows`, `store.indexes[parameter].keys`) without the lineage."""
+    are baseline sessions: what the server needs (`session()`, `spec`, `plan`, `name`,
+    `store.views`, `store.n_rows`, `store.parameter_domain`) without the lineage."""
 
     def __init__(self, dash, backend: Backend, session_class: type[SqlSession]) -> None:
         self.spec, self.plan, self.name = dash.spec, dash.plan, dash.name
-        self.store = SimpleNamespace(
-            views=dash.store.views, n_rows=dash.store.n_rows,
-            indexes={p.name: SimpleNamespace(keys=dash.store.indexes[p.name].keys)
-                     for p in dash.spec.interactions.parameters})
+        domains = {p.name: dash.store.parameter_domain(p.name)  # copied: the lineage can go
+                   for p in dash.spec.interactions.parameters}
+        self.store = SimpleNamespace(views=dash.store.views, n_rows=dash.store.n_rows,
+                                     parameter_domain=domains.__getitem__)
         self.backend, self.session_class = backend, session_class
 
     def session(self) -> SqlSession:
