@@ -4,9 +4,13 @@ engine) on loopback, real WebSocket clients, DuckDB checking every update reply.
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from dataclasses import replace
 
 import pytest
+import uvicorn
 import yaml
 
 from brushfire import Dashboard, protocol
@@ -16,6 +20,7 @@ from brushfire.bench.trace import Event, Trace, save_trace, subsample
 from brushfire.bench.workloads import DashboardInfo, clicks, multi, params, slide
 from brushfire.cli import main
 from brushfire.describe import describe_dashboard
+from brushfire.server import create_app
 
 pytestmark = pytest.mark.spark
 
@@ -112,6 +117,29 @@ def test_paced_clients_get_every_message_answered(captured, tmp_path, capsys):
     assert run["check"]["mismatches"] == 0 and run["check"]["checked"] == run["summary"]["latency_ms"]["n"]
 
 
+def test_a_running_server_is_driven_by_url(captured, tmp_path, capsys):
+    spec, _, dash = captured
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app({dash.name: dash}), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        code, out = run_bench(capsys, "--url", f"ws://127.0.0.1:{port}", "--engine", "mine",
+                              "--spec", str(spec), "--workload", "clicks", "--events", "30", "--check",
+                              "--no-plots", "--out-dir", str(tmp_path), "--name", "url")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert code == 0, out
+    run = json.loads((tmp_path / "url.json").read_text())["engines"]["mine"]
+    assert run["summary"]["replies"] == {"update": 30} and run["check"]["mismatches"] == 0
+
+
 def test_the_lazy_spark_baseline_answers_as_sql_does(captured, tmp_path, capsys):
     spec, cache, _ = captured
     code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--engine", "lazy",
@@ -164,8 +192,11 @@ def test_the_duckdb_baseline_pages_details_and_refuses_highlight(captured):
 
 def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path, capsys):
     spec, cache, _ = captured
-    assert main(["bench", "--spec", str(spec), "--url", "ws://127.0.0.1:1"]) == 1
-    assert "give --spec (start servers) or --url" in capsys.readouterr().err
+    assert main(["bench", "--trace", "t.json"]) == 1
+    assert "give --spec (start a server per engine) or --url" in capsys.readouterr().err
+    assert main(["bench", "--spec", str(spec), "--engine", "brushfire,sqlite"]) == 1
+    assert "unknown engine 'sqlite'; engines: brushfire, duckdb, preagg, lazy (or all)" in \
+        capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "brushfire-trace", "version": 1, "dashboard": "benchy",
                                "events": [{"t": 0, "message": {"type": "brush", "view": "hx"}}]}))

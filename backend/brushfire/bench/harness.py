@@ -35,8 +35,9 @@ class BenchError(BrushfireError):
 def add_arguments(p) -> None:
     """The options of `brushfire bench` (on an argparse parser)."""
     where = p.add_argument_group("what to drive")
-    where.add_argument("--spec", help="dashboard spec: start a server per engine on a free port")
-    where.add_argument("--url", help="a running server instead, e.g. ws://127.0.0.1:8000")
+    where.add_argument("--spec", help="dashboard spec: start a server per engine on a free port "
+                                      "(with --url: only the source for --check)")
+    where.add_argument("--url", help="drive this running server instead, e.g. ws://127.0.0.1:8000")
     where.add_argument("--engine", default="brushfire",
                        help=f"comma-separated engines to compare: {', '.join(ENGINES)} or all "
                             "(with --url: a label for that server)")
@@ -70,14 +71,14 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     engines = _engines(args.engine)
-    if bool(args.spec) == bool(args.url):
-        msg = "give --spec (start servers) or --url (a running server), not both or neither"
+    if not args.spec and not args.url:
+        msg = "give --spec (start a server per engine) or --url (drive a running server)"
         raise BenchError(msg)
     if args.url and len(engines) > 1:
         msg = "with --url there is one server: --engine only labels it"
         raise BenchError(msg)
     unknown = [e for e in engines if e not in ENGINES]
-    if args.spec and unknown:
+    if not args.url and unknown:
         msg = f"unknown engine {unknown[0]!r}; engines: {', '.join(ENGINES)} (or all)"
         raise BenchError(msg)
     if args.clients < 1 or args.check_every < 1:
