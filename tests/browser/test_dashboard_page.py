@@ -197,3 +197,24 @@ def _text(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+def test_record_downloads_a_trace_the_harness_replays(page, served, tmp_path):
+    from brushfire.bench.trace import load_trace
+
+    _, dash = served
+    page.click("[data-action=record]")
+    drag(page, "hx", 20, 50, steps=5)
+    page.select_option("select[name=dest]", "BBB")
+    page.wait_for_function(IDLE)
+    with page.expect_download() as download:
+        page.click("[data-action=record]")  # stop: the trace downloads
+    path = tmp_path / "session.json"
+    download.value.save_as(path)
+    trace = load_trace(path)  # the harness's own validation: format, times, messages
+    assert trace.dashboard == "browse"
+    kinds = [e.message["type"] for e in trace.events]
+    assert kinds.count("brush") >= 2 and kinds[-1] == "parameter"
+    assert [e.t for e in trace.events] == sorted(e.t for e in trace.events)
+    last_brush = [e.message for e in trace.events if e.message["type"] == "brush"][-1]
+    assert last_brush["interval"] == page.evaluate("window.brushfire.ui.filters.hx")[0]
