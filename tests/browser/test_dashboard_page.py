@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pytest
 
+from bars import sql_count, sql_values
 from oracle import Oracle
 
 pytestmark = pytest.mark.spark
@@ -45,25 +46,11 @@ def shown(page, view: str, field: str = "value") -> list:
         .data('bars').slice().sort((a, b) => a.bar - b.bar).map(r => r[field])""", [view, field])
 
 
-def expected(oracle, dash, view: str, extra: str = "TRUE") -> list:
-    """SQL's value of each bar of `view`, in bar order (0 for empty count bars)."""
-    layout = dash.store.view(view)
-    v = dash.spec.view(view)
-    got = oracle.view(view, extra)
-    out = []
-    for i, label in enumerate(layout.labels):
-        key = label.replace("+00:00", "") if v.type == "temporal" else \
-            label if v.type == "categorical" else i
-        count, total, mean = got.get(key, (0, None, None))
-        out.append({"count": count, "sum": total, "mean": mean}[v.aggregate.op])
-    return out
-
-
 def assert_views_match(page, oracle, dash, skip=()) -> None:
     for v in dash.spec.views:
         if v.name in skip:
             continue
-        want, got = expected(oracle, dash, v.name), shown(page, v.name)
+        want, got = sql_values(oracle, dash, v.name), shown(page, v.name)
         assert len(want) == len(got), v.name
         for i, (a, b) in enumerate(zip(got, want, strict=True)):
             if b is None or (isinstance(b, float) and math.isnan(b)):
@@ -74,10 +61,6 @@ def assert_views_match(page, oracle, dash, skip=()) -> None:
 
 def selected(page) -> int:
     return page.evaluate("window.brushfire.ui.selected")
-
-
-def sql_count(oracle) -> int:
-    return oracle.con.execute(f"SELECT count(*) FROM src WHERE {oracle.where(None)}").fetchone()[0]
 
 
 def test_dragging_a_histogram_brush_filters_the_other_views_as_sql_does(page, served, oracle):
@@ -92,7 +75,7 @@ def test_dragging_a_histogram_brush_filters_the_other_views_as_sql_does(page, se
     assert f"{sql_count(oracle):,} selected" in page.inner_text(".bf-status")
     assert "last brush:" in page.inner_text(".bf-latency")
     # the full-data bars stay behind the filtered ones
-    assert shown(page, "cat", "full") == expected(Oracle(dash.spec), dash, "cat")
+    assert shown(page, "cat", "full") == sql_values(Oracle(dash.spec), dash, "cat")
 
 
 def test_click_and_shift_click_select_categorical_bars(page, served, oracle):
@@ -155,7 +138,7 @@ def test_hovering_a_source_bar_highlights_its_share_of_the_targets(page, served,
     x, y = to_pixel(page, "cat", label, max(shown(page, "cat")) / 20)
     page.mouse.move(x, y)
     page.wait_for_function("window.brushfire.ui.metrics.some(m => m.type === 'highlight')")
-    want = expected(oracle, dash, "hx", extra=f"cat = '{label}'")
+    want = sql_values(oracle, dash, "hx", extra=f"cat = '{label}'")
     assert shown(page, "hx", "hl") == want
     page.mouse.move(5, 5)  # leaving the bar removes the highlight
     page.wait_for_function("window.brushfire.ui.charts.get('hx').view.data('bars').every(r => r.hl === null)")

@@ -19,10 +19,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from bars import same, sql_count, sql_values
 from brushfire.server import create_app
 from live_server import live_server
 from oracle import Oracle
-from widget.sql import same, sql_count, sql_values
 
 pytestmark = pytest.mark.spark
 

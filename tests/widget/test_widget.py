@@ -15,13 +15,13 @@ import yaml
 from comm.base_comm import BaseComm
 
 import brushfire
+from bars import same, sql_count, sql_values
 from brushfire import BrushfireError, CaptureError, InteractionError, SpecError, protocol
 from brushfire.describe import frontend_dist
 from brushfire.server import create_app
 from brushfire.widget import DashboardWidget
 from live_server import live_server
 from oracle import Oracle
-from widget.sql import same, sql_count, sql_values
 
 pytestmark = pytest.mark.spark
 

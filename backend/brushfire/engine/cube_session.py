@@ -13,7 +13,14 @@ import time
 
 import numpy as np
 
-from brushfire.engine.session import Update, ViewData, _interval, _value_range, _view_data
+from brushfire.engine.session import (
+    Update,
+    ViewData,
+    _interval,
+    _param_range,
+    _value_range,
+    _view_data,
+)
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import OTHER, Aggregates
 from brushfire.lineage.cube_store import CubeStore
@@ -57,10 +64,7 @@ class CubeSession:
         if f.kind == "param_eq":
             chosen = [i for i, x in enumerate(keys.values) if x == value]
             return self._apply(name, np.array(chosen, np.int64), value)
-        op = self.plan.dashboard.parameter(name).op
-        v = _interval((value, value), keys)[0]
-        lo, hi = {"lt": (None, v), "lte": (None, v), "gt": (v, None), "gte": (v, None)}[op]
-        start, stop = _value_range(keys, lo, hi, strict_lo=op == "gt", strict_hi=op == "lt")
+        start, stop = _param_range(keys, self.plan.dashboard.parameter(name).op, value)
         return self._apply(name, np.arange(start, stop), value)
 
     def clear(self, name: str | None = None) -> Update:

@@ -159,10 +159,7 @@ class Session:
         ix = self.store.indexes[name]
         if f.kind == "param_eq":
             return self._apply(name, Selection(_key_ranges(ix, [value], None), None, value))
-        op = self.plan.dashboard.parameter(name).op
-        v = _bound(value, ix)
-        lo, hi = {"lt": (None, v), "lte": (None, v), "gt": (v, None), "gte": (v, None)}[op]
-        s, e = _value_range(ix, lo, hi, strict_lo=op == "gt", strict_hi=op == "lt")
+        s, e = _param_range(ix, self.plan.dashboard.parameter(name).op, value)
         return self._apply(name, Selection(R.normalize([(s, e)]), None, value))
 
     def clear(self, name: str | None = None) -> Update:
@@ -596,6 +593,13 @@ def _interval(interval, ix: Index) -> tuple:
         msg = f"an interval is [lo, hi], got {interval!r}"
         raise InteractionError(msg) from None
     return _bound(lo, ix), _bound(hi, ix)
+
+
+def _param_range(ix, op: str, value) -> tuple[int, int]:
+    """Positions [start, stop) of the values a range parameter `field <op> value` keeps."""
+    v = _bound(value, ix)
+    lo, hi = {"lt": (None, v), "lte": (None, v), "gt": (v, None), "gte": (v, None)}[op]
+    return _value_range(ix, lo, hi, strict_lo=op == "gt", strict_hi=op == "lt")
 
 
 def _value_range(ix: Index, lo, hi, strict_lo: bool = False, strict_hi: bool = False):
