@@ -128,9 +128,10 @@ def bar_mapping(v, keys: pa.Array, counts: np.ndarray) -> tuple[list, BarMapper]
 
         def calendar(k: pa.Array) -> np.ndarray:
             a, ok = _numpy(k, np.int64, 0), np.asarray(k.is_valid())
-            i = np.clip(np.searchsorted(starts, a), 0, max(len(starts) - 1, 0))
-            return np.where(ok & (len(starts) > 0) & (starts[i] == a), i, -1) if len(starts) else \
-                np.full(len(a), -1, np.int64)
+            if not len(starts):
+                return np.full(len(a), -1, np.int64)
+            i = np.minimum(np.searchsorted(starts, a), len(starts) - 1)
+            return np.where(ok & (starts[i] == a), i, -1)
         return labels, calendar
     # categorical: values by count desc, then value (as capture.build.Columns.dictionary)
     valid = [(int(n), x) for x, n in zip(keys.to_pylist(), counts, strict=True) if x is not None]

@@ -20,6 +20,7 @@ from brushfire.engine.session import (
     _param_range,
     _value_range,
     _view_data,
+    find_filter,
 )
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import OTHER, Aggregates
@@ -134,14 +135,7 @@ class CubeSession:
                       time.perf_counter() - t0)
 
     def _filter(self, name: str, kinds: tuple[str, ...] | None):
-        f = self._filters.get(name)
-        if f is None:
-            msg = f"{name!r} is not a brushable view or parameter of this dashboard; known: {', '.join(self._filters)}"
-            raise InteractionError(msg)
-        if kinds and f.kind not in kinds:
-            msg = f"{name!r} takes a {f.kind.replace('param_', '')} filter, not this interaction"
-            raise InteractionError(msg)
-        return f
+        return find_filter(self._filters, name, kinds)
 
     def _too_big(self, what: str) -> str:
         return (f"{what} needs per-row lineage, which is not kept for this dashboard: "

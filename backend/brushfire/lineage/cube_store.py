@@ -12,7 +12,7 @@ with no key (null, NaN) are not in it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,7 +52,6 @@ class CubeStore:
     cubes: dict[tuple[str, str], PairCube]
     info: CaptureInfo
     reason: str  # why per-row lineage was left out
-    indexes: dict = field(default_factory=dict)  # none: per-row indexes are not kept
 
     def view(self, name: str) -> ViewLayout:
         for v in self.views:
