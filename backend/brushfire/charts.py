@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 import altair as alt
 
-from brushfire.lineage.arrays import ViewLayout
+from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
 
 FULL_COLOR = "#d5dbe3"  # all rows: a light bar behind the filtered one

@@ -8,24 +8,21 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from brushfire.capture.budget import decide, parse_size
+from brushfire.engine import kernels as K
 from brushfire.engine.cube_session import CubeSession
 from brushfire.engine.session import Session
+from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError
 from brushfire.lineage.cube_store import CubeStore
-from brushfire.lineage.store import (
-    LineageStore,
-    entry_dir,
-    load_store,
-    save_store,
-    source_fingerprint,
-)
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.lineage.store import LineageStore, cache_key, load_store, source_fingerprint
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard
@@ -44,12 +41,14 @@ class Dashboard:
     @classmethod
     def open(cls, spec: str | Path | dict | m.Dashboard, *, cache_dir: str | Path | None = DEFAULT_CACHE,
              spark=None, spark_master: str | None = None, progress=None,
-             recapture: bool = False, memory_budget: str | int | None = DEFAULT_BUDGET) -> Dashboard:
+             recapture: bool = False, memory_budget: str | int | None = DEFAULT_BUDGET,
+             config: CaptureConfig | None = None) -> Dashboard:
         """Load `spec` (a YAML path, a dict or a model) and its lineage: from the cache when
         an entry for this spec and source exists and is sound, else by capturing on Spark
-        (`spark_master`, default $BRUSHFIRE_SPARK_MASTER or local[*]). When the per-row
-        lineage would exceed `memory_budget` (bytes or "16GB"), only cubes computed on
-        Spark are kept, which answer single-filter interactions (not cached yet)."""
+        (`spark_master`, default $BRUSHFIRE_SPARK_MASTER or local[*]) into the cache (a
+        temporary directory when `cache_dir` is None or cannot be written). When the
+        per-row lineage would exceed `memory_budget` (bytes or "16GB"), only cubes computed
+        on Spark are kept, which answer single-filter interactions (not cached yet)."""
         dash = _as_model(spec)
         plan = plan_capture(dash)
         budget = None if memory_budget is None else parse_size(memory_budget)
@@ -58,19 +57,19 @@ class Dashboard:
 
             return cls(dash, plan, capture_dashboard(plan, spark=spark, master=spark_master,
                                                      progress=progress, memory_budget=budget))
-        if cache_dir is not None:
-            directory = entry_dir(cache_dir, dash, source_fingerprint(dash.source.path))
-            if not recapture and directory.exists():
+        if cache_dir is not None and not recapture:
+            fingerprint = source_fingerprint(dash.source.path)
+            key = cache_key(dash, fingerprint, config or CaptureConfig())
+            directory = Path(cache_dir) / f"{dash.name}-{key}"
+            if directory.exists() or directory.is_symlink():
                 try:
-                    return cls(dash, plan, load_store(directory, dash), from_cache=True)
+                    return cls(dash, plan, load_store(directory, dash, key), from_cache=True)
                 except CacheError as e:
                     print(f"brushfire: {e}; recapturing", file=sys.stderr)
-                    shutil.rmtree(directory, ignore_errors=True)
         from brushfire.capture import capture_dashboard
 
-        store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress)
-        if cache_dir is not None:
-            save_store(store, directory)
+        store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress,
+                                  cache_dir=cache_dir, config=config)
         return cls(dash, plan, store)
 
     def session(self) -> Session | CubeSession:
@@ -84,25 +83,13 @@ class Dashboard:
         return "cubes" if isinstance(self.store, CubeStore) else "rows"
 
     def warm_up(self) -> float:
-        """Run each kind of interaction once on tiny selections, so numba's compiled
-        kernels are loaded before the first user interaction. Returns the seconds taken."""
+        """Load every kernel numba compiled (from its on-disk cache) and touch the store,
+        so the first user interaction pays for neither. Returns the seconds taken."""
         t0 = time.perf_counter()
         if self.mode == "cubes":  # numpy only: nothing to compile
             return 0.0
+        warm_kernels(self.store)
         s = self.session()
-        for f in self.plan.filters:  # rare values: every method runs on a handful of rows
-            ix = self.store.indexes[f.name]
-            if f.kind in ("interval", "param_range", "rect") and len(ix.values):
-                v = ix.values[0].item()
-                bound = _iso(v) if ix.value_type == "temporal" else v
-                if f.kind == "param_range":
-                    s.set_parameter(f.name, bound)
-                else:
-                    s.brush(f.name, (bound, bound), y=(None, None) if f.kind == "rect" else None)
-            elif f.kind == "points" and ix.keys:
-                s.select(f.name, [ix.keys[-1]])
-            elif f.kind == "param_eq" and ix.keys:
-                s.set_parameter(f.name, ix.keys[-1])
         if self.spec.interactions.details:
             s.details()
         for h in self.spec.interactions.highlight:
@@ -115,8 +102,29 @@ class Dashboard:
         return self.spec.name
 
 
-def _iso(micros: int) -> str:
-    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat()
+def warm_kernels(store: LineageStore) -> None:
+    """Call each kernel once on no rows (numba loads or compiles it on first call)."""
+    shard = next((s for s in store.shards if s.nblocks), None)
+    if shard is None:
+        return
+    L = layout_arrays(store.layout)
+    q = FilterState(store.layout).q
+    nv = len(store.layout.views)
+    views = np.zeros(0, np.int64)
+    need = np.zeros(nv, np.uint64)
+    kr = np.zeros((0, 2), np.int64)
+    c, s, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
+    K.scan(shard.arrays, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
+    d = next((i for i, dim in enumerate(store.layout.dims) if dim.indexed), -1)
+    if d >= 0:
+        K.by_keys(shard.arrays, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
+        K.rows_passing(shard.arrays, L, q, np.uint64(0), d, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
+        K.count_passing(shard.arrays, L, q, np.uint64(0), d, kr, 0, 0, np.uint64(0))
+        K.tile(shard.arrays, L, q, views, need, np.zeros(0, np.int64), d,
+               np.zeros(store.layout.dims[d].nkeys + 1, np.int64), 1, np.uint64(0), 0, 0, c, s, o)
+    K.count_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, np.uint64(0))
+    K.rows_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
+    K.bars_of(shard.arrays, L, np.zeros(0, np.int64), 0, np.zeros(0, np.int64))
 
 
 def _as_model(spec) -> m.Dashboard:

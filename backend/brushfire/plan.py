@@ -1,9 +1,14 @@
 """Workload analysis: from a dashboard spec, decide exactly which lineage to capture.
 
 `plan_capture` is pure. It follows Smoke §4: a view that is never brushed needs no
-backward index; a view nothing filters needs no forward codes beyond its base result;
-columns no interaction touches are not carried; parameters get data-skipping
-partitions; crossfilter pairs get group-by push-down cubes.
+backward index; a view nothing filters or highlights needs no forward codes beyond its
+base result; columns no interaction touches are not carried; parameters get data-skipping
+partitions (their rows grouped by value in every block); 1-dimensional filters get
+group-by push-down cubes towards the views they filter.
+
+The plan names what each interaction needs; `capture.layout` then decides, from the
+source's profile, how each need is stored (a dense or fine key per value, a lookup from a
+key to a bar, or a bar column of its own).
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from brushfire.spec import models as m
 
 @dataclass(frozen=True)
 class Filter:
-    """A filter dimension: one bit in a session's per-row pass mask.
+    """A filter dimension: one bit in the engine's per-row fail mask.
 
-    kind: 'interval' (sorted value index), 'points' (index partitioned by value),
-    'rect' (sorted x index plus y values), 'param_eq' (partitions), 'param_range'.
+    kind: 'interval' (brush on a value), 'points' (categorical bars), 'rect' (x and y
+    intervals), 'param_eq' (dropdown), 'param_range' (slider).
     """
 
     name: str  # the view or parameter name
@@ -27,13 +32,26 @@ class Filter:
     y_field: str | None = None
     filters_views: tuple[str, ...] = ()  # views this filter applies to
     cube_targets: tuple[str, ...] = ()  # views answered from a cube when it is alone
+    op: str | None = None  # param_range: lt | lte | gt | gte
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        """The per-row key columns the filter tests (see lineage/layout.py)."""
+        if self.kind == "points":
+            return (f"bars:{self.name}",)
+        if self.kind == "param_eq":
+            return (f"dict:{self.field}",)
+        if self.kind == "rect":
+            return (f"value:{self.field}", f"value:{self.y_field}")
+        return (f"value:{self.field}",)
 
 
 @dataclass(frozen=True)
 class ViewPlan:
     name: str
-    forward: bool  # forward codes per row are kept (the view is a filter target)
+    forward: bool  # bars per row are needed (the view is a filter or highlight target)
     reasons: tuple[str, ...] = ()
+    bar_index: bool = False  # bar -> rows (details on demand, highlight source)
 
 
 @dataclass(frozen=True)
@@ -52,21 +70,35 @@ class CapturePlan:
     def has_filter(self, name: str) -> bool:
         return any(f.name == name for f in self.filters)
 
+    def view(self, name: str) -> ViewPlan:
+        return next(v for v in self.views if v.name == name)
+
     @property
     def measure_fields(self) -> tuple[str, ...]:
-        """Measures of sum / mean views, each once: the columns of `measures`."""
+        """Measures of sum / mean views, each once."""
         views = self.dashboard.views
         return tuple(dict.fromkeys(v.aggregate.field for v in views if v.aggregate.field))
 
     @property
-    def index_fields(self) -> tuple[str, ...]:
-        """Columns that need a per-row value array (brushed or parameter fields)."""
+    def value_fields(self) -> tuple[str, ...]:
+        """Fields brushed or compared by value (interval, rect, range parameters): each
+        gets a value-keyed dim."""
         out: list[str] = []
         for f in self.filters:
-            for c in (f.field, f.y_field):
-                if c and c not in out:
-                    out.append(c)
-        return tuple(out)
+            if f.kind in ("interval", "rect", "param_range"):
+                out += [f.field] + ([f.y_field] if f.y_field else [])
+        return tuple(dict.fromkeys(out))
+
+    @property
+    def dict_fields(self) -> tuple[str, ...]:
+        """Fields of dropdown parameters: each gets a dictionary-keyed dim."""
+        return tuple(dict.fromkeys(f.field for f in self.filters if f.kind == "param_eq"))
+
+    @property
+    def index_fields(self) -> tuple[str, ...]:
+        """Columns whose values the filters test."""
+        return tuple(dict.fromkeys(self.value_fields + self.dict_fields + tuple(
+            f.field for f in self.filters if f.kind == "points")))
 
 
 def plan_capture(dash: m.Dashboard) -> CapturePlan:
@@ -80,13 +112,12 @@ def plan_capture(dash: m.Dashboard) -> CapturePlan:
         for name in group.views:
             if m.brush_of(dash.view(name)) == "none":
                 continue
+            filtered.setdefault(name, [])
             for o in group.views:
                 if o != name:
                     targets.setdefault(o, []).append(f"filtered by the {name} brush (crossfilter {g})")
-                    filtered.setdefault(name, [])
                     if o not in filtered[name]:
                         filtered[name].append(o)
-            filtered.setdefault(name, [])
     for name, others in filtered.items():
         view = dash.view(name)
         kind = m.brush_of(view)
@@ -100,24 +131,28 @@ def plan_capture(dash: m.Dashboard) -> CapturePlan:
         kind = "param_eq" if p.op == "eq" else "param_range"
         for v in all_views:
             targets.setdefault(v, []).append(f"filtered by parameter {p.name}")
-        # a parameter alone is answered per view from a cube over its partitions
-        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views))
+        # a parameter alone is answered per view from a cube over its keys
+        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views,
+                              op=None if p.op == "eq" else p.op))
     for h in dash.interactions.highlight:
         for t in h.targets:
             targets.setdefault(t, []).append(f"highlight target of {h.source}")
-    views = tuple(
-        ViewPlan(v.name, v.name in targets, tuple(dict.fromkeys(targets.get(v.name, []))))
-        for v in dash.views
-    )
     details = tuple(dash.interactions.details.columns) if dash.interactions.details else ()
     highlight_sources = tuple(dict.fromkeys(h.source for h in dash.interactions.highlight))
     # bar → rows for highlight sources, and for every view when details are declared
     bar_index = all_views if details else highlight_sources
+    views = tuple(
+        ViewPlan(v.name, v.name in targets, tuple(dict.fromkeys(targets.get(v.name, []))),
+                 v.name in bar_index)
+        for v in dash.views
+    )
     return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index)
 
 
-def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None) -> str:
-    """An EXPLAIN-style description of the plan: per view, what is captured and why."""
+def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
+            layout=None) -> str:
+    """An EXPLAIN-style description of the plan: per view, what is captured and why.
+    With the capture's `layout` (lineage/layout.py), also how each need is stored."""
     nbytes = nbytes or {}
     lines = [f"capture plan for dashboard '{plan.dashboard.name}'"
              + (f" ({n_rows:,} rows)" if n_rows is not None else "")]
@@ -126,27 +161,32 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
         if vp.forward:
             lines.append(f"    forward codes: kept — {'; '.join(vp.reasons)}")
+        elif vp.bar_index:
+            lines.append("    forward codes: kept — its bars map back to rows (bar → rows)")
         else:
             lines.append("    forward codes: pruned — nothing filters or highlights this view"
                          " (base result only)")
+        if layout is not None and (vp.forward or vp.bar_index):
+            lines.append(f"    bar per row: {_code_text(layout, vp.name)}")
         f = next((f for f in plan.filters if f.name == vp.name), None)
         if f is None:
             reason = ("brush 'none'" if m.brush_of(view) == "none" else "not in any crossfilter group")
             lines.append(f"    backward index: pruned — {reason}")
         else:
-            lines.append(f"    backward index: {_index_text(f)} on {f.field}"
-                         + (f" with {f.y_field} values" if f.y_field else ""))
+            lines.append(f"    backward index: {_index_text(f)}"
+                         + (f" — {_dims_text(layout, f)}" if layout is not None else ""))
             if f.cube_targets:
-                lines.append(f"    cubes (group-by push-down): {vp.name} blocks × bars of "
+                lines.append(f"    cubes (group-by push-down): {vp.name} keys × bars of "
                              + ", ".join(f.cube_targets))
-        if vp.name in plan.bar_index_views:
+        if vp.bar_index:
             why = "linked highlighting" if vp.name in plan.highlight_sources else "details on demand"
             lines.append(f"    bar → rows index: kept for {why}")
         if vp.name in nbytes:
             lines.append(f"    bytes: {nbytes[vp.name]:,}")
     for f in plan.filters:
         if f.kind.startswith("param"):
-            lines.append(f"  parameter {f.name}: {_index_text(f)} on {f.field} (data skipping)")
+            lines.append(f"  parameter {f.name}: {_index_text(f)} (data skipping)"
+                         + (f" — {_dims_text(layout, f)}" if layout is not None else ""))
             if f.name in nbytes:
                 lines.append(f"    bytes: {nbytes[f.name]:,}")
     if plan.detail_columns:
@@ -159,9 +199,39 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
 
 def _index_text(f: Filter) -> str:
     return {
-        "interval": "rids sorted by value (range lookups)",
-        "points": "rids partitioned by value (one segment per category)",
-        "rect": "rids sorted by x value",
-        "param_eq": "rids partitioned by value",
-        "param_range": "rids sorted by value",
+        "interval": f"rows of each block ordered by {f.field} (range lookups)",
+        "points": f"rows of each block grouped by bar of {f.name}",
+        "rect": f"rows of each block ordered by {f.field}, and by {f.y_field}",
+        "param_eq": f"rows of each block grouped by {f.field}",
+        "param_range": f"rows of each block ordered by {f.field}",
     }[f.kind]
+
+
+def _dims_text(layout, f: Filter) -> str:
+    parts = []
+    for name in f.dim_names:
+        d = next((d for d in layout.dims if d.name == name), None)
+        if d is not None:
+            parts.append(_dim_text(d))
+    return "; ".join(parts)
+
+
+def _dim_text(d) -> str:
+    if d.kind == "dense":
+        return f"{d.field}: {d.nkeys:,} distinct values, each its own key (exact)"
+    if d.kind == "fine":
+        return (f"{d.field}: many distinct values in {d.nkeys:,} key buckets, raw values kept "
+                "for rows at a selection's edge buckets")
+    if d.kind == "dict":
+        return f"{d.field}: {d.nkeys:,} choices"
+    return f"{d.nkeys:,} bars"
+
+
+def _code_text(layout, view: str) -> str:
+    v = layout.view(view)
+    if not v.code_dims:
+        return "not kept"
+    dims = [layout.dims[i] for i in v.code_dims]
+    if dims[0].kind == "bars":
+        return "its own key column (bar number)"
+    return "looked up from the key of " + " and ".join(d.field for d in dims) + " (no column of its own)"

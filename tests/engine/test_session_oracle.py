@@ -1,9 +1,15 @@
 """The engine against DuckDB: random interaction sequences on awkward random data.
 
-Each spec variant is captured once on a real local Spark session; hypothesis then plays
-random sequences of brushes, selects, rect brushes, parameter changes and clears, and
-after every step each view, the selected rows (details), backward lineage of bars and
-linked highlighting must equal what DuckDB's SQL returns for the same filters.
+Each spec variant is captured once per store layout on a real local Spark session:
+- "dense": few blocks, every brushed field dense (each value its own key);
+- "fine": 64-row blocks, fields with more than 40 distinct values in bucketed keys with
+  raw values, coarse cube blocks, and Spark splitting the source into many partitions of
+  unequal size, some empty (so the store has many shards, some with no rows).
+Hypothesis then plays random sequences of brushes, selects, rect brushes, parameter
+changes and clears — with the planner's own choices, and with each method forced
+whenever it applies (incremental, recompute, scan, conditional cubes built on every
+update) — and after every step each view, the selected rows (details), backward
+lineage of bars, forward lineage and linked highlighting must equal DuckDB's SQL.
 """
 
 from __future__ import annotations
@@ -15,7 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brushfire import Dashboard
-from brushfire.engine import session as session_module
+from brushfire.engine.parallel import Pool
+from brushfire.engine.session import Session
+from brushfire.errors import InteractionError
+from brushfire.lineage.layout import CaptureConfig
 from brushfire.spec import parse_dashboard
 from oracle import OTHER, Oracle, _norm_row
 
@@ -76,20 +85,45 @@ def spec_b(path) -> dict:
     }
 
 
-@pytest.fixture(scope="module", params=[spec_a, spec_b], ids=["a", "b"])
+LAYOUTS = {
+    "dense": (CaptureConfig(block_rows=1024, shard_rows=2048), None),
+    "fine": (CaptureConfig(block_rows=64, shard_rows=320, max_keys=40, max_cube_blocks=6), "3k"),
+}
+
+
+@pytest.fixture(scope="module", params=[(a, b) for a in (spec_a, spec_b) for b in LAYOUTS],
+                ids=lambda p: f"{p[0].__name__[-1]}-{p[1]}")
 def captured(request, spark, small_parquet, tmp_path_factory):
-    spec = parse_dashboard(request.param(small_parquet))
-    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path_factory.mktemp("cache"))
+    make_spec, layout = request.param
+    config, split = LAYOUTS[layout]
+    spec = parse_dashboard(make_spec(small_parquet))
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    if split:  # many small input splits: unequal partitions, some without rows
+        spark.conf.set(key, split)
+    try:
+        dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path_factory.mktemp("cache"),
+                              config=config)
+    finally:
+        spark.conf.set(key, before)
+    if split:
+        sizes = [s.n_rows for s in dash.store.shards]
+        assert len(sizes) > 3 and 0 in sizes and len(set(sizes)) > 2, sizes
     return dash, Oracle(spec)
 
 
-@pytest.fixture(autouse=True, params=["default", "conditional"])
-def cube_policy(request, monkeypatch):
-    """Run every property twice: with the engine's own choice of methods, and with
-    conditional cubes used whenever they fit (at 3,000 rows the threshold never trips)."""
-    if request.param == "conditional":
-        monkeypatch.setattr(session_module, "COND_MIN_ROWS", -1)
+POLICIES = {None: 150, "incremental": 40, "recompute": 40, "scan": 30, "tile": 40}
+
+
+@pytest.fixture(params=list(POLICIES), ids=lambda p: p or "planner")
+def prefer(request):
     return request.param
+
+
+def new_session(dash, prefer):
+    """A session whose planner takes `prefer` whenever it applies; background work
+    (conditional cubes) runs inline so it is in place for the next update."""
+    return Session(dash.store, dash.plan, pool=Pool(0), prefer=prefer)
 
 
 # --- random interactions ------------------------------------------------------------
@@ -131,8 +165,28 @@ def actions_for(spec) -> st.SearchStrategy:
     return st.one_of(*choices)
 
 
+def invalid(session, action) -> bool:
+    """Is the action's value unknown to the dashboard (an error, the state unchanged)?"""
+    kind, name, arg = action
+    if kind == "select":
+        return any(x not in session.view(name).labels for x in arg)
+    if kind == "param" and arg is not None:
+        p = session.plan.dashboard.parameter(name)
+        if p.widget == "dropdown":
+            return arg not in session.store.parameter_domain(name)[1]
+    return False
+
+
 def apply(session, oracle, action) -> None:
     kind, name, arg = action
+    if invalid(session, action):
+        before = (session.filters, {v.name: session.view(v.name).counts for v in session.layout.views})
+        with pytest.raises(InteractionError):
+            {"select": lambda: session.select(name, arg),
+             "param": lambda: session.set_parameter(name, arg)}[kind]()
+        after = (session.filters, {v.name: session.view(v.name).counts for v in session.layout.views})
+        assert before == after
+        return
     if kind == "brush":
         session.brush(name, arg)
         oracle.brush(name, arg)
@@ -189,23 +243,55 @@ def check_all(dash, oracle, session, context) -> None:
         assert_view_matches(vd, oracle.view(v.name), v.aggregate.op, v.type, context)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_views_equal_sql_after_every_interaction(captured, data):
+def test_views_equal_sql_after_every_interaction(captured, prefer):
     dash, oracle = captured
-    session = dash.session()
-    oracle.clear()
-    actions = data.draw(st.lists(actions_for(dash.spec), max_size=10))
-    for step, action in enumerate(actions):
-        apply(session, oracle, action)
-        check_all(dash, oracle, session, (step, action))
+
+    @settings(max_examples=POLICIES[prefer], deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def run(data):
+        session = new_session(dash, prefer)
+        oracle.clear()
+        actions = data.draw(st.lists(actions_for(dash.spec), max_size=10))
+        for step, action in enumerate(actions):
+            apply(session, oracle, action)
+            check_all(dash, oracle, session, (step, action))
+
+    run()
+
+
+def test_dragging_among_fixed_filters(captured, prefer):
+    """A brush dragged in many small steps while other filters stay put (where conditional
+    cubes are built and used), including empty, zero-width and inverted positions."""
+    dash, oracle = captured
+    brushes = [v for v in dash.spec.views if (v.brush or "interval") == "interval"
+               and v.type == "histogram" and dash.plan.has_filter(v.name)]
+    if len(brushes) < 2:
+        pytest.skip("needs two interval brushes")
+    moving, fixed = brushes[0], brushes[1]
+
+    @settings(max_examples=max(10, POLICIES[prefer] // 4), deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(start=st.floats(-20, 100), width=st.floats(-30, 60), steps=st.lists(
+        st.floats(-15, 15), min_size=3, max_size=12), other=st.tuples(NUM, NUM))
+    def run(start, width, steps, other):
+        session = new_session(dash, prefer)
+        oracle.clear()
+        for act in [("brush", fixed.name, other), ("brush", moving.name, (start, start))]:
+            apply(session, oracle, act)
+        lo, hi = start, start + width
+        for k, dx in enumerate(steps):
+            lo, hi = lo + dx, hi + dx * (k % 2)
+            apply(session, oracle, ("brush", moving.name, (round(lo, 2), round(hi, 2))))
+            check_all(dash, oracle, session, ("drag", k, lo, hi))
+
+    run()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_lineage_queries_equal_sql(captured, data):
     dash, oracle = captured
-    session = dash.session()
+    session = new_session(dash, None)
     oracle.clear()
     for action in data.draw(st.lists(actions_for(dash.spec), max_size=6)):
         apply(session, oracle, action)
@@ -230,7 +316,7 @@ def test_lineage_queries_equal_sql(captured, data):
     in_bars = f"({oracle.bar_sql(v)}) IN ({', '.join(_sql_key(k) for k in keys)})" if keys else "FALSE"
     expected = oracle.rows(columns, f"({oracle.where(v.name)}) AND {in_bars}")
     got = sorted((_norm_row(tuple(r.values())) for r in
-                  dash.store.snapshot.select(columns).take(rids).to_pylist()), key=repr)
+                  dash.store.take(rids, columns).to_pylist()), key=repr)
     assert got == expected
     # forward(rids): each row's bar in every view is the bar SQL puts it in
     fwd = session.forward(rids[:5])

@@ -20,7 +20,7 @@ from brushfire import sql
 from brushfire.bench import pixels
 from brushfire.engine.session import Update, ViewData, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.lineage.arrays import ViewLayout
+from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
 from brushfire.spec import models as m
 

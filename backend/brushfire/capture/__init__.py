@@ -1,24 +1,38 @@
-"""Capture: run a CapturePlan on Spark and turn its output into a lineage store.
+"""Capture: run a CapturePlan on Spark into a cache entry of the lineage store.
 
-`capture_dashboard` is the whole pipeline: check the spec's columns against the source
-schema (before any Spark job), run the one capture scan, then build forward codes,
-indexes and cubes in the server process.
+`capture_dashboard` is the whole pipeline, in order:
+1. check the spec's columns against the source schema (before any Spark job);
+2. the profile job (executors): each brushed field's distinct values, each categorical
+   and dropdown field's value counts, each temporal field's range;
+3. the layout (driver, pure): how each need of the plan is stored (capture/layout.py);
+4. the shard job (executors): every partition's rows keyed, binned, indexed and
+   aggregated into shards written straight into the entry (capture/shards.py);
+5. the manifest (driver): the shards' partial aggregates summed into base results and
+   cubes, then the entry published atomically and older entries of the dashboard pruned.
 """
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
 
 from brushfire.capture import spark as sp
 from brushfire.capture.budget import decide
-from brushfire.capture.build import build_store
 from brushfire.capture.cubes import capture_cubes
+from brushfire.capture.layout import make_layout, profile_spec
+from brushfire.capture.profile import merge_profiles
+from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.cube_store import CubeStore
-from brushfire.lineage.store import LineageStore, source_fingerprint
+from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import CapturePlan
 from brushfire.source import read_schema
+from brushfire.spec import models as m
 from brushfire.spec.loader import check_columns
 
 Progress = Callable[[str, float | None], None]
@@ -26,39 +40,86 @@ Progress = Callable[[str, float | None], None]
 
 def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
                       progress: Progress | None = None, baseline: bool = False,
-                      memory_budget: int | None = None) -> LineageStore | CubeStore:
-    """Capture the lineage `plan` asks for. With `baseline`, also time the views' plain
-    Spark queries on the same session (info.seconds['base queries']). When the per-row
+                      memory_budget: int | None = None, cache_dir: str | Path | None = None,
+                      config: CaptureConfig | None = None) -> st.LineageStore | CubeStore:
+    """Capture the lineage `plan` asks for into an entry of `cache_dir` (a temporary
+    directory when None or not writable) and return the loaded store. With `baseline`,
+    also time the views' plain Spark queries on the same session. When the per-row
     lineage would exceed `memory_budget` bytes, only cubes computed on Spark are kept
     (a CubeStore; see capture/budget.py and capture/cubes.py)."""
     progress = progress or (lambda *_: None)
-    schema = read_schema(plan.dashboard.source)
+    config = config or CaptureConfig()
+    dash = plan.dashboard
+    schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
-        check_columns(plan.dashboard, schema)
+        check_columns(dash, schema)
     decision = decide(plan, memory_budget)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
     t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
-    info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master,
-                       source_fingerprint=source_fingerprint(plan.dashboard.source.path))
-    df = sp.read_source(spark, plan.dashboard.source)
-    check_columns(plan.dashboard, sp.schema_kinds(df))  # now with derived columns' types
+    fingerprint = st.source_fingerprint(dash.source.path)
+    info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master, source_fingerprint=fingerprint)
+    df = sp.read_source(spark, dash.source)
+    check_columns(dash, sp.schema_kinds(df))  # now with derived columns' types
     if decision.mode == "cubes":
         info.caveats.append(f"cubes only: {decision.reason}")
+        info.mode = "cubes"
         store = capture_cubes(df, plan, info, decision.reason, progress)
         info.seconds["capture"] = time.perf_counter() - t_all
         info.nbytes = store.nbytes()
         return store
+
     t0 = time.perf_counter()
-    table = sp.collect_rows(df, plan, progress)
-    info.seconds["capture job"] = time.perf_counter() - t0
-    info.n_rows = table.num_rows
-    store = build_store(table, plan, info, progress)
-    info.seconds["capture"] = time.perf_counter() - t_all
+    pspec = profile_spec(plan, config)
+    profile = merge_profiles(sp.profile_job(df, pspec, progress), pspec)
+    layout = make_layout(plan, profile, config)
+    info.seconds["profile job"] = time.perf_counter() - t0
+
+    cache = _writable(cache_dir)
+    staging = cache / f".partial-{uuid.uuid4().hex[:12]}"
+    shards_dir = staging / st.SHARDS
+    shards_dir.mkdir(parents=True)
+    try:
+        t0 = time.perf_counter()
+        columns = layout.source_columns([f for v in dash.views for f in m.fields_of(v)
+                                         if not layout.view(v.name).code_dims])
+        summaries = sp.shard_job(df, columns, layout, dash, config.shard_rows, str(shards_dir), progress)
+        info.seconds["shard job"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        info.shards = len(summaries)
+        key = st.cache_key(dash, fingerprint, config)
+        meta = st.assemble(staging, layout, summaries, info, dash, key, progress)
+        info.seconds["manifest"] = time.perf_counter() - t0
+        info.seconds["capture"] = time.perf_counter() - t_all
+        meta["info"] = asdict(info)
+        st.write_manifest(staging, meta)
+        entry = st.publish(staging, cache / f"{dash.name}-{key}")
+    except BaseException:
+        st._remove(staging)
+        raise
+    st.prune(cache, dash.name, entry)
+    store = st.load_store(entry, dash, key, verify=False)
     if baseline:
         progress("running the base queries alone, for comparison", None)
-        seconds, results = sp.run_base_queries(df, plan.dashboard)
-        info.seconds["base queries"] = seconds
+        seconds, results = sp.run_base_queries(df, dash)
+        store.info.seconds["base queries"] = seconds
         store.base_query_results = results
-    info.nbytes = store.nbytes()
+    store.info.nbytes = store.nbytes()
     return store
+
+
+def _writable(cache_dir: str | Path | None) -> Path:
+    """The cache directory, created; a temporary one (with a warning) when it is None or
+    cannot be written, so a broken cache never costs the dashboard."""
+    if cache_dir is not None:
+        path = Path(cache_dir)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / f".probe-{uuid.uuid4().hex[:8]}"
+            probe.mkdir()
+            probe.rmdir()
+            return path
+        except OSError as e:
+            print(f"brushfire: the lineage cache {path} cannot be written ({e.strerror}); "
+                  "capturing into a temporary directory instead", file=sys.stderr)
+    return Path(tempfile.mkdtemp(prefix="brushfire-cache-"))

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import pyarrow.dataset as ds
 
-from brushfire.lineage.arrays import VALUE_KINDS
 from brushfire.plan import CapturePlan
 from brushfire.source import FOOTER_FORMATS
 
@@ -56,7 +55,7 @@ def estimate_row_bytes(plan: CapturePlan) -> float:
     and the detail snapshot (string widths from the Parquet footer, else 16 bytes)."""
     total = 2 * len(plan.dashboard.views) + 8 * len(plan.measure_fields) + 4 * len(plan.filters)
     for f in plan.filters:
-        total += 4 + (8 if f.kind in VALUE_KINDS else 0) + (8 if f.kind == "rect" else 0)
+        total += 4 + (8 if f.kind in ("interval", "rect", "param_range") else 0) + (8 if f.kind == "rect" else 0)
     total += 4 * len(plan.bar_index_views)
     widths = _column_widths(plan)
     total += sum(widths.get(c, 16.0) for c in plan.detail_columns)

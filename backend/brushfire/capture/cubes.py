@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from brushfire.capture import spark as sp
-from brushfire.capture.build import _hist_labels, calendar_bins
-from brushfire.lineage.arrays import OTHER, PARTITION_KINDS, Aggregates, CaptureInfo, ViewLayout
+from brushfire.capture import bins
+from brushfire.lineage.arrays import OTHER, Aggregates, CaptureInfo
+from brushfire.lineage.layout import ViewLayout
 from brushfire.lineage.cube_store import CubeStore, FilterKeys, PairCube
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
@@ -63,7 +64,7 @@ def _capture(df, plan: CapturePlan, filters: list, info: CaptureInfo, reason: st
         step(f"bars of {v.name}")
         labels, mappers[v.name] = bar_mapping(v, g["k0"], g["n"])
         mcol = mfields.index(v.aggregate.field) if v.aggregate.field else -1
-        layouts.append(ViewLayout(v.name, v.type, v.aggregate.op, len(labels), off, mcol, labels))
+        layouts.append(ViewLayout(v.name, v.type, v.aggregate.op, len(labels), off, labels, mcol=mcol))
         grouped.append(g)
         off += len(labels) + 1
     base = Aggregates.zeros(off)
@@ -115,7 +116,7 @@ def bar_mapping(v, keys: pa.Array, counts: np.ndarray) -> tuple[list, BarMapper]
     """A view's bar labels from its base group-by (keys, row counts), and the mapping
     from bar keys to bar numbers: the bars `capture.build.forward_codes` gives per row."""
     if isinstance(v, (m.HistogramView, m.HeatmapView)):
-        labels = _hist_labels(v)
+        labels = bins.hist_labels(v.bin) if isinstance(v, m.HistogramView) else bins.heat_labels(v)
 
         def binned(k: pa.Array) -> np.ndarray:
             a = _numpy(k, np.int64, -1)
@@ -123,7 +124,8 @@ def bar_mapping(v, keys: pa.Array, counts: np.ndarray) -> tuple[list, BarMapper]
         return labels, binned
     if isinstance(v, m.TemporalView):
         us, valid = _numpy(keys, np.int64, 0), np.asarray(keys.is_valid())
-        labels, _ = calendar_bins(v.unit, us, valid)
+        ok = us[valid]
+        labels = bins.calendar_labels(v.unit, int(ok.min()), int(ok.max())) if len(ok) else []
         starts = np.array([_micros(label) for label in labels], np.int64)
 
         def calendar(k: pa.Array) -> np.ndarray:
@@ -155,7 +157,7 @@ def filter_key(df, f) -> tuple:
     col = F.col(f.field)
     if kind == "temporal":
         return F.unix_micros(col.cast("timestamp")), "temporal"
-    if kind == "string" or f.kind in PARTITION_KINDS:
+    if kind == "string" or f.kind in ("points", "param_eq"):
         return col, "string" if kind == "string" else "number"
     x = col.cast("double")
     return F.when(F.isnan(x), F.lit(None)).otherwise(x), "number"

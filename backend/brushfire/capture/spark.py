@@ -1,30 +1,32 @@
-"""Run a dashboard's queries on Spark and collect, in one scan, the per-row lineage
-columns the capture plan asks for. The only module that imports pyspark.
+"""Spark: the session, the source as a DataFrame, and the capture's two jobs. The only
+module that imports pyspark.
 
-One Spark job reads the source once (derived columns and static filters applied) and
-emits, for every row (rid = position in the collected result), the bar of each binned
-view (forward lineage and group-by key) and the raw columns the driver needs: the
-values brushes and parameters filter on, measures, categorical and time fields, and
-detail columns. Categorical dictionaries and calendar bins are then computed on the
-driver, vectorized over the collected columns, which costs less than extra Spark jobs.
+Both jobs run Brushfire's own Python on the executors (`mapInArrow`, Arrow batches in,
+one small row per task out): the profile job returns each partition's distinct values
+and value counts (capture/profile.py); the shard job turns each partition's rows into
+lineage shards written straight into the cache entry (capture/shards.py) and returns
+their summaries. The driver collects no per-row data.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 
+from brushfire.capture.profile import ProfileSpec
 from brushfire.errors import CaptureError
-from brushfire.plan import CapturePlan
+from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
 
 Progress = Callable[[str, float | None], None]
-SENTINEL_SQL = -1  # bar code for rows a view drops; replaced by nbars on the driver
+SENTINEL_SQL = -1  # bar code, in Spark SQL, of rows a view drops
 
 
 def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None,
@@ -41,6 +43,8 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("BRUSHFIRE_SPARK_MASTER") or "local[*]"
+    # executors run Brushfire's Python (capture/shards.py): the same interpreter by default
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     memory = driver_memory or os.environ.get("BRUSHFIRE_DRIVER_MEMORY", "8g")
     extra = {**parse_spark_conf(os.environ.get("BRUSHFIRE_SPARK_CONF", "")), **(conf or {})}
     with spark_errors(f"starting a Spark session on {master} (is Java 17+ installed?)"):
@@ -115,7 +119,8 @@ def schema_kinds(df) -> dict[str, str]:
 
 def bin_code(view):
     """Spark column: the bar of a histogram / heatmap view per row (0..nbars-1), or
-    SENTINEL_SQL for rows the view drops. Other view types are binned on the driver."""
+    SENTINEL_SQL for rows the view drops (for the plain base queries and cubes-only mode;
+    the lineage itself is binned by capture/bins.py on the executors)."""
     from pyspark.sql import functions as F
 
     if isinstance(view, m.HistogramView):
@@ -138,34 +143,47 @@ def _bin_code(x, b: m.Bin):
             .otherwise(inside))
 
 
-def raw_fields(plan: CapturePlan) -> list[str]:
-    """Source columns the driver needs per row: categorical and temporal view fields,
-    brushed and parameter fields, measures and detail columns (each once)."""
-    dash = plan.dashboard
-    out = [v.field for v in dash.views if isinstance(v, (m.CategoricalView, m.TemporalView))]
-    out += list(plan.index_fields)
-    out += list(plan.measure_fields)
-    out += list(plan.detail_columns)
-    return list(dict.fromkeys(out))
+def profile_job(df, spec: ProfileSpec, progress: Progress) -> list[dict]:
+    """Job 1: each partition's profile (capture/profile.py), computed on the executors."""
+    cols = list(dict.fromkeys(spec.values + spec.counts + spec.ranges))
+    if not cols:
+        return []
+
+    def run(batches):
+        import pickle
+
+        from brushfire.capture.profile import profile_partition
+
+        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(profile_partition(batches, spec))]})
+
+    progress("profile job: distinct values of the brushed fields", 0.0)
+    with spark_errors("profiling the source"), track_progress(df.sparkSession, progress,
+                                                              "profile job: distinct values"):
+        rows = df.select(*cols).mapInArrow(run, "payload binary").collect()
+    return [pickle.loads(r["payload"]) for r in rows]
 
 
-def collect_rows(df, plan: CapturePlan, progress: Progress) -> pa.Table:
-    """The one capture job: a single scan of the source returning, per row, the bar of
-    every binned view (code__<view>) and the raw columns the driver needs (raw__<column>).
-    Row order is the rid order."""
-    from pyspark.sql import functions as F
+def shard_job(df, columns: list[str], layout: Layout, dash: m.Dashboard, shard_rows: int,
+              shards_dir: str, progress: Progress) -> list:
+    """Job 2: every partition's rows turned into lineage shards by the executors
+    (capture/shards.py), written into `shards_dir`; returns the shards' summaries."""
 
-    binned = [v for v in plan.dashboard.views if isinstance(v, (m.HistogramView, m.HeatmapView))]
-    cols = [bin_code(v).cast("short" if v_max(v) < 32767 else "int").alias(f"code__{v.name}")
-            for v in binned]
-    cols += [F.col(c).alias(f"raw__{c}") for c in raw_fields(plan)]
-    progress("capture job: scanning the source", 0.0)
-    with spark_errors("running the capture job"), track_progress(df.sparkSession, progress):
-        return df.select(*cols).toArrow()
+    def run(batches):
+        import pickle
 
+        from pyspark import TaskContext
 
-def v_max(view) -> int:
-    return view.bin.count if isinstance(view, m.HistogramView) else view.x.bin.count * view.y.bin.count
+        from brushfire.capture.shards import build_partition
+
+        pid = TaskContext.get().partitionId()
+        out = build_partition(batches, layout, dash, shard_rows, shards_dir, pid)
+        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
+
+    progress("shard job: lineage built by the executors", 0.0)
+    with spark_errors("building lineage shards"), track_progress(df.sparkSession, progress,
+                                                                 "shard job: building lineage"):
+        rows = df.select(*columns).mapInArrow(run, "payload binary").collect()
+    return [s for r in rows for s in pickle.loads(r["payload"])]
 
 
 def run_base_queries(df, dash: m.Dashboard) -> tuple[float, dict[str, dict]]:
@@ -210,7 +228,8 @@ def spark_errors(what: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def track_progress(spark, progress: Progress, every: float = 0.5) -> Iterator[None]:
+def track_progress(spark, progress: Progress, stage: str = "capture job",
+                   every: float = 0.5) -> Iterator[None]:
     """Report the running job's task progress (completed / total tasks) while it runs."""
     tracker = spark.sparkContext.statusTracker()
     done = threading.Event()
@@ -224,7 +243,7 @@ def track_progress(spark, progress: Progress, every: float = 0.5) -> Iterator[No
                     total += info.numTasks
                     finished += info.numCompletedTasks
             if total:
-                progress("capture job: scanning the source", finished / total)
+                progress(stage, finished / total)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()

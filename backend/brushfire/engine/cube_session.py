@@ -9,19 +9,14 @@ NotCapturedError saying why they are not available at this size.
 
 from __future__ import annotations
 
+import math
 import time
+from datetime import UTC, datetime
 
 import numpy as np
 
-from brushfire.engine.session import (
-    Update,
-    ViewData,
-    _interval,
-    _param_range,
-    _value_range,
-    _view_data,
-    find_filter,
-)
+from brushfire.engine.api import Update, ViewData, find_filter
+from brushfire.engine.session import _view_data
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import OTHER, Aggregates
 from brushfire.lineage.cube_store import CubeStore
@@ -141,3 +136,70 @@ class CubeSession:
         return (f"{what} needs per-row lineage, which is not kept for this dashboard: "
                 f"{self.store.reason}")
 
+
+# --- user values to key positions (value keys sorted ascending) ---------------------------
+
+
+def _bound(x, ix):
+    """A user bound as the index's value type: time as UTC microseconds."""
+    if x is None:
+        return None
+    if ix.value_type == "temporal":
+        if isinstance(x, str):
+            x = datetime.fromisoformat(x)
+        if isinstance(x, datetime):
+            if x.tzinfo is None:
+                x = x.replace(tzinfo=UTC)
+            return int(round(x.timestamp() * 1_000_000))
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        msg = f"bound {x!r} is not a number" + (" or time" if ix.value_type == "temporal" else "")
+        raise InteractionError(msg)
+    if isinstance(x, float) and math.isnan(x):
+        msg = "bound is NaN"
+        raise InteractionError(msg)
+    return x
+
+def _interval(interval, ix) -> tuple:
+    try:
+        lo, hi = interval
+    except (TypeError, ValueError):
+        msg = f"an interval is [lo, hi], got {interval!r}"
+        raise InteractionError(msg) from None
+    return _bound(lo, ix), _bound(hi, ix)
+
+def _param_range(ix, op: str, value) -> tuple[int, int]:
+    """Positions [start, stop) of the values a range parameter `field <op> value` keeps."""
+    v = _bound(value, ix)
+    lo, hi = {"lt": (None, v), "lte": (None, v), "gt": (v, None), "gte": (v, None)}[op]
+    return _value_range(ix, lo, hi, strict_lo=op == "gt", strict_hi=op == "lt")
+
+def _value_range(ix, lo, hi, strict_lo: bool = False, strict_hi: bool = False):
+    """Positions [start, stop) of rows with lo <= value <= hi (< / > when strict)."""
+    vals = ix.values
+    is_int = vals.dtype.kind == "i"
+    if lo is None:
+        start = 0
+    else:
+        if is_int:  # compare in integers: no O(N) conversion of the index to float
+            lo = _int_bound(lo, up=True, strict=strict_lo)
+            strict_lo = False
+        start = int(np.searchsorted(vals, lo, side="right" if strict_lo else "left"))
+    if hi is None:
+        stop = len(vals)
+    else:
+        if is_int:
+            hi = _int_bound(hi, up=False, strict=strict_hi)
+            strict_hi = False
+        stop = int(np.searchsorted(vals, hi, side="left" if strict_hi else "right"))
+    return start, max(start, stop)
+
+def _int_bound(x, up: bool, strict: bool) -> np.int64:
+    """The integer bound equivalent to comparing integers with x (ceil / floor)."""
+    if math.isinf(x):
+        x = np.iinfo(np.int64).min if x < 0 else np.iinfo(np.int64).max
+        return np.int64(x)
+    if up:
+        v = math.ceil(x) if not (strict and float(x).is_integer()) else int(x) + 1
+    else:
+        v = math.floor(x) if not (strict and float(x).is_integer()) else int(x) - 1
+    return np.int64(max(min(v, np.iinfo(np.int64).max), np.iinfo(np.int64).min))

@@ -1,326 +1,394 @@
-"""numba kernels: the arithmetic of capture and of every interaction. No classes, no I/O.
+"""numba kernels: the arithmetic of every interaction, over one shard's blocks at a time.
+No classes, no I/O; every kernel is serial and releases the GIL, and `engine/parallel.py`
+runs them on worker threads (a block range per task) and sums their partial results.
 
-Shared layouts (see lineage/arrays.py):
-- codes    (N, V) uint16: codes[rid, v] = bar of row rid in view v; nbars[v] = dropped.
-- bar_off  (V,) int64: view v's bars live at counts[bar_off[v] : bar_off[v] + nbars[v] + 1]
-           in the flat aggregate arrays (the last slot collects dropped rows).
-- measures (N, M) float64, NaN for null; mcol[v] = measure column of view v, or -1.
-- ft       the filter test (a tuple, see `passes`): per row and filter f, fkeys[rid, f] is
-           the row's position in f's sorted index (value filters) or its value key
-           (partitioned filters), -1 when null; the session's state for f is a position
-           range [lo[f], hi[f]) or a set of selected keys sel[f, key], plus a y interval
-           for rect brushes.
-- need     (V,) uint32: filters (bit f) a row must pass to count in view v: the active
-           filters that apply to v, except its own.
-- order    (n,) int32: rids in index order; a selection is position ranges
-           [starts[k], stops[k]) of it.
-Aggregates per slot: counts (int64), sums (float64, sum of non-null measure),
-oks (int64, number of non-null measures).
+Arguments (built by engine/state.py from lineage/layout.py):
+- S  one shard: (keys (D, n) uint16, raw (R, n) float64, meas (M, n) float64,
+     order (T,) uint16, optr (I, nblocks) int64, zmin, zmax (D, nblocks) uint16).
+     Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
+     key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1.
+- L  the layout: (vdim0, vdim1, vlut0, vlut1, luts, nbars, bar_off, mkind, mdim, mcol,
+     moff, mluts, draw, dslot, bsize). A view v's bar for row r is
+     min(luts[vlut0[v] + keys[vdim0[v], r]] (+ luts[vlut1[v] + keys[vdim1[v], r]]), nbars[v]);
+     its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
+     or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
+     (-1: not indexed).
+- Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
+     Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t: mode 0 passes every row, 1 passes keys tlo..thi (empty when tlo > thi) except,
+     for fine dims, rows of key telo with raw < tvlo and of key tehi with raw > tvhi; 2
+     passes keys k with bits[tbits[t], k]; 3 passes rows whose bar in view tview[t] is b
+     with bits[tbits[t], b]. The no-value key never passes modes 1 and 2.
+- need (V,) uint64: the filters (bit f) a row must pass to count in view v.
+Aggregates: counts (int64), sums (float64: the measure's non-missing values) and oks
+(int64: how many) per slot; view v's bars are slots bar_off[v] .. bar_off[v] + nbars[v]
+(the last one: rows the view drops).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-BATCH = 1024  # rows per call of `fail_masks`: per-row calls with the filter tuple are slow
-
-
-@njit(cache=True)
-def fail_masks(order, start, stop, identity, union, ft, out):
-    """For the rows at order[start:stop] (rids start..stop-1 when `identity`), write into
-    `out` the bitmask of the filters in `union` each row fails.
-    A row passes filter f iff lo[f] <= fkeys[r, f] < hi[f] (kind 0: a position range)
-    or sel[f, fkeys[r, f]] (kind 1: selected keys; -1 never passes), and, for rect
-    brushes, ylo[f] <= yvals[r, ycols[f]] <= yhi[f] (NaN fails)."""
-    fkeys, kinds, lo, hi, sel, ycols, yvals, ylo, yhi = ft
-    for i in range(stop - start):
-        r = start + i if identity else order[start + i]
-        failed = np.uint32(0)
-        m, f = union, 0
-        while m:
-            if m & 1:
-                x = fkeys[r, f]
-                ok = (lo[f] <= x < hi[f]) if kinds[f] == 0 else (x >= 0 and sel[f, x])
-                if ok and ycols[f] >= 0:
-                    ok = ylo[f] <= yvals[r, ycols[f]] <= yhi[f]
-                if not ok:
-                    failed |= np.uint32(1) << np.uint32(f)
-            m >>= 1
-            f += 1
-        out[i] = failed
+CHUNK = 2048  # rows tested together (a vectorizable loop per dim), then counted per view
 
 
-def no_filters(n: int) -> tuple:
-    """A filter test with no filters, for aggregating every row."""
-    return (np.zeros((n, 0), np.int32), np.zeros(0, np.int8), np.zeros(0, np.int64),
-            np.zeros(0, np.int64), np.zeros((0, 1), np.bool_), np.zeros(0, np.int64),
-            np.zeros((n, 0), np.float64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+@njit(nogil=True, cache=True, inline="always")
+def _test_passes(keys, raw, r, t, L, Q) -> bool:
+    """Does row r pass test t (scalar)?"""
+    tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
+    mode = tmode[t]
+    if mode == 0:
+        return True
+    if mode == 3:
+        return bits[tbits[t], _bar(keys, r, tview[t], L)]
+    d = tdim[t]
+    k = np.int64(keys[d, r])
+    if mode == 2:
+        return bits[tbits[t], k]
+    if k < tlo[t] or k > thi[t]:
+        return False
+    if k == telo[t] and raw[L[12][d], r] < tvlo[t]:
+        return False
+    if k == tehi[t] and raw[L[12][d], r] > tvhi[t]:
+        return False
+    return True
 
 
-@njit(cache=True)
-def accumulate_ranges(order, starts, stops, signs, identity, need, views, ft,
-                      codes, bar_off, measures, mcol, counts, sums, oks):
-    """Add signs[k] x each row at order[starts[k]:stops[k]] (rids themselves when
-    `identity`) to its bar in each view v of `views` where it passes need[v]. Used to
-    recompute views from the rows of one filter (signs +1), to rescan all rows, and for
-    incremental updates: the rows entering (+1) or leaving (-1) a moving filter, with
-    that filter left out of `need`. Cost: O(rows x len(views)), random reads."""
-    union = np.uint32(0)
-    for i in range(views.shape[0]):
-        union |= need[views[i]]
-    failed = np.zeros(BATCH, np.uint32)
-    for k in range(starts.shape[0]):
-        sign = signs[k]
-        for b in range(starts[k], stops[k], BATCH):
-            e = min(stops[k], b + BATCH)
-            if union:
-                fail_masks(order, b, e, identity, union, ft, failed)
-            for pos in range(b, e):
-                r = pos if identity else order[pos]
-                fm = failed[pos - b]
+@njit(nogil=True, cache=True)
+def row_fails(keys, raw, r, union, L, Q) -> np.uint64:
+    """The filters in `union` that row r fails (bit f for filter f)."""
+    fails = np.uint64(0)
+    tdim = Q[10]
+    f = 0
+    m = union
+    while m:
+        if m & np.uint64(1):
+            for j in range(2):
+                t = 2 * f + j
+                if tdim[t] < 0:
+                    break
+                if not _test_passes(keys, raw, r, t, L, Q):
+                    fails |= np.uint64(1) << np.uint64(f)
+                    break
+        m >>= np.uint64(1)
+        f += 1
+    return fails
+
+
+@njit(nogil=True, cache=True)
+def _chunk_fails(keys, raw, c0, n, union, L, Q, fail):
+    """fail[i] = the filters in `union` row c0 + i fails, for i < n (vectorized per dim)."""
+    tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
+    draw = L[12]
+    for i in range(n):
+        fail[i] = 0
+    f = 0
+    m = union
+    while m:
+        if m & np.uint64(1):
+            bit = np.uint64(1) << np.uint64(f)
+            for j in range(2):
+                t = 2 * f + j
+                d = tdim[t]
+                if d < 0:
+                    break
+                mode = tmode[t]
+                if mode == 1:
+                    lo, hi = tlo[t], thi[t]
+                    for i in range(n):
+                        k = np.int64(keys[d, c0 + i])
+                        if k < lo or k > hi:
+                            fail[i] |= bit
+                    elo, ehi = telo[t], tehi[t]
+                    if elo >= 0 or ehi >= 0:  # fine dims: the edge buckets' rows by raw value
+                        rc = draw[d]
+                        vlo, vhi = tvlo[t], tvhi[t]
+                        for i in range(n):
+                            k = np.int64(keys[d, c0 + i])
+                            if k == elo and raw[rc, c0 + i] < vlo:
+                                fail[i] |= bit
+                            if k == ehi and raw[rc, c0 + i] > vhi:
+                                fail[i] |= bit
+                elif mode == 2:
+                    row = tbits[t]
+                    for i in range(n):
+                        if not bits[row, keys[d, c0 + i]]:
+                            fail[i] |= bit
+                elif mode == 3:
+                    row, v = tbits[t], tview[t]
+                    for i in range(n):
+                        if not bits[row, _bar(keys, c0 + i, v, L)]:
+                            fail[i] |= bit
+        m >>= np.uint64(1)
+        f += 1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _bar(keys, r, v, L) -> np.int64:
+    vdim0, vdim1, vlut0, vlut1, luts, nbars = L[0], L[1], L[2], L[3], L[4], L[5]
+    code = np.int64(luts[vlut0[v] + keys[vdim0[v], r]])
+    if vdim1[v] >= 0:
+        code += luts[vlut1[v] + keys[vdim1[v], r]]
+        if code > nbars[v]:
+            code = nbars[v]
+    return code
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _add(keys, meas, r, v, sign, L, counts, sums, oks):
+    """Add row r, `sign` times, to its bar of view v."""
+    slot = L[6][v] + _bar(keys, r, v, L)
+    counts[slot] += sign
+    kind = L[7][v]
+    if kind != 0:
+        if kind == 1:
+            x = L[11][L[10][v] + keys[L[8][v], r]]
+        else:
+            x = meas[L[9][v], r]
+        if x == x:
+            sums[slot] += sign * x
+            oks[slot] += sign
+
+
+@njit(nogil=True, cache=True)
+def _block_skipped(S, b, skip, L, Q) -> bool:
+    """Can block b be skipped? True when some filter in `skip` (filters every counted row
+    must pass) has an interval test whose keys miss the block's key range (zone maps)."""
+    zmin, zmax = S[5], S[6]
+    tmode, tlo, thi, tdim = Q[0], Q[1], Q[2], Q[10]
+    f = 0
+    m = skip
+    while m:
+        if m & np.uint64(1):
+            for j in range(2):
+                t = 2 * f + j
+                d = tdim[t]
+                if d < 0:
+                    break
+                if tmode[t] == 1 and (thi[t] < zmin[d, b] or tlo[t] > zmax[d, b]):
+                    return True
+        m >>= np.uint64(1)
+        f += 1
+    return False
+
+
+@njit(nogil=True, cache=True)
+def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
+    """Add every row of blocks [b0, b1) that passes need[v] to view v, for v in `views`:
+    a sequential pass, filters tested CHUNK rows at a time. Blocks where a filter in `skip`
+    selects no key are skipped. Cost: O(rows x (filters + views))."""
+    keys, raw, meas = S[0], S[1], S[2]
+    n = keys.shape[1]
+    bsize = L[14]
+    union = np.uint64(0)
+    for j in range(views.shape[0]):
+        union |= need[views[j]]
+    fail = np.empty(CHUNK, np.uint64)
+    idx = np.empty(CHUNK, np.int64)
+    for b in range(b0, b1):
+        if skip and _block_skipped(S, b, skip, L, Q):
+            continue
+        e = min(n, (b + 1) * bsize)
+        for c0 in range(b * bsize, e, CHUNK):
+            cn = min(CHUNK, e - c0)
+            _chunk_fails(keys, raw, c0, cn, union, L, Q, fail)
+            for j in range(views.shape[0]):
+                v = views[j]
+                nv = need[v]
+                m = 0
+                for i in range(cn):  # compaction: no branch per row
+                    idx[m] = i
+                    m += 1 if (fail[i] & nv) == 0 else 0
+                for q in range(m):
+                    _add(keys, meas, c0 + idx[q], v, 1, L, counts, sums, oks)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _lower(keys, order, optr_ib, base, cnt, d, key) -> np.int64:
+    """First position p in [0, cnt) of the block's key order whose key is >= `key`."""
+    lo, hi = 0, cnt
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        r = base + (mid if optr_ib < 0 else np.int64(order[optr_ib + mid]))
+        if np.int64(keys[d, r]) < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(nogil=True, cache=True)
+def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, sums, oks):
+    """Rows of blocks [b0, b1) whose key on indexed dim d lies in one of `kranges`
+    ((P, 2): lo, hi inclusive, disjoint), found through the backward index, each added to
+    the views where it passes need[v]:
+    - mf < 0: `signs[p]` times (recompute from a filter's rows; edge corrections);
+    - mf >= 0: +1 if it passes filter mf under Q and not under Qold, -1 for the reverse,
+      not at all when both agree (incremental update of moving filter mf; leave mf out of
+      `need`). Cost: O(rows in the ranges x views), random reads within a block."""
+    keys, raw, meas, order, optr = S[0], S[1], S[2], S[3], S[4]
+    n = keys.shape[1]
+    bsize = L[14]
+    slot = L[13][d]
+    union = np.uint64(0)
+    for j in range(views.shape[0]):
+        union |= need[views[j]]
+    tdim = Q[10]
+    for b in range(b0, b1):
+        base = b * bsize
+        cnt = min(n, base + bsize) - base
+        ob = optr[slot, b]
+        for p in range(kranges.shape[0]):
+            a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
+            z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+            for q in range(a, z):
+                r = base + (q if ob < 0 else np.int64(order[ob + q]))
+                if mf >= 0:
+                    now = True
+                    was = True
+                    for jj in range(2):
+                        t = 2 * mf + jj
+                        if tdim[t] < 0:
+                            break
+                        now = now and _test_passes(keys, raw, r, t, L, Q)
+                        was = was and _test_passes(keys, raw, r, t, L, Qold)
+                    if now == was:
+                        continue
+                    sign = 1 if now else -1
+                else:
+                    sign = signs[p]
+                fails = row_fails(keys, raw, r, union, L, Q) if union else np.uint64(0)
                 for j in range(views.shape[0]):
                     v = views[j]
-                    if fm & need[v] == 0:  # the row counts in v (hot loop, kept inline)
-                        slot = bar_off[v] + codes[r, v]
-                        counts[slot] += sign
-                        c = mcol[v]
-                        if c >= 0:
-                            x = measures[r, c]
-                            if x == x:
-                                sums[slot] += sign * x
-                                oks[slot] += sign
+                    if (fails & need[v]) == 0:
+                        _add(keys, meas, r, v, sign, L, counts, sums, oks)
 
 
-@njit(cache=True, parallel=True)
-def accumulate_parallel(order, starts, stops, signs, identity, need, views, ft, codes, bar_off,
-                        measures, mcol, nslots, nthreads):
-    """`accumulate_ranges` into fresh (counts, sums, oks), the rows split evenly among
-    `nthreads` threads with partial results merged. For many rows only: each thread
-    allocates its own nslots-long arrays. Cost: O(rows x len(views)) / nthreads."""
-    counts = np.zeros((nthreads, nslots), np.int64)
-    sums = np.zeros((nthreads, nslots), np.float64)
-    oks = np.zeros((nthreads, nslots), np.int64)
-    cum = np.zeros(starts.shape[0] + 1, np.int64)  # rows before range k
-    for k in range(starts.shape[0]):
-        cum[k + 1] = cum[k] + max(0, stops[k] - starts[k])
-    chunk = (cum[-1] + nthreads - 1) // nthreads
-    for t in prange(nthreads):
-        lo_row, hi_row = t * chunk, min(cum[-1], (t + 1) * chunk)
-        for k in range(starts.shape[0]):  # this thread's share of each range
-            a = max(lo_row, cum[k]) - cum[k]
-            b = min(hi_row, cum[k + 1]) - cum[k]
-            if a < b:
-                accumulate_ranges(order, starts[k:k + 1] + a, starts[k:k + 1] + b, signs[k:k + 1],
-                                  identity, need, views, ft, codes, bar_off, measures, mcol,
-                                  counts[t], sums[t], oks[t])
-    return counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
-
-
-def rescan(need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads):
-    """Aggregate every row passing need[v] into fresh (counts, sums, oks) for each view
-    of `views`, scanning rids in order on `nthreads` threads. Cost: O(N x len(views))."""
-    one = np.ones(1, np.int64)
-    return accumulate_parallel(np.zeros(1, np.int32), one * 0, one * codes.shape[0], one, True,
-                               need, views, ft, codes, bar_off, measures, mcol, nslots, nthreads)
-
-
-@njit(cache=True, parallel=True)
-def block_cubes(order, block_starts, codes, views, nbars, measures, mcols):
-    """Group-by push-down cubes of one index for several target views at once: per block
-    b of the index (positions block_starts[b]..block_starts[b+1]), the count / sum / ok
-    per bar of each view in `views`, as prefix sums over blocks. Target i's cube is
-    rows [0, nblocks] x columns [col_off[i], col_off[i] + nbars[i] + 1) of the returned
-    (counts, sums, oks, col_off). Blocks are split among threads (disjoint rows, no
-    conflicts). Cost: O(index rows x len(views)) / threads + O(blocks x bars)."""
-    nb = block_starts.shape[0] - 1
-    col_off = np.zeros(views.shape[0] + 1, np.int64)
-    for i in range(views.shape[0]):
-        col_off[i + 1] = col_off[i] + nbars[i] + 1
-    width = col_off[-1]
-    counts = np.zeros((nb + 1, width), np.int64)
-    sums = np.zeros((nb + 1, width), np.float64)
-    oks = np.zeros((nb + 1, width), np.int64)
-    for b in prange(nb):
-        for pos in range(block_starts[b], block_starts[b + 1]):
-            r = order[pos]
-            for i in range(views.shape[0]):
-                col = col_off[i] + codes[r, views[i]]
-                counts[b + 1, col] += 1
-                c = mcols[i]
-                if c >= 0:
-                    x = measures[r, c]
-                    if x == x:
-                        sums[b + 1, col] += x
-                        oks[b + 1, col] += 1
-    for b in range(1, nb + 1):  # prefix sums: row b = blocks before b
-        counts[b] += counts[b - 1]
-        sums[b] += sums[b - 1]
-        oks[b] += oks[b - 1]
-    return counts, sums, oks, col_off
-
-
-@njit(cache=True, parallel=True)
-def conditional_cubes(order, starts, stops, identity, fm, bsize, nblocks, need, views, nbars,
-                      ft, codes, measures, mcols, nthreads):
-    """Cubes of filter `fm`'s index (blocks of `bsize` positions) over only the rows that
-    pass the other filters: for each view i, the aggregates per (block, bar) of rows at
-    order[starts[k]:stops[k]] (a driver filter's rows; rids themselves when `identity`)
-    that pass need[views[i]] and are
-    in fm's index (fkeys[r, fm] >= 0), as prefix sums over blocks. Built once when fm
-    starts moving while other filters stay fixed (Falcon's data tile); each move is then
-    a lookup. Layout as `block_cubes`. Cost: O(driver rows x views) / nthreads."""
-    fkeys = ft[0]
-    col_off = np.zeros(views.shape[0] + 1, np.int64)
-    for i in range(views.shape[0]):
-        col_off[i + 1] = col_off[i] + nbars[i] + 1
-    width = col_off[-1]
-    counts = np.zeros((nthreads, nblocks + 1, width), np.int64)
-    sums = np.zeros((nthreads, nblocks + 1, width), np.float64)
-    oks = np.zeros((nthreads, nblocks + 1, width), np.int64)
-    union = np.uint32(0)
-    for i in range(views.shape[0]):
-        union |= need[views[i]]
-    cum = np.zeros(starts.shape[0] + 1, np.int64)
-    for k in range(starts.shape[0]):
-        cum[k + 1] = cum[k] + stops[k] - starts[k]
-    chunk = (cum[-1] + nthreads - 1) // nthreads
-    for t in prange(nthreads):
-        failed = np.zeros(BATCH, np.uint32)
-        for k in range(starts.shape[0]):
-            a = max(t * chunk, cum[k]) - cum[k] + starts[k]
-            e = min((t + 1) * chunk, cum[k + 1]) - cum[k] + starts[k]
-            for b in range(a, e, BATCH):
-                be = min(e, b + BATCH)
-                fail_masks(order, b, be, identity, union, ft, failed)
-                for pos in range(b, be):
-                    r = pos if identity else order[pos]
-                    p = fkeys[r, fm]
-                    if p < 0:
-                        continue
-                    blk = p // bsize + 1
-                    for i in range(views.shape[0]):
-                        v = views[i]
-                        if failed[pos - b] & need[v] == 0:
-                            col = col_off[i] + codes[r, v]
-                            counts[t, blk, col] += 1
-                            c = mcols[i]
-                            if c >= 0:
-                                x = measures[r, c]
-                                if x == x:
-                                    sums[t, blk, col] += x
-                                    oks[t, blk, col] += 1
-    tc, ts, to = counts.sum(axis=0), sums.sum(axis=0), oks.sum(axis=0)
-    for blk in range(1, nblocks + 1):
-        tc[blk] += tc[blk - 1]
-        ts[blk] += ts[blk - 1]
-        to[blk] += to[blk - 1]
-    return tc, ts, to, col_off
-
-
-@njit(cache=True)
-def cube_lookup(pc, ps, po, block_starts, starts, stops, order, codes, v, measures, c,
-                out_counts, out_sums, out_oks):
-    """Aggregate of view v over rows at positions [starts[k], stops[k]) from the prefix cube
-    (pc counts, ps sums, po oks): whole blocks by prefix differences, the partial blocks at
-    each edge by scanning their rows, from whichever side of the edge is shorter.
-    Output arrays have nbars + 1 slots. Cost: O(nbars + block size) per range."""
-    nb = block_starts.shape[0] - 1
-    has_m = c >= 0
-    for k in range(starts.shape[0]):
-        s, e = starts[k], stops[k]
-        if s >= e:
-            continue
-        # a = first block boundary >= s, b = last block boundary <= e (as block indices)
-        a = np.searchsorted(block_starts, s)
-        b = np.searchsorted(block_starts, e, side="right") - 1
-        if a > b:  # the range lies inside one block: scan it
-            _scan(order, s, e, 1, codes, v, measures, c, out_counts, out_sums, out_oks)
-            continue
-        # snap each edge to the nearer boundary, correcting for the rows in between
-        if a > 0 and block_starts[a] - s > s - block_starts[a - 1]:
-            a -= 1
-            _scan(order, block_starts[a], s, -1, codes, v, measures, c, out_counts, out_sums, out_oks)
+@njit(nogil=True, cache=True)
+def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
+    """Write into `out` the global rids (shard rows + `start`) of rows in blocks [b0, b1)
+    that pass `need`, in rid order, after skipping the first `skip` such rows; at most
+    `limit`. With d >= 0 only rows whose key on indexed dim d is in `kranges` are
+    candidates (found through the index), else every row. Returns (written, skipped)."""
+    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    n = keys.shape[1]
+    bsize = L[14]
+    written = 0
+    skipped = 0
+    buf = np.empty(bsize, np.int64)
+    for b in range(b0, b1):
+        base = b * bsize
+        cnt = min(n, base + bsize) - base
+        m = 0
+        if d >= 0:
+            slot = L[13][d]
+            ob = optr[slot, b]
+            for p in range(kranges.shape[0]):
+                a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
+                z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+                for q in range(a, z):
+                    buf[m] = q if ob < 0 else np.int64(order[ob + q])
+                    m += 1
+            buf[:m].sort()
         else:
-            _scan(order, s, block_starts[a], 1, codes, v, measures, c, out_counts, out_sums, out_oks)
-        if b < nb and block_starts[b + 1] - e < e - block_starts[b]:
-            b += 1
-            _scan(order, e, block_starts[b], -1, codes, v, measures, c, out_counts, out_sums, out_oks)
-        else:
-            _scan(order, block_starts[b], e, 1, codes, v, measures, c, out_counts, out_sums, out_oks)
-        for j in range(out_counts.shape[0]):
-            out_counts[j] += pc[b, j] - pc[a, j]
-            if has_m:
-                out_sums[j] += ps[b, j] - ps[a, j]
-                out_oks[j] += po[b, j] - po[a, j]
+            for q in range(cnt):
+                buf[q] = q
+            m = cnt
+        for q in range(m):
+            r = base + buf[q]
+            if need and row_fails(keys, raw, r, need, L, Q):
+                continue
+            if skipped < skip:
+                skipped += 1
+                continue
+            if written == limit:
+                return written, skipped
+            out[written] = start + r
+            written += 1
+    return written, skipped
 
 
-@njit(cache=True)
-def _scan(order, s, e, sign, codes, v, measures, c, counts, sums, oks):
-    for pos in range(s, e):
-        r = order[pos]
-        code = codes[r, v]
-        counts[code] += sign
-        if c >= 0:
-            x = measures[r, c]
-            if x == x:
-                sums[code] += sign * x
-                oks[code] += sign
+@njit(nogil=True, cache=True)
+def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
+    """How many rows of blocks [b0, b1) pass `need` (candidates as in rows_passing)."""
+    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    n = keys.shape[1]
+    bsize = L[14]
+    total = 0
+    if d < 0:
+        fail = np.empty(CHUNK, np.uint64)
+        for b in range(b0, b1):
+            if skip and _block_skipped(S, b, skip, L, Q):
+                continue
+            e = min(n, (b + 1) * bsize)
+            for c0 in range(b * bsize, e, CHUNK):
+                cn = min(CHUNK, e - c0)
+                _chunk_fails(keys, raw, c0, cn, need, L, Q, fail)
+                for i in range(cn):
+                    total += 1 if fail[i] == 0 else 0
+        return total
+    slot = L[13][d]
+    for b in range(b0, b1):
+        base = b * bsize
+        cnt = min(n, base + bsize) - base
+        ob = optr[slot, b]
+        for p in range(kranges.shape[0]):
+            a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
+            z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+            for q in range(a, z):
+                r = base + (q if ob < 0 else np.int64(order[ob + q]))
+                if row_fails(keys, raw, r, need, L, Q) == 0:
+                    total += 1
+    return total
 
 
-@njit(cache=True)
-def partition_by_key(keys, nkeys):
-    """Counting sort: rids grouped by key (keys < 0 are left out). Returns (order int32,
-    offsets int64 of nkeys + 1) so that key k's rids are order[offsets[k]:offsets[k+1]],
-    ascending. Cost: O(N + nkeys), two passes."""
-    offsets = np.zeros(nkeys + 1, np.int64)
-    for r in range(keys.shape[0]):
-        if keys[r] >= 0:
-            offsets[keys[r] + 1] += 1
-    for k in range(nkeys):
-        offsets[k + 1] += offsets[k]
-    order = np.empty(offsets[nkeys], np.int32)
-    fill = offsets[:-1].copy()
-    for r in range(keys.shape[0]):
-        k = keys[r]
-        if k >= 0:
-            order[fill[k]] = r
-            fill[k] += 1
-    return order, offsets
+@njit(nogil=True, cache=True)
+def tile(S, L, Q, views, need, cols, d, cblut, width, skip, b0, b1, counts, sums, oks):
+    """A conditional cube (Falcon's data tile) of moving filter's dim d: for every row of
+    blocks [b0, b1) with a key on d, the aggregates per (cube block of its key, bar of view
+    v) over rows passing need[v] (which leaves the moving filter out), into cell
+    cblut[key] * width + cols[j] + bar of views[j]. Rows without a key on d are left out.
+    Cost: a sequential pass, as `scan`."""
+    keys, raw, meas = S[0], S[1], S[2]
+    n = keys.shape[1]
+    bsize = L[14]
+    union = np.uint64(0)
+    for j in range(views.shape[0]):
+        union |= need[views[j]]
+    fail = np.empty(CHUNK, np.uint64)
+    idx = np.empty(CHUNK, np.int64)
+    nkey = cblut.shape[0] - 1
+    for b in range(b0, b1):
+        if skip and _block_skipped(S, b, skip, L, Q):
+            continue
+        e = min(n, (b + 1) * bsize)
+        for c0 in range(b * bsize, e, CHUNK):
+            cn = min(CHUNK, e - c0)
+            _chunk_fails(keys, raw, c0, cn, union, L, Q, fail)
+            for j in range(views.shape[0]):
+                v = views[j]
+                nv = need[v]
+                col = cols[j]
+                m = 0
+                for i in range(cn):
+                    idx[m] = i
+                    ok = (fail[i] & nv) == 0 and np.int64(keys[d, c0 + i]) < nkey
+                    m += 1 if ok else 0
+                for q in range(m):
+                    r = c0 + idx[q]
+                    cell = cblut[keys[d, r]] * width + col + _bar(keys, r, v, L)
+                    counts[cell] += 1
+                    kind = L[7][v]
+                    if kind != 0:
+                        x = L[11][L[10][v] + keys[L[8][v], r]] if kind == 1 else meas[L[9][v], r]
+                        if x == x:
+                            sums[cell] += x
+                            oks[cell] += 1
 
 
-@njit(cache=True)
-def selected_rids(order, starts, stops, need, ft, skip, limit, out):
-    """Write into `out` up to `limit` rids at order[starts[k]:stops[k]] that pass `need`,
-    after skipping the first `skip` that do. Returns how many were written."""
-    n = 0
-    failed = np.zeros(BATCH, np.uint32)
-    for k in range(starts.shape[0]):
-        for b in range(starts[k], stops[k], BATCH):
-            e = min(stops[k], b + BATCH)
-            fail_masks(order, b, e, False, need, ft, failed)
-            for pos in range(b, e):
-                if failed[pos - b]:
-                    continue
-                if skip > 0:
-                    skip -= 1
-                    continue
-                if n == limit:
-                    return n
-                out[n] = order[pos]
-                n += 1
-    return n
-
-
-@njit(cache=True)
-def count_passing(order, starts, stops, need, ft):
-    """Number of rows at order[starts[k]:stops[k]] that pass `need`."""
-    n = 0
-    failed = np.zeros(BATCH, np.uint32)
-    for k in range(starts.shape[0]):
-        for b in range(starts[k], stops[k], BATCH):
-            e = min(stops[k], b + BATCH)
-            fail_masks(order, b, e, False, need, ft, failed)
-            for i in range(e - b):
-                n += failed[i] == 0
-    return n
+@njit(nogil=True, cache=True)
+def bars_of(S, L, rows, v, out):
+    """Bar of view v for each shard row in `rows` (forward lineage)."""
+    keys = S[0]
+    for i in range(rows.shape[0]):
+        out[i] = _bar(keys, rows[i], v, L)

@@ -1,129 +1,119 @@
-"""Per-session crossfilter state over a shared, read-only lineage store.
+"""Per-session crossfilter state over a shared, read-only, sharded lineage store.
 
 Semantics: each view aggregates the rows that pass every active filter that applies to
-it, except its own brush. Interval brushes select `lo <= x <= hi` on raw values;
-points select values (or the 'other' bar); rect brushes select x and y intervals;
-parameters compare their field with a value. Rows whose value is null or NaN never
-pass a brush or parameter.
+it, except its own brush. Interval brushes select `lo <= x <= hi` on raw values (lo > hi
+selects nothing); points select bars of a categorical view ('(other)' is one); rect
+brushes select x and y intervals; parameters compare their field with a value. Rows
+whose value is null or NaN never pass a brush or parameter.
 
-Each update picks, per affected view, the cheapest exact method:
-- base:   no filter applies → the store's base aggregates;
-- cube:   one filter applies and it has a cube to this view → prefix-sum lookup plus
-          an exact correction for the partial blocks at the selection's edges;
-- incremental: only the rows that entered or left the moving filter are traced
-          forward to their bars, counted where they pass the view's other filters;
-- conditional cube: a brush moving while other filters stay fixed is answered from
-          cubes of its blocks over the rows passing the others (Falcon's data tile),
-          built on its first large update, plus the rows of the two partial edge blocks;
-- recompute: the rows of the most selective other filter are re-aggregated;
-- rescan: every row is re-aggregated in rid order (used when the others are not selective).
-No method needs per-session per-row state: a row's position in every index is in the
-shared store (`fkeys`), and a filter's state is a position range or a set of keys.
+An update recomputes the views the changed filter applies to, each by the cheapest exact
+method (engine/planner.py): its base result, a group-by push-down cube, a conditional
+cube of the moving filter built in the background while it is dragged, only the rows
+whose membership changed, the rows of its most selective filter, or a sequential scan —
+every one bounded by a parallel pass over the compact per-row keys. A session keeps no
+per-row state: a filter's state is a key range or key set per dim (engine/state.py).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 
 import numpy as np
 import pyarrow as pa
 
 from brushfire.engine import kernels as K
-from brushfire.engine import ranges as R
+from brushfire.engine import parallel
+from brushfire.engine import planner as P
+from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
+from brushfire.engine.state import (
+    FilterState,
+    Selection,
+    Test,
+    bars_test,
+    category_keys,
+    changed_keys,
+    dict_key,
+    interval_test,
+    layout_arrays,
+    merge_ranges,
+    set_test,
+)
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.lineage.arrays import OTHER, Aggregates, Index
+from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.store import LineageStore
-from brushfire.plan import CapturePlan, Filter
+from brushfire.plan import CapturePlan
+from brushfire.timeval import micros
 
-RESCAN_FRACTION = 0.25  # recompute from an index slice only below this share of rows
-PARALLEL_ROWS = 200_000  # aggregate on two threads from this many rows on
-COND_MIN_ROWS = 50_000  # build conditional cubes when an update would touch more rows
-COND_MAX_BLOCKS = 4096  # blocks of a conditional cube (its size: blocks x bars of the views)
+__all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
-
-@dataclass(frozen=True)
-class Selection:
-    """A filter's state: position ranges in its index, plus a y interval for rect brushes."""
-
-    ranges: R.Ranges
-    y: tuple[float, float] | None = None
-    spec: object = None  # what the user asked for, echoed in `filters`
-
-    @property
-    def size(self) -> int:
-        return R.size(self.ranges)
+SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
+TILE_BYTES = 24 << 20  # memory a session's conditional cube may take
+TILE_CHUNK_BLOCKS = 4  # blocks per background chunk (a reply waits at most for one)
 
 
 @dataclass
-class Conditional:
-    """Cubes of one filter's index blocks over the rows passing the other active filters
-    (as they were when built): valid while only that filter moves."""
+class Tile:
+    """A conditional cube: for moving filter `filter`, per cube block of its keys and bar of
+    each view, the aggregates of the rows passing the view's other filters as they were
+    (`key`). Valid while only `filter` moves."""
 
     filter: str
-    key: tuple  # the other filters' selections when built
+    key: tuple
     views: list[str]
-    bsize: int
-    counts: np.ndarray
+    starts: np.ndarray  # cube blocks over the filter's keys, ending with nkeys
+    cols: dict[str, int]
+    counts: np.ndarray  # (blocks + 1, width) prefix sums over blocks
     sums: np.ndarray
     oks: np.ndarray
-    col_off: np.ndarray
 
 
-@dataclass
-class ViewData:
-    """A view's current bars: count per bar, and sum / mean when the view has a measure."""
+class _Store:
+    """Per-store values every session uses, computed once."""
 
-    name: str
-    labels: list
-    counts: list[int]
-    values: list[float | None]  # the aggregate the view shows (count, sum or mean)
+    def __init__(self, store: LineageStore) -> None:
+        self.L = layout_arrays(store.layout)
+        self.keyprefix = [np.concatenate([[0], np.cumsum(c)]) for c in store.keycounts]
+        self.values = [np.asarray(d.values) if d.kind == "dense" else None for d in store.layout.dims]
+        self.edges = [np.asarray(d.edges, np.float64) if d.kind == "fine" else None
+                      for d in store.layout.dims]
+        self.blocks = sum(s.nblocks for s in store.shards)
+        self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
 
-
-@dataclass
-class Update:
-    """The result of one interaction: the views that changed and how they were computed."""
-
-    views: dict[str, ViewData]
-    methods: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
+    @staticmethod
+    def of(store: LineageStore) -> _Store:
+        cached = getattr(store, "_engine", None)
+        if cached is None:
+            cached = _Store(store)
+            store._engine = cached
+        return cached
 
 
 class Session:
-    """Filter state of one user; answers every interaction from the store.
+    """Filter state of one user; answers every interaction from the store."""
 
-    A session holds no per-row state: each active filter is a position range (or a set of
-    keys) in its index, and the shared `store.fkeys` tells any row's position in every
-    index, so testing a row against the filters is one lookup per filter.
-    """
-
-    def __init__(self, store: LineageStore, plan: CapturePlan) -> None:
-        self.store, self.plan = store, plan
-        self._filters: dict[str, Filter] = {f.name: f for f in plan.filters}
-        if len(self._filters) > 32:
-            msg = "at most 32 brushes and parameters per dashboard"
-            raise InteractionError(msg)
-        self._fi = {name: i for i, name in enumerate(self._filters)}
-        self._vindex = {v.name: i for i, v in enumerate(store.views)}
-        self._bar_off = np.array([v.bar_off for v in store.views], np.int64)
-        self._mcol = np.array([v.mcol for v in store.views], np.int64)
+    def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
+                 prefer: str | None = None) -> None:
+        """`prefer` (tests): a method the planner takes whenever it applies (incremental,
+        recompute, scan or tile; with tile, conditional cubes are built on every update
+        under several filters)."""
+        self.store, self.plan, self.layout = store, plan, store.layout
+        self._prefer = prefer
+        self._s = _Store.of(store)
+        self._pool = pool or parallel.pool()
+        self._filters = {f.name: f for f in plan.filters}
+        self._fi = {f.name: i for i, f in enumerate(self.layout.filters)}
+        self._vindex = {v.name: i for i, v in enumerate(self.layout.views)}
         self.active: dict[str, Selection] = {}
+        self.state = FilterState(self.layout)
         self.agg: Aggregates = store.base.copy()
-        self._cond: Conditional | None = None  # cubes of the moving filter given the others
-        self._empty = np.zeros(0, np.float64)
-        nf = len(self._filters)
-        nkeys = max([len(store.indexes[f].keys) for f in self._filters
-                     if store.indexes[f].keys is not None] + [1])
-        kinds = np.array([0 if store.indexes[f].offsets is None else 1 for f in self._filters], np.int8)
-        ycols = np.array([store.ycols.get(f, -1) for f in self._filters], np.int64)
-        # the filter test's state; lo/hi/sel/ylo/yhi change as filters change
-        self._lo, self._hi = np.zeros(nf, np.int64), np.zeros(nf, np.int64)
-        self._sel = np.zeros((nf, nkeys), np.bool_)
-        self._ylo, self._yhi = np.zeros(nf, np.float64), np.zeros(nf, np.float64)
-        self._ft = (store.fkeys, kinds, self._lo, self._hi, self._sel, ycols, store.fy,
-                    self._ylo, self._yhi)
+        self._tile: Tile | None = None
+        self._tile_job: parallel.Job | None = None
+        self._drag: tuple[str, tuple, int] | None = None
+        self._lock = threading.Lock()  # one interaction at a time
 
     # --- public interactions --------------------------------------------------------
 
@@ -131,36 +121,43 @@ class Session:
         """Interval brush `lo <= x <= hi` on a histogram/temporal view (None = open end);
         for heatmaps, `interval` is the x interval and `y` the y interval."""
         f = self._filter(view, ("interval", "rect"))
-        ix = self.store.indexes[f.name]
-        ranges = [_value_range(ix, *_interval(interval, ix))]
-        ysel = None
+        fl = self.layout.filter(f.name)
+        tests = [self._interval(view, fl.dims[0], interval)]
         if f.kind == "rect":
             if y is None:
                 msg = f"view {view!r} takes a rect brush: give x and y intervals"
                 raise InteractionError(msg)
-            ylo, yhi = _interval(y, ix)
-            ysel = (-math.inf if ylo is None else float(ylo), math.inf if yhi is None else float(yhi))
-        return self._apply(f.name, Selection(R.normalize(ranges), ysel, (interval, y)))
+            tests.append(self._interval(view, fl.dims[1], y, "y"))
+        elif y is not None:
+            msg = f"view {view!r} takes an interval brush: y is only for heatmaps"
+            raise InteractionError(msg)
+        spec = (interval, y) if f.kind == "rect" else (interval, None)
+        return self._apply(f.name, Selection(tuple(tests), _jsonable(spec)))
 
     def select(self, view: str, values: list) -> Update:
-        """Select categories of a categorical view by value; '(other)' selects every value
-        outside the top N. An empty list selects nothing."""
+        """Select bars of a categorical view by value ('(other)': every value beyond the
+        top N). An empty list selects nothing; an unknown value is an error."""
         f = self._filter(view, ("points",))
-        ix = self.store.indexes[f.name]
-        labels = self.store.view(view).labels
-        top = len(labels) - (1 if labels[-1:] == [OTHER] else 0)
-        return self._apply(f.name, Selection(_key_ranges(ix, values, top), None, list(values)))
+        fl = self.layout.filter(f.name)
+        keys = category_keys(self.layout.view(view).labels, values)
+        return self._apply(f.name, Selection((set_test(fl.dims[0], keys),), list(values)))
 
     def set_parameter(self, name: str, value) -> Update:
         """Set a parameter's value; None makes it inactive."""
         f = self._filter(name, ("param_eq", "param_range"))
         if value is None:
             return self.clear(name)
-        ix = self.store.indexes[name]
+        fl = self.layout.filter(name)
+        d = fl.dims[0]
         if f.kind == "param_eq":
-            return self._apply(name, Selection(_key_ranges(ix, [value], None), None, value))
-        s, e = _param_range(ix, self.plan.dashboard.parameter(name).op, value)
-        return self._apply(name, Selection(R.normalize([(s, e)]), None, value))
+            test = set_test(d, [dict_key(self.layout.dims[d], value)])
+        else:
+            v = self._bound(name, d, value, "value")
+            lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)
+            test = interval_test(self.layout.dims[d], d, lo, hi, strict_lo=fl.op == "gt",
+                                 strict_hi=fl.op == "lt", values=self._s.values[d],
+                                 edges=self._s.edges[d])
+        return self._apply(name, Selection((test,), value))
 
     def clear(self, name: str | None = None) -> Update:
         """Remove one brush / parameter, or all of them."""
@@ -182,7 +179,7 @@ class Session:
         return {n: s.spec for n, s in self.active.items()}
 
     def views(self) -> dict[str, ViewData]:
-        return {v.name: self._view_data(v.name) for v in self.store.views}
+        return {v.name: self._view_data(v.name) for v in self.layout.views}
 
     def view(self, name: str) -> ViewData:
         self._view_index(name)
@@ -193,51 +190,84 @@ class Session:
     def backward_rids(self, view: str | None = None, bars: list[int] | None = None,
                       offset: int = 0, limit: int | None = None) -> np.ndarray:
         """rids behind bars of a view as currently shown (rows in the bars passing the
-        view's other filters), or behind the current selection (rows passing every
-        active filter) when `view` is None. In index order; `offset`/`limit` page."""
-        order, ranges, need = self._backward_source(view, bars)
-        limit = self.store.n_rows if limit is None else max(0, min(limit, self.store.n_rows))
-        if order is None:  # no filter: all rows in rid order
-            return np.arange(offset, max(offset, min(self.store.n_rows, offset + limit)), dtype=np.int32)
-        out = np.empty(limit, np.int32)
-        starts, stops, _ = R.as_arrays(ranges)
-        n = K.selected_rids(order, starts, stops, np.uint32(need), self._ft, offset, limit, out)
-        return out[:n]
+        view's other filters), or behind the current selection (rows passing every active
+        filter) when `view` is None; in rid order, `offset` / `limit` page."""
+        with self._lock:
+            need, driver = self._lineage_source(view, bars)
+            limit = self.store.n_rows if limit is None else max(0, min(int(limit), self.store.n_rows))
+            offset = max(0, int(offset))
+            if offset >= self.store.n_rows:
+                return np.zeros(0, np.int64)
+            out = np.empty(limit, np.int64)
+            written, skip = 0, offset
+            d, kr = driver
+            for s in self.store.shards:
+                if written >= limit:
+                    break
+                if not s.nblocks:
+                    continue
+                w, skipped = K.rows_passing(s.arrays, self._s.L, self.state.q, need, d, kr, 0,
+                                            s.nblocks, skip, limit - written, out[written:], s.start)
+                written += w
+                skip -= skipped
+            return out[:written]
 
     def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
         """Number of rows `backward_rids` would return without paging."""
         if view is None and bars is None:
+            if not self.active:
+                return self.store.n_rows
             total = self._total_from_views()
             if total is not None:
                 return total
-        order, ranges, need = self._backward_source(view, bars)
-        if order is None:
-            return self.store.n_rows
-        starts, stops, _ = R.as_arrays(ranges)
-        return int(K.count_passing(order, starts, stops, np.uint32(need), self._ft))
+        if view is not None and bars is None:
+            self._view_index(view)
+            return int(self.agg.counts[self.layout.view(view).slots].sum())
+        with self._lock:
+            need, (d, kr) = self._lineage_source(view, bars)
+            skip = need & ~np.uint64(1 << self.state.adhoc)
+
+            def task(units):
+                return sum(K.count_passing(self.store.shards[i].arrays, self._s.L, self.state.q, need,
+                                           d, kr, b0, b1, skip) for i, b0, b1 in units)
+            return int(sum(self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(
+                self._rows_cost(d, kr)))])))
 
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
         """A page of the input rows behind bars or the current selection (details on
         demand), from the capture's snapshot, with their rids."""
-        if self.store.snapshot is None:
-            msg = "details on demand is not declared in this dashboard's interactions"
-            raise NotCapturedError(msg)
         columns, size = details_request(self.plan, page, page_size, columns)
-        rids = self.backward_rids(view, bars, offset=page * size, limit=size)
-        table = self.store.snapshot.select(columns).take(pa.array(rids))
-        return table.add_column(0, "rid", pa.array(rids, pa.int32()))
+        if page * size >= self.store.n_rows:
+            rids = np.zeros(0, np.int64)
+        else:
+            rids = self.backward_rids(view, bars, offset=page * size, limit=size)
+        table = self.store.take(rids, columns)
+        return table.add_column(0, "rid", pa.array(rids, pa.int64()))
 
     def forward(self, rids) -> dict[str, list[int]]:
-        """Bars each view's rows `rids` contribute to (forward lineage)."""
-        rids = np.asarray(rids, np.int64)
+        """Bars each view's rows `rids` contribute to (forward lineage); views whose bars
+        per row were pruned (nothing needs them) are left out."""
+        try:
+            rids = np.asarray(rids, np.int64).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            msg = "rids must be a list of row ids (integers)"
+            raise InteractionError(msg) from None
         if len(rids) and (rids.min() < 0 or rids.max() >= self.store.n_rows):
             msg = f"rids must be in [0, {self.store.n_rows})"
             raise InteractionError(msg)
+        si, local = self.store.locate(rids)
         out = {}
-        for i, v in enumerate(self.store.views):
-            bars = np.unique(self.store.codes[rids, i])
-            out[v.name] = [int(b) for b in bars if b < v.nbars]
+        for vi, v in enumerate(self.layout.views):
+            if not v.code_dims:
+                continue
+            bars = np.empty(len(rids), np.int64)
+            for s in np.unique(si):
+                sel = np.flatnonzero(si == s)
+                part = np.empty(len(sel), np.int64)
+                K.bars_of(self.store.shards[s].arrays, self._s.L, local[sel], vi, part)
+                bars[sel] = part
+            out[v.name] = [int(b) for b in np.unique(bars) if b < v.nbars]
         return out
 
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]:
@@ -248,194 +278,432 @@ class Session:
         if not targets:
             msg = f"no highlight from view {source!r} is declared"
             raise NotCapturedError(msg)
-        ix = self.store.indexes[f"bars:{source}"]
-        starts, stops, _ = R.as_arrays(_bar_ranges(ix, bars, self.store.view(source).nbars))
-        agg = Aggregates.zeros(self.store.nslots)
-        views = list(dict.fromkeys(targets))
-        K.accumulate_ranges(ix.order, starts, stops, np.ones(len(starts), np.int64), False,
-                            self._needs(views), self._vi(views), self._ft, self.store.codes,
-                            self._bar_off, self.store.measures, self._mcol,
-                            agg.counts, agg.sums, agg.oks)
-        return {t: _view_data(self.store.view(t), agg) for t in views}
+        with self._lock:
+            views = list(dict.fromkeys(targets))
+            adhoc, (d, kr) = self._bars_adhoc(source, bars)
+            bit = np.uint64(1 << self.state.adhoc)
+            need = np.zeros(len(self.layout.views), np.uint64)
+            for t in views:
+                need[self._vindex[t]] = self._need(t) | bit
+            vi = np.array([self._vindex[t] for t in views], np.int64)
+            rows = self._rows_of(d, kr)
+            agg = Aggregates.zeros(self.store.nslots)
+            if P.index_cost(rows, len(kr), self._s.blocks, len(views)) < \
+                    P.scan_cost(self.store.n_rows, len(self.active) + 1, len(views)):
+                self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
+            else:
+                self._scan(vi, need, agg)
+            return {t: _view_data(self.layout.view(t), agg) for t in views}
 
     # --- the update machinery -------------------------------------------------------
 
     def _apply(self, name: str, new: Selection | None) -> Update:
-        t0 = time.perf_counter()
-        old = self.active.get(name)
-        if new is None:
-            self.active.pop(name, None)
+        with self._lock:
+            t0 = time.perf_counter()
+            f = self._fi[name]
+            fl = self.layout.filter(name)
+            old = self.active.get(name)
+            if new is None:
+                self.active.pop(name, None)
+            else:
+                self.active[name] = new
+            self.state.set(f, new)
+            methods: dict[str, str] = {}
+            multi: list[str] = []
+            for v in fl.views:
+                others = self._others(v)
+                if not others:
+                    self.agg.set(self.store.base, self.layout.view(v).all_slots)
+                    methods[v] = "base"
+                elif len(others) == 1 and (others[0], v) in self.store.cubes:
+                    self._from_cube(others[0], [v])
+                    methods[v] = "cube"
+                else:
+                    multi.append(v)
+            if multi:
+                methods.update(self._update_multi(name, f, old, new, multi))
+            else:
+                self._drag = None
+            changed = {v: self._view_data(v) for v in fl.views}
+            return Update(changed, methods, time.perf_counter() - t0)
+
+    def _update_multi(self, name: str, f: int, old: Selection | None, new: Selection | None,
+                      views: list[str]) -> dict[str, str]:
+        """Views under several filters, by the planner's cheapest exact method."""
+        key = self._others_key(name)
+        drag = self._drag
+        moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
+        self._drag = (name, key, moves)
+        if self._tile_job is not None and (self._tile_job.tile_key != (name, key)):
+            self._tile_job.cancel()
+            self._tile_job = None
+        steps = self._incremental_steps(f, old, new)
+        delta_rows = sum(self._rows_of(d, kr) for d, kr, _, _ in steps)
+        tile = self._tile if (self._tile is not None and self._tile.filter == name
+                              and self._tile.key == key and set(views) <= set(self._tile.views)
+                              and new is not None) else None
+        drivers = {}
+        for g in self.active:
+            sel = self.active[g]
+            d = sel.tests[0].dim
+            kr = sel.tests[0].key_ranges(self.layout.dims[d].nkeys)
+            drivers[g] = (self._rows_of(d, kr), max(1, len(kr)))
+        work = P.Work(
+            n_rows=self.store.n_rows, n_blocks=self._s.blocks, views=tuple(views),
+            n_filters=len(self.active), delta_rows=delta_rows,
+            delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
+            drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
+            tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
+            tile_cells=sum(self.layout.view(v).nbars + 1 for v in views), prefer=self._prefer)
+        choice = P.choose(work)
+        if choice.method == "tile":
+            self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
+        elif choice.method == "incremental":
+            vi = self._vi(views)
+            bit = np.uint64(1 << f)
+            need = self._needs(views) & ~bit
+            for d, kr, q_new, q_old in steps:
+                if kr:
+                    self._by_keys(d, kr, np.ones(len(kr), np.int64), f, q_old, vi, need, self.agg,
+                                  q=q_new)
+        elif choice.method == "recompute":
+            by: dict[str, list[str]] = {}
+            for v, g in choice.drivers.items():
+                by.setdefault(g, []).append(v)
+            for g, group in by.items():
+                for v in group:
+                    self.agg.clear(self.layout.view(v).all_slots)
+                t = self.active[g].tests[0]
+                kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
+                self._by_keys(t.dim, kr, np.ones(len(kr), np.int64), -1, None, self._vi(group),
+                              self._needs(group), self.agg)
         else:
-            self.active[name] = new
-        self._set_test(name, new)
-        if self._cond is not None and self._cond.filter != name:
-            self._cond = None  # built for other fixed filters: stale from now on
-        methods: dict[str, str] = {}
-        masked: list[str] = []
-        for v in self._filters[name].filters_views:
-            others = self._others(v)
-            if not others:
-                self._copy_base(v)
-                methods[v] = "base"
-            elif len(others) == 1 and (others[0], v) in self.store.cubes \
-                    and self.active[others[0]].y is None:
-                self._from_cube(others[0], v)
-                methods[v] = "cube"
-            else:
-                masked.append(v)
-        if masked:
-            methods.update(self._update_filtered(name, old, new, masked))
-        changed = {v: self._view_data(v) for v in self._filters[name].filters_views}
-        return Update(changed, methods, time.perf_counter() - t0)
+            for v in views:
+                self.agg.clear(self.layout.view(v).all_slots)
+            self._scan(self._vi(views), self._needs(views), self.agg)
+        if choice.method != "tile" and new is not None and (
+                P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
+            self._start_tile(name, f, key, views)
+        return dict.fromkeys(views, {"incremental": "incremental", "tile": "conditional cube",
+                                     "recompute": "recompute", "scan": "scan"}[choice.method])
 
-    def _update_filtered(self, name: str, old: Selection | None, new: Selection | None,
-                         views: list[str]) -> dict[str, str]:
-        """Views under several filters: conditional cubes while one brush moves among fixed
-        filters (built on its first large update); otherwise incremental when the moving
-        filter's change is smaller than re-aggregating the most selective other filter's
-        rows, else recompute or rescan."""
-        n = self.store.n_rows
-        drivers = {v: min(self._others(v), key=lambda g: self.active[g].size) for v in views}
-        recompute_cost = sum(min(self.active[drivers[v]].size, n * RESCAN_FRACTION) for v in views)
-        incremental_cost = math.inf
-        if old is not None and new is not None and old.y is None and new.y is None:
-            incremental_cost = R.size([(s, e) for s, e, _ in R.changes(old.ranges, new.ranges)]) * len(views)
-        valid = self._cond_valid(name, views)
-        if self._conditional_fits(name, new, views) and (
-                valid or min(incremental_cost, recompute_cost) > COND_MIN_ROWS):
-            if not valid:
-                self._build_conditional(name, views)
-            self._from_conditional(views)
-            return dict.fromkeys(views, "conditional cube")
-        if incremental_cost <= recompute_cost:
-            pieces = R.changes(old.ranges, new.ranges)
-            signs = np.array([1 if entering else -1 for _, _, entering in pieces], np.int64)
-            needs = self._needs(views) & ~np.uint32(1 << self._fi[name])  # membership is known
-            self._accumulate(self.store.indexes[name].order, pieces, signs, needs, views)
-            return dict.fromkeys(views, "incremental")
-        rescan = [v for v in views if self.active[drivers[v]].size > n * RESCAN_FRACTION]
-        if rescan:
-            counts, sums, oks = K.rescan(self._needs(rescan), self._vi(rescan), self._ft,
-                                         self.store.codes, self._bar_off, self.store.measures,
-                                         self._mcol, self.store.nslots, 2)
-            for v in rescan:
-                s = self._slots(v)
-                self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = counts[s], sums[s], oks[s]
-        by_driver: dict[str, list[str]] = {}
+    def _incremental_steps(self, f: int, old: Selection | None, new: Selection | None) -> list:
+        """The steps of an incremental update of filter f, one per test: (dim, candidate key
+        ranges, Q after the step, Q before it). A rect brush moves x, then y."""
+        fl = self.layout.filters[f]
+        old_t = list(old.tests) if old else [None] * len(fl.dims)
+        new_t = list(new.tests) if new else [None] * len(fl.dims)
+        steps = []
+        prev = old
+        for j, d in enumerate(fl.dims):
+            mixed = [new_t[i] if i <= j else old_t[i] for i in range(len(fl.dims))]
+            cur = Selection(tuple(t if t is not None else Test(0, fl.dims[i]) for i, t in enumerate(mixed)))
+            kr = changed_keys(old_t[j], new_t[j], self.layout.dims[d].nkeys)
+            q_after = self.state.copy_with(f, cur) if j < len(fl.dims) - 1 else self.state.q
+            q_before = self.state.copy_with(f, prev)
+            steps.append((d, kr, q_after, q_before))
+            prev = cur
+        return steps
+
+    def _from_cube(self, g: str, views: list[str]) -> None:
+        cubes = {v: self.store.cubes[(g, v)] for v in views}
+        d = self.active[g].tests[0].dim
+        starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
+        self._from_prefix(g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},
+                          starts, others=False)
+
+    def _from_prefix(self, g: str, views: list[str], prefix: dict, starts: np.ndarray,
+                     others: bool) -> None:
+        """Views under filter g from prefix sums over blocks of g's keys (a cube: g is the
+        only filter; a tile: over the rows passing the others): whole blocks by prefix
+        differences, the rows of partial blocks through g's index (added, or the block
+        taken whole and the rest subtracted, whichever touches fewer rows), the rows of
+        fine dims' edge buckets tested one by one."""
+        test = self.active[g].tests[0]
+        d = test.dim
+        seg_lo: list[tuple[int, int]] = []
+        seg_sign: list[int] = []
+        whole: list[tuple[int, int]] = []  # block ranges [ja, jb) taken whole
+        for a, b in test.inner_ranges():
+            ja = int(np.searchsorted(starts, a, "right")) - 1
+            jb = int(np.searchsorted(starts, b, "right")) - 1
+            first = ja if starts[ja] == a else ja + 1
+            last = jb if starts[jb + 1] - 1 == b else jb - 1
+            if first > last:  # no whole block inside: the rows themselves
+                seg_lo.append((a, b))
+                seg_sign.append(1)
+                continue
+            whole.append((first, last + 1))
+            for lo, hi, blk in ((a, int(starts[first]) - 1, ja), (int(starts[last + 1]), b, jb)):
+                if lo > hi:
+                    continue
+                rest = (int(starts[blk]), lo - 1) if blk == ja else (hi + 1, int(starts[blk + 1]) - 1)
+                if self._rows_of(d, [rest]) < self._rows_of(d, [(lo, hi)]):
+                    whole.append((blk, blk + 1))
+                    if rest[0] <= rest[1]:
+                        seg_lo.append(rest)
+                        seg_sign.append(-1)
+                else:
+                    seg_lo.append((lo, hi))
+                    seg_sign.append(1)
         for v in views:
-            if v not in rescan:
-                by_driver.setdefault(drivers[v], []).append(v)
-        for driver, group in by_driver.items():  # one pass over each driver's rows
-            self._recompute(group, driver)
-        return {v: "rescan" if v in rescan else "recompute" for v in views}
-
-    def _conditional_fits(self, name: str, new: Selection | None, views: list[str]) -> bool:
-        """Can a moving filter be answered from conditional cubes? (value index, no y)"""
-        return (new is not None and new.y is None and self.store.indexes[name].offsets is None
-                and all(name in self._others(v) for v in views))
-
-    def _others_key(self, name: str) -> tuple:
-        return tuple((g, tuple(sel.ranges), sel.y) for g, sel in self.active.items() if g != name)
-
-    def _cond_valid(self, name: str, views: list[str]) -> bool:
-        c = self._cond
-        return (c is not None and c.filter == name and c.key == self._others_key(name)
-                and set(views) <= set(c.views))
-
-    def _build_conditional(self, name: str, views: list[str]) -> None:
-        """Cubes of `name`'s blocks over the rows passing every other active filter, from
-        the most selective other filter's rows (or all rows, in rid order)."""
-        ix, n = self.store.indexes[name], self.store.n_rows
-        bsize = max(int(ix.block_starts[1]) if len(ix.block_starts) > 1 else 1,
-                    -(-len(ix.order) // COND_MAX_BLOCKS))
-        nblocks = -(-len(ix.order) // bsize)
-        needs = self._needs(views) & ~np.uint32(1 << self._fi[name])
-        # the driver's rows must hold every row any of the views counts: a filter that
-        # applies to all of them (not one view's own brush); else scan every row
-        common = set.intersection(*(set(self._others(v)) for v in views)) - {name}
-        driver = min(common, key=lambda g: self.active[g].size) if common else name  # unused order
-        identity = not common or self.active[driver].size > n * RESCAN_FRACTION
-        ranges = [(0, n)] if identity else self.active[driver].ranges
-        starts, stops, _ = R.as_arrays(ranges)
+            sl = self.layout.view(v).all_slots
+            pc, ps, po = prefix[v]
+            self.agg.clear(sl)
+            for ja, jb in whole:
+                self.agg.counts[sl] += pc[jb] - pc[ja]
+                if ps.size:
+                    self.agg.sums[sl] += ps[jb] - ps[ja]
+                    self.agg.oks[sl] += po[jb] - po[ja]
         vi = self._vi(views)
-        counts, sums, oks, col_off = K.conditional_cubes(
-            self.store.indexes[driver].order, starts, stops, identity, self._fi[name], bsize,
-            nblocks, needs, vi, np.array([self.store.views[i].nbars for i in vi], np.int64),
-            self._ft, self.store.codes, self.store.measures, self._mcol[vi], 2)
-        self._cond = Conditional(name, self._others_key(name), list(views), bsize, counts, sums,
-                                 oks, col_off)
+        bit = np.uint64(1 << self._fi[g])
+        base_need = (self._needs(views) & ~bit) if others else np.zeros(len(self.layout.views), np.uint64)
+        if seg_lo:
+            order = np.argsort([s[0] for s in seg_lo])
+            kr = [seg_lo[i] for i in order]
+            signs = np.array([seg_sign[i] for i in order], np.int64)
+            self._by_keys(d, kr, signs, -1, None, vi, base_need, self.agg)
+        edges = test.edge_keys()
+        if edges:
+            need = base_need.copy()
+            need[vi] |= bit
+            self._by_keys(d, [(k, k) for k in edges], np.ones(len(edges), np.int64), -1, None, vi,
+                          need, self.agg)
 
-    def _from_conditional(self, views: list[str]) -> None:
-        """Views from the conditional cubes: whole blocks by prefix differences, the rows
-        of the partial blocks at the two edges traced and tested one by one."""
-        c = self._cond
-        (s, e), = self.active[c.filter].ranges or [(0, 0)]
-        a, b = -(-s // c.bsize), e // c.bsize  # whole blocks a..b-1 lie inside [s, e)
-        edges = [(s, e)] if a > b else [(s, a * c.bsize), (b * c.bsize, e)]
-        for v in views:
-            sl = self._slots(v)
-            i = c.views.index(v)
-            cols = slice(c.col_off[i], c.col_off[i + 1])
-            if a > b:
-                self.agg.counts[sl], self.agg.sums[sl], self.agg.oks[sl] = 0, 0.0, 0
-            else:
-                self.agg.counts[sl] = c.counts[b, cols] - c.counts[a, cols]
-                self.agg.sums[sl] = c.sums[b, cols] - c.sums[a, cols]
-                self.agg.oks[sl] = c.oks[b, cols] - c.oks[a, cols]
-        edges = [p for p in edges if p[0] < p[1]]
-        needs = self._needs(views) & ~np.uint32(1 << self._fi[c.filter])
-        self._accumulate(self.store.indexes[c.filter].order, edges, np.ones(len(edges), np.int64),
-                         needs, views)
+    def _tile_edge_rows(self, tile: Tile) -> int:
+        test = self.active[tile.filter].tests[0]
+        d = test.dim
+        rows = 0
+        for a, b in test.inner_ranges():
+            for k in (a, b):
+                j = int(np.searchsorted(tile.starts, k, "right")) - 1
+                rows += self._rows_of(d, [(int(tile.starts[j]), int(tile.starts[j + 1]) - 1)]) // 2
+        return rows + sum(self._rows_of(d, [(k, k)]) for k in test.edge_keys())
 
-    def _accumulate(self, order, ranges_or_pieces, signs, needs, views: list[str]) -> None:
-        """Add the rows at the given index ranges (with per-range signs) to the views'
-        aggregates: serially, or on two threads when there are many rows."""
-        starts, stops, _ = R.as_arrays(ranges_or_pieces)
-        vi = self._vi(views)
-        if int((stops - starts).sum()) < PARALLEL_ROWS:
-            K.accumulate_ranges(order, starts, stops, signs, False, needs, vi, self._ft,
-                                self.store.codes, self._bar_off, self.store.measures, self._mcol,
-                                self.agg.counts, self.agg.sums, self.agg.oks)
+    # --- background: conditional cubes ------------------------------------------------
+
+    def _start_tile(self, name: str, f: int, key: tuple, views: list[str]) -> None:
+        fl = self.layout.filter(name)
+        if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
             return
-        counts, sums, oks = K.accumulate_parallel(
-            order, starts, stops, signs, False, needs, vi, self._ft, self.store.codes,
-            self._bar_off, self.store.measures, self._mcol, self.store.nslots, 2)
+        if self._tile_job is not None and self._tile_job.tile_key == (name, key):
+            return
+        if self._tile is not None and self._tile.filter == name and self._tile.key == key:
+            return
+        d = fl.dims[0]
+        width = sum(self.layout.view(v).nbars + 1 for v in views)
+        starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
+        measured = any(self.layout.view(v).measure != "none" for v in views)
+        per_block = width * 8 * (3 if measured else 1)
+        step = max(1, math.ceil(len(starts) * per_block / TILE_BYTES))
+        if step > 1:
+            starts = np.unique(np.append(starts[::step], starts[-1]))
+        nblocks = len(starts) - 1
+        nkeys = self.layout.dims[d].nkeys
+        cblut = np.searchsorted(starts, np.arange(nkeys + 1), "right") - 1
+        cols, at = {}, 0
         for v in views:
-            s = self._slots(v)
-            self.agg.counts[s] += counts[s]
-            self.agg.sums[s] += sums[s]
-            self.agg.oks[s] += oks[s]
+            cols[v] = at
+            at += self.layout.view(v).nbars + 1
+        vi = self._vi(views)
+        colarr = np.array([cols[v] for v in views], np.int64)
+        bit = np.uint64(1 << f)
+        need = self._needs(views) & ~bit
+        skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
+        q = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in self.state.q)
+        total = [np.zeros(nblocks * width, np.int64), np.zeros(nblocks * width, np.float64),
+                 np.zeros(nblocks * width, np.int64)]
+        lock = threading.Lock()
+        L = self._s.L
 
-    def _set_test(self, name: str, sel: Selection | None) -> None:
-        """Point filter `name`'s row test at its new selection."""
-        f = self._fi[name]
-        ix = self.store.indexes[name]
-        if sel is None:
-            return  # an inactive filter is in no view's need mask
-        if ix.offsets is None:  # value index: one position range
-            (lo, hi), = sel.ranges or [(0, 0)]
-            self._lo[f], self._hi[f] = lo, hi
-        else:  # partitioned: the keys whose segments the ranges cover
-            self._sel[f] = False
-            for s, e in sel.ranges:
-                a = int(np.searchsorted(ix.offsets, s, side="right")) - 1
-                b = int(np.searchsorted(ix.offsets, e, side="left"))
-                self._sel[f, a:b] = True
-        if sel.y is not None:
-            self._ylo[f], self._yhi[f] = sel.y
+        def chunks():
+            for si, s in enumerate(self.store.shards):
+                for b0 in range(0, s.nblocks, TILE_CHUNK_BLOCKS):
+                    b1 = min(s.nblocks, b0 + TILE_CHUNK_BLOCKS)
+
+                    def run(s=s, b0=b0, b1=b1):
+                        c = np.zeros(nblocks * width, np.int64)
+                        sm = np.zeros(nblocks * width, np.float64)
+                        ok = np.zeros(nblocks * width, np.int64)
+                        K.tile(s.arrays, L, q, vi, need, colarr, d, cblut, width, skip, b0, b1, c, sm, ok)
+                        with lock:
+                            total[0] += c
+                            total[1] += sm
+                            total[2] += ok
+                    yield run
+
+        def done():
+            shape = (nblocks, width)
+            pre = []
+            for a in total:
+                p = np.zeros((nblocks + 1, width), a.dtype)
+                np.cumsum(a.reshape(shape), axis=0, out=p[1:])
+                pre.append(p)
+            self._tile = Tile(name, key, list(views), starts, cols, *pre)
+
+        job = parallel.Job(chunks(), done)
+        job.tile_key = (name, key)
+        self._tile_job = self._pool.background(job)
+
+    # --- kernels on the pool --------------------------------------------------------
+
+    def _threads(self, cost: float) -> int:
+        return 1 if cost < SMALL_WORK else self._pool.workers + 1
+
+    def _split(self, n: int) -> list[list[tuple[int, int, int]]]:
+        """The store's blocks as `n` lists of (shard, first block, end block), about equal."""
+        units = self._s.units
+        total = self._s.blocks
+        per = max(1, math.ceil(total / max(1, n)))
+        out: list[list[tuple[int, int, int]]] = [[]]
+        room = per
+        for i, nb in units:
+            b = 0
+            while b < nb:
+                take = min(room, nb - b)
+                out[-1].append((i, b, b + take))
+                b += take
+                room -= take
+                if room == 0:
+                    out.append([])
+                    room = per
+        return [u for u in out if u]
+
+    def _run(self, kernel_units, agg: Aggregates, threads: int) -> None:
+        """Run `kernel_units(units, counts, sums, oks)` over the blocks, on `threads`."""
+        if threads <= 1:
+            kernel_units(self._split(1)[0] if self._s.units else [], agg.counts, agg.sums, agg.oks)
+            return
+        nslots = self.store.nslots
+
+        def task(units):
+            c, s, o = np.zeros(nslots, np.int64), np.zeros(nslots, np.float64), np.zeros(nslots, np.int64)
+            kernel_units(units, c, s, o)
+            return c, s, o
+
+        for c, s, o in self._pool.run([lambda u=u: task(u) for u in self._split(threads)]):
+            agg.counts += c
+            agg.sums += s
+            agg.oks += o
+
+    def _by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
+                 q=None) -> None:
+        if not len(kranges):
+            return
+        kr = np.asarray(kranges, np.int64).reshape(-1, 2)
+        q = self.state.q if q is None else q
+        q_old = q if q_old is None else q_old
+        shards, L = self.store.shards, self._s.L
+
+        def units(us, c, s, o):
+            for i, b0, b1 in us:
+                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+
+        cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi))
+        self._run(units, agg, self._threads(cost))
+
+    def _scan(self, vi, need, agg: Aggregates) -> None:
+        skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
+        shards, L, q = self.store.shards, self._s.L, self.state.q
+
+        def units(us, c, s, o):
+            for i, b0, b1 in us:
+                K.scan(shards[i].arrays, L, q, vi, need, skip, b0, b1, c, s, o)
+
+        cost = P.scan_cost(self.store.n_rows, len(self.active), len(vi))
+        self._run(units, agg, self._threads(cost))
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _lineage_source(self, view: str | None, bars: list[int] | None):
+        """(need, (driver dim or -1, key ranges)) of the rows behind bars of a view (as it
+        shows them) or behind the current selection."""
+        if view is None:
+            if bars is not None:
+                msg = "bars need a view"
+                raise InteractionError(msg)
+            need = np.uint64(0)
+            for g in self.active:
+                need |= np.uint64(1 << self._fi[g])
+            return need, self._driver(list(self.active))
+        self._view_index(view)
+        vl = self.layout.view(view)
+        if not (self.plan.view(view).bar_index and vl.code_dims):
+            msg = (f"backward lineage of view {view!r} was not captured: declare details on "
+                   "demand, or the view as a highlight source")
+            raise NotCapturedError(msg)
+        adhoc, driver = self._bars_adhoc(view, list(range(vl.nbars)) if bars is None else bars)
+        need = self._need(view) | np.uint64(1 << self.state.adhoc)
+        own = self._driver(self._others(view))
+        if own[0] >= 0 and self._rows_of(*own) < self._rows_of(*driver):
+            driver = own
+        return need, driver
+
+    def _bars_adhoc(self, view: str, bars) -> tuple[Test, tuple[int, list]]:
+        """Point the spare filter at `bars` of `view`; (its test, (dim, candidate keys))."""
+        vl = self.layout.view(view)
+        if not isinstance(bars, (list, tuple)) or not all(
+                isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in bars):
+            msg = f"bars is a list of bar numbers, got {bars!r}"
+            raise InteractionError(msg)
+        bad = [b for b in bars if not 0 <= b < vl.nbars]
+        if bad:
+            msg = f"bars {bad} out of range: view {view!r} has bars 0..{vl.nbars - 1}"
+            raise InteractionError(msg)
+        if not vl.code_dims:
+            msg = f"the bars of view {view!r} per row were not captured"
+            raise NotCapturedError(msg)
+        d = vl.code_dims[0]
+        test = bars_test(d, self._vindex[view], bars)
+        self.state.set(self.state.adhoc, Selection((test,)))
+        lut = self.layout.lut(view, 0)
+        if len(vl.code_dims) > 1:  # heatmap: x part of the chosen cells
+            ny = len({tuple(lab[1]) for lab in vl.labels}) if vl.labels else 1
+            parts = {b - b % ny for b in bars}
+        else:
+            parts = set(bars)
+        keys = np.flatnonzero(np.isin(lut[:-1], list(parts)))
+        kr = merge_ranges([(int(k), int(k)) for k in keys])
+        return test, (d, np.asarray(kr, np.int64).reshape(-1, 2))
+
+    def _driver(self, names: list[str]) -> tuple[int, list]:
+        """The indexed dim and key ranges of the most selective of filters `names`, or
+        (-1, []) when scanning every row is cheaper."""
+        best, best_rows = (-1, []), self.store.n_rows // 4
+        for g in names:
+            t = self.active[g].tests[0]
+            kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
+            rows = self._rows_of(t.dim, kr)
+            if rows < best_rows:
+                best, best_rows = (t.dim, kr), rows
+        return best[0], np.asarray(best[1], np.int64).reshape(-1, 2)
+
+    def _rows_cost(self, d: int, kr) -> float:
+        if d < 0:
+            return P.scan_cost(self.store.n_rows, len(self.active), 0)
+        return P.index_cost(self._rows_of(d, kr), len(kr), self._s.blocks, 0)
+
+    def _rows_of(self, d: int, kranges) -> int:
+        if d < 0:
+            return self.store.n_rows
+        p = self._s.keyprefix[d]
+        return int(sum(p[b + 1] - p[a] for a, b in kranges))
 
     def _others(self, view: str) -> list[str]:
         """Active filters that apply to `view` (its own brush never does)."""
-        return [g for g in self.active if view in self._filters[g].filters_views]
+        return [g for g in self.active if view in self.layout.filter(g).views]
 
-    def _need(self, view: str) -> int:
-        need = 0
+    def _others_key(self, name: str) -> tuple:
+        return tuple((g, s.tests) for g, s in self.active.items() if g != name)
+
+    def _need(self, view: str) -> np.uint64:
+        need = np.uint64(0)
         for g in self._others(view):
-            need |= 1 << self._fi[g]
+            need |= np.uint64(1 << self._fi[g])
         return need
 
     def _needs(self, views: list[str]) -> np.ndarray:
-        out = np.zeros(len(self.store.views), np.uint32)
+        out = np.zeros(len(self.layout.views), np.uint64)
         for v in views:
             out[self._vindex[v]] = self._need(v)
         return out
@@ -443,65 +711,13 @@ class Session:
     def _vi(self, views: list[str]) -> np.ndarray:
         return np.array([self._vindex[v] for v in views], np.int64)
 
-    def _copy_base(self, view: str) -> None:
-        s = self._slots(view)
-        self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = (
-            self.store.base.counts[s], self.store.base.sums[s], self.store.base.oks[s])
-
-    def _from_cube(self, g: str, view: str) -> None:
-        cube, ix, sel = self.store.cubes[(g, view)], self.store.indexes[g], self.active[g]
-        s = self._slots(view)
-        self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
-        starts, stops, _ = R.as_arrays(sel.ranges)
-        has_measure = cube.sums.size > 0
-        sums = self.agg.sums[s] if has_measure else self._empty
-        oks = self.agg.oks[s] if has_measure else self.agg.oks[s][:0]
-        c = self._mcol[self._vindex[view]] if has_measure else -1
-        K.cube_lookup(cube.counts, cube.sums, cube.oks, ix.block_starts, starts, stops, ix.order,
-                      self.store.codes, self._vindex[view], self.store.measures, c,
-                      self.agg.counts[s], sums, oks)
-
-    def _recompute(self, views: list[str], driver: str) -> None:
-        """Re-aggregate `views` from the rows of filter `driver`, in one pass."""
-        for v in views:
-            s = self._slots(v)
-            self.agg.counts[s], self.agg.sums[s], self.agg.oks[s] = 0, 0.0, 0
-        ranges = self.active[driver].ranges
-        self._accumulate(self.store.indexes[driver].order, ranges, np.ones(len(ranges), np.int64),
-                         self._needs(views), views)
-
     def _total_from_views(self) -> int | None:
         """Rows passing every active filter, read off a view that every active filter
         applies to (its slots, dropped rows included, sum to that number)."""
-        for v in self.store.views:
-            if all(v.name in self._filters[g].filters_views for g in self.active):
-                return int(self.agg.counts[self._slots(v.name)].sum())
+        for v in self.layout.views:
+            if all(v.name in self.layout.filter(g).views for g in self.active):
+                return int(self.agg.counts[v.all_slots].sum())
         return None
-
-    def _backward_source(self, view: str | None, bars: list[int] | None):
-        """(index order, ranges, need) whose passing rows are the requested rows."""
-        if view is None:
-            if not self.active:
-                return None, [], 0
-            driver = min(self.active, key=lambda g: self.active[g].size)
-            need = 0
-            for g in self.active:
-                need |= 1 << self._fi[g]
-            return self.store.indexes[driver].order, self.active[driver].ranges, need
-        self._view_index(view)
-        key = f"bars:{view}"
-        if key not in self.store.indexes:
-            msg = f"backward lineage of view {view!r} was not captured: declare details on " \
-                  "demand, or the view as a highlight source"
-            raise NotCapturedError(msg)
-        nbars = self.store.view(view).nbars
-        ranges = _bar_ranges(self.store.indexes[key], list(range(nbars)) if bars is None else bars,
-                             nbars)
-        return self.store.indexes[key].order, ranges, self._need(view)
-
-    def _slots(self, view: str) -> slice:
-        v = self.store.views[self._vindex[view]]
-        return slice(v.bar_off, v.bar_off + v.nbars + 1)
 
     def _view_index(self, name: str) -> int:
         if name not in self._vindex:
@@ -510,48 +726,69 @@ class Session:
         return self._vindex[name]
 
     def _view_data(self, name: str) -> ViewData:
-        return _view_data(self.store.views[self._vindex[name]], self.agg)
+        return _view_data(self.layout.view(name), self.agg)
 
-    def _filter(self, name: str, kinds: tuple[str, ...] | None) -> Filter:
+    def _filter(self, name: str, kinds: tuple[str, ...] | None):
         return find_filter(self._filters, name, kinds)
 
+    def _interval(self, view: str, d: int, interval, axis: str = "interval") -> Test:
+        if not isinstance(interval, (list, tuple)) or len(interval) != 2:
+            msg = f"{axis} of view {view!r} is [lo, hi] (null for an open end), got {interval!r}"
+            raise InteractionError(msg)
+        lo, hi = (self._bound(view, d, x, axis) for x in interval)
+        return interval_test(self.layout.dims[d], d, lo, hi, values=self._s.values[d],
+                             edges=self._s.edges[d])
 
-# --- request checks, shared with the baseline engines -------------------------------------
+    def _bound(self, view: str, d: int, x, what: str):
+        """A user bound as the dim's value type: numbers, times as UTC microseconds."""
+        if x is None:
+            return None
+        dim = self.layout.dims[d]
+        if dim.value_type == "temporal":
+            return _time_bound(view, x, what)
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            msg = f"{what} bound {x!r} of view {view!r} is not a number"
+            raise InteractionError(msg)
+        try:
+            v = float(x)
+        except OverflowError:
+            v = math.inf if x > 0 else -math.inf
+        if math.isnan(v):
+            msg = f"{what} bound of view {view!r} is NaN"
+            raise InteractionError(msg)
+        return v
 
 
-def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:
-    """The filter an interaction names, if it takes one of `kinds` (None: any)."""
-    f = filters.get(name)
-    if f is None:
-        known = ", ".join(filters) or "none"
-        msg = f"{name!r} is not a brushable view or parameter of this dashboard; known: {known}"
+def _time_bound(view: str, x, what: str) -> int:
+    if isinstance(x, datetime):
+        return micros(x)
+    if isinstance(x, date):
+        return micros(datetime(x.year, x.month, x.day))
+    if isinstance(x, str):
+        try:
+            return micros(datetime.fromisoformat(x.strip()))
+        except ValueError:
+            pass
+        msg = (f"{what} bound {x!r} of view {view!r} is not an ISO time "
+               "(e.g. '2001-01-31' or '2001-01-31T12:00:00Z')")
         raise InteractionError(msg)
-    if kinds and f.kind not in kinds:
-        msg = f"{name!r} takes a {f.kind.replace('param_', '')} filter, not this interaction"
-        raise InteractionError(msg)
-    return f
+    msg = (f"{what} bound {x!r} of view {view!r} is not a time: temporal views take ISO "
+           "times (e.g. '2001-01-31T12:00:00Z')")
+    raise InteractionError(msg)
 
 
-def details_request(plan: CapturePlan, page: int, page_size: int | None,
-                    columns: list[str] | None) -> tuple[list[str], int]:
-    """(columns, page size) of a details request, checked against the declaration."""
-    spec = plan.dashboard.interactions.details
-    if spec is None:
-        msg = "details on demand is not declared in this dashboard's interactions"
-        raise NotCapturedError(msg)
-    columns = columns or spec.columns
-    unknown = [c for c in columns if c not in spec.columns]
-    if unknown:
-        msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
-        raise InteractionError(msg)
-    size = page_size or spec.page_size
-    if page < 0 or size < 1:
-        msg = "page must be >= 0 and page_size >= 1"
-        raise InteractionError(msg)
-    return columns, size
+def tile_prefix(tile: Tile) -> dict[str, tuple]:
+    out = {}
+    for v, c in tile.cols.items():
+        w = slice(c, c + _width(tile, v))
+        out[v] = (tile.counts[:, w], tile.sums[:, w], tile.oks[:, w])
+    return out
 
 
-# --- pure helpers: user values to index positions ---------------------------------------
+def _width(tile: Tile, view: str) -> int:
+    cols = sorted(tile.cols.values()) + [tile.counts.shape[1]]
+    c = tile.cols[view]
+    return cols[cols.index(c) + 1] - c
 
 
 def _view_data(v, agg: Aggregates) -> ViewData:
@@ -566,97 +803,11 @@ def _view_data(v, agg: Aggregates) -> ViewData:
     return ViewData(v.name, v.labels, counts.tolist(), values)
 
 
-def _bound(x, ix: Index):
-    """A user bound as the index's value type: time as UTC microseconds."""
-    if x is None:
-        return None
-    if ix.value_type == "temporal":
-        if isinstance(x, str):
-            x = datetime.fromisoformat(x)
-        if isinstance(x, datetime):
-            if x.tzinfo is None:
-                x = x.replace(tzinfo=UTC)
-            return int(round(x.timestamp() * 1_000_000))
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        msg = f"bound {x!r} is not a number" + (" or time" if ix.value_type == "temporal" else "")
-        raise InteractionError(msg)
-    if isinstance(x, float) and math.isnan(x):
-        msg = "bound is NaN"
-        raise InteractionError(msg)
+def _jsonable(x):
+    if isinstance(x, tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, list):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (datetime, date)):
+        return x.isoformat()
     return x
-
-
-def _interval(interval, ix: Index) -> tuple:
-    try:
-        lo, hi = interval
-    except (TypeError, ValueError):
-        msg = f"an interval is [lo, hi], got {interval!r}"
-        raise InteractionError(msg) from None
-    return _bound(lo, ix), _bound(hi, ix)
-
-
-def _param_range(ix, op: str, value) -> tuple[int, int]:
-    """Positions [start, stop) of the values a range parameter `field <op> value` keeps."""
-    v = _bound(value, ix)
-    lo, hi = {"lt": (None, v), "lte": (None, v), "gt": (v, None), "gte": (v, None)}[op]
-    return _value_range(ix, lo, hi, strict_lo=op == "gt", strict_hi=op == "lt")
-
-
-def _value_range(ix: Index, lo, hi, strict_lo: bool = False, strict_hi: bool = False):
-    """Positions [start, stop) of rows with lo <= value <= hi (< / > when strict)."""
-    vals = ix.values
-    is_int = vals.dtype.kind == "i"
-    if lo is None:
-        start = 0
-    else:
-        if is_int:  # compare in integers: no O(N) conversion of the index to float
-            lo = _int_bound(lo, up=True, strict=strict_lo)
-            strict_lo = False
-        start = int(np.searchsorted(vals, lo, side="right" if strict_lo else "left"))
-    if hi is None:
-        stop = len(vals)
-    else:
-        if is_int:
-            hi = _int_bound(hi, up=False, strict=strict_hi)
-            strict_hi = False
-        stop = int(np.searchsorted(vals, hi, side="left" if strict_hi else "right"))
-    return start, max(start, stop)
-
-
-def _int_bound(x, up: bool, strict: bool) -> np.int64:
-    """The integer bound equivalent to comparing integers with x (ceil / floor)."""
-    if math.isinf(x):
-        x = np.iinfo(np.int64).min if x < 0 else np.iinfo(np.int64).max
-        return np.int64(x)
-    if up:
-        v = math.ceil(x) if not (strict and float(x).is_integer()) else int(x) + 1
-    else:
-        v = math.floor(x) if not (strict and float(x).is_integer()) else int(x) - 1
-    return np.int64(max(min(v, np.iinfo(np.int64).max), np.iinfo(np.int64).min))
-
-
-def _key_ranges(ix: Index, values: list, top: int | None) -> R.Ranges:
-    """Index ranges of the rows whose value is in `values` ('(other)': beyond the top)."""
-    if not isinstance(values, (list, tuple)):
-        msg = f"select takes a list of values, got {values!r}"
-        raise InteractionError(msg)
-    pos = {k: i for i, k in enumerate(ix.keys)}
-    out = []
-    for x in values:
-        if x == OTHER and top is not None:
-            out.append((int(ix.offsets[top]), int(ix.offsets[-1])))
-        elif x in pos:
-            k = pos[x]
-            out.append((int(ix.offsets[k]), int(ix.offsets[k + 1])))
-    return R.normalize(out)
-
-
-def _bar_ranges(ix: Index, bars: list[int], nbars: int) -> R.Ranges:
-    if not isinstance(bars, (list, tuple)) or not all(isinstance(b, (int, np.integer)) for b in bars):
-        msg = f"bars is a list of bar numbers, got {bars!r}"
-        raise InteractionError(msg)
-    bad = [b for b in bars if not 0 <= b < nbars]
-    if bad:
-        msg = f"bars {bad} out of range: this view has bars 0..{nbars - 1}"
-        raise InteractionError(msg)
-    return R.normalize([(int(ix.offsets[b]), int(ix.offsets[b + 1])) for b in bars])

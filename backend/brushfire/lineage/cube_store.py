@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brushfire.lineage.arrays import Aggregates, CaptureInfo, ViewLayout
-from brushfire.lineage.store import iso_time
+from brushfire.lineage.arrays import Aggregates, CaptureInfo
+from brushfire.lineage.layout import ViewLayout
+from brushfire.timeval import iso_time
 from brushfire.spec import models as m
 
 

@@ -1,89 +1,178 @@
-"""The lineage store: read-only arrays of one captured dashboard, shared by all sessions,
-persisted to a cache directory keyed by the spec and a fingerprint of the source.
+"""The lineage store: one captured dashboard's read-only arrays, shared by all sessions,
+kept in a cache entry keyed by the spec and a fingerprint of the source.
 
-A cache entry is written to a temporary directory and renamed into place, with a
-manifest (sizes and CRC32 of every file) written last, so a partial entry is never
-seen; a corrupt one fails its checks on load and is never served.
+An entry is a directory:
+- shards/<name>/*.npy, snapshot.arrow: per-row arrays, written by Spark's executors
+  (capture/shards.py), memory-mapped on load, so a restart copies nothing and the OS pages
+  in only what is touched;
+- base.npy, keycount.*.npy, cube.*.npy, layout.*.npy: the small global arrays the driver
+  sums from the shards' partial results;
+- manifest.json, written last: the layout, the shards, the size and CRC32 of every file,
+  the cache key and a hash of the spec.
+An entry is built in a `.partial-*` directory and renamed into place, so a partial entry
+is never seen; on load every file's size and checksum, and the key, are checked, and an
+entry that fails is never served.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
-import tempfile
+import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from brushfire.errors import CacheError, CaptureError
-from brushfire.lineage.arrays import Aggregates, CaptureInfo, Cube, Index, ViewLayout
+from brushfire.lineage.arrays import Aggregates, CaptureInfo
+from brushfire.lineage.layout import Layout, ViewLayout
 from brushfire.spec.models import Dashboard
+from brushfire.timeval import iso_time
 
-FORMAT_VERSION = 5  # 5: decimal columns converted to the nearest float (entries of 4 were off)
+FORMAT_VERSION = 6  # 6: sharded store written by executors (dims, block-local indexes)
 MANIFEST = "manifest.json"
+SHARDS = "shards"
 SNAPSHOT = "snapshot.arrow"
+PARTIALS = "partials.npz"
+
+
+@dataclass
+class Cube:
+    """Prefix sums over a dim's cube blocks of one target view's aggregates:
+    counts[j] = rows of cube blocks 0..j-1, shape (blocks + 1, nbars + 1)."""
+
+    counts: np.ndarray
+    sums: np.ndarray  # (0, 0) when the target has no measure
+    oks: np.ndarray
+
+
+@dataclass
+class Shard:
+    name: str
+    start: int  # global rid of its first row
+    n_rows: int
+    arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax), as the kernels take them
+    snapshot: pa.Table | None
+
+    @property
+    def nblocks(self) -> int:
+        return self.arrays[4].shape[1]
 
 
 @dataclass
 class LineageStore:
     dashboard: Dashboard
+    layout: Layout
+    shards: list[Shard]
     n_rows: int
-    views: list[ViewLayout]
-    codes: np.ndarray  # (N, V) uint16
-    measures: np.ndarray  # (N, M) float64
-    fkeys: np.ndarray  # (N, F) int32: row position / key per filter (see arrays.py)
-    fy: np.ndarray  # (N, Y) float64: y values of rect brushes
-    ycols: dict[str, int]  # rect filter -> column of fy
-    indexes: dict[str, Index]
-    cubes: dict[tuple[str, str], Cube]  # (filter name, target view) -> cube
     base: Aggregates  # every view over all rows
-    snapshot: pa.Table | None  # detail columns in rid order (memory-mapped when loaded)
+    keycounts: list[np.ndarray]  # per dim: rows per key (the no-value key last)
+    cubes: dict[tuple[str, str], Cube]  # (filter, target view) -> cube
     info: CaptureInfo
+    directory: Path | None = None
     # the plain Spark queries' results when capture ran them for comparison (not persisted)
     base_query_results: dict[str, dict] | None = None
 
+    @property
+    def views(self) -> list[ViewLayout]:
+        return self.layout.views
+
     def view(self, name: str) -> ViewLayout:
-        for v in self.views:
-            if v.name == name:
-                return v
-        raise KeyError(name)
+        return self.layout.view(name)
 
     @property
     def nslots(self) -> int:
-        last = self.views[-1]
-        return last.bar_off + last.nbars + 1
+        return self.layout.nslots
+
+    @property
+    def snapshot(self) -> bool:
+        return bool(self.layout.detail_columns)
 
     def parameter_domain(self, name: str) -> tuple[str, list]:
         """('values', choices) of a dropdown parameter, ('range', [lo, hi]) of a slider
         (times as ISO strings)."""
-        ix = self.indexes[name]
-        if ix.keys is not None:
-            return "values", list(ix.keys)
-        ends = [ix.values[0].item(), ix.values[-1].item()] if len(ix.values) else []
-        return "range", [iso_time(x) for x in ends] if ix.value_type == "temporal" else ends
+        f = self.layout.filter(name)
+        d = self.layout.dims[f.dims[0]]
+        if d.kind == "dict":
+            return "values", list(d.values)
+        lo, hi = self.value_range(f.dims[0])
+        if lo is None:
+            return "range", []
+        return "range", [iso_time(lo), iso_time(hi)] if d.value_type == "temporal" else [lo, hi]
+
+    def value_range(self, dim: int) -> tuple:
+        """Smallest and largest value of a dense or fine dim (None, None when empty)."""
+        d = self.layout.dims[dim]
+        counts = self.keycounts[dim][:d.nkeys]
+        present = np.flatnonzero(counts)
+        if not len(present):
+            return None, None
+        if d.kind == "dense":
+            return d.values[present[0]], d.values[present[-1]]
+        lo = hi = None  # fine: the raw values of the first and last buckets
+        for s in self.shards:
+            raw = s.arrays[1][d.raw]
+            if len(raw):
+                ok = raw[~np.isnan(raw)]
+                if len(ok):
+                    lo = ok.min() if lo is None else min(lo, ok.min())
+                    hi = ok.max() if hi is None else max(hi, ok.max())
+        cast = int if d.value_type in ("int", "temporal") else float
+        return cast(lo), cast(hi)
+
+    def locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(shard index, row in shard) of global rids."""
+        starts = np.array([s.start for s in self.shards], np.int64)
+        si = np.searchsorted(starts, rids, "right") - 1
+        return si, rids - starts[si]
+
+    def take(self, rids: np.ndarray, columns: list[str]) -> pa.Table:
+        """The detail columns of rows `rids` (global), in that order."""
+        rids = np.asarray(rids, np.int64)
+        si, local = self.locate(rids)
+        parts, positions = [], []
+        for s in np.unique(si):
+            sel = np.flatnonzero(si == s)
+            parts.append(self.shards[s].snapshot.select(columns).take(pa.array(local[sel])))
+            positions.append(sel)
+        if not parts:
+            schema = next((s.snapshot.select(columns).schema for s in self.shards
+                           if s.snapshot is not None), None)
+            return schema.empty_table() if schema is not None else pa.table({})
+        table = pa.concat_tables(parts, promote_options="permissive")
+        back = np.argsort(np.concatenate(positions), kind="stable")
+        return table.take(pa.array(back))
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes held per view / filter (index + cubes + its codes column), for reports."""
-        n = self.n_rows
-        out: dict[str, int] = {v.name: n * self.codes.itemsize for v in self.views}
-        for name, ix in self.indexes.items():
-            size = sum(a.nbytes for a in (ix.order, ix.block_starts, ix.values, ix.offsets)
-                       if a is not None)
-            out[name] = out.get(name, 0) + size
-        for (src, _), cube in self.cubes.items():
-            out[src] = out.get(src, 0) + cube.counts.nbytes + cube.sums.nbytes + cube.oks.nbytes
-        out["_measures"] = self.measures.nbytes
-        out["_filter_keys"] = self.fkeys.nbytes + self.fy.nbytes
-        if self.snapshot is not None:
-            out["_snapshot"] = self.snapshot.nbytes
+        """Bytes per part of the store, for reports: per dim (keys, raw values, index
+        positions), stored measures, cubes, and the detail snapshot."""
+        out: dict[str, int] = {}
+        lay = self.layout
+        idims = lay.indexed_dims
+        for i, d in enumerate(lay.dims):
+            size = 2 * self.n_rows
+            if d.kind == "fine":
+                size += 8 * self.n_rows
+            if d.indexed:
+                slot = idims.index(i)
+                for s in self.shards:
+                    optr = s.arrays[4][slot]
+                    bsize = lay.block_rows
+                    for b in range(len(optr)):
+                        if optr[b] >= 0:
+                            size += 2 * (min(s.n_rows, (b + 1) * bsize) - b * bsize)
+            out[f"dim {d.name}"] = size
+        out["measures"] = 8 * self.n_rows * lay.n_meas
+        out["cubes"] = sum(c.counts.nbytes + c.sums.nbytes + c.oks.nbytes for c in self.cubes.values())
+        out["zone maps"] = sum(s.arrays[5].nbytes + s.arrays[6].nbytes for s in self.shards)
+        if self.snapshot:
+            out["_snapshot"] = sum(s.snapshot.nbytes for s in self.shards if s.snapshot is not None)
         return out
 
 
@@ -104,149 +193,242 @@ def source_fingerprint(path: str) -> str:
     return h.hexdigest()
 
 
-def cache_key(dash: Dashboard, fingerprint: str) -> str:
-    spec = dash.model_dump_json(exclude={"title"})
-    return hashlib.sha256(f"{FORMAT_VERSION}|{spec}|{fingerprint}".encode()).hexdigest()[:20]
+def spec_hash(dash: Dashboard) -> str:
+    """A hash of what the spec asks for (its title aside)."""
+    return hashlib.sha256(dash.model_dump_json(exclude={"title"}).encode()).hexdigest()
 
 
-def entry_dir(cache_dir: str | Path, dash: Dashboard, fingerprint: str) -> Path:
-    return Path(cache_dir) / f"{dash.name}-{cache_key(dash, fingerprint)}"
+def cache_key(dash: Dashboard, fingerprint: str, config=None) -> str:
+    """The entry's key: format, spec, source and the capture's sizes (CaptureConfig)."""
+    sizes = json.dumps(asdict(config), sort_keys=True) if config is not None else ""
+    text = f"{FORMAT_VERSION}|{spec_hash(dash)}|{fingerprint}|{sizes}"
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-# --- save / load ------------------------------------------------------------------------
+def entry_dir(cache_dir: str | Path, dash: Dashboard, fingerprint: str, config=None) -> Path:
+    return Path(cache_dir) / f"{dash.name}-{cache_key(dash, fingerprint, config)}"
 
 
-def save_store(store: LineageStore, directory: str | Path) -> Path:
-    """Write the store to `directory` atomically (temp dir + rename, manifest last)."""
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
-    arrays = _arrays_of(store)
+# --- write --------------------------------------------------------------------------------
+
+
+def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
+             dash: Dashboard, key: str, progress=None) -> dict:
+    """Finish a cache entry whose shards the executors wrote into `staging/shards`: sum
+    the shards' partial results into the global arrays and write them; returns the
+    manifest for `write_manifest` (written last). Only the shards in `summaries` (the
+    tasks' reported outputs) are kept."""
+    shards_dir = staging / SHARDS
+    keep = {s.name for s in summaries}
+    for d in (shards_dir.iterdir() if shards_dir.exists() else []):
+        if d.name not in keep:  # a failed or speculative attempt's leftovers
+            shutil.rmtree(d, ignore_errors=True)
+    summaries = sorted(summaries, key=lambda s: s.name)
+    totals: dict[str, np.ndarray] = {}
+    for i, s in enumerate(summaries):
+        if progress:
+            progress("merging shard results", i / max(1, len(summaries)))
+        with np.load(shards_dir / s.name / PARTIALS) as z:
+            for k in z.files:
+                totals[k] = totals[k] + z[k] if k in totals else z[k].copy()
+        os.remove(shards_dir / s.name / PARTIALS)
+        s.files.pop(PARTIALS, None)
+    arrays = {f"layout.{k}": v for k, v in layout.arrays.items()}
+    base = totals.get("base", np.zeros((3, layout.nslots)))
+    arrays["base_counts"] = base[0].astype(np.int64)
+    arrays["base_sums"] = base[1]
+    arrays["base_oks"] = base[2].astype(np.int64)
+    for d in layout.dims:
+        arrays[f"keycount.{d.name}"] = totals.get(f"keycount.{d.name}", np.zeros(d.nkeys + 1, np.int64))
+    cubes = []
+    for f in layout.filters:
+        d = layout.dims[f.dims[0]]
+        if not f.cube_targets or d.cube_starts is None:
+            continue
+        nblocks = len(d.cube_starts) - 1
+        for t in f.cube_targets:
+            width = layout.view(t).nbars + 1
+            for part in ("counts", "sums", "oks"):
+                cells = totals.get(f"cube.{f.name}.{t}.{part}")
+                if cells is None:
+                    continue
+                # drop the no-value block, then prefix sums over blocks
+                cells = cells.reshape(nblocks + 1, width)[:nblocks]
+                prefix = np.zeros((nblocks + 1, width), cells.dtype)
+                np.cumsum(cells, axis=0, out=prefix[1:])
+                arrays[f"cube.{f.name}.{t}.{part}"] = prefix
+            cubes.append([f.name, t])
+    files = {}
     for name, arr in arrays.items():
-        np.save(tmp / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
-    if store.snapshot is not None:
-        with pa.OSFile(str(tmp / SNAPSHOT), "wb") as sink, \
-                pa.ipc.new_file(sink, store.snapshot.schema) as writer:
-            writer.write_table(store.snapshot)
-    files = sorted(f.name for f in tmp.iterdir())
+        from brushfire.capture.shards import write_npy
+
+        files[f"{name}.npy"] = write_npy(staging / f"{name}.npy", arr)
+    info.n_rows = sum(s.n_rows for s in summaries)
+    start = 0
+    shards = []
+    for s in summaries:
+        shards.append({"name": s.name, "start": start, "n_rows": s.n_rows, "files": s.files})
+        start += s.n_rows
     meta = {
         "format_version": FORMAT_VERSION,
-        "dashboard": store.dashboard.name,
-        "n_rows": store.n_rows,
-        "views": [asdict(v) for v in store.views],
-        "indexes": {k: {"kind": ix.kind, "field": ix.field, "keys": ix.keys,
-                        "value_type": ix.value_type} for k, ix in store.indexes.items()},
-        "cubes": [list(k) for k in store.cubes],
-        "ycols": store.ycols,
-        "info": asdict(store.info),
-        "files": {f: {"size": (tmp / f).stat().st_size} for f in files},
+        "dashboard": dash.name,
+        "cache_key": key,
+        "spec_sha256": spec_hash(dash),
+        "brushfire_version": _version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "n_rows": info.n_rows,
+        "layout": layout.to_json(),
+        "layout_arrays": sorted(layout.arrays),
+        "cubes": cubes,
+        "info": asdict(info),
+        "files": files,
+        "shards": shards,
     }
-    for f, crc in zip(files, _crcs([tmp / f for f in files]), strict=True):
-        meta["files"][f]["crc32"] = crc
-    (tmp / MANIFEST).write_text(json.dumps(meta, default=_json_default))
-    if directory.exists():
-        shutil.rmtree(directory)
-    os.rename(tmp, directory)
+    return meta
+
+
+def write_manifest(staging: Path, meta: dict) -> None:
+    (staging / MANIFEST).write_text(json.dumps(meta, default=_json_default))
+
+
+def publish(staging: Path, directory: Path) -> Path:
+    """Rename a finished entry into place (replacing an older one of the same key)."""
+    if directory.exists() or directory.is_symlink():
+        old = directory.with_name(f".old-{directory.name}-{os.getpid()}")
+        os.rename(directory, old)
+        _remove(old)
+    os.rename(staging, directory)
     return directory
 
 
-def load_store(directory: str | Path, dash: Dashboard) -> LineageStore:
-    """Load a cache entry, checking every file's size and CRC32; CacheError if not sound."""
+def prune(cache_dir: Path, dashboard: str, keep: Path) -> list[Path]:
+    """Remove the other entries of `dashboard` (superseded by `keep`), and partial entries
+    left by captures that were killed; returns what was removed. Processes that still map
+    a removed entry keep reading it (the files live until unmapped)."""
+    removed = []
+    for p in cache_dir.iterdir() if cache_dir.exists() else []:
+        if p == keep:
+            continue
+        superseded = p.name.startswith(f"{dashboard}-") and len(p.name) == len(dashboard) + 21
+        stale = p.name.startswith((".partial-", ".old-")) and _age(p) > 24 * 3600
+        if superseded or stale:
+            _remove(p)
+            removed.append(p)
+    return removed
+
+
+def _age(p: Path) -> float:
+    try:
+        return time.time() - p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        p.unlink(missing_ok=True)
+
+
+# --- load --------------------------------------------------------------------------------
+
+
+def load_store(directory: str | Path, dash: Dashboard, key: str | None = None,
+               verify: bool = True) -> LineageStore:
+    """Load a cache entry, checking its key (when given), every file's size and CRC32;
+    CacheError if it is not sound. Arrays are memory-mapped."""
     directory = Path(directory)
     try:
         meta = json.loads((directory / MANIFEST).read_text())
-    except (OSError, ValueError) as e:
-        msg = f"no complete cache entry at {directory}: {e}"
+        if not isinstance(meta, dict):
+            raise ValueError("the manifest is not a JSON object")
+        if meta.get("format_version") != FORMAT_VERSION:
+            msg = f"format {meta.get('format_version')}, need {FORMAT_VERSION}"
+            raise ValueError(msg)
+        if key is not None and meta.get("cache_key") != key:
+            msg = (f"it was written for cache key {meta.get('cache_key')}, not {key} "
+                   "(copied from another spec or source?)")
+            raise ValueError(msg)
+        if meta.get("spec_sha256") != spec_hash(dash) or meta.get("dashboard") != dash.name:
+            raise ValueError("it was captured for another spec")
+        files = _all_files(directory, meta)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        msg = f"cache entry {directory} is not usable: {e}"
         raise CacheError(msg) from None
-    if meta.get("format_version") != FORMAT_VERSION:
-        msg = f"cache entry {directory} has format {meta.get('format_version')}, need {FORMAT_VERSION}"
-        raise CacheError(msg)
-    files = meta["files"]
-    paths = [directory / f for f in files]
-    for p in paths:
-        if not p.is_file() or p.stat().st_size != files[p.name]["size"]:
-            msg = f"cache file {p} is missing or has the wrong size"
+    for path, want in files:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = -1
+        if not path.is_file() or size != want["size"]:
+            msg = f"cache file {path} is missing or has the wrong size"
             raise CacheError(msg)
-    arrays = {}
-    with ThreadPoolExecutor(4) as pool:
-        loaded = pool.map(_read_checked, [(p, files[p.name]["crc32"]) for p in paths])
-        for p, value in zip(paths, loaded, strict=True):
-            if p.suffix == ".npy":
-                arrays[p.stem] = value
-    snapshot = None
-    if SNAPSHOT in files:
-        snapshot = pa.ipc.open_file(pa.memory_map(str(directory / SNAPSHOT))).read_all()
+    if verify:
+        with ThreadPoolExecutor(4) as pool:
+            for (path, want), crc in zip(files, pool.map(_crc, [p for p, _ in files]), strict=True):
+                if crc != want["crc32"]:
+                    msg = f"cache file {path} fails its checksum"
+                    raise CacheError(msg)
     try:
-        return _store_from(meta, arrays, snapshot, dash)
-    except (KeyError, AssertionError, ValueError) as e:
+        return _store_from(directory, meta, dash)
+    except (KeyError, ValueError, TypeError, AssertionError, OSError) as e:
         msg = f"cache entry {directory} is inconsistent: {e!r}"
         raise CacheError(msg) from None
 
 
-def _arrays_of(store: LineageStore) -> dict[str, np.ndarray]:
-    out = {"codes": store.codes, "measures": store.measures, "fkeys": store.fkeys, "fy": store.fy,
-           "base_counts": store.base.counts,
-           "base_sums": store.base.sums, "base_oks": store.base.oks}
-    for name, ix in store.indexes.items():
-        for part in ("order", "block_starts", "values", "offsets"):
-            arr = getattr(ix, part)
-            if arr is not None:
-                out[f"index.{name}.{part}"] = arr
-    for (src, tgt), cube in store.cubes.items():
-        for part in ("counts", "sums", "oks"):
-            out[f"cube.{src}.{tgt}.{part}"] = getattr(cube, part)
+def _all_files(directory: Path, meta: dict) -> list[tuple[Path, dict]]:
+    out = [(directory / name, f) for name, f in meta["files"].items()]
+    for s in meta["shards"]:
+        out += [(directory / SHARDS / s["name"] / name, f) for name, f in s["files"].items()]
+    for p, f in out:
+        if not isinstance(f, dict) or "size" not in f or "crc32" not in f:
+            msg = f"the manifest's entry for {p.name} has no size and checksum"
+            raise ValueError(msg)
+        if ".." in p.relative_to(directory).parts:
+            msg = f"the manifest names a file outside the entry: {p}"
+            raise ValueError(msg)
     return out
 
 
-def _store_from(meta: dict, arrays: dict, snapshot: pa.Table | None, dash: Dashboard) -> LineageStore:
-    n = meta["n_rows"]
-    indexes = {}
-    for name, d in meta["indexes"].items():
-        parts = {p: arrays.get(f"index.{name}.{p}")
-                 for p in ("order", "block_starts", "values", "offsets")}
-        ix = Index(name, d["kind"], d["field"], keys=d["keys"], value_type=d["value_type"], **parts)
-        ix.check(n)
-        indexes[name] = ix
-    cubes = {(s, t): Cube(*(arrays[f"cube.{s}.{t}.{p}"] for p in ("counts", "sums", "oks")))
-             for s, t in meta["cubes"]}
-    codes = arrays["codes"]
-    assert codes.shape[0] == n
-    return LineageStore(
-        dashboard=dash, n_rows=n, views=[ViewLayout(**v) for v in meta["views"]], codes=codes,
-        measures=arrays["measures"], fkeys=arrays["fkeys"], fy=arrays["fy"], ycols=meta["ycols"],
-        indexes=indexes, cubes=cubes,
-        base=Aggregates(arrays["base_counts"], arrays["base_sums"], arrays["base_oks"]),
-        snapshot=snapshot, info=CaptureInfo(**meta["info"]),
-    )
+def _store_from(directory: Path, meta: dict, dash: Dashboard) -> LineageStore:
+    def arr(name: str) -> np.ndarray:
+        return np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+
+    layout_arrays = {k: np.asarray(arr(f"layout.{k}")) for k in meta["layout_arrays"]}
+    layout = Layout.from_json(meta["layout"], layout_arrays)
+    shards = []
+    for s in meta["shards"]:
+        sd = directory / SHARDS / s["name"]
+        arrays = tuple(np.load(sd / f"{p}.npy", mmap_mode="r", allow_pickle=False)
+                       for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax"))
+        n = s["n_rows"]
+        assert arrays[0].shape == (len(layout.dims), n), f"shard {s['name']} keys shape"
+        assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
+        snapshot = None
+        if SNAPSHOT in s["files"]:
+            snapshot = pa.ipc.open_file(pa.memory_map(str(sd / SNAPSHOT))).read_all()
+            assert snapshot.num_rows == n, f"shard {s['name']} snapshot rows"
+        shards.append(Shard(s["name"], s["start"], n, arrays, snapshot))
+    cubes = {}
+    for f, t in meta["cubes"]:
+        parts = [arr(f"cube.{f}.{t}.{p}") if f"cube.{f}.{t}.{p}.npy" in meta["files"] else None
+                 for p in ("counts", "sums", "oks")]
+        cubes[(f, t)] = Cube(parts[0], parts[1] if parts[1] is not None else np.zeros((0, 0)),
+                             parts[2] if parts[2] is not None else np.zeros((0, 0), np.int64))
+    base = Aggregates(np.asarray(arr("base_counts")), np.asarray(arr("base_sums")),
+                      np.asarray(arr("base_oks")))
+    keycounts = [np.asarray(arr(f"keycount.{d.name}")) for d in layout.dims]
+    info = CaptureInfo(**meta["info"])
+    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, directory)
 
 
-def _read_checked(item: tuple[Path, int]):
-    """Read a file once into one buffer, check its CRC32 and, for .npy files, return the
-    array as a view of that buffer (no second copy; the restart path reads gigabytes)."""
-    path, crc = item
-    buf = np.empty(path.stat().st_size, np.uint8)
-    with path.open("rb") as f:
-        if f.readinto(memoryview(buf)) != len(buf):
-            msg = f"cache file {path} is shorter than it was"
-            raise CacheError(msg)
-    if zlib.crc32(buf) != crc:
-        msg = f"cache file {path} fails its checksum"
-        raise CacheError(msg)
-    if path.suffix != ".npy":
-        return None
-    header = io.BytesIO(buf[:65_536].tobytes())
-    fmt = np.lib.format
-    version = fmt.read_magic(header)
-    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-    shape, fortran, dtype = read_header(header)
-    count = int(np.prod(shape, dtype=np.int64))
-    arr = buf[header.tell():header.tell() + count * dtype.itemsize].view(dtype)
-    return arr.reshape(shape, order="F" if fortran else "C")
-
-
-def _crcs(paths: list[Path]) -> list[int]:
-    with ThreadPoolExecutor(4) as pool:
-        return list(pool.map(lambda p: zlib.crc32(p.read_bytes()), paths))
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(8 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 def _json_default(o):
@@ -254,10 +436,31 @@ def _json_default(o):
         return int(o)
     if isinstance(o, np.floating):
         return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
     msg = f"cannot store {type(o).__name__} in a manifest"
     raise TypeError(msg)
 
 
-def iso_time(micros: int) -> str:
-    """UTC microseconds as an ISO instant."""
-    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat()
+def _version() -> str:
+    from brushfire import __version__
+
+    return __version__
+
+
+def history(cache_dir: str | Path, dashboard: str) -> list[dict]:
+    """The cache's entries of `dashboard` (newest first): key, created, rows, spec hash."""
+    out = []
+    for p in Path(cache_dir).glob(f"{dashboard}-*"):
+        try:
+            meta = json.loads((p / MANIFEST).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict):
+            out.append({"path": str(p), "created": meta.get("created"), "rows": meta.get("n_rows"),
+                        "spec_sha256": meta.get("spec_sha256"), "version": meta.get("brushfire_version")})
+    return sorted(out, key=lambda e: e["created"] or "", reverse=True)
+
+
+__all__ = ["Cube", "LineageStore", "Shard", "assemble", "cache_key", "entry_dir", "history",
+           "load_store", "prune", "publish", "source_fingerprint", "spec_hash", "write_manifest"]

@@ -1,0 +1,235 @@
+"""From a capture plan and the source's profile to the store's layout (lineage/layout.py):
+how each need of the plan is stored. Pure; runs on the driver between the profile job
+and the shard job.
+
+- every value field (brushed, rect axis, range parameter) gets a dense dim when it has
+  at most `max_keys` distinct values, else a fine dim (bucket key + raw value);
+- every dropdown field gets a dict dim; every categorical view that is brushed, needs
+  bars per row or maps bars back to rows gets a bars dim (key = its bar);
+- a histogram, temporal or heatmap view reads its bar from its field's dense dims through
+  a lookup table when it can, else gets a bars dim when its bars are needed per row, else
+  keeps only its base result;
+- a sum / mean view reads its measure from a dense dim's values when its measure field
+  has one, else from a stored column;
+- each 1-dim filter gets cube blocks over its keys: every key its own block when they
+  are few, else runs of keys with about equally many rows, at most `max_cube_blocks`
+  and within `cube_bytes` for the bars of its targets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from brushfire.capture import bins
+from brushfire.capture.profile import Profile, ProfileSpec, ValueStats, fine_edges
+from brushfire.errors import CaptureError
+from brushfire.lineage.layout import (
+    CaptureConfig,
+    Dim,
+    FilterLayout,
+    Layout,
+    ViewLayout,
+)
+from brushfire.plan import CapturePlan
+from brushfire.spec import models as m
+
+
+def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
+    dash = plan.dashboard
+    cats = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
+    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView)]
+    values = plan.value_fields
+    return ProfileSpec(values=values,
+                       counts=tuple(dict.fromkeys(cats + list(plan.dict_fields))),
+                       ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
+                       max_keys=config.max_keys)
+
+
+def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> Layout:
+    dash = plan.dashboard
+    dims: list[Dim] = []
+    arrays: dict[str, np.ndarray] = {}
+    dim_of: dict[str, int] = {}
+    n_raw = 0
+
+    def add(d: Dim) -> int:
+        dims.append(d)
+        dim_of[d.name] = len(dims) - 1
+        return len(dims) - 1
+
+    for f in plan.value_fields:
+        st = profile.values[f]
+        if st.dense:
+            add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), True,
+                    values=st.values.tolist()))
+        else:
+            edges = fine_edges(st, config.max_keys)
+            add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=n_raw,
+                    edges=edges))
+            n_raw += 1
+    for f in plan.dict_fields:
+        values, counts = profile.counts[f]
+        if len(values) > config.max_keys:
+            msg = (f"parameter field {f!r} has {len(values):,} distinct values; a dropdown "
+                   f"holds at most {config.max_keys:,}")
+            raise CaptureError(msg)
+        order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+        add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), True,
+                values=[values[i] for i in order]))
+
+    views: list[ViewLayout] = []
+    off = 0
+    measure_fields: list[str] = []
+    for v in dash.views:
+        vp = plan.view(v.name)
+        brushed = plan.has_filter(v.name)
+        labels = _labels(v, profile)
+        nbars = len(labels)
+        layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels)
+        off += nbars + 1
+        needed = vp.forward or vp.bar_index
+        luts = _luts(v, dims, dim_of, profile, nbars)
+        if luts is not None:
+            # a lookup from dense keys costs nothing per row: kept even when not needed
+            layout_v.code_dims = [i for i, _ in luts]
+            for part, (_, lut) in enumerate(luts):
+                arrays[f"lut.{v.name}.{part}"] = lut
+        elif needed or (isinstance(v, m.CategoricalView) and brushed):
+            d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", nbars,
+                        vp.bar_index or brushed))
+            layout_v.code_dims = [d]
+            arrays[f"lut.{v.name}.0"] = _identity_lut(nbars)
+        if v.aggregate.field:
+            mdim = dim_of.get(f"value:{v.aggregate.field}")
+            if mdim is not None and dims[mdim].kind == "dense":
+                layout_v.measure, layout_v.mdim = "lut", mdim
+                arrays[f"mlut.{v.name}"] = _measure_lut(dims[mdim])
+            else:
+                if v.aggregate.field not in measure_fields:
+                    measure_fields.append(v.aggregate.field)
+                layout_v.measure, layout_v.mcol = "stored", measure_fields.index(v.aggregate.field)
+        views.append(layout_v)
+        if len(labels) > 65_534:
+            msg = f"view {v.name} has {len(labels):,} bars; at most 65,534 are supported"
+            raise CaptureError(msg)
+
+    # bar -> rows needs the view's first code dim indexed
+    for v in views:
+        if plan.view(v.name).bar_index and v.code_dims:
+            dims[v.code_dims[0]].indexed = True
+
+    filters = []
+    for f in plan.filters:
+        fdims = [dim_of[n] for n in f.dim_names]
+        filters.append(FilterLayout(f.name, f.kind, fdims, list(f.filters_views),
+                                    list(f.cube_targets), f.op))
+    layout = Layout(dash.name, config.block_rows, dims, views, filters, n_raw, len(measure_fields),
+                    measure_fields, list(plan.detail_columns), arrays)
+    for f in filters:
+        if f.cube_targets:
+            d = dims[f.dims[0]]
+            width = sum(layout.view(t).nbars + 1 for t in f.cube_targets)
+            d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
+    return layout
+
+
+def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[int]:
+    """Runs of keys with about equally many rows (`weights` per key), at most
+    max_cube_blocks runs and within cube_bytes for `width` bars: every key its own block
+    when they fit. Returns the starts, ending with the number of keys."""
+    nkeys = len(weights)
+    limit = max(1, min(config.max_cube_blocks, config.cube_bytes // (8 * max(1, width))))
+    if nkeys <= limit:
+        return list(range(nkeys + 1))
+    cum = np.cumsum(weights, dtype=np.float64)
+    total = cum[-1] if len(cum) and cum[-1] > 0 else float(nkeys)
+    if not (len(cum) and cum[-1] > 0):
+        cum = np.arange(1, nkeys + 1, dtype=np.float64)
+    cuts = np.searchsorted(cum, total * np.arange(1, limit) / limit, "right")
+    starts = np.unique(np.concatenate([[0], cuts, [nkeys]])).astype(int)
+    return [int(s) for s in starts]
+
+
+def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
+    """Estimated rows per key, for choosing cube blocks before the rows are keyed."""
+    if d.kind == "dense":
+        return profile.values[d.field].counts.astype(np.float64)
+    if d.kind == "dict":
+        values, counts = profile.counts[d.field]
+        pos = {v: i for i, v in enumerate(values)}
+        return np.array([counts[pos[v]] for v in d.values], np.float64)
+    return np.ones(d.nkeys, np.float64)  # fine buckets are about equally full; bars unknown
+
+
+def _labels(v, profile: Profile) -> list:
+    if isinstance(v, m.HistogramView):
+        return bins.hist_labels(v.bin)
+    if isinstance(v, m.HeatmapView):
+        return bins.heat_labels(v)
+    if isinstance(v, m.TemporalView):
+        first, last = _time_range(v.field, profile)
+        return bins.calendar_labels(v.unit, first, last)
+    values, counts = profile.counts[v.field]
+    return bins.top_labels(values, counts, v.top, v.other)
+
+
+def _time_range(field: str, profile: Profile) -> tuple[int | None, int | None]:
+    if field in profile.values:
+        st = profile.values[field]
+        return (int(st.first), int(st.last)) if len(st.values) else (None, None)
+    return profile.ranges[field]
+
+
+def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
+          nbars: int) -> list[tuple[int, np.ndarray]] | None:
+    """(dim, lookup table) parts giving the view's bar from dense keys, or None."""
+    def dense(field: str) -> int | None:
+        i = dim_of.get(f"value:{field}")
+        return i if i is not None and dims[i].kind == "dense" else None
+
+    if isinstance(v, m.HistogramView):
+        d = dense(v.field)
+        if d is None:
+            return None
+        x = np.asarray(dims[d].values)
+        return [(d, _lut(bins.hist_code(x, np.ones(len(x), bool), v.bin), nbars))]
+    if isinstance(v, m.TemporalView):
+        d = dense(v.field)
+        if d is None or dims[d].value_type != "temporal":
+            return None
+        x = np.asarray(dims[d].values, np.int64)
+        first = int(x[0]) if len(x) else None
+        return [(d, _lut(bins.calendar_code(v.unit, x, np.ones(len(x), bool), first), nbars))]
+    if isinstance(v, m.HeatmapView):
+        dx, dy = dense(v.x.field), dense(v.y.field)
+        if dx is None or dy is None or dx == dy:
+            return None
+        ny = v.y.bin.count
+        xv, yv = np.asarray(dims[dx].values), np.asarray(dims[dy].values)
+        cx = bins.hist_code(xv, np.ones(len(xv), bool), v.x.bin)
+        cy = bins.hist_code(yv, np.ones(len(yv), bool), v.y.bin)
+        # x part: x bar * ny, or nbars when dropped; y part: y bar, or nbars when dropped
+        return [(dx, _lut(np.where(cx >= 0, cx * ny, -1), nbars)), (dy, _lut(cy, nbars))]
+    return None
+
+
+def _lut(codes: np.ndarray, nbars: int) -> np.ndarray:
+    """Key -> bar (int32), with the no-value key (the last entry) and dropped keys -> nbars."""
+    out = np.full(len(codes) + 1, nbars, np.int32)
+    out[:-1] = np.where(codes >= 0, codes, nbars)
+    return out
+
+
+def _identity_lut(nbars: int) -> np.ndarray:
+    return np.arange(nbars + 1, dtype=np.int32)
+
+
+def _measure_lut(d: Dim) -> np.ndarray:
+    """Key -> measure (float64), NaN for the no-value key and infinite values."""
+    out = np.full(d.nkeys + 1, np.nan, np.float64)
+    x = np.asarray(d.values, np.float64)
+    out[:-1] = np.where(np.isfinite(x), x, np.nan)
+    return out
+
+
+__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec"]

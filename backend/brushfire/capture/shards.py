@@ -1,0 +1,307 @@
+"""Lineage shards, built where the data is: one Spark task turns its partition's rows into
+shards of the store (lineage/layout.py) and writes them straight into the cache entry
+being built. Pure numpy and pyarrow (no numba: executors start no compiler).
+
+A shard directory holds, for its n rows:
+- keys.npy   (dims, n) uint16: every dim's key per row;
+- raw.npy    (fine dims, n) float64: raw values of fine dims (NaN = none);
+- meas.npy   (stored measures, n) float64 (NaN = missing);
+- order.npy  uint16, optr.npy (indexed dims, blocks) int64: per block, the rows' positions
+  in the block ordered by key, at order[optr[i, b]:...]; -1 = the identity (not stored);
+- zmin.npy, zmax.npy (dims, blocks) uint16: each block's smallest and largest key (data
+  skipping; 65535 / 0 when the block has no key);
+- snapshot.arrow: the detail columns, rows in order (Arrow IPC, memory-mapped on load);
+- partials.npz: this shard's base aggregates, rows per key of each dim and cube cells,
+  which the driver sums over shards and then deletes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from brushfire.capture import bins
+from brushfire.capture import columns as C
+from brushfire.lineage.layout import KEY_DTYPE, Layout, ViewLayout
+from brushfire.spec import models as m
+
+PARTIALS = "partials.npz"
+SNAPSHOT = "snapshot.arrow"
+
+
+@dataclass
+class ShardSummary:
+    name: str
+    n_rows: int
+    files: dict[str, dict]  # file -> {"size": bytes, "crc32": int}
+
+
+def build_partition(batches: Iterable[pa.RecordBatch], layout: Layout, dash: m.Dashboard,
+                    shard_rows: int, shards_dir: str, pid: int) -> list[ShardSummary]:
+    """Turn one partition's rows into shards of at most `shard_rows` rows, written to
+    `shards_dir/<pid>-<seq>`. A task attempt writes into a private directory and renames
+    each finished shard into place, so a retried or speculative attempt never leaves a
+    half-written shard under a final name. An empty partition gives one empty shard."""
+    out = []
+    attempt = Path(shards_dir) / f".attempt-{pid:05d}-{uuid.uuid4().hex[:8]}"
+    attempt.mkdir(parents=True)
+    try:
+        for seq, table in enumerate(_chunks(batches, shard_rows)):
+            name = f"{pid:05d}-{seq:04d}"
+            files = write_shard(table, layout, dash, attempt / name)
+            final = Path(shards_dir) / name
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(attempt / name, final)
+            out.append(ShardSummary(name, table.num_rows, files))
+    finally:
+        shutil.rmtree(attempt, ignore_errors=True)
+    return out
+
+
+def _chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The batches regrouped into tables of `rows` rows (the last one shorter); one empty
+    table when there are no rows at all."""
+    pending: list[pa.RecordBatch] = []
+    have, yielded, schema = 0, False, None
+    for b in batches:
+        schema = b.schema
+        while b.num_rows:
+            take = min(b.num_rows, rows - have)
+            pending.append(b.slice(0, take))
+            have += take
+            b = b.slice(take)
+            if have == rows:
+                yield pa.Table.from_batches(pending).combine_chunks()
+                pending, have, yielded = [], 0, True
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
+    elif not yielded:
+        yield schema.empty_table() if schema is not None else pa.table({})
+
+
+# --- one shard ---------------------------------------------------------------------------
+
+
+class _Rows:
+    """A shard's source columns as numpy values, each converted once."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table, self.n = table, table.num_rows
+        self._numbers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def numbers(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        if field not in self._numbers:
+            if self.n == 0:
+                self._numbers[field] = (np.zeros(0), np.zeros(0, bool))
+            else:
+                values, valid = C.numbers(self.table[field])
+                if values.dtype.kind == "f":
+                    values = values + 0.0  # -0.0 is 0.0, as in the profile
+                self._numbers[field] = (values, valid)
+        return self._numbers[field]
+
+
+def shard_arrays(table: pa.Table, layout: Layout, dash: m.Dashboard) -> dict[str, np.ndarray]:
+    """Every per-row array of one shard, and its partial aggregates (keys 'partial.*')."""
+    rows = _Rows(table)
+    n, bsize = rows.n, layout.block_rows
+    nd = len(layout.dims)
+    keys = np.empty((nd, n), KEY_DTYPE)
+    raw = np.full((layout.n_raw, n), np.nan, np.float64)
+    for i, d in enumerate(layout.dims):
+        if d.kind == "dense":
+            v, ok = rows.numbers(d.field)
+            u = np.asarray(d.values, v.dtype if len(d.values) else np.float64)
+            k = np.searchsorted(u, v) if len(u) else np.zeros(n, np.int64)
+            kk = np.minimum(k, max(len(u) - 1, 0))
+            found = u[kk] == v if len(u) else np.zeros(n, bool)
+            if not np.all(found | ~ok):
+                msg = (f"column {d.field}: a value is not among the distinct values profiled "
+                       "moments ago; is the source changing, or a derived column random?")
+                raise RuntimeError(msg)
+            keys[i] = np.where(ok, k, d.nkeys)
+        elif d.kind == "fine":
+            v, ok = rows.numbers(d.field)
+            k = np.searchsorted(np.asarray(d.edges, np.float64), v.astype(np.float64), "right") - 1
+            keys[i] = np.where(ok, k, d.nkeys)
+            raw[d.raw] = np.where(ok, v.astype(np.float64), np.nan)
+        elif d.kind == "dict":
+            pos = C.lookup(table[d.field], d.values) if n else np.zeros(0, np.int64)
+            keys[i] = np.where(pos >= 0, pos, d.nkeys)
+        else:  # bars of a view
+            code = formula_code(dash.view(d.view), layout.view(d.view), rows)
+            keys[i] = np.where(code >= 0, code, d.nkeys)
+    meas = np.empty((layout.n_meas, n), np.float64)
+    for j, f in enumerate(layout.measure_fields):
+        meas[j] = C.measure(table[f]) if n else np.zeros(0)
+
+    out = {"keys": keys, "raw": raw, "meas": meas}
+    out.update(_backward_index(keys, raw, layout, bsize))
+    nb = -(-n // bsize)
+    zmin = np.full((nd, nb), 65535, KEY_DTYPE)
+    zmax = np.zeros((nd, nb), KEY_DTYPE)
+    for i, d in enumerate(layout.dims):
+        for b in range(nb):
+            kb = keys[i, b * bsize:(b + 1) * bsize]
+            kb = kb[kb < d.nkeys]
+            if len(kb):
+                zmin[i, b], zmax[i, b] = kb.min(), kb.max()
+    out["zmin"], out["zmax"] = zmin, zmax
+
+    # partial aggregates: base result, rows per key, cube cells
+    codes = {v.name: view_code(v, layout, keys, dash, rows) for v in layout.views}
+    values = {v.name: view_measure(v, layout, keys, meas) for v in layout.views}
+    nslots = layout.nslots
+    base = np.zeros((3, nslots), np.float64)
+    for v in layout.views:
+        c, x = codes[v.name], values[v.name]
+        base[0, v.all_slots] = np.bincount(c, minlength=v.nbars + 1)
+        if x is not None:
+            ok = ~np.isnan(x)
+            base[1, v.all_slots] = np.bincount(c[ok], weights=x[ok], minlength=v.nbars + 1)
+            base[2, v.all_slots] = np.bincount(c[ok], minlength=v.nbars + 1)
+    out["partial.base"] = base
+    for i, d in enumerate(layout.dims):
+        out[f"partial.keycount.{d.name}"] = np.bincount(keys[i], minlength=d.nkeys + 1).astype(np.int64)
+    for f in layout.filters:
+        d = layout.dims[f.dims[0]]
+        if not f.cube_targets or d.cube_starts is None:
+            continue
+        block = cube_block_lut(d)[keys[f.dims[0]]]
+        nblocks = len(d.cube_starts)  # cube blocks + the no-value block
+        for t in f.cube_targets:
+            tv = layout.view(t)
+            cell = block * (tv.nbars + 1) + codes[t]
+            size = nblocks * (tv.nbars + 1)
+            out[f"partial.cube.{f.name}.{t}.counts"] = np.bincount(cell, minlength=size).astype(np.int64)
+            x = values[t]
+            if x is not None:
+                ok = ~np.isnan(x)
+                out[f"partial.cube.{f.name}.{t}.sums"] = np.bincount(cell[ok], weights=x[ok], minlength=size)
+                out[f"partial.cube.{f.name}.{t}.oks"] = np.bincount(cell[ok], minlength=size).astype(np.int64)
+    return out
+
+
+def cube_block_lut(d) -> np.ndarray:
+    """Key -> cube block of a dim (the no-value key -> the extra last block)."""
+    starts = np.asarray(d.cube_starts, np.int64)
+    lut = np.searchsorted(starts, np.arange(d.nkeys + 1), "right") - 1
+    lut[d.nkeys] = len(starts) - 1
+    return lut.astype(np.int64)
+
+
+def _backward_index(keys: np.ndarray, raw: np.ndarray, layout: Layout, bsize: int) -> dict:
+    """Per indexed dim and block: positions in the block ordered by key (fine dims: by
+    raw value, which orders keys too; ties by position). Identity blocks are not stored."""
+    n = keys.shape[1]
+    nb = -(-n // bsize)
+    idims = layout.indexed_dims
+    optr = np.full((len(idims), nb), -1, np.int64)
+    pieces, total = [], 0
+    for j, i in enumerate(idims):
+        d = layout.dims[i]
+        for b in range(nb):
+            s, e = b * bsize, min(n, (b + 1) * bsize)
+            if d.kind == "fine":
+                order = np.argsort(raw[d.raw, s:e], kind="stable")
+            else:
+                order = np.argsort(keys[i, s:e], kind="stable")
+            if np.array_equal(order, np.arange(e - s)):
+                continue
+            optr[j, b] = total
+            pieces.append(order.astype(np.uint16))
+            total += e - s
+    order = np.concatenate(pieces) if pieces else np.zeros(0, np.uint16)
+    return {"order": order, "optr": optr}
+
+
+def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:
+    """The view's bar per row from its source columns (-1: dropped)."""
+    if isinstance(view, m.HistogramView):
+        return bins.hist_code(*rows.numbers(view.field), view.bin)
+    if isinstance(view, m.HeatmapView):
+        ny = view.y.bin.count
+        cx = bins.hist_code(*rows.numbers(view.x.field), view.x.bin)
+        cy = bins.hist_code(*rows.numbers(view.y.field), view.y.bin)
+        return np.where((cx >= 0) & (cy >= 0), cx * ny + cy, -1)
+    if isinstance(view, m.TemporalView):
+        us, ok = rows.numbers(view.field)
+        first = _first_us(vl)
+        return bins.calendar_code(view.unit, us, ok, first)
+    top = [x for x in vl.labels if x != bins.OTHER] if view.other else list(vl.labels)
+    if rows.n == 0:
+        return np.zeros(0, np.int64)
+    col = rows.table[view.field]
+    pos = C.lookup(col, top)
+    if view.other:
+        pos = np.where((pos < 0) & C.valid_mask(col), len(top), pos)
+    return pos
+
+
+def _first_us(vl: ViewLayout) -> int | None:
+    if not vl.labels:
+        return None
+    return int(np.datetime64(vl.labels[0].replace("+00:00", ""), "us").astype(np.int64))
+
+
+def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.Dashboard,
+              rows: _Rows) -> np.ndarray:
+    """Bar per row in 0..nbars (nbars = dropped), as the engine reads it."""
+    if v.code_dims:
+        code = layout.lut(v.name, 0)[keys[v.code_dims[0]]].astype(np.int64)
+        if len(v.code_dims) > 1:
+            code = np.minimum(code + layout.lut(v.name, 1)[keys[v.code_dims[1]]], v.nbars)
+        return code
+    code = formula_code(dash.view(v.name), v, rows)
+    return np.where(code >= 0, code, v.nbars)
+
+
+def view_measure(v: ViewLayout, layout: Layout, keys: np.ndarray, meas: np.ndarray):
+    if v.measure == "lut":
+        return layout.mlut(v.name)[keys[v.mdim]]
+    if v.measure == "stored":
+        return meas[v.mcol]
+    return None
+
+
+def write_shard(table: pa.Table, layout: Layout, dash: m.Dashboard, directory: Path) -> dict:
+    """Write one shard's files into `directory`; returns {file: {size, crc32}}."""
+    directory.mkdir(parents=True)
+    arrays = shard_arrays(table, layout, dash)
+    files = {}
+    partials = {k[len("partial."):]: v for k, v in arrays.items() if k.startswith("partial.")}
+    for name, arr in arrays.items():
+        if not name.startswith("partial."):
+            files[f"{name}.npy"] = write_npy(directory / f"{name}.npy", arr)
+    buf = io.BytesIO()
+    np.savez(buf, **partials)
+    files[PARTIALS] = write_bytes(directory / PARTIALS, buf.getvalue())
+    if layout.detail_columns and table.num_rows:  # an empty shard has no snapshot
+        snap = table.select(layout.detail_columns)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, snap.schema) as writer:
+            writer.write_table(snap)
+        files[SNAPSHOT] = write_bytes(directory / SNAPSHOT, sink.getvalue())
+    return files
+
+
+def write_npy(path: Path, arr: np.ndarray) -> dict:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return write_bytes(path, buf.getbuffer())
+
+
+def write_bytes(path: Path, data) -> dict:
+    with open(path, "wb") as f:
+        f.write(data)
+    return {"size": len(data), "crc32": zlib.crc32(data)}

@@ -1,0 +1,92 @@
+"""The engine's contract: what every session answers (Brushfire's, and the baselines'
+behind the same server), its result types, and the request checks they share.
+
+`protocol.handle` talks to any object with the `SessionAPI` methods; `Update` and
+`ViewData` are what they return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.plan import CapturePlan, Filter
+
+
+@dataclass
+class ViewData:
+    """A view's current bars: count per bar, and the value it shows (count, sum or mean)."""
+
+    name: str
+    labels: list
+    counts: list[int]
+    values: list[float | None]
+
+
+@dataclass
+class Update:
+    """The result of one interaction: the views that changed and how each was computed."""
+
+    views: dict[str, ViewData]
+    methods: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class SessionAPI(Protocol):
+    """One user's filter state over a dashboard."""
+
+    def brush(self, view: str, interval, y=None) -> Update: ...
+    def select(self, view: str, values: list) -> Update: ...
+    def set_parameter(self, name: str, value) -> Update: ...
+    def clear(self, name: str | None = None) -> Update: ...
+    @property
+    def filters(self) -> dict[str, Any]: ...
+    def views(self) -> dict[str, ViewData]: ...
+    def view(self, name: str) -> ViewData: ...
+    def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int: ...
+    def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
+                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table: ...
+    def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]: ...
+
+
+def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:
+    """The filter an interaction names, if it takes one of `kinds` (None: any)."""
+    f = filters.get(name)
+    if f is None:
+        known = ", ".join(filters) or "none"
+        msg = f"{name!r} is not a brushable view or parameter of this dashboard; known: {known}"
+        raise InteractionError(msg)
+    if kinds and f.kind not in kinds:
+        what = {"interval": "an interval brush (brush with interval [lo, hi])",
+                "rect": "a rect brush (brush with interval and y)",
+                "points": "a selection of bars (select with values)",
+                "param_eq": "a parameter value (parameter)",
+                "param_range": "a parameter value (parameter)"}[f.kind]
+        msg = f"{name!r} takes {what}, not this interaction"
+        raise InteractionError(msg)
+    return f
+
+
+MAX_PAGE_ROWS = 10_000
+
+
+def details_request(plan: CapturePlan, page: int, page_size: int | None,
+                    columns: list[str] | None) -> tuple[list[str], int]:
+    """(columns, page size) of a details request, checked against the declaration."""
+    spec = plan.dashboard.interactions.details
+    if spec is None:
+        msg = "details on demand is not declared in this dashboard's interactions"
+        raise NotCapturedError(msg)
+    columns = columns or spec.columns
+    unknown = [c for c in columns if c not in spec.columns]
+    if unknown:
+        msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
+        raise InteractionError(msg)
+    size = page_size or spec.page_size
+    if not isinstance(page, int) or page < 0 or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_ROWS:
+        msg = f"page must be an integer >= 0 and page_size in 1..{MAX_PAGE_ROWS:,}"
+        raise InteractionError(msg)
+    return columns, size

@@ -1,0 +1,100 @@
+"""How to answer an update: a pure choice among exact methods by estimated cost.
+
+When filter A changes, each view A filters must be recomputed over the rows passing its
+other filters. Per view:
+- base: no filter applies to it now → the base result;
+- cube: one filter applies and it has a cube to this view → prefix sums over the cube's
+  blocks, plus the rows of the partial blocks at the selection's edges;
+and for the views under several filters, one plan for all of them:
+- tile: a conditional cube of A given the others (built in the background while A was
+  dragged) is valid → prefix sums plus the edge rows;
+- incremental: only the rows whose pass/fail on A changed, found through A's index;
+- recompute: each view from the rows of one of its filters (the most selective), found
+  through that filter's index;
+- scan: every row, sequentially.
+Costs are nanoseconds from the constants below (measured on a 2-core EPYC at 30M rows,
+perf/README.md); only their ratios matter. Every method's cost is bounded by a scan, so
+the worst update is a parallel sequential pass over the compact per-row keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# nanoseconds per unit of work, single thread
+INDEX_ROW = 14.0  # a row reached through a block's key order (random reads in the block)
+INDEX_ROW_VIEW = 2.5  # ... for each view it is counted in
+SCAN_ROW = 0.4  # a row of a sequential pass
+SCAN_ROW_FILTER = 0.5  # ... for each filter tested
+SCAN_ROW_VIEW = 1.0  # ... for each view counted (compaction and scatter)
+BLOCK_SEARCH = 120.0  # two binary searches in one block's key order, per key range
+CELL = 1.0  # a bar read from a cube or tile
+
+
+@dataclass(frozen=True)
+class Work:
+    """What an update would touch, as the planner sees it."""
+
+    n_rows: int
+    n_blocks: int
+    views: tuple[str, ...]  # views under several filters
+    n_filters: int  # active filters a scan tests
+    delta_rows: int | None  # rows in A's changed keys (None: not incremental, e.g. rect)
+    delta_ranges: int = 1
+    drivers: dict[str, tuple[int, int]] = field(default_factory=dict)  # filter -> (rows, ranges)
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # view -> its filters
+    tile_rows: int | None = None  # a valid tile's edge rows (None: no valid tile)
+    tile_cells: int = 0
+    threads: int = 2
+    prefer: str | None = None  # tests: take this method whenever it applies
+
+
+@dataclass(frozen=True)
+class Choice:
+    method: str  # tile | incremental | recompute | scan
+    cost: float  # estimated nanoseconds of work (before dividing among threads)
+    drivers: dict[str, str] = field(default_factory=dict)  # recompute: view -> driver filter
+
+
+def index_cost(rows: int, ranges: int, n_blocks: int, views: int) -> float:
+    return rows * (INDEX_ROW + INDEX_ROW_VIEW * views) + ranges * n_blocks * BLOCK_SEARCH
+
+
+def scan_cost(n_rows: int, filters: int, views: int) -> float:
+    return n_rows * (SCAN_ROW + SCAN_ROW_FILTER * filters + SCAN_ROW_VIEW * views)
+
+
+def choose(w: Work) -> Choice:
+    """The cheapest exact method for the views under several filters."""
+    nv = len(w.views)
+    options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv))]
+    if w.delta_rows is not None:
+        options.append(Choice("incremental", index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, nv)))
+    if w.tile_rows is not None:
+        options.append(Choice("tile", w.tile_cells * CELL
+                              + index_cost(w.tile_rows, 4, w.n_blocks, nv)))
+    if w.drivers and all(w.needs.get(v) for v in w.views):
+        drivers = {v: min((g for g in w.needs[v] if g in w.drivers), key=lambda g: w.drivers[g][0],
+                          default=None) for v in w.views}
+        if all(d is not None for d in drivers.values()):
+            groups: dict[str, int] = {}
+            for v, g in drivers.items():
+                groups[g] = groups.get(g, 0) + 1
+            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k)
+                       for g, k in groups.items())
+            options.append(Choice("recompute", cost, drivers))
+    for c in options:
+        if c.method == w.prefer:
+            return c
+    return min(options, key=lambda c: c.cost)
+
+
+def worth_a_tile(moves: int, per_move: float) -> bool:
+    """Build a conditional cube in the background for a filter being dragged? When it is
+    being dragged (a second move with the same other filters) and its moves cost more
+    than a lookup would (the build itself costs at most a scan, off the reply path)."""
+    return moves >= 2 and per_move > 300_000
+
+
+def parallel_ms(cost_ns: float, threads: int) -> float:
+    return cost_ns / max(1, threads) / 1e6

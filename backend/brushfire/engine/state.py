@@ -1,0 +1,333 @@
+"""Selections as keys: what a user's brush, selection or parameter means on a dim's keys,
+and the arrays (kernels.py's L and Q) that carry a layout and a filter state into the
+kernels. Pure functions and small value types; no kernel calls.
+
+A `Test` selects keys of one dim: an interval of keys (mode 1; for fine dims the rows of
+the two edge buckets are decided by their raw value), a set of keys (mode 2), or a set
+of a view's bars (mode 3, for lineage queries). A `Selection` is a filter's one or two
+tests (two for rect brushes) plus what the user asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from brushfire.errors import InteractionError
+from brushfire.lineage.layout import OTHER, Dim, Layout
+
+
+@dataclass(frozen=True)
+class Test:
+    mode: int  # 1 interval of keys, 2 set of keys, 3 set of a view's bars
+    dim: int
+    lo: int = 1  # mode 1: keys lo..hi (lo > hi: none)
+    hi: int = 0
+    elo: int = -1  # fine dims: the bucket whose rows need raw >= vlo
+    ehi: int = -1  # ... and the one whose rows need raw <= vhi
+    vlo: float = -math.inf
+    vhi: float = math.inf
+    keys: tuple[int, ...] = ()  # modes 2 and 3: selected keys / bars, sorted
+    view: int = -1  # mode 3
+
+    @property
+    def empty(self) -> bool:
+        return self.lo > self.hi if self.mode == 1 else not self.keys
+
+    def key_ranges(self, nkeys: int) -> list[tuple[int, int]]:
+        """Inclusive key ranges holding every row that may pass (modes 1 and 2)."""
+        if self.mode == 1:
+            return [] if self.empty else [(self.lo, self.hi)]
+        return runs(self.keys)
+
+    def inner_ranges(self) -> list[tuple[int, int]]:
+        """Key ranges whose rows all pass (the edge buckets of fine dims left out)."""
+        if self.mode != 1:
+            return runs(self.keys)
+        lo = self.lo + 1 if self.elo == self.lo else self.lo
+        hi = self.hi - 1 if self.ehi == self.hi else self.hi
+        return [(lo, hi)] if lo <= hi else []
+
+    def edge_keys(self) -> list[int]:
+        """Fine dims: the buckets whose rows are decided by raw value."""
+        if self.mode != 1 or self.empty:
+            return []
+        return sorted({k for k in (self.elo, self.ehi) if k >= 0})
+
+
+@dataclass(frozen=True)
+class Selection:
+    tests: tuple[Test, ...]
+    spec: object = None  # what the user asked for, echoed in `filters`
+
+    @property
+    def empty(self) -> bool:
+        return any(t.empty for t in self.tests)
+
+
+def runs(keys) -> list[tuple[int, int]]:
+    """Sorted keys as inclusive runs of consecutive keys."""
+    out: list[tuple[int, int]] = []
+    for k in keys:
+        if out and k == out[-1][1] + 1:
+            out[-1] = (out[-1][0], k)
+        else:
+            out.append((k, k))
+    return out
+
+
+def merge_ranges(ranges) -> list[tuple[int, int]]:
+    """Inclusive ranges, sorted and merged where they overlap or touch."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def complement(ranges, nkeys: int) -> list[tuple[int, int]]:
+    """Keys 0..nkeys (the no-value key included) outside `ranges`."""
+    out, at = [], 0
+    for a, b in merge_ranges(ranges):
+        if a > at:
+            out.append((at, a - 1))
+        at = max(at, b + 1)
+    if at <= nkeys:
+        out.append((at, nkeys))
+    return out
+
+
+def changed_keys(old: Test | None, new: Test | None, nkeys: int) -> list[tuple[int, int]]:
+    """Key ranges holding every row whose pass/fail may differ between `old` and `new`
+    (None: inactive, every row passes): the keys in one inner set but not the other,
+    plus the edge buckets of both."""
+    def inner(t: Test | None) -> list[tuple[int, int]]:
+        return [(0, nkeys)] if t is None else t.inner_ranges()
+
+    a, b = inner(old), inner(new)
+    only_a = intersect(a, complement(b, nkeys))
+    only_b = intersect(b, complement(a, nkeys))
+    edges = [(k, k) for t in (old, new) if t is not None for k in t.edge_keys()]
+    # keys neither test passes fully nor as an edge can change only if some test did:
+    return merge_ranges(only_a + only_b + edges)
+
+
+def intersect(a, b) -> list[tuple[int, int]]:
+    out = []
+    for x0, x1 in merge_ranges(a):
+        for y0, y1 in merge_ranges(b):
+            lo, hi = max(x0, y0), min(x1, y1)
+            if lo <= hi:
+                out.append((lo, hi))
+    return merge_ranges(out)
+
+
+# --- from what users ask to tests ---------------------------------------------------------
+
+
+def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: bool = False,
+                  values: np.ndarray | None = None, edges: np.ndarray | None = None) -> Test:
+    """lo <= x <= hi (< / > when strict) on dim d's values; None = open end. Bounds are
+    numbers (times: UTC microseconds), never NaN."""
+    if d.kind == "dense":
+        u = values if values is not None else np.asarray(d.values)
+        klo = 0 if lo is None else int(np.searchsorted(u, lo, "right" if strict_lo else "left"))
+        khi = d.nkeys - 1 if hi is None else int(np.searchsorted(u, hi, "left" if strict_hi else "right")) - 1
+        return Test(1, dim, klo, khi)
+    if d.kind != "fine":
+        msg = f"dim {d.name} is not ordered by value"
+        raise InteractionError(msg)
+    e = edges if edges is not None else np.asarray(d.edges, np.float64)
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (strict_lo or strict_hi))):
+        return Test(1, dim, 1, 0)
+    klo, elo, vlo = 0, -1, -math.inf
+    if lo is not None:
+        flo = float(lo)
+        klo = int(np.searchsorted(e, flo, "right")) - 1
+        elo, vlo = klo, (math.nextafter(flo, math.inf) if strict_lo else flo)
+    khi, ehi, vhi = d.nkeys - 1, -1, math.inf
+    if hi is not None:
+        fhi = float(hi)
+        khi = int(np.searchsorted(e, fhi, "right")) - 1
+        ehi, vhi = khi, (math.nextafter(fhi, -math.inf) if strict_hi else fhi)
+    if klo < 0:
+        klo, elo = 0, -1
+    return Test(1, dim, klo, khi, elo, ehi, vlo, vhi)
+
+
+def set_test(dim: int, keys) -> Test:
+    return Test(2, dim, keys=tuple(sorted(set(int(k) for k in keys))))
+
+
+def bars_test(dim: int, view: int, bars) -> Test:
+    return Test(3, dim, keys=tuple(sorted(set(int(b) for b in bars))), view=view)
+
+
+def category_keys(labels: list, values) -> list[int]:
+    """Bars of a categorical view named by `values` ('(other)' included when it is a bar);
+    an unknown value is an error naming the bars."""
+    if not isinstance(values, (list, tuple)):
+        msg = f"select takes a list of values, got {values!r}"
+        raise InteractionError(msg)
+    pos = {_hashable(x): i for i, x in enumerate(labels)}
+    out = []
+    for x in values:
+        i = pos.get(_hashable(x))
+        if i is None:
+            raise InteractionError(unknown_value_message(x, labels, "bars"))
+        out.append(i)
+    return out
+
+
+def dict_key(d: Dim, value) -> int:
+    """A dropdown's key for `value`; an error naming the choices when it is not one."""
+    for i, x in enumerate(d.values):
+        if _same(x, value):
+            return i
+    raise InteractionError(unknown_value_message(value, d.values, "choices"))
+
+
+def unknown_value_message(value, choices: list, what: str) -> str:
+    shown = ", ".join(repr(c) for c in choices[:12]) + (", …" if len(choices) > 12 else "")
+    near = ""
+    if isinstance(value, str):
+        import difflib
+
+        close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], 1)
+        if close:
+            near = f"; did you mean {close[0]!r}?"
+    kinds = {type(c).__name__ for c in choices}
+    if choices and type(value).__name__ not in kinds and not (
+            isinstance(value, (int, float)) and kinds <= {"int", "float"}):
+        near += f" (the {what} are {'/'.join(sorted(kinds))} values, not {type(value).__name__})"
+    return f"{value!r} is not one of the {len(choices):,} {what}: {shown}{near}"
+
+
+def _hashable(x):
+    return ("num", float(x)) if isinstance(x, (int, float)) and not isinstance(x, bool) else (type(x).__name__, x)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+# --- kernel arrays ---------------------------------------------------------------------------
+
+
+def layout_arrays(layout: Layout) -> tuple:
+    """kernels.py's L for a layout."""
+    views = layout.views
+    nv = len(views)
+    vdim0 = np.zeros(nv, np.int64)
+    vdim1 = np.full(nv, -1, np.int64)
+    vlut0 = np.zeros(nv, np.int64)
+    vlut1 = np.zeros(nv, np.int64)
+    luts: list[np.ndarray] = [np.zeros(1, np.int32)]
+    mluts: list[np.ndarray] = [np.zeros(1, np.float64)]
+    lut_at, mlut_at = 1, 1
+    mkind = np.zeros(nv, np.int64)
+    mdim = np.zeros(nv, np.int64)
+    mcol = np.zeros(nv, np.int64)
+    moff = np.zeros(nv, np.int64)
+    for i, v in enumerate(views):
+        if v.code_dims:
+            vdim0[i] = v.code_dims[0]
+            lut = layout.lut(v.name, 0)
+            vlut0[i] = lut_at
+            luts.append(lut.astype(np.int32))
+            lut_at += len(lut)
+            if len(v.code_dims) > 1:
+                vdim1[i] = v.code_dims[1]
+                lut = layout.lut(v.name, 1)
+                vlut1[i] = lut_at
+                luts.append(lut.astype(np.int32))
+                lut_at += len(lut)
+        else:  # pruned: never counted per row (the planner keeps such views on base)
+            vdim0[i], vlut0[i] = 0, 0
+        if v.measure == "lut":
+            mkind[i], mdim[i], moff[i] = 1, v.mdim, mlut_at
+            ml = layout.mlut(v.name)
+            mluts.append(ml.astype(np.float64))
+            mlut_at += len(ml)
+        elif v.measure == "stored":
+            mkind[i], mcol[i] = 2, v.mcol
+    draw = np.array([d.raw for d in layout.dims], np.int64)
+    idims = layout.indexed_dims
+    dslot = np.array([idims.index(i) if i in idims else -1 for i in range(len(layout.dims))], np.int64)
+    return (vdim0, vdim1, vlut0, vlut1, np.concatenate(luts), np.array([v.nbars for v in views], np.int64),
+            np.array([v.bar_off for v in views], np.int64), mkind, mdim, mcol, moff,
+            np.concatenate(mluts), draw, dslot, np.int64(layout.block_rows))
+
+
+class FilterState:
+    """kernels.py's Q: the tests of every filter (2 per filter: slots 2f, 2f + 1), plus
+    one spare filter (`adhoc`) for lineage queries (bars of a view)."""
+
+    def __init__(self, layout: Layout) -> None:
+        nf = len(layout.filters) + 1
+        self.adhoc = len(layout.filters)
+        nt = 2 * nf
+        self.tmode = np.zeros(nt, np.int64)
+        self.tlo = np.ones(nt, np.int64)
+        self.thi = np.zeros(nt, np.int64)
+        self.telo = np.full(nt, -1, np.int64)
+        self.tehi = np.full(nt, -1, np.int64)
+        self.tvlo = np.full(nt, -math.inf)
+        self.tvhi = np.full(nt, math.inf)
+        self.tbits = np.arange(nt, dtype=np.int64)
+        width = max([d.nkeys for d in layout.dims] + [v.nbars for v in layout.views] + [0]) + 1
+        self.bits = np.zeros((nt, width), np.bool_)
+        self.tview = np.full(nt, -1, np.int64)
+        self.tdim = np.full(nt, -1, np.int64)
+        for f, fl in enumerate(layout.filters):
+            for j, d in enumerate(fl.dims):
+                self.tdim[2 * f + j] = d
+
+    @property
+    def q(self) -> tuple:
+        return (self.tmode, self.tlo, self.thi, self.telo, self.tehi, self.tvlo, self.tvhi,
+                self.tbits, self.bits, self.tview, self.tdim)
+
+    def set(self, f: int, sel: Selection | None) -> None:
+        """Point filter f's tests at `sel` (None: inactive, every row passes)."""
+        for j in range(2):
+            t = 2 * f + j
+            test = sel.tests[j] if sel is not None and j < len(sel.tests) else None
+            if test is None:
+                self.tmode[t] = 0
+                if f >= self.adhoc:
+                    self.tdim[t] = -1
+                continue
+            self.tmode[t] = test.mode
+            self.tdim[t] = test.dim
+            if test.mode == 0:
+                continue
+            if test.mode == 1:
+                self.tlo[t], self.thi[t] = test.lo, test.hi
+                self.telo[t], self.tehi[t] = test.elo, test.ehi
+                self.tvlo[t], self.tvhi[t] = test.vlo, test.vhi
+            else:
+                self.bits[t] = False
+                if test.keys:
+                    self.bits[t, list(test.keys)] = True
+                self.tview[t] = test.view
+
+    def copy_with(self, f: int, sel: Selection | None) -> tuple:
+        """Q as it would be with filter f set to `sel` (the state before an update)."""
+        other = FilterState.__new__(FilterState)
+        other.adhoc = self.adhoc
+        for name in ("tmode", "tlo", "thi", "telo", "tehi", "tvlo", "tvhi", "tbits", "tview", "tdim"):
+            setattr(other, name, getattr(self, name).copy())
+        other.bits = self.bits  # shared: only filter f's rows would change, and then it is copied
+        if sel is not None and any(t.mode != 1 for t in sel.tests):
+            other.bits = self.bits.copy()
+        other.set(f, sel)
+        return other.q

@@ -1,0 +1,196 @@
+"""The lineage store's layout: what every array holds, decided once per capture (on the
+driver, from the plan and the source's profile) and shared by the executors that write
+shards, the store that loads them and the engine that reads them.
+
+Row ids. Rows live in shards (one or more per Spark partition), each cut into blocks of
+`block_rows` rows (at most 65,536, so a row's position in its block fits a uint16). The
+global rid of a row is its shard's first rid plus its position in the shard.
+
+Dims. A dim is a per-row key column, uint16, in [0, nkeys]; key `nkeys` means "no
+value" (null, NaN, or a row the view drops) and never passes a selection:
+- dense: the field has at most 65,534 distinct values; the key is the value's rank among
+  them (`values`), so any interval of values is exactly an interval of keys;
+- fine:  more distinct values; the key is the bucket of the value among `edges`
+  (bucket b holds edges[b] <= x < edges[b+1], edges[0] = -inf), and the raw value is
+  kept (`raw` column) to decide the rows of the two buckets at a selection's edges;
+- dict:  a parameter's dropdown: the key is the value's position in `values`;
+- bars:  a view's bar, for views whose bar is not a function of a dense dim's key
+  (categorical views, fields with many distinct values, fields nothing brushes).
+Indexed dims also keep, per block, the block's row positions ordered by key (ties by
+position; fine dims by raw value): the backward index. A block whose order is the
+identity (data already sorted by the dim) stores nothing (DSLog's observation).
+
+Views. A view's bar per row is `min(lut_0[key_0] + lut_1[key_1], nbars)` over one or
+two dims (a heatmap over two dense dims is x-part + y-part), or is pruned (nothing
+needs it per row; the view keeps its base result). Its measure, for sum and mean, is a
+float64 looked up from a dense dim's values or a stored column (NaN = missing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+KEY_DTYPE = np.uint16
+MAX_KEYS = 65_534  # keys 0..nkeys-1 plus the no-value key; 65,535 marks an empty selection
+EMPTY_KEY = 65_535
+MAX_BLOCK_ROWS = 65_536
+BLOCK_ROWS = 65_536
+SHARD_ROWS = 32 * BLOCK_ROWS  # rows per shard at most (a Spark partition may give several)
+CUBE_BYTES = 8 << 20  # per filter: cube blocks x bars of its targets x 8 bytes
+MAX_CUBE_BLOCKS = 2048
+OTHER = "(other)"  # label of a categorical view's bar for every value beyond its top N
+
+
+@dataclass
+class CaptureConfig:
+    """Sizes a capture uses; tests shrink them to exercise many blocks and shards."""
+
+    block_rows: int = BLOCK_ROWS
+    shard_rows: int = SHARD_ROWS
+    max_keys: int = MAX_KEYS  # distinct values up to which a value dim is dense
+    max_cube_blocks: int = MAX_CUBE_BLOCKS
+    cube_bytes: int = CUBE_BYTES
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.block_rows <= MAX_BLOCK_ROWS):
+            msg = f"block_rows must be in 1..{MAX_BLOCK_ROWS}"
+            raise ValueError(msg)
+        if self.shard_rows < self.block_rows:
+            msg = "shard_rows must be at least block_rows"
+            raise ValueError(msg)
+        self.max_keys = min(self.max_keys, MAX_KEYS)
+
+
+@dataclass
+class Dim:
+    name: str
+    kind: str  # dense | fine | dict | bars
+    field: str | None  # source column (dense, fine, dict; bars of a view: None)
+    view: str | None  # bars dims: the view whose bar is the key
+    value_type: str  # int | float | temporal (dense, fine), the values' type (dict), bars
+    nkeys: int
+    indexed: bool
+    raw: int = -1  # fine dims: row of the shard's `raw` array
+    values: list | None = None  # dense: sorted distinct values; dict: the choices
+    edges: list | None = None  # fine: bucket starts, edges[0] = -inf
+    cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
+
+    @property
+    def exact(self) -> bool:
+        """Does the key decide every selection on this dim, with no raw value needed?"""
+        return self.kind != "fine"
+
+
+@dataclass
+class ViewLayout:
+    name: str
+    type: str
+    op: str  # count | sum | mean
+    nbars: int
+    bar_off: int  # first slot in the flat aggregate arrays (slot bar_off + nbars: dropped rows)
+    labels: list  # JSON-able bar descriptions
+    code_dims: list[int] = field(default_factory=list)  # [] = pruned, else 1 or 2 dims
+    measure: str = "none"  # none | lut | stored
+    mdim: int = -1  # measure lut: the dense dim whose values are the measure
+    mcol: int = -1  # stored measure: row of the shard's `meas` array
+
+    @property
+    def slots(self) -> slice:
+        return slice(self.bar_off, self.bar_off + self.nbars)
+
+    @property
+    def all_slots(self) -> slice:
+        return slice(self.bar_off, self.bar_off + self.nbars + 1)
+
+
+@dataclass
+class FilterLayout:
+    """A user-facing filter (brush, selection or parameter) over one or two dims."""
+
+    name: str
+    kind: str  # interval | points | rect | param_eq | param_range
+    dims: list[int]
+    views: list[str]  # views it filters
+    cube_targets: list[str]  # views with a group-by push-down cube over dims[0]
+    op: str | None = None  # param_range: lt | lte | gt | gte
+
+
+@dataclass
+class Layout:
+    dashboard: str
+    block_rows: int
+    dims: list[Dim]
+    views: list[ViewLayout]
+    filters: list[FilterLayout]
+    n_raw: int  # rows of each shard's `raw` array (one per fine dim)
+    n_meas: int  # rows of each shard's `meas` array (stored measures)
+    measure_fields: list[str]  # stored measure columns, by mcol
+    detail_columns: list[str]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # luts: "lut.<view>.<i>", "mlut.<view>"
+
+    # --- lookups ------------------------------------------------------------------
+
+    def view(self, name: str) -> ViewLayout:
+        for v in self.views:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    def view_index(self, name: str) -> int:
+        for i, v in enumerate(self.views):
+            if v.name == name:
+                return i
+        raise KeyError(name)
+
+    def filter(self, name: str) -> FilterLayout:
+        for f in self.filters:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def dim_index(self, name: str) -> int:
+        for i, d in enumerate(self.dims):
+            if d.name == name:
+                return i
+        raise KeyError(name)
+
+    @property
+    def nslots(self) -> int:
+        last = self.views[-1]
+        return last.bar_off + last.nbars + 1
+
+    @property
+    def indexed_dims(self) -> list[int]:
+        return [i for i, d in enumerate(self.dims) if d.indexed]
+
+    def lut(self, view: str, part: int) -> np.ndarray:
+        return self.arrays[f"lut.{view}.{part}"]
+
+    def mlut(self, view: str) -> np.ndarray:
+        return self.arrays[f"mlut.{view}"]
+
+    def source_columns(self, view_fields: list[str]) -> list[str]:
+        """Source columns the shard builder reads (each once): the dims' fields,
+        `view_fields` (for the bars of views without a dense dim), stored measures and
+        detail columns."""
+        out = [d.field for d in self.dims if d.field] + list(view_fields)
+        out += self.measure_fields
+        out += self.detail_columns
+        return list(dict.fromkeys(out))
+
+    # --- persistence ------------------------------------------------------------------
+
+    def to_json(self) -> dict:
+        meta = asdict(self)
+        meta.pop("arrays")
+        return meta
+
+    @classmethod
+    def from_json(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Layout:
+        meta = dict(meta)
+        meta["dims"] = [Dim(**d) for d in meta["dims"]]
+        meta["views"] = [ViewLayout(**v) for v in meta["views"]]
+        meta["filters"] = [FilterLayout(**f) for f in meta["filters"]]
+        return cls(**meta, arrays=arrays)
