@@ -35,7 +35,7 @@ def test_plan_explains_what_is_captured_and_why(capsys):
     out = capsys.readouterr().out
     assert "capture plan for dashboard 'flights'" in out
     assert "backward index: pruned — brush 'none'" in out
-    assert "parameter destination: rids partitioned by value" in out
+    assert "parameter destination: rows of each block grouped by destination" in out
 
 
 @pytest.mark.spark

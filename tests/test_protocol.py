@@ -56,7 +56,7 @@ def test_a_brush_reply_equals_the_session_result(dash):
     ({"type": "brush", "view": "hx", "interval": ["a", "b", "c"]}, "brush.interval"),
     ({"type": "brush", "view": "nope", "interval": [1, 2]}, "'nope' is not a brushable view"),
     ({"type": "brush", "view": "hx", "interval": [1, 2], "extra": 1}, "Extra inputs are not permitted"),
-    ({"type": "select", "view": "hx", "values": ["a"]}, "'hx' takes a interval filter"),
+    ({"type": "select", "view": "hx", "values": ["a"]}, "'hx' takes an interval brush"),
     ({"type": "highlight", "source": "hx", "bars": [0]}, "no highlight from view 'hx'"),
     ({"type": "details", "page": -1}, "details.page"),
     ({"type": "brush", "id": 3, "view": "hx", "interval": [1, 2], "y": 5}, "brush.y"),

@@ -90,7 +90,6 @@ def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
     from brushfire.capture.budget import decide, parse_size
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
-    from brushfire.lineage.store import entry_dir, save_store
     from brushfire.plan import explain, plan_capture
     from brushfire.spec import load_dashboard
 
@@ -100,7 +99,8 @@ def _capture(args) -> int:
     decision = decide(plan, None if budget is None else parse_size(budget))
     store = capture_dashboard(plan, master=args.spark_master, progress=ProgressLine(),
                               baseline=not args.no_baseline and decision.mode == "rows",
-                              memory_budget=None if budget is None else parse_size(budget))
+                              memory_budget=None if budget is None else parse_size(budget),
+                              cache_dir=args.cache_dir or DEFAULT_CACHE)
     if decision.mode == "cubes":
         print(f"mode: cubes only, computed on Spark: {decision.reason}")
         print("  single-filter interactions are exact; combined filters, details and highlighting "
@@ -110,10 +110,8 @@ def _capture(args) -> int:
         print(f"  capture {store.info.seconds['capture']:.2f} s on {store.info.spark_master}; "
               "cubes-only stores are not cached yet")
         return 0
-    directory = save_store(store, entry_dir(args.cache_dir or DEFAULT_CACHE, dash,
-                                            store.info.source_fingerprint))
     print(f"mode: per-row lineage ({decision.reason})")
-    print(explain(plan, store.n_rows, store.nbytes()))
+    print(explain(plan, store.n_rows, layout=store.layout))
     print(f"\ntimings on {store.info.spark_master} ({store.n_rows:,} rows):")
     for stage, seconds in store.info.seconds.items():
         print(f"  {stage:<24} {seconds:8.2f} s")
@@ -122,10 +120,17 @@ def _capture(args) -> int:
         ratio = sec["capture"] / sec["base queries"]
         print(f"  capture / base queries   {ratio:8.2f} x  (base queries: each view's plain "
               "Spark group-by, run after capture on the same session)")
-    print(f"  index memory: {sum(store.nbytes().values()) / store.n_rows:.1f} bytes per row")
+    nbytes = store.nbytes()
+    lineage = sum(v for k, v in nbytes.items() if k != "_snapshot")
+    print(f"\nlineage store: {store.info.shards} shards of at most {len(store.layout.views)} views' "
+          f"keys; {lineage / max(1, store.n_rows):.1f} bytes per row "
+          f"({lineage / max(1, store.n_rows) / len(store.layout.views):.2f} per row per view), "
+          "memory-mapped")
+    for name, size in nbytes.items():
+        print(f"  {name:<32} {size / 1e6:10.2f} MB")
     for caveat in store.info.caveats:
         print(f"  caveat: {caveat}")
-    print(f"\nlineage cached in {directory}")
+    print(f"\nlineage cached in {store.directory}")
     return 0
 
 

@@ -96,9 +96,8 @@ class CapturePlan:
 
     @property
     def index_fields(self) -> tuple[str, ...]:
-        """Columns whose values the filters test."""
-        return tuple(dict.fromkeys(self.value_fields + self.dict_fields + tuple(
-            f.field for f in self.filters if f.kind == "points")))
+        """Columns whose values the filters test, in filter order."""
+        return tuple(dict.fromkeys(c for f in self.filters for c in (f.field, f.y_field) if c))
 
 
 def plan_capture(dash: m.Dashboard) -> CapturePlan:

@@ -2,9 +2,10 @@
 started from the installed PySpark (brushfire.capture.standalone).
 
 The cluster capture runs in a separate driver process: a SparkSession is one per process
-and getOrCreate would hand back this process's local test session. The stores it saves
-must equal a local-mode capture of the same spec and data, array for array, and the
-capture job's tasks must have run in executors on both workers.
+and getOrCreate would hand back this process's local test session. The executors run
+Brushfire's Python (they build the lineage shards); the store they write must equal a
+local-mode capture of the same spec and data, array for array, and the capture's tasks
+must have run in executors on both workers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ import pytest
 
 from brushfire.capture import capture_dashboard
 from brushfire.capture.standalone import LOOPBACK_ENV, Cluster, ClusterError, start_cluster
-from brushfire.lineage.store import LineageStore, _arrays_of, load_store
+from brushfire.lineage.store import LineageStore, load_store
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
 
@@ -41,7 +41,6 @@ DRIVER = """
 import json, sys, time
 from brushfire.capture import capture_dashboard
 from brushfire.capture.spark import get_spark
-from brushfire.lineage.store import save_store
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
 
@@ -54,9 +53,9 @@ while len(tracker.getExecutorInfos()) < int(executors) + 1:  # the driver is lis
     if time.monotonic() > deadline:
         sys.exit(f"only {len(tracker.getExecutorInfos()) - 1} executors registered")
     time.sleep(0.2)
-store = capture_dashboard(plan_capture(parse_dashboard(json.loads(spec))), spark=spark)
-save_store(store, out)
+store = capture_dashboard(plan_capture(parse_dashboard(json.loads(spec))), spark=spark, cache_dir=out)
 print(json.dumps({"app_id": spark.sparkContext.applicationId, "master": store.info.spark_master,
+                  "entry": str(store.directory),
                   "block_managers": [f"{e.host()}:{e.port()}" for e in tracker.getExecutorInfos()]}))
 spark.stop()
 """
@@ -103,10 +102,9 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def cluster_capture(cluster, small_parquet, tmp_path_factory) -> tuple[LineageStore, dict, float]:
     """(store captured on the cluster, the driver's report, seconds the driver took)."""
-    out = tmp_path_factory.mktemp("cluster-store") / "store"
-    # executors must not need Python: capture is Spark SQL plus Arrow collection, and a
-    # cluster's Python (e.g. the apache/spark image's) need not match the driver's
-    env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": "/nonexistent/python"}
+    out = tmp_path_factory.mktemp("cluster-store") / "cache"
+    # the executors run Brushfire: the workers' Python is this one (docs/deploy.md)
+    env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": sys.executable}
     args = [sys.executable, "-c", DRIVER, json.dumps(cluster_spec(small_parquet)),
             cluster.master_url, str(out), json.dumps(CLUSTER_CONF), str(WORKERS)]
     t0 = time.perf_counter()
@@ -116,7 +114,7 @@ def cluster_capture(cluster, small_parquet, tmp_path_factory) -> tuple[LineageSt
                                f"{cluster.log_tails()}")
     report = json.loads(r.stdout.strip().splitlines()[-1])
     dash = parse_dashboard(cluster_spec(small_parquet))
-    return load_store(out, dash), report, seconds
+    return load_store(report["entry"], dash), report, seconds
 
 
 def test_capture_ran_in_executors_on_both_workers(cluster, cluster_capture):
@@ -133,27 +131,45 @@ def test_capture_ran_in_executors_on_both_workers(cluster, cluster_capture):
         assert tasks, f"no task of {app} ran on {worker} (executor logs: {logs})"
 
 
-def test_cluster_capture_equals_local_capture(spark, small_parquet, cluster_capture):
+def test_cluster_capture_equals_local_capture(spark, small_parquet, cluster_capture, tmp_path):
     on_cluster, _, _ = cluster_capture
-    local = capture_dashboard(plan_capture(parse_dashboard(cluster_spec(small_parquet))), spark=spark)
+    before = {k: spark.conf.get(k) for k in CLUSTER_CONF if k.startswith("spark.sql")}
+    for k in before:  # the same input splits, so the same partitions and shards
+        spark.conf.set(k, CLUSTER_CONF[k])
+    try:
+        local = capture_dashboard(plan_capture(parse_dashboard(cluster_spec(small_parquet))),
+                                  spark=spark, cache_dir=tmp_path)
+    finally:
+        for k, v in before.items():
+            spark.conf.set(k, v)
     assert local.info.spark_master.startswith("local")
+    assert len(local.shards) > 1  # rids cross partition boundaries
     assert_same_store(on_cluster, local)
 
 
 def assert_same_store(a: LineageStore, b: LineageStore) -> None:
-    """Equal layouts and every persisted array equal (dtype, shape, values; NaN == NaN)."""
+    """Equal layouts and every array equal (dtype, shape, values; NaN == NaN): the shards'
+    per-row arrays, the cubes, base results and key counts, and the detail snapshots."""
     assert a.n_rows == b.n_rows > 0
-    assert [asdict(v) for v in a.views] == [asdict(v) for v in b.views]
-    meta = {k: (ix.kind, ix.field, ix.keys, ix.value_type) for k, ix in a.indexes.items()}
-    assert meta == {k: (ix.kind, ix.field, ix.keys, ix.value_type) for k, ix in b.indexes.items()}
-    assert (a.ycols, list(a.cubes)) == (b.ycols, list(b.cubes))
-    arrays_a, arrays_b = _arrays_of(a), _arrays_of(b)  # what save_store writes
-    assert arrays_a.keys() == arrays_b.keys()
-    for name, arr in arrays_a.items():
-        assert arr.dtype == arrays_b[name].dtype, name
-        np.testing.assert_array_equal(arr, arrays_b[name], err_msg=name)
-    assert a.snapshot.schema == b.snapshot.schema
-    assert a.snapshot.to_pandas().equals(b.snapshot.to_pandas())  # NaN-aware, unlike Arrow
+    assert a.layout.to_json() == b.layout.to_json()
+    assert a.layout.arrays.keys() == b.layout.arrays.keys()
+    for name, arr in a.layout.arrays.items():
+        np.testing.assert_array_equal(arr, b.layout.arrays[name], err_msg=name)
+    assert [(s.name, s.start, s.n_rows) for s in a.shards] == [(s.name, s.start, s.n_rows) for s in b.shards]
+    for sa, sb in zip(a.shards, b.shards, strict=True):
+        for i, (x, y) in enumerate(zip(sa.arrays, sb.arrays, strict=True)):
+            assert x.dtype == y.dtype, (sa.name, i)
+            np.testing.assert_array_equal(x, y, err_msg=f"{sa.name} array {i}")
+        if sa.snapshot is not None:
+            assert sa.snapshot.schema == sb.snapshot.schema
+            assert sa.snapshot.to_pandas().equals(sb.snapshot.to_pandas())  # NaN-aware
+    assert a.cubes.keys() == b.cubes.keys()
+    for k in a.cubes:
+        for part in ("counts", "sums", "oks"):
+            np.testing.assert_array_equal(getattr(a.cubes[k], part), getattr(b.cubes[k], part))
+    for x, y in zip(a.keycounts, b.keycounts, strict=True):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(a.base.counts, b.base.counts)
 
 
 def test_a_worker_that_cannot_start_is_reported_with_its_log_and_nothing_is_left(tmp_path):

@@ -79,7 +79,7 @@ def test_a_column_missing_from_the_source_fails_before_any_spark_job(spark, smal
 
 def test_a_failing_spark_job_is_reported_not_hung_on(spark, small_parquet):
     d = views_spec(small_parquet, columns={"x": "CASE WHEN k > 100 THEN raise_error('bad row') ELSE x END"})
-    with pytest.raises(CaptureError, match="Spark failed while running the capture job.*bad row"):
+    with pytest.raises(CaptureError, match="Spark failed while (profiling the source|building lineage shards).*bad row"):
         capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
 
 
@@ -124,3 +124,27 @@ def test_spark_conf_from_the_environment_reaches_the_session(spark, monkeypatch)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "8")
         spark.conf.set("spark.sql.files.maxPartitionBytes", "32m")
+
+
+def test_the_drivers_memory_does_not_grow_with_rows(spark, tmp_path):
+    """The executors build the lineage; the driver (this process) holds the profile, the
+    layout and the summed cubes, whose size depends on distinct values and bars, not rows."""
+    import tracemalloc
+
+    import pyarrow.parquet as pq
+
+    from conftest import make_rows
+
+    peaks = []
+    for n in (20_000, 200_000):
+        path = tmp_path / f"rows-{n}.parquet"
+        table = make_rows(n, seed=3)
+        table = table.set_column(0, "x", table["x"].cast("float64"))  # round(1): few distinct values
+        pq.write_table(table, path, row_group_size=50_000)
+        plan = plan_capture(parse_dashboard(views_spec(path)))
+        tracemalloc.start()
+        store = capture_dashboard(plan, spark=spark, cache_dir=tmp_path / f"cache-{n}")
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert store.n_rows == n
+    assert peaks[1] < 1.5 * peaks[0] + (4 << 20), peaks

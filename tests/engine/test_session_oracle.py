@@ -168,6 +168,8 @@ def actions_for(spec) -> st.SearchStrategy:
 def invalid(session, action) -> bool:
     """Is the action's value unknown to the dashboard (an error, the state unchanged)?"""
     kind, name, arg = action
+    if not isinstance(session, Session):
+        return False
     if kind == "select":
         return any(x not in session.view(name).labels for x in arg)
     if kind == "param" and arg is not None:
@@ -180,11 +182,11 @@ def invalid(session, action) -> bool:
 def apply(session, oracle, action) -> None:
     kind, name, arg = action
     if invalid(session, action):
-        before = (session.filters, {v.name: session.view(v.name).counts for v in session.layout.views})
+        before = (session.filters, {n: v.counts for n, v in session.views().items()})
         with pytest.raises(InteractionError):
             {"select": lambda: session.select(name, arg),
              "param": lambda: session.set_parameter(name, arg)}[kind]()
-        after = (session.filters, {v.name: session.view(v.name).counts for v in session.layout.views})
+        after = (session.filters, {n: v.counts for n, v in session.views().items()})
         assert before == after
         return
     if kind == "brush":

@@ -81,8 +81,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     shards_dir.mkdir(parents=True)
     try:
         t0 = time.perf_counter()
-        columns = layout.source_columns([f for v in dash.views for f in m.fields_of(v)
-                                         if not layout.view(v.name).code_dims])
+        columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
         summaries = sp.shard_job(df, columns, layout, dash, config.shard_rows, str(shards_dir), progress)
         info.seconds["shard job"] = time.perf_counter() - t0
         t0 = time.perf_counter()

@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from brushfire.capture import spark as sp
 from brushfire.capture import bins
+from brushfire.capture import spark as sp
 from brushfire.lineage.arrays import OTHER, Aggregates, CaptureInfo
-from brushfire.lineage.layout import ViewLayout
 from brushfire.lineage.cube_store import CubeStore, FilterKeys, PairCube
+from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
 

@@ -49,8 +49,7 @@ def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
     staging = cache / f".partial-{uuid.uuid4().hex[:12]}"
     shards_dir = staging / st.SHARDS
     shards_dir.mkdir(parents=True)
-    columns = layout.source_columns([f for v in dash.views for f in m.fields_of(v)
-                                     if not layout.view(v.name).code_dims])
+    columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
     summaries = []
     for pid, p in enumerate(parts):
         summaries += build_partition(p.select(columns).to_batches(), layout, dash,

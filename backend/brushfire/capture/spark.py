@@ -222,7 +222,10 @@ def spark_errors(what: str) -> Iterator[None]:
     except Exception as e:  # py4j and pyspark raise many types; all end the capture
         if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
             raise
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        first = lines[0] if lines else type(e).__name__
+        if "PythonException" in type(e).__name__ and len(lines) > 1:
+            first = lines[-1]  # the Python error itself, after the worker's traceback
         msg = f"Spark failed while {what}: {first[:500]}"
         raise CaptureError(msg) from e
 

@@ -49,9 +49,7 @@ def _test_passes(keys, raw, r, t, L, Q) -> bool:
         return False
     if k == telo[t] and raw[L[12][d], r] < tvlo[t]:
         return False
-    if k == tehi[t] and raw[L[12][d], r] > tvhi[t]:
-        return False
-    return True
+    return not (k == tehi[t] and raw[L[12][d], r] > tvhi[t])
 
 
 @njit(nogil=True, cache=True)
@@ -141,10 +139,7 @@ def _add(keys, meas, r, v, sign, L, counts, sums, oks):
     counts[slot] += sign
     kind = L[7][v]
     if kind != 0:
-        if kind == 1:
-            x = L[11][L[10][v] + keys[L[8][v], r]]
-        else:
-            x = meas[L[9][v], r]
+        x = L[11][L[10][v] + keys[L[8][v], r]] if kind == 1 else meas[L[9][v], r]
         if x == x:
             sums[slot] += sign * x
             oks[slot] += sign

@@ -78,7 +78,7 @@ def choose(w: Work) -> Choice:
                           default=None) for v in w.views}
         if all(d is not None for d in drivers.values()):
             groups: dict[str, int] = {}
-            for v, g in drivers.items():
+            for _v, g in drivers.items():
                 groups[g] = groups.get(g, 0) + 1
             cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k)
                        for g, k in groups.items())

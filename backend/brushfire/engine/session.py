@@ -131,8 +131,7 @@ class Session:
         elif y is not None:
             msg = f"view {view!r} takes an interval brush: y is only for heatmaps"
             raise InteractionError(msg)
-        spec = (interval, y) if f.kind == "rect" else (interval, None)
-        return self._apply(f.name, Selection(tuple(tests), _jsonable(spec)))
+        return self._apply(f.name, Selection(tuple(tests), (interval, y)))
 
     def select(self, view: str, values: list) -> Update:
         """Select bars of a categorical view by value ('(other)': every value beyond the
@@ -517,7 +516,7 @@ class Session:
         L = self._s.L
 
         def chunks():
-            for si, s in enumerate(self.store.shards):
+            for _si, s in enumerate(self.store.shards):
                 for b0 in range(0, s.nblocks, TILE_CHUNK_BLOCKS):
                     b1 = min(s.nblocks, b0 + TILE_CHUNK_BLOCKS)
 
@@ -801,13 +800,3 @@ def _view_data(v, agg: Aggregates) -> ViewData:
     else:
         values = [float(x) / k if k else None for x, k in zip(agg.sums[s], agg.oks[s], strict=True)]
     return ViewData(v.name, v.labels, counts.tolist(), values)
-
-
-def _jsonable(x):
-    if isinstance(x, tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, list):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (datetime, date)):
-        return x.isoformat()
-    return x

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brushfire.errors import InteractionError
-from brushfire.lineage.layout import OTHER, Dim, Layout
+from brushfire.lineage.layout import Dim, Layout
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import numpy as np
 
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
 from brushfire.lineage.layout import ViewLayout
-from brushfire.timeval import iso_time
 from brushfire.spec import models as m
+from brushfire.timeval import iso_time
 
 
 @dataclass

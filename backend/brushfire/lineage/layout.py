@@ -171,11 +171,14 @@ class Layout:
     def mlut(self, view: str) -> np.ndarray:
         return self.arrays[f"mlut.{view}"]
 
-    def source_columns(self, view_fields: list[str]) -> list[str]:
-        """Source columns the shard builder reads (each once): the dims' fields,
-        `view_fields` (for the bars of views without a dense dim), stored measures and
-        detail columns."""
-        out = [d.field for d in self.dims if d.field] + list(view_fields)
+    def source_columns(self, view_fields: dict[str, list[str]]) -> list[str]:
+        """Source columns the shard builder reads (each once): the dims' fields, the
+        fields of views whose bars it computes itself (`view_fields`: view -> fields;
+        views with a bars dim or no bars per row), stored measures and detail columns."""
+        out = [d.field for d in self.dims if d.field]
+        for v in self.views:
+            if not v.code_dims or self.dims[v.code_dims[0]].kind == "bars":
+                out += view_fields[v.name]
         out += self.measure_fields
         out += self.detail_columns
         return list(dict.fromkeys(out))

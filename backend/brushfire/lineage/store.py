@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
-from brushfire.lineage.layout import Layout, ViewLayout
+from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import Dashboard
 from brushfire.timeval import iso_time
 
@@ -200,7 +200,7 @@ def spec_hash(dash: Dashboard) -> str:
 
 def cache_key(dash: Dashboard, fingerprint: str, config=None) -> str:
     """The entry's key: format, spec, source and the capture's sizes (CaptureConfig)."""
-    sizes = json.dumps(asdict(config), sort_keys=True) if config is not None else ""
+    sizes = json.dumps(asdict(config or CaptureConfig()), sort_keys=True)
     text = f"{FORMAT_VERSION}|{spec_hash(dash)}|{fingerprint}|{sizes}"
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -342,7 +342,8 @@ def load_store(directory: str | Path, dash: Dashboard, key: str | None = None,
     try:
         meta = json.loads((directory / MANIFEST).read_text())
         if not isinstance(meta, dict):
-            raise ValueError("the manifest is not a JSON object")
+            msg = "the manifest is not a JSON object"
+            raise ValueError(msg)
         if meta.get("format_version") != FORMAT_VERSION:
             msg = f"format {meta.get('format_version')}, need {FORMAT_VERSION}"
             raise ValueError(msg)
@@ -351,7 +352,8 @@ def load_store(directory: str | Path, dash: Dashboard, key: str | None = None,
                    "(copied from another spec or source?)")
             raise ValueError(msg)
         if meta.get("spec_sha256") != spec_hash(dash) or meta.get("dashboard") != dash.name:
-            raise ValueError("it was captured for another spec")
+            msg_0 = "it was captured for another spec"
+            raise ValueError(msg_0)
         files = _all_files(directory, meta)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         msg = f"cache entry {directory} is not usable: {e}"

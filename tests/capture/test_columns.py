@@ -1,4 +1,4 @@
-"""capture.build helpers that need no Spark."""
+"""capture.columns helpers that need no Spark."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from brushfire.capture.build import to_float64
+from brushfire.capture.columns import to_float64
 
 
 @pytest.mark.parametrize("dtype", [pa.decimal128(12, 6), pa.decimal128(38, 6), pa.decimal128(10, 0),
