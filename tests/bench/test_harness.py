@@ -17,7 +17,7 @@ from brushfire import Dashboard, protocol
 from brushfire.baselines import with_engine
 from brushfire.bench.check import Checker
 from brushfire.bench.trace import Event, Trace, save_trace, subsample
-from brushfire.bench.workloads import DashboardInfo, clicks, multi, params, slide
+from brushfire.bench.workloads import DashboardInfo, clicks, human, multi, params, slide
 from brushfire.cli import main
 from brushfire.describe import describe_dashboard
 from brushfire.server import create_app
@@ -94,6 +94,22 @@ def test_every_engine_answers_each_interaction_as_sql_does(captured, tmp_path, c
     assert "0 mismatches in" in out and "bf/p50" in out
     for what in ("latency", "trace", "selected", "compare"):
         assert (tmp_path / f"mixed-{what}.png").stat().st_size > 10_000
+
+
+def test_human_brushing_is_answered_as_sql_does(captured, tmp_path, capsys):
+    """Zero-width, inverted and jumping brushes off pixel edges, among fixed ones (preagg
+    snaps such bounds to pixels, as Mosaic does, so it is left out)."""
+    spec, cache, dash = captured
+    trace = human(DashboardInfo.from_description(describe_dashboard(dash)), seed=3, events=300)
+    path = save_trace(trace, tmp_path / "human.json")
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--trace", str(path),
+                          "--engine", "brushfire,duckdb", "--warmup", "0", "--check", "--no-plots",
+                          "--out-dir", str(tmp_path), "--name", "human")
+    assert code == 0, out
+    runs = json.loads((tmp_path / "human.json").read_text())["engines"]
+    for run in runs.values():
+        assert run["summary"]["replies"] == {"update": 300}, run["summary"]["first_errors"]
+        assert run["check"]["checked"] == 300 and run["check"]["mismatches"] == 0, run["check"]
 
 
 def test_paced_clients_get_every_message_answered(captured, tmp_path, capsys):

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from brushfire.bench.trace import Event, Trace, TraceError, load_trace, save_trace, subsample
+from brushfire.bench.trace import (
+    Event,
+    Trace,
+    TraceError,
+    filters_before,
+    load_trace,
+    save_trace,
+    subsample,
+)
 
 GOOD = {"format": "brushfire-trace", "version": 1, "dashboard": "flights",
         "events": [{"t": 0, "message": {"type": "brush", "view": "delay", "interval": [-20, 40]}},
@@ -98,3 +106,21 @@ def _write(tmp_path, doc) -> str:
     path = tmp_path / "t.json"
     path.write_text(json.dumps(doc))
     return str(path)
+
+
+def test_filters_before_each_event_follow_brushes_selects_parameters_and_clears():
+    m = [{"type": "brush", "view": "a", "interval": [17.35, 17.35]},
+         {"type": "brush", "view": "map", "interval": [1, 2], "y": [4, 3]},
+         {"type": "select", "view": "origin", "values": ["ORD"]},
+         {"type": "parameter", "name": "dest", "value": "LAX"},
+         {"type": "brush", "view": "a", "interval": [17.35, 17.42]},
+         {"type": "clear", "view": "map"},
+         {"type": "parameter", "name": "dest", "value": None},
+         {"type": "clear"},
+         {"type": "state"}]
+    trace = Trace("d", tuple(Event(float(i), x) for i, x in enumerate(m)))
+    before = filters_before(trace)
+    assert before[0] == {} and before[1] == {"a": [17.35, 17.35]}
+    assert before[4] == {"a": [17.35, 17.35], "map": [[1, 2], [4, 3]], "origin": ["ORD"], "dest": "LAX"}
+    assert before[6] == {"a": [17.35, 17.42], "origin": ["ORD"], "dest": "LAX"}
+    assert before[7] == {"a": [17.35, 17.42], "origin": ["ORD"]} and before[8] == {}

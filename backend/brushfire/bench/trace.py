@@ -130,6 +130,33 @@ def subsample(trace: Trace, limit: int | None) -> Trace:
     return Trace(trace.dashboard, kept, {**trace.meta, "subsample": f"{len(kept)} of {n} events"})
 
 
+def filters_before(trace: Trace) -> list[dict]:
+    """For each event, the filters its message meets: what the messages before it left
+    active, keyed by view or parameter name — a brush's interval (`[[lo, hi], [ylo, yhi]]`
+    for a rect), a select's values, a parameter's value. Clears remove one or all; a
+    parameter set to None is inactive. For reading replays (which events were slow, and
+    among which filters); the server's own state is what replies report."""
+    out, active = [], {}
+    for e in trace.events:
+        out.append(dict(active))
+        m = e.message
+        if m["type"] == "brush":
+            active[m["view"]] = [m["interval"], m["y"]] if m.get("y") is not None else m["interval"]
+        elif m["type"] == "select":
+            active[m["view"]] = list(m["values"])
+        elif m["type"] == "parameter":
+            if m["value"] is None:
+                active.pop(m["name"], None)
+            else:
+                active[m["name"]] = m["value"]
+        elif m["type"] == "clear":
+            if m.get("view") is None:
+                active = {}
+            else:
+                active.pop(m["view"], None)
+    return out
+
+
 def _fail(where: str, key: str, problem: str):
     msg = f"{where}: {key}: {problem}" if key else f"{where}: {problem}"
     raise TraceError(msg)

@@ -8,12 +8,45 @@
           switching now and then;
 - clicks: selects on categorical views: single bars, and shift-click style growing and
           shrinking sets of bars ('(other)' included);
-- params: dropdown parameter changes while a brush is held.
-All brush edges lie on pixel edges (`pixels.edges`), as a brush drawn in a browser does.
+- params: dropdown parameter changes while a brush is held;
+- human:  how people brush a crossfilter dashboard of many views (below).
+The brush edges of slide, multi and params lie on pixel edges (`pixels.edges`); human's
+lie anywhere, as a real pointer's do.
+
+The human model. Real sessions (issue 10: 55 sessions, 73,793 brush events on six linked
+histograms) are not smooth slides. A session is a sequence of gestures on the interval
+(histogram, temporal) and rect (heatmap) views, each a drag sending one brush per
+animation frame (60 Hz, 16.7 ms apart), with a pause of 80-450 ms (sometimes seconds)
+between gestures; the next gesture is on another view 85 % of the time, so the dragged
+view switches every few hundred milliseconds. The user works with a goal of 2 to
+`max_brushes` (6) brushes, redrawn now and then (4 % of steps, and at clear-all): below
+it the next view is an unbrushed one (a draw), at it a brushed one, above it one brush is
+cleared. Brushes not being dragged stay where they were left, so 1-5 other brushes are
+fixed during almost every drag. The gestures:
+
+- draw (on a view without a brush, or 35 % of the time over an existing one): the first
+  message is zero-width, `[a, a]` (85 %), then the interval grows; in 35 % of draws it
+  jumps in one frame from zero-width (or from no brush at all) to 10-60 % of the extent
+  (a fast flick between two frames), then settles. 40 % of draws go leftwards and send
+  the interval inverted, `[anchor, pointer]` with lo > hi, as Vega-Lite does; 30 % of those
+  turn round and cross over the anchor (lo < hi again); 60 % of drags that end inverted
+  are followed by the sorted interval on release (an empty selection becoming a wide
+  one in one step). 15 % of draws overshoot the view, so the brush ends on its edge;
+- move (50 % on a brushed view): the brush is dragged whole, its width kept, clamped to
+  the view;
+- resize (15 %): one edge is dragged, possibly across the other (inverted);
+- clear of one view (1 % of steps, and when over the goal) and clear-all (0.4 %);
+- clicks on categorical bars (3 %) and parameter changes (2 %), when the dashboard has
+  them.
+Pointer positions are arbitrary floats (sub-pixel, with a little hand tremor along a
+minimum-jerk path), so bounds are not on pixel edges: numbers keep six significant
+digits of the extent, temporal bounds are ISO times to the second. Bounds stay inside
+the extent. Heatmaps get rect brushes (`interval` and `y`), each axis drawn as above.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +76,7 @@ class ParameterInfo:
     name: str
     widget: str
     values: list | None  # a dropdown's values
+    range: list | None = None  # a slider's [min, max]
 
 
 @dataclass(frozen=True)
@@ -56,7 +90,7 @@ class DashboardInfo:
     @classmethod
     def from_description(cls, d: dict) -> DashboardInfo:
         views = tuple(ViewInfo(v["name"], v["type"], v["brush"], v["labels"]) for v in d["views"])
-        params = tuple(ParameterInfo(p["name"], p["widget"], p.get("values"))
+        params = tuple(ParameterInfo(p["name"], p["widget"], p.get("values"), p.get("range"))
                        for p in d["parameters"])
         return cls(d["name"], views, params)
 
@@ -203,5 +237,271 @@ def params(info: DashboardInfo, *, seed: int = 7, events: int = 100,
     return Trace(info.name, tuple(clock.events), {"workload": "params", "seed": seed})
 
 
+# --- human ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A brushable axis: its extent in data units drawn over `pixels` pixels. Positions
+    are pixel floats in [0, pixels]; `value` turns one into a bound as a message carries it."""
+
+    lo: float | int
+    hi: float | int
+    temporal: bool
+    pixels: int
+
+    def value(self, p: float):
+        p = min(max(p, 0.0), float(self.pixels))
+        span = self.hi - self.lo
+        if self.temporal:  # microseconds, to the second
+            us = self.lo + round(span * p / self.pixels / 1e6) * 1_000_000
+            return pixels.to_iso(min(us, self.hi))
+        digits = max(0, 6 - math.ceil(math.log10(span)))
+        return min(max(round(self.lo + span * p / self.pixels, digits), self.lo), self.hi)
+
+
+def axes_of(view: ViewInfo, n_pixels: int = pixels.PIXELS) -> tuple[Axis, ...]:
+    """One axis for an interval view, x and y for a heatmap (read off its cell labels)."""
+    if view.brush == "rect":
+        xs = [c[0] for c in view.labels]
+        ys = [c[1] for c in view.labels]
+        return (Axis(min(x[0] for x in xs), max(x[1] for x in xs), False, n_pixels),
+                Axis(min(y[0] for y in ys), max(y[1] for y in ys), False, n_pixels))
+    return (Axis(*pixels.extent(view.type, view.labels), view.temporal, n_pixels),)
+
+
+Pairs = tuple[tuple[float, float], ...]  # a brush in pixels: (first, second) per axis
+
+
+class _Human:
+    """One simulated user: the brushes on screen (in pixels), what is selected, and the
+    gestures that change them, each appending messages to the clock."""
+
+    def __init__(self, info: DashboardInfo, rng: random.Random, views: list[ViewInfo],
+                 n_pixels: int, max_brushes: int) -> None:
+        self.rng = rng
+        self.views = views
+        self.axes = {v.name: axes_of(v, n_pixels) for v in views}
+        self.points = [v for v in info.views if v.brush == "points" and v.labels]
+        self.params = [p for p in info.parameters
+                       if (p.widget == "dropdown" and p.values) or (p.widget == "slider" and p.range)]
+        self.max_brushes = min(max_brushes, len(views))
+        self.goal = self.new_goal()
+        self.brushes: dict[str, Pairs] = {}
+        self.selected: dict[str, list] = {}
+        self.clock = _Clock()
+        self.last: str | None = None
+
+    # -- one step of the session --
+
+    def step(self) -> None:
+        rng, r = self.rng, self.rng.random()
+        if self.points and r < 0.03:
+            return self.click()
+        if self.params and 0.03 <= r < 0.05:
+            return self.parameter()
+        if 0.05 <= r < 0.054 and (self.brushes or self.selected):
+            self.goal = self.new_goal()
+            return self.clear_all()
+        if 0.054 <= r < 0.094:
+            self.goal = self.new_goal()
+        if len(self.brushes) > self.goal or (0.094 <= r < 0.104 and len(self.brushes) >= 2):
+            return self.clear(rng.choice(sorted(self.brushes)))
+        view = self.pick_view()
+        pause = rng.uniform(1000, 5000) if rng.random() < 0.03 else rng.uniform(80, 450)
+        g = rng.random()
+        if view.name not in self.brushes or g < 0.35:
+            frames = self.draw(view)
+        elif g < 0.85:
+            frames = self.move(view)
+        else:
+            frames = self.resize(view)
+        self.drag(view, frames, pause)
+        self.last = view.name
+
+    def new_goal(self) -> int:
+        """How many brushes the user is working with for a while (2 to max_brushes)."""
+        return self.rng.randint(min(2, self.max_brushes), self.max_brushes)
+
+    def pick_view(self) -> ViewInfo:
+        """The view of the next drag: the same as the last one 15 % of the time; else
+        another one, unbrushed while there are fewer brushes than the user's goal."""
+        rng = self.rng
+        if self.last is not None and rng.random() < 0.15:
+            return next(v for v in self.views if v.name == self.last)
+        others = [v for v in self.views if v.name != self.last] or self.views
+        fresh = [v for v in others if v.name not in self.brushes]
+        held = [v for v in others if v.name in self.brushes]
+        if fresh and (len(self.brushes) < self.goal or not held):
+            return rng.choice(fresh)
+        return rng.choice(held)
+
+    def drag(self, view: ViewInfo, frames: list[Pairs], pause: float) -> None:
+        """Send each frame's brush one animation frame apart (frames the pointer did not
+        change are not sent); the brush stays at the last frame."""
+        axes, sent = self.axes[view.name], None
+        for pairs in frames:
+            pairs = tuple((_clamp(a, ax), _clamp(b, ax)) for (a, b), ax in zip(pairs, axes, strict=True))
+            message = {"type": "brush", "view": view.name,
+                       "interval": [axes[0].value(pairs[0][0]), axes[0].value(pairs[0][1])]}
+            if len(axes) == 2:
+                message["y"] = [axes[1].value(pairs[1][0]), axes[1].value(pairs[1][1])]
+            if message == sent:
+                continue
+            self.clock.add(message, FRAME_MS if sent else pause)
+            sent = message
+            self.brushes[view.name] = pairs
+
+    # -- gestures: lists of frames, in pixels --
+
+    def draw(self, view: ViewInfo) -> list[Pairs]:
+        rng = self.rng
+        zero_start, jump = rng.random() < 0.85, rng.random() < 0.35
+        left = [rng.random() < 0.4 for _ in self.axes[view.name]]
+        crossover = [lf and rng.random() < 0.3 for lf in left]
+        overshoot = rng.random() < 0.15
+        n = rng.randint(2, 12) if jump else rng.randint(6, 40)  # frames after the first (two)
+        paths = [self.draw_axis(ax, lf, cross, jump, overshoot, n)
+                 for ax, lf, cross in zip(self.axes[view.name], left, crossover, strict=True)]
+        frames = [tuple(p[i] for p in paths) for i in range(len(paths[0]))]
+        if not zero_start:
+            frames = frames[1:]
+        last = frames[-1]
+        if any(a > b for a, b in last) and rng.random() < 0.6:  # released: sorted
+            frames.append(tuple((min(a, b), max(a, b)) for a, b in last))
+        return frames
+
+    def draw_axis(self, ax: Axis, left: bool, crossover: bool, jump: bool, overshoot: bool,
+                  n: int) -> list[tuple[float, float]]:
+        """One axis of a draw: the zero-width start, then the pointer's positions."""
+        rng, w = self.rng, float(ax.pixels)
+        sign = -1.0 if left else 1.0
+        if jump:
+            length = rng.uniform(0.1, 0.6) * w
+            a = rng.uniform(length, w) if left else rng.uniform(0.0, w - length)
+            end = a + sign * length
+            settle = _pointer(rng, end, end + sign * length * rng.uniform(-0.08, 0.08), n)
+            return [(a, a), (a, end)] + [(a, b) for b in settle]
+        a = rng.uniform(0.0, w)
+        if overshoot:
+            target = (-1.0 if left else w + 1.0) + sign * rng.uniform(0, 40)
+        else:
+            target = a + sign * rng.uniform(0.03, 0.6) * w
+        if crossover:
+            turn = max(a - rng.uniform(0.03, 0.3) * w, 0.0)
+            back = min(a + rng.uniform(0.03, 0.4) * w, w)
+            m = max(2, n // 2)
+            ends = _pointer(rng, a, turn, m) + _pointer(rng, turn, back, max(2, n - m))
+        else:
+            ends = _pointer(rng, a, target, n)
+        return [(a, a)] + [(a, b) for b in ends]
+
+    def move(self, view: ViewInfo) -> list[Pairs]:
+        """Drag the whole brush, keeping its width; it stops at the view's edges."""
+        rng, pairs = self.rng, self.brushes[view.name]
+        n = rng.randint(6, 40)
+        paths = []
+        for (a, b), ax in zip(pairs, self.axes[view.name], strict=True):
+            lo, hi = -min(a, b), ax.pixels - max(a, b)
+            offsets = _pointer(rng, 0.0, rng.gauss(0.0, 0.12 * ax.pixels), n)
+            paths.append([(a + o, b + o) for o in (min(max(o, lo), hi) for o in offsets)])
+        return [tuple(p[i] for p in paths) for i in range(n)]
+
+    def resize(self, view: ViewInfo) -> list[Pairs]:
+        """Drag one edge (a corner of a rect); it may cross the other edge."""
+        rng, pairs = self.rng, self.brushes[view.name]
+        n = rng.randint(6, 40)
+        paths = []
+        for (a, b), ax in zip(pairs, self.axes[view.name], strict=True):
+            first = rng.random() < 0.5
+            edge = a if first else b
+            ends = _pointer(rng, edge, edge + rng.gauss(0.0, 0.1 * ax.pixels), n)
+            paths.append([(e, b) for e in ends] if first else [(a, e) for e in ends])
+        return [tuple(p[i] for p in paths) for i in range(n)]
+
+    # -- discrete messages --
+
+    def clear(self, view: str) -> None:
+        self.brushes.pop(view, None)
+        self.selected.pop(view, None)
+        self.clock.add({"type": "clear", "view": view}, self.rng.uniform(150, 600))
+
+    def clear_all(self) -> None:
+        self.brushes.clear()
+        self.selected.clear()
+        self.clock.add({"type": "clear"}, self.rng.uniform(150, 600))
+
+    def click(self) -> None:
+        """A click on a categorical bar (selects it, or clears the view when it was the
+        only one selected); half the time a shift-click toggling it in the set."""
+        rng = self.rng
+        view = rng.choice(self.points)
+        label = rng.choice(view.labels)
+        current = self.selected.get(view.name, [])
+        if rng.random() < 0.5:
+            values = [x for x in current if x != label] if label in current else current + [label]
+        else:
+            values = [] if current == [label] else [label]
+        if not values:
+            return self.clear(view.name)
+        self.selected[view.name] = values
+        self.clock.add({"type": "select", "view": view.name, "values": values}, rng.uniform(300, 1200))
+
+    def parameter(self) -> None:
+        rng = self.rng
+        p = rng.choice(self.params)
+        if rng.random() < 0.1:
+            value = None
+        elif p.widget == "dropdown":
+            value = rng.choice(p.values)
+        else:
+            lo, hi = p.range
+            value = rng.uniform(lo, hi)
+            value = round(value) if isinstance(lo, int) and isinstance(hi, int) else round(value, 3)
+        self.clock.add({"type": "parameter", "name": p.name, "value": value}, rng.uniform(300, 1200))
+
+
+def _pointer(rng: random.Random, start: float, end: float, n: int) -> list[float]:
+    """n pointer positions after `start`, along a minimum-jerk path to `end`, with a
+    little tremor (sub-pixel)."""
+    out = []
+    for i in range(1, n + 1):
+        s = i / n
+        s = s * s * s * (10 - 15 * s + 6 * s * s)
+        out.append(start + (end - start) * s + rng.gauss(0.0, 0.3))
+    return out
+
+
+def _clamp(p: float, ax: Axis) -> float:
+    return min(max(p, 0.0), float(ax.pixels))
+
+
+def human(info: DashboardInfo, *, seed: int = 7, events: int = 50_000,
+          views: list[str] | None = None, n_pixels: int = pixels.PIXELS,
+          max_brushes: int = 6) -> Trace:
+    """A session of `events` messages brushed as people do (the model is in the module
+    docstring); the last is a clear of everything."""
+    rng = random.Random(seed)
+    brushable = [v for v in info.views if v.labels and (
+        (v.brush == "interval" and v.type in ("histogram", "temporal")) or v.brush == "rect")]
+    if views is not None:
+        unknown = set(views) - {v.name for v in brushable}
+        if unknown:
+            msg = f"not interval- or rect-brushable views: {sorted(unknown)}"
+            raise ValueError(msg)
+        brushable = [v for v in brushable if v.name in views]
+    if not brushable:
+        msg = "the human workload needs an interval- or rect-brushable view"
+        raise ValueError(msg)
+    user = _Human(info, rng, brushable, n_pixels, max_brushes)
+    while len(user.clock.events) < events - 1:
+        user.step()
+    del user.clock.events[max(events - 1, 0):]
+    user.clock.t = user.clock.events[-1].t if user.clock.events else 0.0
+    user.clock.add({"type": "clear"}, PAUSE_MS)
+    return Trace(info.name, tuple(user.clock.events),
+                 {"workload": "human", "seed": seed, "pixels": n_pixels, "max_brushes": max_brushes})
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {"slide": slide, "multi": multi, "clicks": clicks,
-                                               "params": params}
+                                               "params": params, "human": human}
