@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
 
+from brushfire import values as V
 from brushfire.engine import kernels as K
 from brushfire.engine import ranges as R
 from brushfire.errors import InteractionError, NotCapturedError
@@ -567,23 +567,8 @@ def _view_data(v, agg: Aggregates) -> ViewData:
 
 
 def _bound(x, ix: Index):
-    """A user bound as the index's value type: time as UTC microseconds."""
-    if x is None:
-        return None
-    if ix.value_type == "temporal":
-        if isinstance(x, str):
-            x = datetime.fromisoformat(x)
-        if isinstance(x, datetime):
-            if x.tzinfo is None:
-                x = x.replace(tzinfo=UTC)
-            return int(round(x.timestamp() * 1_000_000))
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        msg = f"bound {x!r} is not a number" + (" or time" if ix.value_type == "temporal" else "")
-        raise InteractionError(msg)
-    if isinstance(x, float) and math.isnan(x):
-        msg = "bound is NaN"
-        raise InteractionError(msg)
-    return x
+    """A user bound as the index's value type: time as UTC microseconds (brushfire.values)."""
+    return V.time_bound(x) if ix.value_type == "temporal" else V.number_bound(x)
 
 
 def _interval(interval, ix: Index) -> tuple:
@@ -625,14 +610,7 @@ def _value_range(ix: Index, lo, hi, strict_lo: bool = False, strict_hi: bool = F
 
 def _int_bound(x, up: bool, strict: bool) -> np.int64:
     """The integer bound equivalent to comparing integers with x (ceil / floor)."""
-    if math.isinf(x):
-        x = np.iinfo(np.int64).min if x < 0 else np.iinfo(np.int64).max
-        return np.int64(x)
-    if up:
-        v = math.ceil(x) if not (strict and float(x).is_integer()) else int(x) + 1
-    else:
-        v = math.floor(x) if not (strict and float(x).is_integer()) else int(x) - 1
-    return np.int64(max(min(v, np.iinfo(np.int64).max), np.iinfo(np.int64).min))
+    return np.int64(V.int_bound(x, up, strict))
 
 
 def _key_ranges(ix: Index, values: list, top: int | None) -> R.Ranges:
