@@ -33,7 +33,10 @@ MAX_PAGE = 2**31 - 1  # details page number
 
 log = logging.getLogger("brushfire.protocol")
 
-Bound = float | int | str | None  # a number, an ISO time, or None for an open end
+# Values are taken as sent (no coercion: `true` stays a boolean, `"3"` a string) and checked
+# by `check_values` with brushfire.values, whose errors say which bound or value is wrong.
+Bound = Any  # a number, an ISO time on temporal views, or None for an open end
+Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
 
 
 class Message(BaseModel):
@@ -55,7 +58,7 @@ class Select(Message):
 
     type: Literal["select"]
     view: str
-    values: list[str | int | float]
+    values: list[Value]
 
 
 class Clear(Message):
@@ -68,7 +71,7 @@ class Clear(Message):
 class Parameter(Message):
     type: Literal["parameter"]
     name: str
-    value: str | int | float | None
+    value: Value
 
 
 class Highlight(Message):
@@ -101,8 +104,7 @@ _adapter = pydantic.TypeAdapter(ClientMessage)
 
 def parse(raw: str | bytes | dict) -> ClientMessage:
     """Validate a client message; raises ProtocolError with a readable reason."""
-    if isinstance(raw, (str, bytes, bytearray)):
-        raw = decode(raw)
+    raw = decode_message(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
     if not isinstance(raw, dict):
         msg = "a message is a JSON object with a 'type'"
         raise ProtocolError(msg)
@@ -113,6 +115,15 @@ def parse(raw: str | bytes | dict) -> ClientMessage:
         where = ".".join(str(p) for p in first["loc"])
         msg = f"{where}: {first['msg']}" if where else first["msg"]
         raise ProtocolError(msg, echo_id(raw.get("id"))) from None
+
+
+def decode_message(raw: str | bytes | bytearray) -> dict:
+    """A message's JSON object (`decode`); anything else raises ProtocolError."""
+    msg = decode(raw)
+    if not isinstance(msg, dict):
+        text = "a message is a JSON object with a 'type'"
+        raise ProtocolError(text)
+    return msg
 
 
 def decode(raw: str | bytes | bytearray):
@@ -181,7 +192,7 @@ def _no_constant(name: str):
 def _finite_float(text: str) -> float:
     x = float(text)
     if x in (float("inf"), float("-inf")):
-        msg = f"number {V.show(text, 30)} is beyond the range of numbers (±1.8e308)"
+        msg = f"number {text if len(text) <= 30 else text[:29] + '…'} is beyond the range of numbers (±1.8e308)"
         raise ProtocolError(msg)
     return x
 

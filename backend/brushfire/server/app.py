@@ -75,7 +75,8 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
 
     @app.get("/health")
     def health() -> dict:
-        return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())}}
+        return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())},
+                "sessions": sum(sessions.values())}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
@@ -205,7 +206,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                     raw = message.get("text")
                     if raw is None:  # a binary frame: UTF-8 JSON too
                         raw = message.get("bytes") or b""
-                    msg = protocol.decode(raw)  # parsed once; protocol.handle takes the value
+                    msg = protocol.decode_message(raw)  # parsed once; protocol.handle takes the dict
                     skipped = queue("msg", msg, _brush_key(msg))
                 except protocol.ProtocolError as e:
                     skipped = queue("reply", protocol.error_reply(str(e)))
