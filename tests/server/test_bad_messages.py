@@ -215,3 +215,28 @@ def test_protocol_handle_never_raises(rich_dash):
         reply = protocol.handle(session, raw)
         assert reply["type"] == "error", (raw, reply)
     assert session.filters == {}
+
+
+@pytest.mark.slow  # a cubes-only capture: about a minute of Spark group-bys
+def test_cubes_only_dashboards_check_values_the_same_way(spark, small_parquet):
+    """Memory-budget mode keeps no per-row lineage; its sessions' values are checked
+    against the cubes' keys, with the same messages."""
+    from brushfire import Dashboard
+    from brushfire.spec import parse_dashboard
+    from server.conftest import rich_spec
+
+    spec = rich_spec(small_parquet)
+    spec["views"] = [v for v in spec["views"] if v["type"] != "heatmap"]  # rect: per-row only
+    spec["interactions"]["crossfilter"] = [{"views": [v["name"] for v in spec["views"]]}]
+    spec["interactions"].pop("highlight")
+    spec["interactions"].pop("details")
+    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=None, memory_budget="100KB")
+    assert dash.mode == "cubes"
+    session = dash.session()
+    cases = [(m, e) for m, e in BAD if isinstance(m, str) and "heat" not in m and "details" not in m
+             and "highlight" not in m]
+    for message, expected in cases:
+        reply = protocol.handle(session, message)
+        assert reply["type"] == "error" and expected in reply["message"], (message[:80], reply)
+        assert session.filters == {}
+    assert protocol.handle(session, {"type": "select", "view": "cat", "values": ["c01"]})["type"] == "update"
