@@ -12,6 +12,7 @@ The built frontend (`frontend/dist`) is served at `/`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import Counter
@@ -36,7 +37,7 @@ MAX_PENDING = 64  # messages read ahead of the engine per session; then the read
 # WebSocket close codes (docs/protocol.md)
 CLOSE_UNKNOWN_DASHBOARD = 4404
 CLOSE_TOO_MANY_SESSIONS = 4429
-CLOSE_CAPTURE_FAILED = 1011
+CLOSE_CAPTURE_FAILED = 1011  # also: no session could be opened, or the server failed
 
 log = logging.getLogger("brushfire.server")
 
@@ -112,8 +113,12 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
                 sessions[client] -= 1
                 if sessions[client] <= 0:
                     del sessions[client]
-        except (WebSocketDisconnect, RuntimeError, OSError):  # the client left mid-send
+        except WebSocketDisconnect:  # the client left mid-send
             pass
+        except Exception as e:  # noqa: BLE001 - never an "Exception in ASGI application"
+            log.exception("brushfire: session on %r failed", name)
+            with contextlib.suppress(Exception):
+                await ws.close(code=CLOSE_CAPTURE_FAILED, reason=close_reason(f"server error: {e}"))
 
     dist = frontend_dist()
     if (dist / "index.html").exists():
