@@ -140,8 +140,8 @@ def decode(raw: str | bytes | bytearray):
         except UnicodeDecodeError as e:
             msg = f"not valid UTF-8 at byte {e.start}"
             raise ProtocolError(msg) from None
-    depth = json_depth(raw, MAX_JSON_DEPTH)
-    if depth > MAX_JSON_DEPTH:
+    opened = raw.count("[") + raw.count("{")  # fewer brackets than the limit: no need to scan
+    if opened > MAX_JSON_DEPTH and json_depth(raw, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         msg = f"message nests arrays and objects more than {MAX_JSON_DEPTH} deep"
         raise ProtocolError(msg)
     try:
