@@ -14,7 +14,8 @@ FRONTEND_SRC := $(wildcard frontend/src/*) frontend/index.html frontend/build.mj
 .PHONY: demo test test-quick setup java chromium frontend lint bench clean
 
 demo: setup frontend $(DATA)
-	@echo "Brushfire: open http://$(HOST):$(PORT) (capture progress shows there on the first run)"
+	@echo "Brushfire: open the URL printed below (with ?token=... when a token is in use;"
+	@echo "  capture progress shows there on the first run)"
 	$(VENV)/bin/brushfire serve $(SPEC) --host $(HOST) --port $(PORT)
 
 test: setup frontend chromium

@@ -13,12 +13,13 @@ import uvicorn
 
 
 @contextmanager
-def live_server(app) -> Iterator[str]:
-    """Serve `app`; yields "127.0.0.1:PORT"."""
+def live_server(app, **options) -> Iterator[str]:
+    """Serve `app` (`options`: more uvicorn settings); yields "127.0.0.1:PORT"."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                       **options))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -10,7 +10,7 @@ import pytest
 from brushfire import Dashboard, protocol
 from brushfire.spec import parse_dashboard
 
-pytestmark = pytest.mark.spark
+spark = pytest.mark.spark  # the tests on a captured dashboard
 
 
 def small_spec(path) -> dict:
@@ -35,6 +35,7 @@ def dash(spark, small_parquet, tmp_path_factory):
                           cache_dir=tmp_path_factory.mktemp("cache"))
 
 
+@spark
 def test_a_brush_reply_equals_the_session_result(dash):
     reply = protocol.handle(dash.session(), json.dumps(
         {"type": "brush", "id": 7, "view": "hx", "interval": [20, 55]}))
@@ -48,6 +49,7 @@ def test_a_brush_reply_equals_the_session_result(dash):
     assert reply["ms"] >= 0
 
 
+@spark
 @pytest.mark.parametrize(("message", "expected"), [
     ("{not json", "not valid JSON"),
     ("[1, 2]", "a message is a JSON object with a 'type'"),
@@ -74,6 +76,7 @@ def test_bad_messages_get_an_error_and_change_nothing(dash, message, expected):
     assert session.filters == {"hx": ((10, 30), None)}
 
 
+@spark
 def test_details_highlight_parameter_and_state(dash):
     session = dash.session()
     handle = lambda m: protocol.handle(session, m)  # noqa: E731
@@ -90,8 +93,65 @@ def test_details_highlight_parameter_and_state(dash):
     assert cleared["filters"] == {} and cleared["selected"] == dash.store.n_rows
 
 
+@spark
 def test_warm_up_runs_every_interaction_kind_and_leaves_no_state(dash):
     assert dash.warm_up() > 0
     fresh = dash.session()
     assert fresh.filters == {}
     assert fresh.view("hx").counts == dash.store.base.counts[dash.store.view("hx").slots].tolist()
+
+
+# --- decoding, before any session sees a message (no Spark) -----------------------------------
+
+
+@pytest.mark.parametrize(("text", "depth"), [
+    ("{}", 1), ("[]", 1), ('{"a": [1, {"b": []}]}', 4), ("1", 0), ('"[[[["', 0),
+    ('["\\"[[[", [1]]', 2), ('"unterminated [[[', 0), ("[" * 5000, 17), ('{"a":' * 30, 17),
+    ('[1, "a\\\\", [2]]', 2),
+])
+def test_json_depth_skips_strings_and_stops_past_the_limit(text, depth):
+    assert protocol.json_depth(text, 16) == depth
+
+
+def test_json_depth_is_linear_on_unterminated_strings():
+    import time
+
+    text = '"' + '\\"' * 30_000  # every quote escaped, never closed
+    t0 = time.perf_counter()
+    assert protocol.json_depth(text, 16) == 0
+    assert time.perf_counter() - t0 < 0.5
+
+
+@pytest.mark.parametrize(("raw", "size"), [
+    ("abc", 3), ("\u20ac", 3), ("\U0001f525", 4), (b"\xff\x00", 2), ("x" * 5_000_000, 5_000_000),
+])
+def test_message_size_is_in_bytes(raw, size):
+    assert protocol.message_bytes(raw) == size
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ('{"type": "state"}', {"type": "state"}),
+    (b'{"type": "state", "id": 1}', {"type": "state", "id": 1}),
+    ('{"a": 10000000000000000000000}', {"a": 10**22}),  # big integers stay exact
+    ('{"a": 1.5e308}', {"a": 1.5e308}),
+])
+def test_decode_accepts_json_objects(raw, expected):
+    assert protocol.decode_message(raw) == expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("[1]", "a message is a JSON object with a 'type'"),
+    ('"[1]"', "a message is a JSON object"),
+    ("NaN", "NaN is not a JSON number"),
+    ('{"a": Infinity}', "Infinity is not a JSON number"),
+    ('{"a": -2e308}', "number -2e308 is beyond the range of numbers"),
+    ('{"a": ' + "9" * 5000 + "}", "not valid JSON: Exceeds the limit (4300 digits)"),
+    ("[" * 100 + "]" * 100, "nests arrays and objects more than 16 deep"),
+    ("\u20ac" * 21846, "message of 65,538 bytes is over the 65,536-byte limit"),
+    (b"\xc3\x28", "not valid UTF-8 at byte 0"),
+    ("", "not valid JSON"),
+])
+def test_decode_refuses_with_the_reason(raw, expected):
+    with pytest.raises(protocol.ProtocolError) as e:
+        protocol.decode_message(raw)
+    assert expected in str(e.value)

@@ -29,6 +29,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-budget", default=None, metavar="SIZE",
                    help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
                         "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
+    access = p.add_argument_group("access (docs/deploy.md, Security)")
+    token = access.add_mutually_exclusive_group()
+    token.add_argument("--token", nargs="?", const="", default=None, type=_token_text,
+                       help="require this access token (without a value: a random one); default: "
+                            "$BRUSHFIRE_TOKEN, else a random one unless --host is loopback")
+    token.add_argument("--no-token", action="store_true",
+                       help="require no token, even when --host is not loopback")
+    access.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        type=_origin_text,
+                        help="also accept browser requests from this origin, e.g. a Jupyter server's "
+                             "http://localhost:8888 (repeatable; * for any); default: same origin only")
+    access.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        type=_host_text,
+                        help="also answer requests for this host name (repeatable; .example.com for "
+                             "a domain, * for any); default: loopback names and the --host address")
+    access.add_argument("--max-sessions", type=_positive, default=256, metavar="N",
+                        help="WebSocket sessions open at once (default 256)")
+    access.add_argument("--max-sessions-per-client", type=_positive, default=128, metavar="N",
+                        help="sessions open at once per client address (default 128)")
 
     for name, text in (("capture", "capture a dashboard's lineage on Spark into the cache"),
                        ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
@@ -174,16 +193,103 @@ def _serve(args) -> int:
 
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.server import create_app
+    from brushfire.server.app import Limits, uvicorn_options
     from brushfire.server.hosting import HostedDashboard
+    from brushfire.server.security import Security, is_loopback
 
+    token = serve_token(args.token, args.no_token, args.host)
+    security = Security.for_bind(args.host, token=token, allow_origins=args.allow_origin,
+                                 allow_hosts=args.allow_host)
+    limits = Limits(args.max_sessions, args.max_sessions_per_client)
     hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                                      spark_master=args.spark_master, echo=ProgressLine(),
                                      memory_budget=args.memory_budget or DEFAULT_BUDGET)
              for spec in args.specs]  # a bad spec fails here, before the server starts
-    url = f"http://{args.host}:{args.port}"
-    print(f"serving {', '.join(h.name for h in hosts)} on {url}  (Ctrl-C stops)", file=sys.stderr)
-    uvicorn.run(create_app(hosts), host=args.host, port=args.port, log_level="warning")
+    names = ", ".join(h.name for h in hosts)
+    print(f"serving {names}  (Ctrl-C stops); open:", file=sys.stderr)
+    for url in serve_urls(args.host, args.port, token):
+        print(f"    {url}", file=sys.stderr)
+    if token is None and not is_loopback(args.host):
+        print(f"warning: no access token: anyone who can reach port {args.port} can read every "
+              "dashboard's data", file=sys.stderr)
+    sys.stderr.flush()
+    uvicorn.run(create_app(hosts, security=security, limits=limits), host=args.host,
+                port=args.port, log_level="warning", **uvicorn_options())
     return 0
+
+
+def serve_token(given: str | None, no_token: bool, host: str) -> str | None:
+    """The access token `brushfire serve` requires: none with --no-token; --token's value
+    (a random one without a value); else $BRUSHFIRE_TOKEN; else a random one unless
+    bound to loopback."""
+    import os
+    import secrets
+
+    from brushfire.server.security import is_loopback
+
+    if no_token:
+        return None
+    if given is None:
+        given = os.environ.get("BRUSHFIRE_TOKEN") or None
+        if given is None and is_loopback(host):
+            return None
+    return given or secrets.token_hex(24)
+
+
+def serve_urls(host: str, port: int, token: str | None) -> list[str]:
+    """The URLs to open (tokenized): the bound address, or for every interface the
+    machine's name and loopback."""
+    import socket
+
+    from brushfire.server.security import WILDCARD_BINDS
+
+    query = f"/?token={token}" if token else "/"
+    if host in WILDCARD_BINDS:
+        hosts = [socket.gethostname(), "127.0.0.1"]
+    else:
+        hosts = [f"[{host}]" if ":" in host else host]
+    return [f"http://{h}:{port}{query}" for h in hosts]
+
+
+def _token_text(text: str) -> str:
+    from brushfire.server.security import TOKEN_TEXT
+
+    if text and not TOKEN_TEXT.fullmatch(text):
+        msg = "a token is 1-256 letters, digits and . _ ~ - (leave the value out for a random one)"
+        raise argparse.ArgumentTypeError(msg)
+    return text
+
+
+def _origin_text(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    t = text.strip()
+    if t in ("*", "null"):
+        return t
+    parts = urlsplit(t)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+        msg = f"{text!r} is not an origin: write scheme://host[:port], e.g. http://localhost:8888, or *"
+        raise argparse.ArgumentTypeError(msg)
+    return t
+
+
+def _host_text(text: str) -> str:
+    t = text.strip()
+    if not t or "/" in t or " " in t:
+        msg = f"{text!r} is not a host name: write e.g. dash.example.com, .example.com or *"
+        raise argparse.ArgumentTypeError(msg)
+    return t
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        msg = f"{text!r} is not a positive whole number"
+        raise argparse.ArgumentTypeError(msg)
+    return n
 
 
 def _bench(args) -> int:

@@ -3,24 +3,40 @@ one dispatcher the WebSocket server, the widget and the perf harness all use.
 
 Client messages are JSON objects with a lowercase `type` and an optional `id` that the
 reply echoes. A message that fails validation MUST get an `error` reply and MUST leave
-the session unchanged. Replies carry the engine's compute time in `ms`.
+the session unchanged; `handle` never raises, whatever it is given. Replies carry the
+engine's compute time in `ms`. Limits (docs/protocol.md): a message is at most
+MAX_MESSAGE_BYTES of UTF-8 and nests at most MAX_JSON_DEPTH arrays and objects; numbers
+are finite; a details page is at most MAX_PAGE_SIZE rows.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
 import time
 from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from brushfire import values as V
 from brushfire.engine.session import Session, Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError
+from brushfire.lineage.arrays import OTHER
 
-MAX_MESSAGE_BYTES = 64 * 1024
+MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
+MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
+MAX_PAGE_SIZE = 10_000  # rows of one details page
+MAX_PAGE = 2**31 - 1  # details page number
 
-Bound = float | int | str | None  # a number, an ISO time, or None for an open end
+log = logging.getLogger("brushfire.protocol")
+
+# Values are taken as sent (no coercion: `true` stays a boolean, `"3"` a string) and checked
+# by `check_values` with brushfire.values, whose errors say which bound or value is wrong.
+Bound = Any  # a number, an ISO time on temporal views, or None for an open end
+Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
 
 
 class Message(BaseModel):
@@ -42,7 +58,7 @@ class Select(Message):
 
     type: Literal["select"]
     view: str
-    values: list[str | int | float]
+    values: list[Value]
 
 
 class Clear(Message):
@@ -55,7 +71,7 @@ class Clear(Message):
 class Parameter(Message):
     type: Literal["parameter"]
     name: str
-    value: str | int | float | None
+    value: Value
 
 
 class Highlight(Message):
@@ -70,8 +86,8 @@ class Details(Message):
     type: Literal["details"]
     view: str | None = None
     bars: list[int] | None = None
-    page: int = Field(0, ge=0)
-    page_size: int | None = Field(None, ge=1, le=10_000)
+    page: int = Field(0, ge=0, le=MAX_PAGE)
+    page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
 
 
@@ -88,15 +104,7 @@ _adapter = pydantic.TypeAdapter(ClientMessage)
 
 def parse(raw: str | bytes | dict) -> ClientMessage:
     """Validate a client message; raises ProtocolError with a readable reason."""
-    if isinstance(raw, (str, bytes)):
-        if len(raw) > MAX_MESSAGE_BYTES:
-            msg = f"message of {len(raw):,} bytes is over the {MAX_MESSAGE_BYTES:,}-byte limit"
-            raise ProtocolError(msg)
-        try:
-            raw = json.loads(raw)
-        except ValueError as e:
-            msg = f"not valid JSON: {e}"
-            raise ProtocolError(msg) from None
+    raw = decode_message(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
     if not isinstance(raw, dict):
         msg = "a message is a JSON object with a 'type'"
         raise ProtocolError(msg)
@@ -106,7 +114,87 @@ def parse(raw: str | bytes | dict) -> ClientMessage:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         msg = f"{where}: {first['msg']}" if where else first["msg"]
-        raise ProtocolError(msg, raw.get("id")) from None
+        raise ProtocolError(msg, echo_id(raw.get("id"))) from None
+
+
+def decode_message(raw: str | bytes | bytearray) -> dict:
+    """A message's JSON object (`decode`); anything else raises ProtocolError."""
+    msg = decode(raw)
+    if not isinstance(msg, dict):
+        text = "a message is a JSON object with a 'type'"
+        raise ProtocolError(text)
+    return msg
+
+
+def decode(raw: str | bytes | bytearray):
+    """The JSON value of a message's text (or a binary frame's UTF-8), checked in this
+    order: size in bytes, nesting depth (before parsing: a deep message never reaches
+    the recursive parser), then JSON with finite numbers only."""
+    size = message_bytes(raw)
+    if size > MAX_MESSAGE_BYTES:
+        msg = f"message of {size:,} bytes is over the {MAX_MESSAGE_BYTES:,}-byte limit"
+        raise ProtocolError(msg)
+    if not isinstance(raw, str):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as e:
+            msg = f"not valid UTF-8 at byte {e.start}"
+            raise ProtocolError(msg) from None
+    opened = raw.count("[") + raw.count("{")  # fewer brackets than the limit: no need to scan
+    if opened > MAX_JSON_DEPTH and json_depth(raw, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        msg = f"message nests arrays and objects more than {MAX_JSON_DEPTH} deep"
+        raise ProtocolError(msg)
+    try:
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+    except ProtocolError:
+        raise
+    except (ValueError, RecursionError) as e:
+        msg = f"not valid JSON: {e}"
+        raise ProtocolError(msg) from None
+
+
+def message_bytes(raw: str | bytes | bytearray) -> int:
+    """Size of a message in bytes (UTF-8 for text); above 4 MiB of text, a lower bound
+    (every character is at least a byte): a huge text is not encoded just to measure it."""
+    if not isinstance(raw, str):
+        return len(raw)
+    if len(raw) > 4 * 1024 * 1024:
+        return len(raw)
+    return len(raw.encode("utf-8", "surrogatepass"))
+
+
+# a string (to its closing quote, or to the end if it has none: no rescans) or a bracket
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+
+
+def json_depth(text: str, limit: int) -> int:
+    """How deep arrays and objects nest in JSON text (strings skipped); stops counting
+    once past `limit`. Linear, and never recursive."""
+    depth = deepest = 0
+    for m in _STRING_OR_BRACKET.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str):
+    msg = f"not valid JSON: {name} is not a JSON number (use null for an open end)"
+    raise ProtocolError(msg)
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if x in (float("inf"), float("-inf")):
+        msg = f"number {text if len(text) <= 30 else text[:29] + '…'} is beyond the range of numbers (±1.8e308)"
+        raise ProtocolError(msg)
+    return x
 
 
 class ProtocolError(BrushfireError):
@@ -116,21 +204,91 @@ class ProtocolError(BrushfireError):
 
 
 def handle(session: Session, raw: str | bytes | dict) -> dict:
-    """Apply one client message to the session and return the reply (never raises for
-    bad input: the reply is then `{"type": "error", ...}` and the session is unchanged)."""
-    msg_id = raw.get("id") if isinstance(raw, dict) else None
+    """Apply one client message to the session and return the reply. Never raises: bad
+    input gets `{"type": "error", ...}` and leaves the session unchanged, and so does an
+    unexpected failure (logged with its traceback)."""
+    msg_id = echo_id(raw.get("id")) if isinstance(raw, dict) else None
+    kind = "message"
     try:
         msg = parse(raw)
-        msg_id = msg.id
+        msg_id, kind = msg.id, msg.type
         t0 = time.perf_counter()
+        check_values(session, msg)
         reply = _dispatch(session, msg)
         reply.setdefault("ms", (time.perf_counter() - t0) * 1e3)
     except ProtocolError as e:
         return error_reply(str(e), e.msg_id if e.msg_id is not None else msg_id)
     except BrushfireError as e:
         return error_reply(str(e), msg_id)
+    except Exception as e:  # noqa: BLE001 - one message must never end a session
+        log.exception("brushfire: internal error handling a %s message", kind)
+        return error_reply(f"internal error handling this {kind} message: {type(e).__name__}: "
+                           f"{V.show(str(e), 200)}", msg_id)
     reply["id"] = msg_id
     return reply
+
+
+def check_values(session: Session, msg) -> None:
+    """Check a message's values against the dashboard before the engine sees them, so
+    that the error names where the bad value is: bounds (numbers, or ISO times on
+    temporal views and parameters), categories of a `select`, a dropdown's value. Uses
+    only what every session offers (`plan`, `view`, `store.parameter_domain`); names the
+    engine does not know are left to it (its error lists the known ones)."""
+    kinds = {f.name: f.kind for f in session.plan.filters}
+    if isinstance(msg, Brush) and kinds.get(msg.view) in ("interval", "rect"):
+        temporal = _is_temporal(session, msg.view)
+        for axis, pair in (("interval", msg.interval), ("y", msg.y)):
+            for i, x in enumerate(pair or ()):
+                _check(lambda x=x: V.time_bound(x) if temporal else V.number_bound(x),
+                       f"brush on view {msg.view!r}: {axis}[{i}]")
+    elif isinstance(msg, Select) and kinds.get(msg.view) == "points":
+        choices = _choices(session.view(msg.view).labels)
+        for i, x in enumerate(msg.values):
+            _check(lambda x=x: choices.check(x), f"select on view {msg.view!r}: values[{i}]")
+    elif isinstance(msg, Parameter) and msg.value is not None:
+        if kinds.get(msg.name) == "param_eq":
+            domain = session.store.parameter_domain(msg.name)[1]
+            _check(lambda: _choices(domain).check(msg.value), f"parameter {msg.name!r}")
+        elif kinds.get(msg.name) == "param_range":
+            temporal = _is_temporal(session, msg.name)
+            _check(lambda: V.time_bound(msg.value) if temporal else V.number_bound(msg.value),
+                   f"parameter {msg.name!r}")
+
+
+def _check(test, where: str) -> None:
+    try:
+        test()
+    except InteractionError as e:
+        msg = f"{where}: {e}"
+        raise InteractionError(msg) from None
+
+
+def _is_temporal(session, name: str) -> bool:
+    """Whether a filter compares times: a temporal view's brush, or a slider whose range
+    the store gives as ISO times."""
+    view = next((v for v in session.plan.dashboard.views if v.name == name), None)
+    if view is not None:
+        return view.type == "temporal"
+    kind, domain = session.store.parameter_domain(name)
+    return kind == "range" and bool(domain) and isinstance(domain[0], str)
+
+
+_choice_sets: dict[int, tuple[object, V.Choices]] = {}  # id(domain) -> (domain, its Choices)
+
+
+def _choices(domain: list) -> V.Choices:
+    """The values a categorical view (its bars) or a dropdown parameter takes, built once
+    per domain list."""
+    cached = _choice_sets.get(id(domain))
+    if cached is None or cached[0] is not domain:
+        cached = (domain, V.Choices(list(domain)))
+        _choice_sets[id(domain)] = cached
+    return cached[1]
+
+
+def echo_id(msg_id):
+    """A message's `id` as a reply may echo it: a number or a string, else None."""
+    return msg_id if isinstance(msg_id, (int, float, str)) and not isinstance(msg_id, bool) else None
 
 
 def filter_messages(filters: dict, kinds: dict[str, str]) -> list[dict]:
@@ -198,12 +356,12 @@ def view_json(v: ViewData) -> dict:
 
 
 def jsonable(x):
-    """x with NaN as null and datetimes as ISO strings, for JSON."""
+    """x with NaN and infinities as null and datetimes as ISO strings, for JSON."""
     if isinstance(x, dict):
         return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
-    if isinstance(x, float) and x != x:
+    if isinstance(x, float) and (x != x or x in (math.inf, -math.inf)):
         return None
     if hasattr(x, "isoformat"):
         return x.isoformat()

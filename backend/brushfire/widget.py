@@ -12,12 +12,16 @@ cache, or a capture on this kernel's Spark session), each widget has its own `Se
 and the front end (`frontend/src/widget.js`, the page's DashboardUI) sends protocol
 messages as the widget's custom comm messages, answered by `protocol.handle`. With
 `url=`, the widget attaches to a running `brushfire serve`: the front end opens its own
-WebSocket session and mirrors that session's filters into `filters`.
+WebSocket session and mirrors that session's filters into `filters`. The server must
+allow the notebook's origin (`brushfire serve --allow-origin http://localhost:8888`), and
+a server with an access token needs it: `token=`, `?token=` in `url`, or
+$BRUSHFIRE_TOKEN.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -26,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 import anywidget
 import pyarrow as pa
@@ -44,7 +48,7 @@ TIMEOUT = 60.0  # seconds to wait for a server's reply
 
 
 def widget(spec: str | Path | dict | m.Dashboard | Dashboard | None = None, *,
-           url: str | None = None, dashboard: str | None = None,
+           url: str | None = None, dashboard: str | None = None, token: str | None = None,
            cache_dir: str | Path | None = DEFAULT_CACHE, spark=None,
            spark_master: str | None = None) -> DashboardWidget:
     """A widget showing the dashboard `spec` (a YAML path, a dict, a spec model or an open
@@ -53,12 +57,13 @@ def widget(spec: str | Path | dict | m.Dashboard | Dashboard | None = None, *,
     `spark_master` or $BRUSHFIRE_SPARK_MASTER picks another master).
 
     Or, with `url`, a widget attached to a running `brushfire serve` (its dashboard named
-    `dashboard`, default the first one it serves)."""
+    `dashboard`, default the first one it serves; its access token `token`, else the
+    URL's `?token=`, else $BRUSHFIRE_TOKEN)."""
     if url is not None:
         if spec is not None:
             msg = "give brushfire.widget a spec or url=, not both"
             raise BrushfireError(msg)
-        return DashboardWidget.attach(url, dashboard)
+        return DashboardWidget.attach(url, dashboard, token=token)
     if spec is None:
         msg = ("brushfire.widget needs a spec (a YAML path, a dict or a model), "
                "or url= of a running `brushfire serve`")
@@ -83,10 +88,11 @@ class DashboardWidget(anywidget.AnyWidget):
     _description = t.Dict().tag(sync=True)  # engine in the kernel: what the front end draws
     _url = t.Unicode("").tag(sync=True)  # attached to a server: its base URL ...
     _dashboard_name = t.Unicode("").tag(sync=True)  # ... and the dashboard's name there
+    _token = t.Unicode("").tag(sync=True)  # ... and its access token, if it needs one
     filters = t.Dict().tag(sync=True)
 
     def __init__(self, dashboard: Dashboard | None = None, *, url: str = "", name: str = "",
-                 **kwargs: Any) -> None:
+                 token: str = "", **kwargs: Any) -> None:
         """The engine in this kernel for `dashboard`, else attached to `url` (see `attach`)."""
         if (dashboard is None) == (not url):
             msg = "DashboardWidget takes an open Dashboard, or the url and name of a server's"
@@ -100,23 +106,25 @@ class DashboardWidget(anywidget.AnyWidget):
         self._server: dict | None = None  # attached: the server's description, once read
         description = describe_dashboard(dashboard) if dashboard is not None else {}
         super().__init__(_esm=esm, _css=css, _description=description, _url=url.rstrip("/"),
-                         _dashboard_name=name, **kwargs)
+                         _dashboard_name=name, _token=token or "", **kwargs)
         if self._session is not None:
             self.on_msg(self._on_message)
             self._mirror(protocol.jsonable(self._session.filters))
 
     @classmethod
-    def attach(cls, url: str, dashboard: str | None = None) -> DashboardWidget:
+    def attach(cls, url: str, dashboard: str | None = None, *, token: str | None = None) -> DashboardWidget:
         """A widget on the dashboard `dashboard` (default: the first) of the `brushfire
-        serve` at `url`; its front end talks to that server itself."""
-        base = url.rstrip("/")
-        names = [d["name"] for d in _get_json(f"{base}/api/dashboards", base)]
+        serve` at `url` (the URL it printed, `?token=` included, will do); its front end
+        talks to that server itself."""
+        base, in_url = _split_token(url)
+        token = token or in_url or os.environ.get("BRUSHFIRE_TOKEN") or ""
+        names = [d["name"] for d in _get_json(f"{base}/api/dashboards", base, token)]
         name = dashboard or (names[0] if names else None)
         if name not in names:
             msg = (f"the server at {base} has no dashboard named {name!r}; it has: "
                    f"{', '.join(names) or 'none'}")
             raise BrushfireError(msg)
-        return cls(url=base, name=name)
+        return cls(url=base, name=name, token=token)
 
     @property
     def dashboard(self) -> Dashboard | None:
@@ -222,7 +230,8 @@ class DashboardWidget(anywidget.AnyWidget):
 
     def _server_description(self) -> dict:
         if self._server is None:
-            d = _get_json(f"{self._url}/api/dashboards/{quote(self._dashboard_name)}", self._url)
+            d = _get_json(f"{self._url}/api/dashboards/{quote(self._dashboard_name)}", self._url,
+                          self._token)
             if d.get("status") != "ready":
                 msg = (f"dashboard {self._dashboard_name!r} at {self._url} is {d.get('status')}"
                        f"{': ' + d['error'] if d.get('error') else ''}")
@@ -248,7 +257,8 @@ class DashboardWidget(anywidget.AnyWidget):
         size = DETAILS_PAGE if limit is None else max(1, min(limit, DETAILS_PAGE))
         rows: list[dict] = []
         url = f"{self._url.replace('http', 'ws', 1)}/ws/{quote(self._dashboard_name)}"
-        with connect(url, open_timeout=TIMEOUT, max_size=2**27) as ws:
+        headers = {"Authorization": f"token {self._token}"} if self._token else None
+        with connect(url, open_timeout=TIMEOUT, max_size=2**27, additional_headers=headers) as ws:
             for i, message in enumerate(messages):
                 reply = _ask(ws, {**message, "id": f"f{i}"})
                 if reply["type"] == "error":
@@ -279,18 +289,29 @@ def _ask(ws, message: dict) -> dict:
             return reply
 
 
-def _get_json(url: str, server: str) -> Any:
+def _get_json(url: str, server: str, token: str = "") -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
             return json.load(response)
     except urllib.error.HTTPError as e:
         msg = f"{url}: HTTP {e.code}: {e.read().decode('utf-8', 'replace')[:300]}"
+        if e.code == 401:
+            msg += ("\n    the server needs its access token: brushfire.widget(url=..., token=...), "
+                    "or the URL it printed (with ?token=...)")
         raise BrushfireError(msg) from None
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         msg = (f"cannot reach a Brushfire server at {server} ({reason}); "
                "start one with `brushfire serve SPEC`")
         raise BrushfireError(msg) from None
+
+
+def _split_token(url: str) -> tuple[str, str | None]:
+    """(the server's base URL, the `?token=` it carried, if any)."""
+    parts = urlsplit(url)
+    token = parse_qs(parts.query).get("token", [None])[0]
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/"), token
 
 
 def _frontend() -> tuple[str, str]:

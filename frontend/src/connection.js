@@ -4,7 +4,8 @@
 // server's reply to it (an `update`, `details`, ..., `skipped` or `error`). While the
 // dashboard is still being captured the server streams `progress` messages, then
 // `ready` or `failed`; those go to the `onStatus` callback. `opened` resolves when the
-// socket is open. `getJSON` reads the server's HTTP API.
+// socket is open. `getJSON` reads the server's HTTP API. A server started with an access
+// token needs it on every request: `withToken` adds it to a URL (docs/deploy.md).
 
 export class Connection {
   constructor(url, { onStatus = () => {}, onClose = () => {} } = {}) {
@@ -19,7 +20,8 @@ export class Connection {
     this.ws = new WebSocket(this.url);
     const opened = new Promise((resolve, reject) => {
       this.ws.onopen = resolve;
-      this.ws.onerror = () => reject(new Error(`cannot connect to ${this.url}`));
+      this.ws.onerror = () => reject(new Error(`cannot connect to ${withoutQuery(this.url)}: the server `
+        + "is down, or refused this page (its origin or the access token; see docs/deploy.md)"));
     });
     this.ws.onmessage = (event) => this.receive(JSON.parse(event.data));
     this.ws.onclose = (event) => {
@@ -60,7 +62,28 @@ export class Connection {
 }
 
 export async function getJSON(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    // a server that does not allow this page's origin sends no CORS headers: the browser
+    // then reports a network error, never the server's reason
+    throw new Error(`cannot read ${withoutQuery(url)} (${e.message}): is the server running, and `
+      + `does it allow this page's origin (brushfire serve --allow-origin ${location.origin})?`);
+  }
+  if (!response.ok) throw new Error(`${withoutQuery(url)}: ${response.status} ${await response.text()}`);
   return response.json();
+}
+
+// `url` (absolute, or relative to the page) with `?token=` added, when there is a token.
+export function withToken(url, token) {
+  if (!token) return url;
+  const u = new URL(url, location.href);
+  u.searchParams.set("token", token);
+  return u.toString();
+}
+
+// For messages: never show the token.
+function withoutQuery(url) {
+  return String(url).split("?")[0];
 }

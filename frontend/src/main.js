@@ -1,8 +1,11 @@
 // The web page: pick a dashboard (?dashboard=NAME, else the first the server has), show
 // its capture progress while Spark works, then the dashboard over a WebSocket session.
 // `window.brushfire` exposes the live objects to browser tests and benchmarks.
+// A server with an access token is opened at `/?token=...`: the server then keeps the
+// token in a cookie, and the page sends it on its own requests too and takes it out of
+// the address bar (so it is not bookmarked or shared by accident).
 
-import { Connection, getJSON } from "./connection.js";
+import { Connection, getJSON, withToken } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
 import { failureBox, progressBox } from "./status.js";
 
@@ -21,17 +24,24 @@ function showFailure(text) {
 
 async function main() {
   const params = new URLSearchParams(location.search);
-  const list = await getJSON("api/dashboards");
+  const token = params.get("token");
+  if (token !== null) {
+    params.delete("token");
+    const rest = params.toString();
+    history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+  }
+  const api = (path) => getJSON(withToken(path, token));
+  const list = await api("api/dashboards");
   if (list.length === 0) throw new Error("the server has no dashboards");
   const name = params.get("dashboard") ?? list[0].name;
-  let description = await getJSON(`api/dashboards/${encodeURIComponent(name)}`);
+  let description = await api(`api/dashboards/${encodeURIComponent(name)}`);
   if (description.status === "failed") return showFailure(description.error);
 
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const url = `${scheme}://${location.host}${location.pathname.replace(/[^/]*$/, "")}ws/${encodeURIComponent(name)}`;
   let becameReady;
   const ready = new Promise((resolve) => { becameReady = resolve; });
-  const connection = new Connection(url, {
+  const connection = new Connection(withToken(url, token), {
     onStatus: (msg) => {
       if (msg.type === "progress") showProgress(msg);
       else if (msg.type === "failed") showFailure(msg.message);
@@ -45,7 +55,7 @@ async function main() {
   if (description.status !== "ready") {
     showProgress(description);
     await ready;
-    description = await getJSON(`api/dashboards/${encodeURIComponent(name)}`);
+    description = await api(`api/dashboards/${encodeURIComponent(name)}`);
   }
   document.title = `${description.title} · Brushfire`;
   const ui = new DashboardUI(app, description, (msg) => connection.request(msg));

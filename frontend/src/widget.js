@@ -8,9 +8,11 @@
 //
 // Attached to a `brushfire serve` (`_url`): like the page, it reads the description over
 // HTTP and opens its own WebSocket session; after each update it copies the session's
-// filters into the `filters` trait, and it applies the filters Python puts there.
+// filters into the `filters` trait, and it applies the filters Python puts there. The
+// server's access token (`_token`) goes with every request; the server must allow the
+// notebook's origin (`brushfire serve --allow-origin`).
 
-import { Connection, getJSON } from "./connection.js";
+import { Connection, getJSON, withToken } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
 import { failureBox, progressBox } from "./status.js";
 
@@ -70,7 +72,9 @@ async function renderKernel(model, root) {
 async function renderRemote(model, root) {
   const base = model.get("_url").replace(/\/+$/, "");
   const name = encodeURIComponent(model.get("_dashboard_name"));
-  let description = await getJSON(`${base}/api/dashboards/${name}`);
+  const token = model.get("_token");
+  const describe = () => getJSON(withToken(`${base}/api/dashboards/${name}`, token));
+  let description = await describe();
   if (description.status === "failed") {
     root.replaceChildren(failureBox(description.error));
     return () => {};
@@ -78,7 +82,7 @@ async function renderRemote(model, root) {
   let ui = null;
   let becameReady;
   const ready = new Promise((resolve) => { becameReady = resolve; });
-  const connection = new Connection(`${base.replace(/^http/, "ws")}/ws/${name}`, {
+  const connection = new Connection(withToken(`${base.replace(/^http/, "ws")}/ws/${name}`, token), {
     onStatus: (msg) => {
       if (msg.type === "progress") root.replaceChildren(progressBox(msg));
       else if (msg.type === "failed") root.replaceChildren(failureBox(msg.message));
@@ -92,7 +96,7 @@ async function renderRemote(model, root) {
   if (description.status !== "ready") {
     root.replaceChildren(progressBox(description));
     await ready;
-    description = await getJSON(`${base}/api/dashboards/${name}`);
+    description = await describe();
   }
   const mirror = (filters) => {
     model.set("filters", filters);

@@ -33,7 +33,7 @@ def ask(ws, message) -> dict:
 
 def test_http_endpoints(server):
     addr, dash = server
-    assert httpx.get(f"http://{addr}/health").json() == {"status": "ok",
+    assert httpx.get(f"http://{addr}/health").json() == {"status": "ok", "sessions": 0,
                                                         "dashboards": {"proto": "ready"}}
     assert httpx.get(f"http://{addr}/api/dashboards").json()[0]["rows"] == dash.store.n_rows
     d = httpx.get(f"http://{addr}/api/dashboards/proto").json()

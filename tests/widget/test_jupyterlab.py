@@ -21,6 +21,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from bars import same, sql_count, sql_values
 from brushfire.server import create_app
+from brushfire.server.security import Security
 from live_server import live_server
 from oracle import Oracle
 
@@ -36,13 +37,15 @@ CELLS = [
     'remote.filters = {"distance": [500, 1500]}',
 ]
 UI = "globalThis.brushfireWidgets"
+SERVER_TOKEN = secrets.token_hex(24)  # the attached widget's server requires it
 
 
 @pytest.fixture(scope="module")
 def lab(kernel_env, flights_dash, tmp_path_factory):
     """JupyterLab on a free loopback port with a random token, its state in a temporary
     folder, serving a notebook of CELLS; shut down through its API, killed if need be.
-    The attached widget's server runs in this process."""
+    The attached widget's server runs in this process, with an access token, allowing
+    JupyterLab's origin (as `brushfire serve --allow-origin` does)."""
     root = tmp_path_factory.mktemp("lab")
     nbformat.write(new_notebook(cells=[new_code_cell(c) for c in CELLS], metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}),
@@ -55,8 +58,9 @@ def lab(kernel_env, flights_dash, tmp_path_factory):
     news = state / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')  # no "get notified about Jupyter news?" toast
-    with live_server(create_app([flights_dash])) as addr:
-        env = {**kernel_env, "BRUSHFIRE_TEST_SERVER": f"http://{addr}",
+    rules = Security.for_bind("127.0.0.1", token=SERVER_TOKEN, allow_origins=[f"http://127.0.0.1:{port}"])
+    with live_server(create_app([flights_dash], security=rules)) as addr:
+        env = {**kernel_env, "BRUSHFIRE_TEST_SERVER": f"http://{addr}/?token={SERVER_TOKEN}",
                "JUPYTER_CONFIG_DIR": str(state / "config"), "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
                "JUPYTERLAB_SETTINGS_DIR": str(state / "settings"),
                "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces")}

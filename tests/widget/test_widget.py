@@ -19,6 +19,7 @@ from bars import same, sql_count, sql_values
 from brushfire import BrushfireError, CaptureError, InteractionError, SpecError, protocol
 from brushfire.describe import frontend_dist
 from brushfire.server import create_app
+from brushfire.server.security import Security
 from brushfire.widget import DashboardWidget
 from live_server import live_server
 from oracle import Oracle
@@ -118,7 +119,8 @@ def test_setting_filters_from_python_updates_the_session_and_sends_the_views(w, 
 
 @pytest.mark.parametrize(("bad", "message"), [
     ({"delay": [0, 10], "speed": [1, 2]}, "no brush or parameter named 'speed'; have: day, delay, destination"),
-    ({"delay": [0, 10], "origin": {"a": 1}}, "filters['origin']: select.values.0"),
+    ({"delay": [0, 10], "origin": {"a": 1}},
+     "filters['origin']: select on view 'origin': values[0]: {'a': 1} is not one of the values: 'ORD'"),
     ({"delay": "wide"}, "filters['delay']: brush.interval"),
     ({"delay_by_hour": [1, 2]}, "no brush or parameter named 'delay_by_hour'"),
 ])
@@ -155,15 +157,24 @@ def test_details_are_the_rows_sql_selects(w, flights_dash):
     assert len(w.details()) == flights_dash.store.n_rows
 
 
-def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash):
+def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, monkeypatch):
     local = brushfire.widget(flights_dash)
     local.filters = {"distance": [300, 1200], "destination": "ORD"}
-    with live_server(create_app([flights_dash])) as addr:
-        remote = brushfire.widget(url=f"http://{addr}/", dashboard="flights")
+    monkeypatch.delenv("BRUSHFIRE_TOKEN", raising=False)
+    token = "widget-test-token"
+    rules = Security.for_bind("127.0.0.1", token=token, allow_origins=["http://127.0.0.1:8888"])
+    with live_server(create_app([flights_dash], security=rules)) as addr:
+        with pytest.raises(BrushfireError, match="HTTP 401(.|\n)*needs its access token"):
+            brushfire.widget(url=f"http://{addr}/", dashboard="flights")
+        remote = brushfire.widget(url=f"http://{addr}/?token={token}", dashboard="flights")  # as printed
         cors = urllib.request.urlopen(urllib.request.Request(  # the front end reads it from the notebook's origin
-            f"http://{addr}/api/dashboards/flights", headers={"Origin": "http://127.0.0.1:8888"}))
-        assert cors.headers["access-control-allow-origin"] == "*"
-        assert remote.comm.sent[0][1]["state"]["_url"] == f"http://{addr}"
+            f"http://{addr}/api/dashboards/flights?token={token}", headers={"Origin": "http://127.0.0.1:8888"}))
+        assert cors.headers["access-control-allow-origin"] == "http://127.0.0.1:8888"
+        state = remote.comm.sent[0][1]["state"]
+        assert state["_url"] == f"http://{addr}" and state["_token"] == token
+        assert brushfire.widget(url=f"http://{addr}", dashboard="flights", token=token)._token == token
+        monkeypatch.setenv("BRUSHFIRE_TOKEN", token)
+        assert brushfire.widget(url=f"http://{addr}", dashboard="flights")._token == token
         remote.filters = {"distance": [300, 1200], "destination": "ORD"}  # as the front end would mirror them
         rows = remote.details(arrow=True)
         assert rows.num_rows == local.details(arrow=True).num_rows > 0

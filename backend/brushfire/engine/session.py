@@ -20,11 +20,11 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date, datetime
 
 import numpy as np
 import pyarrow as pa
 
+from brushfire import values as V
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
 from brushfire.engine import planner as P
@@ -46,7 +46,6 @@ from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.store import LineageStore
 from brushfire.plan import CapturePlan
-from brushfire.timeval import micros
 
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
@@ -151,7 +150,7 @@ class Session:
         if f.kind == "param_eq":
             test = set_test(d, [dict_key(self.layout.dims[d], value)])
         else:
-            v = self._bound(name, d, value, "value")
+            v = self._bound(name, d, value, "value")  # named "value of 'p'"
             lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)
             test = interval_test(self.layout.dims[d], d, lo, hi, strict_lo=fl.op == "gt",
                                  strict_hi=fl.op == "lt", values=self._s.values[d],
@@ -734,46 +733,19 @@ class Session:
         if not isinstance(interval, (list, tuple)) or len(interval) != 2:
             msg = f"{axis} of view {view!r} is [lo, hi] (null for an open end), got {interval!r}"
             raise InteractionError(msg)
-        lo, hi = (self._bound(view, d, x, axis) for x in interval)
+        lo, hi = (self._bound(view, d, x, f"{axis}[{i}]") for i, x in enumerate(interval))
         return interval_test(self.layout.dims[d], d, lo, hi, values=self._s.values[d],
                              edges=self._s.edges[d])
 
     def _bound(self, view: str, d: int, x, what: str):
         """A user bound as the dim's value type: numbers, times as UTC microseconds."""
-        if x is None:
-            return None
-        dim = self.layout.dims[d]
-        if dim.value_type == "temporal":
-            return _time_bound(view, x, what)
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-            msg = f"{what} bound {x!r} of view {view!r} is not a number"
-            raise InteractionError(msg)
         try:
-            v = float(x)
-        except OverflowError:
-            v = math.inf if x > 0 else -math.inf
-        if math.isnan(v):
-            msg = f"{what} bound of view {view!r} is NaN"
-            raise InteractionError(msg)
-        return v
-
-
-def _time_bound(view: str, x, what: str) -> int:
-    if isinstance(x, datetime):
-        return micros(x)
-    if isinstance(x, date):
-        return micros(datetime(x.year, x.month, x.day))
-    if isinstance(x, str):
-        try:
-            return micros(datetime.fromisoformat(x.strip()))
-        except ValueError:
-            pass
-        msg = (f"{what} bound {x!r} of view {view!r} is not an ISO time "
-               "(e.g. '2001-01-31' or '2001-01-31T12:00:00Z')")
-        raise InteractionError(msg)
-    msg = (f"{what} bound {x!r} of view {view!r} is not a time: temporal views take ISO "
-           "times (e.g. '2001-01-31T12:00:00Z')")
-    raise InteractionError(msg)
+            if self.layout.dims[d].value_type == "temporal":
+                return V.time_bound(x)
+            return V.number_bound(x)
+        except InteractionError as e:
+            msg = f"{what} of {view!r}: {e}"
+            raise InteractionError(msg) from None
 
 
 def tile_prefix(tile: Tile) -> dict[str, tuple]:

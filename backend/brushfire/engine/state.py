@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from brushfire import values as V
 from brushfire.errors import InteractionError
 from brushfire.lineage.layout import Dim, Layout
 
@@ -135,8 +136,14 @@ def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: 
     numbers (times: UTC microseconds), never NaN."""
     if d.kind == "dense":
         u = values if values is not None else np.asarray(d.values)
-        klo = 0 if lo is None else int(np.searchsorted(u, lo, "right" if strict_lo else "left"))
-        khi = d.nkeys - 1 if hi is None else int(np.searchsorted(u, hi, "left" if strict_hi else "right")) - 1
+        if u.dtype.kind == "i":  # integers (and times): compare exactly, as integers
+            klo = 0 if lo is None else int(np.searchsorted(u, V.int_bound(lo, True, strict_lo), "left"))
+            khi = d.nkeys - 1 if hi is None else int(np.searchsorted(
+                u, V.int_bound(hi, False, strict_hi), "right")) - 1
+        else:
+            klo = 0 if lo is None else int(np.searchsorted(u, float(lo), "right" if strict_lo else "left"))
+            khi = d.nkeys - 1 if hi is None else int(np.searchsorted(
+                u, float(hi), "left" if strict_hi else "right")) - 1
         return Test(1, dim, klo, khi)
     if d.kind != "fine":
         msg = f"dim {d.name} is not ordered by value"
@@ -171,52 +178,24 @@ def category_keys(labels: list, values) -> list[int]:
     """Bars of a categorical view named by `values` ('(other)' included when it is a bar);
     an unknown value is an error naming the bars."""
     if not isinstance(values, (list, tuple)):
-        msg = f"select takes a list of values, got {values!r}"
+        msg = f"select takes a list of values, got {V.show(values)}"
         raise InteractionError(msg)
-    pos = {_hashable(x): i for i, x in enumerate(labels)}
+    choices = V.Choices(labels)
     out = []
-    for x in values:
-        i = pos.get(_hashable(x))
-        if i is None:
-            raise InteractionError(unknown_value_message(x, labels, "bars"))
-        out.append(i)
+    for i, x in enumerate(values):
+        try:
+            choices.check(x)
+        except InteractionError as e:
+            msg = f"values[{i}]: {e}"
+            raise InteractionError(msg) from None
+        out.append(next(j for j, lab in enumerate(labels) if V.Choices([lab]).__contains__(x)))
     return out
 
 
 def dict_key(d: Dim, value) -> int:
     """A dropdown's key for `value`; an error naming the choices when it is not one."""
-    for i, x in enumerate(d.values):
-        if _same(x, value):
-            return i
-    raise InteractionError(unknown_value_message(value, d.values, "choices"))
-
-
-def unknown_value_message(value, choices: list, what: str) -> str:
-    shown = ", ".join(repr(c) for c in choices[:12]) + (", …" if len(choices) > 12 else "")
-    near = ""
-    if isinstance(value, str):
-        import difflib
-
-        close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], 1)
-        if close:
-            near = f"; did you mean {close[0]!r}?"
-    kinds = {type(c).__name__ for c in choices}
-    if choices and type(value).__name__ not in kinds and not (
-            isinstance(value, (int, float)) and kinds <= {"int", "float"}):
-        near += f" (the {what} are {'/'.join(sorted(kinds))} values, not {type(value).__name__})"
-    return f"{value!r} is not one of the {len(choices):,} {what}: {shown}{near}"
-
-
-def _hashable(x):
-    return ("num", float(x)) if isinstance(x, (int, float)) and not isinstance(x, bool) else (type(x).__name__, x)
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
+    V.Choices(d.values).check(value)
+    return next(i for i, x in enumerate(d.values) if x in V.Choices([value]))
 
 
 # --- kernel arrays ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
 from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
-from brushfire.timeval import iso_time
+from brushfire.values import format_instant as iso_time
 
 
 @dataclass

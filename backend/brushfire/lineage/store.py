@@ -33,7 +33,7 @@ from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import Dashboard
-from brushfire.timeval import iso_time
+from brushfire.values import format_instant
 
 FORMAT_VERSION = 6  # 6: sharded store written by executors (dims, block-local indexes)
 MANIFEST = "manifest.json"
@@ -97,14 +97,18 @@ class LineageStore:
     def parameter_domain(self, name: str) -> tuple[str, list]:
         """('values', choices) of a dropdown parameter, ('range', [lo, hi]) of a slider
         (times as ISO strings)."""
-        f = self.layout.filter(name)
-        d = self.layout.dims[f.dims[0]]
-        if d.kind == "dict":
-            return "values", list(d.values)
-        lo, hi = self.value_range(f.dims[0])
-        if lo is None:
-            return "range", []
-        return "range", [iso_time(lo), iso_time(hi)] if d.value_type == "temporal" else [lo, hi]
+        cache = self.__dict__.setdefault("_domains", {})
+        if name not in cache:  # one list per parameter: callers may key on it
+            f = self.layout.filter(name)
+            d = self.layout.dims[f.dims[0]]
+            if d.kind == "dict":
+                cache[name] = ("values", list(d.values))
+            else:
+                lo, hi = self.value_range(f.dims[0])
+                ends = [] if lo is None else [format_instant(lo), format_instant(hi)] \
+                    if d.value_type == "temporal" else [lo, hi]
+                cache[name] = ("range", ends)
+        return cache[name]
 
     def value_range(self, dim: int) -> tuple:
         """Smallest and largest value of a dense or fine dim (None, None when empty)."""

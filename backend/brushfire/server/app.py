@@ -12,8 +12,12 @@ The built frontend (`frontend/dist`) is served at `/`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.middleware.cors import CORSMiddleware
@@ -24,24 +28,56 @@ from brushfire import protocol
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.server.hosting import HostedDashboard
+from brushfire.server.security import Security, SecurityMiddleware
 
 PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
+MAX_FRAME_BYTES = 1024 * 1024  # `brushfire serve`'s WebSocket frame limit: above it, close 1009
+MAX_PENDING = 64  # messages read ahead of the engine per session; then the reader waits
+
+# WebSocket close codes (docs/protocol.md)
+CLOSE_UNKNOWN_DASHBOARD = 4404
+CLOSE_TOO_MANY_SESSIONS = 4429
+CLOSE_CAPTURE_FAILED = 1011  # also: no session could be opened, or the server failed
+
+log = logging.getLogger("brushfire.server")
 
 
-def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> FastAPI:
-    """The app serving `dashboards` (ready ones, or ones still being opened)."""
+@dataclass(frozen=True)
+class Limits:
+    """Sessions (WebSocket connections) open at once: in all, and per client address."""
+
+    max_sessions: int = 256
+    max_sessions_per_client: int = 128
+
+
+def uvicorn_options() -> dict:
+    """Settings `brushfire serve` gives uvicorn: the WebSocket frame limit."""
+    return {"ws_max_size": MAX_FRAME_BYTES}
+
+
+def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
+               security: Security | None = None, limits: Limits | None = None) -> FastAPI:
+    """The app serving `dashboards` (ready ones, or ones still being opened). `security`
+    (default: loopback hosts, same-origin only, no token) guards every request."""
     if isinstance(dashboards, dict):
         dashboards = dashboards.values()
     hosts = {h.name: h for h in (d if isinstance(d, HostedDashboard) else HostedDashboard.ready(d)
                                  for d in dashboards)}
+    security = security or Security()
+    limits = limits or Limits()
+    sessions: Counter[str] = Counter()  # open sessions per client address
     app = FastAPI(title="Brushfire", docs_url="/api/docs")
-    # a Jupyter widget attached to this server reads the descriptions from the notebook's
-    # origin; the HTTP API only reads, and the WebSockets take any origin already
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET"])
+    # CORS only for the allowed origins (a Jupyter widget attached to this server reads the
+    # descriptions from the notebook's origin); the security middleware runs first
+    origins, pattern = security.cors_origins()
+    app.add_middleware(CORSMiddleware, allow_origins=origins, allow_origin_regex=pattern,
+                       allow_methods=["GET"], allow_headers=["Authorization"])
+    app.add_middleware(SecurityMiddleware, security=security)
 
     @app.get("/health")
     def health() -> dict:
-        return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())}}
+        return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())},
+                "sessions": sum(sessions.values())}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
@@ -57,14 +93,32 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> Fast
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:
         host = hosts.get(name)
+        client = ws.client.host if ws.client else "?"
         await ws.accept()
-        if host is None:
-            await ws.send_json(protocol.error_reply(f"no dashboard named {name!r}"))
-            await ws.close(code=4404)
-            return
-        if host.dashboard is None and not await _stream_progress(ws, host):
-            return
-        await serve_session(ws, host.dashboard)
+        try:
+            if host is None:
+                await _refuse(ws, CLOSE_UNKNOWN_DASHBOARD,
+                              f"no dashboard named {name!r}; have: {', '.join(sorted(hosts))}")
+                return
+            problem = _over_limit(sessions, client, limits)
+            if problem:
+                await _refuse(ws, CLOSE_TOO_MANY_SESSIONS, problem)
+                return
+            sessions[client] += 1
+            try:
+                if host.dashboard is None and not await _stream_progress(ws, host):
+                    return
+                await serve_session(ws, host.dashboard)
+            finally:
+                sessions[client] -= 1
+                if sessions[client] <= 0:
+                    del sessions[client]
+        except WebSocketDisconnect:  # the client left mid-send
+            pass
+        except Exception as e:  # noqa: BLE001 - never an "Exception in ASGI application"
+            log.exception("brushfire: session on %r failed", name)
+            with contextlib.suppress(Exception):
+                await ws.close(code=CLOSE_CAPTURE_FAILED, reason=close_reason(f"server error: {e}"))
 
     dist = frontend_dist()
     if (dist / "index.html").exists():
@@ -79,6 +133,26 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict) -> Fast
     return app
 
 
+def _over_limit(sessions: Counter, client: str, limits: Limits) -> str | None:
+    if sum(sessions.values()) >= limits.max_sessions:
+        return f"too many sessions: the server holds at most {limits.max_sessions}; try again later"
+    if sessions[client] >= limits.max_sessions_per_client:
+        return (f"too many sessions from {client}: at most {limits.max_sessions_per_client} "
+                "at once; close some")
+    return None
+
+
+async def _refuse(ws: WebSocket, code: int, message: str) -> None:
+    """An `error` message with the reason, then the close code (the reason again)."""
+    await ws.send_text(json.dumps(protocol.error_reply(message)))
+    await ws.close(code=code, reason=close_reason(message))
+
+
+def close_reason(text: str) -> str:
+    """`text` cut to a close frame's 123 bytes of UTF-8."""
+    return text.encode("utf-8")[:120].decode("utf-8", "ignore")
+
+
 async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> bool:
     """Send `progress` while the dashboard opens; then `ready` (True) or `failed` (False,
     and the socket is closed)."""
@@ -90,61 +164,102 @@ async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> bool:
         await asyncio.sleep(PROGRESS_EVERY)
     if host.status == "failed":
         await ws.send_json({"type": "failed", "message": host.error})
-        await ws.close(code=1011)
+        await ws.close(code=CLOSE_CAPTURE_FAILED)
         return False
     await ws.send_json({"type": "ready", "rows": host.dashboard.store.n_rows})
     return True
 
 
 async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
-    """Read messages as they come; answer them one at a time off the event loop."""
-    session = dash.session()
-    pending: list[tuple[dict | str, str]] = []  # (message, coalescing key or "")
-    wake = asyncio.Event()
+    """Read messages as they come; answer them one at a time off the event loop, in order.
+
+    No message ends the session: one that cannot be decoded is answered with an `error`
+    in its turn, and any failure while reading or answering one becomes an `error` reply.
+    The reader stops reading while MAX_PENDING messages wait (TCP pushes back)."""
+    try:
+        session = dash.session()
+    except Exception as e:  # noqa: BLE001 - say why, and close
+        await _refuse(ws, CLOSE_CAPTURE_FAILED, f"cannot open a session: {e}")
+        return
+    pending: list[tuple[str, object, str]] = []  # (kind: "msg" | "reply", payload, coalescing key)
+    wake, room = asyncio.Event(), asyncio.Event()
     closed = False
+
+    def queue(kind: str, payload, key: str = "") -> dict | None:
+        """Add an item; a brush replacing a waiting one on the same view returns the
+        `skipped` reply for the replaced one."""
+        if key:
+            for i, (old_kind, old, old_key) in enumerate(pending):
+                if old_key == key and old_kind == "msg":
+                    pending[i] = (kind, payload, key)
+                    return {"type": "skipped", "id": protocol.echo_id(old.get("id"))}
+        pending.append((kind, payload, key))
+        wake.set()
+        return None
 
     async def reader() -> None:
         nonlocal closed
         try:
             while True:
+                while len(pending) >= MAX_PENDING:
+                    room.clear()
+                    await room.wait()
                 message = await ws.receive()
                 if message["type"] == "websocket.disconnect":
-                    raise WebSocketDisconnect(message.get("code", 1000))
-                text = message.get("text")
-                if text is None:  # a binary frame: decode it, or let the protocol reject it
-                    text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
-                msg = _decode(text)  # parsed once; protocol.handle takes the dict
-                key = _brush_key(msg)
-                if key:
-                    for i, (old, old_key) in enumerate(pending):
-                        if old_key == key:  # latest wins: answer the replaced one as skipped
-                            pending[i] = (msg, key)
-                            await ws.send_json({"type": "skipped", "id": old.get("id")})
-                            break
-                    else:
-                        pending.append((msg, key))
-                else:
-                    pending.append((msg, ""))
-                wake.set()
-        except WebSocketDisconnect:
+                    break
+                try:
+                    raw = message.get("text")
+                    if raw is None:  # a binary frame: UTF-8 JSON too
+                        raw = message.get("bytes") or b""
+                    msg = protocol.decode_message(raw)  # parsed once; protocol.handle takes the dict
+                    skipped = queue("msg", msg, _brush_key(msg))
+                except protocol.ProtocolError as e:
+                    skipped = queue("reply", protocol.error_reply(str(e)))
+                except Exception as e:  # noqa: BLE001 - one message must never end a session
+                    log.exception("brushfire: error reading a message")
+                    skipped = queue("reply", protocol.error_reply(f"cannot read this message: {e}"))
+                if skipped is not None:
+                    await _send(ws, skipped)
+        except Exception:  # noqa: BLE001 - disconnected (or the transport failed): end the session
+            pass
+        finally:
             closed = True
             wake.set()
 
     task = asyncio.create_task(reader())
     try:
-        while not closed or pending:
+        while not closed:
             if not pending:
                 wake.clear()
                 await wake.wait()
                 continue
-            msg, _ = pending.pop(0)
-            reply = await asyncio.to_thread(protocol.handle, session, msg)
-            if not closed:
-                await ws.send_json(reply)
-    except WebSocketDisconnect:
-        pass
+            kind, payload, _ = pending.pop(0)
+            room.set()
+            if kind == "msg":
+                try:
+                    reply = await asyncio.to_thread(protocol.handle, session, payload)
+                except Exception as e:  # noqa: BLE001 - protocol.handle does not raise; in case
+                    log.exception("brushfire: error answering a message")
+                    reply = protocol.error_reply(f"internal error: {e}")
+            else:
+                reply = payload
+            if not closed and not await _send(ws, reply):
+                break
     finally:
         task.cancel()
+
+
+async def _send(ws: WebSocket, reply: dict) -> bool:
+    """Send a reply as JSON (non-finite numbers as null); False when the socket is gone."""
+    try:
+        text = json.dumps(reply, allow_nan=False)
+    except (ValueError, TypeError):
+        text = json.dumps(protocol.jsonable(reply), allow_nan=False, default=str)
+    try:
+        await ws.send_text(text)
+    except Exception:  # noqa: BLE001 - closed under us
+        return False
+    return True
 
 
 def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
@@ -153,19 +268,7 @@ def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
     return hosts[name]
 
 
-def _decode(text: str) -> dict | str:
-    """The message as a dict, or the text itself when it is oversized or not a JSON
-    object: `protocol.handle` answers those with an error."""
-    if len(text) > protocol.MAX_MESSAGE_BYTES:
-        return text
-    try:
-        msg = json.loads(text)
-    except ValueError:
-        return text
-    return msg if isinstance(msg, dict) else text
-
-
-def _brush_key(msg: dict | str) -> str:
+def _brush_key(msg) -> str:
     """'brush:<view>' for a brush message (the coalescing key), else ''."""
     if isinstance(msg, dict) and msg.get("type") == "brush" and isinstance(msg.get("view"), str):
         return f"brush:{msg['view']}"

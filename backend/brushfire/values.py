@@ -1,0 +1,189 @@
+"""User values as the engine compares them: pure functions, no state.
+
+- Times: an ISO 8601 instant <-> UTC microseconds (the store's unit for temporal values).
+  A time without an offset is UTC; digits beyond the microsecond are dropped (the instant
+  is truncated toward the past), the one rounding rule everywhere. Exact integer
+  arithmetic: no float seconds in between.
+- Bounds: `number_bound` for numeric views and parameters, `time_bound` for temporal
+  ones (ISO text or datetimes; a number is refused, so a unit mix-up is an error, never
+  a silent empty selection); `int_bound` turns a number into the equivalent bound on an
+  integer column (ceil / floor), clamped to int64.
+- Choices: `Choices.check` accepts a value of a categorical view or dropdown parameter,
+  or says which values exist (with a "did you mean").
+
+Every problem raises `InteractionError` with a message that names the value and says
+what is expected; callers add where the value came from (view, bound).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import math
+from datetime import UTC, date, datetime, timedelta
+from numbers import Integral, Real
+
+from brushfire.errors import InteractionError
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_US = timedelta(microseconds=1)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT_MAX = 1.7976931348623157e308  # the largest finite float64
+ISO_EXAMPLE = "2021-03-01 or 2021-03-01T12:30:00Z"
+CHOICES_SHOWN = 12  # values listed in an error naming the valid choices
+CLOSE_MATCH_LIMIT = 5000  # above this many choices, "did you mean" only ignores case
+
+
+def show(x: object, limit: int = 40) -> str:
+    """repr(x), cut to `limit` characters; long integers by their digits."""
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
+        return f"an integer of {len(str(abs(x)))} digits"
+    text = repr(x)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- times ------------------------------------------------------------------------------
+
+
+def parse_instant(text: str) -> int:
+    """UTC microseconds of an ISO 8601 date or date-time (naive = UTC; sub-microsecond
+    digits truncated)."""
+    try:
+        t = datetime.fromisoformat(text)
+    except (ValueError, TypeError):
+        msg = f"{show(text)} is not an ISO time; write e.g. {ISO_EXAMPLE}"
+        raise InteractionError(msg) from None
+    return datetime_micros(t)
+
+
+def datetime_micros(t: datetime | date) -> int:
+    """UTC microseconds of a datetime (naive = UTC) or a date (its midnight, UTC)."""
+    if not isinstance(t, datetime):
+        t = datetime(t.year, t.month, t.day)
+    if t.tzinfo is None or t.utcoffset() is None:
+        t = t.replace(tzinfo=UTC)
+    return (t - EPOCH) // ONE_US
+
+
+def format_instant(micros: int) -> str:
+    """The ISO instant of UTC microseconds, e.g. '2021-03-01T12:30:00+00:00' (exact)."""
+    try:
+        return (EPOCH + timedelta(microseconds=int(micros))).isoformat()
+    except OverflowError:
+        msg = f"{show(micros)} microseconds is outside the years 1-9999"
+        raise InteractionError(msg) from None
+
+
+# --- bounds -----------------------------------------------------------------------------
+
+
+def number_bound(x):
+    """A bound on a numeric value: an int (exact) or a float; None is an open end, and so
+    is an infinite float. NaN, booleans, text and integers beyond the float range are
+    refused."""
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, Real):
+        msg = f"{show(x)} is not a number"
+        raise InteractionError(msg)
+    if isinstance(x, Integral):
+        x = int(x)
+        if abs(x) > FLOAT_MAX:
+            msg = f"{show(x)} is beyond the range of numbers (±1.8e308)"
+            raise InteractionError(msg)
+        return x
+    x = float(x)
+    if math.isnan(x):
+        msg = "NaN is not a bound (use null for an open end)"
+        raise InteractionError(msg)
+    return x
+
+
+def time_bound(x):
+    """A bound on a temporal value as UTC microseconds: ISO text, a datetime (naive = UTC)
+    or a date; None is an open end. Numbers are refused: times travel as ISO text."""
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return parse_instant(x)
+    if isinstance(x, (datetime, date)):
+        return datetime_micros(x)
+    if hasattr(x, "to_pydatetime"):  # pandas.Timestamp subclasses datetime; numpy's do not
+        return datetime_micros(x.to_pydatetime())
+    kind = "a number" if isinstance(x, Real) else type(x).__name__
+    msg = f"{show(x)} is {kind}, not a time; temporal bounds are ISO times, e.g. {ISO_EXAMPLE}"
+    raise InteractionError(msg)
+
+
+def int_bound(x, up: bool, strict: bool = False) -> int:
+    """The bound on integers equivalent to comparing them with the number x: the least
+    integer >= x (`up`; > x when `strict`), or the greatest <= x (< x when `strict`),
+    clamped to int64. Exact for Python ints of any size; ±inf clamp to the int64 ends."""
+    if isinstance(x, float) and math.isinf(x):
+        return INT64_MIN if x < 0 else INT64_MAX
+    if isinstance(x, Integral) or float(x).is_integer():  # (an Integral is never made a float)
+        v = int(x) + (1 if up else -1) * strict
+    else:
+        v = math.ceil(x) if up else math.floor(x)
+    return max(min(v, INT64_MAX), INT64_MIN)
+
+
+# --- choices ----------------------------------------------------------------------------
+
+
+class Choices:
+    """The values a categorical view or dropdown parameter takes (plus `extra`, e.g.
+    '(other)'), for O(1) checks. Equality is Python's (3 == 3.0) except that a string
+    never equals a number and a boolean never equals an integer: '3' is refused where 3
+    is a choice, and the error says so."""
+
+    def __init__(self, values, extra: tuple = ()) -> None:
+        self.values = [*values, *extra]
+        self._keys = set()
+        for v in self.values:
+            with contextlib.suppress(TypeError):  # unhashable: never a JSON scalar, never matched
+                self._keys.add(choice_key(v))
+
+    def __contains__(self, value) -> bool:
+        try:
+            return choice_key(value) in self._keys
+        except TypeError:
+            return False
+
+    def check(self, value) -> None:
+        """Raise unless `value` is a choice, naming the first choices and the closest."""
+        if value in self:
+            return
+        shown = ", ".join(show(c, 30) for c in self.values[:CHOICES_SHOWN])
+        more = f", … ({len(self.values):,} in all)" if len(self.values) > CHOICES_SHOWN else ""
+        msg = f"{show(value)} is not one of the values: {shown or 'none'}{more}"
+        guess = did_you_mean(value, self.values)
+        if guess:
+            msg += f"; did you mean {', '.join(show(g, 30) for g in guess)}?"
+        raise InteractionError(msg)
+
+
+def did_you_mean(value, choices: list) -> list:
+    """Up to three choices close to `value` (compared as text), best first."""
+    text = str(value)
+    same_text = [c for c in choices if str(c) == text]  # the right value, of the wrong type
+    if same_text:
+        return same_text[:3]
+    folded = text.casefold()
+    same_case = [c for c in choices if str(c).casefold() == folded]
+    if same_case or len(choices) > CLOSE_MATCH_LIMIT:
+        return same_case[:3]
+    by_text = {str(c): c for c in choices}
+    return [by_text[t] for t in difflib.get_close_matches(text, list(by_text), n=3, cutoff=0.6)]
+
+
+def choice_key(v) -> tuple:
+    """The key under which `v` matches a choice (Choices' equality: 3 == 3.0, '3' != 3,
+    True != 1)."""
+    if isinstance(v, str):
+        return ("str", v)
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, Real):
+        return ("number", v)
+    return (type(v).__name__, v)

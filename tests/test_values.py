@@ -1,0 +1,156 @@
+"""brushfire.values: ISO instants <-> UTC microseconds, bounds, choices (pure; no Spark)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from brushfire import values as V
+from brushfire.errors import InteractionError
+
+DAY = 86_400_000_000
+
+
+@pytest.mark.parametrize(("text", "micros"), [
+    ("1970-01-01", 0),
+    ("1970-01-01T00:00:00Z", 0),
+    ("1970-01-01T00:00:00+00:00", 0),
+    ("1970-01-01 00:00:00.000001", 1),
+    ("1969-12-31T23:59:59.999999", -1),
+    ("1970-01-02T01:00:00+01:00", DAY),  # an offset is applied
+    ("2021-03-01T12:30:00", 1614601800 * 10**6),  # naive = UTC
+    ("2021-03-01T12:30:00.5", 1614601800 * 10**6 + 500_000),
+    ("2021-03-01T12:30:00,25", 1614601800 * 10**6 + 250_000),  # ISO allows a comma
+    # sub-microsecond digits are truncated toward the past: the one rounding rule
+    ("1970-01-01T00:00:00.0000019", 1),
+    ("1970-01-01T00:00:00.123456999", 123_456),
+    ("1969-12-31T23:59:59.9999999", -1),
+    ("20210301T123000", 1614601800 * 10**6),  # basic format
+    ("9999-12-31T23:59:59.999999", 253402300799999999),  # beyond float precision: exact
+    ("0001-01-01", -62135596800 * 10**6),
+])
+def test_iso_instants_to_micros(text, micros):
+    assert V.parse_instant(text) == micros
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2009-13-01", "2021-02-30", "2021-01-01T24:00:00",
+                                  "", "  2021-01-01", "2021-01-01T12:00:00+25:00", "1e9", "now"])
+def test_unparsable_times_are_refused_with_an_example(text):
+    with pytest.raises(InteractionError, match="is not an ISO time; write e.g. 2021-03-01"):
+        V.parse_instant(text)
+
+
+@pytest.mark.parametrize("micros", [0, 1, -1, 1614601800 * 10**6 + 123_456, 253402300799999999,
+                                    -62135596800 * 10**6, 10**15 + 7])
+def test_micros_round_trip_exactly(micros):
+    assert V.parse_instant(V.format_instant(micros)) == micros
+
+
+def test_format_instant_matches_the_stores_labels():
+    assert V.format_instant(1614601800 * 10**6) == "2021-03-01T12:30:00+00:00"
+    with pytest.raises(InteractionError, match="outside the years 1-9999"):
+        V.format_instant(2**63 - 1)
+
+
+@pytest.mark.parametrize(("value", "micros"), [
+    (None, None),
+    ("2021-03-01", 1614556800 * 10**6),
+    (datetime(2021, 3, 1), 1614556800 * 10**6),
+    (datetime(2021, 3, 1, 1, tzinfo=timezone(timedelta(hours=1))), 1614556800 * 10**6),
+    (datetime(2021, 3, 1, tzinfo=UTC), 1614556800 * 10**6),
+    (date(2021, 3, 1), 1614556800 * 10**6),
+])
+def test_time_bounds(value, micros):
+    assert V.time_bound(value) == micros
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (1, "1 is a number, not a time; temporal bounds are ISO times"),
+    (1.5e15, "is a number, not a time"),
+    (True, "True is a number, not a time"),
+    ([2021, 3], "[2021, 3] is list, not a time"),
+    ("yesterday", "'yesterday' is not an ISO time"),
+])
+def test_numbers_are_not_times(value, expected):
+    with pytest.raises(InteractionError, match=expected.replace("[", r"\[").replace("]", r"\]")):
+        V.time_bound(value)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, None), (0, 0), (-3, -3), (2.5, 2.5), (np.int64(7), 7), (np.float32(0.5), 0.5),
+    (10**300, 10**300), (math.inf, math.inf), (-math.inf, -math.inf), (2**63 + 1, 2**63 + 1),
+])
+def test_number_bounds(value, expected):
+    got = V.number_bound(value)
+    assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (math.nan, "NaN is not a bound"),
+    (np.float64("nan"), "NaN is not a bound"),
+    (10**400, "an integer of 401 digits is beyond the range of numbers"),
+    (-(10**309), "beyond the range of numbers"),
+    (True, "True is not a number"),
+    ("12", "'12' is not a number"),
+    ([1], r"\[1\] is not a number"),
+    ({"a": 1}, "is not a number"),
+])
+def test_bad_number_bounds(value, expected):
+    with pytest.raises(InteractionError, match=expected):
+        V.number_bound(value)
+
+
+@pytest.mark.parametrize(("x", "up", "strict", "expected"), [
+    (2.5, True, False, 3), (2.5, False, False, 2), (-2.5, True, False, -2), (-2.5, False, False, -3),
+    (3.0, True, False, 3), (3.0, True, True, 4), (3.0, False, True, 2), (3, False, False, 3),
+    (3, True, True, 4), (2**53 + 1, False, False, 2**53 + 1),  # ints stay exact
+    (math.inf, True, False, 2**63 - 1), (-math.inf, False, False, -(2**63)),
+    (10**300, False, False, 2**63 - 1), (-(10**300), True, False, -(2**63)),
+    (1e300, True, False, 2**63 - 1), (-1e300, False, True, -(2**63)),
+])
+def test_int_bounds(x, up, strict, expected):
+    assert V.int_bound(x, up, strict) == expected
+
+
+AIRPORTS = ["ORD", "ATL", "DFW", "LAX"]
+
+
+@pytest.mark.parametrize(("choices", "value"), [
+    (AIRPORTS, "ORD"), (AIRPORTS, "LAX"), ([1, 2, 3], 3), ([1, 2, 3], 3.0), ([1.5, 2.5], 1.5),
+    ([np.int64(4)], 4), (AIRPORTS, "(other)"),
+])
+def test_valid_choices_pass(choices, value):
+    V.Choices(choices, extra=("(other)",)).check(value)
+
+
+@pytest.mark.parametrize(("choices", "value", "expected"), [
+    (AIRPORTS, "ORX", "'ORX' is not one of the values: 'ORD', 'ATL', 'DFW', 'LAX', '(other)'; "
+                      "did you mean 'ORD'?"),
+    (AIRPORTS, "lax", "did you mean 'LAX'?"),
+    (AIRPORTS, 3, "3 is not one of the values: 'ORD'"),
+    (AIRPORTS, "sideways", "'sideways' is not one of the values"),
+    ([1, 2, 3], "3", "'3' is not one of the values: 1, 2, 3, '(other)'; did you mean 3?"),
+    ([0, 1], True, "True is not one of the values"),
+    ([f"v{i:05d}" for i in range(20_000)], "v1234", "… (20,001 in all)"),
+    ([], "x", "'x' is not one of the values: '(other)'"),
+])
+def test_unknown_choices_name_the_valid_ones(choices, value, expected):
+    with pytest.raises(InteractionError) as e:
+        V.Choices(choices, extra=("(other)",)).check(value)
+    assert expected in str(e.value)
+
+
+def test_an_unhashable_value_is_not_a_choice():
+    assert [1] not in V.Choices([1, 2])
+    with pytest.raises(InteractionError, match=r"\[1\] is not one of the values"):
+        V.Choices([1, 2]).check([1])
+
+
+@pytest.mark.parametrize(("x", "expected"), [
+    (10**50, "an integer of 51 digits"), ("a" * 100, "'" + "a" * 38 + "…"), (1.5, "1.5"),
+])
+def test_show_keeps_messages_short(x, expected):
+    assert V.show(x) == expected
