@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from brushfire import values as V
 from brushfire.engine.session import Session, Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError
-from brushfire.lineage.arrays import OTHER
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2

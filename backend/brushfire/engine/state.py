@@ -180,22 +180,51 @@ def category_keys(labels: list, values) -> list[int]:
     if not isinstance(values, (list, tuple)):
         msg = f"select takes a list of values, got {V.show(values)}"
         raise InteractionError(msg)
-    choices = V.Choices(labels)
+    pos = _positions(labels)
     out = []
     for i, x in enumerate(values):
-        try:
-            choices.check(x)
-        except InteractionError as e:
-            msg = f"values[{i}]: {e}"
-            raise InteractionError(msg) from None
-        out.append(next(j for j, lab in enumerate(labels) if V.Choices([lab]).__contains__(x)))
+        k = _position(pos, x)
+        if k is None:
+            try:
+                V.Choices(labels).check(x)
+            except InteractionError as e:
+                msg = f"values[{i}]: {e}"
+                raise InteractionError(msg) from None
+        out.append(k)
     return out
 
 
 def dict_key(d: Dim, value) -> int:
     """A dropdown's key for `value`; an error naming the choices when it is not one."""
-    V.Choices(d.values).check(value)
-    return next(i for i, x in enumerate(d.values) if x in V.Choices([value]))
+    k = _position(_positions(d.values), value)
+    if k is None:
+        V.Choices(d.values).check(value)
+    return k
+
+
+_POSITIONS: dict[int, tuple[list, dict]] = {}
+
+
+def _positions(choices: list) -> dict:
+    """{choice key: position} of a list of choices, built once per list."""
+    cached = _POSITIONS.get(id(choices))
+    if cached is None or cached[0] is not choices:
+        table = {}
+        for i, c in enumerate(choices):
+            try:
+                table.setdefault(V.choice_key(c), i)
+            except TypeError:
+                continue
+        cached = (choices, table)
+        _POSITIONS[id(choices)] = cached
+    return cached[1]
+
+
+def _position(table: dict, value) -> int | None:
+    try:
+        return table.get(V.choice_key(value))
+    except TypeError:
+        return None
 
 
 # --- kernel arrays ---------------------------------------------------------------------------
