@@ -124,7 +124,7 @@ def test_the_error_echoes_the_id_when_it_can(server):
     {"type": "brush", "view": "hx", "interval": [60, 20]},  # lo > hi: selects nothing
     {"type": "brush", "view": "hx", "interval": [-(10**300), 10**300]},
     {"type": "brush", "view": "hk", "interval": [2**70, None]},
-    {"type": "select", "view": "cat", "values": ["(other)", "c03"]},
+    {"type": "select", "view": "cat", "values": ["(other)", "c01"]},
     {"type": "select", "view": "cat", "values": []},
     {"type": "parameter", "name": "pm", "value": -(10**300)},
     {"type": "parameter", "name": "pt", "value": "1900-01-01"},

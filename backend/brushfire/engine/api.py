@@ -80,7 +80,7 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
     if spec is None:
         msg = "details on demand is not declared in this dashboard's interactions"
         raise NotCapturedError(msg)
-    columns = columns or spec.columns
+    columns = list(dict.fromkeys(columns or spec.columns))  # each once
     unknown = [c for c in columns if c not in spec.columns]
     if unknown:
         msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
