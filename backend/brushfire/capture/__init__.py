@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from brushfire.capture import spark as sp
+from brushfire.capture.analyze import analyze_source
 from brushfire.capture.budget import decide
 from brushfire.capture.build import build_store
 from brushfire.capture.cubes import capture_cubes
@@ -41,7 +42,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
     info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master,
                        source_fingerprint=source_fingerprint(plan.dashboard.source.path))
-    df = sp.read_source(spark, plan.dashboard.source)
+    df = analyze_source(spark, plan.dashboard)  # every spec error found before any job
     check_columns(plan.dashboard, sp.schema_kinds(df))  # now with derived columns' types
     if decision.mode == "cubes":
         info.caveats.append(f"cubes only: {decision.reason}")
