@@ -136,3 +136,24 @@ def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert f"warning: {spec}:5: source.columns.h: minute(t) / 60.0 divides decimals" in err
     assert out == f"{spec}: ok\n"
+
+
+@pytest.mark.spark
+def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path, capsys):
+    csv = tmp_path / "rows.csv"
+    csv.write_text("x,label\n1,a\n2,b\n")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {csv}\n  options: {{header: 'true'}}\n  columns:\n"
+                    "    y: concat(label, '!')\nviews:\n"
+                    "  - {name: a, type: histogram, field: y, bin: {step: 1, extent: [0, 9]}}\n")
+    assert main(["validate", str(spec)]) == 1  # concat(...) is a string, whatever the columns
+    assert "source.columns.y: derived column 'y' is a string" in capsys.readouterr().err
+    spec.write_text(spec.read_text().replace("concat(label, '!')", "coalesce(label, x)"))
+    assert main(["validate", str(spec)]) == 0  # a CSV's types are known once Spark reads it
+    assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
+    spec.write_text(spec.read_text().replace("coalesce(label, x)", "nvl(label, 'none')"))
+    assert main(["validate", "--spark", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:6: source.columns.y: derived column 'y' is a string, but views[0].field (a histogram view) needs a number column
+    hint: make the expression a number, e.g. CAST(... AS DOUBLE)
+"""

@@ -137,8 +137,8 @@ def _validate(args) -> int:
         try:
             dash = load_dashboard(path)
             types = read_types(dash.source)
+            check_columns(dash, types)  # with no types (CSV, JSON): the derived columns' own
             if types is not None:
-                check_columns(dash, types)
                 check_temporal_bars(dash, time_ranges(dash.source, temporal_fields(dash)))
             warnings = [w.render() for w in expression_warnings(dash, types)]
             if args.spark and (dash.source.columns or dash.source.filters or types is None):
@@ -157,9 +157,7 @@ def _validate(args) -> int:
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1
-    if spark is not None:
-        spark.stop()
-    return 1 if failed else 0
+    return 1 if failed else 0  # a Spark session started here ends with the process
 
 
 def _plan(args) -> int:

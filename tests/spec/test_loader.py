@@ -352,6 +352,9 @@ bad/heatmap_missing_y.yaml:5: views[0].y: missing required key 'y'
     # --- interactions
     ("crossfilter_empty_group.yaml", """\
 bad/crossfilter_empty_group.yaml:11: interactions.crossfilter[0].views: needs at least 1 item, got 0"""),
+    ("crossfilter_view_twice.yaml", """\
+bad/crossfilter_view_twice.yaml:9: interactions.crossfilter[0].views[2]: view 'delay' is listed twice in this group
+    hint: it is views[0] already: remove one"""),
     ("highlight_without_targets.yaml", """\
 bad/highlight_without_targets.yaml:11: interactions.highlight[0].targets: missing required key 'targets'
     Highlight requires: source, targets"""),

@@ -160,6 +160,10 @@ def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     for g, group in enumerate(ix.crossfilter):
         for j, name in enumerate(group.views):
             ref(("interactions", "crossfilter", g, "views", j), name, "a crossfilter group")
+            if name in group.views[:j]:
+                out.append((("interactions", "crossfilter", g, "views", j),
+                            f"view {name!r} is listed twice in this group",
+                            f"it is views[{group.views.index(name)}] already: remove one"))
     for h, hl in enumerate(ix.highlight):
         ref(("interactions", "highlight", h, "source"), hl.source, "a highlight source")
         for j, name in enumerate(hl.targets):
@@ -405,7 +409,7 @@ def expression_warnings(dash: m.Dashboard, schema: dict[str, str] | None = None,
     return out
 
 
-def check_columns(dash: m.Dashboard, schema: dict[str, str],
+def check_columns(dash: m.Dashboard, schema: dict[str, str] | None,
                   derived: dict[str, str | None] | None = None) -> None:
     """Check every column the spec reads against the source schema {name: kind}.
 
@@ -413,8 +417,12 @@ def check_columns(dash: m.Dashboard, schema: dict[str, str],
     spec/expressions.py). Derived columns have the kinds in `derived` (Spark's, from
     capture/analyze.py), else the kinds spec/expressions.py infers; an unknown kind is
     not checked. Raises SpecError naming the key that refers to a missing or ill-typed
-    column; for a derived column of the wrong kind, its key in source.columns.
+    column; for a derived column of the wrong kind, its key in source.columns. With no
+    schema (CSV, JSON: known once Spark reads them), only derived columns whose kind the
+    expression alone decides (e.g. concat(...) is a string) are checked.
     """
+    partial = schema is None
+    schema = schema or {}
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     if derived is None:
@@ -422,13 +430,15 @@ def check_columns(dash: m.Dashboard, schema: dict[str, str],
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
     known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
-    problems: list[SpecProblem] = _expression_columns(dash, schema)
+    problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
     def need(loc: Loc, column: str | None, kinds: tuple[str, ...] = (), user: str = "",
              hints: dict[str, str] | None = None) -> None:
         if column is None:
             return
         kind = known.get(column)
+        if kind is None and partial:
+            return
         if kind is None:
             msg = f"column {column!r} is not in the source" + _choices("columns", list(known))
             hint = _did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
