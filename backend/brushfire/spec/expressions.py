@@ -76,7 +76,7 @@ _allow("arg2", "if nvl2")
 _allow("string", """lower upper lcase ucase substr substring substring_index left right trim
     ltrim rtrim btrim lpad rpad concat concat_ws replace translate regexp_replace regexp_extract
     split_part initcap reverse format_number format_string printf chr char date_format
-    from_unixtime md5 sha1 sha2 hex conv soundex string overlay elt""")
+    from_unixtime md5 sha1 sha2 hex conv soundex string overlay elt get_json_object""")
 _allow("temporal", """date_trunc trunc to_date to_timestamp to_timestamp_ntz to_timestamp_ltz
     try_to_timestamp timestamp_seconds timestamp_millis timestamp_micros date_from_unix_date
     date_add date_sub dateadd timestampadd add_months last_day next_day make_date make_timestamp
