@@ -10,7 +10,9 @@ compared with `agrees`, the documented numeric guarantee (`brushfire.sql.value_a
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +25,8 @@ from brushfire.spec import models as m
 OTHER = sql.OTHER
 
 
-CACHE = Path(tempfile.gettempdir()) / "brushfire-oracle"  # sources materialized by Spark
+CACHE = Path(tempfile.mkdtemp(prefix="brushfire-oracle-"))  # sources Spark materialized, per run
+atexit.register(shutil.rmtree, CACHE, True)
 
 
 class Oracle:
