@@ -1,12 +1,21 @@
 """An independent oracle: what DuckDB's SQL says each view, selection and highlight
 should be. Built from the crossfilter semantics in docs (via `brushfire.sql`, the spec's
 semantics as SQL text), not from the engine: it reads only the spec model and the
-interactions applied."""
+interactions applied.
+
+Derived columns and static filters are Spark SQL, evaluated by Spark (docs/spec.md): with
+any, the oracle's table is the source as Spark computes it, materialized once
+(`capture.analyze.materialize_source`), never Spark SQL pasted into DuckDB. Values are
+compared with `agrees`, the documented numeric guarantee (`brushfire.sql.value_agrees`)."""
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
+import tempfile
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 
@@ -16,16 +25,28 @@ from brushfire.spec import models as m
 OTHER = sql.OTHER
 
 
+CACHE = Path(tempfile.mkdtemp(prefix="brushfire-oracle-"))  # sources Spark materialized, per run
+atexit.register(shutil.rmtree, CACHE, True)
+
+
 class Oracle:
-    def __init__(self, dash: m.Dashboard) -> None:
+    def __init__(self, dash: m.Dashboard, spark=None) -> None:
         self.dash = dash
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
-        self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{dash.source.path}')")
-        self.con.execute(f"CREATE VIEW src AS {sql.source_sql(dash.source, 'base')}")
+        if dash.source.columns or dash.source.filters:
+            from brushfire.capture.analyze import materialize_source
+
+            files = ", ".join(f"'{f}'" for f in materialize_source(dash, CACHE, spark))
+            self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet([{files}])")
+        else:
+            self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{dash.source.path}')")
+        self.con.execute("CREATE VIEW src AS SELECT * FROM base")
         self.top = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                     for v in dash.views if isinstance(v, m.CategoricalView)}
         self.filters: dict[str, str] = {}  # active filter name -> SQL predicate
+        self._measures: dict[str, tuple[bool, dict]] = {}  # view -> (integer?, {bar: Σ|x|})
+        self._nonnull: dict[str, dict] = {}  # view -> {bar: non-null measures}, of the last view()
 
     # --- interactions, as SQL predicates ------------------------------------------------
 
@@ -56,11 +77,34 @@ class Oracle:
         """{bar label key: (count, sum, mean)} for bars with rows."""
         v = self.dash.view(name)
         key = self.bar_sql(v)
-        mf = v.aggregate.field
-        agg = f", sum({mf}), avg({mf})" if mf else ", NULL, NULL"
+        mf = v.aggregate.field and sql.ident(v.aggregate.field)
+        agg = f", sum({mf}), count({mf})" if mf else ", NULL, 0"
         q = (f"SELECT {key} AS bar, count(*){agg} FROM src WHERE ({self.where(name)}) "
              f"AND ({extra}) GROUP BY 1 HAVING bar IS NOT NULL")
-        return {r[0]: (r[1], r[2], r[3]) for r in self.con.execute(q).fetchall()}
+        rows = self.con.execute(q).fetchall()
+        self._nonnull[name] = {r[0]: r[3] for r in rows}  # measures per bar, for `agrees`
+        return {r[0]: (r[1], r[2], r[2] / r[3] if r[3] else None)  # mean: the exact sum, divided once
+                for r in rows}
+
+    def agrees(self, name: str, bar, got, want, op: str | None = None) -> bool:
+        """Does an engine's value for `bar` of view `name` equal SQL's `want`, as documented
+        (docs/spec.md, "What 'equal to SQL' means for numbers")? `bar` is the label key of
+        `view` as the last `view(name)` returned it; `op` defaults to the view's aggregate."""
+        v = self.dash.view(name)
+        op = op or v.aggregate.op
+        mf = v.aggregate.field and sql.ident(v.aggregate.field)
+        if op == "count" or not mf:
+            return sql.value_agrees(got, want, "count")
+        if name not in self._measures:
+            t = self.con.execute(f"SELECT typeof({mf}) FROM src LIMIT 1").fetchall()
+            integer = bool(t) and (t[0][0].endswith("INT") or t[0][0] in ("INTEGER", "HUGEINT")
+                                   or (t[0][0].startswith("DECIMAL") and t[0][0].endswith(",0)")))
+            q = (f"SELECT {self.bar_sql(v)} AS bar, sum(abs(CAST({mf} AS DOUBLE))), count({mf}) "
+                 f"FROM src GROUP BY 1")
+            self._measures[name] = (integer, {r[0]: r[1] or 0.0 for r in self.con.execute(q).fetchall()})
+        integer, abs_sums = self._measures[name]
+        count = self._nonnull.get(name, {}).get(bar, 0)
+        return sql.value_agrees(got, want, op, count, abs_sums.get(bar, 0.0), integer)
 
     def rows(self, columns: list[str], where: str) -> list[tuple]:
         q = f"SELECT {', '.join(columns)} FROM src WHERE {where}"
@@ -70,7 +114,7 @@ class Oracle:
         """SQL for the bar a row falls in (NULL when the view drops it), as a label key:
         the bar number, the bar's start as ISO text (temporal), or the value (categorical)."""
         if isinstance(v, m.TemporalView):
-            return f"strftime(date_trunc('{v.unit}', {v.field}), '%Y-%m-%dT%H:%M:%S')"
+            return f"strftime(date_trunc('{v.unit}', {sql.ident(v.field)}), '%Y-%m-%dT%H:%M:%S')"
         return sql.bar_key_sql(v, self.top.get(v.name))
 
 

@@ -75,3 +75,85 @@ interactions:
     assert main(["capture", str(spec), "--cache-dir", cache, "--no-baseline",
                  "--memory-budget", "1GB"]) == 0
     assert "mode: per-row lineage (per-row lineage ≈" in capsys.readouterr().out
+
+
+# --- option errors are usage errors naming the option -------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["capture", GOOD, "--memory-budget", "12XB"],
+     "argument --memory-budget: a memory size is a number with an optional unit (KB, MB, GB, TB),"
+     " got '12XB' (e.g. 16GB, 512MB)"),
+    (["demo", GOOD, "--memory-budget", "0"], "argument --memory-budget: must be more than 0 bytes"),
+    (["serve", GOOD, "--memory-budget", "lots"], "argument --memory-budget: a memory size is"),
+    (["capture", GOOD, "--spark-master", "localhost:7077"],
+     "argument --spark-master: 'localhost:7077' is not a Spark master URL; e.g. local[*], local[2],"
+     " spark://host:7077, yarn, k8s://https://host:443"),
+    (["capture", GOOD, "--cache-dir", GOOD], f"argument --cache-dir: '{GOOD}' is a file, not a directory"),
+    (["validate", GOOD, "--spark", "--spark-master", "nowhere"], "argument --spark-master: 'nowhere'"),
+])
+def test_bad_option_values_are_usage_errors(argv, expected, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: brushfire ") and f"error: {expected}" in err, err
+
+
+def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
+    monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
+    with pytest.raises(SystemExit):
+        main(["capture", GOOD])
+    assert "error: BRUSHFIRE_MEMORY_BUDGET: a memory size is a number" in capsys.readouterr().err
+
+
+def test_validate_explains_how_a_relative_source_path_resolves(tmp_path, monkeypatch, capsys):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.parquet").write_bytes(b"")
+    spec = tmp_path / "specs" / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: data/rows.parquet\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    monkeypatch.chdir(tmp_path)  # the path exists from here, but not from the spec's folder
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:3: source.path: 'data/rows.parquet' (relative paths are relative to the spec's folder {tmp_path / 'specs'}: {tmp_path / 'specs' / 'data' / 'rows.parquet'}): no such file or directory
+    hint: 'data/rows.parquet' exists relative to the current directory, but a spec's paths are relative to the spec file: write it relative to {tmp_path / 'specs'}, or absolute
+"""
+    spec.write_text(spec.read_text().replace("data/rows", "../data/rows"))
+    assert main(["validate", str(spec)]) == 1
+    assert "source.path: '../data/rows.parquet' (relative paths are relative to the spec's folder" \
+           f" {tmp_path / 'specs'}: {tmp_path / 'data' / 'rows.parquet'}): cannot read it as parquet:" \
+           in capsys.readouterr().err
+
+
+def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  columns:\n"
+                    "    h: hour(t) + minute(t) / 60.0\nviews:\n"
+                    "  - {name: a, type: histogram, field: h, bin: {step: 1, extent: [0, 24]}}\n")
+    assert main(["validate", str(spec)]) == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {spec}:5: source.columns.h: minute(t) / 60.0 divides decimals" in err
+    assert out == f"{spec}: ok\n"
+
+
+@pytest.mark.spark
+def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path, capsys):
+    csv = tmp_path / "rows.csv"
+    csv.write_text("x,label\n1,a\n2,b\n")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {csv}\n  options: {{header: 'true'}}\n  columns:\n"
+                    "    y: concat(label, '!')\nviews:\n"
+                    "  - {name: a, type: histogram, field: y, bin: {step: 1, extent: [0, 9]}}\n")
+    assert main(["validate", str(spec)]) == 1  # concat(...) is a string, whatever the columns
+    assert "source.columns.y: derived column 'y' is a string" in capsys.readouterr().err
+    spec.write_text(spec.read_text().replace("concat(label, '!')", "coalesce(label, x)"))
+    assert main(["validate", str(spec)]) == 0  # a CSV's types are known once Spark reads it
+    assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
+    spec.write_text(spec.read_text().replace("coalesce(label, x)", "nvl(label, 'none')"))
+    assert main(["validate", "--spark", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:6: source.columns.y: derived column 'y' is a string, but views[0].field (a histogram view) needs a number column
+    hint: make the expression a number, e.g. CAST(... AS DOUBLE)
+"""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 
@@ -15,6 +17,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("validate", help="check dashboard specs; no Spark needed")
     p.add_argument("specs", nargs="+")
+    p.add_argument("--spark", action="store_true",
+                   help="also let a local Spark analyse derived columns and filters (their exact "
+                        "types; no job runs). Capture always does.")
+    p.add_argument("--spark-master", default=None, type=spark_master,
+                   help="with --spark: the Spark master (default local[1])")
 
     p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
     p.add_argument("spec")
@@ -23,10 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("specs", nargs="+")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--spark-master", default=None,
+    p.add_argument("--spark-master", default=None, type=spark_master,
                    help="Spark master URL for capture (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
-    p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
-    p.add_argument("--memory-budget", default=None, metavar="SIZE",
+    p.add_argument("--cache-dir", default=None, type=directory,
+                   help="lineage cache (default .cache/brushfire)")
+    p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size,
                    help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
                         "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
     access = p.add_argument_group("access (docs/deploy.md, Security)")
@@ -53,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
                        ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
         p = sub.add_parser(name, help=text)
         p.add_argument("spec")
-        p.add_argument("--spark-master", default=None,
+        p.add_argument("--spark-master", default=None, type=spark_master,
                        help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
-        p.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
-        p.add_argument("--memory-budget", default=None, metavar="SIZE",
+        p.add_argument("--cache-dir", default=None, type=directory,
+                       help="lineage cache (default .cache/brushfire)")
+        p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size,
                        help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
                             "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
     sub.choices["capture"].add_argument("--no-baseline", action="store_true",
@@ -69,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
 
     args = parser.parse_args(argv)
+    if getattr(args, "memory_budget", "unset") is None:  # the option's default: the environment
+        args.memory_budget = _budget_from_environment(parser)
     try:
         return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo,
                 "serve": _serve, "bench": _bench}[
@@ -78,23 +89,94 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+# --- option types: a bad value is a usage error naming the option ------------------------
+
+
+def memory_size(text: str) -> str:
+    """--memory-budget: '16GB', '512MB', '2G', bytes (kept as text; parsed where used)."""
+    from brushfire.capture.budget import parse_size
+
+    try:
+        if parse_size(text) <= 0:
+            msg = "must be more than 0 bytes"
+            raise ValueError(msg)
+    except ValueError as e:
+        msg = f"{e} (e.g. 16GB, 512MB)"
+        raise argparse.ArgumentTypeError(msg) from None
+    return text
+
+
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn"
+                     r"|(spark|mesos)://[^\s/]+(,[^\s/]+)*/?|k8s://\S+")
+
+
+def spark_master(text: str) -> str:
+    """--spark-master: a Spark master URL."""
+    if not _MASTER.fullmatch(text.strip()):
+        msg = (f"{text!r} is not a Spark master URL; e.g. local[*], local[2], spark://host:7077,"
+               " yarn, k8s://https://host:443")
+        raise argparse.ArgumentTypeError(msg)
+    return text.strip()
+
+
+def directory(text: str) -> str:
+    """--cache-dir: a directory (created when needed), not a file."""
+    from pathlib import Path
+
+    if Path(text).exists() and not Path(text).is_dir():
+        msg = f"{text!r} is a file, not a directory"
+        raise argparse.ArgumentTypeError(msg)
+    return text
+
+
+def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
+    text = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")
+    if text is None:
+        return None
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as e:
+        parser.error(f"BRUSHFIRE_MEMORY_BUDGET: {e}")
+    return None
+
+
 def _validate(args) -> int:
-    from brushfire.source import read_schema
+    from brushfire.source import read_types, time_ranges
     from brushfire.spec import load_dashboard
-    from brushfire.spec.loader import check_columns
+    from brushfire.spec.loader import (
+        check_columns,
+        check_temporal_bars,
+        expression_warnings,
+        temporal_fields,
+    )
 
     failed = 0
+    spark = None
     for path in args.specs:
         try:
             dash = load_dashboard(path)
-            schema = read_schema(dash.source)
-            if schema is not None:
-                check_columns(dash, schema)
-            print(f"{path}: ok" + ("" if schema is not None else " (columns are checked at capture)"))
+            types = read_types(dash.source)
+            check_columns(dash, types)  # with no types (CSV, JSON): the derived columns' own
+            if types is not None:
+                check_temporal_bars(dash, time_ranges(dash.source, temporal_fields(dash)))
+            warnings = [w.render() for w in expression_warnings(dash, types)]
+            if args.spark and (dash.source.columns or dash.source.filters or types is None):
+                from brushfire.capture.analyze import analyze_source
+                from brushfire.capture.spark import get_spark
+
+                spark = spark or get_spark(args.spark_master or "local[1]",
+                                           app_name="brushfire-validate", driver_memory="1g")
+                warnings = []
+                analyze_source(spark, dash, warn=warnings.append)
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            checked = types is not None or args.spark
+            print(f"{path}: ok" + ("" if checked else
+                                   " (columns are checked at capture, or with --spark)"))
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1
-    return 1 if failed else 0
+    return 1 if failed else 0  # a Spark session started here ends with the process
 
 
 def _plan(args) -> int:

@@ -1,29 +1,157 @@
 """The source's schema without Spark: Parquet and ORC footers read with pyarrow, so a
-spec naming a missing column fails before a JVM starts or any Spark job runs."""
+spec naming a missing column fails before a JVM starts or any Spark job runs.
+
+A source that cannot be read is reported at the spec's `source.path` (file and line,
+and how a relative path was resolved) when the source came from a spec file.
+"""
 
 from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from brushfire.errors import CaptureError
+from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
 from brushfire.spec import models as m
 
+if TYPE_CHECKING:
+    from brushfire.spec.loader import SpecPath
+
 FOOTER_FORMATS = ("parquet", "orc")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_local(path: str) -> bool:
+    return not _URI.match(path) or path.startswith("file://")
+
+
+def source_error(source: m.Source, problem: str, hint: str = "") -> BrushfireError:
+    """A SpecError at the spec's source.path if the source came from a spec file (else a
+    CaptureError), saying how a relative path was resolved."""
+    where: SpecPath | None = getattr(source, "_spec_path", None)
+    if where is None:
+        return CaptureError(f"cannot read the source {source.path}: {problem}"
+                            + (f"; hint: {hint}" if hint else ""))
+    shown = repr(where.written)
+    if where.written != source.path:
+        shown += f" (relative paths are relative to the spec's folder {where.base_dir}: {source.path})"
+    return SpecError([SpecProblem(where.file, where.line, "source.path", f"{shown}: {problem}", hint)])
+
+
+def check_path(source: m.Source) -> None:
+    """A local source path must exist and, if a directory, hold data files (as Spark
+    lists them: names starting with '_' or '.' are not data). Remote URIs are left to Spark."""
+    if not is_local(source.path):
+        return
+    path = Path(source.path.removeprefix("file://"))
+    if not path.exists():
+        where: SpecPath | None = getattr(source, "_spec_path", None)
+        hint = "fix the path, or make it absolute"
+        if where and where.written != source.path and Path(where.written).exists():
+            hint = (f"{where.written!r} exists relative to the current directory, but a spec's"
+                    " paths are relative to the spec file: write it relative to"
+                    f" {where.base_dir}, or absolute")
+        raise source_error(source, "no such file or directory", hint)
+    if path.is_dir() and not any(_data_files(path)):
+        raise source_error(source, "the directory holds no data files",
+                           "Spark reads every file in it except names starting with '_' or '.'")
+
+
+def _data_files(directory: Path):
+    for p in directory.rglob("*"):
+        if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts):
+            yield p
+
+
+def read_types(source: m.Source) -> dict[str, str] | None:
+    """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
+    source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
+    and for remote paths. Raises at source.path when the source cannot be read."""
+    check_path(source)
+    fmt = source.resolved_format
+    if fmt not in FOOTER_FORMATS or not is_local(source.path):
+        return None
+    try:
+        schema = ds.dataset(source.path.removeprefix("file://"), format=fmt).schema
+    except (OSError, pa.ArrowInvalid) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise source_error(source, f"cannot read it as {fmt}: {first[:300]}",
+                           f"is it a {fmt} file? set source.format if the extension does not say"
+                           ) from None
+    return {f.name: fine_kind_of(f.type) for f in schema}
 
 
 def read_schema(source: m.Source) -> dict[str, str] | None:
     """{column: 'number' | 'temporal' | 'string' | 'other'} of the source, or None for
     formats whose schema Spark infers by reading the data (CSV, JSON)."""
-    fmt = source.resolved_format
-    if fmt not in FOOTER_FORMATS:
+    types = read_types(source)
+    if types is None:
         return None
+    return {c: "number" if k in ("int", "decimal", "double") else k for c, k in types.items()}
+
+
+MAX_FOOTERS = 1_000  # files whose statistics time_ranges reads; beyond that it gives up
+
+
+def time_ranges(source: m.Source, columns: list[str]) -> dict[str, tuple[datetime, datetime]]:
+    """{column: (first, last)} timestamps (UTC) of a local Parquet source, from its row
+    groups' statistics, for the `columns` every row group has statistics for."""
+    if source.resolved_format != "parquet" or not is_local(source.path) or not columns:
+        return {}
+    import pyarrow.parquet as pq
+
     try:
-        schema = ds.dataset(source.path, format=fmt).schema
-    except (OSError, pa.ArrowInvalid) as e:
-        msg = f"cannot read the source {source.path}: {e}"
-        raise CaptureError(msg) from None
-    return {f.name: kind_of(f.type) for f in schema}
+        files = ds.dataset(source.path.removeprefix("file://"), format="parquet").files
+        if len(files) > MAX_FOOTERS:
+            return {}
+        out: dict[str, tuple[datetime, datetime]] = {}
+        missing: set[str] = set()
+        for f in files:
+            meta = pq.ParquetFile(f).metadata
+            names = [meta.schema.column(j).name for j in range(meta.num_columns)]
+            for rg in range(meta.num_row_groups):
+                for c in columns:
+                    if c not in names or c in missing:
+                        missing.add(c)
+                        continue
+                    st = meta.row_group(rg).column(names.index(c)).statistics
+                    if st is None or not st.has_min_max:
+                        if meta.row_group(rg).num_rows:
+                            missing.add(c)
+                        continue
+                    lo, hi = _utc(st.min), _utc(st.max)
+                    if lo is None or hi is None:
+                        missing.add(c)
+                        continue
+                    old = out.get(c, (lo, hi))
+                    out[c] = (min(old[0], lo), max(old[1], hi))
+    except (OSError, pa.ArrowInvalid, ValueError):
+        return {}
+    return {c: r for c, r in out.items() if c not in missing}
+
+
+def _utc(x) -> datetime | None:
+    if isinstance(x, datetime):
+        return x.astimezone(UTC).replace(tzinfo=None) if x.tzinfo else x
+    if isinstance(x, date):
+        return datetime(x.year, x.month, x.day)
+    return None
+
+
+def fine_kind_of(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_floating(t):
+        return "double"
+    if pa.types.is_dictionary(t):
+        return fine_kind_of(t.value_type)
+    return kind_of(t)
 
 
 def kind_of(t: pa.DataType) -> str:

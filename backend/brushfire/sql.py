@@ -6,6 +6,13 @@ with: the test oracle, the benchmark's correctness check and the SQL baselines u
 Two dialects: DuckDB (the default) and Spark SQL (the lazy baseline). Interval brushes
 select `lo <= x <= hi` on raw values and never null or NaN; temporal bounds are ISO times
 (naive = UTC) or UTC microseconds; '(other)' selects every non-null value beyond the top N.
+
+Numbers compare as Spark compares them (docs/spec.md): the column widened to DOUBLE (a
+FLOAT column is not compared with its bound rounded to a float), bounds as DOUBLE
+literals. Derived columns and static filters are Spark SQL, evaluated by Spark: a SQL
+engine reads the source as Spark computed it (`capture.analyze.materialize_source`), and
+`source_sql` adds them only for Spark itself. `value_agrees` is the documented numeric
+guarantee that checks compare replies with.
 """
 
 from __future__ import annotations
@@ -26,14 +33,22 @@ class Dialect:
     epoch_us: str  # function: TIMESTAMP -> BIGINT microseconds since 1970 UTC
     string: str  # the string type for CAST
     quote_escape: str  # how a ' is written inside a string literal
+    ident_quote: str  # what quotes a column name
 
 
-DUCKDB = Dialect("duckdb", "epoch_us", "VARCHAR", "''")
-SPARK = Dialect("spark", "unix_micros", "STRING", "\\'")
+DUCKDB = Dialect("duckdb", "epoch_us", "VARCHAR", "''", '"')
+SPARK = Dialect("spark", "unix_micros", "STRING", "\\'", "`")
+
+
+def ident(name: str, d: Dialect = DUCKDB) -> str:
+    """A column name, quoted: names such as `when`, `order` or `my col` are columns too."""
+    q = d.ident_quote
+    return q + name.replace(q, q + q) + q
 
 
 def source_sql(source: m.Source, table: str) -> str:
-    """SELECT the source rows from `table`: derived columns added, static filters applied."""
+    """SELECT the source rows from `table`: derived columns added, static filters applied.
+    Spark SQL: other engines read the rows Spark materialized instead."""
     derived = "".join(f", ({e}) AS {n}" for n, e in source.columns.items())
     where = " AND ".join(f"({f})" for f in source.filters) or "TRUE"
     return f"SELECT *{derived} FROM {table} WHERE {where}"
@@ -41,23 +56,24 @@ def source_sql(source: m.Source, table: str) -> str:
 
 def top_sql(view: m.CategoricalView) -> str:
     """The view's top N values: by count descending, then value (as capture orders them)."""
-    return (f"SELECT {view.field} FROM src WHERE {view.field} IS NOT NULL GROUP BY 1 "
+    f = ident(view.field)
+    return (f"SELECT {f} FROM src WHERE {f} IS NOT NULL GROUP BY 1 "
             f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
 
 
-def bin_sql(col: str, b: m.Bin) -> str:
+def bin_sql(col: str, b: m.Bin, d: Dialect = DUCKDB) -> str:
     """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent)."""
-    lo, hi, nb = b.extent[0], b.extent[1], b.count
+    lo, hi, nb, step = num(float(b.extent[0])), num(float(b.extent[1])), b.count, num(float(b.step))
     below = "0" if b.clamp else "NULL"
     above = str(nb - 1) if b.clamp else "NULL"
-    x = f"CAST({col} AS DOUBLE)"
+    x = f"CAST({ident(col, d)} AS DOUBLE)"
     return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL WHEN {x} < {lo} THEN {below} "
             f"WHEN {x} > {hi} THEN {above} "
-            f"ELSE least(CAST(floor(({x} - {lo}) / {b.step}) AS BIGINT), {nb - 1}) END")
+            f"ELSE CAST(least(floor(({x} - {lo}) / {step}), {nb - 1}) AS BIGINT) END")
 
 
 def time_us(col: str, d: Dialect = DUCKDB) -> str:
-    return f"{d.epoch_us}(CAST({col} AS TIMESTAMP))"
+    return f"{d.epoch_us}(CAST({ident(col, d)} AS TIMESTAMP))"
 
 
 def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
@@ -65,16 +81,17 @@ def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
     (histogram, heatmap), the bar's start in UTC microseconds (temporal), the value as a
     string or '(other)' (categorical; `top` = the view's top values)."""
     if isinstance(view, m.HistogramView):
-        return bin_sql(view.field, view.bin)
+        return bin_sql(view.field, view.bin, d)
     if isinstance(view, m.HeatmapView):
-        ix, iy = bin_sql(view.x.field, view.x.bin), bin_sql(view.y.field, view.y.bin)
+        ix, iy = bin_sql(view.x.field, view.x.bin, d), bin_sql(view.y.field, view.y.bin, d)
         return f"({ix}) * {view.y.bin.count} + ({iy})"
     if isinstance(view, m.TemporalView):
-        return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({view.field} AS TIMESTAMP)))"
+        return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({ident(view.field, d)} AS TIMESTAMP)))"
     tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
     other = lit(OTHER, d) if view.other else "NULL"
-    return (f"CASE WHEN {view.field} IS NULL THEN NULL WHEN {view.field} IN ({tops}) "
-            f"THEN CAST({view.field} AS {d.string}) ELSE {other} END")
+    f = ident(view.field, d)
+    return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
+            f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
 
 # --- filters as predicates ---------------------------------------------------------------
@@ -83,10 +100,11 @@ def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
 def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB) -> str:
     """lo <= col <= hi (None = open end); never null, never NaN."""
     lo, hi = _pair(interval)
-    x = time_us(col, d) if temporal else col
-    parts = [f"{col} IS NOT NULL"]
+    c = ident(col, d)
+    x = time_us(col, d) if temporal else f"CAST({c} AS DOUBLE)"
+    parts = [f"{c} IS NOT NULL"]
     if not temporal:
-        parts.append(f"NOT isnan(CAST({col} AS DOUBLE))")
+        parts.append(f"NOT isnan(CAST({c} AS DOUBLE))")
     if lo is not None:
         parts.append(f"{x} >= {num(micros(lo) if temporal else _number(lo))}")
     if hi is not None:
@@ -111,18 +129,21 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
     parts = []
     plain = [x for x in values if x != OTHER]
     if plain:
-        parts.append(f"{view.field} IN ({', '.join(lit(x, d) for x in plain)})")
+        parts.append(f"{ident(view.field, d)} IN ({', '.join(lit(x, d) for x in plain)})")
     if OTHER in values:
         tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
-        parts.append(f"({view.field} IS NOT NULL AND {view.field} NOT IN ({tops}))")
+        f = ident(view.field, d)
+        parts.append(f"({f} IS NOT NULL AND {f} NOT IN ({tops}))")
     return " OR ".join(parts) or "FALSE"
 
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (range ops never pass NaN)."""
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
-    guard = f" AND NOT isnan(CAST({p.field} AS DOUBLE))" if p.op != "eq" else ""
-    return f"{p.field} {op} {lit(value, d)}{guard}"
+    f = ident(p.field, d)
+    guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" else ""
+    x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
+    return f"{x} {op} {lit(value, d)}{guard}"
 
 
 def filter_sql(dash: m.Dashboard, name: str, value, tops: dict[str, list], d: Dialect = DUCKDB) -> str:
@@ -169,9 +190,14 @@ def micros(x) -> int:
 
 
 def num(x) -> str:
+    """A number as an SQL literal of the same value: integers as they are, floats as DOUBLE
+    literals in both dialects (`1.5e0`: without the exponent, `1.5` is a DECIMAL)."""
     if isinstance(x, float) and math.isinf(x):
         return "CAST('Infinity' AS DOUBLE)" if x > 0 else "CAST('-Infinity' AS DOUBLE)"
-    return repr(float(x)) if isinstance(x, float) else str(x)
+    if isinstance(x, float):
+        text = repr(x)
+        return text if "e" in text or "n" in text else f"{text}e0"
+    return str(x)
 
 
 def lit(x, d: Dialect = DUCKDB) -> str:
@@ -195,3 +221,21 @@ def _pair(interval) -> tuple:
         msg = f"an interval is [lo, hi], got {interval!r}"
         raise InteractionError(msg) from None
     return lo, hi
+
+
+# --- the numeric guarantee (docs/spec.md, "What 'equal to SQL' means for numbers") -----
+
+SUM_TOLERANCE = 1e-9  # of the sum of |x| over the bar's rows, for non-integer measures
+
+
+def value_agrees(got, want, op: str, count: int = 0, abs_sum: float = 0.0,
+                 integer: bool = False) -> bool:
+    """Does a bar's value from an engine equal SQL's, as documented: counts, and sums and
+    means of integer measures, exactly; other sums within SUM_TOLERANCE × Σ|x| (the bar's
+    rows, filters aside), means within that divided by the bar's count."""
+    if want is None or got is None:
+        return got is None and want is None
+    if op == "count" or integer:
+        return got == want
+    bound = SUM_TOLERANCE * abs_sum / (count if op == "mean" and count else 1)
+    return abs(got - want) <= bound

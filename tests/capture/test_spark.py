@@ -84,8 +84,11 @@ def test_a_failing_spark_job_is_reported_not_hung_on(spark, small_parquet):
 
 
 def test_a_bad_derived_expression_is_reported(spark, small_parquet):
-    d = views_spec(small_parquet, columns={"x": "x +* 2"})
-    with pytest.raises(CaptureError, match="Spark failed while reading the source"):
+    d = views_spec(small_parquet, columns={"x": "x +* 2"})  # refused before Spark: spec/expressions.py
+    with pytest.raises(SpecError, match=r"source\.columns\.x: unexpected '\*' \(at character 4"):
+        capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+    d = views_spec(small_parquet, columns={"x": "x * t"})  # Spark's analysis: capture/analyze.py
+    with pytest.raises(SpecError, match=r"source\.columns\.x: Spark cannot analyse it: .*data type mismatch"):
         capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
 
 

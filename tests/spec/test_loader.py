@@ -154,6 +154,238 @@ bad/not_mapping_scalar.yaml:2: the document is a string, not a mapping
 bad/not_mapping_empty.yaml:1: the document is empty, not a mapping
     a dashboard spec has the keys: name, title, source, views, interactions
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
+    # --- YAML the loader refuses before walking it: alias bombs and cycles, deep nesting, bad bytes
+    ("yaml_alias_bomb.yaml", """\
+bad/yaml_alias_bomb.yaml:18: title: YAML aliases expand this to 48,427,561 values; a spec holds at most 100,000 (refusing what looks like an alias bomb)
+    hint: write the values out, or use fewer nested aliases (*name)"""),
+    ("yaml_alias_cycle.yaml", """\
+bad/yaml_alias_cycle.yaml:9: a YAML alias refers to a value that contains it (a cycle)
+    hint: write the value out instead of the alias"""),
+    ("yaml_deep_nesting.yaml", """\
+bad/yaml_deep_nesting.yaml:9: the document nests more than 64 levels deep
+    hint: a dashboard spec needs fewer than 10 levels: check the brackets"""),
+    ("yaml_not_utf8.yaml", """\
+bad/yaml_not_utf8.yaml:9: cannot read spec: not UTF-8 text (byte 0xe9 at column 14; Latin-1 or Windows-1252 text?)
+    hint: save the file as UTF-8"""),
+    ("yaml_utf16.yaml", """\
+bad/yaml_utf16.yaml:1: cannot read spec: the file is UTF-16 text, not UTF-8
+    hint: save the file as UTF-8"""),
+    ("yaml_control_character.yaml", """\
+bad/yaml_control_character.yaml:5: not valid YAML: character #x0007 is not allowed in YAML (special characters are not allowed)
+    hint: remove the control character (or write it as an escape in a quoted string)"""),
+    ("yaml_python_tag.yaml", """\
+bad/yaml_python_tag.yaml:9: not valid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'
+    hint: a spec holds plain YAML values: remove the '!!' tag"""),
+    ("yaml_unhashable_key.yaml", """\
+bad/yaml_unhashable_key.yaml:9: not valid YAML: found unhashable key (while constructing a mapping on line 1)
+    hint: check the indentation, brackets and quotes on and above this line"""),
+    ("yaml_unclosed_quote.yaml", """\
+bad/yaml_unclosed_quote.yaml:9: not valid YAML: found unexpected end of stream (while scanning a quoted scalar on line 9)
+    hint: check the indentation, brackets and quotes on and above this line"""),
+    ("yaml_mapping_in_scalar.yaml", """\
+bad/yaml_mapping_in_scalar.yaml:5: not valid YAML: mapping values are not allowed here
+    hint: check the indentation, brackets and quotes on and above this line"""),
+    # --- values of the wrong shape
+    ("source_not_mapping.yaml", """\
+bad/source_not_mapping.yaml:2: source: expected a mapping, got 'flights.parquet'
+    Source accepts: path, format, options, columns, filters"""),
+    ("views_not_list.yaml", """\
+bad/views_not_list.yaml:4: views: expected a list, got {'name': 'delay', 'type': 'histogram'}"""),
+    ("view_not_mapping.yaml", """\
+bad/view_not_mapping.yaml:5: views[0]: expected a mapping, got 'delay'"""),
+    ("title_list.yaml", """\
+bad/title_list.yaml:4: title: expected a string, got ['US', 'flights']"""),
+    ("name_number.yaml", """\
+bad/name_number.yaml:1: name: expected a string, got 2001
+    hint: quote it to make it a string: '2001'"""),
+    ("view_type_number.yaml", """\
+bad/view_type_number.yaml:6: views[0].type: unknown view type '3'
+    view types: histogram, temporal, categorical, heatmap"""),
+    ("aggregate_not_mapping.yaml", """\
+bad/aggregate_not_mapping.yaml:9: views[0].aggregate: expected a mapping, got 'sum'
+    Aggregate accepts: op, field"""),
+    ("crossfilter_names_not_groups.yaml", """\
+bad/crossfilter_names_not_groups.yaml:10: interactions.crossfilter[0]: expected a mapping, got 'delay'
+    CrossfilterGroup accepts: views"""),
+    # --- the source
+    ("source_format_unknown.yaml", """\
+bad/source_format_unknown.yaml:4: source.format: unsupported format 'xlsx'
+    format accepts: parquet, csv, json, orc"""),
+    ("source_extension_unknown.yaml", """\
+bad/source_extension_unknown.yaml:3: source.path: cannot tell the source's format: 'flights.txt' has extension '.txt'
+    formats: parquet, csv, json, orc
+    hint: add format: parquet (or csv, json, orc) to source"""),
+    ("source_directory_without_format.yaml", """\
+bad/source_directory_without_format.yaml:3: source.path: cannot tell the source's format: 'flights' has no extension
+    formats: parquet, csv, json, orc
+    hint: add format: parquet (or csv, json, orc) to source"""),
+    ("source_path_empty.yaml", """\
+bad/source_path_empty.yaml:3: source.path: the path is empty
+    hint: give the file or directory to read"""),
+    ("source_path_missing.yaml", """\
+bad/source_path_missing.yaml:2: source.path: missing required key 'path'
+    Source requires: path"""),
+    ("source_option_boolean.yaml", """\
+bad/source_option_boolean.yaml:6: source.options.header: expected a string, got true
+    hint: YAML reads yes/no/on/off/true/false as booleans: quote the value"""),
+    ("source_filters_not_list.yaml", """\
+bad/source_filters_not_list.yaml:4: source.filters: expected a list, got 'delay > 0'"""),
+    # --- derived columns and static filters: scalar expressions from the allow-list only (issue 13)
+    ("derived_subquery_reads_file.yaml", """\
+bad/derived_subquery_reads_file.yaml:5: source.columns.secret: SELECT is not allowed: a spec expression is a scalar expression over the source's columns, not a query (at character 2: 'SELECT max(value) FROM text.`/…')
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("derived_reflect.yaml", """\
+bad/derived_reflect.yaml:5: source.columns.who: function 'reflect' is not allowed in spec expressions: it calls Java methods (at character 1: "reflect('java.lang.System', 'g…")
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("derived_java_method.yaml", """\
+bad/derived_java_method.yaml:5: source.columns.who: function 'java_method' is not allowed in spec expressions: it calls Java methods (at character 1: "java_method('java.lang.System'…")
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("derived_qualified_function.yaml", """\
+bad/derived_qualified_function.yaml:5: source.columns.who: function 'system.builtin.reflect' is not allowed: qualified function names are not (at character 1: "system.builtin.reflect('java.l…")
+    hint: spec expressions are limited to scalar expressions (docs/spec.md, 'Expressions')"""),
+    ("derived_read_files.yaml", """\
+bad/derived_read_files.yaml:5: source.columns.f: function 'read_files' is not allowed in spec expressions: it reads files (at character 1: "read_files('/etc')")
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("derived_variable.yaml", """\
+bad/derived_variable.yaml:5: source.columns.home: '${' is not allowed: Spark would substitute a variable there (at character 2: "${env:HOME}'")
+    hint: write the value out"""),
+    ("derived_comment.yaml", """\
+bad/derived_comment.yaml:5: source.columns.hour: comments are not allowed in spec expressions (at character 12: '-- of departure')"""),
+    ("derived_semicolon.yaml", """\
+bad/derived_semicolon.yaml:5: source.columns.hour: ';' is not allowed: an expression is one value, not statements (at character 11: '; DROP TABLE t')"""),
+    ("derived_lambda.yaml", """\
+bad/derived_lambda.yaml:5: source.columns.n: function 'transform' is not allowed: it takes a lambda function (at character 1: 'transform(array(delay), x -> x…')
+    hint: spec expressions are limited to scalar expressions (docs/spec.md, 'Expressions')"""),
+    ("derived_aggregate.yaml", """\
+bad/derived_aggregate.yaml:5: source.columns.avg_delay: function 'avg' is not allowed in spec expressions: it is an aggregate (at character 1: 'avg(delay)')
+    hint: spec expressions are limited to scalar expressions (docs/spec.md, 'Expressions')"""),
+    ("derived_window.yaml", """\
+bad/derived_window.yaml:5: source.columns.rank: function 'row_number' is not allowed in spec expressions (at character 1: 'row_number() OVER (ORDER BY de…')
+    hint: the allowed functions are listed in docs/spec.md ('Expressions')"""),
+    ("derived_current_user.yaml", """\
+bad/derived_current_user.yaml:5: source.columns.who: current_user is not allowed in spec expressions: it reveals the server's user (at character 1: 'current_user')
+    hint: spec expressions are limited to scalar expressions (docs/spec.md, 'Expressions')"""),
+    ("filter_subquery.yaml", """\
+bad/filter_subquery.yaml:6: source.filters[1]: SELECT is not allowed: a spec expression is a scalar expression over the source's columns, not a query (at character 12: 'SELECT origin FROM parquet.`/d…')
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("filter_exists.yaml", """\
+bad/filter_exists.yaml:5: source.filters[0]: EXISTS is not allowed: a spec expression is a scalar expression over the source's columns, not a query (at character 1: 'EXISTS (SELECT 1)')
+    hint: only a deployment whose specs are trusted may set BRUSHFIRE_TRUSTED_EXPRESSIONS=1 (docs/spec.md, 'Expressions')"""),
+    ("filter_random.yaml", """\
+bad/filter_random.yaml:5: source.filters[0]: function 'rand' is not allowed in spec expressions: it is not deterministic (at character 1: 'rand() < 0.1')
+    hint: spec expressions are limited to scalar expressions (docs/spec.md, 'Expressions')"""),
+    # --- derived columns and static filters: mistakes
+    ("derived_misspelled_function.yaml", """\
+bad/derived_misspelled_function.yaml:5: source.columns.hour: function 'huor' is not allowed in spec expressions (at character 1: 'huor(date) + minute(date) / 60…')
+    hint: did you mean 'hour'? the allowed functions are listed in docs/spec.md ('Expressions')"""),
+    ("derived_syntax_error.yaml", """\
+bad/derived_syntax_error.yaml:5: source.columns.hour: expected a value, but the expression ended (at character 13: the end)"""),
+    ("derived_unclosed_paren.yaml", """\
+bad/derived_unclosed_paren.yaml:5: source.columns.hour: expected ')' to close hour(...), but the expression ended (at character 30: the end)"""),
+    ("derived_empty.yaml", """\
+bad/derived_empty.yaml:5: source.columns.hour: the expression is empty
+    hint: write a Spark SQL expression"""),
+    ("derived_number.yaml", """\
+bad/derived_number.yaml:5: source.columns.one: expected a string, got 1
+    hint: quote it to make it a string: '1'"""),
+    ("derived_name_with_space.yaml", """\
+bad/derived_name_with_space.yaml:5: source.columns.departure hour: derived column name 'departure hour' is not an identifier
+    hint: use letters, digits and '_', starting with a letter or '_'"""),
+    ("derived_cast_to_array.yaml", """\
+bad/derived_cast_to_array.yaml:5: source.columns.a: expected a type such as DOUBLE, BIGINT, DECIMAL(p, s), STRING, DATE or TIMESTAMP, got 'ARRAY' (at character 15: 'ARRAY<INT>)')"""),
+    ("filter_not_a_condition.yaml", """\
+bad/filter_not_a_condition.yaml:5: source.filters[0]: a static filter is a condition, but this is an arithmetic expression
+    hint: compare it with something, e.g. x > 0, or x IS NOT NULL"""),
+    # --- limits (brushfire.limits) and numbers a double cannot hold
+    ("bin_too_many_bars.yaml", """\
+bad/bin_too_many_bars.yaml:8: views[0].bin: 1,000,000 bars (extent [-500, 500] in steps of 0.001); a view has at most 65,534 bars
+    hint: use step: 0.016 or more, or a narrower extent"""),
+    ("bin_step_tiny.yaml", """\
+bad/bin_step_tiny.yaml:8: views[0].bin: 1,000,000,000 bars (extent [0, 1] in steps of 1e-09); a view has at most 65,534 bars
+    hint: use step: 1.6e-05 or more, or a narrower extent"""),
+    ("bin_huge_extent.yaml", """\
+bad/bin_huge_extent.yaml:8: views[0].bin: 340,000,000 bars (extent [-1.7e+308, 1.7e+308] in steps of 1e+300); a view has at most 65,534 bars
+    hint: use step: 5.2e+303 or more, or a narrower extent"""),
+    ("bin_extent_overflow.yaml", """\
+bad/bin_extent_overflow.yaml:8: views[0].bin.extent: extent [-60, inf] must be two finite numbers
+    hint: a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"""),
+    ("bin_extent_infinite.yaml", """\
+bad/bin_extent_infinite.yaml:8: views[0].bin.extent: extent [-inf, 0] must be two finite numbers
+    hint: a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"""),
+    ("bin_extent_nan.yaml", """\
+bad/bin_extent_nan.yaml:8: views[0].bin.extent: extent [nan, 180] must be two finite numbers
+    hint: a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"""),
+    ("bin_step_infinite.yaml", """\
+bad/bin_step_infinite.yaml:8: views[0].bin.step: bin step must be a number > 0, got inf
+    hint: step is the width of one bin, in the field's units"""),
+    ("heatmap_too_many_cells.yaml", """\
+bad/heatmap_too_many_cells.yaml:5: views[0]: 730 × 270 = 197,100 cells; a heatmap has at most 65,534 cells
+    hint: use larger steps on x or y, e.g. at most 89 y bars for 730 x bars"""),
+    ("heatmap_axis_too_many_bars.yaml", """\
+bad/heatmap_axis_too_many_bars.yaml:7: views[0].x.bin: 360,000 bars (extent [0, 360] in steps of 0.001); a heatmap axis has at most 65,534 bars
+    hint: use step: 0.0055 or more, or a narrower extent"""),
+    ("categorical_top_too_large.yaml", """\
+bad/categorical_top_too_large.yaml:8: views[0].top: must be <= 1000, got 5000
+    hint: a categorical view shows at most 1000 values, then one '(other)' bar"""),
+    ("too_many_filters.yaml", """\
+bad/too_many_filters.yaml:73: interactions.crossfilter[0].views[64]: 67 filters: 66 brushable views in crossfilter groups and 1 parameter; a dashboard has at most 64
+    hint: this is filter 65; set brush: none on views nobody needs to brush, or split the dashboard"""),
+    # --- other values
+    ("bin_extent_words.yaml", """\
+bad/bin_extent_words.yaml:8: views[0].bin.extent[0]: expected a number, got 'low'
+bad/bin_extent_words.yaml:8: views[0].bin.extent[1]: expected a number, got 'high'"""),
+    ("bin_step_word.yaml", """\
+bad/bin_step_word.yaml:8: views[0].bin.step: expected a number, got 'ten'"""),
+    ("bin_clamp_word.yaml", """\
+bad/bin_clamp_word.yaml:8: views[0].bin.clamp: expected true or false, got 'maybe'"""),
+    ("categorical_top_zero.yaml", """\
+bad/categorical_top_zero.yaml:8: views[0].top: must be >= 1, got 0"""),
+    ("temporal_unit_unknown.yaml", """\
+bad/temporal_unit_unknown.yaml:8: views[0].unit: unsupported unit 'fortnight'
+    unit accepts: minute, hour, day, week, month, year"""),
+    ("brush_unknown.yaml", """\
+bad/brush_unknown.yaml:9: views[0].brush: unsupported brush 'lasso'
+    brush accepts: interval, points, rect, none"""),
+    ("heatmap_missing_y.yaml", """\
+bad/heatmap_missing_y.yaml:5: views[0].y: missing required key 'y'
+    HeatmapView requires: name, type, x, y"""),
+    # --- interactions
+    ("crossfilter_empty_group.yaml", """\
+bad/crossfilter_empty_group.yaml:11: interactions.crossfilter[0].views: needs at least 1 item, got 0"""),
+    ("crossfilter_view_twice.yaml", """\
+bad/crossfilter_view_twice.yaml:9: interactions.crossfilter[0].views[2]: view 'delay' is listed twice in this group
+    hint: it is views[0] already: remove one"""),
+    ("highlight_without_targets.yaml", """\
+bad/highlight_without_targets.yaml:11: interactions.highlight[0].targets: missing required key 'targets'
+    Highlight requires: source, targets"""),
+    ("details_page_size_zero.yaml", """\
+bad/details_page_size_zero.yaml:12: interactions.details.page_size: must be >= 1, got 0"""),
+    ("details_page_size_fraction.yaml", """\
+bad/details_page_size_fraction.yaml:12: interactions.details.page_size: expected a whole number, got 10.5"""),
+    ("details_no_columns.yaml", """\
+bad/details_no_columns.yaml:11: interactions.details.columns: needs at least 1 item, got 0"""),
+    ("interactions_unknown_key.yaml", """\
+bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes'
+    Interactions accepts: crossfilter, highlight, details, parameters
+    hint: remove it"""),
+    ("parameter_between.yaml", """\
+bad/parameter_between.yaml:14: interactions.parameters[0].op: op 'between' is not supported yet: a parameter compares its field with one value
+    op accepts: eq, lt, lte, gt, gte
+    hint: for a range, declare two slider parameters on the same field, one with op: gte and one with op: lte
+bad/parameter_between.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
+    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    ("parameter_default_list.yaml", """\
+bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
+    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    ("parameter_widget_unknown.yaml", """\
+bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsupported widget 'checkbox'
+    widget accepts: dropdown, slider"""),
+    ("parameter_missing_field.yaml", """\
+bad/parameter_missing_field.yaml:11: interactions.parameters[0].field: missing required key 'field'
+    Parameter requires: name, field"""),
+    ("parameter_duplicate_name.yaml", """\
+bad/parameter_duplicate_name.yaml:12: interactions.parameters[1].name: parameter name 'dest' is already used by parameters[0]
+    hint: parameters and views need distinct names"""),
     # --- at most three problems are shown, in file order
     ("many_problems.yaml", """\
 bad/many_problems.yaml:8: views[0].bin.step: bin step must be a number > 0, got 0
@@ -266,3 +498,47 @@ def test_check_columns_on_a_dict_spec() -> None:
     assert str(info.value) == """\
 <spec>: views[2].field: column 'date' is a string column, but a temporal view needs a temporal column
     hint: derive a timestamp in source.columns, e.g. to_timestamp(...)"""
+
+
+# --- temporal bars against the source's time range (Parquet statistics) ------------------
+
+
+@pytest.mark.parametrize("unit", ["minute", "hour", "day", "week", "month", "year"])
+def test_calendar_bars_count_as_capture_bins(unit: str) -> None:
+    from datetime import datetime, timedelta
+
+    import numpy as np
+    from brushfire.capture.build import calendar_bins
+
+    from brushfire.spec.loader import calendar_bars
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        lo = datetime(2000, 1, 1) + timedelta(minutes=int(rng.integers(0, 10**7)))
+        hi = lo + timedelta(minutes=int(rng.integers(0, 10**6 if unit in ("minute", "hour") else 10**7)))
+        us = np.array([int((t - datetime(1970, 1, 1)).total_seconds()) * 10**6 for t in (lo, hi)])
+        labels, _ = calendar_bins(unit, us, np.ones(2, bool))
+        assert calendar_bars(unit, lo, hi) == len(labels), (unit, lo, hi)
+
+
+def test_validate_counts_temporal_bars_from_parquet_statistics(tmp_path, capsys) -> None:
+    from datetime import datetime, timedelta
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.cli import main
+
+    t0 = datetime(2001, 1, 1)
+    pq.write_table(pa.table({"t": pa.array([t0, t0 + timedelta(days=180)], pa.timestamp("us"))}),
+                   tmp_path / "rows.parquet")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: t\nsource: {path: rows.parquet}\nviews:\n"
+                    "  - {name: when, type: temporal, field: t, unit: minute}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:4: views[0].unit: 259,201 minute bars from 2001-01-01 00:00 to 2001-06-30 00:00 (the first and last t in the source); a view has at most 65,534 bars
+    hint: use unit: hour (4,321 bars)
+"""
+    spec.write_text(spec.read_text().replace("minute", "hour"))
+    assert main(["validate", str(spec)]) == 0

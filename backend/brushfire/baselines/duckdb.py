@@ -12,27 +12,38 @@ import pyarrow as pa
 from brushfire import sql
 from brushfire.baselines.base import Backend, Groups, SqlSession
 from brushfire.engine.session import details_request
-from brushfire.errors import NotCapturedError
 from brushfire.spec import models as m
 
 READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
 
 
-def connect_source(spec: m.Dashboard, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def connect_source(spec: m.Dashboard, threads: int | None = None,
+                   cache_dir: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with table `src`: the source with derived columns and static
-    filters applied, in the source's row order (rowid = rid)."""
+    filters applied, in the source's row order (rowid = rid). Derived columns and filters
+    are Spark SQL: with any, the rows are the ones Spark computes, materialized once as
+    Parquet under `cache_dir` (default $BRUSHFIRE_CACHE or .cache/brushfire); so are
+    sources DuckDB cannot read (ORC)."""
     source = spec.source
     reader = READERS.get(source.resolved_format)
-    if reader is None:
-        msg = f"the DuckDB baselines read parquet, csv or json sources, not {source.resolved_format}"
-        raise NotCapturedError(msg)
+    if source.columns or source.filters or reader is None:  # ORC, too: DuckDB does not read it
+        from brushfire.capture.analyze import materialize_source
+
+        cache = cache_dir or os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
+        files = ", ".join(_quote(f) for f in materialize_source(spec, cache))
+        relation = f"read_parquet([{files}])"
+    else:
+        relation = f"{reader}({_quote(source.path)})"
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
-    path = source.path.replace("'", "''")
-    con.execute(f"CREATE TABLE src AS {sql.source_sql(source, f'{reader}(' + repr(path) + ')')}")
+    con.execute(f"CREATE TABLE src AS SELECT * FROM {relation}")
     return con
+
+
+def _quote(path: str) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 class DuckDBBackend(Backend):
@@ -45,6 +56,7 @@ class DuckDBBackend(Backend):
 
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
+        mf = mf and sql.ident(mf)
         agg = f"sum({mf}), count({mf})" if mf else "NULL, 0"
         q = f"SELECT {self.bar_sql[view]} AS k, count(*), {agg} FROM src WHERE {where} GROUP BY 1"
         return {k: (n, s, c) for k, n, s, c in (cursor or self.con).execute(q).fetchall()}
@@ -60,6 +72,6 @@ class DuckDBSession(SqlSession):
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
         """A page of the rows behind bars or the current selection, in rid order."""
         columns, size = details_request(self.plan, page, page_size, columns)
-        q = (f"SELECT CAST(rowid AS INTEGER) AS rid, {', '.join(columns)} FROM src "
+        q = (f"SELECT CAST(rowid AS INTEGER) AS rid, {', '.join(sql.ident(c) for c in columns)} FROM src "
              f"WHERE {self._bars_where(view, bars)} ORDER BY rowid LIMIT {size} OFFSET {page * size}")
         return self.cur.sql(q).to_arrow_table()

@@ -32,6 +32,7 @@ class SparkBackend(Backend):
 
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
+        mf = mf and sql.ident(mf, sql.SPARK)
         agg = f"sum(CAST({mf} AS DOUBLE)), count({mf})" if mf else "CAST(NULL AS DOUBLE), 0"
         q = f"SELECT {self.bar_sql[view]} AS k, count(*), {agg} FROM {TABLE} WHERE {where} GROUP BY 1"
         with spark_errors(f"running the group-by of view {view}"):

@@ -44,10 +44,11 @@ class PreaggBackend(DuckDBBackend):
         grid = self.grids[view]
         n = len(grid) - 1
         temporal = isinstance(v, m.TemporalView)
-        x = sql.time_us(v.field) if temporal else f"CAST({v.field} AS DOUBLE)"
+        x = sql.time_us(v.field) if temporal else f"CAST({sql.ident(v.field)} AS DOUBLE)"
         lo, hi = _literal(grid[0]), _literal(grid[-1])
         width = _literal((grid[-1] - grid[0]) / n)
-        p0 = f"least(greatest(CAST(floor((__x - {lo}) / {width}) AS BIGINT), 0), {n - 1})"
+        # clamped as a double, then cast: floor(±inf) is ±inf, which no BIGINT holds
+        p0 = f"CAST(least(greatest(floor((__x - {lo}) / {width}), 0), {n - 1}) AS BIGINT)"
         p = (f"__p0 - CASE WHEN __x < {self.edge_sql(view, '__p0')} THEN 1 ELSE 0 END "
              f"+ CASE WHEN __x >= {self.edge_sql(view, '__p0 + 1')} THEN 1 ELSE 0 END")
         null = "__x IS NULL" if temporal else "__x IS NULL OR isnan(__x)"
@@ -84,6 +85,7 @@ class PreaggBackend(DuckDBBackend):
         parts = []
         for i, (t, where) in enumerate(targets.items()):
             mf = self.spec.view(t).aggregate.field
+            mf = mf and sql.ident(mf)
             agg = f"sum({mf}), count({mf})" if mf else "0.0, 0"
             parts.append(f"SELECT {i}, __slot, CAST({self.bar_sql[t]} AS VARCHAR), count(*), {agg} "
                          f"FROM ({self.slotted_sql(active, where)}) GROUP BY ALL")

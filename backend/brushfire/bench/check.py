@@ -1,17 +1,18 @@
 """Correctness check of replayed replies: every `update` reply must equal what DuckDB's
 SQL gives for the filters the reply reports (`filters`: the session's state after the
-interaction). Each view in the reply is compared bar by bar (counts exactly, sums and
-means to 1e-9 relative), and `selected` with the rows passing every filter.
+interaction). Each view in the reply is compared bar by bar under the documented numeric
+guarantee (`sql.value_agrees`: counts and integer sums exactly, other sums within 1e-9 of
+the bar's Σ|x|), and `selected` with the rows passing every filter.
 
-The SQL comes from `brushfire.sql` (the spec's semantics), run on the source file; the
-top values of categorical views are computed here too, not taken from the server.
+The SQL comes from `brushfire.sql` (the spec's semantics), run on the source as Spark
+computes it (derived columns and filters are Spark SQL: `baselines.duckdb.connect_source`);
+the top values of categorical views are computed here too, not taken from the server.
 Replies with the same filters and views share one evaluation.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 from brushfire import sql
@@ -19,8 +20,9 @@ from brushfire.baselines.duckdb import connect_source
 from brushfire.bench import pixels
 from brushfire.spec import models as m
 
-REL = 1e-9
 MAX_EXAMPLES = 5
+INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                 "UINTEGER", "UBIGINT")
 
 
 @dataclass
@@ -38,9 +40,9 @@ class CheckResult:
 class Checker:
     """DuckDB over the dashboard's source: the expected bars for given filters."""
 
-    def __init__(self, spec: m.Dashboard, labels: dict[str, list]) -> None:
+    def __init__(self, spec: m.Dashboard, labels: dict[str, list], cache_dir: str | None = None) -> None:
         self.spec, self.labels = spec, labels
-        self.con = connect_source(spec)
+        self.con = connect_source(spec, cache_dir=cache_dir)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                      for v in spec.views if isinstance(v, m.CategoricalView)}
         # each view's bar key as a column, computed once: checks group by small columns
@@ -48,6 +50,18 @@ class Checker:
                          for i, v in enumerate(spec.views))
         self.con.execute(f"CREATE TABLE chk AS SELECT *, {bars} FROM src")
         self.column = {v.name: f"__bar{i}" for i, v in enumerate(spec.views)}
+        types = dict(self.con.execute("SELECT column_name, column_type FROM (DESCRIBE chk)").fetchall())
+        # per measured view: is the measure an integer, and Σ|x| per bar over all rows
+        self.integer: dict[str, bool] = {}
+        self.abs_sums: dict[str, dict] = {}
+        for v in spec.views:
+            mf = v.aggregate.field
+            if mf:
+                t = types.get(mf, "")  # DESCRIBE's names as the source spells them
+                self.integer[v.name] = t in INTEGER_TYPES or (t.startswith("DECIMAL") and t.endswith(",0)"))
+                self.abs_sums[v.name] = dict(self.con.execute(
+                    f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.ident(mf)} AS DOUBLE))) FROM chk "
+                    "GROUP BY 1").fetchall())
         self._cache: dict[str, tuple[dict, int]] = {}
         self.problems_once: list[str] = self._label_problems()
 
@@ -97,7 +111,7 @@ class Checker:
                 continue
             cols = [self.column[v] for v in group]
             measures = sorted({self.spec.view(v).aggregate.field for v in group} - {None})
-            aggs = "".join(f", sum({f}), count({f})" for f in measures)
+            aggs = "".join(f", sum({sql.ident(f)}), count({sql.ident(f)})" for f in measures)
             # one scan per where: a grouping set per view, and () for the selected rows
             sets = ", ".join(f"({c})" for c in cols) + (", ()" if j == 0 else "")
             flags = ", ".join(f"GROUPING({c})" for c in cols)
@@ -144,7 +158,9 @@ class Checker:
             want = (float(want_n[i]) if op == "count" else
                     (want_s[i] if want_k[i] else None) if op == "sum" else
                     (want_s[i] / want_k[i] if want_k[i] else None))
-            if not _close(values[i], want):
+            abs_sum = self.abs_sums.get(view, {}).get(keys[i], 0.0) or 0.0
+            if not sql.value_agrees(values[i], want, op, want_k[i], abs_sum,
+                                    self.integer.get(view, False)):
                 problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want}")
         return problems
 
@@ -165,8 +181,3 @@ def _label_keys(view_type: str, labels: list) -> list:
         return [str(x) for x in labels]
     return list(range(len(labels)))
 
-
-def _close(got, want) -> bool:
-    if want is None or got is None:
-        return got is None and want is None
-    return math.isclose(got, want, rel_tol=REL, abs_tol=REL)

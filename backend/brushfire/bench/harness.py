@@ -91,23 +91,30 @@ def run(args) -> int:
     trace: Trace | None = None
     checker = None
     description: dict = {}
+    failures: dict[str, str] = {}  # engine -> why its run failed (with its server's log)
     for engine in engines:
-        with _server(args, engine) as url:
-            name = given.dashboard if given else _only_dashboard(url)
-            description = _get_json(url, f"/api/dashboards/{name}")
-            if trace is None:
-                trace = subsample(given or _generate(args, description), args.limit)
-                if args.save_trace:
-                    print(f"trace written to {save_trace(trace, args.save_trace)}")
-            print(f"{engine}: replaying {len(trace.events)} events of {name} "
-                  f"({trace.meta.get('workload', 'trace')}), {args.clients} client(s), "
-                  f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
-            if args.warmup:  # untimed, on its own session: loads code paths, not session state
-                warm = subsample(trace, args.warmup)
-                asyncio.run(replay(url, Trace(warm.dashboard, warm.events[:args.warmup])))
-            load_before = os.getloadavg()
-            result = asyncio.run(replay(url, trace, args.clients, args.paced, keep_replies=args.check))
-            load_after = os.getloadavg()
+        try:
+            with _server(args, engine) as url:
+                name = given.dashboard if given else _only_dashboard(url)
+                description = _get_json(url, f"/api/dashboards/{name}")
+                if trace is None:
+                    trace = subsample(given or _generate(args, description), args.limit)
+                    if args.save_trace:
+                        print(f"trace written to {save_trace(trace, args.save_trace)}")
+                print(f"{engine}: replaying {len(trace.events)} events of {name} "
+                      f"({trace.meta.get('workload', 'trace')}), {args.clients} client(s), "
+                      f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
+                if args.warmup:  # untimed, on its own session: loads code paths, not session state
+                    warm = subsample(trace, args.warmup)
+                    asyncio.run(replay(url, Trace(warm.dashboard, warm.events[:args.warmup])))
+                load_before = os.getloadavg()
+                result = asyncio.run(replay(url, trace, args.clients, args.paced, keep_replies=args.check))
+                load_after = os.getloadavg()
+        except BrushfireError as e:  # this engine failed; the others still run and are reported
+            failures[engine] = str(e)
+            runs[engine] = {"error": str(e)}
+            print(f"{engine}: FAILED: {e}", flush=True)
+            continue
         summary = report.summarize(result.records, result.seconds)
         runs[engine] = {"summary": summary, "load_avg": [load_before, load_after],
                         "records": [asdict(r) for r in result.records]}
@@ -126,10 +133,12 @@ def run(args) -> int:
                   f"({check.distinct_states} distinct states, {time.perf_counter() - t0:.1f} s)")
             for ex in check.examples[:3]:
                 print(f"    e.g. {json.dumps(ex)[:400]}")
-    assert trace is not None
-    summaries = {e: r["summary"] for e, r in runs.items()}
+    if trace is None:
+        msg = "no engine ran:\n" + "\n".join(failures.values())
+        raise BenchError(msg)
+    summaries = {e: r["summary"] for e, r in runs.items() if "summary" in r}
     checks = {e: r["check"] for e, r in runs.items() if "check" in r}
-    text = report.table(summaries, checks)
+    text = report.table(summaries, checks, failures=failures)
     print("\n" + text)
     prefix = out_dir / (args.name or f"bench-{trace.dashboard}-{trace.meta.get('workload', 'trace')}")
     result_json = {
@@ -145,9 +154,9 @@ def run(args) -> int:
     if not args.no_plots:
         title = f"{trace.dashboard} ({description.get('rows', 0):,} rows), " \
                 f"{trace.meta.get('workload', 'trace')}"
-        for p in report.plot(runs, prefix, title):
+        for p in report.plot({e: r for e, r in runs.items() if "records" in r}, prefix, title):
             print(f"wrote {p}")
-    failed = any(c["mismatches"] for c in checks.values())
+    failed = any(c["mismatches"] for c in checks.values()) or bool(failures)
     return 1 if failed else 0
 
 
@@ -188,7 +197,7 @@ def _checker(args, description: dict):
         msg = "--check needs --spec too: the SQL runs on the spec's source"
         raise BenchError(msg)
     labels = {v["name"]: v["labels"] for v in description["views"]}
-    return Checker(load_dashboard(args.spec), labels)
+    return Checker(load_dashboard(args.spec), labels, cache_dir=args.cache_dir)
 
 
 # --- servers -------------------------------------------------------------------------
@@ -213,6 +222,14 @@ def _server(args, engine: str) -> Iterator[str]:
         try:
             _wait_ready(url, proc, log, args.start_timeout, engine)
             yield url
+        except ReplayError as e:  # the server broke off: say which engine, and why it did
+            log.seek(0)
+            tail = "\n".join(log.read().splitlines()[-30:])
+            code = proc.poll()
+            msg = (f"the {engine} engine failed: {e}"
+                   + (f" (its server exited with {code})" if code is not None else "")
+                   + f"\n--- the end of the {engine} server's log ---\n{tail}")
+            raise BenchError(msg) from None
         finally:
             proc.terminate()
             try:

@@ -66,7 +66,7 @@ def ratios(summaries: dict[str, dict], reference: str = "brushfire") -> dict[str
 
 
 def table(summaries: dict[str, dict], checks: dict[str, dict] | None = None,
-          reference: str = "brushfire") -> str:
+          reference: str = "brushfire", failures: dict[str, str] | None = None) -> str:
     """A text table: one row per engine, ratios to the reference engine side by side."""
     rats = ratios(summaries, reference)
     head = (f"{'engine':<10} {'n':>6} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} "
@@ -85,6 +85,8 @@ def table(summaries: dict[str, dict], checks: dict[str, dict] | None = None,
             f"{lat['max']:>9.1f} {lat['under_150ms']:>7.1%} {s['throughput_per_s'] or 0:>8.1f} "
             f"{s['skipped']:>7} {s['errors']:>6} {mism!s:>8} "
             f"{_ratio(r.get('p50_ratio')):>8} {_ratio(r.get('p99_ratio')):>8}")
+    for engine, why in (failures or {}).items():
+        lines.append(f"{engine:<10} FAILED: {why.splitlines()[0][:200]}")
     lines.append(f"bf/p50, bf/p99: {reference}'s latency divided by the engine's")
     return "\n".join(lines)
 

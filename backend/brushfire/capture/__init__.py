@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from brushfire.capture import spark as sp
+from brushfire.capture.analyze import analyze_source
 from brushfire.capture.budget import decide
 from brushfire.capture.cubes import capture_cubes
 from brushfire.capture.layout import make_layout, profile_spec
@@ -59,7 +60,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
     fingerprint = st.source_fingerprint(dash.source.path)
     info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master, source_fingerprint=fingerprint)
-    df = sp.read_source(spark, dash.source)
+    df = analyze_source(spark, dash)  # every spec error found before any job
     check_columns(dash, sp.schema_kinds(df))  # now with derived columns' types
     if decision.mode == "cubes":
         info.caveats.append(f"cubes only: {decision.reason}")

@@ -6,11 +6,15 @@ Only this module sees raw YAML. Every problem is reported as
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import math
 import re
 import types
 import typing
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,8 @@ import pydantic
 import yaml
 
 from brushfire.errors import SpecError, SpecProblem
+from brushfire.limits import MAX_BARS, MAX_FILTERS, MAX_TOP
+from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
 
 Loc = tuple[str | int, ...]
@@ -26,14 +32,26 @@ def load_dashboard(path: str | Path) -> m.Dashboard:
     """Load and validate the spec at `path`; source paths are resolved against its folder."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         msg = f"cannot read spec: {e.strerror or e}"
         raise SpecError([SpecProblem(str(path), None, "", msg)]) from None
+    return parse_dashboard(_decode(data, str(path)), filename=str(path), base_dir=path.parent)
+
+
+def _decode(data: bytes, filename: str) -> str:
+    """The spec's text: UTF-8 (a byte-order mark is fine), else an error at the bad byte."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        msg = "cannot read spec: the file is UTF-16 text, not UTF-8"
+        raise SpecError([SpecProblem(filename, 1, "", msg, "save the file as UTF-8")])
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        msg = f"cannot read spec: not UTF-8 text (bad byte at offset {e.start})"
-        raise SpecError([SpecProblem(str(path), None, "", msg, "save the file as UTF-8")]) from None
-    return parse_dashboard(text, filename=str(path), base_dir=path.parent)
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        msg = (f"cannot read spec: not UTF-8 text (byte 0x{data[e.start]:02x} at column {column};"
+               " Latin-1 or Windows-1252 text?)")
+        raise SpecError([SpecProblem(filename, line, "", msg, "save the file as UTF-8")]) from None
 
 
 def parse_dashboard(
@@ -60,21 +78,56 @@ def parse_dashboard(
     try:
         dash = m.Dashboard.model_validate(raw)
     except pydantic.ValidationError as e:
-        problems = [_problem_from_pydantic(err, raw, lines, filename) for err in e.errors()]
+        errors = _merge_scalar_unions(e.errors(), raw)
+        problems = [_problem_from_pydantic(err, raw, lines, filename) for err in errors]
         raise SpecError(_ordered(problems), cause=e) from None
     problems = [
         SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)
-        for loc, msg, hint in check_references(dash)
+        for loc, msg, hint in (check_references(dash) + check_limits(dash) + check_source(dash)
+                               + check_expressions(dash))
     ]
     if problems:
         raise SpecError(_ordered(problems))
-    if base_dir is not None and not Path(dash.source.path).is_absolute():
-        resolved = str((Path(base_dir) / dash.source.path).resolve())
+    written = dash.source.path
+    if base_dir is not None and not _URI.match(written):
+        resolved = str((Path(base_dir) / Path(written).expanduser()).resolve())
         dash = dash.model_copy(update={"source": dash.source.model_copy(update={"path": resolved})})
+    # Keep where the path was written, for errors reading the source (brushfire.source).
+    object.__setattr__(dash.source, "_spec_path", SpecPath(
+        filename, _line(lines, ("source", "path")), written,
+        str(Path(base_dir).resolve()) if base_dir is not None else "."))
     # Keep where the spec came from, for column errors found later against the source.
     object.__setattr__(dash, "_lines", lines)
     object.__setattr__(dash, "_filename", filename)
     return dash
+
+
+@dataclass(frozen=True)
+class SpecPath:
+    """Where a source's path was written (kept on the Source as `_spec_path`)."""
+
+    file: str
+    line: int | None
+    written: str  # as in the spec
+    base_dir: str  # the spec file's folder, against which a relative path resolves
+
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_FORMATS = typing.get_args(typing.get_args(m.Source.model_fields["format"].annotation)[0])
+
+
+def check_source(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+    """The source's format must be given or follow from the path's extension."""
+    src = dash.source
+    if not src.path.strip():
+        return [(("source", "path"), "the path is empty", "give the file or directory to read")]
+    if src.format is None and src.resolved_format not in _FORMATS:
+        name = src.path.rstrip("/").rsplit("/", 1)[-1]
+        ext = f"extension '.{name.rsplit('.', 1)[-1]}'" if "." in name else "no extension"
+        msg = f"cannot tell the source's format: {name!r} has {ext}" + _choices(
+            "formats", _FORMATS)
+        return [(("source", "path"), msg, "add format: parquet (or csv, json, orc) to source")]
+    return []
 
 
 def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
@@ -107,6 +160,10 @@ def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     for g, group in enumerate(ix.crossfilter):
         for j, name in enumerate(group.views):
             ref(("interactions", "crossfilter", g, "views", j), name, "a crossfilter group")
+            if name in group.views[:j]:
+                out.append((("interactions", "crossfilter", g, "views", j),
+                            f"view {name!r} is listed twice in this group",
+                            f"it is views[{group.views.index(name)}] already: remove one"))
     for h, hl in enumerate(ix.highlight):
         ref(("interactions", "highlight", h, "source"), hl.source, "a highlight source")
         for j, name in enumerate(hl.targets):
@@ -124,28 +181,279 @@ def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     return out
 
 
-def check_columns(dash: m.Dashboard, schema: dict[str, str]) -> None:
-    """Check every column the spec reads against the source schema {name: kind}.
+def check_limits(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+    """Sizes the engine does not support (`brushfire.limits`): bars per view and filters
+    per dashboard. Found here, before capture, not after a Spark scan."""
+    out: list[tuple[Loc, str, str]] = []
+    for i, v in enumerate(dash.views):
+        if isinstance(v, m.HistogramView):
+            out += _bin_limit(("views", i, "bin"), v.bin, "a view")
+        elif isinstance(v, m.HeatmapView):
+            nx, ny = v.x.bin.count, v.y.bin.count
+            for axis, b in (("x", v.x.bin), ("y", v.y.bin)):
+                out += _bin_limit(("views", i, axis, "bin"), b, "a heatmap axis")
+            if nx <= MAX_BARS and ny <= MAX_BARS and nx * ny > MAX_BARS:
+                msg = (f"{nx:,} × {ny:,} = {nx * ny:,} cells; a heatmap has at most"
+                       f" {MAX_BARS:,} cells")
+                hint = f"use larger steps on x or y, e.g. at most {MAX_BARS // nx:,} y bars for {nx:,} x bars"
+                out.append((("views", i), msg, hint))
+    filters: list[tuple[Loc, str]] = []  # as plan.py counts them: brushable views, then parameters
+    for g, group in enumerate(dash.interactions.crossfilter):
+        for j, name in enumerate(group.views):
+            if name in {v.name for v in dash.views} and m.brush_of(dash.view(name)) != "none" \
+                    and name not in {n for _, n in filters}:
+                filters.append((("interactions", "crossfilter", g, "views", j), name))
+    for i, p in enumerate(dash.interactions.parameters):
+        filters.append((("interactions", "parameters", i), p.name))
+    if len(filters) > MAX_FILTERS:
+        n_params = len(dash.interactions.parameters)
+        msg = (f"{len(filters)} filters: {len(filters) - n_params} brushable views in crossfilter"
+               f" groups and {n_params} parameter{'s' if n_params != 1 else ''}; a dashboard has"
+               f" at most {MAX_FILTERS}")
+        hint = (f"this is filter {MAX_FILTERS + 1}; set brush: none on views nobody needs to brush,"
+                " or split the dashboard")
+        out.append((filters[MAX_FILTERS][0], msg, hint))
+    return out
 
-    kind is 'number', 'temporal', 'string' or 'other'; derived columns count as known.
-    Raises SpecError naming the key that refers to a missing or ill-typed column.
-    """
+
+_UNIT_ORDER = ("minute", "hour", "day", "week", "month", "year")
+
+
+def check_temporal_bars(dash: m.Dashboard, ranges: dict[str, tuple[datetime, datetime]]) -> None:
+    """Temporal views have a bar per calendar unit from the first to the last timestamp:
+    with the source's range known (Parquet statistics), their number must fit MAX_BARS.
+    Skipped when static filters may narrow the range."""
+    if dash.source.filters:
+        return
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
-    known = dict(schema) | {c: "derived" for c in dash.source.columns}
+    problems = []
+    for i, v in enumerate(dash.views):
+        if not isinstance(v, m.TemporalView) or v.field in dash.source.columns or v.field not in ranges:
+            continue
+        lo, hi = ranges[v.field]
+        n = calendar_bars(v.unit, lo, hi)
+        if n <= MAX_BARS:
+            continue
+        coarser = next((u for u in _UNIT_ORDER[_UNIT_ORDER.index(v.unit) + 1:]
+                        if calendar_bars(u, lo, hi) <= MAX_BARS), "year")
+        loc: Loc = ("views", i, "unit")
+        msg = (f"{n:,} {v.unit} bars from {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} (the first and"
+               f" last {v.field} in the source); a view has at most {MAX_BARS:,} bars")
+        hint = f"use unit: {coarser} ({calendar_bars(coarser, lo, hi):,} bars)"
+        problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
+    if problems:
+        raise SpecError(problems)
+
+
+def temporal_fields(dash: m.Dashboard) -> list[str]:
+    return list(dict.fromkeys(v.field for v in dash.views if isinstance(v, m.TemporalView)))
+
+
+def calendar_bars(unit: str, lo: datetime, hi: datetime) -> int:
+    """UTC calendar units from the one holding `lo` to the one holding `hi` (weeks start on
+    Monday), as capture's calendar bins count them."""
+    if unit == "year":
+        return hi.year - lo.year + 1
+    if unit == "month":
+        return (hi.year - lo.year) * 12 + hi.month - lo.month + 1
+    days = (hi.date() - lo.date()).days
+    if unit == "week":
+        return (days + lo.weekday()) // 7 + 1
+    if unit == "day":
+        return days + 1
+    hours = days * 24 + hi.hour - lo.hour
+    if unit == "hour":
+        return hours + 1
+    return hours * 60 + hi.minute - lo.minute + 1
+
+
+def _bin_limit(loc: Loc, b: m.Bin, what: str) -> list[tuple[Loc, str, str]]:
+    n = b.count
+    if n <= MAX_BARS:
+        return []
+    lo, hi = b.extent
+    bars = "more than 10^18" if n >= 10**18 else f"{n:,}"
+    msg = (f"{bars} bars (extent [{lo:g}, {hi:g}] in steps of {b.step:g}); {what} has at most"
+           f" {MAX_BARS:,} bars")
+    width = hi / MAX_BARS - lo / MAX_BARS  # no overflow, even for an extent of ±1.7e308
+    hint = f"use step: {_round_up(width)} or more, or a narrower extent"
+    return [(loc, msg, hint)]
+
+
+def _round_up(x: float) -> str:
+    """x rounded up to 2 significant digits, as it would read in YAML."""
+    exp = math.floor(math.log10(x)) - 1
+    return f"{math.ceil(x / 10.0**exp) * 10.0**exp:.3g}"
+
+
+_DERIVED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_expressions(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+    """Derived columns and static filters: names, and expressions in the allowed language
+    (spec/expressions.py), unless $BRUSHFIRE_TRUSTED_EXPRESSIONS is set."""
+    out: list[tuple[Loc, str, str]] = []
+    check = not ex.trusted()
+    for name, text in dash.source.columns.items():
+        loc: Loc = ("source", "columns", name)
+        if not _DERIVED_NAME.match(name):
+            out.append((loc, f"derived column name {name!r} is not an identifier",
+                        "use letters, digits and '_', starting with a letter or '_'"))
+        out += _expression_problem(loc, text, check, "derived column")
+    for i, text in enumerate(dash.source.filters):
+        loc = ("source", "filters", i)
+        out += _expression_problem(loc, text, check, "filter")
+        with contextlib.suppress(ex.ExpressionError):
+            kind = ex.analyze(text, check=False).kind
+            if kind not in (None, "boolean", "null"):
+                msg = f"a static filter is a condition, but this is {_kind_phrase(kind)} expression"
+                out.append((loc, msg, "compare it with something, e.g. x > 0, or x IS NOT NULL"))
+    return out
+
+
+def _expression_problem(loc: Loc, text: str, check: bool, what: str) -> list[tuple[Loc, str, str]]:
+    if not check:
+        return []
+    try:
+        ex.analyze(text)
+    except ex.ExpressionError as e:
+        where = f" (at character {e.pos + 1}: {_excerpt(text, e.pos)})" \
+            if e.pos is not None and len(text) > 1 else ""
+        return [(loc, f"{e.message}{where}", e.hint)]
+    return []
+
+
+def _excerpt(text: str, pos: int) -> str:
+    piece = text[pos:pos + 30]
+    return repr(piece + ("…" if len(text) > pos + 30 else "")) if piece else "the end"
+
+
+def _kind_phrase(kind: str) -> str:
+    return {"int": "a number", "decimal": "a number", "double": "a number",
+            "string": "a string", "temporal": "a timestamp",
+            "value": "an arithmetic"}.get(kind, f"{_a(kind)} {kind}")
+
+
+def derived_kinds(dash: m.Dashboard, schema: dict[str, str]) -> dict[str, str | None]:
+    """Each derived column's kind as spec/expressions.py infers it from the source schema
+    (None: unknown), in order: a derived column may read the ones before it."""
+    known: dict[str, str | None] = {c: ("double" if k == "number" else k) for c, k in schema.items()}
+    out: dict[str, str | None] = {}
+    for name, text in dash.source.columns.items():
+        try:
+            out[name] = ex.analyze(text, known, check=False).kind
+        except ex.ExpressionError:
+            out[name] = None
+        known[name] = out[name]
+    return out
+
+
+def _expression_columns(dash: m.Dashboard, schema: dict[str, str]) -> list[SpecProblem]:
+    """The columns each derived column and filter reads must exist (Spark resolves names
+    case-insensitively); a derived column sees the source and the derived columns above it."""
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    filename: str = getattr(dash, "_filename", "<spec>")
+    names = {c.lower(): c for c in schema}
+    later = {c.lower() for c in dash.source.columns}
     problems: list[SpecProblem] = []
+    exprs = [(("source", "columns", n), t) for n, t in dash.source.columns.items()]
+    exprs += [(("source", "filters", i), t) for i, t in enumerate(dash.source.filters)]
+    for loc, text in exprs:
+        try:
+            columns = ex.analyze(text, check=False).columns
+        except ex.ExpressionError:
+            continue  # reported by check_expressions, or trusted
+        for col, _ in dict.fromkeys(columns):
+            if col.lower() in names:
+                continue
+            if col.lower() in later:
+                msg = f"column {col!r} is derived below this one: a derived column reads the ones above it"
+                hint = "move it above in source.columns"
+            else:
+                msg = f"column {col!r} is not in the source" + _choices("columns", list(names.values()))
+                hint = _did_you_mean(col, list(names.values())) or \
+                    "name a column of the source, or a derived column above this one"
+            problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
+        if loc[1] == "columns":
+            names[str(loc[2]).lower()] = str(loc[2])
+            later.discard(str(loc[2]).lower())
+    return problems
+
+
+def expression_warnings(dash: m.Dashboard, schema: dict[str, str] | None = None,
+                        spark_types: dict[str, str] | None = None) -> list[SpecProblem]:
+    """Derived columns Spark computes as decimals through a division: the quotient is
+    rounded (to 6 places for `minute(date) / 60.0`), so a brush at an exact fraction misses
+    rows. `spark_types` ({name: Spark's type}) adds what Spark said."""
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    filename: str = getattr(dash, "_filename", "<spec>")
+    known: dict[str, str | None] = {c: ("double" if k == "number" else k)
+                                    for c, k in (schema or {}).items()}
+    out = []
+    for name, text in dash.source.columns.items():
+        try:
+            info = ex.analyze(text, known, check=False)
+        except ex.ExpressionError:
+            continue
+        known[name] = info.kind
+        if not info.decimal_divisions:
+            continue
+        loc = ("source", "columns", name)
+        typed = f" (Spark types it {spark_types[name]})" if spark_types and name in spark_types else ""
+        msg = (f"{info.decimal_divisions[0]} divides decimals{typed}: Spark rounds the quotient to"
+               " a fixed number of decimal places (32/60 becomes 0.533333), so a brush starting"
+               " at an exact fraction misses rows")
+        hint = "compute in doubles: CAST(... AS DOUBLE), or a double literal such as 60.0D"
+        out.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
+    return out
+
+
+def check_columns(dash: m.Dashboard, schema: dict[str, str] | None,
+                  derived: dict[str, str | None] | None = None) -> None:
+    """Check every column the spec reads against the source schema {name: kind}.
+
+    kind is 'number', 'temporal', 'string' or 'other' (or a finer kind of
+    spec/expressions.py). Derived columns have the kinds in `derived` (Spark's, from
+    capture/analyze.py), else the kinds spec/expressions.py infers; an unknown kind is
+    not checked. Raises SpecError naming the key that refers to a missing or ill-typed
+    column; for a derived column of the wrong kind, its key in source.columns. With no
+    schema (CSV, JSON: known once Spark reads them), only derived columns whose kind the
+    expression alone decides (e.g. concat(...) is a string) are checked.
+    """
+    partial = schema is None
+    schema = schema or {}
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    filename: str = getattr(dash, "_filename", "<spec>")
+    if derived is None:
+        derived = derived_kinds(dash, schema)
+    derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
+                      for c, k in derived.items()}
+    known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
+    problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
     def need(loc: Loc, column: str | None, kinds: tuple[str, ...] = (), user: str = "",
              hints: dict[str, str] | None = None) -> None:
         if column is None:
             return
         kind = known.get(column)
+        if kind is None and partial:
+            return
         if kind is None:
             msg = f"column {column!r} is not in the source" + _choices("columns", list(known))
             hint = _did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
             is_ = f"a {kind} column" if kind in _KINDS else "neither number, temporal nor string"
+            if column in dash.source.columns:  # the derived column's expression is what to fix
+                at: Loc = ("source", "columns", column)
+                what = {"temporal": "a timestamp", "string": "a string", "number": "a number"}.get(
+                    kind, "neither number, timestamp nor string")
+                msg = (f"derived column {column!r} is {what}, but"
+                       f" {_render(loc)} ({user}) needs a {' or '.join(kinds)} column")
+                hint = _DERIVED_HINTS.get(kinds[0], "")
+                problems.append(SpecProblem(filename, _line(lines, at), _render(at), msg, hint))
+                return
             msg = f"column {column!r} is {is_}, but {user} needs a {' or '.join(kinds)} column"
             hints = hints or {}
             hint = hints.get(kind) or hints.get("*") or f"pick a {kinds[0]} column, or derive one in source.columns"
@@ -179,18 +487,104 @@ def check_columns(dash: m.Dashboard, schema: dict[str, str]) -> None:
 
 
 _KINDS = ("number", "temporal", "string")
+_DERIVED_HINTS = {
+    "number": "make the expression a number, e.g. CAST(... AS DOUBLE)",
+    "temporal": "make the expression a timestamp, e.g. to_timestamp(...) or timestamp_seconds(...)",
+}
+
+
+def _coarse(kind: str) -> str:
+    """A kind of spec/expressions.py (or of a schema) as check_columns compares them."""
+    if kind in ex.NUMBER:
+        return "number"
+    return kind if kind in _KINDS else "other"
 
 
 # --- reading YAML with line marks ------------------------------------------------------
 
 
+MAX_DEPTH = 64  # nesting levels; real specs use fewer than 10
+MAX_NODES = 100_000  # values in the document once aliases (*name) are expanded
+
+
 def _read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
+    """The document's node tree (for lines) and its Python value.
+
+    Refused before anything walks the tree: nesting deeper than MAX_DEPTH (PyYAML's
+    composer is recursive) and aliases expanding to more than MAX_NODES values (a
+    "billion laughs" document is a few lines that expand to billions of values).
+    """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        raw = yaml.safe_load(text)
+        _check_depth(text, filename)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_expansion(node, filename)
+            raw = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
         raise SpecError([_yaml_problem(e, text, filename)]) from None
     return node, raw
+
+
+_OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
+         yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
+_CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def _check_depth(text: str, filename: str) -> None:
+    depth = 0
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):  # iterative, unlike composing
+        if isinstance(token, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                msg = f"the document nests more than {MAX_DEPTH} levels deep"
+                hint = "a dashboard spec needs fewer than 10 levels: check the brackets"
+                raise SpecError([SpecProblem(filename, token.start_mark.line + 1, "", msg, hint)])
+        elif isinstance(token, _CLOSE):
+            depth -= 1
+
+
+def _check_expansion(root: yaml.Node, filename: str) -> None:
+    """Count the values the document holds with its aliases expanded, without expanding
+    them (each node's count is memoized), and refuse cycles and alias bombs."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            msg = "a YAML alias refers to a value that contains it (a cycle)"
+            raise SpecError([SpecProblem(filename, node.start_mark.line + 1, "", msg,
+                                         "write the value out instead of the alias")])
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        open_.add(key)
+        sizes[key] = 1 + sum(size(c) for c in children)
+        open_.discard(key)
+        return sizes[key]
+
+    total = size(root)
+    if total <= MAX_NODES:
+        return
+    # point at the top-level key whose value expands the most (an alias's use, if any)
+    if isinstance(root, yaml.MappingNode) and root.value:
+        k, v = max(root.value, key=lambda kv: (size(kv[1]), kv[1].start_mark.line < kv[0].start_mark.line))
+        line, path, n = k.start_mark.line + 1, str(k.value), size(v)
+    else:
+        line, path, n = root.start_mark.line + 1, "", total
+    msg = (f"YAML aliases expand this to {n:,} values; a spec holds at most {MAX_NODES:,}"
+           " (refusing what looks like an alias bomb)")
+    hint = "write the values out, or use fewer nested aliases (*name)"
+    raise SpecError([SpecProblem(filename, line, path, msg, hint)])
 
 
 def _yaml_problem(e: yaml.YAMLError, text: str, filename: str) -> SpecProblem:
@@ -199,6 +593,11 @@ def _yaml_problem(e: yaml.YAMLError, text: str, filename: str) -> SpecProblem:
     mark, context = getattr(e, "problem_mark", None), getattr(e, "context", None)
     cmark = getattr(e, "context_mark", None)
     line = mark.line + 1 if mark else None
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML does not allow
+        line = text.count("\n", 0, e.position) + 1
+        code = ord(e.character) if isinstance(e.character, str) else e.character
+        problem = f"character #x{code:04x} is not allowed in YAML ({e.reason})" \
+            if isinstance(code, int) else str(e.reason)
     if cmark is not None and (line is None or line > len(text.splitlines())):
         line = cmark.line + 1  # the problem is the end of the file: point at what is left open
     msg = f"not valid YAML: {problem}"
@@ -210,6 +609,10 @@ def _yaml_problem(e: yaml.YAMLError, text: str, filename: str) -> SpecProblem:
         hint = "indent with spaces, not tabs"
     elif "another document" in problem:
         hint = "a spec file holds one dashboard: remove the second '---'"
+    elif isinstance(e, yaml.reader.ReaderError):
+        hint = "remove the control character (or write it as an escape in a quoted string)"
+    elif "constructor for the tag" in problem:
+        hint = "a spec holds plain YAML values: remove the '!!' tag"
     else:
         hint = "check the indentation, brackets and quotes on and above this line"
     return SpecProblem(filename, line, "", msg, hint)
@@ -255,6 +658,29 @@ _BOUNDS = {"greater_than_equal": ("ge", ">="), "less_than_equal": ("le", "<="),
 _NAME_RULE = "start with a letter or '_', then use letters, digits, '_' or '-'"
 
 
+_SCALAR_TAGS = {"str": "a string", "float": "a number", "int": "a whole number",
+                "bool": "true or false"}
+
+
+def _merge_scalar_unions(errors: list[dict], raw: Any) -> list[dict]:
+    """One error per value of a scalar union (`str | float | int`), not one per member:
+    pydantic reports `default.str: ...` and `default.float: ...` for the same value."""
+    out: list[dict] = []
+    merged: dict[tuple, dict] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        parent = _value_at(loc[:-1], raw)
+        if loc and loc[-1] in _SCALAR_TAGS and not (isinstance(parent, dict) and loc[-1] in parent):
+            if loc[:-1] not in merged:
+                merged[loc[:-1]] = {"type": "scalar_union", "loc": loc[:-1], "input": err.get("input"),
+                                    "ctx": {"expected": []}, "msg": err["msg"]}
+                out.append(merged[loc[:-1]])
+            merged[loc[:-1]]["ctx"]["expected"].append(_SCALAR_TAGS[loc[-1]])
+        else:
+            out.append(err)
+    return out
+
+
 def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: str) -> SpecProblem:
     loc = _yaml_loc(tuple(err["loc"]), raw)
     kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
@@ -285,11 +711,26 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         else:
             msg = "missing required key 'type'"
         msg += _choices("view types", tags)
+    elif kind == "literal_error" and key == "op" and loc[-3:-2] == ("parameters",) \
+            and value in ("between", "range", "in"):
+        choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
+        msg = (f"op {_show(value)} is not supported yet: a parameter compares its field with"
+               " one value" + _choices("op accepts", choices))
+        hint = ("for a range, declare two slider parameters on the same field, one with"
+                " op: gte and one with op: lte")
     elif kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
         msg = f"unsupported {label} {_show(value)}" + _choices(f"{key} accepts", choices)
         hint = _did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
+    elif kind == "scalar_union":
+        expected = list(dict.fromkeys(ctx["expected"]))
+        if "a number" in expected and "a whole number" in expected:
+            expected.remove("a whole number")
+        msg = f"expected {' or '.join(expected)}, got {_show(value)}"
+        if key == "default" and isinstance(value, (list, dict)):
+            hint = ("a parameter's default is one value; for a range, declare two slider"
+                    " parameters (op: gte and op: lte)")
     elif loc[-1:] == ("extent",) and kind in ("too_long", "tuple_type"):
         msg, hint = _wrong_length(loc, value)
     elif kind in _EXPECTED:
@@ -304,6 +745,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
     elif kind in _BOUNDS:
         name, op = _BOUNDS[kind]
         msg = f"must be {op} {ctx.get(name)}, got {_show(value)}"
+        if key == "top" and name == "le":
+            hint = f"a categorical view shows at most {MAX_TOP} values, then one '(other)' bar"
     elif kind == "too_short":
         n = ctx.get("min_length", 1)
         msg = f"needs at least {n} item{'s' if n != 1 else ''}, got {ctx.get('actual_length', 0)}"
@@ -326,6 +769,8 @@ def _value_hint(loc: Loc, msg: str) -> str:
     """Hints for the models' own checks (field validators)."""
     if loc[-2:] == ("bin", "step"):
         return "step is the width of one bin, in the field's units"
+    if loc[-2:] == ("bin", "extent") and "finite" in msg:
+        return "a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"
     if loc[-2:] == ("bin", "extent"):
         return "write extent: [lo, hi] with lo < hi"
     if loc[-2:] == ("aggregate", "field"):

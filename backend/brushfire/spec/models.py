@@ -9,9 +9,12 @@ schema.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from brushfire.limits import MAX_TOP
 
 AggregateOp = Literal["count", "sum", "mean"]
 TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
@@ -54,6 +57,9 @@ class Bin(Model):
     @field_validator("extent")
     @classmethod
     def _nonempty_extent(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not (math.isfinite(v[0]) and math.isfinite(v[1])):
+            msg = f"extent [{v[0]:g}, {v[1]:g}] must be two finite numbers"
+            raise ValueError(msg)
         if not (v[0] < v[1]):
             msg = f"extent [{v[0]:g}, {v[1]:g}] is empty: the first value must be below the second"
             raise ValueError(msg)
@@ -61,7 +67,13 @@ class Bin(Model):
 
     @property
     def count(self) -> int:
-        return max(1, math.ceil((self.extent[1] - self.extent[0]) / self.step - 1e-9))
+        """The number of bars (validate refuses more than limits.MAX_BARS)."""
+        bars = (self.extent[1] - self.extent[0]) / self.step
+        if not math.isfinite(bars):  # the extent's width overflows a double
+            bars = self.extent[1] / self.step - self.extent[0] / self.step
+        if not math.isfinite(bars):
+            return sys.maxsize
+        return max(1, math.ceil(bars - 1e-9))
 
 
 class Aggregate(Model):
@@ -109,7 +121,7 @@ class CategoricalView(_ViewBase):
 
     type: Literal["categorical"]
     field: str
-    top: int = Field(20, ge=1, le=1000)
+    top: int = Field(20, ge=1, le=MAX_TOP)
     other: bool = True
 
 

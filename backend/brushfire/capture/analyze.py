@@ -1,0 +1,193 @@
+"""Spark's analysis of a spec's source, before any job: read the source (schema only),
+add each derived column and static filter one at a time and let Spark analyse it
+(`df.schema` resolves names and types without running anything; reading a Parquet
+source's schema is Spark's one small job over the footers), so every failure names
+its key: `source.path`, `source.columns.<name>` or `source.filters[i]`. Then the view
+fields are checked against the types Spark gives the derived columns, and decimal
+division in derived columns is reported as a warning.
+
+Capture calls `analyze_source` instead of reading the source itself; `brushfire validate
+--spark` calls it on a local Spark session. `materialize_source` writes the source as
+Spark computes it (derived columns, filters) to Parquet, for SQL engines that check
+Brushfire's answers (tests/oracle.py, `brushfire bench --check`, the DuckDB baselines).
+
+With capture/spark.py, the only modules that use pyspark (imported inside functions).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from brushfire.errors import BrushfireError, SpecError, SpecProblem
+from brushfire.source import read_types, source_error, time_ranges
+from brushfire.spec import models as m
+from brushfire.spec.loader import (
+    check_columns,
+    check_temporal_bars,
+    expression_warnings,
+    temporal_fields,
+)
+
+log = logging.getLogger("brushfire.spec")
+Warn = Callable[[str], None]
+
+
+def analyze_source(spark, dash: m.Dashboard, warn: Warn | None = None):
+    """The source as a DataFrame (derived columns added, static filters applied), every
+    part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
+    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger)."""
+    from pyspark.sql import functions as F
+
+    warn = warn or log.warning
+    src = dash.source
+    if read_types(src) is not None:  # local Parquet / ORC: footers read with pyarrow, not Spark
+        check_temporal_bars(dash, time_ranges(src, temporal_fields(dash)))
+    with _spark_problem(lambda text: source_error(src, text, _read_hint(text, src))):
+        df = spark.read.format(src.resolved_format).options(**src.options).load(src.path)
+        _ = df.schema
+    source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
+    for name, text in src.columns.items():
+        with _spark_problem(_at(dash, ("source", "columns", name), "Spark cannot analyse it")):
+            df = df.withColumn(name, F.expr(text))
+            _ = df.schema
+    for i, text in enumerate(src.filters):
+        loc = ("source", "filters", i)
+        with _spark_problem(_at(dash, loc, "Spark cannot analyse it")):
+            t = df.select(F.expr(text).alias("c")).schema.fields[0].dataType
+            if t.typeName() != "boolean":
+                msg = f"a static filter is a condition, but Spark types this {t.simpleString().upper()}"
+                raise _spec_error(dash, loc, msg, "compare it with something, e.g. x > 0")
+            df = df.where(F.expr(text))
+            _ = df.schema
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    derived = {name: _fine_kind(fields[name]) for name in src.columns}
+    check_columns(dash, {c: _fine_kind(t) for c, t in fields.items()}, derived=derived)
+    types = {name: fields[name].simpleString().upper() for name in src.columns}
+    for w in expression_warnings(dash, source_kinds, types):
+        warn(w.render())
+    return df
+
+
+def materialize_source(dash: m.Dashboard, cache_dir: str | Path, spark=None) -> list[str]:
+    """The source's rows as Spark computes them (derived columns added, static filters
+    applied, in capture's row order) as Parquet files under `cache_dir`, written once per
+    source version and spec source (the entry is reused while both are unchanged).
+    Returns the files in row order."""
+    from brushfire.capture import spark as sp
+    from brushfire.lineage.store import source_fingerprint
+
+    src = dash.source
+    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), source_fingerprint(src.path)],
+                                    sort_keys=True, default=str).encode()).hexdigest()[:20]
+    entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"
+    if not (entry / "_SUCCESS").exists():
+        spark = spark or sp.get_spark()
+        df = analyze_source(spark, dash)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=entry.parent))
+        conf = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+        try:
+            spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            with sp.spark_errors("writing the source for the SQL check"):
+                df.write.mode("overwrite").parquet(str(tmp / "data"))
+        finally:
+            if conf is None:
+                spark.conf.unset("spark.sql.parquet.outputTimestampType")
+            else:
+                spark.conf.set("spark.sql.parquet.outputTimestampType", conf)
+        shutil.rmtree(entry, ignore_errors=True)
+        (tmp / "data").rename(entry)
+        shutil.rmtree(tmp, ignore_errors=True)
+    # part-00000, part-00001, ...: Spark's partition order, which is capture's row order
+    return [str(p) for p in sorted(entry.glob("part-*.parquet"))]
+
+
+# --- Spark's errors, at the spec's keys -------------------------------------------------
+
+
+def _at(dash: m.Dashboard, loc: tuple, what: str) -> Callable[[str], BrushfireError]:
+    def make(text: str) -> BrushfireError:
+        return _spec_error(dash, loc, f"{what}: {text}", _analysis_hint(text))
+    return make
+
+
+def _spec_error(dash: m.Dashboard, loc: tuple, msg: str, hint: str = "") -> SpecError:
+    from brushfire.spec.loader import _line, _render
+
+    lines = getattr(dash, "_lines", {})
+    filename = getattr(dash, "_filename", "<spec>")
+    return SpecError([SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)])
+
+
+@contextlib.contextmanager
+def _spark_problem(make: Callable[[str], BrushfireError]) -> Iterator[None]:
+    """Spark's analysis and read errors (pyspark, py4j) as the error `make` builds from
+    Spark's first line; anything else passes through."""
+    try:
+        yield
+    except BrushfireError:
+        raise
+    except Exception as e:
+        if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        raise make(spark_message(e)) from None
+
+
+def spark_message(e: BaseException) -> str:
+    """Spark's reason in one line: no error class tag, SQLSTATE, plan or Java stack."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    if "Py4JJavaError" in type(e).__name__ or first.startswith("An error occurred while calling"):
+        causes = [x for x in text.splitlines() if "Exception:" in x]
+        first = causes[0].split("Exception:", 1)[1] if causes else first
+    first = re.sub(r"^\s*\[[A-Z0-9_.]+\]\s*", "", first)
+    first = re.sub(r"\s*SQLSTATE: \w+;?.*$", "", first).rstrip(" ;")
+    return first[:400]
+
+
+def _analysis_hint(text: str) -> str:
+    low = text.lower()
+    if "cannot be resolved" in low or "cannot resolve" in low:
+        return "name a column of the source, or a derived column above this one"
+    if "data type mismatch" in low or "datatype_mismatch" in low:
+        return "CAST(x AS DOUBLE) or CAST(x AS STRING) makes the types agree"
+    if "undefined function" in low or "unresolved_routine" in low:
+        return "see the functions Spark SQL provides; docs/spec.md lists the allowed ones"
+    return "check the expression against Spark SQL's syntax"
+
+
+def _read_hint(text: str, src: m.Source) -> str:
+    low = text.lower()
+    if "path does not exist" in low or "path_not_found" in low:
+        return "fix the path; executors must read it at the same path (docs/deploy.md)"
+    if "unable to infer schema" in low:
+        return "the path holds no data files Spark can read (empty directory, or wrong format?)"
+    if "failed to find the data source" in low or "data_source_not_found" in low:
+        return "source.format is parquet, csv, json or orc"
+    return f"is it a {src.resolved_format} file? set source.format if the extension does not say"
+
+
+def _fine_kind(t) -> str:
+    """A Spark type as spec/expressions.py names kinds."""
+    name = t.typeName()
+    if name in ("byte", "short", "integer", "long"):
+        return "int"
+    if name == "decimal":
+        return "decimal"
+    if name in ("float", "double"):
+        return "double"
+    if name in ("timestamp", "timestamp_ntz", "date"):
+        return "temporal"
+    if name in ("string", "varchar", "char"):
+        return "string"
+    if name == "boolean":
+        return "boolean"
+    return "other"

@@ -1,0 +1,144 @@
+"""The correctness check (bench/check.py) on a dashboard whose derived columns mean
+different things in Spark SQL and DuckDB's SQL, with a float32 column brushed at bounds a
+float cannot hold: no false mismatches, and the DuckDB baselines agree too (issue 12)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from brushfire import Dashboard, protocol
+from brushfire.baselines import with_engine
+from brushfire.bench.check import Checker
+from brushfire.spec import parse_dashboard
+
+pytestmark = pytest.mark.spark
+
+MAG = np.float32(17.247666)  # a float32 value: 17.247665405273438 as a double
+
+
+def dialect_rows(n: int = 2000) -> pa.Table:
+    rng = np.random.default_rng(11)
+    mag = (rng.normal(18, 1.5, n)).astype(np.float32)
+    mag[:50] = MAG  # many rows exactly at the value a brush edge will graze
+    z = rng.choice([0.0, 0.5, 10.0, 1000.0, -1.0], n)
+    slope = rng.normal(0, 10, n)
+    slope[:20] = -np.inf  # an infinite raw value: below every extent
+    return pa.table({
+        "px": rng.normal(0, 3, n).round(2),  # CAST(px AS BIGINT): Spark truncates, DuckDB rounds
+        "secs": rng.integers(978_307_200, 978_307_200 + 90 * 86_400, n),  # epoch seconds
+        "z": z,  # log10(0) and log10(-1): NULL in Spark, -inf and an error in DuckDB
+        "mag": pa.array(mag, pa.float32()),
+        "slope": slope,
+        "m": rng.integers(-50, 300, n).astype(float) + 0.1,
+    })
+
+
+def dialect_spec(path) -> dict:
+    return {
+        "name": "dialect",
+        "source": {"path": str(path), "columns": {
+            "ipx": "CAST(px AS BIGINT)", "when": "timestamp_seconds(secs)", "lz": "log10(z)"}},
+        "views": [
+            {"name": "ipx", "type": "histogram", "field": "ipx", "bin": {"step": 1, "extent": [-10, 10]}},
+            {"name": "day", "type": "temporal", "field": "when", "unit": "day"},
+            {"name": "lz", "type": "histogram", "field": "lz", "bin": {"step": 0.5, "extent": [-1, 4]},
+             "aggregate": {"op": "mean", "field": "m"}},
+            {"name": "mag", "type": "histogram", "field": "mag", "bin": {"step": 0.25, "extent": [12, 24]}},
+            {"name": "slope", "type": "histogram", "field": "slope",
+             "bin": {"step": 5, "extent": [-40, 40], "clamp": True}, "aggregate": {"op": "sum", "field": "m"}},
+        ],
+        "interactions": {"crossfilter": [{"views": ["ipx", "day", "lz", "mag", "slope"]}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def dialect(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dialect")
+    pq.write_table(dialect_rows(), folder / "rows.parquet")
+    spec = parse_dashboard(dialect_spec(folder / "rows.parquet"))
+    dash = Dashboard.open(spec, spark=spark, cache_dir=folder / "cache")
+    labels = {v.name: v.labels for v in dash.store.views}
+    return dash, Checker(spec, labels, cache_dir=str(folder / "cache")), folder
+
+
+def messages() -> list[dict]:
+    edge = float(np.nextafter(float(MAG), math.inf))  # just above the float32 value, as a double
+    return [
+        {"type": "brush", "view": "mag", "interval": [edge, 18.667666666666666]},
+        {"type": "brush", "view": "ipx", "interval": [-2, 1]},
+        {"type": "brush", "view": "lz", "interval": [-0.5, 2.5]},
+        {"type": "brush", "view": "day", "interval": ["2001-01-10", "2001-02-20T12:00:00"]},
+        {"type": "brush", "view": "mag", "interval": [float(MAG), None]},
+        {"type": "brush", "view": "slope", "interval": [None, 3.3]},
+        {"type": "brush", "view": "slope", "interval": [-12.5, 40]},
+        {"type": "clear", "view": "ipx"},
+        {"type": "brush", "view": "mag", "interval": [None, float(np.nextafter(float(MAG), -math.inf))]},
+    ]
+
+
+@pytest.mark.parametrize("engine", ["brushfire", "duckdb", "preagg"])
+def test_no_false_mismatches_on_spark_semantics(dialect, engine):
+    dash, checker, _ = dialect
+    session = with_engine(dash, engine).session()
+    replies = [protocol.handle(session, msg) for msg in messages()]
+    assert [r["type"] for r in replies] == ["update"] * len(replies), replies  # -inf: no crash
+    # preagg moves a brush end between two pixel edges to the nearer one and says so
+    exact = [(0, i, r) for i, r in enumerate(replies)
+             if not any("snapped" in m for m in r["methods"].values())]
+    assert len(exact) >= (2 if engine == "preagg" else len(replies))
+    result = checker.check(exact)
+    assert result.mismatches == 0, result.examples
+
+
+def test_the_float32_edge_is_compared_as_spark_compares(dialect):
+    dash, checker, _ = dialect
+    session = dash.session()
+    reply = protocol.handle(session, messages()[0])
+    # the 50 rows at MAG lie below the bound as doubles: not selected (DuckDB comparing
+    # the FLOAT column with the bound rounded to a float would select them)
+    con = checker.con
+    n_at = con.execute(f"SELECT count(*) FROM chk WHERE mag = CAST({float(MAG)!r} AS FLOAT)").fetchone()[0]
+    assert n_at >= 50
+    edge = messages()[0]["interval"][0]
+    # the SQL brushfire.sql used to write: DuckDB rounds the literal to the column's FLOAT
+    wrong = con.execute(f"SELECT count(*) FROM chk WHERE mag >= {edge!r} AND mag <= 18.667666666666666"
+                        ).fetchone()[0]
+    assert reply["selected"] == wrong - n_at
+    assert checker.compare(reply) == []
+
+
+def test_derived_columns_are_spark_values_in_the_check(dialect):
+    dash, checker, _ = dialect
+    rows = checker.con.execute("SELECT px, ipx, z, lz FROM chk").fetchall()
+    assert all(ipx == math.trunc(px) for px, ipx, _, _ in rows)  # Spark truncates
+    assert all(lz is None for _, _, z, lz in rows if z <= 0)  # NULL, not -inf
+
+
+def test_a_failing_engine_is_reported_under_its_name_with_its_log(dialect, tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from brushfire.cli import main
+
+    _, _, folder = dialect
+    spec = tmp_path / "dialect.yaml"
+    spec.write_text(yaml.safe_dump(dialect_spec(folder / "rows.parquet"), sort_keys=False))
+    # the captured lineage is in the cache, so only the lazy baseline starts Spark, and fails
+    code = main(["bench", "--spec", str(spec), "--cache-dir", str(folder / "cache"), "--engine",
+                 "lazy,brushfire", "--spark-master", "local[two]", "--limit", "20", "--warmup", "0",
+                 "--check", "--no-plots", "--out-dir", str(tmp_path), "--name", "failing"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert not err.startswith("brushfire:"), err
+    assert "lazy: FAILED: the lazy server exited (1):" in out
+    assert "Could not parse Master URL: 'local[two]'" in out  # from the lazy server's log
+    result = json.loads((tmp_path / "failing.json").read_text())
+    assert "local[two]" in result["engines"]["lazy"]["error"]
+    assert result["engines"]["brushfire"]["check"]["mismatches"] == 0  # the other engine ran
+    assert "lazy       FAILED: the lazy server exited (1):" in result["table"]

@@ -1,0 +1,71 @@
+"""brushfire.sql: literals of the same value in both dialects, quoted column names, numbers
+compared as Spark compares them, and the documented numeric guarantee."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import numpy as np
+import pytest
+
+from brushfire import sql
+from brushfire.spec import models as m
+
+
+@pytest.mark.parametrize(("x", "text"), [
+    (0.1, "0.1e0"), (-60.0, "-60.0e0"), (1e-300, "1e-300"), (17.247666666666667, "17.247666666666667e0"),
+    (5, "5"), (math.inf, "CAST('Infinity' AS DOUBLE)"),
+])
+def test_numbers_are_double_literals(x, text):
+    assert sql.num(x) == text
+    if isinstance(x, float) and math.isfinite(x):
+        got = duckdb.sql(f"SELECT {text}, typeof({text})").fetchall()[0]
+        assert got == (x, "DOUBLE")  # not a DECIMAL, and the very same double
+
+
+def test_column_names_are_quoted():
+    con = duckdb.connect()
+    con.execute('CREATE TABLE src AS SELECT 1.5 AS "when", \'a"b\' AS "order"')
+    view = m.HistogramView(name="w", type="histogram", field="when",
+                           bin=m.Bin(step=1, extent=(0, 10)))
+    assert con.execute(f"SELECT {sql.bar_key_sql(view, None)} FROM src").fetchone() == (1,)
+    assert con.execute(f"SELECT count(*) FROM src WHERE {sql.interval_sql('when', (1, 2))}").fetchone() == (1,)
+    assert sql.ident('a"b') == '"a""b"' and sql.ident("a`b", sql.SPARK) == "`a``b`"
+
+
+def test_float32_columns_compare_widened_to_double():
+    x32 = np.float32(17.247666)
+    edge = float(np.nextafter(float(x32), math.inf))
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE src AS SELECT CAST({float(x32)!r} AS FLOAT) AS mag")
+    assert con.execute(f"SELECT count(*) FROM src WHERE mag >= {edge!r}").fetchone() == (1,)  # DuckDB's rounding
+    assert con.execute(f"SELECT count(*) FROM src WHERE {sql.interval_sql('mag', (edge, None))}").fetchone() == (0,)
+    assert con.execute(f"SELECT count(*) FROM src WHERE {sql.interval_sql('mag', (float(x32), None))}").fetchone() == (1,)
+    p = m.Parameter(name="p", field="mag", widget="slider", op="gte")
+    assert con.execute(f"SELECT count(*) FROM src WHERE {sql.parameter_sql(p, edge)}").fetchone() == (0,)
+
+
+def test_infinite_values_fall_in_no_bin_or_the_clamped_edges():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE src AS SELECT * FROM (VALUES ('-inf'::DOUBLE), ('inf'::DOUBLE), (5.0)) t(x)")
+    for clamp, want in ((False, [None, None, 0]), (True, [0, 9, 0])):
+        b = m.Bin(step=10, extent=(0, 100), clamp=clamp)
+        assert [r[0] for r in con.execute(f"SELECT {sql.bin_sql('x', b)} FROM src").fetchall()] == want
+
+
+@pytest.mark.parametrize(("got", "want", "op", "count", "abs_sum", "integer", "ok"), [
+    (3.0, 3, "count", 0, 0, False, True),
+    (3.0, 4, "count", 0, 0, False, False),
+    (10.0, 10, "sum", 3, 30, True, True),  # integer measures: exact
+    (10.000000001, 10, "sum", 3, 30, True, False),
+    (100.0 + 2e-8, 100.0, "sum", 10, 1e2, False, True),  # 1e-9 × Σ|x| = 1e-7
+    (100.0 + 2e-7, 100.0, "sum", 10, 1e2, False, False),
+    (0.0 + 5e-7, 0.0, "sum", 10, 1e3, False, True),  # cancellation: relative to Σ|x|, not the sum
+    (10.0 + 5e-9, 10.0, "mean", 10, 1e2, False, True),  # mean: the sum's bound / count
+    (10.0 + 5e-8, 10.0, "mean", 10, 1e2, False, False),
+    (None, None, "mean", 0, 0, False, True),
+    (0.0, None, "sum", 0, 0, False, False),
+])
+def test_value_agrees_is_the_documented_guarantee(got, want, op, count, abs_sum, integer, ok):
+    assert sql.value_agrees(got, want, op, count, abs_sum, integer) is ok
