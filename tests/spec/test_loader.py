@@ -328,8 +328,8 @@ bad/heatmap_axis_too_many_bars.yaml:7: views[0].x.bin: 360,000 bars (extent [0, 
 bad/categorical_top_too_large.yaml:8: views[0].top: must be <= 1000, got 5000
     hint: a categorical view shows at most 1000 values, then one '(other)' bar"""),
     ("too_many_filters.yaml", """\
-bad/too_many_filters.yaml:73: interactions.crossfilter[0].views[64]: 67 filters: 66 brushable views in crossfilter groups and 1 parameter; a dashboard has at most 64
-    hint: this is filter 65; set brush: none on views nobody needs to brush, or split the dashboard"""),
+bad/too_many_filters.yaml:73: interactions.crossfilter[0].views[63]: 67 filters: 66 brushable views in crossfilter groups and 1 parameter; a dashboard has at most 63
+    hint: this is filter 64; set brush: none on views nobody needs to brush, or split the dashboard"""),
     # --- other values
     ("bin_extent_words.yaml", """\
 bad/bin_extent_words.yaml:8: views[0].bin.extent[0]: expected a number, got 'low'
