@@ -1,6 +1,7 @@
 """numba kernels: the arithmetic of every interaction, over one shard's blocks at a time.
-No classes, no I/O; every kernel is serial and releases the GIL, and `engine/parallel.py`
-runs them on worker threads (a block range per task) and sums their partial results.
+No classes, no I/O; every kernel is serial and releases the GIL, and the session runs
+them on worker threads (engine/parallel.py), a block range per task, and sums their
+partial results.
 
 Arguments (built by engine/state.py from lineage/layout.py):
 - S  one shard: (keys (D, n) uint16, raw (R, n) float64, meas (M, n) float64,
@@ -14,14 +15,21 @@ Arguments (built by engine/state.py from lineage/layout.py):
      or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
      (-1: not indexed).
 - Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
-     Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t: mode 0 passes every row, 1 passes keys tlo..thi (empty when tlo > thi) except,
-     for fine dims, rows of key telo with raw < tvlo and of key tehi with raw > tvhi; 2
-     passes keys k with bits[tbits[t], k]; 3 passes rows whose bar in view tview[t] is b
-     with bits[tbits[t], b]. The no-value key never passes modes 1 and 2.
+     Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t:
+     mode 0 passes every row, 1 passes keys tlo..thi (empty when tlo > thi) except, for
+     fine dims, rows of key telo with raw < tvlo and of key tehi with raw > tvhi; 2 passes
+     keys k with bits[tbits[t], k]; 3 passes rows whose bar in view tview[t] is b with
+     bits[tbits[t], b]. The no-value key never passes modes 1 and 2.
 - need (V,) uint64: the filters (bit f) a row must pass to count in view v.
 Aggregates: counts (int64), sums (float64: the measure's non-missing values) and oks
 (int64: how many) per slot; view v's bars are slots bar_off[v] .. bar_off[v] + nbars[v]
 (the last one: rows the view drops).
+
+Every kernel works a CHUNK of rows at a time: it gathers their row numbers, tests the
+filters one dim at a time over the chunk (vectorizable loops), then counts each view's
+passing rows in one tight loop. Arrays are unpacked once per chunk, never per row: numba
+reference-counts an array each time one is passed or taken from a tuple, and per row that
+costs more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -29,53 +37,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-CHUNK = 2048  # rows tested together (a vectorizable loop per dim), then counted per view
+CHUNK = 2048
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _test_passes(keys, raw, r, t, L, Q) -> bool:
-    """Does row r pass test t (scalar)?"""
-    tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
-    mode = tmode[t]
-    if mode == 0:
-        return True
-    if mode == 3:
-        return bits[tbits[t], _bar(keys, r, tview[t], L)]
-    d = tdim[t]
-    k = np.int64(keys[d, r])
-    if mode == 2:
-        return bits[tbits[t], k]
-    if k < tlo[t] or k > thi[t]:
-        return False
-    if k == telo[t] and raw[L[12][d], r] < tvlo[t]:
-        return False
-    return not (k == tehi[t] and raw[L[12][d], r] > tvhi[t])
+# --- per chunk: filter tests, bars, counting ------------------------------------------------
 
 
 @njit(nogil=True, cache=True)
-def row_fails(keys, raw, r, union, L, Q) -> np.uint64:
-    """The filters in `union` that row r fails (bit f for filter f)."""
-    fails = np.uint64(0)
-    tdim = Q[10]
-    f = 0
-    m = union
-    while m:
-        if m & np.uint64(1):
-            for j in range(2):
-                t = 2 * f + j
-                if tdim[t] < 0:
-                    break
-                if not _test_passes(keys, raw, r, t, L, Q):
-                    fails |= np.uint64(1) << np.uint64(f)
-                    break
-        m >>= np.uint64(1)
-        f += 1
-    return fails
-
-
-@njit(nogil=True, cache=True)
-def _chunk_fails(keys, raw, c0, n, union, L, Q, fail):
-    """fail[i] = the filters in `union` row c0 + i fails, for i < n (vectorized per dim)."""
+def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
+    """fail[i] = the filters in `union` that row rows[i] fails, for i < n; when c0 >= 0
+    the rows are c0, c0 + 1, ... (a sequential pass: the tests vectorize)."""
     tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
     draw = L[12]
     for i in range(n):
@@ -93,63 +64,145 @@ def _chunk_fails(keys, raw, c0, n, union, L, Q, fail):
                 mode = tmode[t]
                 if mode == 1:
                     lo, hi = tlo[t], thi[t]
-                    for i in range(n):
-                        k = np.int64(keys[d, c0 + i])
-                        if k < lo or k > hi:
-                            fail[i] |= bit
-                    elo, ehi = telo[t], tehi[t]
-                    if elo >= 0 or ehi >= 0:  # fine dims: the edge buckets' rows by raw value
-                        rc = draw[d]
-                        vlo, vhi = tvlo[t], tvhi[t]
+                    if hi < lo:  # empty
                         for i in range(n):
-                            k = np.int64(keys[d, c0 + i])
-                            if k == elo and raw[rc, c0 + i] < vlo:
-                                fail[i] |= bit
-                            if k == ehi and raw[rc, c0 + i] > vhi:
-                                fail[i] |= bit
+                            fail[i] |= bit
+                        continue
+                    span = np.uint64(hi - lo)
+                    if c0 >= 0:  # branchless: (k - lo) as unsigned > span  <=>  k outside lo..hi
+                        kd = keys[d, c0:c0 + n]
+                        for i in range(n):
+                            fail[i] |= bit * np.uint64(np.uint64(np.int64(kd[i]) - lo) > span)
+                    else:
+                        for i in range(n):
+                            fail[i] |= bit * np.uint64(np.uint64(np.int64(keys[d, rows[i]]) - lo) > span)
+                    elo, ehi = telo[t], tehi[t]
+                    if (elo >= 0 or ehi >= 0) and draw[d] >= 0:  # fine dims: edge buckets by raw value
+                        hits = 0  # buckets hold few rows: most chunks have none
+                        if c0 >= 0:
+                            kd = keys[d, c0:c0 + n]
+                            for i in range(n):
+                                k = np.int64(kd[i])
+                                hits += (k == elo) | (k == ehi)
+                        else:
+                            hits = n
+                        if hits:
+                            rc = draw[d]
+                            vlo, vhi = tvlo[t], tvhi[t]
+                            for i in range(n):
+                                r = c0 + i if c0 >= 0 else rows[i]
+                                k = np.int64(keys[d, r])
+                                if k == elo or k == ehi:
+                                    x = raw[rc, r]
+                                    if (k == elo and x < vlo) or (k == ehi and x > vhi):
+                                        fail[i] |= bit
                 elif mode == 2:
                     row = tbits[t]
                     for i in range(n):
-                        if not bits[row, keys[d, c0 + i]]:
-                            fail[i] |= bit
+                        r = c0 + i if c0 >= 0 else rows[i]
+                        fail[i] |= bit * np.uint64(not bits[row, keys[d, r]])
                 elif mode == 3:
-                    row, v = tbits[t], tview[t]
+                    row = tbits[t]
+                    rr = np.empty(n, np.int64)
                     for i in range(n):
-                        if not bits[row, _bar(keys, c0 + i, v, L)]:
-                            fail[i] |= bit
+                        rr[i] = c0 + i if c0 >= 0 else rows[i]
+                    bars = np.empty(n, np.int64)
+                    _bars(keys, rr, -1, n, tview[t], L, bars)
+                    for i in range(n):
+                        fail[i] |= bit * np.uint64(not bits[row, bars[i]])
         m >>= np.uint64(1)
         f += 1
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _bar(keys, r, v, L) -> np.int64:
-    vdim0, vdim1, vlut0, vlut1, luts, nbars = L[0], L[1], L[2], L[3], L[4], L[5]
-    code = np.int64(luts[vlut0[v] + keys[vdim0[v], r]])
-    if vdim1[v] >= 0:
-        code += luts[vlut1[v] + keys[vdim1[v], r]]
-        if code > nbars[v]:
-            code = nbars[v]
-    return code
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _add(keys, meas, r, v, sign, L, counts, sums, oks):
-    """Add row r, `sign` times, to its bar of view v."""
-    slot = L[6][v] + _bar(keys, r, v, L)
-    counts[slot] += sign
-    kind = L[7][v]
-    if kind != 0:
-        x = L[11][L[10][v] + keys[L[8][v], r]] if kind == 1 else meas[L[9][v], r]
-        if x == x:
-            sums[slot] += sign * x
-            oks[slot] += sign
+@njit(nogil=True, cache=True)
+def _passes(keys, raw, rows, n, f, L, Q, out):
+    """out[i] = does row rows[i] pass filter f?"""
+    fail = np.empty(n, np.uint64)
+    _fails(keys, raw, rows, -1, n, np.uint64(1) << np.uint64(f), L, Q, fail)
+    for i in range(n):
+        out[i] = fail[i] == 0
 
 
 @njit(nogil=True, cache=True)
-def _block_skipped(S, b, skip, L, Q) -> bool:
+def _bars(keys, rows, c0, n, v, L, out):
+    """out[i] = the bar of view v that row i of the chunk falls in (nbars[v]: dropped);
+    the chunk's rows are rows[i], or c0 + i when c0 >= 0."""
+    vdim0, vdim1, vlut0, vlut1, luts, nbars = L[0], L[1], L[2], L[3], L[4], L[5]
+    d0, o0, d1, o1, nb = vdim0[v], vlut0[v], vdim1[v], vlut1[v], nbars[v]
+    if c0 >= 0:
+        k0 = keys[d0, c0:c0 + n]
+        for i in range(n):
+            out[i] = luts[o0 + k0[i]]
+        if d1 >= 0:
+            k1 = keys[d1, c0:c0 + n]
+            for i in range(n):
+                code = out[i] + luts[o1 + k1[i]]
+                out[i] = code if code < nb else nb
+    else:
+        for i in range(n):
+            out[i] = luts[o0 + keys[d0, rows[i]]]
+        if d1 >= 0:
+            for i in range(n):
+                code = out[i] + luts[o1 + keys[d1, rows[i]]]
+                out[i] = code if code < nb else nb
+
+
+@njit(nogil=True, cache=True)
+def _measures(keys, meas, rows, c0, n, v, L, out):
+    """out[i] = view v's measure of row i of the chunk (NaN: missing)."""
+    kind, md, mc, mo, mluts = L[7][v], L[8][v], L[9][v], L[10][v], L[11]
+    for i in range(n):
+        r = c0 + i if c0 >= 0 else rows[i]
+        out[i] = mluts[mo + keys[md, r]] if kind == 1 else meas[mc, r]
+
+
+@njit(nogil=True, cache=True)
+def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs):
+    """Add each row i of the chunk wts[i] times to its bar of each view v it passes
+    (fail[i] & need[v] == 0). Views with few bars count without a branch per row (rows
+    that fail go to a spare bar) into four copies of their bars, so that rows landing in
+    the same bar one after another do not wait for each other's store."""
+    bar_off, nbars, mkind = L[6], L[5], L[7]
+    for j in range(views.shape[0]):
+        v = views[j]
+        nv = need[v]
+        base, nb = bar_off[v], nbars[v]
+        _bars(keys, rows, c0, n, v, L, bars)
+        if nb < 256:
+            # rows that fail go to a spare bar: the loop below stores unconditionally
+            spare = nb + 1
+            for q in range(n):
+                bars[q] = bars[q] if (fail[q] & nv) == 0 else spare
+            h = np.zeros((4, nb + 2), np.int64)
+            q = 0
+            while q + 4 <= n:
+                h[0, bars[q]] += wts[q]
+                h[1, bars[q + 1]] += wts[q + 1]
+                h[2, bars[q + 2]] += wts[q + 2]
+                h[3, bars[q + 3]] += wts[q + 3]
+                q += 4
+            while q < n:
+                h[0, bars[q]] += wts[q]
+                q += 1
+            for b in range(nb + 1):
+                counts[base + b] += h[0, b] + h[1, b] + h[2, b] + h[3, b]
+        else:
+            for q in range(n):
+                if (fail[q] & nv) == 0:
+                    counts[base + bars[q]] += wts[q]
+        if mkind[v] != 0:
+            _measures(keys, meas, rows, c0, n, v, L, xs)
+            for q in range(n):
+                x = xs[q]
+                if (fail[q] & nv) == 0 and x == x:  # failed rows' bars may be the spare one
+                    sums[base + bars[q]] += wts[q] * x
+                    oks[base + bars[q]] += wts[q]
+
+
+@njit(nogil=True, cache=True)
+def _block_skipped(zmin, zmax, b, skip, Q) -> bool:
     """Can block b be skipped? True when some filter in `skip` (filters every counted row
     must pass) has an interval test whose keys miss the block's key range (zone maps)."""
-    zmin, zmax = S[5], S[6]
     tmode, tlo, thi, tdim = Q[0], Q[1], Q[2], Q[10]
     f = 0
     m = skip
@@ -168,48 +221,48 @@ def _block_skipped(S, b, skip, L, Q) -> bool:
 
 
 @njit(nogil=True, cache=True)
+def _lower(keys, order, ob, base, cnt, d, key) -> np.int64:
+    """First position p in [0, cnt) of the block's key order whose key is >= `key`."""
+    lo, hi = 0, cnt
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        r = base + (mid if ob < 0 else np.int64(order[ob + mid]))
+        if np.int64(keys[d, r]) < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
 def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     """Add every row of blocks [b0, b1) that passes need[v] to view v, for v in `views`:
-    a sequential pass, filters tested CHUNK rows at a time. Blocks where a filter in `skip`
-    selects no key are skipped. Cost: O(rows x (filters + views))."""
-    keys, raw, meas = S[0], S[1], S[2]
+    a sequential pass. Blocks where a filter in `skip` selects no key are skipped.
+    Cost: O(rows x (filters + views))."""
+    keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
     union = np.uint64(0)
     for j in range(views.shape[0]):
         union |= need[views[j]]
     fail = np.empty(CHUNK, np.uint64)
-    idx = np.empty(CHUNK, np.int64)
+    rows = np.empty(CHUNK, np.int64)
+    sel = np.empty(CHUNK, np.int64)
+    wts = np.ones(CHUNK, np.int64)
+    bars = np.empty(CHUNK, np.int64)
+    xs = np.empty(CHUNK, np.float64)
     for b in range(b0, b1):
-        if skip and _block_skipped(S, b, skip, L, Q):
+        if skip and _block_skipped(zmin, zmax, b, skip, Q):
             continue
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
-            _chunk_fails(keys, raw, c0, cn, union, L, Q, fail)
-            for j in range(views.shape[0]):
-                v = views[j]
-                nv = need[v]
-                m = 0
-                for i in range(cn):  # compaction: no branch per row
-                    idx[m] = i
-                    m += 1 if (fail[i] & nv) == 0 else 0
-                for q in range(m):
-                    _add(keys, meas, c0 + idx[q], v, 1, L, counts, sums, oks)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _lower(keys, order, optr_ib, base, cnt, d, key) -> np.int64:
-    """First position p in [0, cnt) of the block's key order whose key is >= `key`."""
-    lo, hi = 0, cnt
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        r = base + (mid if optr_ib < 0 else np.int64(order[optr_ib + mid]))
-        if np.int64(keys[d, r]) < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+            _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
+            _count_chunk(keys, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
+                         bars, xs)
 
 
 @njit(nogil=True, cache=True)
@@ -228,7 +281,15 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
     union = np.uint64(0)
     for j in range(views.shape[0]):
         union |= need[views[j]]
-    tdim = Q[10]
+    fail = np.empty(CHUNK, np.uint64)
+    rows = np.empty(CHUNK, np.int64)
+    sel = np.empty(CHUNK, np.int64)
+    wts = np.empty(CHUNK, np.int64)
+    now = np.empty(CHUNK, np.bool_)
+    was = np.empty(CHUNK, np.bool_)
+    bars = np.empty(CHUNK, np.int64)
+    xs = np.empty(CHUNK, np.float64)
+    cn = 0
     for b in range(b0, b1):
         base = b * bsize
         cnt = min(n, base + bsize) - base
@@ -237,26 +298,50 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
             a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
             z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
             for q in range(a, z):
-                r = base + (q if ob < 0 else np.int64(order[ob + q]))
-                if mf >= 0:
-                    now = True
-                    was = True
-                    for jj in range(2):
-                        t = 2 * mf + jj
-                        if tdim[t] < 0:
-                            break
-                        now = now and _test_passes(keys, raw, r, t, L, Q)
-                        was = was and _test_passes(keys, raw, r, t, L, Qold)
-                    if now == was:
-                        continue
-                    sign = 1 if now else -1
-                else:
-                    sign = signs[p]
-                fails = row_fails(keys, raw, r, union, L, Q) if union else np.uint64(0)
-                for j in range(views.shape[0]):
-                    v = views[j]
-                    if (fails & need[v]) == 0:
-                        _add(keys, meas, r, v, sign, L, counts, sums, oks)
+                rows[cn] = base + (q if ob < 0 else np.int64(order[ob + q]))
+                wts[cn] = signs[p]
+                cn += 1
+                if cn == CHUNK:
+                    _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts,
+                                   now, was, views, need, counts, sums, oks, bars, xs)
+                    cn = 0
+    if cn:
+        _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, now, was,
+                       views, need, counts, sums, oks, bars, xs)
+
+
+@njit(nogil=True, cache=True)
+def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, now, was,
+                   views, need, counts, sums, oks, bars, xs):
+    if mf >= 0:
+        _passes(keys, raw, rows, cn, mf, L, Q, now)
+        _passes(keys, raw, rows, cn, mf, L, Qold, was)
+        for i in range(cn):
+            wts[i] = np.int64(now[i]) - np.int64(was[i])
+    _fails(keys, raw, rows, -1, cn, union, L, Q, fail)
+    _count_chunk(keys, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs)
+
+
+@njit(nogil=True, cache=True)
+def _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf) -> np.int64:
+    """Rows of block b (shard rows) whose key on dim d is in `kranges`, in rid order, into
+    `buf`; returns how many."""
+    base = b * bsize
+    cnt = min(n, base + bsize) - base
+    if d < 0:
+        for q in range(cnt):
+            buf[q] = base + q
+        return cnt
+    ob = optr[slot, b]
+    m = 0
+    for p in range(kranges.shape[0]):
+        a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
+        z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+        for q in range(a, z):
+            buf[m] = base + (q if ob < 0 else np.int64(order[ob + q]))
+            m += 1
+    buf[:m].sort()
+    return m
 
 
 @njit(nogil=True, cache=True)
@@ -268,72 +353,45 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
     keys, raw, order, optr = S[0], S[1], S[3], S[4]
     n = keys.shape[1]
     bsize = L[14]
+    slot = L[13][d] if d >= 0 else -1
     written = 0
     skipped = 0
     buf = np.empty(bsize, np.int64)
+    fail = np.empty(bsize, np.uint64)
     for b in range(b0, b1):
-        base = b * bsize
-        cnt = min(n, base + bsize) - base
-        m = 0
-        if d >= 0:
-            slot = L[13][d]
-            ob = optr[slot, b]
-            for p in range(kranges.shape[0]):
-                a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
-                z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
-                for q in range(a, z):
-                    buf[m] = q if ob < 0 else np.int64(order[ob + q])
-                    m += 1
-            buf[:m].sort()
-        else:
-            for q in range(cnt):
-                buf[q] = q
-            m = cnt
+        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
         for q in range(m):
-            r = base + buf[q]
-            if need and row_fails(keys, raw, r, need, L, Q):
+            if fail[q]:
                 continue
             if skipped < skip:
                 skipped += 1
                 continue
             if written == limit:
                 return written, skipped
-            out[written] = start + r
+            out[written] = start + buf[q]
             written += 1
     return written, skipped
 
 
 @njit(nogil=True, cache=True)
 def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
-    """How many rows of blocks [b0, b1) pass `need` (candidates as in rows_passing)."""
-    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    """How many rows of blocks [b0, b1) pass `need` (candidates as in rows_passing;
+    without an index, blocks where a filter in `skip` selects no key are skipped)."""
+    keys, raw, order, optr, zmin, zmax = S[0], S[1], S[3], S[4], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
+    slot = L[13][d] if d >= 0 else -1
     total = 0
-    if d < 0:
-        fail = np.empty(CHUNK, np.uint64)
-        for b in range(b0, b1):
-            if skip and _block_skipped(S, b, skip, L, Q):
-                continue
-            e = min(n, (b + 1) * bsize)
-            for c0 in range(b * bsize, e, CHUNK):
-                cn = min(CHUNK, e - c0)
-                _chunk_fails(keys, raw, c0, cn, need, L, Q, fail)
-                for i in range(cn):
-                    total += 1 if fail[i] == 0 else 0
-        return total
-    slot = L[13][d]
+    buf = np.empty(bsize, np.int64)
+    fail = np.empty(bsize, np.uint64)
     for b in range(b0, b1):
-        base = b * bsize
-        cnt = min(n, base + bsize) - base
-        ob = optr[slot, b]
-        for p in range(kranges.shape[0]):
-            a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
-            z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
-            for q in range(a, z):
-                r = base + (q if ob < 0 else np.int64(order[ob + q]))
-                if row_fails(keys, raw, r, need, L, Q) == 0:
-                    total += 1
+        if d < 0 and skip and _block_skipped(zmin, zmax, b, skip, Q):
+            continue
+        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
+        for q in range(m):
+            total += 1 if fail[q] == 0 else 0
     return total
 
 
@@ -344,46 +402,47 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, skip, b0, b1, counts, sums
     v) over rows passing need[v] (which leaves the moving filter out), into cell
     cblut[key] * width + cols[j] + bar of views[j]. Rows without a key on d are left out.
     Cost: a sequential pass, as `scan`."""
-    keys, raw, meas = S[0], S[1], S[2]
+    keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
     union = np.uint64(0)
     for j in range(views.shape[0]):
         union |= need[views[j]]
     fail = np.empty(CHUNK, np.uint64)
-    idx = np.empty(CHUNK, np.int64)
+    rows = np.empty(CHUNK, np.int64)
+    bars = np.empty(CHUNK, np.int64)
+    xs = np.empty(CHUNK, np.float64)
     nkey = cblut.shape[0] - 1
     for b in range(b0, b1):
-        if skip and _block_skipped(S, b, skip, L, Q):
+        if skip and _block_skipped(zmin, zmax, b, skip, Q):
             continue
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
-            _chunk_fails(keys, raw, c0, cn, union, L, Q, fail)
+            for i in range(cn):
+                rows[i] = c0 + i
+            _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
             for j in range(views.shape[0]):
                 v = views[j]
                 nv = need[v]
                 col = cols[j]
-                m = 0
+                _bars(keys, rows, c0, cn, v, L, bars)
+                measured = L[7][v] != 0
+                if measured:
+                    _measures(keys, meas, rows, c0, cn, v, L, xs)
                 for i in range(cn):
-                    idx[m] = i
-                    ok = (fail[i] & nv) == 0 and np.int64(keys[d, c0 + i]) < nkey
-                    m += 1 if ok else 0
-                for q in range(m):
-                    r = c0 + idx[q]
-                    cell = cblut[keys[d, r]] * width + col + _bar(keys, r, v, L)
-                    counts[cell] += 1
-                    kind = L[7][v]
-                    if kind != 0:
-                        x = L[11][L[10][v] + keys[L[8][v], r]] if kind == 1 else meas[L[9][v], r]
-                        if x == x:
-                            sums[cell] += x
-                            oks[cell] += 1
+                    k = np.int64(keys[d, rows[i]])
+                    if (fail[i] & nv) == 0 and k < nkey:
+                        cell = cblut[k] * width + col + bars[i]
+                        counts[cell] += 1
+                        if measured:
+                            x = xs[i]
+                            if x == x:
+                                sums[cell] += x
+                                oks[cell] += 1
 
 
 @njit(nogil=True, cache=True)
 def bars_of(S, L, rows, v, out):
     """Bar of view v for each shard row in `rows` (forward lineage)."""
-    keys = S[0]
-    for i in range(rows.shape[0]):
-        out[i] = _bar(keys, rows[i], v, L)
+    _bars(S[0], rows, -1, rows.shape[0], v, L, out)

@@ -79,12 +79,12 @@ class Pool:
         with self._cond:
             self._urgent.extend(mine)
             self._cond.notify_all()
-        while True:  # help: take our own tasks while any are still queued
+        while True:  # help: take our own tasks, from the back (workers take the front)
             with self._cond:
                 task = None
-                for k, queued in enumerate(self._urgent):
-                    if queued in mine:
-                        task = queued
+                for k in range(len(self._urgent) - 1, -1, -1):
+                    if self._urgent[k] in mine:
+                        task = self._urgent[k]
                         del self._urgent[k]
                         break
             if task is None:

@@ -12,8 +12,10 @@ and for the views under several filters, one plan for all of them:
 - recompute: each view from the rows of one of its filters (the most selective), found
   through that filter's index;
 - scan: every row, sequentially.
-Costs are nanoseconds from the constants below (measured on a 2-core EPYC at 30M rows,
-perf/README.md); only their ratios matter. Every method's cost is bounded by a scan, so
+Costs are nanoseconds from the constants below (measured with perf/calibrate.py on the
+2-core EPYC this project runs on: a sequential pass counts a row in a view in about 1 ns,
+a row reached through the index costs about 10 ns plus 2 ns per view); only their
+ratios matter. Every method's cost is bounded by a scan, so
 the worst update is a parallel sequential pass over the compact per-row keys.
 """
 
@@ -22,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # nanoseconds per unit of work, single thread
-INDEX_ROW = 14.0  # a row reached through a block's key order (random reads in the block)
-INDEX_ROW_VIEW = 2.5  # ... for each view it is counted in
+INDEX_ROW = 10.0  # a row reached through a block's key order (random reads in the block)
+INDEX_ROW_VIEW = 2.0  # ... for each view it is counted in
 SCAN_ROW = 0.4  # a row of a sequential pass
-SCAN_ROW_FILTER = 0.5  # ... for each filter tested
-SCAN_ROW_VIEW = 1.0  # ... for each view counted (compaction and scatter)
-BLOCK_SEARCH = 120.0  # two binary searches in one block's key order, per key range
+SCAN_ROW_FILTER = 0.4  # ... for each filter tested
+SCAN_ROW_VIEW = 1.2  # ... for each view counted
+BLOCK_SEARCH = 150.0  # two binary searches in one block's key order, per key range
 CELL = 1.0  # a bar read from a cube or tile
 
 
