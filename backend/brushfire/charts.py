@@ -3,7 +3,7 @@ widget render them with vega-embed.
 
 Every view reads one named dataset, `bars`: one row per bar with its geometry (`x0`/`x1`
 for binned and temporal views, `label` for categorical ones, plus `y0`/`y1` for heatmaps),
-a readable `label` (the tooltip's and the screen reader's name of the bar), `full` (the
+a readable `label` (the name of the bar in tooltips), `full` (the
 bar over all rows), `value` (the bar under the current filters) and `hl` (the
 linked-highlight share, null when nothing is highlighted). Clients replace `value` and
 `hl` as updates arrive; the geometry never changes, so the position scales have fixed
@@ -48,7 +48,9 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     """The Vega-Lite spec of one view, its `bars` dataset filled with the full-data values."""
     rows = bar_rows(view, layout, full)
     data = alt.NamedData("bars")
-    meta: dict = {"shape": "bars", "bars": len(rows)}
+    meta: dict = {"shape": "bars", "bars": len(rows),
+                  "tooltip": {"key": "cell" if isinstance(view, m.HeatmapView) else view.field,
+                              "measure": _measure_title(view)}}
     if isinstance(view, m.HeatmapView):
         chart = _heatmap(data, view, brush)
         meta.update(shape="cells", cells=[view.x.bin.count, view.y.bin.count])
@@ -137,7 +139,7 @@ def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, fu
     x = alt.X("x0", type=xtype, title=None if temporal else view.field, scale=alt.Scale(**xscale))
     y, base_y, keep = _measure(view, full, "y", _measure_title(view))
     # y2 = the baseline: bars with x, x2 and y alone are drawn as horizontal ranges
-    base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip(view, view.field))
+    base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip())
     spacing = 0 if temporal else 1
     full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing).encode(y=y)
     if brush == "interval":
@@ -154,7 +156,7 @@ def _categorical_columns(data, view: m.CategoricalView, full: list, other: int |
               axis=alt.Axis(labelAngle=-45, labelLimit=80))
     clip = _dwarfing(view, full, other)
     y, base_y, keep = _measure(view, full, "y", _measure_title(view), skip=other if clip else None)
-    base = alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip(view, view.field))
+    base = alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip())
     layers = _kept(*_category_layers(base, y, "y", other, clip), keep=keep)
     if clip:  # the clipped '(other)' bar says how tall it is
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
@@ -172,7 +174,7 @@ def _categorical_rows(data, view: m.CategoricalView, full: list, other: int | No
     clip = _dwarfing(view, full, other)
     x, base_x, keep = _measure(view, full, "x", _measure_title(view), reverse_key="y",
                                skip=other if clip else None)
-    base = alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip(view, view.field))
+    base = alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip())
     layers = _kept(*_category_layers(base, x, "x", other, clip), keep=keep)
     if clip:
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
@@ -229,7 +231,7 @@ def _heatmap(data, view: m.HeatmapView, brush: str | None):
         color=alt.Color("value:Q", title=_measure_title(view), scale=color_scale,
                         legend=alt.Legend(orient="right", gradientLength=120,
                                           format="~s" if op != "mean" else alt.Undefined)),
-        tooltip=_tooltip(view, "cell"))
+        tooltip=_tooltip())
     if brush == "rect":
         chart = chart.add_params(alt.selection_interval(name="brush", encodings=["x", "y"]))
     return chart
@@ -278,16 +280,11 @@ def _kept(*layers, keep: str | None):
     return [layer.transform_filter(keep.format(f=f)) for layer, f in zip(layers, ("full", "value", "hl"), strict=True)]
 
 
-def _tooltip(view: m.View, name: str) -> list:
-    fmt = _value_format(view.aggregate.op)
-    return [alt.Tooltip("label:N", title=name),
-            alt.Tooltip("value:Q", title=f"{_measure_title(view)} (selected)", format=fmt),
-            alt.Tooltip("full:Q", title=f"{_measure_title(view)} (all rows)", format=fmt)]
-
-
-def _value_format(op: str) -> str:
-    """d3 format of a bar's value: counts as integers, other measures to 6 digits."""
-    return ",d" if op == "count" else ",.6~r"
+def _tooltip():
+    """The bar's number only: clients build the tooltip (label, value, full) when it
+    shows, so an update does not format text for every changed bar (`usermeta` has the
+    names to show)."""
+    return alt.Tooltip("bar:N")
 
 
 def _measure_title(view: m.View) -> str:

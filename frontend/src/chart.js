@@ -16,7 +16,7 @@
 
 import embed from "vega-embed";
 import { changeset, Error as VEGA_ERRORS_ONLY } from "vega";
-import { formatInstant, formatNumber, formatValue } from "./format.js";
+import { formatInstant, formatMeasure, formatNumber, formatValue } from "./format.js";
 
 const KEY_HELP = {
   interval: "Left and right arrows move the brush by one bar; with Shift they resize it; Escape clears it.",
@@ -24,6 +24,7 @@ const KEY_HELP = {
   points: "Arrow keys walk the bars; Enter or Space picks or unpicks the bar; Escape clears the pick.",
 };
 const MIN_WIDTH = 200;
+const HOLD_MS = 40; // longest wait of a view's own redraw for the answer to its filter
 
 export class Chart {
   constructor(description, { onFilter, onHover, onResize = () => {} }) {
@@ -88,7 +89,10 @@ export class Chart {
     spec.width = width;
     spec.autosize = { type: "fit-x", contains: "padding" };
     if (this.meta.shape === "bars") spec.height = barHeight(width);
-    const result = await embed(this.body, spec, { actions: false, renderer: "canvas", logLevel: VEGA_ERRORS_ONLY });
+    const result = await embed(this.body, spec, {
+      actions: false, renderer: "canvas", logLevel: VEGA_ERRORS_ONLY,
+      tooltip: { formatTooltip: (bar) => this.tooltip(bar) },
+    });
     this.view = result.view;
     this.tuples = this.view.data("bars").slice().sort((a, b) => a.bar - b.bar);
     this.width = width;
@@ -168,6 +172,19 @@ export class Chart {
     return this.view.change("bars", cs).runAsync();
   }
 
+  // The tooltip of bar `bar` (the spec's tooltip is the bar number): its name, values
+  // under the filters, over all rows and highlighted, formatted as it shows.
+  tooltip(bar) {
+    const row = this.base[+bar];
+    if (!row) return "";
+    const { key = "bar", measure = "value" } = this.meta.tooltip ?? {};
+    const lines = [[key, formatValue(row.label)], [`${measure}, selected`, formatMeasure(this.values[+bar])],
+                   [`${measure}, all rows`, formatMeasure(row.full)]];
+    const hl = this.highlight?.[+bar];
+    if (hl !== null && hl !== undefined) lines.push([`${measure}, highlighted`, formatMeasure(hl)]);
+    return `<table>${lines.map(([k, v]) => `<tr><td class="key">${escape(k)}</td><td class="value">${escape(v)}</td></tr>`).join("")}</table>`;
+  }
+
   // --- filters ----------------------------------------------------------------------
 
   // Show `filter` (this view's entry of the session's `filters`; null: none), wherever it
@@ -183,8 +200,12 @@ export class Chart {
   noteFilter(filter) {
     this.filter = filter;
     this.filterKey = JSON.stringify(filter);
-    this.readout.textContent = filter === null ? "" : this.describeFilter(filter);
-    this.clearButton.hidden = filter === null;
+    if (!this.holding) this.showReadout();
+  }
+
+  showReadout() {
+    this.readout.textContent = this.filter === null ? "" : this.describeFilter(this.filter);
+    this.clearButton.hidden = this.filter === null;
   }
 
   // A filter the user made here: remember it as drawn, and send it.
@@ -192,8 +213,34 @@ export class Chart {
     const filter = message.type === "clear" ? null
       : message.type === "select" ? message.values
         : [message.interval, message.y ?? null];
+    this.holdRedraw();
     this.noteFilter(filter);
     this.onFilter(message);
+  }
+
+  // While the answer to the user's filter is on its way, this view's own redraw (the
+  // moved brush, the picked bars, the readout) waits for it, at most HOLD_MS: the brush
+  // and the views it filters then change in the same frame, and the browser paints once
+  // per move instead of twice. Vega has no public hook for this: the view's renderer is
+  // wrapped (without one, nothing is held).
+  holdRedraw() {
+    const r = this.view?._renderer;
+    if (!r?.renderAsync) return;
+    if (!this.renderNow) {
+      this.renderNow = r.renderAsync.bind(r);
+      r.renderAsync = (scene, ...rest) => (this.holding ? Promise.resolve(r) : this.renderNow(scene, ...rest));
+    }
+    this.holding = true;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = setTimeout(() => this.releaseRedraw(), HOLD_MS);
+  }
+
+  releaseRedraw() {
+    if (!this.holding) return Promise.resolve();
+    this.holding = false;
+    clearTimeout(this.holdTimer);
+    this.showReadout();
+    return this.renderNow(this.view.scenegraph().root);
   }
 
   clearFilter() {
@@ -440,6 +487,10 @@ function stepSpan([a, b], step, last, resize) {
   if (resize) return [a, Math.min(Math.max(b + step, a + 1), last)];
   const shift = Math.min(Math.max(step, -a), last - b);
   return [a + shift, b + shift];
+}
+
+function escape(text) {
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 function same(a, b) {

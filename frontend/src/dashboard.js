@@ -177,8 +177,10 @@ export class DashboardUI {
       const sent = performance.now();
       const reply = await this.request(message);
       const received = performance.now();
+      if (reply.type === "update") await this.applyUpdate(reply);
+      // the source view's own redraw waited for this answer (Chart.holdRedraw)
+      if (!this.pending.has(key)) await this.charts.get(key)?.releaseRedraw();
       if (reply.type === "update") {
-        await this.applyUpdate(reply);
         const done = performance.now();
         this.measured({ type: message.type, view: key, total: done - t0,
                         roundTrip: received - sent, render: done - received, engine: reply.ms });

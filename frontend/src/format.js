@@ -19,6 +19,12 @@ export function formatNumber(x) {
   return significant(shortestDigits(x)).format(x);
 }
 
+// A bar's measure: integers in full, other numbers to 6 significant digits.
+export function formatMeasure(x) {
+  if (typeof x !== "number" || !Number.isFinite(x) || Number.isInteger(x)) return formatValue(x);
+  return significant(6).format(x);
+}
+
 // The fewest significant digits that give back x: as a float32 when x is one (a float32
 // column widened to float64), else as a float64; at most 17.
 export function shortestDigits(x) {
