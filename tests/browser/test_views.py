@@ -57,6 +57,14 @@ def test_heatmaps_leave_empty_cells_blank_with_square_cells_and_whole_pixel_edge
     assert chart_eval(page, "cmd", "v.scale('color').type").endswith("log")
     assert chart_eval(page, "cmd", "v.height()") >= 400  # 141 y-bins get room
     assert dash.spec.view("cmd").reverse == ["y"]
+    # the tooltip of a cell: its bins and counts, written when it shows
+    values = shown(page, "cmd")
+    i = max(range(len(values)), key=lambda j: values[j] or 0)
+    (x0, x1), (y0, y1) = dash.store.view("cmd").labels[i]
+    page.mouse.move(*to_pixel(page, "cmd", (x0 + x1) / 2, (y0 + y1) / 2), steps=3)
+    page.wait_for_selector("#vg-tooltip-element.visible")
+    tip = page.eval_on_selector_all("#vg-tooltip-element td", "tds => tds.map(td => td.textContent)")
+    assert tip[:4] == ["cell", f"color {x0:g} – {x1:g}, mag {y0:g} – {y1:g}", "rows, selected", f"{values[i]:,}"], tip
 
 
 def test_a_thousand_categories_are_rows_with_a_top_n_control_and_picking_works(stars_page, served_stars, oracle):
