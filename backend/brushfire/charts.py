@@ -66,7 +66,9 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     props = {"title": view.title or view.name, "width": width}
     if meta["shape"] != "rows":  # rows: one step per shown bar
         props["height"] = height
-    spec = chart.properties(**props).to_dict()
+    # no per-mark ARIA texts: they are SVG-only, and Vega-Lite would format one for every
+    # changed bar on every update; the page describes each view itself
+    spec = chart.properties(**props).configure(aria=False).to_dict()
     spec["datasets"] = {"bars": rows}
     spec["description"] = describe_view(view, layout)
     spec["usermeta"] = {"brushfire": meta}
