@@ -246,7 +246,8 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
     op, kind = view.aggregate.op, view.scale
     finite = [v for i, v in enumerate(full) if i != skip and v is not None and math.isfinite(v)]
-    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse}
+    # whole pixels: crisp bar ends, and a change too small to move one draws nothing
+    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True}
     if op == "count" and finite:
         top = max(max(finite), 1)
         scale["domain"] = [0.5, top] if kind == "log" else [0, top]
