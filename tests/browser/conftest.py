@@ -70,7 +70,8 @@ def page(chromium, served, request):
 
 
 @contextmanager
-def open_page(chromium, addr: str, dashboard: str, shot: str, width: int = 1400, height: int = 1100):
+def open_page(chromium, addr: str, dashboard: str, shot: str, width: int = 1400, height: int = 1100,
+              hash: str = ""):
     """A page showing `dashboard`, ready; on exit a screenshot `shot`.png and a check that
     the page had no errors and loaded every resource (no 404, e.g. for /favicon.ico)."""
     context = chromium.new_context(viewport={"width": width, "height": height})
@@ -78,7 +79,7 @@ def open_page(chromium, addr: str, dashboard: str, shot: str, width: int = 1400,
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.goto(f"http://{addr}/?dashboard={dashboard}")
+    pg.goto(f"http://{addr}/?dashboard={dashboard}{hash}")
     pg.wait_for_function("window.brushfire.ready || window.brushfire.error", timeout=30_000)
     assert pg.evaluate("window.brushfire.error || null") is None
     try:
@@ -107,3 +108,9 @@ def stars_page(chromium, served_stars, request):
 @pytest.fixture
 def oracle(served):
     return Oracle(served[1].spec)
+
+
+@pytest.fixture
+def stars_page_at(chromium, served_stars, request):
+    """open_page for the stars dashboard at an address suffix (e.g. "#filters=...")."""
+    return lambda hash: open_page(chromium, served_stars[0], "stars", request.node.name, hash=hash)

@@ -6,7 +6,9 @@ layout following the window; the favicon."""
 
 from __future__ import annotations
 
+import json
 import re
+from urllib.parse import quote, unquote
 
 import httpx
 import numpy as np
@@ -164,6 +166,25 @@ def test_filters_set_elsewhere_are_drawn_and_clear_all_removes_them(stars_page, 
     assert set(shown(page, "cluster", "sel")) == {None}
     assert page.evaluate("[...window.brushfire.ui.charts.values()].every((c, i) => c.view === window.views0[i])")
     assert page.inner_text(".bf-parameter .bf-readout") == "all"
+
+
+def test_filters_in_the_address_are_restored_drawn_and_kept(stars_page_at, served_stars, oracle):
+    _, dash = served_stars
+    filters = {"mag": [[1, 7.5], None], "cmd": [[0.3, 1.6], [2, 9]], "survey": "gaia"}
+    with stars_page_at(f"#filters={quote(json.dumps(filters))}") as page:
+        page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.survey === 'gaia'")
+        assert page.evaluate("window.brushfire.ui.filters") == filters
+        assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [1, 7.5]), abs=0.01)
+        assert page.input_value("select[name=survey]") == "gaia"
+        oracle.brush("mag", (1, 7.5))
+        oracle.brush("cmd", (0.3, 1.6), (2, 9))
+        oracle.set_parameter("survey", "gaia")
+        assert_views_match(page, oracle, dash)
+        page.focus("[data-view=mag] .bf-chart")
+        page.keyboard.press("Escape")  # the address follows the filters
+        page.wait_for_function("!decodeURIComponent(location.hash).includes('\"mag\"')")
+        assert json.loads(unquote(page.evaluate("location.hash").split("=", 1)[1])) == {
+            k: v for k, v in filters.items() if k != "mag"}
 
 
 def test_details_and_sliders_show_numbers_by_type(stars_page, served_stars, oracle):
