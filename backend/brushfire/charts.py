@@ -3,16 +3,27 @@ widget render them with vega-embed.
 
 Every view reads one named dataset, `bars`: one row per bar with its geometry (`x0`/`x1`
 for binned and temporal views, `label` for categorical ones, plus `y0`/`y1` for heatmaps),
-`full` (the bar over all rows), `value` (the bar under the current filters) and `hl` (the
+a readable `label` (the name of the bar in tooltips), `full` (the
+bar over all rows), `value` (the bar under the current filters) and `hl` (the
 linked-highlight share, null when nothing is highlighted). Clients replace `value` and
-`hl` as updates arrive; the geometry never changes. Brushes are Vega-Lite selection
-parameters named `brush` (interval and rect) or `pick` (points), which clients watch and
-turn into protocol messages.
+`hl` as updates arrive; the geometry never changes, so the position scales have fixed
+domains (and so do count scales: a filtered count never exceeds the full one), and an
+update re-encodes only the bars whose values changed.
+
+Interval brushes are the Vega-Lite selection parameter `brush` (interval or rect), which
+clients watch, turn into protocol messages and also set to draw a brush that came from
+elsewhere. Categorical views are picked by clicking (the client handles the clicks) and
+show the picked bars through the optional field `sel` (false: not picked).
+
+Display options of the spec (`scale`, `reverse`) and layout hints for clients (`usermeta`:
+the view's shape, its heatmap cells, how many rows of a long categorical to show) are
+applied here; clients size the views to the page.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import math
+from datetime import UTC, datetime, timedelta
 
 import altair as alt
 
@@ -21,8 +32,15 @@ from brushfire.spec import models as m
 
 FULL_COLOR = "#d5dbe3"  # all rows: a light bar behind the filtered one
 VALUE_COLOR = "#4c78a8"  # rows passing the other views' filters
+MUTED_COLOR = "#a9bdd6"  # categorical bars outside the picked ones
 HIGHLIGHT_COLOR = "#f58518"  # rows behind the highlighted bars of a source view
-WIDTH, HEIGHT = 360, 150
+HEATMAP_SCHEME = "viridis"  # perceptual, readable in grey, and distinct from blank cells
+WIDTH, HEIGHT = 360, 160  # defaults; the page fits each view to its card
+ROW_STEP = 16  # pixels per bar of a categorical drawn as horizontal rows
+MAX_COLUMNS = 24  # categoricals with more bars (or long labels) are drawn as rows
+MAX_COLUMN_LABEL = 8  # characters
+TOP_SHOWN = 30  # rows of a long categorical shown at first; the page offers more
+OTHER = "(other)"
 
 
 def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
@@ -30,89 +48,282 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     """The Vega-Lite spec of one view, its `bars` dataset filled with the full-data values."""
     rows = bar_rows(view, layout, full)
     data = alt.NamedData("bars")
-    title = view.title or view.name
-    y_title = _measure_title(view)
+    meta: dict = {"shape": "bars", "bars": len(rows),
+                  "tooltip": {"key": "cell" if isinstance(view, m.HeatmapView) else view.field,
+                              "measure": _measure_title(view)}}
     if isinstance(view, m.HeatmapView):
         chart = _heatmap(data, view, brush)
+        meta.update(shape="cells", cells=[view.x.bin.count, view.y.bin.count])
     elif isinstance(view, m.CategoricalView):
-        chart = _categorical(data, view, y_title, brush)
+        other = len(rows) - 1 if view.other and rows and rows[-1]["label"] == OTHER else None
+        if as_rows(layout.labels):
+            chart = _categorical_rows(data, view, full, other)
+            meta.update(shape="rows", top=min(TOP_SHOWN, len(rows)), other=other, step=ROW_STEP)
+        else:
+            chart = _categorical_columns(data, view, full, other)
     else:
-        chart = _binned(data, view, y_title, brush)
-    spec = chart.properties(title=title, width=width, height=height).to_dict()
+        chart = _binned(data, view, layout, full, brush)
+    props = {"title": view.title or view.name, "width": width}
+    if meta["shape"] != "rows":  # rows: one step per shown bar
+        props["height"] = height
+    # no per-mark ARIA texts: they are SVG-only, and Vega-Lite would format one for every
+    # changed bar on every update; the page describes each view itself
+    spec = chart.properties(**props).configure(aria=False).to_dict()
     spec["datasets"] = {"bars": rows}
+    spec["description"] = describe_view(view, layout)
+    spec["usermeta"] = {"brushfire": meta}
     return spec
 
 
+def as_rows(labels: list) -> bool:
+    """Whether a categorical view is drawn as horizontal rows: many bars or long labels."""
+    return len(labels) > MAX_COLUMNS or any(len(str(x)) > MAX_COLUMN_LABEL for x in labels)
+
+
 def bar_rows(view: m.View, layout: ViewLayout, full: list) -> list[dict]:
-    """One row per bar: geometry, the full-data value, and `value`/`hl` for clients to fill."""
+    """One row per bar: geometry, readable label, the full-data value, `value`/`hl` to fill."""
     rows = []
+    n = len(layout.labels)
     for i, (label, f) in enumerate(zip(layout.labels, full, strict=True)):
         row: dict = {"bar": i, "full": f, "value": f, "hl": None}
         if isinstance(view, m.HeatmapView):
             (row["x0"], row["x1"]), (row["y0"], row["y1"]) = label
+            row["label"] = (f"{view.x.field} {_range(*label[0])}, "
+                            f"{view.y.field} {_range(*label[1])}")
         elif isinstance(view, m.HistogramView):
             row["x0"], row["x1"] = label
+            row["label"] = _range(*label, clamped=view.bin.clamp and (i == 0, i == n - 1))
         elif isinstance(view, m.TemporalView):
             row["x0"], row["x1"] = label, _bar_end(label, view.unit)
+            row["label"] = _time_label(label, view.unit)
         else:
             row["label"] = label
         rows.append(row)
     return rows
 
 
-def _binned(data, view: m.HistogramView | m.TemporalView, y_title: str, brush: str | None):
+def describe_view(view: m.View, layout: ViewLayout) -> str:
+    """One sentence saying what the view shows, for screen readers (ARIA description)."""
+    measure = _measure_title(view)
+    n = len(layout.labels)
+    if isinstance(view, m.HeatmapView):
+        return (f"Heatmap of {measure} over {view.x.field} ({view.x.bin.count} bins from "
+                f"{_num(view.x.bin.extent[0])} to {_num(view.x.bin.extent[1])}) and {view.y.field} "
+                f"({view.y.bin.count} bins from {_num(view.y.bin.extent[0])} to "
+                f"{_num(view.y.bin.extent[1])}); colour: {view.scale} scale.")
+    if isinstance(view, m.HistogramView):
+        return (f"Histogram of {measure} by {view.field}: {n} bins of {_num(view.bin.step)} "
+                f"from {_num(view.bin.extent[0])} to {_num(view.bin.extent[1])}.")
+    if isinstance(view, m.TemporalView):
+        span = f" from {_time_label(layout.labels[0], view.unit)} to " \
+               f"{_time_label(layout.labels[-1], view.unit)}" if n else ""
+        return f"Bars of {measure} per {view.unit} of {view.field}{span} ({n} bars)."
+    return (f"Bars of {measure} for the {view.top} most frequent values of {view.field}"
+            f"{', then all others' if view.other else ''} ({n} bars, most frequent first).")
+
+
+def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, full: list,
+            brush: str | None):
     temporal = isinstance(view, m.TemporalView)
     xtype = "temporal" if temporal else "quantitative"
-    # temporal bars are UTC calendar units: a utc scale shows them as captured
-    scale = alt.Scale(type="utc") if temporal else alt.Scale(zero=False, nice=False)
-    x = alt.X("x0", type=xtype, title=None if temporal else view.field, scale=scale)
-    # y2 = 0: bars with x, x2 and y alone are drawn as horizontal ranges (Gantt bars)
-    base = alt.Chart(data).encode(x=x, x2="x1", y2=alt.datum(0))
-    full = base.mark_bar(color=FULL_COLOR, binSpacing=0 if temporal else 1).encode(
-        y=alt.Y("full:Q", title=y_title), tooltip=_tooltip(xtype))
-    if brush == "interval":
-        full = full.add_params(alt.selection_interval(name="brush", encodings=["x"]))
-    value = base.mark_bar(color=VALUE_COLOR, binSpacing=0 if temporal else 1).encode(
-        y="value:Q", tooltip=_tooltip(xtype))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=0 if temporal else 1).encode(y="hl:Q")
-    return alt.layer(full, value, hl)
-
-
-def _categorical(data, view: m.CategoricalView, y_title: str, brush: str | None):
-    x = alt.X("label:N", sort=None, title=None, axis=alt.Axis(labelAngle=-45))
-    base = alt.Chart(data).encode(x=x)
-    full = base.mark_bar(color=FULL_COLOR).encode(y=alt.Y("full:Q", title=y_title),
-                                                  tooltip=["label:N", "value:Q", "full:Q"])
-    value = base.mark_bar().encode(y="value:Q", tooltip=["label:N", "value:Q", "full:Q"])
-    if brush == "points":
-        pick = alt.selection_point(name="pick", fields=["label"])  # shift-click toggles
-        full = full.add_params(pick)
-        value = value.encode(color=alt.condition(pick, alt.value(VALUE_COLOR), alt.value("#9db4cf")))
+    # a fixed domain (no extents to recompute on updates): the bars' span
+    # whole pixels: adjacent bars meet without anti-aliased seams
+    xscale: dict = {"nice": False, "round": True, "reverse": "x" in view.reverse}
+    if temporal:  # UTC calendar units: a utc scale shows them as captured
+        xscale["type"] = "utc"
+        if layout.labels:  # as an expression: a layered temporal literal domain is doubled
+            ends = _epoch_ms(layout.labels[0]), _epoch_ms(_bar_end(layout.labels[-1], view.unit))
+            xscale["domain"] = {"expr": f"[{ends[0]:.0f}, {ends[1]:.0f}]"}
     else:
-        value = value.mark_bar(color=VALUE_COLOR)
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR).encode(y="hl:Q")
-    return alt.layer(full, value, hl)
+        xscale["zero"] = False
+        if layout.labels:
+            xscale["domain"] = [layout.labels[0][0], layout.labels[-1][1]]
+    x = alt.X("x0", type=xtype, title=None if temporal else view.field, scale=alt.Scale(**xscale))
+    y, base_y, keep = _measure(view, full, "y", _measure_title(view))
+    # y2 = the baseline: bars with x, x2 and y alone are drawn as horizontal ranges
+    base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip())
+    spacing = 0 if temporal else 1
+    full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing).encode(y=y)
+    if brush == "interval":
+        full_layer = full_layer.add_params(alt.selection_interval(name="brush", encodings=["x"]))
+    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing).encode(y=alt.Y("value:Q"))
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing).encode(y=alt.Y("hl:Q"))
+    return alt.layer(*_kept(full_layer, value, hl, keep=keep))
+
+
+def _categorical_columns(data, view: m.CategoricalView, full: list, other: int | None):
+    """Up to MAX_COLUMNS short labels: vertical bars in frequency order."""
+    x = alt.X("label:N", sort=None, title=None,
+              scale=alt.Scale(reverse="x" in view.reverse),
+              axis=alt.Axis(labelAngle=-45, labelLimit=80))
+    clip = _dwarfing(view, full, other)
+    y, base_y, keep = _measure(view, full, "y", _measure_title(view), skip=other if clip else None)
+    base = alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip())
+    layers = _kept(*_category_layers(base, y, "y", other, clip), keep=keep)
+    if clip:  # the clipped '(other)' bar says how tall it is
+        layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
+            baseline="top", dy=2, fontSize=10, color="#333").encode(
+            x=x, y=alt.value(0), text=alt.Text("value:Q", format=".3~s")))
+    return alt.layer(*layers)
+
+
+def _categorical_rows(data, view: m.CategoricalView, full: list, other: int | None):
+    """Many or long labels: horizontal rows in frequency order, one ROW_STEP each; the page
+    shows the first `top_shown` (and the '(other)' row) and offers more."""
+    y = alt.Y("label:N", sort=None, title=None,
+              scale=alt.Scale(reverse="x" in view.reverse, paddingInner=0.15),
+              axis=alt.Axis(labelLimit=180, labelOverlap=False))
+    clip = _dwarfing(view, full, other)
+    x, base_x, keep = _measure(view, full, "x", _measure_title(view), reverse_key="y",
+                               skip=other if clip else None)
+    base = alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip())
+    layers = _kept(*_category_layers(base, x, "x", other, clip), keep=keep)
+    if clip:
+        layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
+            align="right", dx=-3, fontSize=10, color="#333").encode(
+            y=y, x=alt.value({"expr": "width"}), text=alt.Text("value:Q", format=".3~s")))
+    shown = "datum.bar < top_shown" + (f" || datum.bar === {other}" if other is not None else "")
+    return alt.layer(*layers).add_params(
+        alt.param(name="top_shown", value=TOP_SHOWN)).transform_filter(shown)
+
+
+def _dwarfing(view: m.View, full: list, other: int | None) -> bool:
+    """Whether the '(other)' bar would flatten the categories' bars (on a linear or sqrt
+    count scale): then the scale ends at the largest category and '(other)' is clipped,
+    with its value written on it."""
+    if other is None or view.scale == "log" or view.aggregate.op != "count":
+        return False
+    rest = [v for i, v in enumerate(full) if i != other and v is not None]
+    return bool(rest) and full[other] is not None and full[other] > 1.5 * max(max(rest), 1)
+
+
+def _category_layers(base, measure, channel: str, other: int | None, clip: bool):
+    enc = alt.X if channel == "x" else alt.Y
+    full = base.mark_bar(color=FULL_COLOR, clip=clip).encode(**{channel: measure})
+    # picked bars: `sel` is false for the bars left out of a pick (absent: none is picked);
+    # `cur`: the bar the keyboard is on
+    color = alt.condition("datum.sel === false", alt.value(MUTED_COLOR), alt.value(VALUE_COLOR))
+    cursor = alt.condition("datum.cur === true", alt.value("#1f2328"), alt.value(None))
+    value = base.mark_bar(strokeWidth=1.5, clip=clip).encode(
+        **{channel: enc("value:Q")}, color=color, stroke=cursor)
+    if other is not None:  # '(other)' is not a category but everything else: lighter
+        value = value.encode(opacity=alt.condition(f"datum.bar === {other}", alt.value(0.6),
+                                                   alt.value(1)))
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=clip).encode(**{channel: enc("hl:Q")})
+    return full, value, hl
 
 
 def _heatmap(data, view: m.HeatmapView, brush: str | None):
-    chart = alt.Chart(data).mark_rect().encode(
-        x=alt.X("x0:Q", title=view.x.field, scale=alt.Scale(zero=False, nice=False)), x2="x1",
-        y=alt.Y("y0:Q", title=view.y.field, scale=alt.Scale(zero=False, nice=False)), y2="y1",
-        color=alt.Color("value:Q", title=_measure_title(view), scale=alt.Scale(scheme="blues")),
-        tooltip=["x0:Q", "x1:Q", "y0:Q", "y1:Q", "value:Q", "full:Q"])
+    op = view.aggregate.op
+
+    def position(axis: m.Axis, name: str):
+        return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
+                         reverse=name in view.reverse)
+
+    color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME)
+    if view.scale == "log":
+        color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False)
+    # empty cells stay blank: no rows (count 0), no measure (null), or off a log scale
+    blank = ("isValid(datum.value) && isFinite(datum.value)"
+             + (" && datum.value !== 0" if op == "count" else "")
+             + (" && datum.value > 0" if view.scale == "log" else ""))
+    chart = alt.Chart(data).transform_filter(blank).mark_rect(strokeWidth=0).encode(
+        x=alt.X("x0:Q", title=view.x.field, scale=position(view.x, "x")), x2="x1",
+        y=alt.Y("y0:Q", title=view.y.field, scale=position(view.y, "y")), y2="y1",
+        color=alt.Color("value:Q", title=_measure_title(view), scale=color_scale,
+                        legend=alt.Legend(orient="right", gradientLength=120,
+                                          format="~s" if op != "mean" else alt.Undefined)),
+        tooltip=_tooltip())
     if brush == "rect":
         chart = chart.add_params(alt.selection_interval(name="brush", encodings=["x", "y"]))
     return chart
 
 
-def _tooltip(xtype: str) -> list:
-    return [alt.Tooltip("x0", type=xtype, title="from"), alt.Tooltip("x1", type=xtype, title="to"),
-            alt.Tooltip("value:Q", format=",.4~f"), alt.Tooltip("full:Q", format=",.4~f")]
+def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: str = "y",
+             skip: int | None = None):
+    """The measure's position encoding (of `full`), its baseline and which layers' values
+    the scale can show (log: positive ones). Counts get a fixed domain, [0, the largest
+    full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
+    op, kind = view.aggregate.op, view.scale
+    finite = [v for i, v in enumerate(full) if i != skip and v is not None and math.isfinite(v)]
+    # whole pixels: crisp bar ends, and a change too small to move one draws nothing
+    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True}
+    if op == "count" and finite:
+        top = max(max(finite), 1)
+        scale["domain"] = [0.5, top] if kind == "log" else [0, top]
+        scale["nice"] = kind != "log"
+    elif kind == "log":
+        scale["nice"] = False
+    if op == "mean":
+        axis = alt.Axis(title=title)
+    elif kind == "log":  # decades only
+        axis = alt.Axis(title=title, format="~s", tickCount=3)
+    else:  # 0, 200k, 1.4M, 2B
+        axis = alt.Axis(title=title, labelExpr=(
+            "datum.value === 0 ? '0' : replace(format(datum.value, '~s'), 'G', 'B')"))
+    enc = alt.X if channel == "x" else alt.Y
+    measure = enc("full:Q", scale=alt.Scale(**scale), axis=axis)
+    # no zero on a log scale: there, bars start at the plot's edge
+    baseline = _log_baseline(channel, scale["reverse"]) if kind == "log" else alt.datum(0)
+    keep = "datum.{f} > 0" if kind == "log" else None
+    return measure, baseline, keep
+
+
+def _log_baseline(channel: str, reverse: bool):
+    """Pixel position of a log scale's lower end (bars grow from it)."""
+    if channel == "x":
+        return alt.value({"expr": "width"}) if reverse else alt.value(0)
+    return alt.value(0) if reverse else alt.value({"expr": "height"})
+
+
+def _kept(*layers, keep: str | None):
+    """Layers restricted to the bars their scale can draw (log: positive values)."""
+    if keep is None:
+        return list(layers)
+    return [layer.transform_filter(keep.format(f=f)) for layer, f in zip(layers, ("full", "value", "hl"), strict=True)]
+
+
+def _tooltip():
+    """The bar's number only: clients build the tooltip (label, value, full) when it
+    shows, so an update does not format text for every changed bar (`usermeta` has the
+    names to show)."""
+    return alt.Tooltip("bar:N")
 
 
 def _measure_title(view: m.View) -> str:
     agg = view.aggregate
     return "rows" if agg.op == "count" else f"{agg.op} of {agg.field}"
+
+
+def _num(x: float) -> str:
+    """A bin edge as people write it: no float noise, thousands separators."""
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.6g}"
+
+
+def _range(lo: float, hi: float, clamped: tuple[bool, bool] | bool = False) -> str:
+    below, above = clamped if clamped else (False, False)
+    if below:
+        return f"< {_num(hi)}"
+    if above:
+        return f"≥ {_num(lo)}"
+    return f"{_num(lo)} – {_num(hi)}"
+
+
+_TIME_FORMATS = {"minute": "%Y-%m-%d %H:%M", "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d",
+                 "week": "week of %Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
+
+
+def _time_label(start: str, unit: str) -> str:
+    return datetime.fromisoformat(start).strftime(_TIME_FORMATS[unit])
+
+
+def _epoch_ms(iso: str) -> float:
+    t = datetime.fromisoformat(iso)
+    if t.tzinfo is None:  # naive instants are UTC
+        t = t.replace(tzinfo=UTC)
+    return t.timestamp() * 1000
 
 
 def _bar_end(start: str, unit: str) -> str:

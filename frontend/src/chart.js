@@ -1,76 +1,505 @@
-// One view of a dashboard: the Vega-Lite spec the server built with Altair
-// (brushfire/charts.py), embedded with vega-embed. Its `bars` dataset holds one row per
-// bar: geometry, `full` (all rows), `value` (under the other views' filters) and `hl`
-// (linked highlighting). Brushes are the selection parameters `brush` (interval / rect)
-// and `pick` (points); `onFilter` receives them as protocol messages.
+// One view of a dashboard in its card: the Vega-Lite spec the server built with Altair
+// (brushfire/charts.py), embedded once with vega-embed and then only changed.
+//
+// Its `bars` dataset holds one row per bar: geometry, `label`, `full` (all rows), `value`
+// (under the other views' filters), `hl` (linked highlighting) and, for categorical views,
+// `sel` (false: left out of the pick). Updates modify just the fields that changed, in a
+// Vega changeset on that dataset; nothing is re-embedded.
+//
+// Filters: an interval or rect brush is Vega-Lite's selection parameter `brush`; the
+// user's drags come from its signal, and a filter set elsewhere (clear, clear-all, the
+// widget's Python side, a restored state, the keyboard) is drawn by setting the brush's
+// pixel signals (`brush_x`, `brush_y`) through the Vega view API, quietly. Categorical
+// views are picked by click (shift-click adds or removes). `onFilter` receives protocol
+// messages. The keyboard moves (arrows) and resizes (shift + arrows) a brush by whole
+// bars, or walks and picks categorical bars.
 
 import embed from "vega-embed";
-import { changeset, truthy } from "vega";
+import { changeset, Error as VEGA_ERRORS_ONLY } from "vega";
+import { formatInstant, formatMeasure, formatNumber, formatValue } from "./format.js";
+
+const KEY_HELP = {
+  interval: "Left and right arrows move the brush by one bar; with Shift they resize it; Escape clears it.",
+  rect: "Arrow keys move the brush by one cell; with Shift they resize it; Escape clears it.",
+  points: "Arrow keys walk the bars; Enter or Space picks or unpicks the bar; Escape clears the pick.",
+};
+const MIN_WIDTH = 200;
+const HOLD_MS = 40; // longest wait of a view's own redraw for the answer to its filter
 
 export class Chart {
-  constructor(description, { onFilter, onHover }) {
+  constructor(description, { onFilter, onHover, onResize = () => {} }) {
     this.description = description; // one entry of the server's `views`
     this.name = description.name;
+    this.kind = description.brush; // interval, rect, points or null
+    this.temporal = description.type === "temporal";
+    this.meta = description.spec.usermeta?.brushfire ?? { shape: "bars" };
     this.onFilter = onFilter;
     this.onHover = onHover;
-    this.base = description.spec.datasets.bars; // bar geometry and `full`; never given to Vega
+    this.onResize = onResize;
+    this.base = description.spec.datasets.bars; // bar geometry, labels and `full`
     this.values = description.values;
     this.highlight = null;
+    this.filterKey = "null"; // JSON of the filter drawn, as in the session's `filters`
+    this.filter = null;
+    this.quiet = 0; // > 0 while we set the brush ourselves: its signal is not the user's
+    this.picked = new Set();
+    this.cursor = null; // keyboard position among categorical bars
   }
 
-  // Fresh row objects each time: Vega tags the tuples it ingests with an id (a symbol
-  // property that spreading would copy), and a "new" row with an old id is no change.
   rows() {
-    return this.base.map((r, i) => ({ ...r, value: this.values[i], hl: this.highlight?.[i] ?? null }));
+    const picking = this.kind === "points" && this.picked.size > 0;
+    return this.base.map((r, i) => ({
+      ...r, value: this.values[i], hl: this.highlight?.[i] ?? null,
+      sel: picking ? this.picked.has(r.label) : null, cur: i === this.cursor,
+    }));
   }
 
-  // (Re-)draw into `element`; a fresh embed also drops any brush drawn before.
-  async mount(element) {
-    this.element = element;
-    this.view?.finalize();
+  // Build the card (title, filter readout, controls, the view) in `card` and embed.
+  async mount(card) {
+    this.card = card;
+    const id = `bf-${this.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+    const head = el("div", "bf-view-head");
+    const title = el("h2", "bf-view-title", this.description.title);
+    title.id = `${id}-title`;
+    this.readout = el("span", "bf-view-filter", "");
+    this.readout.setAttribute("aria-live", "polite");
+    this.clearButton = el("button", "bf-view-clear", "×");
+    this.clearButton.title = "Clear this view's filter";
+    this.clearButton.setAttribute("aria-label", `Clear the filter of ${this.description.title}`);
+    this.clearButton.hidden = true;
+    this.clearButton.onclick = () => this.clearFilter();
+    head.append(title, this.readout);
+    if (this.meta.shape === "rows") head.append(this.topControl());
+    head.append(this.clearButton);
+    const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
+    about.id = `${id}-about`;
+    this.body = el("div", `bf-chart bf-shape-${this.meta.shape}`);
+    this.body.tabIndex = 0;
+    this.body.setAttribute("role", "group");
+    this.body.setAttribute("aria-roledescription", "chart");
+    this.body.setAttribute("aria-labelledby", title.id);
+    this.body.setAttribute("aria-describedby", about.id);
+    this.body.addEventListener("keydown", (e) => this.onKey(e));
+    card.replaceChildren(head, this.body, about);
+
     const spec = structuredClone(this.description.spec);
+    delete spec.title; // the card's heading
     spec.datasets.bars = this.rows();
-    const result = await embed(element, spec, { actions: false, renderer: "canvas" });
+    const width = this.availableWidth();
+    spec.width = width;
+    spec.autosize = { type: "fit-x", contains: "padding" };
+    if (this.meta.shape === "bars") spec.height = barHeight(width);
+    const result = await embed(this.body, spec, {
+      actions: false, renderer: "canvas", logLevel: VEGA_ERRORS_ONLY,
+      tooltip: { formatTooltip: (bar) => this.tooltip(bar) },
+    });
     this.view = result.view;
-    if (this.description.brush === "interval" || this.description.brush === "rect") {
-      this.view.addSignalListener("brush", (_, value) => this.onFilter(this.brushMessage(value)));
-    } else if (this.description.brush === "points") {
-      this.view.addSignalListener("pick", (_, value) => this.onFilter(this.pickMessage(value)));
+    this.tuples = this.view.data("bars").slice().sort((a, b) => a.bar - b.bar);
+    this.width = width;
+    if (this.kind === "interval" || this.kind === "rect") {
+      this.view.addSignalListener("brush", (_, value) => {
+        if (!this.quiet) this.sendFilter(this.brushMessage(value));
+      });
+    } else if (this.kind === "points") {
+      this.view.addEventListener("click", (event, item) => this.click(event, item));
     }
     this.view.addEventListener("mouseover", (_, item) => {
       if (item?.datum?.bar !== undefined) this.onHover(this.name, item.datum.bar);
     });
     this.view.addEventListener("mouseout", () => this.onHover(this.name, null));
+    if (this.meta.shape === "cells") await this.fitCells();
+  }
+
+  availableWidth() {
+    return Math.max(MIN_WIDTH, Math.floor(this.body.clientWidth));
+  }
+
+  // Heatmaps: cells about square, from the plot width Vega fitted, within sane bounds.
+  async fitCells() {
+    const [nx, ny] = this.meta.cells ?? [1, 1];
+    const plot = this.view.width();
+    const height = Math.round(Math.min(Math.max(plot * ny / nx, 160), Math.max(560, plot * 0.6)));
+    if (Math.abs(height - this.view.height()) < 1) return;
+    await this.quietly(() => this.view.height(height));
+  }
+
+  // The card was resized: fit the view to it and redraw the brush at its new pixels.
+  async resize() {
+    if (!this.view) return;
+    const width = this.availableWidth();
+    if (width === this.width) return;
+    this.width = width;
+    await this.quietly(() => {
+      this.view.width(width);
+      if (this.meta.shape === "bars") this.view.height(barHeight(width));
+    });
+    if (this.meta.shape === "cells") await this.fitCells();
+    if (this.filter && this.kind !== "points") await this.drawBrush(this.filter);
+    this.onResize(this);
+  }
+
+  async quietly(change) {
+    this.quiet++;
+    try {
+      change();
+      await this.view.runAsync();
+    } finally {
+      this.quiet--;
+    }
+  }
+
+  // New filtered values (and optionally highlight shares) from the server; only the bars
+  // whose numbers changed go to Vega. Resolves when the view has re-rendered.
+  update(values, highlight = undefined) {
+    if (values) this.values = values;
+    if (highlight !== undefined) this.highlight = highlight;
+    if (!this.view) return Promise.resolve();
+    const cs = changeset();
+    let changed = 0;
+    for (const t of this.tuples) {
+      const i = t.bar;
+      if (values && !same(t.value, values[i])) {
+        cs.modify(t, "value", values[i]);
+        changed++;
+      }
+      const hl = this.highlight?.[i] ?? null;
+      if (highlight !== undefined && !same(t.hl, hl)) {
+        cs.modify(t, "hl", hl);
+        changed++;
+      }
+    }
+    if (!changed) return Promise.resolve();
+    return this.view.change("bars", cs).runAsync();
+  }
+
+  // The tooltip of bar `bar` (the spec's tooltip is the bar number): its name, values
+  // under the filters, over all rows and highlighted, formatted as it shows.
+  tooltip(bar) {
+    const row = this.base[+bar];
+    if (!row) return "";
+    const { key = "bar", measure = "value" } = this.meta.tooltip ?? {};
+    const lines = [[key, formatValue(row.label)], [`${measure}, selected`, formatMeasure(this.values[+bar])],
+                   [`${measure}, all rows`, formatMeasure(row.full)]];
+    const hl = this.highlight?.[+bar];
+    if (hl !== null && hl !== undefined) lines.push([`${measure}, highlighted`, formatMeasure(hl)]);
+    return `<table>${lines.map(([k, v]) => `<tr><td class="key">${escape(k)}</td><td class="value">${escape(v)}</td></tr>`).join("")}</table>`;
+  }
+
+  // --- filters ----------------------------------------------------------------------
+
+  // Show `filter` (this view's entry of the session's `filters`; null: none), wherever it
+  // came from. Drawing is quiet: it sends nothing.
+  async showFilter(filter) {
+    const key = JSON.stringify(filter ?? null);
+    if (key === this.filterKey || !this.view) return;
+    this.noteFilter(filter ?? null);
+    if (this.kind === "points") await this.showPicked(new Set(filter ?? []));
+    else if (this.kind) await this.drawBrush(filter ?? null);
+  }
+
+  noteFilter(filter) {
+    this.filter = filter;
+    this.filterKey = JSON.stringify(filter);
+    if (!this.holding) this.showReadout();
+  }
+
+  showReadout() {
+    this.readout.textContent = this.filter === null ? "" : this.describeFilter(this.filter);
+    this.clearButton.hidden = this.filter === null;
+  }
+
+  // A filter the user made here: remember it as drawn, and send it.
+  sendFilter(message) {
+    const filter = message.type === "clear" ? null
+      : message.type === "select" ? message.values
+        : [message.interval, message.y ?? null];
+    this.holdRedraw();
+    this.noteFilter(filter);
+    this.onFilter(message);
+  }
+
+  // While the answer to the user's filter is on its way, this view's own redraw (the
+  // moved brush, the picked bars, the readout) waits for it, at most HOLD_MS: the brush
+  // and the views it filters then change in the same frame, and the browser paints once
+  // per move instead of twice. Vega has no public hook for this: the view's renderer is
+  // wrapped (without one, nothing is held).
+  holdRedraw() {
+    const r = this.view?._renderer;
+    if (!r?.renderAsync) return;
+    if (!this.renderNow) {
+      this.renderNow = r.renderAsync.bind(r);
+      r.renderAsync = (scene, ...rest) => (this.holding ? Promise.resolve(r) : this.renderNow(scene, ...rest));
+    }
+    this.holding = true;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = setTimeout(() => this.releaseRedraw(), HOLD_MS);
+  }
+
+  releaseRedraw() {
+    if (!this.holding) return Promise.resolve();
+    this.holding = false;
+    clearTimeout(this.holdTimer);
+    this.showReadout();
+    return this.renderNow(this.view.scenegraph().root);
+  }
+
+  clearFilter() {
+    if (this.kind === "points") this.showPicked(new Set());
+    else this.drawBrush(null);
+    this.sendFilter({ type: "clear", view: this.name });
+  }
+
+  async drawBrush(filter) {
+    const v = this.view;
+    const x = filter?.[0] ?? null;
+    const y = filter?.[1] ?? null;
+    await this.quietly(() => {
+      v.signal("brush_x", x ? this.pixels("x", x) : [0, 0]);
+      if (this.kind === "rect") v.signal("brush_y", x ? this.pixels("y", y ?? [null, null]) : [0, 0]);
+    });
+  }
+
+  // Pixel span of the data interval [lo, hi] on a position scale (open ends: the edges);
+  // at least one pixel wide, since Vega-Lite reads an empty span as no brush.
+  pixels(channel, [lo, hi]) {
+    const s = this.view.scale(channel);
+    const [r0, r1] = s.range();
+    const at = (d, edge) => (d === null || d === undefined ? edge : s(this.temporal ? +new Date(d) : +d));
+    const clamp = (p) => Math.min(Math.max(p, Math.min(r0, r1)), Math.max(r0, r1));
+    let [a, b] = [clamp(at(lo, r0)), clamp(at(hi, r1))].sort((p, q) => p - q);
+    if (b - a < 1) b = a + 1;
+    return [a, b];
   }
 
   brushMessage(value) {
     const x = value?.x0;
     if (!x) return { type: "clear", view: this.name };
     const msg = { type: "brush", view: this.name, interval: this.bounds(x) };
-    if (this.description.brush === "rect") msg.y = value.y0 ? value.y0.map(Number) : [null, null];
+    if (this.kind === "rect") msg.y = value.y0 ? value.y0.map(Number).sort((a, b) => a - b) : [null, null];
     return msg;
   }
 
-  pickMessage(value) {
-    const labels = value?.label;
-    if (!labels || labels.length === 0) return { type: "clear", view: this.name };
-    return { type: "select", view: this.name, values: labels };
-  }
-
   // Brush edges in data units: numbers, or ISO instants for temporal views.
-  bounds([lo, hi]) {
-    if (this.description.type === "temporal") {
-      return [new Date(+lo).toISOString(), new Date(+hi).toISOString()];
-    }
-    return [+lo, +hi];
+  bounds(x) {
+    const [lo, hi] = x.map(Number).sort((a, b) => a - b);
+    if (this.temporal) return [new Date(lo).toISOString(), new Date(hi).toISOString()];
+    return [lo, hi];
   }
 
-  // New filtered values (and optionally highlight shares) from the server; resolves
-  // when the view has re-rendered.
-  update(values, highlight = undefined) {
-    if (values) this.values = values;
-    if (highlight !== undefined) this.highlight = highlight;
-    if (!this.view) return Promise.resolve();
-    return this.view.change("bars", changeset().remove(truthy).insert(this.rows())).runAsync();
+  // --- categorical picks ------------------------------------------------------------
+
+  click(event, item) {
+    const bar = item?.datum?.bar;
+    if (bar === undefined || item.mark?.marktype !== "rect") {
+      if (this.picked.size) this.pick(new Set());
+      return;
+    }
+    const label = this.base[bar].label;
+    const next = new Set(this.picked);
+    if (event.shiftKey) {
+      if (next.has(label)) next.delete(label);
+      else next.add(label);
+    } else if (next.size === 1 && next.has(label)) {
+      next.clear();
+    } else {
+      next.clear();
+      next.add(label);
+    }
+    this.pick(next);
   }
+
+  pick(labels) {
+    this.showPicked(labels);
+    const values = this.base.map((r) => r.label).filter((l) => labels.has(l));
+    this.sendFilter(values.length ? { type: "select", view: this.name, values } : { type: "clear", view: this.name });
+  }
+
+  showPicked(labels) {
+    this.picked = labels;
+    const cs = changeset();
+    for (const t of this.tuples) {
+      const sel = labels.size ? labels.has(t.label) : null;
+      if (t.sel !== sel) cs.modify(t, "sel", sel);
+    }
+    return this.view.change("bars", cs).runAsync();
+  }
+
+  // --- keyboard ---------------------------------------------------------------------
+
+  onKey(e) {
+    if (!this.kind) return;
+    if (e.key === "Escape" || e.key === "Delete" || e.key === "Backspace") {
+      if (this.filter !== null) this.clearFilter();
+      e.preventDefault();
+      return;
+    }
+    const arrows = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1] };
+    if (this.kind === "points") {
+      const step = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 }[e.key];
+      if (step) this.moveCursor(step);
+      else if ((e.key === "Enter" || e.key === " ") && this.cursor !== null) this.togglePick(this.cursor);
+      else return;
+      e.preventDefault();
+      return;
+    }
+    const move = arrows[e.key];
+    if (!move || (this.kind === "interval" && move[0] === 0)) return;
+    e.preventDefault();
+    this.keyBrush(move, e.shiftKey);
+  }
+
+  // Move (or with `resize`, grow/shrink at its far end) the brush by whole bars.
+  keyBrush([dx, dy], resize) {
+    const xEdges = this.edges("x0", "x1");
+    const current = this.filter;
+    let x = spanOf(xEdges, current?.[0], this.temporal);
+    let msg;
+    if (this.kind === "rect") {
+      const yEdges = this.edges("y0", "y1");
+      let y = spanOf(yEdges, current?.[1], false, !current);
+      if (dx) x = stepSpan(x, dx * this.direction("x", xEdges), xEdges.length - 1, resize);
+      if (dy) y = stepSpan(y, dy * this.direction("y", yEdges, true), yEdges.length - 1, resize);
+      msg = { type: "brush", view: this.name, interval: [xEdges[x[0]], xEdges[x[1]]],
+              y: [yEdges[y[0]], yEdges[y[1]]] };
+    } else {
+      if (current) x = stepSpan(x, dx * this.direction("x", xEdges), xEdges.length - 1, resize);
+      const ends = [xEdges[x[0]], xEdges[x[1]]];
+      msg = { type: "brush", view: this.name,
+              interval: this.temporal ? ends.map((t) => new Date(t).toISOString()) : ends };
+    }
+    this.sendFilter(msg);
+    this.drawBrush(this.filter);
+  }
+
+  // +1 when a larger value is further right (x) or further up (y) on screen.
+  direction(channel, edges, up = false) {
+    const s = this.view.scale(channel);
+    const increasing = s(edges[edges.length - 1]) > s(edges[0]);
+    return (up ? !increasing : increasing) ? 1 : -1;
+  }
+
+  // Sorted bar edges along a geometry field pair (epoch ms for temporal views).
+  edges(lo, hi) {
+    const key = `${lo}:${hi}`;
+    this.edgeCache ??= {};
+    if (!this.edgeCache[key]) {
+      const v = (d) => (this.temporal ? +new Date(d) : +d);
+      const set = new Set();
+      for (const r of this.base) {
+        set.add(v(r[lo]));
+        set.add(v(r[hi]));
+      }
+      this.edgeCache[key] = [...set].sort((a, b) => a - b);
+    }
+    return this.edgeCache[key];
+  }
+
+  moveCursor(step) {
+    const n = this.tuples.length;
+    const shown = this.meta.shape === "rows" ? this.shownBars() : null;
+    let i = this.cursor === null ? (step > 0 ? -1 : n) : this.cursor;
+    do {
+      i = Math.min(Math.max(i + step, 0), n - 1);
+    } while (shown && !shown(i) && i > 0 && i < n - 1);
+    this.setCursor(i);
+  }
+
+  shownBars() {
+    const top = this.view.signal("top_shown");
+    return (i) => i < top || i === this.meta.other;
+  }
+
+  setCursor(i) {
+    const cs = changeset();
+    for (const t of this.tuples) {
+      const cur = t.bar === i;
+      if (t.cur !== cur) cs.modify(t, "cur", cur);
+    }
+    this.cursor = i;
+    this.readout.textContent = `${formatValue(this.base[i].label)}: ${formatNumber(this.values[i] ?? NaN)}` +
+      (this.picked.has(this.base[i].label) ? " (picked)" : "");
+    this.view.change("bars", cs).runAsync();
+  }
+
+  togglePick(i) {
+    const label = this.base[i].label;
+    const next = new Set(this.picked);
+    if (next.has(label)) next.delete(label);
+    else next.add(label);
+    this.pick(next);
+  }
+
+  // Long categoricals (rows): how many are shown.
+  topControl() {
+    const select = el("select", "bf-top");
+    select.setAttribute("aria-label", `Bars shown in ${this.description.title}`);
+    const n = this.meta.bars - (this.meta.other === null || this.meta.other === undefined ? 0 : 1);
+    for (const k of [this.meta.top, 100, 300, 1000].filter((k, i, a) => k < n && a.indexOf(k) === i)) {
+      select.append(new Option(`top ${k}`, String(k)));
+    }
+    select.append(new Option(`all ${n}`, String(n)));
+    select.value = String(Math.min(this.meta.top, n));
+    select.onchange = async () => {
+      await this.quietly(() => this.view.signal("top_shown", +select.value));
+      this.onResize(this);
+    };
+    return select;
+  }
+
+  describeFilter(filter) {
+    if (this.kind === "points") {
+      const shown = filter.slice(0, 4).map(formatValue).join(", ");
+      return filter.length > 4 ? `${shown} +${filter.length - 4} more` : shown;
+    }
+    const span = ([lo, hi]) => `${this.edgeText(lo)} – ${this.edgeText(hi)}`;
+    if (this.kind === "rect") return `x ${span(filter[0])}, y ${span(filter[1] ?? [null, null])}`;
+    return span(filter[0]);
+  }
+
+  edgeText(v) {
+    if (v === null || v === undefined) return "…";
+    if (this.temporal) return formatInstant(new Date(v).toISOString().replace(".000Z", "Z"));
+    return formatNumber(Math.abs(v) >= 100 ? Math.round(v * 100) / 100 : Number(v.toPrecision(4)));
+  }
+}
+
+// Bars: a height that suits the width, within bounds.
+function barHeight(width) {
+  return Math.round(Math.min(Math.max(width * 0.38, 140), 300));
+}
+
+// Edge indices [a, b] (a < b) covering the interval [lo, hi]; none: the first tenth
+// (or with `all`, everything).
+function spanOf(edges, interval, temporal, all = false) {
+  const last = edges.length - 1;
+  if (!interval) return all ? [0, last] : [0, Math.max(1, Math.round(last / 10))];
+  const v = (d) => (d === null || d === undefined ? null : temporal ? +new Date(d) : +d);
+  const lo = v(interval[0]);
+  const hi = v(interval[1]);
+  let a = 0;
+  if (lo !== null) while (a < last && edges[a + 1] <= lo) a++;
+  let b = last;
+  if (hi !== null) while (b > a + 1 && edges[b - 1] >= hi) b--;
+  return [a, Math.max(b, a + 1)];
+}
+
+function stepSpan([a, b], step, last, resize) {
+  if (resize) return [a, Math.min(Math.max(b + step, a + 1), last)];
+  const shift = Math.min(Math.max(step, -a), last - b);
+  return [a + shift, b + shift];
+}
+
+function escape(text) {
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+function same(a, b) {
+  return a === b || (a !== a && b !== b); // NaN equals NaN here
+}
+
+function el(tag, className = "", text = "") {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text) e.textContent = text;
+  return e;
 }

@@ -2,9 +2,16 @@
 // the last interaction), clear-all, trace recording and the details table. It talks to
 // the engine only through `send(message) -> Promise<reply>` (docs/protocol.md), so the web
 // page (a WebSocket) and the Jupyter widget (the kernel) share it.
+//
+// Layout: the views sit in a grid whose columns follow the width of the page (one column
+// on a narrow window, as many as fit at about 440 px, never more than there are views);
+// each view fills its card's width, and cards pack downwards like masonry, so a tall
+// heatmap does not leave holes beside it. Every filter the session reports is drawn on
+// its view, wherever it came from.
 
 import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
+import { formatNumber, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
 
 const fmt = new Intl.NumberFormat("en-US");
@@ -30,26 +37,53 @@ export class DashboardUI {
     this.root.replaceChildren();
     this.root.classList.add("bf-dashboard");
     this.root.append(this.header(), this.parameterBar());
-    const grid = el("div", "bf-grid");
-    this.root.append(grid);
+    this.grid = el("div", "bf-grid");
+    this.root.append(this.grid);
     this.charts = new Map();
+    const cards = [];
     for (const v of d.views) {
-      const cell = el("div", "bf-view");
-      cell.dataset.view = v.name;
-      grid.append(cell);
-      const chart = new Chart(v, {
+      const card = el("section", "bf-view");
+      card.dataset.view = v.name;
+      this.grid.append(card);
+      cards.push(card);
+      this.charts.set(v.name, new Chart(v, {
         onFilter: (msg) => this.filter(msg),
         onHover: (view, bar) => this.hover(view, bar),
-      });
-      this.charts.set(v.name, chart);
-      await chart.mount(cell);
+        onResize: (chart) => this.pack(chart.card),
+      }));
     }
+    // cards first (so each knows its width), then the views, all at once
+    await Promise.all(d.views.map((v, i) => this.charts.get(v.name).mount(cards[i])));
+    for (const card of cards) this.pack(card);
+    this.watchSize();
     if (d.details) {
       this.details = new DetailsTable(d.details, (msg) => this.request(msg));
       this.root.append(this.details.element);
     }
     const state = await this.request({ type: "state" });
     this.showStatus(state);
+    if (state.filters) await this.showFilters(state.filters);
+  }
+
+  // Masonry: a card spans as many small grid rows as its height needs.
+  pack(card) {
+    card.style.gridRowEnd = `span ${Math.ceil((card.offsetHeight + GAP) / ROW)}`;
+  }
+
+  // Views follow their cards' width (window resized, columns changed).
+  watchSize() {
+    if (typeof ResizeObserver === "undefined") return;
+    let scheduled = false;
+    this.resizer = new ResizeObserver(() => {
+      if (scheduled) return;
+      scheduled = true;
+      requestAnimationFrame(async () => {
+        scheduled = false;
+        await Promise.all([...this.charts.values()].map((c) => c.resize()));
+        for (const c of this.charts.values()) this.pack(c.card);
+      });
+    });
+    this.resizer.observe(this.grid);
   }
 
   header() {
@@ -70,7 +104,8 @@ export class DashboardUI {
     const bar = el("div", "bf-parameters");
     this.parameterInputs = new Map();
     for (const p of this.description.parameters) {
-      const label = el("label", "", `${p.name} `);
+      const label = el("label", "bf-parameter", "");
+      label.append(el("span", "bf-parameter-name", p.name));
       let input;
       if (p.widget === "dropdown") {
         input = document.createElement("select");
@@ -81,19 +116,49 @@ export class DashboardUI {
           const value = input.value === "" ? null : p.values.find((v) => String(v) === input.value);
           this.filter({ type: "parameter", name: p.name, value });
         };
+        label.append(input);
       } else {
-        input = document.createElement("input");
-        input.type = "range";
-        const [lo, hi] = p.range ?? [0, 0];
-        Object.assign(input, { min: lo, max: hi, step: "any", value: p.default ?? hi });
-        input.oninput = () => this.filter({ type: "parameter", name: p.name, value: +input.value });
+        input = this.slider(p, label);
       }
       input.name = p.name;
-      label.append(input);
       bar.append(label);
       this.parameterInputs.set(p.name, input);
     }
     return bar;
+  }
+
+  // A slider: its value beside it (or "all" while inactive, its thumb then at the end
+  // that lets every row pass) and a reset button.
+  slider(p, label) {
+    const input = document.createElement("input");
+    input.type = "range";
+    const [lo, hi] = p.range ?? [0, 0];
+    Object.assign(input, { min: lo, max: hi, step: "any" });
+    const symbol = { lt: "<", lte: "≤", gt: ">", gte: "≥" }[p.op] ?? p.op;
+    const readout = el("output", "bf-readout", "");
+    const reset = el("button", "bf-reset", "×");
+    reset.title = `Reset ${p.name}`;
+    reset.setAttribute("aria-label", `Reset ${p.name}`);
+    input.show = (value) => {
+      const active = value !== null && value !== undefined;
+      input.value = String(active ? value : (p.op === "gt" || p.op === "gte" ? lo : hi));
+      input.classList.toggle("bf-inactive", !active);
+      readout.textContent = active ? `${symbol} ${formatNumber(+value)}` : "all";
+      input.setAttribute("aria-valuetext", active ? `${p.name} ${symbol} ${formatNumber(+value)}` : `${p.name}: all`);
+      reset.hidden = !active;
+    };
+    input.oninput = () => {
+      const value = roundForSpan(+input.value, hi - lo);
+      input.show(value);
+      this.filter({ type: "parameter", name: p.name, value });
+    };
+    reset.onclick = () => {
+      input.show(null);
+      this.filter({ type: "parameter", name: p.name, value: null });
+    };
+    input.show(p.default);
+    label.append(input, readout, reset);
+    return input;
   }
 
   // A filter message from a view or widget. At most one is in flight; while it is, the
@@ -112,8 +177,10 @@ export class DashboardUI {
       const sent = performance.now();
       const reply = await this.request(message);
       const received = performance.now();
+      if (reply.type === "update") await this.applyUpdate(reply);
+      // the source view's own redraw waited for this answer (Chart.holdRedraw)
+      if (!this.pending.has(key)) await this.charts.get(key)?.releaseRedraw();
       if (reply.type === "update") {
-        await this.applyUpdate(reply);
         const done = performance.now();
         this.measured({ type: message.type, view: key, total: done - t0,
                         roundTrip: received - sent, render: done - received, engine: reply.ms });
@@ -127,8 +194,17 @@ export class DashboardUI {
       this.charts.get(name).update(v.values)));
     this.filters = reply.filters;
     this.showStatus(reply);
+    await this.showFilters(reply.filters);
     this.onFilters(reply.filters);
     this.details?.refresh();
+  }
+
+  // Draw every view's filter as the session has it; a view the user is still moving
+  // (a newer message of its own waits) keeps what the user drew.
+  async showFilters(filters) {
+    await Promise.all([...this.charts.values()]
+      .filter((c) => !this.pending.has(c.name))
+      .map((c) => c.showFilter(filters[c.name] ?? null)));
   }
 
   async request(message) {
@@ -163,34 +239,30 @@ export class DashboardUI {
     if (reply.type !== "update") return;
     this.showParameters({});
     await this.applyUpdate(reply);
-    await Promise.all([...this.charts.values()].map((c) => c.mount(c.element))); // drop brushes
     this.measured({ type: "clear", view: "*", total: performance.now() - t0, engine: reply.ms });
   }
 
   // A `state` the engine's owner pushed after changing the filters itself (the Jupyter
-  // widget's kernel, when Python sets `filters`): every view's bars, the parameter
-  // widgets and the status. Drawn brushes are dropped, since a Vega-Lite brush cannot be
-  // drawn from outside; the views' bars show the new filters.
+  // widget's kernel, when Python sets `filters`): every view's bars and drawn filter, the
+  // parameter widgets and the status.
   async applyState(reply) {
     this.pending.clear();
-    for (const chart of this.charts.values()) {
-      const v = reply.views[chart.name];
-      if (v) chart.values = v.values;
-    }
-    await Promise.all([...this.charts.values()].map((c) => c.mount(c.element)));
+    await Promise.all([...this.charts.values()].map((c) =>
+      (reply.views[c.name] ? c.update(reply.views[c.name].values) : null)));
     this.showParameters(reply.filters);
     this.filters = reply.filters;
+    await this.showFilters(reply.filters);
     this.showStatus(reply);
     this.details?.refresh();
   }
 
-  // Parameter widgets showing `filters` (an inactive parameter: "(all)" or the slider's end).
+  // Parameter widgets showing `filters` (an inactive parameter: "(all)", or "all" beside
+  // a slider).
   showParameters(filters) {
     for (const [name, input] of this.parameterInputs) {
-      const p = this.description.parameters.find((q) => q.name === name);
       const value = filters[name];
-      if (value !== undefined && value !== null) input.value = String(value);
-      else input.value = p.widget === "dropdown" ? "" : (p.range?.[1] ?? 0);
+      if (input.show) input.show(value ?? null);
+      else input.value = value === undefined || value === null ? "" : String(value);
     }
   }
 
@@ -240,6 +312,9 @@ export class DashboardUI {
     this.latencyLine.textContent = `error: ${message}`;
   }
 }
+
+const ROW = 4; // px: the grid's row unit (style.css: grid-auto-rows)
+const GAP = 12; // px: space below a card (style.css: .bf-view margin-bottom)
 
 export function el(tag, className = "", text = "") {
   const e = document.createElement(tag);

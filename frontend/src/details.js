@@ -1,7 +1,9 @@
 // Details on demand: a paged table of the input rows behind the current selection
-// (backward lineage), refreshed after each update while it is open.
+// (backward lineage), refreshed after each update while it is open. Values are formatted
+// by type (format.js): numbers right-aligned without float noise, instants readable.
 
 import { el } from "./dashboard.js";
+import { formatValue } from "./format.js";
 
 const fmt = new Intl.NumberFormat("en-US");
 
@@ -58,7 +60,11 @@ export class DetailsTable {
     for (const c of ["rid", ...this.columns]) head.append(el("th", "", c));
     const rows = reply.rows.map((r) => {
       const tr = el("tr");
-      for (const c of ["rid", ...this.columns]) tr.append(el("td", "", r[c] === null ? "∅" : String(r[c])));
+      for (const c of ["rid", ...this.columns]) {
+        const td = el("td", "", formatValue(r[c]));
+        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
+        tr.append(td);
+      }
       return tr;
     });
     this.table.replaceChildren(head, ...rows);

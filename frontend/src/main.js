@@ -1,5 +1,6 @@
 // The web page: pick a dashboard (?dashboard=NAME, else the first the server has), show
-// its capture progress while Spark works, then the dashboard over a WebSocket session.
+// its capture progress while Spark works, then the dashboard over a WebSocket session,
+// with the filters kept in the address (#filters=...).
 // `window.brushfire` exposes the live objects to browser tests and benchmarks.
 // A server with an access token is opened at `/?token=...`: the server then keeps the
 // token in a cookie, and the page sends it on its own requests too and takes it out of
@@ -58,9 +59,32 @@ async function main() {
     description = await api(`api/dashboards/${encodeURIComponent(name)}`);
   }
   document.title = `${description.title} · Brushfire`;
-  const ui = new DashboardUI(app, description, (msg) => connection.request(msg));
+  const saved = filtersInAddress();
+  const ui = new DashboardUI(app, description, (msg) => connection.request(msg), { onFilters: keepInAddress });
   await ui.mount();
+  if (saved) await ui.setFilters(saved);
   Object.assign(window.brushfire, { ui, connection, description, ready: true });
+}
+
+// The filters live in the address (#filters=JSON), so a reload or a shared link shows the
+// same selection, brushes drawn.
+function filtersInAddress() {
+  const m = /(?:^#|&)filters=([^&]*)/.exec(location.hash);
+  if (!m) return null;
+  try {
+    return JSON.parse(decodeURIComponent(m[1]));
+  } catch {
+    return null;
+  }
+}
+
+let addressTimer = null;
+function keepInAddress(filters) {
+  clearTimeout(addressTimer); // at most one history entry rewrite per pause in a drag
+  addressTimer = setTimeout(() => {
+    const hash = Object.keys(filters).length ? `#filters=${encodeURIComponent(JSON.stringify(filters))}` : "";
+    history.replaceState(null, "", `${location.pathname}${location.search}${hash}`);
+  }, 250);
 }
 
 main().catch((e) => showFailure(String(e?.stack ?? e)));

@@ -1,11 +1,16 @@
 """Browser tests: a real Brushfire server on loopback, the built frontend, and Debian's
 Chromium driven by Playwright (the `chromium` fixture is in tests/conftest.py).
-Screenshots go to build/screenshots/."""
+Screenshots go to build/screenshots/.
+
+Two dashboards: `browse` (every view type and interaction over small random data) and
+`stars` (what analysts bring: a colour-magnitude heatmap with 141 y-bins and a reversed
+y axis, a categorical of 1,000+ values, float32 measures, a slider)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from contextlib import contextmanager
 
+import pyarrow.parquet as pq
 import pytest
 
 from brushfire import Dashboard
@@ -13,8 +18,8 @@ from brushfire.server import create_app
 from brushfire.spec import parse_dashboard
 from live_server import live_server
 from oracle import Oracle
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+from pages import SCREENSHOTS
+from stars import make_stars, stars_spec
 
 
 def browser_spec(path) -> dict:
@@ -42,6 +47,13 @@ def browser_spec(path) -> dict:
     }
 
 
+@pytest.fixture(scope="session")
+def stars_parquet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stars") / "stars.parquet"
+    pq.write_table(make_stars(20_000, seed=11), path, row_group_size=5000)
+    return path
+
+
 @pytest.fixture(scope="module")
 def served(spark, small_parquet, tmp_path_factory):
     spec = parse_dashboard(browser_spec(small_parquet))
@@ -53,21 +65,52 @@ def served(spark, small_parquet, tmp_path_factory):
 @pytest.fixture
 def page(chromium, served, request):
     """The dashboard page, loaded and ready; fails the test on any page error."""
-    addr, _ = served
-    context = chromium.new_context(viewport={"width": 1400, "height": 1100})
+    with open_page(chromium, served[0], "browse", request.node.name) as pg:
+        yield pg
+
+
+@contextmanager
+def open_page(chromium, addr: str, dashboard: str, shot: str, width: int = 1400, height: int = 1100,
+              hash: str = ""):
+    """A page showing `dashboard`, ready; on exit a screenshot `shot`.png and a check that
+    the page had no errors and loaded every resource (no 404, e.g. for /favicon.ico)."""
+    context = chromium.new_context(viewport={"width": width, "height": height})
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(f"http://{addr}/?dashboard=browse")
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(f"http://{addr}/?dashboard={dashboard}{hash}")
     pg.wait_for_function("window.brushfire.ready || window.brushfire.error", timeout=30_000)
     assert pg.evaluate("window.brushfire.error || null") is None
-    yield pg
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"))
-    context.close()
+    try:
+        yield pg
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SCREENSHOTS / f"{shot}.png"), full_page=True)
+    finally:
+        context.close()
     assert not errors, f"errors in the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def served_stars(spark, stars_parquet, tmp_path_factory):
+    spec = parse_dashboard(stars_spec(stars_parquet))
+    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path_factory.mktemp("cache"))
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
+
+
+@pytest.fixture
+def stars_page(chromium, served_stars, request):
+    with open_page(chromium, served_stars[0], "stars", request.node.name) as pg:
+        yield pg
 
 
 @pytest.fixture
 def oracle(served):
     return Oracle(served[1].spec)
+
+
+@pytest.fixture
+def stars_page_at(chromium, served_stars, request):
+    """open_page for the stars dashboard at an address suffix (e.g. "#filters=...")."""
+    return lambda hash: open_page(chromium, served_stars[0], "stars", request.node.name, hash=hash)

@@ -4,63 +4,15 @@ sent. Screenshots of every test end up in build/screenshots/."""
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 
 import pytest
 
 from bars import sql_count, sql_values
 from oracle import Oracle
+from pages import IDLE, assert_views_match, drag, formatted, selected, shown, to_pixel
 
 pytestmark = pytest.mark.spark
-
-IDLE = "window.brushfire.ui.pending.size === 0 && !window.brushfire.ui.busy"
-
-
-def to_pixel(page, view: str, x, y=None) -> tuple[float, float]:
-    """Page coordinates of data point (x, y) in a view (y: mid-height when None; band
-    scales: the band's middle)."""
-    return tuple(page.evaluate("""([name, x, y]) => {
-        const v = window.brushfire.ui.charts.get(name).view;
-        const r = v.container().querySelector('canvas').getBoundingClientRect();
-        const pad = v.padding(), o = v.origin(), sx = v.scale('x'), sy = v.scale('y');
-        const bx = sx.bandwidth ? sx.bandwidth() / 2 : 0;
-        return [r.left + pad.left + o[0] + sx(x) + bx,
-                r.top + pad.top + o[1] + (y === null ? v.height() / 2 : sy(y))];
-    }""", [view, x, y]))
-
-
-def drag(page, view: str, x0, x1, y0=None, y1=None, steps: int = 12) -> None:
-    (ax, ay), (bx, by) = to_pixel(page, view, x0, y0), to_pixel(page, view, x1, y1)
-    page.mouse.move(ax, ay)
-    page.mouse.down()
-    for i in range(1, steps + 1):
-        page.mouse.move(ax + (bx - ax) * i / steps, ay + (by - ay) * i / steps)
-    page.mouse.up()
-    page.wait_for_function(IDLE)
-
-
-def shown(page, view: str, field: str = "value") -> list:
-    """The values a view draws, by bar (from its Vega dataset)."""
-    return page.evaluate("""([name, field]) => window.brushfire.ui.charts.get(name).view
-        .data('bars').slice().sort((a, b) => a.bar - b.bar).map(r => r[field])""", [view, field])
-
-
-def assert_views_match(page, oracle, dash, skip=()) -> None:
-    for v in dash.spec.views:
-        if v.name in skip:
-            continue
-        want, got = sql_values(oracle, dash, v.name), shown(page, v.name)
-        assert len(want) == len(got), v.name
-        for i, (a, b) in enumerate(zip(got, want, strict=True)):
-            if b is None or (isinstance(b, float) and math.isnan(b)):
-                assert a is None, (v.name, i, a)
-            else:
-                assert a is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), (v.name, i, a, b)
-
-
-def selected(page) -> int:
-    return page.evaluate("window.brushfire.ui.selected")
 
 
 def test_dragging_a_histogram_brush_filters_the_other_views_as_sql_does(page, served, oracle):
@@ -81,11 +33,11 @@ def test_dragging_a_histogram_brush_filters_the_other_views_as_sql_does(page, se
 def test_click_and_shift_click_select_categorical_bars(page, served, oracle):
     _, dash = served
     labels = dash.store.view("cat").labels
-    top = max(shown(page, "cat", "full")) / 4
-    x, y = to_pixel(page, "cat", labels[0], top)
+    full = shown(page, "cat", "full")
+    x, y = to_pixel(page, "cat", labels[0], full[0] / 2)  # halfway up each bar
     page.mouse.click(x, y)
     page.wait_for_function(IDLE)
-    x, y = to_pixel(page, "cat", labels[2], top / 4)
+    x, y = to_pixel(page, "cat", labels[2], full[2] / 2)
     page.keyboard.down("Shift")
     page.mouse.click(x, y)
     page.keyboard.up("Shift")
@@ -163,7 +115,7 @@ def test_details_table_pages_through_the_selected_rows(page, served, oracle):
     assert [len(p) for p in pages] == [20, 20]
     rids = [r[0] for p in pages for r in p]
     assert len(set(rids)) == len(rids)  # the second page continues, it does not repeat
-    allowed_text = {tuple("∅" if v is None else _text(v) for v in row) for row in allowed}
+    allowed_text = {tuple(formatted(v) for v in row) for row in allowed}
     for row in (r for p in pages for r in p):
         assert tuple(row[1:]) in allowed_text, row
 
@@ -171,15 +123,6 @@ def test_details_table_pages_through_the_selected_rows(page, served, oracle):
 def table_rows(page) -> list[list[str]]:
     return page.eval_on_selector_all(
         ".bf-table tr", "trs => trs.slice(1).map(tr => [...tr.children].map(td => td.textContent))")
-
-
-def _text(v) -> str:
-    """How JavaScript's String() shows a value from the JSON reply."""
-    if v == "NaN":
-        return "∅"  # NaN travels as null
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def test_record_downloads_a_trace_the_harness_replays(page, served, tmp_path):

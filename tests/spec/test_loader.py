@@ -21,7 +21,7 @@ BAD = [
     # --- unknown keys: the accepted keys, and a hint (a close match, or where it belongs)
     ("unknown_key_view.yaml", """\
 bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
-    HistogramView accepts: name, title, aggregate, brush, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
@@ -33,11 +33,11 @@ bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
-    CategoricalView accepts: name, title, aggregate, brush, type, field, top, other
+    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
-    HistogramView accepts: name, title, aggregate, brush, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
     hint: 'top' is a key of CategoricalView, not HistogramView"""),
     ("unknown_key_heatmap_axis.yaml", """\
 bad/unknown_key_heatmap_axis.yaml:11: views[0].y.clamp: unknown key 'clamp'

@@ -19,6 +19,8 @@ from brushfire.limits import MAX_TOP
 AggregateOp = Literal["count", "sum", "mean"]
 TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
 BrushType = Literal["interval", "points", "rect", "none"]
+ScaleType = Literal["linear", "log", "sqrt"]
+AxisName = Literal["x", "y"]
 
 
 class Model(BaseModel):
@@ -98,6 +100,10 @@ class _ViewBase(Model):
     title: str | None = None
     aggregate: Aggregate = Aggregate()
     brush: BrushType | None = None  # None: the view type's natural brush
+    # display only (no effect on capture or answers): the measure's scale (the y axis of
+    # bars, the colour of heatmap cells) and the axes drawn reversed
+    scale: ScaleType = "linear"
+    reverse: list[AxisName] = Field(default_factory=list)
 
 
 class HistogramView(_ViewBase):

@@ -1,0 +1,122 @@
+"""brushfire.charts: the Vega-Lite spec of each view type and display option (what the
+page and the widget embed), checked on the JSON; the browser tests check the drawing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from brushfire import charts
+from brushfire.lineage.arrays import ViewLayout
+from brushfire.spec import models as m
+from brushfire.spec.models import Dashboard
+
+
+def view(**kw) -> m.View:
+    spec = {"name": "d", "source": {"path": "x.parquet"}, "views": [{"name": "v", **kw}]}
+    return Dashboard.model_validate(spec).views[0]
+
+
+def layout(v: m.View, labels: list) -> ViewLayout:
+    return ViewLayout(v.name, v.type, v.aggregate.op, len(labels), 0, -1, labels)
+
+
+def spec_of(v: m.View, labels: list, full: list, brush: str | None = None) -> dict:
+    return charts.view_spec(v, layout(v, labels), full, brush)
+
+
+def layers(spec: dict) -> list[dict]:
+    return spec.get("layer", [spec])
+
+
+HIST = {"type": "histogram", "field": "delay", "bin": {"step": 10, "extent": [-20, 20], "clamp": True}}
+HIST_LABELS = [[-20.0, -10.0], [-10.0, 0.0], [0.0, 10.0], [10.0, 20.0]]
+
+
+@pytest.mark.parametrize(("kw", "labels", "want"), [
+    (HIST, HIST_LABELS, ["< -10", "-10 – 0", "0 – 10", "≥ 10"]),
+    ({**HIST, "bin": {"step": 0.1, "extent": [0, 0.3]}},
+     [[0.0, 0.1], [0.1, 0.2], [0.2, 0.30000000000000004]], ["0 – 0.1", "0.1 – 0.2", "0.2 – 0.3"]),
+    ({"type": "histogram", "field": "d", "bin": {"step": 1000, "extent": [0, 2000]}},
+     [[0.0, 1000.0], [1000.0, 2000.0]], ["0 – 1,000", "1,000 – 2,000"]),
+    ({"type": "temporal", "field": "t", "unit": "day"}, ["2001-01-05T00:00:00+00:00"], ["2001-01-05"]),
+    ({"type": "temporal", "field": "t", "unit": "hour"}, ["2001-01-05T14:00:00"], ["2001-01-05 14:00"]),
+    ({"type": "temporal", "field": "t", "unit": "month"}, ["2001-03-01T00:00:00"], ["2001-03"]),
+    ({"type": "categorical", "field": "o", "top": 2}, ["ORD", "ATL", "(other)"], ["ORD", "ATL", "(other)"]),
+])
+def test_bars_carry_readable_labels(kw, labels, want):
+    rows = charts.bar_rows(view(**kw), layout(view(**kw), labels), [1] * len(labels))
+    assert [r["label"] for r in rows] == want
+
+
+def test_a_histogram_has_fixed_domains_a_count_axis_and_a_brush():
+    spec = spec_of(view(**HIST), HIST_LABELS, [5, 40, 3, 0], "interval")
+    full, value, hl = layers(spec)
+    assert full["encoding"]["x"]["scale"]["domain"] == [-20.0, 20.0]
+    assert full["encoding"]["x"]["scale"]["round"] is True
+    assert full["encoding"]["y"]["scale"]["domain"] == [0, 40]  # the largest full bar
+    assert "format(datum.value, '~s')" in full["encoding"]["y"]["axis"]["labelExpr"]
+    assert spec["params"][0]["name"] == "brush" and spec["params"][0]["select"]["type"] == "interval"
+    assert full["encoding"]["tooltip"] == {"field": "bar", "type": "nominal"}  # the page writes it
+    assert spec["usermeta"] == {"brushfire": {"shape": "bars", "bars": 4,
+                                              "tooltip": {"key": "delay", "measure": "rows"}}}
+    assert spec["description"].startswith("Histogram of rows by delay: 4 bins of 10 from -20 to 20")
+    json.dumps(spec)
+
+
+def test_log_and_sqrt_scales_and_reversed_axes():
+    spec = spec_of(view(**HIST, scale="log", reverse=["x"]), HIST_LABELS, [5, 40, 3, 0])
+    full, value, _ = layers(spec)
+    assert full["encoding"]["y"]["scale"]["type"] == "log"
+    assert full["encoding"]["y"]["scale"]["domain"] == [0.5, 40]
+    assert full["encoding"]["y2"] == {"value": {"expr": "height"}}  # bars from the bottom
+    assert {"filter": "datum.value > 0"} in value["transform"]  # log: no zero bars
+    assert full["encoding"]["x"]["scale"]["reverse"] is True
+    mean = view(**HIST, scale="sqrt", aggregate={"op": "mean", "field": "m"})
+    y = layers(spec_of(mean, HIST_LABELS, [1.5, -2.0, None, 3.0]))[0]["encoding"]["y"]
+    assert y["scale"]["type"] == "sqrt" and "domain" not in y["scale"]  # a mean may exceed the full bar
+
+
+def test_a_heatmap_hides_empty_cells_uses_viridis_and_reverses_y():
+    v = view(type="heatmap", x={"field": "c", "bin": {"step": 1, "extent": [0, 2]}},
+             y={"field": "g", "bin": {"step": 1, "extent": [0, 3]}}, scale="log", reverse=["y"])
+    labels = [[[x, x + 1.0], [y, y + 1.0]] for x in (0.0, 1.0) for y in (0.0, 1.0, 2.0)]
+    spec = spec_of(v, labels, [0, 1, 2, 3, 4, 5], "rect")
+    (chart,) = layers(spec)
+    enc = chart["encoding"]
+    assert enc["color"]["scale"] == {"type": "log", "scheme": "viridis", "nice": False}
+    assert enc["y"]["scale"]["reverse"] is True and enc["x"]["scale"]["round"] is True
+    (blank,) = chart["transform"]
+    assert "datum.value !== 0" in blank["filter"] and "datum.value > 0" in blank["filter"]
+    assert chart["mark"]["strokeWidth"] == 0
+    assert spec["usermeta"]["brushfire"]["cells"] == [2, 3]
+    assert spec["datasets"]["bars"][1]["label"] == "c 0 – 1, g 1 – 2"
+
+
+@pytest.mark.parametrize(("labels", "shape"), [
+    (["ORD", "ATL", "(other)"], "bars"),
+    ([f"c{i}" for i in range(24)], "bars"),
+    ([f"c{i}" for i in range(25)], "rows"),  # many bars
+    (["a label longer than eight", "b"], "rows"),  # long labels
+])
+def test_categoricals_with_many_or_long_labels_are_rows(labels, shape):
+    v = view(type="categorical", field="o", top=len(labels), other=False)
+    spec = spec_of(v, labels, [10] * len(labels))
+    assert spec["usermeta"]["brushfire"]["shape"] == shape
+    if shape == "rows":
+        assert spec["params"] == [{"name": "top_shown", "value": charts.TOP_SHOWN}]
+        assert "height" not in spec  # one step per shown row
+        assert spec["layer"][0]["encoding"]["y"]["field"] == "label"
+
+
+def test_a_dwarfing_other_bar_is_clipped_and_labelled():
+    v = view(type="categorical", field="o", top=2)
+    spec = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 1400])
+    full = spec["layer"][0]
+    assert full["encoding"]["y"]["scale"]["domain"] == [0, 150]
+    assert full["mark"]["clip"] is True
+    assert spec["layer"][-1]["mark"]["type"] == "text"
+    calm = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 200])
+    assert calm["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 200]
+    assert len(calm["layer"]) == 3
