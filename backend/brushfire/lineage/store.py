@@ -197,9 +197,18 @@ def source_fingerprint(path: str) -> str:
     return h.hexdigest()
 
 
+DISPLAY_ONLY = ("title", "scale", "reverse")  # how a view is drawn, never what it counts
+
+
 def spec_hash(dash: Dashboard) -> str:
-    """A hash of what the spec asks for (its title aside)."""
-    return hashlib.sha256(dash.model_dump_json(exclude={"title"}).encode()).hexdigest()
+    """A hash of what the spec asks to capture: titles and display options (scale,
+    reverse) left out, so editing them keeps the cache; keys sorted, so the order of a
+    mapping in the YAML does not matter."""
+    d = dash.model_dump(mode="json", exclude={"title"})
+    for v in d["views"]:
+        for k in DISPLAY_ONLY:
+            v.pop(k, None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
 
 def cache_key(dash: Dashboard, fingerprint: str, config=None) -> str:
