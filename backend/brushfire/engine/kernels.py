@@ -92,7 +92,7 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                             for i in range(n):
                                 r = c0 + i if c0 >= 0 else rows[i]
                                 k = np.int64(keys[d, r])
-                                if k == elo or k == ehi:
+                                if k in (elo, ehi):
                                     x = raw[rc, r]
                                     if (k == elo and x < vlo) or (k == ehi and x > vhi):
                                         fail[i] |= bit
@@ -250,7 +250,6 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
         union |= need[views[j]]
     fail = np.empty(CHUNK, np.uint64)
     rows = np.empty(CHUNK, np.int64)
-    sel = np.empty(CHUNK, np.int64)
     wts = np.ones(CHUNK, np.int64)
     bars = np.empty(CHUNK, np.int64)
     xs = np.empty(CHUNK, np.float64)
@@ -283,7 +282,6 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
         union |= need[views[j]]
     fail = np.empty(CHUNK, np.uint64)
     rows = np.empty(CHUNK, np.int64)
-    sel = np.empty(CHUNK, np.int64)
     wts = np.empty(CHUNK, np.int64)
     now = np.empty(CHUNK, np.bool_)
     was = np.empty(CHUNK, np.bool_)
