@@ -44,7 +44,8 @@ from brushfire.engine.state import (
 )
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import Aggregates
-from brushfire.lineage.store import LineageStore
+from brushfire.lineage.layout import ViewLayout
+from brushfire.lineage.store import Cube, LineageStore
 from brushfire.plan import CapturePlan
 
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
@@ -70,11 +71,32 @@ class Tile:
     oks: np.ndarray
 
 
+ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
+
+
 class _Store:
-    """Per-store values every session uses, computed once."""
+    """Per-store values every session uses, computed once. Besides the dashboard's views
+    the kernels count one more, ALL: a single bar every filter applies to, so the rows
+    passing every filter (the selection's size, in every reply) are kept up to date by
+    the same updates as the views, never counted separately."""
 
     def __init__(self, store: LineageStore) -> None:
-        self.L = layout_arrays(store.layout)
+        lay = store.layout
+        self.all = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None],
+                              code_dims=[0] if lay.dims else [])
+        self.nslots = lay.nslots + 2
+        self.L = layout_arrays(lay, extra=self.all if lay.dims else None)
+        base = store.base
+        self.base = Aggregates(np.append(base.counts, [store.n_rows, 0]), np.append(base.sums, [0.0, 0.0]),
+                               np.append(base.oks, [0, 0]))
+        self.all_cubes = {}
+        for f in lay.filters:
+            d = lay.dims[f.dims[0]]
+            if f.cube_targets and d.cube_starts is not None:
+                per_key = store.keycounts[f.dims[0]][:d.nkeys]
+                prefix = np.concatenate([[0], np.cumsum(per_key)])[np.asarray(d.cube_starts)]
+                self.all_cubes[f.name] = Cube(np.stack([prefix, np.zeros_like(prefix)], axis=1),
+                                              np.zeros((0, 0)), np.zeros((0, 0), np.int64))
         self.keyprefix = [np.concatenate([[0], np.cumsum(c)]) for c in store.keycounts]
         self.values = [np.asarray(d.values) if d.kind == "dense" else None for d in store.layout.dims]
         self.edges = [np.asarray(d.edges, np.float64) if d.kind == "fine" else None
@@ -106,9 +128,12 @@ class Session:
         self._filters = {f.name: f for f in plan.filters}
         self._fi = {f.name: i for i, f in enumerate(self.layout.filters)}
         self._vindex = {v.name: i for i, v in enumerate(self.layout.views)}
+        self._has_all = bool(self.layout.dims)
+        if self._has_all:
+            self._vindex[ALL] = len(self.layout.views)
         self.active: dict[str, Selection] = {}
         self.state = FilterState(self.layout)
-        self.agg: Aggregates = store.base.copy()
+        self.agg: Aggregates = self._s.base.copy()
         self._tile: Tile | None = None
         self._tile_job: parallel.Job | None = None
         self._drag: tuple[str, tuple, int] | None = None
@@ -161,6 +186,18 @@ class Session:
         """Remove one brush / parameter, or all of them."""
         if name:
             self._filter(name, None)
+        elif self.active:  # every filter off: every view is its base result
+            with self._lock:
+                t0 = time.perf_counter()
+                for n in list(self.active):
+                    self.state.set(self._fi[n], None)
+                self.active.clear()
+                self.agg = self._s.base.copy()
+                self._drag = None
+                if self._tile_job is not None:
+                    self._tile_job.cancel()
+                views = {v.name: self._view_data(v.name) for v in self.layout.views}
+                return Update(views, dict.fromkeys(views, "base"), time.perf_counter() - t0)
         t0 = time.perf_counter()
         update = Update({})
         for n in [name] if name else list(self.active):
@@ -213,11 +250,9 @@ class Session:
     def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
         """Number of rows `backward_rids` would return without paging."""
         if view is None and bars is None:
-            if not self.active:
+            if not self.active or not self._has_all:
                 return self.store.n_rows
-            total = self._total_from_views()
-            if total is not None:
-                return total
+            return int(self.agg.counts[self._s.all.bar_off])
         if view is not None and bars is None:
             self._view_index(view)
             return int(self.agg.counts[self.layout.view(view).slots].sum())
@@ -280,12 +315,12 @@ class Session:
             views = list(dict.fromkeys(targets))
             adhoc, (d, kr) = self._bars_adhoc(source, bars)
             bit = np.uint64(1 << self.state.adhoc)
-            need = np.zeros(len(self.layout.views), np.uint64)
+            need = np.zeros(len(self._vindex), np.uint64)
             for t in views:
                 need[self._vindex[t]] = self._need(t) | bit
             vi = np.array([self._vindex[t] for t in views], np.int64)
             rows = self._rows_of(d, kr)
-            agg = Aggregates.zeros(self.store.nslots)
+            agg = Aggregates.zeros(self._s.nslots)
             if P.index_cost(rows, len(kr), self._s.blocks, len(views)) < \
                     P.scan_cost(self.store.n_rows, len(self.active) + 1, len(views)):
                 self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
@@ -308,18 +343,20 @@ class Session:
             self.state.set(f, new)
             methods: dict[str, str] = {}
             multi: list[str] = []
-            for v in fl.views:
+            for v in fl.views + ([ALL] if self._has_all else []):
                 others = self._others(v)
                 if not others:
-                    self.agg.set(self.store.base, self.layout.view(v).all_slots)
+                    self.agg.set(self._s.base, self._vl(v).all_slots)
                     methods[v] = "base"
-                elif len(others) == 1 and (others[0], v) in self.store.cubes:
+                elif len(others) == 1 and self._cube(others[0], v) is not None:
                     self._from_cube(others[0], [v])
                     methods[v] = "cube"
                 else:
                     multi.append(v)
+            methods.pop(ALL, None)
             if multi:
                 methods.update(self._update_multi(name, f, old, new, multi))
+                methods.pop(ALL, None)
             else:
                 self._drag = None
             changed = {v: self._view_data(v) for v in fl.views}
@@ -352,7 +389,7 @@ class Session:
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
-            tile_cells=sum(self.layout.view(v).nbars + 1 for v in views), prefer=self._prefer)
+            tile_cells=sum(self._vl(v).nbars + 1 for v in views), prefer=self._prefer)
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
@@ -370,14 +407,14 @@ class Session:
                 by.setdefault(g, []).append(v)
             for g, group in by.items():
                 for v in group:
-                    self.agg.clear(self.layout.view(v).all_slots)
+                    self.agg.clear(self._vl(v).all_slots)
                 t = self.active[g].tests[0]
                 kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
                 self._by_keys(t.dim, kr, np.ones(len(kr), np.int64), -1, None, self._vi(group),
                               self._needs(group), self.agg)
         else:
             for v in views:
-                self.agg.clear(self.layout.view(v).all_slots)
+                self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
         if choice.method != "tile" and new is not None and (
                 P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
@@ -403,8 +440,13 @@ class Session:
             prev = cur
         return steps
 
+    def _cube(self, g: str, view: str) -> Cube | None:
+        if view == ALL:
+            return self._s.all_cubes.get(g)
+        return self.store.cubes.get((g, view))
+
     def _from_cube(self, g: str, views: list[str]) -> None:
-        cubes = {v: self.store.cubes[(g, v)] for v in views}
+        cubes = {v: self._cube(g, v) for v in views}
         d = self.active[g].tests[0].dim
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
         self._from_prefix(g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},
@@ -445,7 +487,7 @@ class Session:
                     seg_lo.append((lo, hi))
                     seg_sign.append(1)
         for v in views:
-            sl = self.layout.view(v).all_slots
+            sl = self._vl(v).all_slots
             pc, ps, po = prefix[v]
             self.agg.clear(sl)
             for ja, jb in whole:
@@ -455,7 +497,7 @@ class Session:
                     self.agg.oks[sl] += po[jb] - po[ja]
         vi = self._vi(views)
         bit = np.uint64(1 << self._fi[g])
-        base_need = (self._needs(views) & ~bit) if others else np.zeros(len(self.layout.views), np.uint64)
+        base_need = (self._needs(views) & ~bit) if others else np.zeros(len(self._vindex), np.uint64)
         if seg_lo:
             order = np.argsort([s[0] for s in seg_lo])
             kr = [seg_lo[i] for i in order]
@@ -489,9 +531,9 @@ class Session:
         if self._tile is not None and self._tile.filter == name and self._tile.key == key:
             return
         d = fl.dims[0]
-        width = sum(self.layout.view(v).nbars + 1 for v in views)
+        width = sum(self._vl(v).nbars + 1 for v in views)
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
-        measured = any(self.layout.view(v).measure != "none" for v in views)
+        measured = any(self._vl(v).measure != "none" for v in views)
         per_block = width * 8 * (3 if measured else 1)
         step = max(1, math.ceil(len(starts) * per_block / TILE_BYTES))
         if step > 1:
@@ -502,7 +544,7 @@ class Session:
         cols, at = {}, 0
         for v in views:
             cols[v] = at
-            at += self.layout.view(v).nbars + 1
+            at += self._vl(v).nbars + 1
         vi = self._vi(views)
         colarr = np.array([cols[v] for v in views], np.int64)
         bit = np.uint64(1 << f)
@@ -572,7 +614,7 @@ class Session:
         if threads <= 1:
             kernel_units(self._split(1)[0] if self._s.units else [], agg.counts, agg.sums, agg.oks)
             return
-        nslots = self.store.nslots
+        nslots = self._s.nslots
 
         def task(units):
             c, s, o = np.zeros(nslots, np.int64), np.zeros(nslots, np.float64), np.zeros(nslots, np.int64)
@@ -688,8 +730,14 @@ class Session:
         return int(sum(p[b + 1] - p[a] for a, b in kranges))
 
     def _others(self, view: str) -> list[str]:
-        """Active filters that apply to `view` (its own brush never does)."""
+        """Active filters that apply to `view` (its own brush never does; every one
+        applies to ALL)."""
+        if view == ALL:
+            return list(self.active)
         return [g for g in self.active if view in self.layout.filter(g).views]
+
+    def _vl(self, view: str) -> ViewLayout:
+        return self._s.all if view == ALL else self.layout.view(view)
 
     def _others_key(self, name: str) -> tuple:
         return tuple((g, s.tests) for g, s in self.active.items() if g != name)
@@ -701,7 +749,7 @@ class Session:
         return need
 
     def _needs(self, views: list[str]) -> np.ndarray:
-        out = np.zeros(len(self.layout.views), np.uint64)
+        out = np.zeros(len(self._vindex), np.uint64)
         for v in views:
             out[self._vindex[v]] = self._need(v)
         return out
@@ -709,16 +757,8 @@ class Session:
     def _vi(self, views: list[str]) -> np.ndarray:
         return np.array([self._vindex[v] for v in views], np.int64)
 
-    def _total_from_views(self) -> int | None:
-        """Rows passing every active filter, read off a view that every active filter
-        applies to (its slots, dropped rows included, sum to that number)."""
-        for v in self.layout.views:
-            if all(v.name in self.layout.filter(g).views for g in self.active):
-                return int(self.agg.counts[v.all_slots].sum())
-        return None
-
     def _view_index(self, name: str) -> int:
-        if name not in self._vindex:
+        if name not in self._vindex or name == ALL:
             msg = f"unknown view {name!r}; views: {', '.join(self._vindex)}"
             raise InteractionError(msg)
         return self._vindex[name]
