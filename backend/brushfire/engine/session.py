@@ -51,8 +51,11 @@ from brushfire.plan import CapturePlan
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
 SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
-TILE_BYTES = 24 << 20  # memory a session's conditional cube may take
+TILE_BYTES = 24 << 20  # memory of the conditional cube of a filter being dragged
+SPECULATIVE_TILE_BYTES = 4 << 20  # ... of one prepared while the user pauses
+SESSION_TILE_BYTES = 64 << 20  # all of a session's conditional cubes
 TILE_CHUNK_BLOCKS = 4  # blocks per background chunk (a reply waits at most for one)
+IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for the next brush
 
 
 @dataclass
@@ -134,8 +137,11 @@ class Session:
         self.active: dict[str, Selection] = {}
         self.state = FilterState(self.layout)
         self.agg: Aggregates = self._s.base.copy()
-        self._tile: Tile | None = None
-        self._tile_job: parallel.Job | None = None
+        self._tiles: dict[str, Tile] = {}  # filter -> its conditional cube (valid or stale)
+        self._tiles_lock = threading.Lock()  # background builds add to _tiles
+        self._tile_jobs: dict[str, parallel.Job] = {}  # filter -> conditional cube being built
+        self._recent: list[str] = []  # filters, most recently changed first
+        self._idle: parallel.Later | None = None
         self._drag: tuple[str, tuple, int] | None = None
         self._lock = threading.Lock()  # one interaction at a time
 
@@ -194,8 +200,7 @@ class Session:
                 self.active.clear()
                 self.agg = self._s.base.copy()
                 self._drag = None
-                if self._tile_job is not None:
-                    self._tile_job.cancel()
+                self._forget_stale_tiles()
                 views = {v.name: self._view_data(v.name) for v in self.layout.views}
                 return Update(views, dict.fromkeys(views, "base"), time.perf_counter() - t0)
         t0 = time.perf_counter()
@@ -359,6 +364,12 @@ class Session:
                 methods.pop(ALL, None)
             else:
                 self._drag = None
+            self._forget_stale_tiles()
+            self._recent = [name] + [g for g in self._recent if g != name]
+            if self._idle is not None:
+                self._idle.cancel()
+            if self.active:
+                self._idle = self._pool.after(IDLE_SECONDS, self._speculate)
             changed = {v: self._view_data(v) for v in fl.views}
             return Update(changed, methods, time.perf_counter() - t0)
 
@@ -369,14 +380,11 @@ class Session:
         drag = self._drag
         moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
         self._drag = (name, key, moves)
-        if self._tile_job is not None and (self._tile_job.tile_key != (name, key)):
-            self._tile_job.cancel()
-            self._tile_job = None
         steps = self._incremental_steps(f, old, new)
         delta_rows = sum(self._rows_of(d, kr) for d, kr, _, _ in steps)
-        tile = self._tile if (self._tile is not None and self._tile.filter == name
-                              and self._tile.key == key and set(views) <= set(self._tile.views)
-                              and new is not None) else None
+        tile = self._tiles.get(name)
+        if tile is None or tile.key != key or not set(views) <= set(tile.views) or new is None:
+            tile = None
         drivers = {}
         for g in self.active:
             sel = self.active[g]
@@ -522,20 +530,57 @@ class Session:
 
     # --- background: conditional cubes ------------------------------------------------
 
-    def _start_tile(self, name: str, f: int, key: tuple, views: list[str]) -> None:
+    def _forget_stale_tiles(self) -> None:
+        """Drop conditional cubes, and stop building those, whose other filters changed."""
+        for g, job in list(self._tile_jobs.items()):
+            if job.finished.is_set() or job.tile_key != self._others_key(g):
+                job.cancel()
+                del self._tile_jobs[g]
+        with self._tiles_lock:
+            for g, tile in list(self._tiles.items()):
+                if tile.key != self._others_key(g):
+                    del self._tiles[g]
+
+    def _speculate(self) -> None:
+        """After a pause (the pool's timer thread): prepare conditional cubes of the filters
+        the user is likely to brush next, given the other filters as they are now, most
+        recently used first — so that starting or jumping a brush among fixed filters is a
+        lookup. Skipped when an interaction is being answered (it will reschedule)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            order = self._recent + [f.name for f in self.layout.filters if f.name not in self._recent]
+            for g in order:
+                fl = self.layout.filter(g)
+                if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
+                    continue
+                views = [v for v in fl.views + ([ALL] if self._has_all else [])
+                         if set(self._others(v)) - {g}]
+                if views:
+                    self._start_tile(g, self._fi[g], self._others_key(g), views,
+                                     SPECULATIVE_TILE_BYTES)
+        finally:
+            self._lock.release()
+
+    def _start_tile(self, name: str, f: int, key: tuple, views: list[str],
+                    budget: int = TILE_BYTES) -> None:
+        """Build, in the background, the conditional cube of filter `name` over the rows
+        passing the other filters as they are now (`key`)."""
         fl = self.layout.filter(name)
         if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
             return
-        if self._tile_job is not None and self._tile_job.tile_key == (name, key):
+        job = self._tile_jobs.get(name)
+        if job is not None and job.tile_key == key and not job.finished.is_set():
             return
-        if self._tile is not None and self._tile.filter == name and self._tile.key == key:
+        tile = self._tiles.get(name)
+        if tile is not None and tile.key == key and set(views) <= set(tile.views):
             return
         d = fl.dims[0]
         width = sum(self._vl(v).nbars + 1 for v in views)
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
         measured = any(self._vl(v).measure != "none" for v in views)
         per_block = width * 8 * (3 if measured else 1)
-        step = max(1, math.ceil(len(starts) * per_block / TILE_BYTES))
+        step = max(1, math.ceil(len(starts) * per_block / budget))
         if step > 1:
             starts = np.unique(np.append(starts[::step], starts[-1]))
         nblocks = len(starts) - 1
@@ -557,7 +602,7 @@ class Session:
         L = self._s.L
 
         def chunks():
-            for _si, s in enumerate(self.store.shards):
+            for s in self.store.shards:
                 for b0 in range(0, s.nblocks, TILE_CHUNK_BLOCKS):
                     b1 = min(s.nblocks, b0 + TILE_CHUNK_BLOCKS)
 
@@ -579,11 +624,27 @@ class Session:
                 p = np.zeros((nblocks + 1, width), a.dtype)
                 np.cumsum(a.reshape(shape), axis=0, out=p[1:])
                 pre.append(p)
-            self._tile = Tile(name, key, list(views), starts, cols, *pre)
+            with self._tiles_lock:
+                self._tiles[name] = Tile(name, key, list(views), starts, cols, *pre)
+                self._evict_tiles(name)
 
         job = parallel.Job(chunks(), done)
-        job.tile_key = (name, key)
-        self._tile_job = self._pool.background(job)
+        job.tile_key = key
+        self._tile_jobs[name] = job
+        self._pool.background(job)
+
+    def _evict_tiles(self, keep: str) -> None:
+        """Keep the session's conditional cubes within SESSION_TILE_BYTES, dropping the
+        least recently used filters' first (called holding _tiles_lock)."""
+        def size(t: Tile) -> int:
+            return t.counts.nbytes + t.sums.nbytes + t.oks.nbytes
+
+        order = {g: i for i, g in enumerate(self._recent)}
+        while sum(size(t) for t in list(self._tiles.values())) > SESSION_TILE_BYTES:
+            victims = [g for g in list(self._tiles) if g != keep]
+            if not victims:
+                break
+            del self._tiles[max(victims, key=lambda g: order.get(g, len(order)))]
 
     # --- kernels on the pool --------------------------------------------------------
 
