@@ -245,8 +245,9 @@ def check_values(session: Session, msg) -> None:
         for i, x in enumerate(msg.values):
             _check(lambda x=x: choices.check(x), f"select on view {msg.view!r}: values[{i}]")
     elif isinstance(msg, Parameter) and msg.value is not None:
-        if kinds.get(msg.name) == "param_eq":
-            domain = session.store.parameter_domain(msg.name)[1]
+        store = getattr(session, "store", None)
+        if kinds.get(msg.name) == "param_eq" and store is not None:
+            domain = store.parameter_domain(msg.name)[1]
             _check(lambda: _choices(domain).check(msg.value), f"parameter {msg.name!r}")
         elif kinds.get(msg.name) == "param_range":
             temporal = _is_temporal(session, msg.name)
@@ -268,7 +269,10 @@ def _is_temporal(session, name: str) -> bool:
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
     if view is not None:
         return view.type == "temporal"
-    kind, domain = session.store.parameter_domain(name)
+    store = getattr(session, "store", None)
+    if store is None:
+        return False
+    kind, domain = store.parameter_domain(name)
     return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 

@@ -318,6 +318,7 @@ class Session:
             raise NotCapturedError(msg)
         with self._lock:
             views = list(dict.fromkeys(targets))
+            self._require_rows([source, *views], list(self.active), f"highlighting from {source!r}")
             adhoc, (d, kr) = self._bars_adhoc(source, bars)
             bit = np.uint64(1 << self.state.adhoc)
             need = np.zeros(len(self._vindex), np.uint64)
@@ -335,8 +336,35 @@ class Session:
 
     # --- the update machinery -------------------------------------------------------
 
+    def _require_rows(self, views: list[str], filters: list[str], what: str) -> None:
+        """NotCapturedError unless the views can be counted and the filters tested row by
+        row (over the memory budget some dims keep cubes only)."""
+        lay = self.layout
+        missing = [f"filter {g!r}" for g in filters if not lay.filter_rows(g)]
+        missing += [f"view {v!r}" for v in views
+                    if (v == ALL and not lay.row_dims) or (v != ALL and not lay.countable(v))]
+        if missing:
+            msg = (f"{what} needs per-row lineage of {', '.join(missing)}, which this capture "
+                   "keeps as cubes only (over its memory budget: "
+                   f"{'; '.join(lay.notes) or 'no per-row keys'})")
+            raise NotCapturedError(msg)
+
+    def _check_capturable(self, name: str, new: Selection | None) -> None:
+        """Can setting filter `name` to `new` be answered from what was captured?"""
+        if self.layout.row_dims == len(self.layout.dims):
+            return
+        active = [g for g in self.active if g != name] + ([name] if new is not None else [])
+        fl = self.layout.filter(name)
+        for v in fl.views + ([ALL] if self._has_all else []):
+            others = active if v == ALL else [g for g in active if v in self.layout.filter(g).views]
+            if not others or (len(others) == 1 and self._cube(others[0], v) is not None):
+                continue
+            self._require_rows([v], others, f"view {v!r} under {', '.join(others)}"
+                               if v != ALL else f"the selection of {', '.join(others)}")
+
     def _apply(self, name: str, new: Selection | None) -> Update:
         with self._lock:
+            self._check_capturable(name, new)
             t0 = time.perf_counter()
             f = self._fi[name]
             fl = self.layout.filter(name)
@@ -569,6 +597,10 @@ class Session:
         fl = self.layout.filter(name)
         if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
             return
+        lay = self.layout
+        if not lay.filter_rows(name) or any(not lay.filter_rows(g) for g in self.active) or any(
+                (v == ALL and not lay.row_dims) or (v != ALL and not lay.countable(v)) for v in views):
+            return  # over the memory budget: the rows it would scan are not all kept
         job = self._tile_jobs.get(name)
         if job is not None and job.tile_key == key and not job.finished.is_set():
             return
@@ -687,10 +719,28 @@ class Session:
             agg.sums += s
             agg.oks += o
 
+    def _rows_guard(self, d: int, vi, need) -> None:
+        """The kernels read keys of kept dims only (an index past them reads foreign
+        memory): refuse anything else, whatever a caller missed."""
+        lay, kept = self.layout, self.layout.row_dims
+        if kept == len(lay.dims):
+            return
+        dims = [d] if d >= 0 else []
+        for i in vi:
+            v = self._s.all if i == len(lay.views) else lay.views[i]
+            dims += list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+        union = int(np.bitwise_or.reduce(need[vi])) if len(vi) else 0
+        dims += [int(t) for f in range(len(lay.filters) + 1) if union >> f & 1
+                 for t in self.state.tdim[2 * f:2 * f + 2] if t >= 0]
+        if any(x >= kept for x in dims):
+            msg = "this needs per-row lineage the capture kept as cubes only (memory budget)"
+            raise NotCapturedError(msg)
+
     def _by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                  q=None) -> None:
         if not len(kranges):
             return
+        self._rows_guard(d, vi, need)
         kr = np.asarray(kranges, np.int64).reshape(-1, 2)
         q = self.state.q if q is None else q
         q_old = q if q_old is None else q_old
@@ -704,6 +754,7 @@ class Session:
         self._run(units, agg, self._threads(cost))
 
     def _scan(self, vi, need, agg: Aggregates) -> None:
+        self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
         shards, L, q = self.store.shards, self._s.L, self.state.q
 
@@ -719,6 +770,9 @@ class Session:
     def _lineage_source(self, view: str | None, bars: list[int] | None):
         """(need, (driver dim or -1, key ranges)) of the rows behind bars of a view (as it
         shows them) or behind the current selection."""
+        self._require_rows([] if view is None else [view],
+                           list(self.active) if view is None else self._others(view),
+                           "the rows behind " + ("the selection" if view is None else f"view {view!r}"))
         if view is None:
             if bars is not None:
                 msg = "bars need a view"
