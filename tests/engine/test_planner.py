@@ -1,0 +1,76 @@
+"""The planner is a pure function from estimated work to a method: a table of cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from brushfire.engine import planner as P
+from brushfire.engine.planner import Work
+
+N = 30_000_000
+BLOCKS = N // 65_536 + 1
+VIEWS = ("a", "b", "c", "d", "e")
+NEEDS = {v: tuple(g for g in ("A", "B", "C") if g != v.upper()) for v in VIEWS}
+
+
+def work(**kw) -> Work:
+    base = {"n_rows": N, "n_blocks": BLOCKS, "views": VIEWS, "n_filters": 3, "delta_rows": None,
+            "drivers": {}, "needs": NEEDS}
+    return Work(**{**base, **kw})
+
+
+CASES = [
+    # a one-pixel move of a brush among fixed filters: only the rows that changed
+    ("one-pixel move", work(delta_rows=50_000, drivers={"A": (N // 2, 1), "B": (N // 2, 1)}),
+     "incremental"),
+    # a jump from an empty brush to half the domain, others wide: every row, in order
+    ("jump among wide filters", work(delta_rows=N // 2, drivers={"A": (N // 2, 1), "B": (N * 9 // 10, 1),
+                                                                "C": (N * 8 // 10, 1)}), "scan"),
+    # the same jump when another filter keeps 1 % of the rows: from that filter's rows
+    ("jump with a selective filter", work(delta_rows=N // 2, drivers={"A": (N // 2, 1), "B": (N // 100, 1),
+                                                                     "C": (N // 100, 1)}), "recompute"),
+    # a conditional cube built while dragging: a lookup beats even a small delta
+    ("drag with a tile", work(delta_rows=200_000, tile_rows=20_000, tile_cells=200,
+                              drivers={"A": (N // 2, 1)}), "tile"),
+    # a rect brush has no incremental steps estimate here: scan or recompute
+    ("no incremental", work(delta_rows=None, drivers={"A": (N // 3, 1), "B": (N // 3, 1),
+                                                      "C": (N // 3, 1)}), "scan"),
+    # tiny data: a scan of everything is cheapest
+    ("tiny", work(n_rows=3000, n_blocks=1, delta_rows=2000, drivers={"A": (1500, 1)}), "scan"),
+    # many key ranges multiply the block searches: a scattered set selection
+    ("scattered ranges", work(delta_rows=N // 20, delta_ranges=4000, drivers={"A": (N // 2, 1)}), "scan"),
+]
+
+
+@pytest.mark.parametrize(("w", "method"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_the_cheapest_method(w: Work, method: str) -> None:
+    assert P.choose(w).method == method
+
+
+def test_recompute_groups_views_by_their_most_selective_filter():
+    w = work(drivers={"A": (1000, 1), "B": (2000, 1), "C": (N, 1)}, delta_rows=N)
+    choice = P.choose(w)
+    assert choice.method == "recompute"
+    # view a's own filter is A: its rows come from B; the others' from A
+    assert choice.drivers == {"a": "B", "b": "A", "c": "A", "d": "A", "e": "A"}
+
+
+def test_a_preferred_method_wins_when_it_applies():
+    w = work(delta_rows=50_000, drivers={"A": (N // 2, 1)})
+    assert P.choose(Work(**{**w.__dict__, "prefer": "scan"})).method == "scan"
+    # a tile is not an option without one: the cheapest of the others
+    assert P.choose(Work(**{**w.__dict__, "prefer": "tile"})).method == "incremental"
+
+
+def test_every_cost_is_bounded_by_a_scan():
+    for _, w, _ in CASES:
+        assert P.choose(w).cost <= P.scan_cost(w.n_rows, w.n_filters, len(w.views))
+
+
+@pytest.mark.parametrize(("moves", "per_move", "build"), [
+    (1, 10e6, False),  # a first move: not a drag yet
+    (2, 10e6, True),  # dragged, and each move costs 10 ms of work
+    (5, 100_000, False),  # dragged, but moves are already cheap
+])
+def test_when_a_conditional_cube_is_built(moves, per_move, build):
+    assert P.worth_a_tile(moves, per_move) is build
