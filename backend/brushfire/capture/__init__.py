@@ -2,8 +2,9 @@
 
 `capture_dashboard` is the whole pipeline, in order:
 1. check the spec's columns against the source schema (before any Spark job);
-2. the profile job (executors): each brushed field's distinct values, each categorical
-   and dropdown field's value counts, each temporal field's range;
+2. the profile (Spark aggregations, no rows moved): each brushed field's distinct values
+   (or quantiles when there are many), each categorical and dropdown field's value
+   counts, each temporal field's range;
 3. the layout (driver, pure): how each need of the plan is stored (capture/layout.py);
 4. the shard job (executors): every partition's rows keyed, binned, indexed and
    aggregated into shards written straight into the entry (capture/shards.py);
@@ -24,7 +25,6 @@ from pathlib import Path
 from brushfire.capture import spark as sp
 from brushfire.capture.analyze import analyze_source
 from brushfire.capture.layout import make_layout, profile_spec
-from brushfire.capture.profile import merge_profiles
 from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.layout import CaptureConfig
@@ -60,7 +60,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     check_columns(dash, sp.schema_kinds(df))  # now with derived columns' types
     t0 = time.perf_counter()
     pspec = profile_spec(plan, config)
-    profile = merge_profiles(sp.profile_job(df, pspec, progress), pspec)
+    profile = sp.profile_job(df, pspec, progress)
     layout = make_layout(plan, profile, config)
     info.seconds["profile job"] = time.perf_counter() - t0
 

@@ -94,6 +94,23 @@ def _value_stats(col, max_keys: int) -> ValueStats:
     return ValueStats(kind, False, u[picks], weights.astype(np.int64), int(len(v)))
 
 
+def value_stats(table: pa.Table, max_keys: int, sample: bool = False,
+                kind: str | None = None) -> ValueStats:
+    """ValueStats of a column's (value, count) table — its exact value counts (dense when
+    at most `max_keys` values), or, with `sample`, weighted sample points (numbers, times
+    as UTC microseconds; `kind` is the column's)."""
+    values, valid = C.numbers(table.column(0))
+    kind = kind or C.kind_of(table.column(0).type)
+    counts = np.asarray(table.column(1), np.int64)
+    v, c = values[valid], counts[valid]
+    if kind == "float":
+        v = v + 0.0
+    u, inverse = np.unique(v, return_inverse=True)
+    c = np.bincount(inverse, weights=c, minlength=len(u)).astype(np.int64)
+    dense = not sample and len(u) <= max_keys
+    return ValueStats(kind, dense, u, c, int(c.sum()))
+
+
 def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
     """Combine the partitions' profiles (driver side)."""
     n = sum(p["n_rows"] for p in parts)

@@ -149,16 +149,7 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.Dashboard) -> dict[str
     kept = layout.row_dims  # dims kept per row come first; the others feed cubes only
     out = {"keys": np.ascontiguousarray(keys[:kept]), "raw": raw, "meas": meas}
     out.update(_backward_index(keys, raw, layout, bsize))
-    nb = -(-n // bsize)
-    zmin = np.full((kept, nb), 65535, KEY_DTYPE)
-    zmax = np.zeros((kept, nb), KEY_DTYPE)
-    for i, d in enumerate(layout.dims[:kept]):
-        for b in range(nb):
-            kb = keys[i, b * bsize:(b + 1) * bsize]
-            kb = kb[kb < d.nkeys]
-            if len(kb):
-                zmin[i, b], zmax[i, b] = kb.min(), kb.max()
-    out["zmin"], out["zmax"] = zmin, zmax
+    out["zmin"], out["zmax"] = zone_maps(keys[:kept], [d.nkeys for d in layout.dims[:kept]], bsize)
 
     # partial aggregates: base result, rows per key, cube cells
     codes = {v.name: view_code(v, layout, keys, dash, rows) for v in layout.views}
@@ -192,6 +183,19 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.Dashboard) -> dict[str
                 out[f"partial.cube.{f.name}.{t}.sums"] = np.bincount(cell[ok], weights=x[ok], minlength=size)
                 out[f"partial.cube.{f.name}.{t}.oks"] = np.bincount(cell[ok], minlength=size).astype(np.int64)
     return out
+
+
+def zone_maps(keys: np.ndarray, nkeys: list[int], bsize: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each block's smallest and largest key per dim, the no-value key left out (a block
+    with none: 65535 and 0)."""
+    d, n = keys.shape
+    nb = -(-n // bsize)
+    pad = np.full((d, nb * bsize), 65535, KEY_DTYPE)
+    pad[:, :n] = keys
+    novalue = pad >= np.asarray(nkeys, np.int64)[:, None]
+    lo = np.where(novalue, 65535, pad).reshape(d, nb, bsize).min(axis=2).astype(KEY_DTYPE)
+    hi = np.where(novalue, 0, pad).reshape(d, nb, bsize).max(axis=2).astype(KEY_DTYPE)
+    return lo, hi
 
 
 def cube_block_lut(d) -> np.ndarray:
@@ -290,17 +294,33 @@ def write_shard(table: pa.Table, layout: Layout, dash: m.Dashboard, directory: P
     files[PARTIALS] = write_bytes(directory / PARTIALS, buf.getvalue())
     if layout.detail_columns and table.num_rows:  # an empty shard has no snapshot
         snap = table.select(layout.detail_columns)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, snap.schema) as writer:
+        with pa.OSFile(str(directory / SNAPSHOT), "wb") as sink, \
+                pa.ipc.new_file(sink, snap.schema) as writer:
             writer.write_table(snap)
-        files[SNAPSHOT] = write_bytes(directory / SNAPSHOT, sink.getvalue())
+        files[SNAPSHOT] = file_crc(directory / SNAPSHOT)
     return files
 
 
 def write_npy(path: Path, arr: np.ndarray) -> dict:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
-    return write_bytes(path, buf.getbuffer())
+    """Write `arr` as .npy (no copy of the data) and return its size and CRC32."""
+    arr = np.ascontiguousarray(arr)
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(arr))
+    header = head.getvalue()
+    data = memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b""
+    with open(path, "wb") as f:
+        f.write(header)
+        f.write(data)
+    return {"size": len(header) + len(data), "crc32": zlib.crc32(data, zlib.crc32(header))}
+
+
+def file_crc(path: Path) -> dict:
+    crc, size = 0, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(8 << 20):
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+    return {"size": size, "crc32": crc}
 
 
 def write_bytes(path: Path, data) -> dict:

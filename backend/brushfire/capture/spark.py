@@ -18,9 +18,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 
-from brushfire.capture.profile import ProfileSpec
+from brushfire.capture import columns as C
+from brushfire.capture.profile import Profile, ProfileSpec, value_stats
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
@@ -143,22 +145,90 @@ def _bin_code(x, b: m.Bin):
             .otherwise(inside))
 
 
-def profile_job(df, spec: ProfileSpec, progress: Progress) -> list[dict]:
-    """Job 1: each partition's profile (capture/profile.py), computed on the executors."""
-    cols = list(dict.fromkeys(spec.values + spec.counts + spec.ranges)) or df.columns[:1]  # rows
+def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
+    """The source's profile (capture/profile.py) from Spark aggregations, without moving
+    rows to Python: one job for the row count, approximate distinct counts and time
+    ranges; one GROUPING SETS job for the exact value counts of every field with few
+    enough distinct values (and of categorical and dropdown fields); one job for the
+    quantiles of fields with many (their bucket edges)."""
+    from pyspark.sql import functions as F
 
-    def run(batches):
-        import pickle
-
-        from brushfire.capture.profile import profile_partition
-
-        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(profile_partition(batches, spec))]})
-
-    progress("profile job: distinct values of the brushed fields", 0.0)
+    values, counts, ranges = list(spec.values), list(spec.counts), list(spec.ranges)
+    grouped = list(dict.fromkeys(values + counts))
+    progress("profile: distinct values of the brushed fields", 0.0)
     with spark_errors("profiling the source"), track_progress(df.sparkSession, progress,
-                                                              "profile job: distinct values"):
-        rows = df.select(*cols).mapInArrow(run, "payload binary").collect()
-    return [pickle.loads(r["payload"]) for r in rows]
+                                                              "profile: distinct values"):
+        aggs = [F.count(F.lit(1)).alias("__n")]
+        aggs += [F.approx_count_distinct(F.col(c)).alias(f"__d{i}") for i, c in enumerate(values)]
+        for i, c in enumerate(ranges):
+            aggs += [F.min(F.col(c)).alias(f"__lo{i}"), F.max(F.col(c)).alias(f"__hi{i}")]
+        first = df.agg(*aggs).collect()[0]
+        approx = {c: first[f"__d{i}"] for i, c in enumerate(values)}
+        exact = [c for c in grouped if c in counts or approx[c] <= 1.2 * spec.max_keys + 100]
+        tables = _value_counts(df, exact) if exact else {}
+        many = [c for c in values if c not in exact]
+        edges = _quantiles(df, many, min(spec.max_keys, 16_384)) if many else {}
+    out = Profile(int(first["__n"]), {}, {}, {})
+    for c in values:
+        if c in tables:
+            out.values[c] = value_stats(tables[c], spec.max_keys)
+        else:
+            out.values[c] = value_stats(edges[c], spec.max_keys, sample=True, kind=_kind(df, c))
+    for c in counts:
+        t = tables[c]
+        ok = t.column(0).is_valid()
+        kept = t.filter(ok)
+        out.counts[c] = (kept.column(0).to_pylist(), np.asarray(kept.column(1), np.int64))
+    for i, c in enumerate(ranges):
+        lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
+        out.ranges[c] = (None, None) if lo is None else tuple(
+            int(x) for x in C.numbers(pa.array([lo, hi]))[0])
+    progress("profile: distinct values", 1.0)
+    return out
+
+
+def _kind(df, c: str) -> str:
+    """'int', 'float' or 'temporal' of a numeric or time column (capture/columns.kind_of)."""
+    from pyspark.sql import types as T
+
+    t = df.schema[c].dataType
+    if isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+        return "temporal"
+    return "int" if isinstance(t, T.IntegralType) else "float"
+
+
+def _value_counts(df, cols: list[str]) -> dict[str, pa.Table]:
+    """{column: table (value, count)} of each column's distinct values, in one job."""
+    name = f"brushfire_profile_{abs(hash(tuple(cols)))}"
+    df.createOrReplaceTempView(name)
+    q = ", ".join(f"`{c}`" for c in cols)
+    sets = ", ".join(f"(`{c}`)" for c in cols)
+    table = df.sparkSession.sql(
+        f"SELECT {q}, grouping_id() AS __gid, count(*) AS __n FROM {name} "
+        f"GROUP BY GROUPING SETS ({sets})").toArrow()
+    k = len(cols)
+    gid = np.asarray(table["__gid"])
+    out = {}
+    for i, c in enumerate(cols):  # grouping_id: a 1 bit for each column not grouped
+        sel = np.flatnonzero(gid == (1 << k) - 1 - (1 << (k - 1 - i)))
+        out[c] = pa.table({"v": table[c].take(sel), "n": table["__n"].take(sel)})
+    return out
+
+
+def _quantiles(df, cols: list[str], k: int) -> dict[str, pa.Table]:
+    """{column: table (value, weight)} of k approximate quantiles of each column."""
+    from pyspark.sql import functions as F
+
+    probs = [float(p) for p in np.linspace(0, 1, k + 1)]
+
+    def numeric(c):  # times as UTC microseconds, as the shards key them
+        return F.unix_micros(F.col(c).cast("timestamp")) if _kind(df, c) == "temporal" else F.col(c)
+
+    row = df.agg(*[F.percentile_approx(numeric(c).cast("double"), probs, 10_000).alias(f"__q{i}")
+                   for i, c in enumerate(cols)]).collect()[0]
+    return {c: pa.table({"v": pa.array(row[f"__q{i}"] or [], pa.float64()),
+                         "n": pa.array(np.ones(len(row[f"__q{i}"] or []), np.int64))})
+            for i, c in enumerate(cols)}
 
 
 def shard_job(df, columns: list[str], layout: Layout, dash: m.Dashboard, shard_rows: int,
