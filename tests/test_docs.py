@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC_DOC = (ROOT / "docs" / "spec.md").read_text()
 README = (ROOT / "README.md").read_text()
 
-MODELS = [m.Dashboard, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
+MODELS = [m.DashboardSpec, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
           m.CategoricalView, m.HeatmapView, m.Axis, m.CrossfilterGroup, m.Highlight, m.Details,
           m.Parameter, m.Interactions]
 

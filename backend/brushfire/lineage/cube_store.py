@@ -45,7 +45,7 @@ class FilterKeys:
 
 @dataclass
 class CubeStore:
-    dashboard: m.Dashboard
+    dashboard: m.DashboardSpec
     n_rows: int
     views: list[ViewLayout]
     base: Aggregates
