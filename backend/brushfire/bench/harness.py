@@ -17,15 +17,18 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from brushfire import selection
 from brushfire.baselines import ENGINES
 from brushfire.bench import report, workloads
-from brushfire.bench.replay import ReplayError, replay, ws_url
 from brushfire.bench.trace import Trace, load_trace, save_trace, subsample
 from brushfire.errors import BrushfireError
+
+# the WebSocket client (websockets) is imported when a replay runs: `brushfire validate`
+# builds this command's options too, and stays light
 
 
 class BenchError(BrushfireError):
@@ -53,6 +56,8 @@ def add_arguments(p) -> None:
                       help="events of multi, clicks, params, human (default 600, 200, 100, 50000)")
     what.add_argument("--limit", type=int, default=None,
                       help="replay at most N events, evenly spaced over the trace")
+    what.add_argument("--state", help="start every session from this selection state: tagged "
+                                      "filters as JSON text or a JSON file (docs/trace.md)")
     what.add_argument("--save-trace", help="write the trace replayed to this file")
     how = p.add_argument_group("how")
     how.add_argument("--clients", type=int, default=1, help="concurrent clients (sessions)")
@@ -71,6 +76,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from brushfire.bench.replay import replay
+
     engines = _engines(args.engine)
     if not args.spec and not args.url:
         msg = "give --spec (start a server per engine) or --url (drive a running server)"
@@ -98,7 +105,8 @@ def run(args) -> int:
                 name = given.dashboard if given else _only_dashboard(url)
                 description = _get_json(url, f"/api/dashboards/{name}")
                 if trace is None:
-                    trace = subsample(given or _generate(args, description), args.limit)
+                    trace = _with_state(subsample(given or _generate(args, description), args.limit),
+                                        args.state)
                     if args.save_trace:
                         print(f"trace written to {save_trace(trace, args.save_trace)}")
                 print(f"{engine}: replaying {len(trace.events)} events of {name} "
@@ -185,6 +193,21 @@ def _generate(args, description: dict) -> Trace:
         raise BenchError(msg) from None
 
 
+def _with_state(trace: Trace, state: str | None) -> Trace:
+    """`trace` starting from the selection state `state` (JSON text, or a file of it)."""
+    if state is None:
+        return trace
+    text = Path(state).read_text(encoding="utf-8") if not state.lstrip().startswith("{") else state
+    try:
+        parsed = selection.to_json(selection.parse_state(json.loads(text), "--state"))
+    except ValueError as e:
+        msg = f"--state: not valid JSON: {e}"
+        raise BenchError(msg) from None
+    except selection.SelectionError as e:
+        raise BenchError(str(e)) from None
+    return replace(trace, state=parsed)
+
+
 def _checker(args, description: dict):
     try:
         from brushfire.bench.check import Checker
@@ -207,6 +230,8 @@ def _checker(args, description: dict):
 def _server(args, engine: str) -> Iterator[str]:
     """The URL of a server for `engine`: --url, or a bench server started on a free port
     (in its own process) and stopped afterwards."""
+    from brushfire.bench.replay import ReplayError
+
     if args.url:
         yield args.url
         return
@@ -291,7 +316,8 @@ def _meta(args, trace: Trace, description: dict, engines: list[str]) -> dict:
         "trace": {"events": len(trace.events), **trace.meta},
         "engines": engines, "clients": args.clients, "paced": args.paced,
         "warmup": args.warmup, "check_every": args.check_every if args.check else None,
-        "spec": args.spec, "url": args.url or None, "ws": ws_url(args.url, trace.dashboard) if args.url else None,
+        "spec": args.spec, "url": args.url or None,
+        "ws": f"{args.url.rstrip('/')}/ws/{trace.dashboard}" if args.url else None,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
                     "platform": platform.platform()},
@@ -315,4 +341,4 @@ def _git_commit() -> str | None:
     return None
 
 
-__all__ = ["BenchError", "ReplayError", "add_arguments", "run"]
+__all__ = ["BenchError", "add_arguments", "run"]

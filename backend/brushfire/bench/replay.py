@@ -78,6 +78,21 @@ def _connect(target: str):
     return connect(target, max_size=None, ping_interval=None, open_timeout=30)
 
 
+async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
+    """Set the trace's starting state (untimed) before its first event."""
+    message = trace.start_message()
+    if message is None:
+        return
+    await ws.send(json.dumps({**message, "id": "start"}))
+    while True:
+        reply = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if reply.get("id") == "start" or (reply.get("type") == "error" and reply.get("id") is None):
+            break
+    if reply.get("type") == "error":
+        msg = f"{target}: the trace's starting state was refused: {reply.get('message')}"
+        raise ReplayError(msg)
+
+
 def _record(client: int, index: int, message: dict, sent: float, received: float, reply: dict,
             t0: float) -> Record:
     return Record(client, index, kind_of(message), sent - t0, reply.get("type", "?"),
@@ -89,6 +104,7 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, t
     records, replies = [], []
     try:
         async with _connect(target) as ws:
+            await _start(ws, trace, target, timeout)
             for i, ev in enumerate(trace.events):
                 text = json.dumps({**ev.message, "id": i})
                 sent = time.perf_counter()
@@ -116,6 +132,8 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
     sent: dict[int, float] = {}
     try:
         async with _connect(target) as ws:
+            await _start(ws, trace, target, timeout)
+
             async def sender() -> None:
                 start = time.perf_counter()
                 for i, ev in enumerate(trace.events):
