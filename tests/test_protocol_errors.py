@@ -33,6 +33,8 @@ CATALOGUE = [
      "brush.intervl: unknown field 'intervl'; brush takes: view, interval, y, id; did you mean 'interval'?"),
     ('{"type": "brush", "view": "hx", "interval": [1, 2, 3]}',
      'brush.interval: [1, 2, 3] has 3 items; interval is [lo, hi] (null for an open end)'),
+    ('{"type": "brush", "view": "hx", "interval": [1]}',
+     'brush.interval: [1] has 1 items; interval is [lo, hi] (null for an open end)'),
     ('{"type": "brush", "view": "hx", "interval": {"lo": 1}}',
      "brush.interval: {'lo': 1} is not [lo, hi] (null for an open end)"),
     ('{"type": "brush", "view": 5, "interval": [1, 2]}',

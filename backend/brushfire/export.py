@@ -46,7 +46,8 @@ def selection_batches(session: SessionAPI, columns: list[str] | None = None,
         schema = pa.schema([pa.field("rid", pa.int64()), *empty.schema])
         return schema, _lineage_pages(session, columns, schema, limit, page_rows)
     first = session.details(page=0, page_size=MAX_PAGE_ROWS, columns=columns)
-    return first.schema, _details_pages(session, columns, first, limit)
+    schema = first.schema.set(0, pa.field("rid", pa.int64()))  # rids are int64 everywhere
+    return schema, _details_pages(session, columns, first, schema, limit)
 
 
 def _lineage_pages(session, columns, schema, limit, page_rows) -> Iterator[pa.RecordBatch]:
@@ -63,12 +64,12 @@ def _lineage_pages(session, columns, schema, limit, page_rows) -> Iterator[pa.Re
             return
 
 
-def _details_pages(session, columns, first: pa.Table, limit) -> Iterator[pa.RecordBatch]:
+def _details_pages(session, columns, first: pa.Table, schema, limit) -> Iterator[pa.RecordBatch]:
     page, table, done = 0, first, 0
     while True:
         if limit is not None:
             table = table.slice(0, limit - done)
-        yield from table.cast(first.schema).to_batches()
+        yield from table.cast(schema).to_batches()
         done += table.num_rows
         if table.num_rows < MAX_PAGE_ROWS or (limit is not None and done >= limit):
             return

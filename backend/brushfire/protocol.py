@@ -153,9 +153,9 @@ class Filters(Message):
         t0 = time.perf_counter()
         try:
             update = set_filters(session, state)
-        except BrushfireError as e:  # refused by the engine (e.g. cubes-only): restore
+        except Exception:  # refused by the engine (e.g. cubes-only), or failed: restore
             set_filters(session, S.parse_state(previous))
-            raise InteractionError(str(e)) from None
+            raise
         update.seconds = time.perf_counter() - t0
         return update_reply(session, update)
 
@@ -269,6 +269,8 @@ def message_problem(errors: list[dict], raw: dict) -> str:
     path = loc[0] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
     field = loc[1] if len(loc) > 1 else ""
     takes = f"{loc[0]} takes: {', '.join(fields)}"
+    if kind == "missing" and isinstance(loc[-1], int):  # a tuple too short: its input
+        kind, path = "too_short", path.rsplit("[", 1)[0]
     if kind == "extra_forbidden":
         return f"{path}: unknown field {field!r}; {takes}" + S.did_you_mean(field, fields)
     if kind == "missing":

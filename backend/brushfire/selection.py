@@ -250,6 +250,8 @@ def _shape_problem(err: dict, where: str) -> str:
     path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
     field = next((p for p in reversed(loc) if isinstance(p, str)), "")
     kind = err["type"]
+    if kind == "missing" and loc and isinstance(loc[-1], int):  # a tuple too short: its input
+        kind, path = "too_short", path.rsplit("[", 1)[0]
     if kind == "missing":
         return f"{path}: missing; a rect is {_EXPECTED['rect']}"
     if kind == "extra_forbidden":

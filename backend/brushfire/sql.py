@@ -139,10 +139,11 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
-    """`field <op> value` (range ops never pass NaN)."""
+    """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
+    with the time column as a time)."""
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
-    guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" else ""
+    guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
     x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {lit(value, d)}{guard}"
 
