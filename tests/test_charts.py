@@ -8,7 +8,7 @@ import json
 import pytest
 
 from brushfire import charts
-from brushfire.lineage.arrays import ViewLayout
+from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
 from brushfire.spec.models import DashboardSpec
 
@@ -19,7 +19,7 @@ def view(**kw) -> m.View:
 
 
 def layout(v: m.View, labels: list) -> ViewLayout:
-    return ViewLayout(v.name, v.type, v.aggregate.op, len(labels), 0, -1, labels)
+    return ViewLayout(v.name, v.type, v.aggregate.op, len(labels), 0, labels)
 
 
 def spec_of(v: m.View, labels: list, full: list, brush: str | None = None) -> dict:

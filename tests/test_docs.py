@@ -43,3 +43,14 @@ def test_the_widget_doc_covers_its_python_api():
     assert public and all(f".{n}" in doc for n in public), [n for n in public if f".{n}" not in doc]
     params = list(inspect.signature(widget).parameters)
     assert all(f"{p}=" in doc for p in params if p != "spec"), params
+
+
+def test_every_message_type_is_in_the_protocol_doc():
+    from brushfire import protocol
+
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    for name, model in protocol.TYPES.items():
+        assert f"| `{name}` |" in doc, f"docs/protocol.md does not list the message {name!r}"
+        for field in model.model_fields:
+            if field not in ("type", "id"):
+                assert f"`{field}" in doc, f"docs/protocol.md does not mention {name}.{field}"

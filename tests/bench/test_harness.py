@@ -217,4 +217,4 @@ def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path
     bad.write_text(json.dumps({"format": "brushfire-trace", "version": 1, "dashboard": "benchy",
                                "events": [{"t": 0, "message": {"type": "brush", "view": "hx"}}]}))
     assert main(["bench", "--spec", str(spec), "--trace", str(bad)]) == 1
-    assert "bad.json: events[0].message: brush.interval: Field required" in capsys.readouterr().err
+    assert "bad.json: events[0].message: brush.interval: missing; brush takes:" in capsys.readouterr().err
