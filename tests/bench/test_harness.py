@@ -20,6 +20,7 @@ from brushfire.bench.trace import Event, Trace, save_trace, subsample
 from brushfire.bench.workloads import DashboardInfo, clicks, human, multi, params, slide
 from brushfire.cli import main
 from brushfire.describe import describe_dashboard
+from brushfire.errors import NotCapturedError
 from brushfire.server import create_app
 
 pytestmark = pytest.mark.spark
@@ -98,13 +99,17 @@ def test_every_engine_answers_each_interaction_as_sql_does(captured, tmp_path, c
 
 def test_human_brushing_is_answered_as_sql_does(captured, tmp_path, capsys):
     """Zero-width, inverted and jumping brushes off pixel edges, among fixed ones (preagg
-    snaps such bounds to pixels, as Mosaic does, so it is left out)."""
+    snaps such bounds to pixels, as Mosaic does, so it is left out); every session starts
+    from a selection state (--state), which the replies' filters then hold."""
     spec, cache, dash = captured
     trace = human(DashboardInfo.from_description(describe_dashboard(dash)), seed=3, events=300)
     path = save_trace(trace, tmp_path / "human.json")
+    state = {"pdest": {"parameter": "BBB"}, "cat": {"values": ["c01", "(other)"]}}
     code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--trace", str(path),
                           "--engine", "brushfire,duckdb", "--warmup", "0", "--check", "--no-plots",
-                          "--out-dir", str(tmp_path), "--name", "human")
+                          "--out-dir", str(tmp_path), "--name", "human", "--state", json.dumps(state),
+                          "--save-trace", str(tmp_path / "replayed.json"))
+    assert json.loads((tmp_path / "replayed.json").read_text())["state"] == state
     assert code == 0, out
     runs = json.loads((tmp_path / "human.json").read_text())["engines"]
     for run in runs.values():
@@ -202,8 +207,10 @@ def test_the_duckdb_baseline_pages_details_and_refuses_highlight(captured):
     second = protocol.handle(base, {"type": "details", "page": 1})  # pages of 5, in rid order
     assert second["rows"] == sorted(everything, key=lambda r: r["rid"])[5:10]
     reply = protocol.handle(base, {"type": "highlight", "id": 3, "source": "cat", "bars": [0]})
-    assert reply == {"type": "error", "id": 3,
-                     "message": "linked highlighting is not offered by the duckdb baseline"}
+    assert reply == {"type": "error", "id": 3,  # none declared: refused before any engine sees it
+                     "message": "highlight.source: no highlight from view 'cat' is declared; sources: none"}
+    with pytest.raises(NotCapturedError, match="linked highlighting is not offered by the duckdb baseline"):
+        base.highlight("cat", [0])
 
 
 def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path, capsys):
