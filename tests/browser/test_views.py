@@ -245,7 +245,7 @@ def test_views_fill_their_cards_and_follow_the_window(stars_page, served_stars):
     assert columns() == 3
     for v in layout():
         assert abs(v["canvas"] - v["card"]) <= 2, v  # a view takes its card's width
-    page.evaluate("window.brushfire.ui.setFilters({mag: [2, 6]})")
+    page.evaluate("window.brushfire.ui.setFilters({mag: {interval: [2, 6]}})")
     page.wait_for_function(IDLE)
     page.set_viewport_size({"width": 700, "height": 1100})
     page.wait_for_function("""() => [...window.brushfire.ui.charts.values()].every(c =>
