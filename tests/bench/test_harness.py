@@ -117,6 +117,25 @@ def test_human_brushing_is_answered_as_sql_does(captured, tmp_path, capsys):
         assert run["check"]["checked"] == 300 and run["check"]["mismatches"] == 0, run["check"]
 
 
+def test_in_process_replays_time_the_engines_alone_and_check_as_sql_does(captured, tmp_path, capsys):
+    spec, cache, dash = captured
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--in-process",
+                          "--engine", "brushfire,duckdb", "--workload", "multi", "--events", "150",
+                          "--clients", "2", "--warmup", "5", "--check", "--no-plots",
+                          "--state", '{"pdest": {"parameter": "CCC"}}',
+                          "--out-dir", str(tmp_path), "--name", "here")
+    assert code == 0, out
+    result = json.loads((tmp_path / "here.json").read_text())
+    assert result["meta"]["in_process"] is True
+    n = 2 * result["meta"]["trace"]["events"]  # two clients
+    for run in result["engines"].values():
+        assert run["summary"]["replies"] == {"update": n}, run["summary"]["first_errors"]
+        assert run["check"]["checked"] == n and run["check"]["mismatches"] == 0, run["check"]
+        assert 0 < run["summary"]["engine_ms"]["p50"] <= run["summary"]["latency_ms"]["p50"]
+    assert main(["bench", "--spec", str(spec), "--in-process", "--paced"]) == 1
+    assert "--in-process opens --spec here: not with --url or --paced" in capsys.readouterr().err
+
+
 def test_paced_clients_get_every_message_answered(captured, tmp_path, capsys):
     spec, cache, dash = captured
     info = DashboardInfo.from_description(describe_dashboard(dash))
