@@ -54,7 +54,8 @@ def add_arguments(p) -> None:
     what.add_argument("--views", help="comma-separated views for slide / multi / human (default: all)")
     what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human")
     what.add_argument("--events", type=int, default=None,
-                      help="events of multi, clicks, params, human (default 600, 200, 100, 50000)")
+                      help="events of multi, clicks, params, human, lookups (default 600, 200, 100, "
+                           "50000, 20)")
     what.add_argument("--limit", type=int, default=None,
                       help="replay at most N events, evenly spaced over the trace")
     what.add_argument("--state", help="start every session from this selection state: tagged "
@@ -247,7 +248,7 @@ def _target(args, engine: str):
         return
     from brushfire.bench.replay import replay
 
-    with _server(args, engine) as url:
+    with serve(args, engine) as url:
         name = _only_dashboard(url) if not args.trace else load_trace(args.trace).dashboard
         description = _get_json(url, f"/api/dashboards/{name}")
         yield (lambda trace, clients, keep: asyncio.run(replay(url, trace, clients, args.paced,
@@ -278,7 +279,7 @@ def _open_here(args, engine: str):
 
 
 @contextlib.contextmanager
-def _server(args, engine: str) -> Iterator[str]:
+def serve(args, engine: str) -> Iterator[str]:
     """The URL of a server for `engine`: --url, or a bench server started on a free port
     (in its own process) and stopped afterwards."""
     from brushfire.bench.replay import ReplayError
@@ -393,4 +394,4 @@ def _git_commit() -> str | None:
     return None
 
 
-__all__ = ["BenchError", "add_arguments", "run"]
+__all__ = ["BenchError", "add_arguments", "run", "serve"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from websockets.asyncio.client import connect
@@ -40,6 +41,7 @@ class Record:
     engine_ms: float | None = None  # the server's own compute time (`ms` of the reply)
     selected: int | None = None
     error: str | None = None
+    methods: str | None = None  # how the views were computed, e.g. "cube:4,base:1"
 
 
 @dataclass
@@ -95,9 +97,12 @@ async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
 
 def _record(client: int, index: int, message: dict, sent: float, received: float, reply: dict,
             t0: float) -> Record:
+    methods = reply.get("methods")
+    counts = Counter(methods.values()) if isinstance(methods, dict) else None
     return Record(client, index, kind_of(message), sent - t0, reply.get("type", "?"),
                   (received - sent) * 1e3, reply.get("ms"), reply.get("selected"),
-                  reply.get("message") if reply.get("type") == "error" else None)
+                  reply.get("message") if reply.get("type") == "error" else None,
+                  ",".join(f"{k}:{counts[k]}" for k in sorted(counts)) if counts else None)
 
 
 async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
