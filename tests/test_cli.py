@@ -68,13 +68,16 @@ interactions:
   crossfilter: [{{views: [hx, cat]}}]
 """)
     cache = str(tmp_path / "cache")
-    assert main(["capture", str(spec), "--cache-dir", cache, "--memory-budget", "20KB"]) == 0
+    assert main(["capture", str(spec), "--cache-dir", cache, "--memory-budget", "1KB"]) == 0
     out = capsys.readouterr().out
-    assert "mode: cubes only, computed on Spark: per-row lineage would take" in out
-    assert "over the memory budget of 20.0 KiB" in out and "cube hx->cat" in out
+    assert "mode: cubes only" in out
+    assert "value:x: per-row keys dropped (4 bytes × 3,000 rows = 11.7 KiB) to fit the memory " \
+           "budget of 1.0 KiB" in out
+    assert "filter hx: alone, answered from an exact cube" in out
     assert main(["capture", str(spec), "--cache-dir", cache, "--no-baseline",
                  "--memory-budget", "1GB"]) == 0
-    assert "mode: per-row lineage (per-row lineage ≈" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mode: per-row lineage" in out and "fits the memory budget of 1.0 GiB" in out
 
 
 # --- option errors are usage errors naming the option -------------------------------------

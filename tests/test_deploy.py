@@ -79,13 +79,13 @@ def test_the_services():
 
 
 def test_the_cluster_runs_the_spark_version_of_the_driver():
-    """A driver and a standalone master of different Spark versions do not talk: the
-    cluster image, the pyspark the image installs and the tested pyspark agree."""
+    """A driver and a standalone master of different Spark versions do not talk: every
+    node runs the brushfire image, whose pyspark is the tested one."""
     import pyspark
 
-    image_tags = {expand(s["image"]) for name, s in SERVICES.items() if name != "brushfire"}
-    assert image_tags == {f"apache/spark:{pyspark.__version__}"}
-    assert expand(SERVER["build"]["args"]["SPARK_VERSION"]) == pyspark.__version__
+    for name, s in SERVICES.items():
+        assert s["build"]["context"] == ".", name
+        assert expand(s["build"]["args"]["SPARK_VERSION"]) == pyspark.__version__, name
     assert dockerfile_arg("SPARK_VERSION") == pyspark.__version__
     assert any('"pyspark==${SPARK_VERSION}"' in r for r in instruction("RUN"))
 
@@ -130,6 +130,20 @@ def test_data_is_read_only_at_one_path_on_the_server_and_every_worker():
     assert in_container.is_relative_to(target), (in_container, target)
     for name in ("spark-worker-1", "spark-worker-2", "brushfire"):
         assert mounts(SERVICES[name]).get(target) == (host_dir, "ro"), name
+
+
+def test_executors_run_brushfire_and_write_into_the_shared_cache():
+    """The executors build the lineage shards (Brushfire's Python) straight into the cache
+    entry: every worker runs the brushfire image with the cache volume at the server's
+    cache path, and Spark's daemons start from the image's pyspark."""
+    cache = SERVER["environment"]["BRUSHFIRE_CACHE"]
+    script = ROOT / "scripts" / "spark-class.sh"
+    assert script.exists() and os.access(script, os.X_OK)
+    for name in services_running("org.apache.spark.deploy.worker.Worker"):
+        s = SERVICES[name]
+        assert mounts(s)[cache] == (mounts(SERVER)[cache][0], "rw"), name
+        assert s["entrypoint"] == ["/app/scripts/spark-class.sh"], name
+        assert s["environment"]["PYSPARK_PYTHON"] == "python3", name
 
 
 def test_the_lineage_cache_is_a_named_volume():

@@ -189,29 +189,25 @@ def _plan(args) -> int:
 
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
-    from brushfire.capture.budget import decide, parse_size
+    from brushfire.capture.budget import parse_size
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
+    from brushfire.lineage.layout import CaptureConfig
     from brushfire.plan import explain, plan_capture
     from brushfire.spec import load_dashboard
 
     dash = load_dashboard(args.spec)
     plan = plan_capture(dash)
     budget = args.memory_budget or DEFAULT_BUDGET
-    decision = decide(plan, None if budget is None else parse_size(budget))
+    config = CaptureConfig(memory_budget=None if budget is None else parse_size(budget))
     store = capture_dashboard(plan, master=args.spark_master, progress=ProgressLine(),
-                              baseline=not args.no_baseline and decision.mode == "rows",
-                              memory_budget=None if budget is None else parse_size(budget),
-                              cache_dir=args.cache_dir or DEFAULT_CACHE)
-    if decision.mode == "cubes":
-        print(f"mode: cubes only, computed on Spark: {decision.reason}")
-        print("  single-filter interactions are exact; combined filters, details and highlighting "
-              "are not available at this size")
-        for name, nbytes in store.nbytes().items():
-            print(f"  {name:<32} {nbytes / 1e6:10.2f} MB")
-        print(f"  capture {store.info.seconds['capture']:.2f} s on {store.info.spark_master}; "
-              "cubes-only stores are not cached yet")
-        return 0
-    print(f"mode: per-row lineage ({decision.reason})")
+                              baseline=not args.no_baseline, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                              config=config)
+    kept, dims = store.layout.row_dims, len(store.layout.dims)
+    mode = ("per-row lineage" if kept == dims else "cubes only" if kept == 0
+            else f"per-row lineage for {kept} of {dims} dims, cubes for the rest")
+    print(f"mode: {mode}")
+    for note in store.layout.notes:
+        print(f"  {note}")
     print(explain(plan, store.n_rows, layout=store.layout))
     print(f"\ntimings on {store.info.spark_master} ({store.n_rows:,} rows):")
     for stage, seconds in store.info.seconds.items():
@@ -259,7 +255,7 @@ def _demo(args) -> int:
         print(f"\n> {text}   [{update.seconds * 1e3:.2f} ms; {methods}]")
         for v in update.views.values():
             print(render_view(v, width=40, max_bars=8))
-    if dash.spec.interactions.details and dash.mode == "rows":
+    if dash.spec.interactions.details and dash.mode == "rows":  # else maybe not captured
         t = time.perf_counter()
         page = session.details()
         print(f"\n> details on demand: first {page.num_rows} of {session.count_selected():,} "

@@ -10,17 +10,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from brushfire.capture.budget import decide, parse_size
+from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
-from brushfire.engine.cube_session import CubeSession
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
-from brushfire.errors import CacheError
-from brushfire.lineage.cube_store import CubeStore
+from brushfire.errors import CacheError, NotCapturedError
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, cache_key, load_store, source_fingerprint
 from brushfire.plan import CapturePlan, plan_capture
@@ -34,7 +33,7 @@ DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset
 class Dashboard:
     """One captured dashboard. The store is read-only and shared by all its sessions."""
 
-    def __init__(self, spec: m.DashboardSpec, plan: CapturePlan, store: LineageStore | CubeStore,
+    def __init__(self, spec: m.DashboardSpec, plan: CapturePlan, store: LineageStore,
                  from_cache: bool = False) -> None:
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
 
@@ -47,19 +46,16 @@ class Dashboard:
         an entry for this spec and source exists and is sound, else by capturing on Spark
         (`spark_master`, default $BRUSHFIRE_SPARK_MASTER or local[*]) into the cache (a
         temporary directory when `cache_dir` is None or cannot be written). When the
-        per-row lineage would exceed `memory_budget` (bytes or "16GB"), only cubes computed
-        on Spark are kept, which answer single-filter interactions (not cached yet)."""
+        per-row lineage would exceed `memory_budget` (bytes or "16GB"), the most expensive
+        dims keep cubes only (capture/budget.py; `brushfire capture` says which)."""
         dash = _as_model(spec)
         plan = plan_capture(dash)
-        budget = None if memory_budget is None else parse_size(memory_budget)
-        if budget is not None and decide(plan, budget).mode == "cubes":
-            from brushfire.capture import capture_dashboard
-
-            return cls(dash, plan, capture_dashboard(plan, spark=spark, master=spark_master,
-                                                     progress=progress, memory_budget=budget))
+        config = config or CaptureConfig()
+        if memory_budget is not None:
+            config = replace(config, memory_budget=parse_size(memory_budget))
         if cache_dir is not None and not recapture:
             fingerprint = source_fingerprint(dash.source.path)
-            key = cache_key(dash, fingerprint, config or CaptureConfig())
+            key = cache_key(dash, fingerprint, config)
             directory = Path(cache_dir) / f"{dash.name}-{key}"
             if directory.exists() or directory.is_symlink():
                 try:
@@ -72,28 +68,29 @@ class Dashboard:
                                   cache_dir=cache_dir, config=config)
         return cls(dash, plan, store)
 
-    def session(self) -> Session | CubeSession:
-        if isinstance(self.store, CubeStore):
-            return CubeSession(self.store, self.plan)
+    def session(self) -> Session:
         return Session(self.store, self.plan)
 
     @property
     def mode(self) -> str:
-        """'rows' (per-row lineage) or 'cubes' (memory-budget mode: cubes only)."""
-        return "cubes" if isinstance(self.store, CubeStore) else "rows"
+        """'rows' (every dim's per-row lineage kept), 'partial' (some dims keep cubes only,
+        over the memory budget) or 'cubes' (no per-row lineage at all)."""
+        kept = self.store.layout.row_dims
+        return "rows" if kept == len(self.store.layout.dims) else "cubes" if kept == 0 else "partial"
 
     def warm_up(self) -> float:
         """Load every kernel numba compiled (from its on-disk cache) and touch the store,
         so the first user interaction pays for neither. Returns the seconds taken."""
         t0 = time.perf_counter()
-        if self.mode == "cubes":  # numpy only: nothing to compile
-            return 0.0
         warm_kernels(self.store)
         s = self.session()
-        if self.spec.interactions.details:
-            s.details()
-        for h in self.spec.interactions.highlight:
-            s.highlight(h.source, [0])
+        try:
+            if self.spec.interactions.details:
+                s.details()
+            for h in self.spec.interactions.highlight:
+                s.highlight(h.source, [0])
+        except NotCapturedError:  # over the memory budget: answered lazily, if at all
+            pass
         s.clear()
         return time.perf_counter() - t0
 
@@ -106,6 +103,8 @@ def warm_kernels(store: LineageStore) -> None:
     """Call each kernel once on no rows (numba loads or compiles it on first call)."""
     shard = next((s for s in store.shards if s.nblocks), None)
     if shard is None:
+        return
+    if not store.layout.row_dims:
         return
     L = layout_arrays(store.layout)
     q = FilterState(store.layout).q

@@ -502,7 +502,10 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
     if view is not None:
         return view.type == "temporal"
-    kind, domain = session.store.parameter_domain(name)
+    store = getattr(session, "store", None)
+    if store is None:
+        return False
+    kind, domain = store.parameter_domain(name)
     return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 

@@ -353,3 +353,29 @@ def engine_key(label, index: int, vtype: str):
 
 def _sql_key(k) -> str:
     return "'" + k.replace("'", "''") + "'" if isinstance(k, str) else str(k)
+
+
+def test_prepared_conditional_cubes_answer_a_jump(captured):
+    """After a pause the session prepares conditional cubes of the other brushes given the
+    fixed filters; a brush jumping from nothing to half its view is then answered from
+    them (and equals SQL), and a change of the fixed filters makes them stale."""
+    dash, oracle = captured
+    brushes = [v for v in dash.spec.views if v.type == "histogram" and dash.plan.has_filter(v.name)
+               and (v.brush or "interval") == "interval"]
+    if len(brushes) < 2:
+        pytest.skip("needs two interval brushes")
+    fixed, jumper = brushes[0], brushes[1]
+    session = new_session(dash, "tile")  # tiles win whenever they apply (3,000 rows: a scan is cheaper)
+    oracle.clear()
+    lo, hi = fixed.bin.extent
+    apply(session, oracle, ("brush", fixed.name, (lo + (hi - lo) / 5, hi - (hi - lo) / 5)))
+    session._speculate()  # what the pool's timer does after a pause (inline with Pool(0))
+    assert jumper.name in session._tiles
+    lo, hi = jumper.bin.extent
+    action = ("brush", jumper.name, (lo + (hi - lo) / 4, hi - (hi - lo) / 4))
+    methods = session.brush(jumper.name, action[2]).methods  # the first brush: a jump
+    oracle.brush(jumper.name, action[2])
+    check_all(dash, oracle, session, action)
+    assert "conditional cube" in methods.values(), methods
+    apply(session, oracle, ("brush", fixed.name, (lo, hi)))
+    assert jumper.name not in session._tiles  # its fixed filter moved

@@ -221,7 +221,7 @@ def test_protocol_handle_never_raises(rich_dash):
     assert session.filters == {}
 
 
-@pytest.mark.slow  # a cubes-only capture: about a minute of Spark group-bys
+@pytest.mark.slow  # a cubes-only capture
 def test_cubes_only_dashboards_check_values_the_same_way(spark, small_parquet):
     """Memory-budget mode keeps no per-row lineage; its sessions' values are checked
     against the cubes' keys, with the same messages."""
@@ -234,7 +234,7 @@ def test_cubes_only_dashboards_check_values_the_same_way(spark, small_parquet):
     spec["interactions"]["crossfilter"] = [{"views": [v["name"] for v in spec["views"]]}]
     spec["interactions"].pop("highlight")
     spec["interactions"].pop("details")
-    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=None, memory_budget="100KB")
+    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=None, memory_budget="1KB")
     assert dash.mode == "cubes"
     session = dash.session()
     cases = [(m, e) for m, e in BAD if isinstance(m, str) and "heat" not in m and "details" not in m

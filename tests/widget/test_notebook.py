@@ -59,7 +59,7 @@ def test_errors_show_as_their_message(tmp_path, kernel_env):
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
     nb = run(nb, kernel_env, tmp_path, allow_errors=True)
     want = ["SpecError: bad.yaml:8: views[0].colour: unknown key 'colour'",
-            f"CaptureError: cannot read the source {tmp_path}/broken.parquet: "]
+            "SpecError: broken.yaml:2: source.path: 'broken.parquet'"]
     for cell, start in zip(nb.cells, want, strict=True):
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         text = "\n".join(error.traceback).replace("\x1b[0;31m", "").replace("\x1b[0m", "")

@@ -226,11 +226,12 @@ def test_a_bad_spec_or_a_missing_build_says_what_to_do(tmp_path, monkeypatch, fl
 
 def test_a_capture_failure_says_why(spark, flights_spec, tmp_path):
     spec = yaml.safe_load(flights_spec.read_text())
-    spec["source"]["columns"]["hour"] = "hour(date) + minutes(date) / 60.0"  # no such function
+    # valid Spark SQL that fails while the job runs (ANSI: division by zero)
+    spec["source"]["columns"]["hour"] = "hour(date) + 1 / (minute(date) - minute(date))"
     with pytest.raises(CaptureError) as e:
         brushfire.widget(spec, spark=spark, cache_dir=tmp_path)
     (shown,) = e.value._render_traceback_()
-    assert "Spark failed while reading the source" in shown and "minutes" in shown
+    assert "Spark failed while" in shown and "DIVIDE_BY_ZERO" in shown
     assert "Traceback" not in shown and "py4j" not in shown
 
 

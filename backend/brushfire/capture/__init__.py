@@ -23,13 +23,10 @@ from pathlib import Path
 
 from brushfire.capture import spark as sp
 from brushfire.capture.analyze import analyze_source
-from brushfire.capture.budget import decide
-from brushfire.capture.cubes import capture_cubes
 from brushfire.capture.layout import make_layout, profile_spec
 from brushfire.capture.profile import merge_profiles
 from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
-from brushfire.lineage.cube_store import CubeStore
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import CapturePlan
 from brushfire.source import read_schema
@@ -41,20 +38,19 @@ Progress = Callable[[str, float | None], None]
 
 def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
                       progress: Progress | None = None, baseline: bool = False,
-                      memory_budget: int | None = None, cache_dir: str | Path | None = None,
-                      config: CaptureConfig | None = None) -> st.LineageStore | CubeStore:
+                      cache_dir: str | Path | None = None,
+                      config: CaptureConfig | None = None) -> st.LineageStore:
     """Capture the lineage `plan` asks for into an entry of `cache_dir` (a temporary
     directory when None or not writable) and return the loaded store. With `baseline`,
-    also time the views' plain Spark queries on the same session. When the per-row
-    lineage would exceed `memory_budget` bytes, only cubes computed on Spark are kept
-    (a CubeStore; see capture/budget.py and capture/cubes.py)."""
+    also time the views' plain Spark queries on the same session. `config.memory_budget`
+    bounds the per-row lineage: over it, the most expensive dims keep cubes only
+    (capture/budget.py)."""
     progress = progress or (lambda *_: None)
     config = config or CaptureConfig()
     dash = plan.dashboard
     schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
         check_columns(dash, schema)
-    decision = decide(plan, memory_budget)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
     t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
@@ -62,14 +58,6 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master, source_fingerprint=fingerprint)
     df = analyze_source(spark, dash)  # every spec error found before any job
     check_columns(dash, sp.schema_kinds(df))  # now with derived columns' types
-    if decision.mode == "cubes":
-        info.caveats.append(f"cubes only: {decision.reason}")
-        info.mode = "cubes"
-        store = capture_cubes(df, plan, info, decision.reason, progress)
-        info.seconds["capture"] = time.perf_counter() - t_all
-        info.nbytes = store.nbytes()
-        return store
-
     t0 = time.perf_counter()
     pspec = profile_spec(plan, config)
     profile = merge_profiles(sp.profile_job(df, pspec, progress), pspec)

@@ -1,17 +1,27 @@
-"""The memory-budget decision: estimate the per-row lineage a plan would keep, before any
-Spark job, and choose between full capture and the cubes-only mode."""
+"""The memory budget (SubZero's choice of lineage per part of the workload): which dims
+keep their per-row keys, decided once per capture from the layout's exact sizes.
+
+Per row, a dim costs 2 bytes of key, 2 more when indexed (the backward index) and 8 more
+when it is fine (raw values). When the total exceeds the budget, the most expensive dims
+lose their per-row arrays first. Then, per filter and per view:
+- a filter whose dims are kept is answered row by row, alone or with others;
+- a filter whose dims are not kept is answered only when it is alone, from a cube with
+  one block per key (exact) — or, when such a cube would be too large or its dim is
+  fine, not at all (a lazy answer on Spark, or NotCapturedError);
+- a view whose bar (or measure) comes from a dim not kept shows its base result and
+  single-filter cube answers; under several filters it needs a lazy answer.
+`brushfire capture` prints each choice and why.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import pyarrow.dataset as ds
-
-from brushfire.plan import CapturePlan
-from brushfire.source import FOOTER_FORMATS
+from brushfire.lineage.layout import Dim
 
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+EXACT_CUBE_BYTES = 256 << 20  # a filter's per-key cube when its per-row keys are dropped
 
 
 def parse_size(text: str | int) -> int:
@@ -25,76 +35,43 @@ def parse_size(text: str | int) -> int:
     return int(float(match[1]) * UNITS[match[2]])
 
 
+def row_bytes(d: Dim) -> int:
+    """Bytes per row of a dim's per-row arrays."""
+    return 2 + (2 if d.indexed else 0) + (8 if d.kind == "fine" else 0)
+
+
 @dataclass(frozen=True)
-class Decision:
-    mode: str  # "rows" (per-row lineage) or "cubes" (cubes only)
-    reason: str
-    n_rows: int | None
-    row_bytes: float
+class Choice:
+    kept: frozenset[str]  # dims whose per-row arrays are kept
+    notes: tuple[str, ...] = field(default=())
+    per_row: int = 0  # bytes per row of everything
+    kept_per_row: int = 0
 
 
-def decide(plan: CapturePlan, budget: int | None) -> Decision:
-    """Per-row lineage when it fits `budget` (or no budget is set), else cubes only."""
-    per_row, n = estimate_row_bytes(plan), count_rows(plan)
+def choose(dims: list[Dim], n_rows: int, budget: int | None) -> Choice:
+    """Keep every dim's per-row arrays when they fit `budget` (bytes; None: no budget),
+    else drop the most expensive first until the rest fit. Pure."""
+    per_row = sum(row_bytes(d) for d in dims)
     if budget is None:
-        return Decision("rows", "no memory budget set", n, per_row)
-    if n is None:
-        return Decision("rows", "the source's row count is unknown before reading it "
-                        "(not Parquet/ORC); per-row lineage kept", n, per_row)
-    need = per_row * n
-    if need <= budget:
-        return Decision("rows", f"per-row lineage ≈ {_gb(need)} for {n:,} rows fits the "
-                        f"memory budget of {_gb(budget)}", n, per_row)
-    return Decision("cubes", f"per-row lineage would take ≈ {_gb(need)} ({per_row:.0f} bytes × "
-                    f"{n:,} rows), over the memory budget of {_gb(budget)}", n, per_row)
+        return Choice(frozenset(d.name for d in dims), ("no memory budget: per-row lineage kept",),
+                      per_row, per_row)
+    kept = {d.name: row_bytes(d) for d in dims}
+    notes = []
+    total = per_row * n_rows
+    if total <= budget:
+        notes.append(f"per-row lineage ≈ {gb(total)} ({per_row} bytes × {n_rows:,} rows) fits "
+                     f"the memory budget of {gb(budget)}")
+    for d in sorted(dims, key=lambda d: (-row_bytes(d), d.name)):
+        if total <= budget:
+            break
+        total -= row_bytes(d) * n_rows
+        del kept[d.name]
+        notes.append(f"{d.name}: per-row keys dropped ({row_bytes(d)} bytes × {n_rows:,} rows "
+                     f"= {gb(row_bytes(d) * n_rows)}) to fit the memory budget of {gb(budget)}")
+    return Choice(frozenset(kept), tuple(notes), per_row, sum(kept.values()))
 
 
-def estimate_row_bytes(plan: CapturePlan) -> float:
-    """Bytes per row of the arrays `capture.build` keeps (see lineage/arrays.py): forward
-    codes, measures, filter keys, rect y values, index positions and values, bar indexes,
-    and the detail snapshot (string widths from the Parquet footer, else 16 bytes)."""
-    total = 2 * len(plan.dashboard.views) + 8 * len(plan.measure_fields) + 4 * len(plan.filters)
-    for f in plan.filters:
-        total += 4 + (8 if f.kind in ("interval", "rect", "param_range") else 0) + (8 if f.kind == "rect" else 0)
-    total += 4 * len(plan.bar_index_views)
-    widths = _column_widths(plan)
-    total += sum(widths.get(c, 16.0) for c in plan.detail_columns)
-    return float(total)
-
-
-def count_rows(plan: CapturePlan) -> int | None:
-    """Rows in the source from its footers (before static filters: an upper bound)."""
-    if plan.dashboard.source.resolved_format not in FOOTER_FORMATS:
-        return None
-    return _dataset(plan).count_rows()
-
-
-def _dataset(plan: CapturePlan):
-    src = plan.dashboard.source
-    return ds.dataset(src.path, format=src.resolved_format)
-
-
-def _column_widths(plan: CapturePlan) -> dict[str, float]:
-    """Uncompressed bytes per row of each Parquet column (plus 8 for string offsets)."""
-    src = plan.dashboard.source
-    if src.resolved_format != "parquet":
-        return {}
-    out: dict[str, float] = {}
-    rows = 0
-    for frag in _dataset(plan).get_fragments():
-        meta = frag.metadata
-        rows += meta.num_rows
-        for g in range(meta.num_row_groups):
-            rg = meta.row_group(g)
-            for c in range(rg.num_columns):
-                col = rg.column(c)
-                out[col.path_in_schema] = out.get(col.path_in_schema, 0) + col.total_uncompressed_size
-    schema = _dataset(plan).schema
-    return {name: size / max(rows, 1) + (8 if str(schema.field(name).type).startswith(("string", "large_string")) else 0)
-            for name, size in out.items() if name in schema.names}
-
-
-def _gb(n: float) -> str:
+def gb(n: float) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from brushfire.capture import bins
+from brushfire.capture import bins, budget
 from brushfire.capture.profile import Profile, ProfileSpec, ValueStats, fine_edges
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import (
@@ -123,14 +123,70 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         fdims = [dim_of[n] for n in f.dim_names]
         filters.append(FilterLayout(f.name, f.kind, fdims, list(f.filters_views),
                                     list(f.cube_targets), f.op))
-    layout = Layout(dash.name, config.block_rows, dims, views, filters, n_raw, len(measure_fields),
-                    measure_fields, list(plan.detail_columns), arrays)
+    choice = budget.choose(dims, profile.n_rows, config.memory_budget)
+    dims, views, filters, n_raw = _keep_rows_first(dims, views, filters, choice.kept)
+    layout = Layout(dashboard=dash.name, block_rows=config.block_rows, dims=dims, views=views,
+                    filters=filters, n_raw=n_raw, n_meas=len(measure_fields),
+                    measure_fields=measure_fields, detail_columns=list(plan.detail_columns),
+                    notes=list(choice.notes), arrays=arrays)
     for f in filters:
-        if f.cube_targets:
-            d = dims[f.dims[0]]
+        if not f.cube_targets:
+            continue
+        d = dims[f.dims[0]]
+        width = sum(layout.view(t).nbars + 1 for t in f.cube_targets)
+        rowless = [t for t in f.cube_targets if not layout.countable(t)]
+        if rowless and d.kind == "fine":  # bucketed keys need rows the cube cannot give
+            f.cube_targets = [t for t in f.cube_targets if t not in rowless]
+            layout.notes.append(f"filter {f.name}: views {', '.join(rowless)} not answered "
+                                "under it (their rows are not kept and its keys are buckets)")
             width = sum(layout.view(t).nbars + 1 for t in f.cube_targets)
+            rowless = []
+        if d.rows and not rowless:
             d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
+        elif d.kind != "fine" and (d.nkeys + 1) * width * 8 <= budget.EXACT_CUBE_BYTES:
+            d.cube_starts = list(range(d.nkeys + 1))  # a block per key: exact with no rows
+            if not d.rows:
+                layout.notes.append(f"filter {f.name}: alone, answered from an exact cube of "
+                                    f"{d.nkeys:,} keys; with other filters, not captured")
+        elif not d.rows:
+            why = ("its values are fine-grained (bucketed keys need the rows)" if d.kind == "fine"
+                   else f"an exact cube would take {budget.gb((d.nkeys + 1) * width * 8)}")
+            layout.notes.append(f"filter {f.name}: not captured at this budget ({why})")
+            f.cube_targets = []
+        else:  # kept per row, but some targets are not: only an exact cube answers them
+            f.cube_targets = [t for t in f.cube_targets if t not in rowless]
+            d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
+            layout.notes.append(f"filter {f.name}: views {', '.join(rowless)} not answered "
+                                "under it (an exact cube would be too large)")
+    for v in views:
+        if v.code_dims and not layout.countable(v.name):
+            layout.notes.append(f"view {v.name}: base result and single-filter cubes only "
+                                "(its bar's keys are not kept per row)")
     return layout
+
+
+def _keep_rows_first(dims: list[Dim], views: list[ViewLayout], filters: list[FilterLayout],
+                     kept: frozenset[str]) -> tuple:
+    """Dims kept per row first (the shards' keys hold exactly those), the others after;
+    views' and filters' dim numbers and fine dims' raw rows follow."""
+    order = [i for i, d in enumerate(dims) if d.name in kept] + \
+        [i for i, d in enumerate(dims) if d.name not in kept]
+    new = {old: pos for pos, old in enumerate(order)}
+    out, n_raw = [], 0
+    for old in order:
+        d = dims[old]
+        d.rows = d.name in kept
+        if d.kind == "fine":
+            d.raw = n_raw if d.rows else -1
+            n_raw += 1 if d.rows else 0
+        out.append(d)
+    for v in views:
+        v.code_dims = [new[i] for i in v.code_dims]
+        if v.mdim >= 0:
+            v.mdim = new[v.mdim]
+    for f in filters:
+        f.dims = [new[i] for i in f.dims]
+    return out, views, filters, n_raw
 
 
 def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[int]:

@@ -3,7 +3,7 @@ shards of the store (lineage/layout.py) and writes them straight into the cache 
 being built. Pure numpy and pyarrow (no numba: executors start no compiler).
 
 A shard directory holds, for its n rows:
-- keys.npy   (dims, n) uint16: every dim's key per row;
+- keys.npy   (dims kept per row, n) uint16: each such dim's key per row;
 - raw.npy    (fine dims, n) float64: raw values of fine dims (NaN = none);
 - meas.npy   (stored measures, n) float64 (NaN = missing);
 - order.npy  uint16, optr.npy (indexed dims, blocks) int64: per block, the rows' positions
@@ -134,7 +134,8 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
             v, ok = rows.numbers(d.field)
             k = np.searchsorted(np.asarray(d.edges, np.float64), v.astype(np.float64), "right") - 1
             keys[i] = np.where(ok, k, d.nkeys)
-            raw[d.raw] = np.where(ok, v.astype(np.float64), np.nan)
+            if d.raw >= 0:  # kept per row
+                raw[d.raw] = np.where(ok, v.astype(np.float64), np.nan)
         elif d.kind == "dict":
             pos = C.lookup(table[d.field], d.values) if n else np.zeros(0, np.int64)
             keys[i] = np.where(pos >= 0, pos, d.nkeys)
@@ -145,12 +146,13 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
     for j, f in enumerate(layout.measure_fields):
         meas[j] = C.measure(table[f]) if n else np.zeros(0)
 
-    out = {"keys": keys, "raw": raw, "meas": meas}
+    kept = layout.row_dims  # dims kept per row come first; the others feed cubes only
+    out = {"keys": np.ascontiguousarray(keys[:kept]), "raw": raw, "meas": meas}
     out.update(_backward_index(keys, raw, layout, bsize))
     nb = -(-n // bsize)
-    zmin = np.full((nd, nb), 65535, KEY_DTYPE)
-    zmax = np.zeros((nd, nb), KEY_DTYPE)
-    for i, d in enumerate(layout.dims):
+    zmin = np.full((kept, nb), 65535, KEY_DTYPE)
+    zmax = np.zeros((kept, nb), KEY_DTYPE)
+    for i, d in enumerate(layout.dims[:kept]):
         for b in range(nb):
             kb = keys[i, b * bsize:(b + 1) * bsize]
             kb = kb[kb < d.nkeys]

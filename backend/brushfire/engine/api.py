@@ -1,4 +1,4 @@
-"""The engine's contract: what every session answers (Brushfire's, the cubes-only one and
+"""The engine's contract: what every session answers (Brushfire's, and
 the baselines' behind the same server), its result types, and the request checks they
 share.
 

@@ -85,7 +85,9 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                                 k = np.int64(kd[i])
                                 hits += (k == elo) | (k == ehi)
                         else:
-                            hits = n
+                            for i in range(n):
+                                k = np.int64(keys[d, rows[i]])
+                                hits += (k == elo) | (k == ehi)
                         if hits:
                             rc = draw[d]
                             vlo, vhi = tvlo[t], tvhi[t]
@@ -253,6 +255,9 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     wts = np.ones(CHUNK, np.int64)
     bars = np.empty(CHUNK, np.int64)
     xs = np.empty(CHUNK, np.float64)
+    rows2 = np.empty(CHUNK, np.int64)
+    fail2 = np.empty(CHUNK, np.uint64)
+    dead2 = union != 0 and _dead_when_two_fail(union, views, need)
     for b in range(b0, b1):
         if skip and _block_skipped(zmin, zmax, b, skip, Q):
             continue
@@ -260,8 +265,30 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
+            if dead2:  # a row failing two filters counts in no view: keep the others
+                m = 0
+                for i in range(cn):
+                    f = fail[i]
+                    rows2[m] = c0 + i
+                    fail2[m] = f
+                    m += 1 if (f & (f - np.uint64(1))) == 0 else 0
+                if m < (cn * 5) // 8:  # worth counting through the gathered rows
+                    _count_chunk(keys, meas, rows2, -1, m, fail2, wts, views, need, L, counts,
+                                 sums, oks, bars, xs)
+                    continue
             _count_chunk(keys, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
                          bars, xs)
+
+
+@njit(nogil=True, cache=True)
+def _dead_when_two_fail(union, views, need) -> bool:
+    """Does a row failing two filters of `union` count in none of the views? True when each
+    view leaves at most one of them out of its need (a crossfilter group: its own brush)."""
+    for j in range(views.shape[0]):
+        out = union & ~need[views[j]]
+        if out & (out - np.uint64(1)):
+            return False
+    return True
 
 
 @njit(nogil=True, cache=True)
@@ -272,7 +299,9 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
     - mf < 0: `signs[p]` times (recompute from a filter's rows; edge corrections);
     - mf >= 0: +1 if it passes filter mf under Q and not under Qold, -1 for the reverse,
       not at all when both agree (incremental update of moving filter mf; leave mf out of
-      `need`). Cost: O(rows in the ranges x views), random reads within a block."""
+      `need`). Each block's rows are visited in row order (a bitmap of the block sorts
+      them), so the reads of the other columns go forward through the block.
+    Cost: O(rows in the ranges x views) + O(blocks x ranges x log(block))."""
     keys, raw, meas, order, optr = S[0], S[1], S[2], S[3], S[4]
     n = keys.shape[1]
     bsize = L[14]
@@ -287,25 +316,48 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
     was = np.empty(CHUNK, np.bool_)
     bars = np.empty(CHUNK, np.int64)
     xs = np.empty(CHUNK, np.float64)
+    words = np.zeros((bsize + 63) // 64, np.uint64)
+    distinct = np.unique(signs) if mf < 0 else np.ones(1, np.int64)
     cn = 0
     for b in range(b0, b1):
         base = b * bsize
         cnt = min(n, base + bsize) - base
         ob = optr[slot, b]
-        for p in range(kranges.shape[0]):
-            a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
-            z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
-            for q in range(a, z):
-                rows[cn] = base + (q if ob < 0 else np.int64(order[ob + q]))
-                wts[cn] = signs[p]
-                cn += 1
-                if cn == CHUNK:
-                    _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts,
-                                   now, was, views, need, counts, sums, oks, bars, xs)
-                    cn = 0
+        for sg in distinct:
+            lo_w, hi_w = len(words), -1
+            for p in range(kranges.shape[0]):
+                if mf < 0 and signs[p] != sg:
+                    continue
+                a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
+                z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+                for q in range(a, z):
+                    r = q if ob < 0 else np.int64(order[ob + q])
+                    w = r >> 6
+                    words[w] |= np.uint64(1) << np.uint64(r & 63)
+                    lo_w = min(lo_w, w)
+                    hi_w = max(hi_w, w)
+            for w in range(lo_w, hi_w + 1):  # the block's rows in order, words cleared on the way
+                bits = words[w]
+                words[w] = 0
+                while bits:
+                    low = bits & (~bits + np.uint64(1))
+                    rows[cn] = base + (w << 6) + _DEBRUIJN[(low * _MAGIC) >> np.uint64(58)]
+                    wts[cn] = sg
+                    cn += 1
+                    bits ^= low
+                    if cn == CHUNK:
+                        _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts,
+                                       now, was, views, need, counts, sums, oks, bars, xs)
+                        cn = 0
     if cn:
         _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, now, was,
                        views, need, counts, sums, oks, bars, xs)
+
+
+_MAGIC = np.uint64(0x03F79D71B4CB0A89)  # de Bruijn sequence: the index of a power of two
+_DEBRUIJN = np.zeros(64, np.int64)
+for _i in range(64):
+    _DEBRUIJN[(((1 << _i) * int(_MAGIC)) % (1 << 64)) >> 58] = _i
 
 
 @njit(nogil=True, cache=True)

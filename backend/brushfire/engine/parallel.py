@@ -8,13 +8,18 @@ of work, so that an optional structure never delays a reply:
 - `background(chunks, done)` — optional structures (conditional cubes): a worker takes
   a chunk only when no reply task is waiting, so a reply waits for at most one chunk
   (a few milliseconds) of background work. `cancel()` drops the rest of a job.
+- `after(seconds, fn)` — run fn on the pool's timer thread later, unless cancelled
+  (a session waits for the user to pause before preparing structures speculatively).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,6 +39,17 @@ class Job:
         self.cancelled = True
 
 
+class Later:
+    """A call `Pool.after` will make, unless cancelled first."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class Pool:
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -41,6 +57,39 @@ class Pool:
         self._urgent: deque = deque()
         self._jobs: deque[Job] = deque()
         self._threads: list[threading.Thread] = []
+        self._timer_cond = threading.Condition()
+        self._timers: list = []  # heap of (when, seq, Later)
+        self._seq = itertools.count()
+        self._timer: threading.Thread | None = None
+
+    def after(self, seconds: float, fn: Callable[[], None]) -> Later:
+        """Call fn in `seconds` on the timer thread (with no workers: never; tests call
+        what they need directly)."""
+        later = Later(fn)
+        if self.workers == 0:
+            later.cancel()
+            return later
+        with self._timer_cond:
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._tick, name="brushfire-engine-timer",
+                                               daemon=True)
+                self._timer.start()
+            heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._seq), later))
+            self._timer_cond.notify()
+        return later
+
+    def _tick(self) -> None:
+        while True:
+            with self._timer_cond:
+                while not self._timers or self._timers[0][0] > time.monotonic():
+                    wait = self._timers[0][0] - time.monotonic() if self._timers else None
+                    self._timer_cond.wait(wait)
+                _, _, later = heapq.heappop(self._timers)
+            if not later.cancelled:
+                try:
+                    later.fn()
+                except Exception:  # speculative work only: log it, keep the timer
+                    logging.getLogger("brushfire").exception("engine timer call failed")
 
     def _start(self) -> None:
         for i in range(self.workers):

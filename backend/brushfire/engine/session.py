@@ -44,14 +44,18 @@ from brushfire.engine.state import (
 )
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import Aggregates
-from brushfire.lineage.store import LineageStore
+from brushfire.lineage.layout import ViewLayout
+from brushfire.lineage.store import Cube, LineageStore
 from brushfire.plan import CapturePlan
 
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
 SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
-TILE_BYTES = 24 << 20  # memory a session's conditional cube may take
+TILE_BYTES = 24 << 20  # memory of the conditional cube of a filter being dragged
+SPECULATIVE_TILE_BYTES = 4 << 20  # ... of one prepared while the user pauses
+SESSION_TILE_BYTES = 64 << 20  # all of a session's conditional cubes
 TILE_CHUNK_BLOCKS = 4  # blocks per background chunk (a reply waits at most for one)
+IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for the next brush
 
 
 @dataclass
@@ -70,11 +74,32 @@ class Tile:
     oks: np.ndarray
 
 
+ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
+
+
 class _Store:
-    """Per-store values every session uses, computed once."""
+    """Per-store values every session uses, computed once. Besides the dashboard's views
+    the kernels count one more, ALL: a single bar every filter applies to, so the rows
+    passing every filter (the selection's size, in every reply) are kept up to date by
+    the same updates as the views, never counted separately."""
 
     def __init__(self, store: LineageStore) -> None:
-        self.L = layout_arrays(store.layout)
+        lay = store.layout
+        self.all = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None],
+                              code_dims=[0] if lay.dims else [])
+        self.nslots = lay.nslots + 2
+        self.L = layout_arrays(lay, extra=self.all if lay.dims else None)
+        base = store.base
+        self.base = Aggregates(np.append(base.counts, [store.n_rows, 0]), np.append(base.sums, [0.0, 0.0]),
+                               np.append(base.oks, [0, 0]))
+        self.all_cubes = {}
+        for f in lay.filters:
+            d = lay.dims[f.dims[0]]
+            if f.cube_targets and d.cube_starts is not None:
+                per_key = store.keycounts[f.dims[0]][:d.nkeys]
+                prefix = np.concatenate([[0], np.cumsum(per_key)])[np.asarray(d.cube_starts)]
+                self.all_cubes[f.name] = Cube(np.stack([prefix, np.zeros_like(prefix)], axis=1),
+                                              np.zeros((0, 0)), np.zeros((0, 0), np.int64))
         self.keyprefix = [np.concatenate([[0], np.cumsum(c)]) for c in store.keycounts]
         self.values = [np.asarray(d.values) if d.kind == "dense" else None for d in store.layout.dims]
         self.edges = [np.asarray(d.edges, np.float64) if d.kind == "fine" else None
@@ -106,11 +131,17 @@ class Session:
         self._filters = {f.name: f for f in plan.filters}
         self._fi = {f.name: i for i, f in enumerate(self.layout.filters)}
         self._vindex = {v.name: i for i, v in enumerate(self.layout.views)}
+        self._has_all = bool(self.layout.dims)
+        if self._has_all:
+            self._vindex[ALL] = len(self.layout.views)
         self.active: dict[str, Selection] = {}
         self.state = FilterState(self.layout)
-        self.agg: Aggregates = store.base.copy()
-        self._tile: Tile | None = None
-        self._tile_job: parallel.Job | None = None
+        self.agg: Aggregates = self._s.base.copy()
+        self._tiles: dict[str, Tile] = {}  # filter -> its conditional cube (valid or stale)
+        self._tiles_lock = threading.Lock()  # background builds add to _tiles
+        self._tile_jobs: dict[str, parallel.Job] = {}  # filter -> conditional cube being built
+        self._recent: list[str] = []  # filters, most recently changed first
+        self._idle: parallel.Later | None = None
         self._drag: tuple[str, tuple, int] | None = None
         self._lock = threading.Lock()  # one interaction at a time
 
@@ -161,6 +192,17 @@ class Session:
         """Remove one brush / parameter, or all of them."""
         if name:
             self._filter(name, None)
+        elif self.active:  # every filter off: every view is its base result
+            with self._lock:
+                t0 = time.perf_counter()
+                for n in list(self.active):
+                    self.state.set(self._fi[n], None)
+                self.active.clear()
+                self.agg = self._s.base.copy()
+                self._drag = None
+                self._forget_stale_tiles()
+                views = {v.name: self._view_data(v.name) for v in self.layout.views}
+                return Update(views, dict.fromkeys(views, "base"), time.perf_counter() - t0)
         t0 = time.perf_counter()
         update = Update({})
         for n in [name] if name else list(self.active):
@@ -213,11 +255,9 @@ class Session:
     def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
         """Number of rows `backward_rids` would return without paging."""
         if view is None and bars is None:
-            if not self.active:
+            if not self.active or not self._has_all:
                 return self.store.n_rows
-            total = self._total_from_views()
-            if total is not None:
-                return total
+            return int(self.agg.counts[self._s.all.bar_off])
         if view is not None and bars is None:
             self._view_index(view)
             return int(self.agg.counts[self.layout.view(view).slots].sum())
@@ -278,14 +318,15 @@ class Session:
             raise NotCapturedError(msg)
         with self._lock:
             views = list(dict.fromkeys(targets))
+            self._require_rows([source, *views], list(self.active), f"highlighting from {source!r}")
             adhoc, (d, kr) = self._bars_adhoc(source, bars)
             bit = np.uint64(1 << self.state.adhoc)
-            need = np.zeros(len(self.layout.views), np.uint64)
+            need = np.zeros(len(self._vindex), np.uint64)
             for t in views:
                 need[self._vindex[t]] = self._need(t) | bit
             vi = np.array([self._vindex[t] for t in views], np.int64)
             rows = self._rows_of(d, kr)
-            agg = Aggregates.zeros(self.store.nslots)
+            agg = Aggregates.zeros(self._s.nslots)
             if P.index_cost(rows, len(kr), self._s.blocks, len(views)) < \
                     P.scan_cost(self.store.n_rows, len(self.active) + 1, len(views)):
                 self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
@@ -295,8 +336,35 @@ class Session:
 
     # --- the update machinery -------------------------------------------------------
 
+    def _require_rows(self, views: list[str], filters: list[str], what: str) -> None:
+        """NotCapturedError unless the views can be counted and the filters tested row by
+        row (over the memory budget some dims keep cubes only)."""
+        lay = self.layout
+        missing = [f"filter {g!r}" for g in filters if not lay.filter_rows(g)]
+        missing += [f"view {v!r}" for v in views
+                    if (v == ALL and not lay.row_dims) or (v != ALL and not lay.countable(v))]
+        if missing:
+            msg = (f"{what} needs per-row lineage of {', '.join(missing)}, which this capture "
+                   "keeps as cubes only (over its memory budget: "
+                   f"{'; '.join(lay.notes) or 'no per-row keys'})")
+            raise NotCapturedError(msg)
+
+    def _check_capturable(self, name: str, new: Selection | None) -> None:
+        """Can setting filter `name` to `new` be answered from what was captured?"""
+        if self.layout.row_dims == len(self.layout.dims):
+            return
+        active = [g for g in self.active if g != name] + ([name] if new is not None else [])
+        fl = self.layout.filter(name)
+        for v in fl.views + ([ALL] if self._has_all else []):
+            others = active if v == ALL else [g for g in active if v in self.layout.filter(g).views]
+            if not others or (len(others) == 1 and self._cube(others[0], v) is not None):
+                continue
+            self._require_rows([v], others, f"view {v!r} under {', '.join(others)}"
+                               if v != ALL else f"the selection of {', '.join(others)}")
+
     def _apply(self, name: str, new: Selection | None) -> Update:
         with self._lock:
+            self._check_capturable(name, new)
             t0 = time.perf_counter()
             f = self._fi[name]
             fl = self.layout.filter(name)
@@ -308,20 +376,28 @@ class Session:
             self.state.set(f, new)
             methods: dict[str, str] = {}
             multi: list[str] = []
-            for v in fl.views:
+            for v in fl.views + ([ALL] if self._has_all else []):
                 others = self._others(v)
                 if not others:
-                    self.agg.set(self.store.base, self.layout.view(v).all_slots)
+                    self.agg.set(self._s.base, self._vl(v).all_slots)
                     methods[v] = "base"
-                elif len(others) == 1 and (others[0], v) in self.store.cubes:
+                elif len(others) == 1 and self._cube(others[0], v) is not None:
                     self._from_cube(others[0], [v])
                     methods[v] = "cube"
                 else:
                     multi.append(v)
+            methods.pop(ALL, None)
             if multi:
                 methods.update(self._update_multi(name, f, old, new, multi))
+                methods.pop(ALL, None)
             else:
                 self._drag = None
+            self._forget_stale_tiles()
+            self._recent = [name] + [g for g in self._recent if g != name]
+            if self._idle is not None:
+                self._idle.cancel()
+            if self.active:
+                self._idle = self._pool.after(IDLE_SECONDS, self._speculate)
             changed = {v: self._view_data(v) for v in fl.views}
             return Update(changed, methods, time.perf_counter() - t0)
 
@@ -332,14 +408,11 @@ class Session:
         drag = self._drag
         moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
         self._drag = (name, key, moves)
-        if self._tile_job is not None and (self._tile_job.tile_key != (name, key)):
-            self._tile_job.cancel()
-            self._tile_job = None
         steps = self._incremental_steps(f, old, new)
         delta_rows = sum(self._rows_of(d, kr) for d, kr, _, _ in steps)
-        tile = self._tile if (self._tile is not None and self._tile.filter == name
-                              and self._tile.key == key and set(views) <= set(self._tile.views)
-                              and new is not None) else None
+        tile = self._tiles.get(name)
+        if tile is None or tile.key != key or not set(views) <= set(tile.views) or new is None:
+            tile = None
         drivers = {}
         for g in self.active:
             sel = self.active[g]
@@ -352,7 +425,7 @@ class Session:
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
-            tile_cells=sum(self.layout.view(v).nbars + 1 for v in views), prefer=self._prefer)
+            tile_cells=sum(self._vl(v).nbars + 1 for v in views), prefer=self._prefer)
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
@@ -370,14 +443,14 @@ class Session:
                 by.setdefault(g, []).append(v)
             for g, group in by.items():
                 for v in group:
-                    self.agg.clear(self.layout.view(v).all_slots)
+                    self.agg.clear(self._vl(v).all_slots)
                 t = self.active[g].tests[0]
                 kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
                 self._by_keys(t.dim, kr, np.ones(len(kr), np.int64), -1, None, self._vi(group),
                               self._needs(group), self.agg)
         else:
             for v in views:
-                self.agg.clear(self.layout.view(v).all_slots)
+                self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
         if choice.method != "tile" and new is not None and (
                 P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
@@ -403,8 +476,13 @@ class Session:
             prev = cur
         return steps
 
+    def _cube(self, g: str, view: str) -> Cube | None:
+        if view == ALL:
+            return self._s.all_cubes.get(g)
+        return self.store.cubes.get((g, view))
+
     def _from_cube(self, g: str, views: list[str]) -> None:
-        cubes = {v: self.store.cubes[(g, v)] for v in views}
+        cubes = {v: self._cube(g, v) for v in views}
         d = self.active[g].tests[0].dim
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
         self._from_prefix(g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},
@@ -445,7 +523,7 @@ class Session:
                     seg_lo.append((lo, hi))
                     seg_sign.append(1)
         for v in views:
-            sl = self.layout.view(v).all_slots
+            sl = self._vl(v).all_slots
             pc, ps, po = prefix[v]
             self.agg.clear(sl)
             for ja, jb in whole:
@@ -455,7 +533,7 @@ class Session:
                     self.agg.oks[sl] += po[jb] - po[ja]
         vi = self._vi(views)
         bit = np.uint64(1 << self._fi[g])
-        base_need = (self._needs(views) & ~bit) if others else np.zeros(len(self.layout.views), np.uint64)
+        base_need = (self._needs(views) & ~bit) if others else np.zeros(len(self._vindex), np.uint64)
         if seg_lo:
             order = np.argsort([s[0] for s in seg_lo])
             kr = [seg_lo[i] for i in order]
@@ -480,20 +558,61 @@ class Session:
 
     # --- background: conditional cubes ------------------------------------------------
 
-    def _start_tile(self, name: str, f: int, key: tuple, views: list[str]) -> None:
+    def _forget_stale_tiles(self) -> None:
+        """Drop conditional cubes, and stop building those, whose other filters changed."""
+        for g, job in list(self._tile_jobs.items()):
+            if job.finished.is_set() or job.tile_key != self._others_key(g):
+                job.cancel()
+                del self._tile_jobs[g]
+        with self._tiles_lock:
+            for g, tile in list(self._tiles.items()):
+                if tile.key != self._others_key(g):
+                    del self._tiles[g]
+
+    def _speculate(self) -> None:
+        """After a pause (the pool's timer thread): prepare conditional cubes of the filters
+        the user is likely to brush next, given the other filters as they are now, most
+        recently used first — so that starting or jumping a brush among fixed filters is a
+        lookup. Skipped when an interaction is being answered (it will reschedule)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            order = self._recent + [f.name for f in self.layout.filters if f.name not in self._recent]
+            for g in order:
+                fl = self.layout.filter(g)
+                if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
+                    continue
+                views = [v for v in fl.views + ([ALL] if self._has_all else [])
+                         if set(self._others(v)) - {g}]
+                if views:
+                    self._start_tile(g, self._fi[g], self._others_key(g), views,
+                                     SPECULATIVE_TILE_BYTES)
+        finally:
+            self._lock.release()
+
+    def _start_tile(self, name: str, f: int, key: tuple, views: list[str],
+                    budget: int = TILE_BYTES) -> None:
+        """Build, in the background, the conditional cube of filter `name` over the rows
+        passing the other filters as they are now (`key`)."""
         fl = self.layout.filter(name)
         if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
             return
-        if self._tile_job is not None and self._tile_job.tile_key == (name, key):
+        lay = self.layout
+        if not lay.filter_rows(name) or any(not lay.filter_rows(g) for g in self.active) or any(
+                (v == ALL and not lay.row_dims) or (v != ALL and not lay.countable(v)) for v in views):
+            return  # over the memory budget: the rows it would scan are not all kept
+        job = self._tile_jobs.get(name)
+        if job is not None and job.tile_key == key and not job.finished.is_set():
             return
-        if self._tile is not None and self._tile.filter == name and self._tile.key == key:
+        tile = self._tiles.get(name)
+        if tile is not None and tile.key == key and set(views) <= set(tile.views):
             return
         d = fl.dims[0]
-        width = sum(self.layout.view(v).nbars + 1 for v in views)
+        width = sum(self._vl(v).nbars + 1 for v in views)
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
-        measured = any(self.layout.view(v).measure != "none" for v in views)
+        measured = any(self._vl(v).measure != "none" for v in views)
         per_block = width * 8 * (3 if measured else 1)
-        step = max(1, math.ceil(len(starts) * per_block / TILE_BYTES))
+        step = max(1, math.ceil(len(starts) * per_block / budget))
         if step > 1:
             starts = np.unique(np.append(starts[::step], starts[-1]))
         nblocks = len(starts) - 1
@@ -502,7 +621,7 @@ class Session:
         cols, at = {}, 0
         for v in views:
             cols[v] = at
-            at += self.layout.view(v).nbars + 1
+            at += self._vl(v).nbars + 1
         vi = self._vi(views)
         colarr = np.array([cols[v] for v in views], np.int64)
         bit = np.uint64(1 << f)
@@ -515,7 +634,7 @@ class Session:
         L = self._s.L
 
         def chunks():
-            for _si, s in enumerate(self.store.shards):
+            for s in self.store.shards:
                 for b0 in range(0, s.nblocks, TILE_CHUNK_BLOCKS):
                     b1 = min(s.nblocks, b0 + TILE_CHUNK_BLOCKS)
 
@@ -537,11 +656,27 @@ class Session:
                 p = np.zeros((nblocks + 1, width), a.dtype)
                 np.cumsum(a.reshape(shape), axis=0, out=p[1:])
                 pre.append(p)
-            self._tile = Tile(name, key, list(views), starts, cols, *pre)
+            with self._tiles_lock:
+                self._tiles[name] = Tile(name, key, list(views), starts, cols, *pre)
+                self._evict_tiles(name)
 
         job = parallel.Job(chunks(), done)
-        job.tile_key = (name, key)
-        self._tile_job = self._pool.background(job)
+        job.tile_key = key
+        self._tile_jobs[name] = job
+        self._pool.background(job)
+
+    def _evict_tiles(self, keep: str) -> None:
+        """Keep the session's conditional cubes within SESSION_TILE_BYTES, dropping the
+        least recently used filters' first (called holding _tiles_lock)."""
+        def size(t: Tile) -> int:
+            return t.counts.nbytes + t.sums.nbytes + t.oks.nbytes
+
+        order = {g: i for i, g in enumerate(self._recent)}
+        while sum(size(t) for t in list(self._tiles.values())) > SESSION_TILE_BYTES:
+            victims = [g for g in list(self._tiles) if g != keep]
+            if not victims:
+                break
+            del self._tiles[max(victims, key=lambda g: order.get(g, len(order)))]
 
     # --- kernels on the pool --------------------------------------------------------
 
@@ -572,7 +707,7 @@ class Session:
         if threads <= 1:
             kernel_units(self._split(1)[0] if self._s.units else [], agg.counts, agg.sums, agg.oks)
             return
-        nslots = self.store.nslots
+        nslots = self._s.nslots
 
         def task(units):
             c, s, o = np.zeros(nslots, np.int64), np.zeros(nslots, np.float64), np.zeros(nslots, np.int64)
@@ -584,10 +719,28 @@ class Session:
             agg.sums += s
             agg.oks += o
 
+    def _rows_guard(self, d: int, vi, need) -> None:
+        """The kernels read keys of kept dims only (an index past them reads foreign
+        memory): refuse anything else, whatever a caller missed."""
+        lay, kept = self.layout, self.layout.row_dims
+        if kept == len(lay.dims):
+            return
+        dims = [d] if d >= 0 else []
+        for i in vi:
+            v = self._s.all if i == len(lay.views) else lay.views[i]
+            dims += list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+        union = int(np.bitwise_or.reduce(need[vi])) if len(vi) else 0
+        dims += [int(t) for f in range(len(lay.filters) + 1) if union >> f & 1
+                 for t in self.state.tdim[2 * f:2 * f + 2] if t >= 0]
+        if any(x >= kept for x in dims):
+            msg = "this needs per-row lineage the capture kept as cubes only (memory budget)"
+            raise NotCapturedError(msg)
+
     def _by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                  q=None) -> None:
         if not len(kranges):
             return
+        self._rows_guard(d, vi, need)
         kr = np.asarray(kranges, np.int64).reshape(-1, 2)
         q = self.state.q if q is None else q
         q_old = q if q_old is None else q_old
@@ -601,6 +754,7 @@ class Session:
         self._run(units, agg, self._threads(cost))
 
     def _scan(self, vi, need, agg: Aggregates) -> None:
+        self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
         shards, L, q = self.store.shards, self._s.L, self.state.q
 
@@ -616,6 +770,9 @@ class Session:
     def _lineage_source(self, view: str | None, bars: list[int] | None):
         """(need, (driver dim or -1, key ranges)) of the rows behind bars of a view (as it
         shows them) or behind the current selection."""
+        self._require_rows([] if view is None else [view],
+                           list(self.active) if view is None else self._others(view),
+                           "the rows behind " + ("the selection" if view is None else f"view {view!r}"))
         if view is None:
             if bars is not None:
                 msg = "bars need a view"
@@ -688,8 +845,14 @@ class Session:
         return int(sum(p[b + 1] - p[a] for a, b in kranges))
 
     def _others(self, view: str) -> list[str]:
-        """Active filters that apply to `view` (its own brush never does)."""
+        """Active filters that apply to `view` (its own brush never does; every one
+        applies to ALL)."""
+        if view == ALL:
+            return list(self.active)
         return [g for g in self.active if view in self.layout.filter(g).views]
+
+    def _vl(self, view: str) -> ViewLayout:
+        return self._s.all if view == ALL else self.layout.view(view)
 
     def _others_key(self, name: str) -> tuple:
         return tuple((g, s.tests) for g, s in self.active.items() if g != name)
@@ -701,7 +864,7 @@ class Session:
         return need
 
     def _needs(self, views: list[str]) -> np.ndarray:
-        out = np.zeros(len(self.layout.views), np.uint64)
+        out = np.zeros(len(self._vindex), np.uint64)
         for v in views:
             out[self._vindex[v]] = self._need(v)
         return out
@@ -709,16 +872,8 @@ class Session:
     def _vi(self, views: list[str]) -> np.ndarray:
         return np.array([self._vindex[v] for v in views], np.int64)
 
-    def _total_from_views(self) -> int | None:
-        """Rows passing every active filter, read off a view that every active filter
-        applies to (its slots, dropped rows included, sum to that number)."""
-        for v in self.layout.views:
-            if all(v.name in self.layout.filter(g).views for g in self.active):
-                return int(self.agg.counts[v.all_slots].sum())
-        return None
-
     def _view_index(self, name: str) -> int:
-        if name not in self._vindex:
+        if name not in self._vindex or name == ALL:
             msg = f"unknown view {name!r}; views: {', '.join(self._vindex)}"
             raise InteractionError(msg)
         return self._vindex[name]

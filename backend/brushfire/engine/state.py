@@ -230,9 +230,10 @@ def _position(table: dict, value) -> int | None:
 # --- kernel arrays ---------------------------------------------------------------------------
 
 
-def layout_arrays(layout: Layout) -> tuple:
-    """kernels.py's L for a layout."""
-    views = layout.views
+def layout_arrays(layout: Layout, extra=None) -> tuple:
+    """kernels.py's L for a layout; `extra`: one more view (a ViewLayout of one bar whose
+    lookup table is all zeros on dim 0: every row in bar 0), appended last."""
+    views = list(layout.views) + ([extra] if extra is not None else [])
     nv = len(views)
     vdim0 = np.zeros(nv, np.int64)
     vdim1 = np.full(nv, -1, np.int64)
@@ -246,7 +247,12 @@ def layout_arrays(layout: Layout) -> tuple:
     mcol = np.zeros(nv, np.int64)
     moff = np.zeros(nv, np.int64)
     for i, v in enumerate(views):
-        if v.code_dims:
+        if v is extra:
+            vdim0[i], vlut0[i] = 0, lut_at
+            lut = np.zeros(layout.dims[0].nkeys + 1, np.int32)
+            luts.append(lut)
+            lut_at += len(lut)
+        elif v.code_dims:
             vdim0[i] = v.code_dims[0]
             lut = layout.lut(v.name, 0)
             vlut0[i] = lut_at

@@ -52,6 +52,7 @@ class CaptureConfig:
     max_keys: int = MAX_KEYS  # distinct values up to which a value dim is dense
     max_cube_blocks: int = MAX_CUBE_BLOCKS
     cube_bytes: int = CUBE_BYTES
+    memory_budget: int | None = None  # bytes of per-row lineage at most (capture/budget.py)
 
     def __post_init__(self) -> None:
         if not (1 <= self.block_rows <= MAX_BLOCK_ROWS):
@@ -76,6 +77,7 @@ class Dim:
     values: list | None = None  # dense: sorted distinct values; dict: the choices
     edges: list | None = None  # fine: bucket starts, edges[0] = -inf
     cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
+    rows: bool = True  # per-row keys kept (False: over the memory budget; cubes only)
 
     @property
     def exact(self) -> bool:
@@ -121,13 +123,14 @@ class FilterLayout:
 class Layout:
     dashboard: str
     block_rows: int
-    dims: list[Dim]
+    dims: list[Dim]  # those kept per row first (rows=True), then cubes-only ones
     views: list[ViewLayout]
     filters: list[FilterLayout]
     n_raw: int  # rows of each shard's `raw` array (one per fine dim)
     n_meas: int  # rows of each shard's `meas` array (stored measures)
     measure_fields: list[str]  # stored measure columns, by mcol
     detail_columns: list[str]
+    notes: list[str] = field(default_factory=list)  # the memory budget's choices
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # luts: "lut.<view>.<i>", "mlut.<view>"
 
     # --- lookups ------------------------------------------------------------------
@@ -163,7 +166,23 @@ class Layout:
 
     @property
     def indexed_dims(self) -> list[int]:
-        return [i for i, d in enumerate(self.dims) if d.indexed]
+        """Dims with a backward index in the shards (indexed and kept per row)."""
+        return [i for i, d in enumerate(self.dims) if d.indexed and d.rows]
+
+    @property
+    def row_dims(self) -> int:
+        """How many dims keep per-row keys: dims 0 .. row_dims - 1 (they come first)."""
+        return sum(1 for d in self.dims if d.rows)
+
+    def countable(self, view: str) -> bool:
+        """Can the view be counted row by row (its bar and measure keys are kept)?"""
+        v = self.view(view)
+        dims = list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+        return bool(v.code_dims) and all(self.dims[d].rows for d in dims)
+
+    def filter_rows(self, name: str) -> bool:
+        """Can the filter be tested row by row (its dims' keys are kept)?"""
+        return all(self.dims[d].rows for d in self.filter(name).dims)
 
     def lut(self, view: str, part: int) -> np.ndarray:
         return self.arrays[f"lut.{view}.{part}"]

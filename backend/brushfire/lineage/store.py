@@ -120,6 +120,12 @@ class LineageStore:
         if d.kind == "dense":
             return d.values[present[0]], d.values[present[-1]]
         lo = hi = None  # fine: the raw values of the first and last buckets
+        if not d.rows:  # no raw values kept: the buckets' edges
+            first, last = present[0], present[-1]
+            edges = d.edges + [float("inf")]
+            lo, hi = edges[max(first, 1)], edges[last + 1]
+            cast = int if d.value_type in ("int", "temporal") else float
+            return cast(lo) if lo != float("inf") else None, cast(hi) if hi != float("inf") else None
         for s in self.shards:
             raw = s.arrays[1][d.raw]
             if len(raw):
@@ -160,6 +166,8 @@ class LineageStore:
         lay = self.layout
         idims = lay.indexed_dims
         for i, d in enumerate(lay.dims):
+            if not d.rows:
+                continue
             size = 2 * self.n_rows
             if d.kind == "fine":
                 size += 8 * self.n_rows
@@ -418,7 +426,7 @@ def _store_from(directory: Path, meta: dict, dash: DashboardSpec) -> LineageStor
         arrays = tuple(np.load(sd / f"{p}.npy", mmap_mode="r", allow_pickle=False)
                        for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax"))
         n = s["n_rows"]
-        assert arrays[0].shape == (len(layout.dims), n), f"shard {s['name']} keys shape"
+        assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
         assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
         snapshot = None
         if SNAPSHOT in s["files"]:

@@ -1,0 +1,83 @@
+"""Measure the engine's per-row costs on a captured dashboard, for the planner's constants
+(backend/brushfire/engine/planner.py): a sequential pass per row, per filter tested and
+per view counted, and a row reached through the backward index per row and per view.
+
+    python perf/calibrate.py --spec perf/dashboards/flights6.yaml [--cache-dir DIR]
+
+Single-threaded kernel calls on the first shard, best of 5; prints ns per unit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from brushfire import Dashboard
+from brushfire.engine import kernels as K
+
+
+def best(fn, reps: int = 5) -> float:
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return min(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--cache-dir", default=None)
+    args = ap.parse_args()
+    dash = Dashboard.open(args.spec, **({"cache_dir": args.cache_dir} if args.cache_dir else {}))
+    dash.warm_up()
+    store = dash.store
+    s = dash.session()
+    interval = [f for f in store.layout.filters if f.kind == "interval"]
+    for f in interval:  # every brush at the middle half of its values
+        lo, hi = store.value_range(f.dims[0])
+        if lo is not None:
+            x = dash.spec.view(f.name)
+            if x.type == "temporal":
+                continue
+            s.brush(f.name, (lo + (hi - lo) / 4, hi - (hi - lo) / 4))
+    shard = max(store.shards, key=lambda sh: sh.n_rows)
+    L, q = s._s.L, s.state.q
+    views = [v.name for v in store.layout.views if v.code_dims]
+    vi = s._vi(views)
+    need = s._needs(views)
+    nf = len(s.active)
+    c, sm, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
+    n = shard.n_rows
+
+    def scan(views_, need_):
+        return lambda: K.scan(shard.arrays, L, q, views_, need_, np.uint64(0), 0, shard.nblocks, c, sm, o)
+
+    union = np.zeros_like(need)
+    union[vi[0]] = np.bitwise_or.reduce(need[vi])
+    t_one_all = best(scan(vi[:1], union))
+    t_one_none = best(scan(vi[:1], np.zeros_like(need)))
+    t_all = best(scan(vi, np.zeros_like(need)))
+    per_filter = (t_one_all - t_one_none) / n / max(1, nf) * 1e9
+    per_view = (t_all - t_one_none) / n / max(1, len(vi) - 1) * 1e9
+    per_row = t_one_none / n * 1e9 - per_view
+    print(f"scan: {per_row:.2f} ns per row + {per_filter:.2f} per filter tested "
+          f"({nf} active) + {per_view:.2f} per view counted ({len(vi)} views), {n:,} rows")
+    d = next(i for i, dim in enumerate(store.layout.dims) if dim.indexed)
+    kr = np.array([[0, store.layout.dims[d].nkeys - 1]], np.int64)
+    rows = int(store.keycounts[d][:-1].sum() * n / store.n_rows)
+
+    def by_keys(views_):
+        return lambda: K.by_keys(shard.arrays, L, q, q, d, kr, np.ones(1, np.int64), -1, views_,
+                                 need, 0, shard.nblocks, c, sm, o)
+
+    t1, tv = best(by_keys(vi[:1])), best(by_keys(vi))
+    view = (tv - t1) / rows / max(1, len(vi) - 1) * 1e9
+    print(f"index: {t1 / rows * 1e9 - view:.2f} ns per row + {view:.2f} per view counted")
+
+
+if __name__ == "__main__":
+    main()
