@@ -31,6 +31,8 @@ def _short(x):
         return round(x, 2)
     if isinstance(x, list):
         return [_short(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _short(v) for k, v in x.items()}
     return x
 
 
@@ -47,10 +49,11 @@ def _message(m: dict) -> str:
 
 
 def _held(before) -> str:
-    """What a view's brush was before a message: none, zero-width, inverted, interval."""
+    """What a view's brush (a tagged filter, brushfire/selection.py) was before a message:
+    none, zero-width, inverted, interval."""
     if before is None:
         return "none"
-    spans = before if isinstance(before[0], list) else [before]
+    spans = [before["rect"]["x"], before["rect"]["y"]] if "rect" in before else [before["interval"]]
     if any(lo is not None and lo == hi for lo, hi in spans):
         return "zero-width"
     if any(lo is not None and hi is not None and lo > hi for lo, hi in spans):

@@ -78,3 +78,20 @@ def small_parquet(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "small.parquet"
     pq.write_table(make_rows(3000, seed=7), path, row_group_size=1000)
     return path
+
+
+@pytest.fixture(scope="session")
+def rich_local(small_parquet, tmp_path_factory):
+    """The server tests' dashboard with every kind of filter (server/conftest.py) over the
+    small random data, captured in this process without Spark (capture/local.py): for
+    the protocol's error catalogue, the conformance suite and the export tests."""
+    from brushfire.capture.local import capture_table
+    from brushfire.dashboard import Dashboard
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+    from server.conftest import rich_spec
+
+    spec = parse_dashboard(rich_spec(small_parquet))
+    plan = plan_capture(spec)
+    store = capture_table(plan, pq.read_table(small_parquet), tmp_path_factory.mktemp("rich-local"))
+    return Dashboard(spec, plan, store)

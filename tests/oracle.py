@@ -30,7 +30,7 @@ atexit.register(shutil.rmtree, CACHE, True)
 
 
 class Oracle:
-    def __init__(self, dash: m.Dashboard, spark=None) -> None:
+    def __init__(self, dash: m.DashboardSpec, spark=None) -> None:
         self.dash = dash
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")

@@ -10,12 +10,12 @@ import pytest
 from brushfire import charts
 from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
-from brushfire.spec.models import Dashboard
+from brushfire.spec.models import DashboardSpec
 
 
 def view(**kw) -> m.View:
     spec = {"name": "d", "source": {"path": "x.parquet"}, "views": [{"name": "v", **kw}]}
-    return Dashboard.model_validate(spec).views[0]
+    return DashboardSpec.model_validate(spec).views[0]
 
 
 def layout(v: m.View, labels: list) -> ViewLayout:

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC_DOC = (ROOT / "docs" / "spec.md").read_text()
 README = (ROOT / "README.md").read_text()
 
-MODELS = [m.Dashboard, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
+MODELS = [m.DashboardSpec, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
           m.CategoricalView, m.HeatmapView, m.Axis, m.CrossfilterGroup, m.Highlight, m.Details,
           m.Parameter, m.Interactions]
 
@@ -43,3 +43,14 @@ def test_the_widget_doc_covers_its_python_api():
     assert public and all(f".{n}" in doc for n in public), [n for n in public if f".{n}" not in doc]
     params = list(inspect.signature(widget).parameters)
     assert all(f"{p}=" in doc for p in params if p != "spec"), params
+
+
+def test_every_message_type_is_in_the_protocol_doc():
+    from brushfire import protocol
+
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    for name, model in protocol.TYPES.items():
+        assert f"| `{name}` |" in doc, f"docs/protocol.md does not list the message {name!r}"
+        for field in model.model_fields:
+            if field not in ("type", "id"):
+                assert f"`{field}" in doc, f"docs/protocol.md does not mention {name}.{field}"

@@ -33,12 +33,12 @@ DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset
 class Dashboard:
     """One captured dashboard. The store is read-only and shared by all its sessions."""
 
-    def __init__(self, spec: m.Dashboard, plan: CapturePlan, store: LineageStore,
+    def __init__(self, spec: m.DashboardSpec, plan: CapturePlan, store: LineageStore,
                  from_cache: bool = False) -> None:
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
 
     @classmethod
-    def open(cls, spec: str | Path | dict | m.Dashboard, *, cache_dir: str | Path | None = DEFAULT_CACHE,
+    def open(cls, spec: str | Path | dict | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
              spark=None, spark_master: str | None = None, progress=None,
              recapture: bool = False, memory_budget: str | int | None = DEFAULT_BUDGET,
              config: CaptureConfig | None = None) -> Dashboard:
@@ -126,8 +126,8 @@ def warm_kernels(store: LineageStore) -> None:
     K.bars_of(shard.arrays, L, np.zeros(0, np.int64), 0, np.zeros(0, np.int64))
 
 
-def _as_model(spec) -> m.Dashboard:
-    if isinstance(spec, m.Dashboard):
+def _as_model(spec) -> m.DashboardSpec:
+    if isinstance(spec, m.DashboardSpec):
         return spec
     if isinstance(spec, dict):
         return parse_dashboard(spec)

@@ -4,11 +4,20 @@
 from __future__ import annotations
 
 import os
-from functools import cache
+import threading
+import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brushfire import charts, protocol
-from brushfire.dashboard import Dashboard
+
+if TYPE_CHECKING:
+    from brushfire.dashboard import Dashboard
+
+# one description per open dashboard, dropped with it (weak keys: a closed dashboard's
+# store, GBs of arrays, is never kept alive by its description)
+_described: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
 
 
 def frontend_dist() -> Path:
@@ -17,14 +26,21 @@ def frontend_dist() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "frontend" / "dist"
 
 
-@cache
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
     full-data bars), its labels and initial values (after default parameters); the
     parameters with their choices; the highlight and details declarations. Computed once
-    per dashboard: the store is read-only."""
+    per open dashboard (the store is read-only), and forgotten with it."""
+    with _lock:
+        described = _described.get(dash)
+        if described is None:
+            described = _described[dash] = _describe(dash)
+    return described
+
+
+def _describe(dash: Dashboard) -> dict:
     session = dash.session()
-    initial = session.views()
+    initial, filters = session.views(), protocol.filters_json(session)
     session.clear()  # the full-data bars, drawn behind the filtered ones
     full = session.views()
     views = []
@@ -39,7 +55,7 @@ def describe_dashboard(dash: Dashboard) -> dict:
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
         "views": views,
         "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
-        "filters": protocol.jsonable(session.filters),
+        "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
     }

@@ -56,7 +56,7 @@ class ViewPlan:
 
 @dataclass(frozen=True)
 class CapturePlan:
-    dashboard: m.Dashboard
+    dashboard: m.DashboardSpec
     views: tuple[ViewPlan, ...]
     filters: tuple[Filter, ...]
     highlight_sources: tuple[str, ...]
@@ -100,7 +100,7 @@ class CapturePlan:
         return tuple(dict.fromkeys(c for f in self.filters for c in (f.field, f.y_field) if c))
 
 
-def plan_capture(dash: m.Dashboard) -> CapturePlan:
+def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
     """Decide, per view and per interaction, what lineage the workload needs."""
     all_views = tuple(v.name for v in dash.views)
     targets: dict[str, list[str]] = {}  # view -> why it needs forward codes

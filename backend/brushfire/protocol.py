@@ -16,14 +16,15 @@ import logging
 import math
 import re
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from brushfire import selection as S
 from brushfire import values as V
-from brushfire.engine.session import Session, Update, ViewData
-from brushfire.errors import BrushfireError, InteractionError
+from brushfire.engine.api import SessionAPI, Update, ViewData
+from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
@@ -33,14 +34,24 @@ MAX_PAGE = 2**31 - 1  # details page number
 log = logging.getLogger("brushfire.protocol")
 
 # Values are taken as sent (no coercion: `true` stays a boolean, `"3"` a string) and checked
-# by `check_values` with brushfire.values, whose errors say which bound or value is wrong.
+# by each message's `check` with brushfire.values, whose errors say which bound or value is wrong.
 Bound = Any  # a number, an ISO time on temporal views, or None for an open end
 Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
 
 
 class Message(BaseModel):
+    """A client message. Each type is one class below, registered in MESSAGES: its
+    fields, `check` (values against the dashboard, before the engine sees them) and `run`
+    (the engine call and the reply). Adding a message type is adding a class here."""
+
     model_config = ConfigDict(extra="forbid")
     id: int | str | None = None
+
+    def check(self, session: SessionAPI) -> None:
+        """Raise InteractionError naming the bad part; the session is not touched."""
+
+    def run(self, session: SessionAPI) -> dict:
+        raise NotImplementedError
 
 
 class Brush(Message):
@@ -51,6 +62,20 @@ class Brush(Message):
     interval: tuple[Bound, Bound]
     y: tuple[Bound, Bound] | None = None
 
+    def check(self, session: SessionAPI) -> None:
+        kind = _check_name(session, "brush.view", self.view, ("interval", "rect"))
+        axes = [("interval", self.interval), ("y", self.y)]
+        if kind == "rect" and self.y is None:
+            msg = f"brush.y: missing; view {self.view!r} is a heatmap: its brush gives interval (x) and y"
+            raise InteractionError(msg)
+        if kind == "interval" and self.y is not None:
+            msg = f"brush.y: view {self.view!r} takes an interval brush; y is only for heatmaps"
+            raise InteractionError(msg)
+        _check_bounds(session, self.view, [(f": {a}", p) for a, p in axes], f"brush on view {self.view!r}")
+
+    def run(self, session: SessionAPI) -> dict:
+        return update_reply(session, session.brush(self.view, self.interval, y=self.y))
+
 
 class Select(Message):
     """Select categories of a categorical view ('(other)': everything beyond the top N)."""
@@ -59,24 +84,100 @@ class Select(Message):
     view: str
     values: list[Value]
 
+    def check(self, session: SessionAPI) -> None:
+        _check_name(session, "select.view", self.view, ("points",))
+        _check_values(session, self.view, self.values, f"select on view {self.view!r}: values")
+
+    def run(self, session: SessionAPI) -> dict:
+        return update_reply(session, session.select(self.view, self.values))
+
 
 class Clear(Message):
-    """Clear one view's brush or parameter, or every filter when `view` is omitted."""
+    """Clear one view's brush or a parameter (by its name, in `view`), or every filter
+    when `view` is omitted."""
 
     type: Literal["clear"]
     view: str | None = None
 
+    def check(self, session: SessionAPI) -> None:
+        if self.view is not None:
+            _check_name(session, "clear.view", self.view, None)
+
+    def run(self, session: SessionAPI) -> dict:
+        return update_reply(session, session.clear(self.view))
+
 
 class Parameter(Message):
+    """Set a parameter (None: inactive)."""
+
     type: Literal["parameter"]
     name: str
     value: Value
 
+    def check(self, session: SessionAPI) -> None:
+        _check_name(session, "parameter.name", self.name, ("param_eq", "param_range"))
+        _check_parameter(session, self.name, self.value, f"parameter {self.name!r}")
+
+    def run(self, session: SessionAPI) -> dict:
+        return update_reply(session, session.set_parameter(self.name, self.value))
+
+
+class Filters(Message):
+    """Set the whole selection state at once (brushfire/selection.py): every entry is
+    checked first; then the session's filters are replaced. All or nothing: on any
+    error the session keeps its filters, and the error names the entry."""
+
+    type: Literal["filters"]
+    filters: dict[str, Any]
+
+    def parsed(self) -> dict[str, S.TaggedFilter]:
+        return S.parse_state(self.filters)
+
+    def check(self, session: SessionAPI) -> None:
+        state = self.parsed()
+        S.check_names(state, S.tags_of_plan(session.plan))
+        for name, f in state.items():
+            where = f"filters.{name}"
+            if isinstance(f, S.IntervalFilter):
+                _check_bounds(session, name, [(".interval", f.interval)], where)
+            elif isinstance(f, S.RectFilter):
+                _check_bounds(session, name, [(".rect.x", f.rect.x), (".rect.y", f.rect.y)], where)
+            elif isinstance(f, S.ValuesFilter):
+                _check_values(session, name, f.values, f"{where}.values")
+            else:
+                _check_parameter(session, name, f.parameter, f"{where}.parameter")
+
+    def run(self, session: SessionAPI) -> dict:
+        state = self.parsed()
+        previous = S.state_json(session.filters, session.plan)
+        t0 = time.perf_counter()
+        try:
+            update = set_filters(session, state)
+        except Exception:  # refused by the engine (e.g. cubes-only), or failed: restore
+            set_filters(session, S.parse_state(previous))
+            raise
+        update.seconds = time.perf_counter() - t0
+        return update_reply(session, update)
+
 
 class Highlight(Message):
+    """Linked highlighting: the share of each target's bars coming from `bars` of `source`."""
+
     type: Literal["highlight"]
     source: str
     bars: list[int]
+
+    def check(self, session: SessionAPI) -> None:
+        sources = list(dict.fromkeys(h.source for h in session.plan.dashboard.interactions.highlight))
+        if self.source not in sources:
+            msg = (f"highlight.source: no highlight from view {self.source!r} is declared; "
+                   f"sources: {', '.join(sources) or 'none'}" + S.did_you_mean(self.source, sources))
+            raise NotCapturedError(msg)
+
+    def run(self, session: SessionAPI) -> dict:
+        views = session.highlight(self.source, self.bars)
+        return {"type": "highlight", "source": self.source, "bars": self.bars,
+                "views": {n: view_json(v) for n, v in views.items()}}
 
 
 class Details(Message):
@@ -89,31 +190,103 @@ class Details(Message):
     page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
 
+    def check(self, session: SessionAPI) -> None:
+        if self.view is not None:
+            _check_view(session, "details.view", self.view)
+        declared = session.plan.dashboard.interactions.details
+        if declared is None:
+            msg = "details: details on demand is not declared in this dashboard's interactions"
+            raise NotCapturedError(msg)
+        for i, c in enumerate(self.columns or ()):
+            if c not in declared.columns:
+                msg = (f"details.columns[{i}]: {V.show(c)} is not a details column; columns: "
+                       f"{', '.join(declared.columns)}" + S.did_you_mean(c, declared.columns))
+                raise InteractionError(msg)
+
+    def run(self, session: SessionAPI) -> dict:
+        table = session.details(self.view, self.bars, self.page, self.page_size, self.columns)
+        total = session.count_selected(self.view, self.bars)
+        return {"type": "details", "page": self.page, "total": total,
+                "rows": _jsonable_rows(table.to_pylist())}
+
 
 class State(Message):
     """Every view's current bars and the active filters."""
 
     type: Literal["state"]
 
+    def run(self, session: SessionAPI) -> dict:
+        return {"type": "state", "views": {n: view_json(v) for n, v in session.views().items()},
+                "filters": filters_json(session), "selected": session.count_selected()}
 
-ClientMessage = Annotated[Brush | Select | Clear | Parameter | Highlight | Details | State,
-                          Field(discriminator="type")]
+
+MESSAGES: tuple[type[Message], ...] = (Brush, Select, Clear, Parameter, Filters, Highlight, Details,
+                                       State)
+TYPES = {m.model_fields["type"].annotation.__args__[0]: m for m in MESSAGES}
+ClientMessage = Annotated[Union[MESSAGES], Field(discriminator="type")]  # noqa: UP007 - a runtime tuple
 _adapter = pydantic.TypeAdapter(ClientMessage)
 
 
-def parse(raw: str | bytes | dict) -> ClientMessage:
-    """Validate a client message; raises ProtocolError with a readable reason."""
+def parse(raw: str | bytes | dict) -> Message:
+    """Validate a client message; raises ProtocolError saying where and what is wrong."""
     raw = decode_message(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
     if not isinstance(raw, dict):
-        msg = "a message is a JSON object with a 'type'"
+        msg = f"a message is a JSON object with a 'type': one of {', '.join(TYPES)}"
         raise ProtocolError(msg)
     try:
         return _adapter.validate_python(raw)
     except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        msg = f"{where}: {first['msg']}" if where else first["msg"]
-        raise ProtocolError(msg, echo_id(raw.get("id"))) from None
+        raise ProtocolError(message_problem(e.errors(), raw), echo_id(raw.get("id"))) from None
+
+
+# how each field is written, for "... is not <shape>"
+FIELD_SHAPES = {
+    "id": "a number or a string", "view": "a view's name (a string)",
+    "source": "a view's name (a string)", "name": "a parameter's name (a string)",
+    "interval": "[lo, hi] (null for an open end)", "y": "[lo, hi] (null for an open end)",
+    "values": "a list of values", "bars": "a list of bar numbers", "columns": "a list of column names",
+    "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
+    "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
+}
+ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)"}
+
+
+def message_problem(errors: list[dict], raw: dict) -> str:
+    """A pydantic validation failure of a message as `path: problem; valid choices`, at
+    the spec loader's standard: the message type and field, what is wrong, what the
+    message takes, and a close match for a misspelt name."""
+    err = errors[0]
+    kind, loc = err["type"], err["loc"]
+    types = ", ".join(TYPES)
+    if kind == "union_tag_not_found":
+        return f"type: missing; a message is a JSON object with a 'type': one of {types}"
+    if kind == "union_tag_invalid":
+        tag = raw.get("type")
+        return (f"type: unknown message type {V.show(tag)}; messages: {types}"
+                + (S.did_you_mean(tag, list(TYPES)) if isinstance(tag, str) else ""))
+    model = TYPES[loc[0]]
+    fields = [f for f in model.model_fields if f not in ("type", "id")] + ["id"]
+    path = loc[0] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    field = loc[1] if len(loc) > 1 else ""
+    takes = f"{loc[0]} takes: {', '.join(fields)}"
+    if kind == "missing" and isinstance(loc[-1], int):  # a tuple too short: its input
+        kind, path = "too_short", path.rsplit("[", 1)[0]
+    if kind == "extra_forbidden":
+        return f"{path}: unknown field {field!r}; {takes}" + S.did_you_mean(field, fields)
+    if kind == "missing":
+        return f"{path}: missing; {takes}"
+    value = err.get("input")
+    if field == "id":  # a union of number and string: one error per member
+        return f"id: {V.show(value)} is not a number or a string"
+    if kind in ("less_than_equal", "greater_than_equal"):
+        limit = err["ctx"]["le" if kind == "less_than_equal" else "ge"]
+        how = "over" if kind == "less_than_equal" else "below"
+        return f"{path}: {V.show(value)} is {how} {limit:,}; {field} is {FIELD_SHAPES[field]}"
+    if kind in ("too_long", "too_short"):
+        return f"{path}: {V.show(value)} has {len(value)} items; {field} is {FIELD_SHAPES[field]}"
+    if isinstance(loc[-1], int) and field in ITEM_SHAPES:
+        return f"{path}: {V.show(value)} is not {ITEM_SHAPES[field]}"
+    return f"{path}: {V.show(value)} is not {FIELD_SHAPES.get(field, 'valid here')}"
 
 
 def decode_message(raw: str | bytes | bytearray) -> dict:
@@ -202,7 +375,7 @@ class ProtocolError(BrushfireError):
         self.msg_id = msg_id
 
 
-def handle(session: Session, raw: str | bytes | dict) -> dict:
+def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
     """Apply one client message to the session and return the reply. Never raises: bad
     input gets `{"type": "error", ...}` and leaves the session unchanged, and so does an
     unexpected failure (logged with its traceback)."""
@@ -212,8 +385,8 @@ def handle(session: Session, raw: str | bytes | dict) -> dict:
         msg = parse(raw)
         msg_id, kind = msg.id, msg.type
         t0 = time.perf_counter()
-        check_values(session, msg)
-        reply = _dispatch(session, msg)
+        msg.check(session)
+        reply = msg.run(session)
         reply.setdefault("ms", (time.perf_counter() - t0) * 1e3)
     except ProtocolError as e:
         return error_reply(str(e), e.msg_id if e.msg_id is not None else msg_id)
@@ -227,32 +400,92 @@ def handle(session: Session, raw: str | bytes | dict) -> dict:
     return reply
 
 
-def check_values(session: Session, msg) -> None:
-    """Check a message's values against the dashboard before the engine sees them, so
-    that the error names where the bad value is: bounds (numbers, or ISO times on
-    temporal views and parameters), categories of a `select`, a dropdown's value. Uses
-    only what every session offers (`plan`, `view`, `store.parameter_domain`); names the
-    engine does not know are left to it (its error lists the known ones)."""
-    kinds = {f.name: f.kind for f in session.plan.filters}
-    if isinstance(msg, Brush) and kinds.get(msg.view) in ("interval", "rect"):
-        temporal = _is_temporal(session, msg.view)
-        for axis, pair in (("interval", msg.interval), ("y", msg.y)):
-            for i, x in enumerate(pair or ()):
-                _check(lambda x=x: V.time_bound(x) if temporal else V.number_bound(x),
-                       f"brush on view {msg.view!r}: {axis}[{i}]")
-    elif isinstance(msg, Select) and kinds.get(msg.view) == "points":
-        choices = _choices(session.view(msg.view).labels)
-        for i, x in enumerate(msg.values):
-            _check(lambda x=x: choices.check(x), f"select on view {msg.view!r}: values[{i}]")
-    elif isinstance(msg, Parameter) and msg.value is not None:
-        store = getattr(session, "store", None)
-        if kinds.get(msg.name) == "param_eq" and store is not None:
-            domain = store.parameter_domain(msg.name)[1]
-            _check(lambda: _choices(domain).check(msg.value), f"parameter {msg.name!r}")
-        elif kinds.get(msg.name) == "param_range":
-            temporal = _is_temporal(session, msg.name)
-            _check(lambda: V.time_bound(msg.value) if temporal else V.number_bound(msg.value),
-                   f"parameter {msg.name!r}")
+def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update:
+    """Replace the session's filters by `state` (checked): clear, then each entry. The
+    update holds every view."""
+    update = session.clear()
+    for name, f in state.items():
+        m = S.message_of(name, f)
+        if m["type"] == "brush":
+            u = session.brush(name, m["interval"], y=m.get("y"))
+        elif m["type"] == "select":
+            u = session.select(name, m["values"])
+        else:
+            u = session.set_parameter(name, m["value"])
+        update.methods.update(u.methods)
+    update.views = session.views()
+    return update
+
+
+def filters_json(session: SessionAPI) -> dict[str, dict]:
+    """The session's active filters in the tagged form (brushfire/selection.py), as JSON."""
+    return jsonable(S.state_json(session.filters, session.plan))
+
+
+# --- checks of names and values, before the engine sees them ------------------------------
+
+# (what one is, what they are) of each group of filter kinds a message takes
+_WHICH = {("interval", "rect"): ("brushable view", "brushable views (histogram, temporal, heatmap)"),
+          ("points",): ("categorical view", "categorical views"),
+          ("param_eq", "param_range"): ("parameter", "parameters"),
+          None: ("brushable view or parameter", "brushable views and parameters")}
+_TAKES = {"interval": "an interval brush (brush with interval [lo, hi])",
+          "rect": "a rect brush (brush with interval and y)",
+          "points": "a selection of bars (select with values)",
+          "param_eq": "a parameter value (parameter)", "param_range": "a parameter value (parameter)"}
+
+
+def _check_name(session: SessionAPI, where: str, name: str, kinds: tuple[str, ...] | None) -> str:
+    """The kind of filter `name` has; raises naming the valid choices unless it takes
+    one of `kinds` (None: any)."""
+    filters = {f.name: f.kind for f in session.plan.filters}
+    valid = [n for n, k in filters.items() if kinds is None or k in kinds]
+    kind = filters.get(name)
+    if kind is None:
+        one, many = _WHICH[kinds]
+        msg = (f"{where}: {V.show(name)} is not a {one} of this dashboard; "
+               f"{many}: {', '.join(valid) or 'none'}" + S.did_you_mean(name, valid))
+        raise InteractionError(msg)
+    if kinds is not None and kind not in kinds:
+        msg = (f"{where}: {name!r} takes {_TAKES[kind]}, not {where.split('.')[0]}; "
+               f"{_WHICH[kinds][1]}: {', '.join(valid) or 'none'}")
+        raise InteractionError(msg)
+    return kind
+
+
+def _check_view(session: SessionAPI, where: str, name: str) -> None:
+    views = [v.name for v in session.plan.dashboard.views]
+    if name not in views:
+        msg = (f"{where}: {V.show(name)} is not a view of this dashboard; views: {', '.join(views)}"
+               + S.did_you_mean(name, views))
+        raise InteractionError(msg)
+
+
+def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> None:
+    """Interval bounds: numbers, or ISO times on temporal views. `axes`: (path, [lo, hi])."""
+    temporal = _is_temporal(session, name)
+    for axis, pair in axes:
+        for i, x in enumerate(pair or ()):
+            _check(lambda x=x: V.time_bound(x) if temporal else V.number_bound(x), f"{where}{axis}[{i}]")
+
+
+def _check_values(session: SessionAPI, view: str, values: list, where: str) -> None:
+    """Categories of a categorical view: values of its field, or '(other)'."""
+    choices = _choices(session.view(view).labels)
+    for i, x in enumerate(values):
+        _check(lambda x=x: choices.check(x), f"{where}[{i}]")
+
+
+def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
+    """A dropdown's value (one of its choices), or a slider's number or ISO time."""
+    if value is None:
+        return
+    kind, domain = session.store.parameter_domain(name)
+    if kind == "values":
+        _check(lambda: _choices(domain).check(value), where)
+    else:
+        temporal = _is_temporal(session, name)
+        _check(lambda: V.time_bound(value) if temporal else V.number_bound(value), where)
 
 
 def _check(test, where: str) -> None:
@@ -263,7 +496,7 @@ def _check(test, where: str) -> None:
         raise InteractionError(msg) from None
 
 
-def _is_temporal(session, name: str) -> bool:
+def _is_temporal(session: SessionAPI, name: str) -> bool:
     """Whether a filter compares times: a temporal view's brush, or a slider whose range
     the store gives as ISO times."""
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
@@ -294,64 +527,16 @@ def echo_id(msg_id):
     return msg_id if isinstance(msg_id, (int, float, str)) and not isinstance(msg_id, bool) else None
 
 
-def filter_messages(filters: dict, kinds: dict[str, str]) -> list[dict]:
-    """The messages that set `filters` on a cleared session, one per filter.
-
-    `filters` is in the format replies carry (an interval brush `[[lo, hi], None]`, a rect
-    brush `[[xlo, xhi], [ylo, yhi]]`, a categorical view's `[values]`, a parameter's value)
-    or, for interval brushes, simply `[lo, hi]`. `kinds` maps every view with a brush and
-    every parameter to its filter kind (interval, rect, points, param_eq, param_range).
-    Values are checked when the messages are handled; unknown names raise here."""
-    out: list[dict] = []
-    for name, value in jsonable(filters).items():  # datetimes as ISO strings, tuples as lists
-        kind = kinds.get(name)
-        if kind is None:
-            msg = f"no brush or parameter named {name!r}; have: {', '.join(sorted(kinds))}"
-            raise InteractionError(msg)
-        if kind.startswith("param_"):
-            out.append({"type": "parameter", "name": name, "value": value})
-        elif kind == "points":
-            values = list(value) if isinstance(value, (list, tuple)) else [value]
-            out.append({"type": "select", "view": name, "values": values})
-        elif kind == "rect" and isinstance(value, (list, tuple)) and len(value) == 2:
-            out.append({"type": "brush", "view": name, "interval": value[0], "y": value[1]})
-        else:
-            nested = isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple))
-            out.append({"type": "brush", "view": name, "interval": value[0] if nested else value})
-    return out
-
-
 def error_reply(message: str, msg_id: Any = None) -> dict:
     return {"type": "error", "id": msg_id, "message": message}
 
 
-def _dispatch(session: Session, msg) -> dict:
-    if isinstance(msg, Brush):
-        return update_reply(session, session.brush(msg.view, msg.interval, y=msg.y))
-    if isinstance(msg, Select):
-        return update_reply(session, session.select(msg.view, msg.values))
-    if isinstance(msg, Clear):
-        return update_reply(session, session.clear(msg.view))
-    if isinstance(msg, Parameter):
-        return update_reply(session, session.set_parameter(msg.name, msg.value))
-    if isinstance(msg, Highlight):
-        views = session.highlight(msg.source, msg.bars)
-        return {"type": "highlight", "source": msg.source, "bars": msg.bars,
-                "views": {n: view_json(v) for n, v in views.items()}}
-    if isinstance(msg, Details):
-        table = session.details(msg.view, msg.bars, msg.page, msg.page_size, msg.columns)
-        total = session.count_selected(msg.view, msg.bars)
-        return {"type": "details", "page": msg.page, "total": total,
-                "rows": _jsonable_rows(table.to_pylist())}
-    return {"type": "state", "views": {n: view_json(v) for n, v in session.views().items()},
-            "filters": jsonable(session.filters), "selected": session.count_selected()}
-
-
-def update_reply(session: Session, update: Update) -> dict:
-    """The views an interaction changed, how each was computed, and the selected rows."""
+def update_reply(session: SessionAPI, update: Update) -> dict:
+    """The views an interaction changed, how each was computed, the selected rows and the
+    filters (tagged)."""
     return {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
             "methods": update.methods, "ms": update.seconds * 1e3,
-            "selected": session.count_selected(), "filters": jsonable(session.filters)}
+            "selected": session.count_selected(), "filters": filters_json(session)}
 
 
 def view_json(v: ViewData) -> dict:

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from brushfire import selection
 from brushfire.errors import InteractionError
 from brushfire.spec import models as m
 
@@ -138,27 +139,30 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
-    """`field <op> value` (range ops never pass NaN)."""
+    """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
+    with the time column as a time)."""
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
-    guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" else ""
+    guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
     x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {lit(value, d)}{guard}"
 
 
-def filter_sql(dash: m.Dashboard, name: str, value, tops: dict[str, list], d: Dialect = DUCKDB) -> str:
-    """The predicate of one entry of a session's `filters` ({name: value as given}):
-    a brush's `[interval, y]`, a select's values, or a parameter's value."""
-    if name in {p.name for p in dash.interactions.parameters}:
-        return parameter_sql(dash.parameter(name), value, d)
+def filter_sql(dash: m.DashboardSpec, name: str, entry, tops: dict[str, list], d: Dialect = DUCKDB) -> str:
+    """The predicate of one entry of a selection state (brushfire/selection.py: a tagged
+    filter, or its JSON)."""
+    f = selection.parse_filter(entry, f"filters.{name}")
+    if isinstance(f, selection.ParameterFilter):
+        return parameter_sql(dash.parameter(name), f.parameter, d)
     view = dash.view(name)
-    if isinstance(view, m.CategoricalView):
-        return select_sql(view, value, tops.get(name), d)
-    interval, y = value
-    return brush_sql(view, interval, y, d)
+    if isinstance(f, selection.ValuesFilter):
+        return select_sql(view, f.values, tops.get(name), d)
+    if isinstance(f, selection.RectFilter):
+        return brush_sql(view, f.rect.x, f.rect.y, d)
+    return brush_sql(view, f.interval, None, d)
 
 
-def applies(dash: m.Dashboard, f: str, view: str) -> bool:
+def applies(dash: m.DashboardSpec, f: str, view: str) -> bool:
     """Does active filter `f` filter `view`? Parameters filter every view; a brush filters
     the other views of every crossfilter group its view is in."""
     if f in {p.name for p in dash.interactions.parameters}:
@@ -166,7 +170,7 @@ def applies(dash: m.Dashboard, f: str, view: str) -> bool:
     return f != view and any(f in g.views and view in g.views for g in dash.interactions.crossfilter)
 
 
-def where_sql(dash: m.Dashboard, preds: dict[str, str], view: str | None) -> str:
+def where_sql(dash: m.DashboardSpec, preds: dict[str, str], view: str | None) -> str:
     """The conjunction of the predicates that apply to `view` (all of them for None)."""
     parts = [p for f, p in preds.items() if view is None or applies(dash, f, view)]
     return " AND ".join(f"({p})" for p in parts) or "TRUE"

@@ -3,9 +3,10 @@ filter state Python can read, watch and set. The only module that imports anywid
 
     w = brushfire.widget("dashboards/flights.yaml")   # engine in this kernel
     w                                                  # show it; brush, click, pick
-    w.filters = {"delay": [-20, 40]}                   # set from Python: the views follow
+    w.filters = {"delay": {"interval": [-20, 40]}}     # set from Python: the views follow
     w.observe(print, names="filters")                  # watch the user's interactions
     w.details().head()                                 # the rows behind the selection
+    w.export("rows.parquet")                           # all of them, streamed to a file
 
 By default the engine runs in the kernel: the dashboard is opened here (the lineage
 cache, or a capture on this kernel's Spark session), each widget has its own `Session`,
@@ -20,6 +21,8 @@ $BRUSHFIRE_TOKEN.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -30,24 +33,24 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 import anywidget
 import pyarrow as pa
+import pyarrow.parquet as pq
 import traitlets as t
 
-from brushfire import protocol
+from brushfire import export, protocol, selection
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError
 from brushfire.spec import models as m
 
-DETAILS_PAGE = 10_000  # rows per details request to a server: the protocol's maximum
 TIMEOUT = 60.0  # seconds to wait for a server's reply
 
 
-def widget(spec: str | Path | dict | m.Dashboard | Dashboard | None = None, *,
+def widget(spec: str | Path | dict | m.DashboardSpec | Dashboard | None = None, *,
            url: str | None = None, dashboard: str | None = None, token: str | None = None,
            cache_dir: str | Path | None = DEFAULT_CACHE, spark=None,
            spark_master: str | None = None) -> DashboardWidget:
@@ -77,11 +80,11 @@ def widget(spec: str | Path | dict | m.Dashboard | Dashboard | None = None, *,
 
 
 class DashboardWidget(anywidget.AnyWidget):
-    """A dashboard in a notebook. `filters` holds the session's active filters in the
-    protocol's format ({view: [[lo, hi], None]} for an interval brush, [[xlo, xhi],
-    [ylo, yhi]] for a rect, [values] for a categorical view, a parameter's value); set it
-    to replace them all (an interval may be given as [lo, hi]). `details()` returns the
-    rows behind the current selection."""
+    """A dashboard in a notebook. `filters` holds the session's selection state, each
+    filter tagged as the protocol's replies carry it ({"interval": [lo, hi]}, {"rect":
+    {"x": [lo, hi], "y": [lo, hi]}}, {"values": [...]}, {"parameter": value}); set it to
+    replace them all. `details()` returns the rows behind the current selection,
+    `export(path)` writes them to a file."""
 
     _esm = t.Unicode().tag(sync=True)
     _css = t.Unicode().tag(sync=True)
@@ -109,7 +112,7 @@ class DashboardWidget(anywidget.AnyWidget):
                          _dashboard_name=name, _token=token or "", **kwargs)
         if self._session is not None:
             self.on_msg(self._on_message)
-            self._mirror(protocol.jsonable(self._session.filters))
+            self._mirror(protocol.filters_json(self._session))
 
     @classmethod
     def attach(cls, url: str, dashboard: str | None = None, *, token: str | None = None) -> DashboardWidget:
@@ -140,10 +143,9 @@ class DashboardWidget(anywidget.AnyWidget):
                 arrow: bool = False):
         """The input rows behind the current selection (backward lineage), with their
         `rid`: all of them, or the first `limit`. A pandas DataFrame, or a pyarrow Table
-        with `arrow=True`. Attached to a server, the rows travel as JSON: times arrive as
-        ISO strings and NaN as null."""
-        if limit is not None and limit < 0:
-            msg = f"limit must be >= 0, not {limit}"
+        with `arrow=True`. Attached to a server, the server sends them as Parquet."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            msg = f"limit must be an integer >= 0, not {limit!r}"
             raise InteractionError(msg)
         table = self._local_details(limit, columns) if self._session is not None \
             else self._server_details(limit, columns)
@@ -175,56 +177,46 @@ class DashboardWidget(anywidget.AnyWidget):
 
     @t.validate("filters")
     def _set_filters(self, proposal: dict) -> dict:
-        """Python set `filters`: apply them (engine here: to the session, then push the new
-        views to the front end; attached: check the names, the front end applies them)."""
-        value = dict(proposal["value"])
+        """Python set `filters` (the tagged state, brushfire/selection.py): engine here, a
+        `filters` message to the session (all or nothing: a bad entry raises and changes
+        nothing), then the new state pushed to the front end; attached, the state is
+        checked against the server's dashboard and the front end applies it."""
+        value = protocol.jsonable(dict(proposal["value"]))  # datetimes as ISO strings
         if self._mirroring:
             return value
+        state = selection.parse_state(value)
         if self._session is None:
             if self._server_ready():
-                protocol.filter_messages(value, self._kinds())  # unknown names raise here
-            return protocol.jsonable(value)
+                selection.check_names(state, selection.tags_of_description(self._server_description()))
+            return selection.to_json(state)
         with self._lock:
-            state = self._apply_filters(value)
-        self.send(state)  # `state` without an id: every view of this widget applies it
-        return state["filters"]
-
-    def _apply_filters(self, filters: dict) -> dict:
-        """Clear the session, then one interaction per filter; on an error the previous
-        filters are restored and the error raised. Returns the new `state` reply."""
-        kinds = self._kinds()
-        messages = protocol.filter_messages(filters, kinds)
-        previous = protocol.jsonable(self._session.filters)
-        try:
-            self._run([{"type": "clear"}, *messages])
-        except BrushfireError:
-            self._run([{"type": "clear"}, *protocol.filter_messages(previous, kinds)])
-            raise
-        return protocol.handle(self._session, {"type": "state"})
-
-    def _run(self, messages: list[dict]) -> None:
-        for message in messages:
-            reply = protocol.handle(self._session, message)
+            reply = protocol.handle(self._session, {"type": "filters", "filters": value})
             if reply["type"] == "error":
-                msg = f"filters[{message.get('view') or message.get('name')!r}]: {reply['message']}"
-                raise InteractionError(msg)
+                raise InteractionError(reply["message"])
+            state_reply = protocol.handle(self._session, {"type": "state"})
+        state_reply["id"] = None
+        self.send(state_reply)  # `state` without an id: every view of this widget applies it
+        return state_reply["filters"]
+
+    def export(self, path: str | Path, format: str | None = None, *,
+               columns: list[str] | None = None) -> Path:
+        """Write the input rows behind the current selection (with their `rid`) to `path`
+        as CSV or Parquet (`format`, default from the file's suffix), streamed: any
+        number of rows. Attached to a server, the server streams them (its
+        `/api/dashboards/<name>/rows`)."""
+        path = Path(path)
+        format = export.check_format(format or path.suffix.lstrip(".").lower())
+        if self._session is not None:
+            with self._lock:
+                return export.write(self._session, path, format, columns)
+        with self._rows(format, columns) as response, open(path, "wb") as f:
+            while chunk := response.read(1 << 20):
+                f.write(chunk)
+        return path
 
     def _local_details(self, limit: int | None, columns: list[str] | None) -> pa.Table:
         with self._lock:
-            total = self._session.count_selected()
-            size = total if limit is None else min(limit, total)
-            table = self._session.details(page=0, page_size=max(size, 1), columns=columns)
-        return table.slice(0, size)
-
-    def _kinds(self) -> dict[str, str]:
-        """Each brush's and parameter's filter kind, as `protocol.filter_messages` wants."""
-        if self._dash is not None:
-            return {f.name: f.kind for f in self._dash.plan.filters}
-        d = self._server_description()
-        kinds = {v["name"]: v["brush"] for v in d["views"] if v["brush"]}
-        kinds.update({p["name"]: "param_eq" if p["op"] == "eq" else "param_range"
-                      for p in d["parameters"]})
-        return kinds
+            return export.selection_table(self._session, columns, limit)
 
     # --- attached to a server --------------------------------------------------------------
 
@@ -247,55 +239,38 @@ class DashboardWidget(anywidget.AnyWidget):
             return False
         return True
 
+    def _rows(self, format: str, columns: list[str] | None, limit: int | None = None):
+        """The server's export of the rows behind `filters` (an open HTTP response)."""
+        query = {"filters": json.dumps(self.filters), "format": format}
+        if columns:
+            query["columns"] = ",".join(columns)
+        if limit is not None:
+            query["limit"] = str(limit)
+        url = f"{self._url}/api/dashboards/{quote(self._dashboard_name)}/rows?{urlencode(query)}"
+        return _open(url, self._url, self._token)
+
     def _server_details(self, limit: int | None, columns: list[str] | None) -> pa.Table:
-        """A session of our own on the server: the current filters, then details pages."""
-        from websockets.sync.client import connect
-
-        declared = self._server_description().get("details") or {}
-        columns = columns or declared.get("columns") or []
-        messages = protocol.filter_messages(self.filters, self._kinds())
-        size = DETAILS_PAGE if limit is None else max(1, min(limit, DETAILS_PAGE))
-        rows: list[dict] = []
-        url = f"{self._url.replace('http', 'ws', 1)}/ws/{quote(self._dashboard_name)}"
-        headers = {"Authorization": f"token {self._token}"} if self._token else None
-        with connect(url, open_timeout=TIMEOUT, max_size=2**27, additional_headers=headers) as ws:
-            for i, message in enumerate(messages):
-                reply = _ask(ws, {**message, "id": f"f{i}"})
-                if reply["type"] == "error":
-                    msg = f"filters[{message.get('view') or message.get('name')!r}]: {reply['message']}"
-                    raise InteractionError(msg)
-            page = 0
-            while limit is None or len(rows) < limit:
-                reply = _ask(ws, {"type": "details", "id": f"d{page}", "page": page,
-                                  "page_size": size, "columns": columns})
-                if reply["type"] == "error":
-                    raise InteractionError(reply["message"])
-                rows += reply["rows"]
-                if len(reply["rows"]) < size:
-                    break
-                page += 1
-        rows = rows if limit is None else rows[:limit]
-        return pa.table({c: [r.get(c) for r in rows] for c in ["rid", *columns]})
-
-
-def _ask(ws, message: dict) -> dict:
-    """Send one message; its reply (progress messages while the server captures skipped)."""
-    ws.send(json.dumps(message))
-    while True:
-        reply = json.loads(ws.recv(timeout=TIMEOUT))
-        if reply["type"] == "failed":
-            raise BrushfireError(reply["message"])
-        if reply.get("id") == message["id"] or reply["type"] == "error":
-            return reply
+        """The server's rows behind `filters`, as Parquet."""
+        with self._rows("parquet", columns, limit) as response:
+            return pq.read_table(io.BytesIO(response.read()))
 
 
 def _get_json(url: str, server: str, token: str = "") -> Any:
+    with _open(url, server, token) as response:
+        return json.load(response)
+
+
+def _open(url: str, server: str, token: str = ""):
+    """An HTTP GET of the server's API (with its access token); errors say what to do."""
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"} if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            return json.load(response)
+        return urllib.request.urlopen(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as e:
-        msg = f"{url}: HTTP {e.code}: {e.read().decode('utf-8', 'replace')[:300]}"
+        body = e.read().decode("utf-8", "replace")
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            if e.code == 400:  # a bad request: the server's reason is the message
+                raise InteractionError(json.loads(body)["detail"]) from None
+        msg = f"{url.split('?')[0]}: HTTP {e.code}: {body[:300]}"
         if e.code == 401:
             msg += ("\n    the server needs its access token: brushfire.widget(url=..., token=...), "
                     "or the URL it printed (with ?token=...)")

@@ -17,6 +17,7 @@
 import embed from "vega-embed";
 import { changeset, Error as VEGA_ERRORS_ONLY } from "vega";
 import { formatInstant, formatMeasure, formatNumber, formatValue } from "./format.js";
+import { filterOfMessage, pickedValues, xInterval, yInterval } from "./selection.js";
 
 const KEY_HELP = {
   interval: "Left and right arrows move the brush by one bar; with Shift they resize it; Escape clears it.",
@@ -39,7 +40,7 @@ export class Chart {
     this.base = description.spec.datasets.bars; // bar geometry, labels and `full`
     this.values = description.values;
     this.highlight = null;
-    this.filterKey = "null"; // JSON of the filter drawn, as in the session's `filters`
+    this.filterKey = "null"; // JSON of the filter drawn (tagged, as in the session's `filters`)
     this.filter = null;
     this.quiet = 0; // > 0 while we set the brush ourselves: its signal is not the user's
     this.picked = new Set();
@@ -193,7 +194,7 @@ export class Chart {
     const key = JSON.stringify(filter ?? null);
     if (key === this.filterKey || !this.view) return;
     this.noteFilter(filter ?? null);
-    if (this.kind === "points") await this.showPicked(new Set(filter ?? []));
+    if (this.kind === "points") await this.showPicked(new Set(pickedValues(filter)));
     else if (this.kind) await this.drawBrush(filter ?? null);
   }
 
@@ -210,9 +211,7 @@ export class Chart {
 
   // A filter the user made here: remember it as drawn, and send it.
   sendFilter(message) {
-    const filter = message.type === "clear" ? null
-      : message.type === "select" ? message.values
-        : [message.interval, message.y ?? null];
+    const filter = filterOfMessage(message);
     this.holdRedraw();
     this.noteFilter(filter);
     this.onFilter(message);
@@ -251,8 +250,8 @@ export class Chart {
 
   async drawBrush(filter) {
     const v = this.view;
-    const x = filter?.[0] ?? null;
-    const y = filter?.[1] ?? null;
+    const x = xInterval(filter);
+    const y = yInterval(filter);
     await this.quietly(() => {
       v.signal("brush_x", x ? this.pixels("x", x) : [0, 0]);
       if (this.kind === "rect") v.signal("brush_y", x ? this.pixels("y", y ?? [null, null]) : [0, 0]);
@@ -352,11 +351,11 @@ export class Chart {
   keyBrush([dx, dy], resize) {
     const xEdges = this.edges("x0", "x1");
     const current = this.filter;
-    let x = spanOf(xEdges, current?.[0], this.temporal);
+    let x = spanOf(xEdges, xInterval(current), this.temporal);
     let msg;
     if (this.kind === "rect") {
       const yEdges = this.edges("y0", "y1");
-      let y = spanOf(yEdges, current?.[1], false, !current);
+      let y = spanOf(yEdges, yInterval(current), false, !current);
       if (dx) x = stepSpan(x, dx * this.direction("x", xEdges), xEdges.length - 1, resize);
       if (dy) y = stepSpan(y, dy * this.direction("y", yEdges, true), yEdges.length - 1, resize);
       msg = { type: "brush", view: this.name, interval: [xEdges[x[0]], xEdges[x[1]]],
@@ -448,12 +447,13 @@ export class Chart {
 
   describeFilter(filter) {
     if (this.kind === "points") {
-      const shown = filter.slice(0, 4).map(formatValue).join(", ");
-      return filter.length > 4 ? `${shown} +${filter.length - 4} more` : shown;
+      const values = pickedValues(filter);
+      const shown = values.slice(0, 4).map(formatValue).join(", ");
+      return values.length > 4 ? `${shown} +${values.length - 4} more` : shown;
     }
     const span = ([lo, hi]) => `${this.edgeText(lo)} – ${this.edgeText(hi)}`;
-    if (this.kind === "rect") return `x ${span(filter[0])}, y ${span(filter[1] ?? [null, null])}`;
-    return span(filter[0]);
+    if (this.kind === "rect") return `x ${span(xInterval(filter))}, y ${span(yInterval(filter) ?? [null, null])}`;
+    return span(xInterval(filter));
   }
 
   edgeText(v) {

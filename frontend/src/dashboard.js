@@ -13,15 +13,20 @@ import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
 import { formatNumber, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
+import { parameterValue } from "./selection.js";
 
 const fmt = new Intl.NumberFormat("en-US");
 
 export class DashboardUI {
-  constructor(root, description, send, { onFilters = () => {} } = {}) {
+  // `send(message) -> Promise<reply>`; `onFilters(state)` after every change of the
+  // filters; `exportURL(format, state)`: where the rows behind a selection download from
+  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control).
+  constructor(root, description, send, { onFilters = () => {}, exportURL = null } = {}) {
     this.root = root;
     this.description = description;
     this.send = send;
     this.onFilters = onFilters;
+    this.exportURL = exportURL;
     this.recorder = new Recorder(description.name);
     this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
@@ -57,7 +62,8 @@ export class DashboardUI {
     for (const card of cards) this.pack(card);
     this.watchSize();
     if (d.details) {
-      this.details = new DetailsTable(d.details, (msg) => this.request(msg));
+      const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
+      this.details = new DetailsTable(d.details, (msg) => this.request(msg), download);
       this.root.append(this.details.element);
     }
     const state = await this.request({ type: "state" });
@@ -260,27 +266,22 @@ export class DashboardUI {
   // a slider).
   showParameters(filters) {
     for (const [name, input] of this.parameterInputs) {
-      const value = filters[name];
-      if (input.show) input.show(value ?? null);
-      else input.value = value === undefined || value === null ? "" : String(value);
+      const value = parameterValue(filters[name]);
+      if (input.show) input.show(value);
+      else input.value = value === null ? "" : String(value);
     }
   }
 
-  // Set every filter from a {view or parameter: value} map, as the Jupyter widget's
-  // `filters` traitlet does: clear, then one message per filter.
-  async setFilters(filters) {
-    await this.clearAll();
-    for (const [name, value] of Object.entries(filters ?? {})) {
-      const view = this.description.views.find((v) => v.name === name);
-      let message;
-      if (!view) message = { type: "parameter", name, value };
-      else if (view.brush === "points") message = { type: "select", view: name, values: value };
-      else if (view.brush === "rect") message = { type: "brush", view: name, interval: value[0], y: value[1] };
-      else message = { type: "brush", view: name, interval: Array.isArray(value[0]) ? value[0] : value };
-      const reply = await this.request(message);
-      if (reply.type === "update") await this.applyUpdate(reply);
-    }
-    this.showParameters(this.filters);
+  // Set the whole selection state (tagged filters, selection.js) in one `filters`
+  // message: a restored address, a shared link, the Jupyter widget's `filters` trait.
+  // All or nothing: a state the server refuses changes nothing (the error shows).
+  async setFilters(state) {
+    this.pending.clear();
+    const reply = await this.request({ type: "filters", filters: state ?? {} });
+    if (reply.type !== "update") return reply;
+    this.showParameters(reply.filters);
+    await this.applyUpdate(reply);
+    return reply;
   }
 
   toggleRecording() {
@@ -289,7 +290,7 @@ export class DashboardUI {
       this.recorder.download();
       this.recordButton.textContent = "● Record";
     } else {
-      this.recorder.start();
+      this.recorder.start(this.filters); // the trace starts from the current selection
       this.recordButton.textContent = "■ Stop and download trace";
     }
   }

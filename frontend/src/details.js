@@ -1,6 +1,7 @@
 // Details on demand: a paged table of the input rows behind the current selection
 // (backward lineage), refreshed after each update while it is open. Values are formatted
 // by type (format.js): numbers right-aligned without float noise, instants readable.
+// "Download rows" saves all of them (CSV or Parquet), streamed by the server.
 
 import { el } from "./dashboard.js";
 import { formatValue } from "./format.js";
@@ -8,7 +9,8 @@ import { formatValue } from "./format.js";
 const fmt = new Intl.NumberFormat("en-US");
 
 export class DetailsTable {
-  constructor(declaration, request) {
+  // `download(format)`: the URL of the rows behind the current selection, or null.
+  constructor(declaration, request, download = null) {
     this.columns = declaration.columns;
     this.pageSize = declaration.page_size;
     this.request = request;
@@ -26,9 +28,28 @@ export class DetailsTable {
     this.next.onclick = () => this.show(this.page + 1);
     this.info = el("span", "bf-details-info", "");
     bar.append(this.toggle, this.prev, this.next, this.info);
+    if (download) bar.append(...this.downloadControl(download));
     this.table = el("table", "bf-table");
     this.element.append(bar, this.table);
     this.prev.disabled = this.next.disabled = true;
+  }
+
+  downloadControl(download) {
+    const format = el("select", "bf-format");
+    format.setAttribute("aria-label", "Download format");
+    format.append(new Option("CSV", "csv"), new Option("Parquet", "parquet"));
+    const button = el("button", "", "Download rows");
+    button.dataset.action = "download";
+    button.title = "Download every row behind the selection";
+    button.onclick = () => {
+      const a = el("a");
+      a.href = download(format.value);
+      a.download = "";
+      document.body.append(a);
+      a.click();
+      a.remove();
+    };
+    return [button, format];
   }
 
   setOpen(open) {

@@ -8,6 +8,7 @@
 
 import { Connection, getJSON, withToken } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
+import { addressOf, stateInAddress } from "./selection.js";
 import { failureBox, progressBox } from "./status.js";
 
 const app = document.getElementById("app");
@@ -59,31 +60,24 @@ async function main() {
     description = await api(`api/dashboards/${encodeURIComponent(name)}`);
   }
   document.title = `${description.title} · Brushfire`;
-  const saved = filtersInAddress();
-  const ui = new DashboardUI(app, description, (msg) => connection.request(msg), { onFilters: keepInAddress });
+  const saved = stateInAddress(location.hash);
+  const rows = `api/dashboards/${encodeURIComponent(name)}/rows`;
+  const exportURL = (format, state) => withToken(
+    `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const ui = new DashboardUI(app, description, (msg) => connection.request(msg),
+    { onFilters: keepInAddress, exportURL });
   await ui.mount();
   if (saved) await ui.setFilters(saved);
   Object.assign(window.brushfire, { ui, connection, description, ready: true });
 }
 
-// The filters live in the address (#filters=JSON), so a reload or a shared link shows the
-// same selection, brushes drawn.
-function filtersInAddress() {
-  const m = /(?:^#|&)filters=([^&]*)/.exec(location.hash);
-  if (!m) return null;
-  try {
-    return JSON.parse(decodeURIComponent(m[1]));
-  } catch {
-    return null;
-  }
-}
-
+// The selection state lives in the address (#filters=<tagged filters as JSON>), so a
+// reload or a shared link shows the same selection, brushes drawn.
 let addressTimer = null;
-function keepInAddress(filters) {
+function keepInAddress(state) {
   clearTimeout(addressTimer); // at most one history entry rewrite per pause in a drag
   addressTimer = setTimeout(() => {
-    const hash = Object.keys(filters).length ? `#filters=${encodeURIComponent(JSON.stringify(filters))}` : "";
-    history.replaceState(null, "", `${location.pathname}${location.search}${hash}`);
+    history.replaceState(null, "", `${location.pathname}${location.search}${addressOf(state)}`);
   }, 250);
 }
 

@@ -1,17 +1,20 @@
 // Records the client messages of a session as a trace (docs/trace.md) that
 // `brushfire bench` replays: {"format": "brushfire-trace", "version": 1, "dashboard",
-// "events": [{"t": ms since the start, "message": {...}}]}.
+// "state": the selection when recording started (tagged filters), "events": [{"t": ms
+// since the start, "message": {...}}]}.
 
 export class Recorder {
   constructor(dashboard) {
     this.dashboard = dashboard;
     this.recording = false;
     this.events = [];
+    this.state = {};
   }
 
-  start() {
+  start(state = {}) {
     this.recording = true;
     this.events = [];
+    this.state = structuredClone(state ?? {});
     this.t0 = performance.now();
   }
 
@@ -26,7 +29,9 @@ export class Recorder {
   }
 
   trace() {
-    return { format: "brushfire-trace", version: 1, dashboard: this.dashboard, events: this.events };
+    const trace = { format: "brushfire-trace", version: 1, dashboard: this.dashboard };
+    if (Object.keys(this.state).length) trace.state = this.state;
+    return { ...trace, events: this.events };
   }
 
   download() {

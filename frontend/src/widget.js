@@ -8,7 +8,8 @@
 //
 // Attached to a `brushfire serve` (`_url`): like the page, it reads the description over
 // HTTP and opens its own WebSocket session; after each update it copies the session's
-// filters into the `filters` trait, and it applies the filters Python puts there. The
+// filters (the tagged selection state) into the `filters` trait, and it applies the
+// state Python puts there with one `filters` message. The
 // server's access token (`_token`) goes with every request; the server must allow the
 // notebook's origin (`brushfire serve --allow-origin`).
 
@@ -102,14 +103,18 @@ async function renderRemote(model, root) {
     model.set("filters", filters);
     model.save_changes();
   };
-  ui = new DashboardUI(root, description, (msg) => connection.request(msg), { onFilters: mirror });
+  const exportURL = (format, state) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
+    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  ui = new DashboardUI(root, description, (msg) => connection.request(msg), { onFilters: mirror, exportURL });
   await ui.mount();
   // Filters from Python: applied one change at a time; our own mirrored ones are no change.
   let applying = Promise.resolve();
   const apply = () => {
     applying = applying.then(async () => {
       const wanted = model.get("filters") ?? {};
-      if (JSON.stringify(wanted) !== JSON.stringify(ui.filters)) await ui.setFilters(wanted);
+      if (JSON.stringify(wanted) === JSON.stringify(ui.filters)) return;
+      const reply = await ui.setFilters(wanted);
+      if (reply.type !== "update") mirror(ui.filters); // refused: the trait shows the session's state
     });
   };
   model.on("change:filters", apply);

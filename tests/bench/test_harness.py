@@ -20,6 +20,7 @@ from brushfire.bench.trace import Event, Trace, save_trace, subsample
 from brushfire.bench.workloads import DashboardInfo, clicks, human, multi, params, slide
 from brushfire.cli import main
 from brushfire.describe import describe_dashboard
+from brushfire.errors import NotCapturedError
 from brushfire.server import create_app
 
 pytestmark = pytest.mark.spark
@@ -98,18 +99,41 @@ def test_every_engine_answers_each_interaction_as_sql_does(captured, tmp_path, c
 
 def test_human_brushing_is_answered_as_sql_does(captured, tmp_path, capsys):
     """Zero-width, inverted and jumping brushes off pixel edges, among fixed ones (preagg
-    snaps such bounds to pixels, as Mosaic does, so it is left out)."""
+    snaps such bounds to pixels, as Mosaic does, so it is left out); every session starts
+    from a selection state (--state), which the replies' filters then hold."""
     spec, cache, dash = captured
     trace = human(DashboardInfo.from_description(describe_dashboard(dash)), seed=3, events=300)
     path = save_trace(trace, tmp_path / "human.json")
+    state = {"pdest": {"parameter": "BBB"}, "cat": {"values": ["c01", "(other)"]}}
     code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--trace", str(path),
                           "--engine", "brushfire,duckdb", "--warmup", "0", "--check", "--no-plots",
-                          "--out-dir", str(tmp_path), "--name", "human")
+                          "--out-dir", str(tmp_path), "--name", "human", "--state", json.dumps(state),
+                          "--save-trace", str(tmp_path / "replayed.json"))
+    assert json.loads((tmp_path / "replayed.json").read_text())["state"] == state
     assert code == 0, out
     runs = json.loads((tmp_path / "human.json").read_text())["engines"]
     for run in runs.values():
         assert run["summary"]["replies"] == {"update": 300}, run["summary"]["first_errors"]
         assert run["check"]["checked"] == 300 and run["check"]["mismatches"] == 0, run["check"]
+
+
+def test_in_process_replays_time_the_engines_alone_and_check_as_sql_does(captured, tmp_path, capsys):
+    spec, cache, dash = captured
+    code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--in-process",
+                          "--engine", "brushfire,duckdb", "--workload", "multi", "--events", "150",
+                          "--clients", "2", "--warmup", "5", "--check", "--no-plots",
+                          "--state", '{"pdest": {"parameter": "CCC"}}',
+                          "--out-dir", str(tmp_path), "--name", "here")
+    assert code == 0, out
+    result = json.loads((tmp_path / "here.json").read_text())
+    assert result["meta"]["in_process"] is True
+    n = 2 * result["meta"]["trace"]["events"]  # two clients
+    for run in result["engines"].values():
+        assert run["summary"]["replies"] == {"update": n}, run["summary"]["first_errors"]
+        assert run["check"]["checked"] == n and run["check"]["mismatches"] == 0, run["check"]
+        assert 0 < run["summary"]["engine_ms"]["p50"] <= run["summary"]["latency_ms"]["p50"]
+    assert main(["bench", "--spec", str(spec), "--in-process", "--paced"]) == 1
+    assert "--in-process opens --spec here: not with --url or --paced" in capsys.readouterr().err
 
 
 def test_paced_clients_get_every_message_answered(captured, tmp_path, capsys):
@@ -202,8 +226,10 @@ def test_the_duckdb_baseline_pages_details_and_refuses_highlight(captured):
     second = protocol.handle(base, {"type": "details", "page": 1})  # pages of 5, in rid order
     assert second["rows"] == sorted(everything, key=lambda r: r["rid"])[5:10]
     reply = protocol.handle(base, {"type": "highlight", "id": 3, "source": "cat", "bars": [0]})
-    assert reply == {"type": "error", "id": 3,
-                     "message": "linked highlighting is not offered by the duckdb baseline"}
+    assert reply == {"type": "error", "id": 3,  # none declared: refused before any engine sees it
+                     "message": "highlight.source: no highlight from view 'cat' is declared; sources: none"}
+    with pytest.raises(NotCapturedError, match="linked highlighting is not offered by the duckdb baseline"):
+        base.highlight("cat", [0])
 
 
 def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path, capsys):
@@ -217,4 +243,4 @@ def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path
     bad.write_text(json.dumps({"format": "brushfire-trace", "version": 1, "dashboard": "benchy",
                                "events": [{"t": 0, "message": {"type": "brush", "view": "hx"}}]}))
     assert main(["bench", "--spec", str(spec), "--trace", str(bad)]) == 1
-    assert "bad.json: events[0].message: brush.interval: Field required" in capsys.readouterr().err
+    assert "bad.json: events[0].message: brush.interval: missing; brush takes:" in capsys.readouterr().err

@@ -28,12 +28,26 @@ GOOD = {"format": "brushfire-trace", "version": 1, "dashboard": "flights",
 
 def test_a_trace_round_trips(tmp_path):
     trace = load_trace(_write(tmp_path, GOOD))
-    assert trace.dashboard == "flights" and len(trace.events) == 5
+    assert trace.dashboard == "flights" and len(trace.events) == 5 and trace.state == {}
+    assert trace.start_message() is None
     assert trace.events[1] == Event(16.7, {"type": "brush", "view": "day",
                                            "interval": ["2001-01-02T00:00:00+00:00", None]})
     again = load_trace(save_trace(trace, tmp_path / "again.json"))
     assert again == trace
     assert json.loads((tmp_path / "again.json").read_text())["format"] == "brushfire-trace"
+
+
+def test_a_trace_may_start_from_a_selection_state(tmp_path):
+    state = {"delay": {"interval": [-20, None]}, "origin": {"values": ["ORD"]},
+             "destination": {"parameter": "LAX"}, "map": {"rect": {"x": [0, 1], "y": [2, 3]}}}
+    trace = load_trace(_write(tmp_path, {**GOOD, "state": state}))
+    assert trace.state == state
+    assert trace.start_message() == {"type": "filters", "filters": state}
+    again = load_trace(save_trace(trace, tmp_path / "again.json"))
+    assert again == trace and subsample(again, 1).state == state
+    assert filters_before(trace)[0] == state
+    assert filters_before(trace)[2]["delay"] == {"interval": [-20, 40]}
+    assert filters_before(trace)[2]["day"] == {"interval": ["2001-01-02T00:00:00+00:00", None]}
 
 
 def _bad(**changes) -> dict:
@@ -58,7 +72,7 @@ _DELETE = object()
     (_bad(format="mosaic"), "t.json: format: must be 'brushfire-trace', got 'mosaic'"),
     (_bad(version=2), "t.json: version: must be 1, got 2"),
     (_bad(dashboard=""), "t.json: dashboard: must be the dashboard's name (a non-empty string)"),
-    (_bad(extra=1), "t.json: unknown key 'extra'; a trace has: dashboard, events, format, meta, version"),
+    (_bad(extra=1), "t.json: unknown key 'extra'; a trace has: dashboard, events, format, meta, state, version"),
     (_bad(events={}), "t.json: events: must be a list of {t, message} objects"),
     (_bad(events__2=[0, {}]), "t.json: events[2]: an event is an object with exactly 't' and 'message', got list"),
     (_bad(events__1__when=3), "t.json: events[1]: an event is an object with exactly 't' and 'message', "
@@ -67,8 +81,14 @@ _DELETE = object()
     (_bad(events__3__t="soon"), "t.json: events[3].t: must be a number of milliseconds >= 0, got 'soon'"),
     (_bad(events__3__t=5), "t.json: events[3].t: 5 is before the previous event's 16.7: times never decrease"),
     (_bad(events__0__message__interval=_DELETE),
-     't.json: events[0].message: brush.interval: Field required (message: {"type": "brush", "view": "delay"})'),
-    (_bad(events__2__message__type="zoom"), "t.json: events[2].message: Input tag 'zoom' found using 'type'"),
+     't.json: events[0].message: brush.interval: missing; brush takes: view, interval, y, id '
+     '(message: {"type": "brush", "view": "delay"})'),
+    (_bad(events__2__message__type="zoom"), "t.json: events[2].message: type: unknown message type 'zoom'; "
+                                            "messages: brush, select, clear, parameter, filters, highlight, "
+                                            "details, state"),
+    (_bad(state={"delay": [-20, 40]}), "t.json: state.delay: [-20, 40] is not a tagged filter; a filter is "
+                                       'one of {"interval": [lo, hi]}, '),
+    (_bad(state={"delay": {"intervall": [-20, 40]}}), "t.json: state.delay: unknown filter 'intervall'"),
     (_bad(events__4__message="clear"), "t.json: events[4].message: must be a client message object"),
 ])
 def test_bad_traces_are_rejected_naming_the_event(tmp_path, doc, expected):
@@ -120,7 +140,9 @@ def test_filters_before_each_event_follow_brushes_selects_parameters_and_clears(
          {"type": "state"}]
     trace = Trace("d", tuple(Event(float(i), x) for i, x in enumerate(m)))
     before = filters_before(trace)
-    assert before[0] == {} and before[1] == {"a": [17.35, 17.35]}
-    assert before[4] == {"a": [17.35, 17.35], "map": [[1, 2], [4, 3]], "origin": ["ORD"], "dest": "LAX"}
-    assert before[6] == {"a": [17.35, 17.42], "origin": ["ORD"], "dest": "LAX"}
-    assert before[7] == {"a": [17.35, 17.42], "origin": ["ORD"]} and before[8] == {}
+    a, a2 = {"interval": [17.35, 17.35]}, {"interval": [17.35, 17.42]}
+    assert before[0] == {} and before[1] == {"a": a}
+    assert before[4] == {"a": a, "map": {"rect": {"x": [1, 2], "y": [4, 3]}}, "origin": {"values": ["ORD"]},
+                         "dest": {"parameter": "LAX"}}
+    assert before[6] == {"a": a2, "origin": {"values": ["ORD"]}, "dest": {"parameter": "LAX"}}
+    assert before[7] == {"a": a2, "origin": {"values": ["ORD"]}} and before[8] == {}

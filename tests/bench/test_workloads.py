@@ -6,10 +6,19 @@ from itertools import pairwise
 
 import pytest
 
-from brushfire import protocol
+from brushfire import protocol, selection
 from brushfire.bench import pixels
 from brushfire.bench.trace import parse_trace
-from brushfire.bench.workloads import DashboardInfo, clicks, human, multi, params, slide
+from brushfire.bench.workloads import (
+    DashboardInfo,
+    clicks,
+    fixed_state,
+    human,
+    lookups,
+    multi,
+    params,
+    slide,
+)
 
 DAYS = [f"2001-01-{d:02d}T00:00:00+00:00" for d in range(1, 31)]
 DESCRIPTION = {  # the shape of GET /api/dashboards/<name>, cut down
@@ -325,3 +334,24 @@ def test_human_needs_a_brushable_view_and_known_views():
         human(SIX_INFO, views=["distance", "origin"])
     only = human(SIX_INFO, views=["distance", "air_time"], events=500)
     assert {e.message["view"] for e in only.events if e.message["type"] == "brush"} == {"distance", "air_time"}
+
+
+def test_fixed_states_are_seeded_tagged_brushes_on_pixel_edges():
+    state = fixed_state(INFO, brushes=2, points=2, exclude="delay", seed=3)
+    assert state == fixed_state(INFO, brushes=2, points=2, exclude="delay", seed=3)
+    assert set(state) == {"day", "origin"}  # delay excluded; one other interval view
+    selection.check_names(selection.parse_state(state), selection.tags_of_description(DESCRIPTION))
+    lo, hi = (pixels.to_micros(x) for x in state["day"]["interval"])
+    grid = pixels.edges(*pixels.extent("temporal", DAYS))
+    assert lo in grid and hi in grid and 0.15 <= (hi - lo) / (grid[-1] - grid[0]) <= 0.5
+    assert len(state["origin"]["values"]) == 2 and "(other)" not in state["origin"]["values"]
+
+
+def test_lookups_page_details_and_highlight_among_random_filters():
+    info = DashboardInfo.from_description({**DESCRIPTION, "details": {"columns": ["x"], "page_size": 5},
+                                           "highlight": [{"source": "origin", "targets": ["delay"]}]})
+    trace = parse_trace(lookups(info, events=4).to_json())
+    kinds = [e.message["type"] for e in trace.events]
+    assert kinds == ["filters", "details", "details", "highlight"] * 4 + ["clear"]
+    with pytest.raises(ValueError, match="needs details or highlight declared"):
+        lookups(INFO)

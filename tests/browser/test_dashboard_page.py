@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 def test_dragging_a_histogram_brush_filters_the_other_views_as_sql_does(page, served, oracle):
     _, dash = served
     drag(page, "hx", 20, 55)
-    (lo, hi), _ = page.evaluate("window.brushfire.ui.filters.hx")
+    lo, hi = page.evaluate("window.brushfire.ui.filters.hx.interval")
     assert 18 < lo < 22 and 53 < hi < 57  # where the mouse went, in data units
     assert page.evaluate("window.brushfire.ui.metrics.length") > 3  # bars followed the drag
     oracle.brush("hx", (lo, hi))
@@ -42,7 +42,7 @@ def test_click_and_shift_click_select_categorical_bars(page, served, oracle):
     page.mouse.click(x, y)
     page.keyboard.up("Shift")
     page.wait_for_function(IDLE)
-    assert sorted(page.evaluate("window.brushfire.ui.filters.cat")) == sorted([labels[0], labels[2]])
+    assert sorted(page.evaluate("window.brushfire.ui.filters.cat.values")) == sorted([labels[0], labels[2]])
     oracle.select("cat", [labels[0], labels[2]])
     assert_views_match(page, oracle, dash)
     assert selected(page) == sql_count(oracle)
@@ -51,13 +51,14 @@ def test_click_and_shift_click_select_categorical_bars(page, served, oracle):
 def test_rect_brush_on_the_heatmap_and_a_temporal_brush(page, served, oracle):
     _, dash = served
     drag(page, "heat", 10, 80, 0, 90)
-    (xlo, xhi), (ylo, yhi) = page.evaluate("window.brushfire.ui.filters.heat")
+    rect = page.evaluate("window.brushfire.ui.filters.heat.rect")
+    (xlo, xhi), (ylo, yhi) = rect["x"], rect["y"]
     assert xlo < xhi and ylo < yhi
     oracle.brush("heat", (xlo, xhi), (ylo, yhi))
     start = datetime.fromisoformat(dash.store.view("week").labels[3]).timestamp() * 1000
     end = datetime.fromisoformat(dash.store.view("week").labels[9]).timestamp() * 1000
     drag(page, "week", start, end)
-    (tlo, thi), _ = page.evaluate("window.brushfire.ui.filters.week")
+    tlo, thi = page.evaluate("window.brushfire.ui.filters.week.interval")
     assert tlo.startswith("2021-") and thi > tlo  # ISO instants
     oracle.brush("week", (tlo, thi))
     assert_views_match(page, oracle, dash)
@@ -69,7 +70,7 @@ def test_parameter_dropdown_and_clear_all(page, served, oracle):
     page.select_option("select[name=dest]", "CCC")
     page.wait_for_function(IDLE)
     drag(page, "hx", 30, 70)
-    (lo, hi), _ = page.evaluate("window.brushfire.ui.filters.hx")
+    lo, hi = page.evaluate("window.brushfire.ui.filters.hx.interval")
     oracle.set_parameter("dest", "CCC")
     oracle.brush("hx", (lo, hi))
     assert_views_match(page, oracle, dash)
@@ -84,7 +85,7 @@ def test_parameter_dropdown_and_clear_all(page, served, oracle):
 def test_hovering_a_source_bar_highlights_its_share_of_the_targets(page, served, oracle):
     _, dash = served
     drag(page, "hx", 10, 90)  # highlights show within the current filters
-    (lo, hi), _ = page.evaluate("window.brushfire.ui.filters.hx")
+    lo, hi = page.evaluate("window.brushfire.ui.filters.hx.interval")
     oracle.brush("hx", (lo, hi))
     label = dash.store.view("cat").labels[1]
     x, y = to_pixel(page, "cat", label, max(shown(page, "cat")) / 20)
@@ -99,7 +100,7 @@ def test_hovering_a_source_bar_highlights_its_share_of_the_targets(page, served,
 def test_details_table_pages_through_the_selected_rows(page, served, oracle):
     _, dash = served
     drag(page, "hx", 40, 60)
-    (lo, hi), _ = page.evaluate("window.brushfire.ui.filters.hx")
+    lo, hi = page.evaluate("window.brushfire.ui.filters.hx.interval")
     oracle.brush("hx", (lo, hi))
     page.click("[data-action=details]")
     page.wait_for_selector(".bf-table tr:nth-child(2)")
@@ -120,6 +121,27 @@ def test_details_table_pages_through_the_selected_rows(page, served, oracle):
         assert tuple(row[1:]) in allowed_text, row
 
 
+def test_download_rows_saves_the_rows_behind_the_selection(page, served, oracle, tmp_path):
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    _, dash = served
+    drag(page, "hx", 30, 45)
+    lo, hi = page.evaluate("window.brushfire.ui.filters.hx.interval")
+    oracle.brush("hx", (lo, hi))
+    with page.expect_download() as download:
+        page.click("[data-action=download]")
+    assert download.value.suggested_filename == "browse-rows.csv"
+    download.value.save_as(tmp_path / "rows.csv")
+    rows = pcsv.read_csv(tmp_path / "rows.csv")
+    assert rows.num_rows == sql_count(oracle) > 0 and rows.column_names[0] == "rid"
+    page.select_option("select.bf-format", "parquet")
+    with page.expect_download() as download:
+        page.click("[data-action=download]")
+    download.value.save_as(tmp_path / "rows.parquet")
+    assert pq.read_table(tmp_path / "rows.parquet")["rid"].to_pylist() == rows["rid"].to_pylist()
+
+
 def table_rows(page) -> list[list[str]]:
     return page.eval_on_selector_all(
         ".bf-table tr", "trs => trs.slice(1).map(tr => [...tr.children].map(td => td.textContent))")
@@ -129,6 +151,8 @@ def test_record_downloads_a_trace_the_harness_replays(page, served, tmp_path):
     from brushfire.bench.trace import load_trace
 
     _, dash = served
+    page.select_option("select[name=dest]", "CCC")  # the trace starts from this state
+    page.wait_for_function(IDLE)
     page.click("[data-action=record]")
     drag(page, "hx", 20, 50, steps=5)
     page.select_option("select[name=dest]", "BBB")
@@ -138,9 +162,9 @@ def test_record_downloads_a_trace_the_harness_replays(page, served, tmp_path):
     path = tmp_path / "session.json"
     download.value.save_as(path)
     trace = load_trace(path)  # the harness's own validation: format, times, messages
-    assert trace.dashboard == "browse"
+    assert trace.dashboard == "browse" and trace.state == {"dest": {"parameter": "CCC"}}
     kinds = [e.message["type"] for e in trace.events]
     assert kinds.count("brush") >= 2 and kinds[-1] == "parameter"
     assert [e.t for e in trace.events] == sorted(e.t for e in trace.events)
     last_brush = [e.message for e in trace.events if e.message["type"] == "brush"][-1]
-    assert last_brush["interval"] == page.evaluate("window.brushfire.ui.filters.hx")[0]
+    assert last_brush["interval"] == page.evaluate("window.brushfire.ui.filters.hx.interval")

@@ -20,6 +20,7 @@ from pages import (
     IDLE,
     assert_views_match,
     brush_pixels,
+    drag,
     drawn_items,
     formatted,
     scale_pixels,
@@ -85,7 +86,7 @@ def test_a_thousand_categories_are_rows_with_a_top_n_control_and_picking_works(s
     x, y = to_pixel(page, "cluster", 1, labels[3])
     page.mouse.click(x, y)
     page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.cluster")
-    assert page.evaluate("window.brushfire.ui.filters.cluster") == [labels[3]]
+    assert page.evaluate("window.brushfire.ui.filters.cluster") == {"values": [labels[3]]}
     assert page.inner_text("[data-view=cluster] .bf-view-filter") == labels[3]
     oracle.select("cluster", [labels[3]])
     assert_views_match(page, oracle, dash)
@@ -106,7 +107,7 @@ def test_the_keyboard_moves_and_resizes_brushes_and_the_views_equal_sql(stars_pa
     for _ in range(2):
         page.keyboard.press("Shift+ArrowRight")  # one bin wider, each
     page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.mag")
-    assert page.evaluate("window.brushfire.ui.filters.mag") == [[0.5, 3.0], None]
+    assert page.evaluate("window.brushfire.ui.filters.mag") == {"interval": [0.5, 3.0]}
     assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [0.5, 3.0]), abs=0.01)
     # the heatmap's rect brush (its y axis reversed: larger magnitudes further down):
     # right, its lower edge up by 40 cells (Shift moves the far edge), then down by 3
@@ -114,7 +115,8 @@ def test_the_keyboard_moves_and_resizes_brushes_and_the_views_equal_sql(stars_pa
     for key in ["ArrowRight"] * 2 + ["Shift+ArrowUp"] * 40 + ["ArrowDown"] * 3:
         page.keyboard.press(key)
     page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.cmd")
-    (xlo, xhi), (ylo, yhi) = page.evaluate("window.brushfire.ui.filters.cmd")
+    rect = page.evaluate("window.brushfire.ui.filters.cmd.rect")
+    (xlo, xhi), (ylo, yhi) = rect["x"], rect["y"]
     assert (xlo, xhi) == pytest.approx((-0.4, -0.05)) and (ylo, yhi) == pytest.approx((-0.7, 9.4))
     oracle.brush("mag", (0.5, 3.0))
     oracle.brush("cmd", (xlo, xhi), (ylo, yhi))
@@ -133,8 +135,9 @@ def test_filters_set_elsewhere_are_drawn_and_clear_all_removes_them(stars_page, 
     page.evaluate("() => { window.views0 = [...window.brushfire.ui.charts.values()].map(c => c.view); }")
     labels = dash.store.view("cluster").labels
     # as the Jupyter widget's Python side sets them (attached to a server)
-    page.evaluate("""(label) => window.brushfire.ui.setFilters({mag: [2, 6], cmd: [[0.5, 1.5], [2, 8]],
-        cluster: [label], min_parallax: 1.5})""", labels[2])
+    page.evaluate("""(label) => window.brushfire.ui.setFilters({mag: {interval: [2, 6]},
+        cmd: {rect: {x: [0.5, 1.5], y: [2, 8]}}, cluster: {values: [label]}, min_parallax: {parameter: 1.5}})""",
+                  labels[2])
     page.wait_for_function(IDLE)
     assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [2, 6]), abs=0.01)
     cmd = brush_pixels(page, "cmd")
@@ -170,9 +173,10 @@ def test_filters_set_elsewhere_are_drawn_and_clear_all_removes_them(stars_page, 
 
 def test_filters_in_the_address_are_restored_drawn_and_kept(stars_page_at, served_stars, oracle):
     _, dash = served_stars
-    filters = {"mag": [[1, 7.5], None], "cmd": [[0.3, 1.6], [2, 9]], "survey": "gaia"}
+    filters = {"mag": {"interval": [1, 7.5]}, "cmd": {"rect": {"x": [0.3, 1.6], "y": [2, 9]}},
+               "survey": {"parameter": "gaia"}}
     with stars_page_at(f"#filters={quote(json.dumps(filters))}") as page:
-        page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.survey === 'gaia'")
+        page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.survey?.parameter === 'gaia'")
         assert page.evaluate("window.brushfire.ui.filters") == filters
         assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [1, 7.5]), abs=0.01)
         assert page.input_value("select[name=survey]") == "gaia"
@@ -185,6 +189,15 @@ def test_filters_in_the_address_are_restored_drawn_and_kept(stars_page_at, serve
         page.wait_for_function("!decodeURIComponent(location.hash).includes('\"mag\"')")
         assert json.loads(unquote(page.evaluate("location.hash").split("=", 1)[1])) == {
             k: v for k, v in filters.items() if k != "mag"}
+        drag(page, "parallax", 1, 4)  # a new brush: the address follows after a pause
+        page.wait_for_function("decodeURIComponent(location.hash).includes('\"parallax\"')")
+        shared = page.evaluate("location.hash")
+        bars = {v.name: shown(page, v.name) for v in dash.spec.views}
+        state = page.evaluate("window.brushfire.ui.filters")
+    with stars_page_at(shared) as again:  # a reload, or the link shared
+        again.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.parallax")
+        assert again.evaluate("window.brushfire.ui.filters") == state
+        assert {v.name: shown(again, v.name) for v in dash.spec.views} == bars
 
 
 def test_details_and_sliders_show_numbers_by_type(stars_page, served_stars, oracle):
@@ -196,7 +209,7 @@ def test_details_and_sliders_show_numbers_by_type(stars_page, served_stars, orac
     assert float(page.input_value(slider)) == pytest.approx(lo)
     assert page.inner_text(".bf-parameter .bf-readout") == "all"
     page.eval_on_selector(slider, "e => { e.value = '2.5'; e.dispatchEvent(new Event('input')); }")
-    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.min_parallax === 2.5")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.min_parallax?.parameter === 2.5")
     assert page.inner_text(".bf-parameter .bf-readout") == "≥ 2.5"
     assert "bf-inactive" not in page.get_attribute(slider, "class")
     oracle.set_parameter("min_parallax", 2.5)
@@ -232,7 +245,7 @@ def test_views_fill_their_cards_and_follow_the_window(stars_page, served_stars):
     assert columns() == 3
     for v in layout():
         assert abs(v["canvas"] - v["card"]) <= 2, v  # a view takes its card's width
-    page.evaluate("window.brushfire.ui.setFilters({mag: [2, 6]})")
+    page.evaluate("window.brushfire.ui.setFilters({mag: {interval: [2, 6]}})")
     page.wait_for_function(IDLE)
     page.set_viewport_size({"width": 700, "height": 1100})
     page.wait_for_function("""() => [...window.brushfire.ui.charts.values()].every(c =>
@@ -240,7 +253,7 @@ def test_views_fill_their_cards_and_follow_the_window(stars_page, served_stars):
     assert columns() == 1
     # the brush stays on its data interval at the new size
     assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [2, 6]), abs=0.01)
-    assert page.evaluate("window.brushfire.ui.filters.mag") == [[2, 6], None]
+    assert page.evaluate("window.brushfire.ui.filters.mag") == {"interval": [2, 6]}
     page.set_viewport_size({"width": 1400, "height": 1100})
     page.wait_for_function("new Set([...window.brushfire.ui.charts.values()].map(c => Math.round(c.card.getBoundingClientRect().left))).size === 3")
     # the favicon is served (the page fixture also fails on any resource that did not load)

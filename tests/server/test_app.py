@@ -59,7 +59,7 @@ def test_bad_input_keeps_the_connection_and_the_state(server):
             assert ask(ws, bad)["type"] == "error"
         ws.send(b'{"type": "state"}')  # a binary frame is read as UTF-8 text
         state = json.loads(ws.recv(timeout=30))
-        assert state["filters"] == {"hx": [[20, 60], None]}
+        assert state["filters"] == {"hx": {"interval": [20, 60]}}
         assert state["views"]["cat"]["counts"] == first["views"]["cat"]["counts"]
 
 
@@ -68,8 +68,8 @@ def test_concurrent_sessions_stay_separate(server):
     with connect(f"ws://{addr}/ws/proto") as a, connect(f"ws://{addr}/ws/proto") as b:
         ra = ask(a, {"type": "brush", "view": "hx", "interval": [0, 30]})
         rb = ask(b, {"type": "select", "view": "cat", "values": ["c00"]})
-        assert ask(a, {"type": "state"})["filters"] == {"hx": [[0, 30], None]}
-        assert ask(b, {"type": "state"})["filters"] == {"cat": ["c00"]}
+        assert ask(a, {"type": "state"})["filters"] == {"hx": {"interval": [0, 30]}}
+        assert ask(b, {"type": "state"})["filters"] == {"cat": {"values": ["c00"]}}
         assert ra["views"]["cat"]["counts"] == dash.session().brush("hx", (0, 30)).views["cat"].counts
         assert rb["views"]["hx"]["counts"] == dash.session().select("cat", ["c00"]).views["hx"].counts
 

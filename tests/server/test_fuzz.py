@@ -258,4 +258,4 @@ def test_frames_over_the_transport_limit_close_only_their_connection(server):
                     ws.recv(timeout=REPLY_TIMEOUT)
                 assert closed.value.rcvd.code == 1009
         state = json.loads(_ask(bystander, {"type": "state", "id": 2}))
-        assert state["filters"] == {"hx": [[0, 30], None]}
+        assert state["filters"] == {"hx": {"interval": [0, 30]}}

@@ -31,10 +31,10 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 CELLS = [
     'import json, os\nimport brushfire\nw = brushfire.widget(os.environ["BRUSHFIRE_EXAMPLE_SPEC"])\nw',
     "print(json.dumps(w.filters))",
-    'w.filters = {"hour": [6, 12], "destination": "ATL"}\nprint(json.dumps(w.filters))',
+    'w.filters = {"hour": {"interval": [6, 12]}, "destination": {"parameter": "ATL"}}\nprint(json.dumps(w.filters))',
     'remote = brushfire.widget(url=os.environ["BRUSHFIRE_TEST_SERVER"], dashboard="flights")\nremote',
     "print(json.dumps(remote.filters))",
-    'remote.filters = {"distance": [500, 1500]}',
+    'remote.filters = {"distance": {"interval": [500, 1500]}}',
 ]
 UI = "globalThis.brushfireWidgets"
 SERVER_TOKEN = secrets.token_hex(24)  # the attached widget's server requires it
@@ -189,12 +189,12 @@ def test_brushing_in_jupyterlab_filters_the_views_and_python_sees_the_filters(no
     run_cell(page, 0)
     page.wait_for_function(f"{UI}?.length === 1 && {UI}[0].selected !== null", timeout=60_000)
     drag(page, 0, "delay", -15, 35)
-    (lo, hi), _ = page.evaluate(f"{UI}[0].filters.delay")
+    lo, hi = page.evaluate(f"{UI}[0].filters.delay.interval")
     assert -17 < lo < -13 and 33 < hi < 37  # where the mouse went, in minutes
     oracle = Oracle(dash.spec)
     oracle.brush("delay", (lo, hi))
     assert_views_match(page, 0, oracle, dash)
-    assert json.loads(run_cell(page, 1)) == {"delay": [[lo, hi], None]}  # the kernel's w.filters
+    assert json.loads(run_cell(page, 1)) == {"delay": {"interval": [lo, hi]}}  # the kernel's w.filters
     # hovering an origin bar highlights its share of the delay view
     label = dash.store.view("origin").labels[0]
     page.evaluate("([w, name]) => globalThis.brushfireWidgets[w].charts.get(name).view.container()"
@@ -210,7 +210,7 @@ def test_brushing_in_jupyterlab_filters_the_views_and_python_sees_the_filters(no
 def test_filters_set_from_python_update_the_rendered_views(notebook, flights_dash):
     page, dash = notebook, flights_dash
     out = json.loads(run_cell(page, 2))
-    assert out == {"hour": [[6, 12], None], "destination": "ATL"}
+    assert out == {"hour": {"interval": [6, 12]}, "destination": {"parameter": "ATL"}}
     page.wait_for_function(f"{UI}[0].filters.hour && {idle(0)}")
     oracle = Oracle(dash.spec)
     oracle.brush("hour", (6, 12))
@@ -232,14 +232,14 @@ def test_a_widget_attached_to_a_server_mirrors_its_filters_to_python(notebook, f
     run_cell(page, 3)
     page.wait_for_function(f"{UI}?.length === 2 && {UI}[1].selected !== null", timeout=60_000)
     drag(page, 1, "distance", 400, 1800)
-    (lo, hi), _ = page.evaluate(f"{UI}[1].filters.distance")
+    lo, hi = page.evaluate(f"{UI}[1].filters.distance.interval")
     oracle = Oracle(dash.spec)
     oracle.brush("distance", (lo, hi))
     assert_views_match(page, 1, oracle, dash)
-    assert json.loads(run_cell(page, 4)) == {"distance": [[lo, hi], None]}
+    assert json.loads(run_cell(page, 4)) == {"distance": {"interval": [lo, hi]}}
     run_cell(page, 5)  # and from Python to the server's session
-    page.wait_for_function(f"{UI}[1].filters.distance[0][0] === 500 && {idle(1)}")
+    page.wait_for_function(f"{UI}[1].filters.distance.interval[0] === 500 && {idle(1)}")
     oracle.brush("distance", (500, 1500))
     assert_views_match(page, 1, oracle, dash)
-    assert json.loads(run_cell(page, 4)) == {"distance": [[500, 1500], None]}
+    assert json.loads(run_cell(page, 4)) == {"distance": {"interval": [500, 1500]}}
     snap(page, 1, "jupyterlab-attached")

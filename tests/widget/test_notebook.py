@@ -37,12 +37,14 @@ def test_the_example_notebook_runs_top_to_bottom(kernel_env):
     assert "application/vnd.jupyter.widget-view+json" in shown  # the widget, displayed
     assert "engine in this kernel" in shown["text/plain"]
     filters = outputs[1][0]["data"]["text/plain"]
-    assert filters == "{'delay': [[-20, 40], None], 'origin': ['ORD', 'ATL']}"
+    assert filters == "{'delay': {'interval': [-20, 40]}, 'origin': {'values': ['ORD', 'ATL']}}"
     head = outputs[2][0]["data"]["text/html"]
     assert all(c in head for c in ("rid", "date", "delay", "distance", "origin", "destination"))
-    assert outputs[3][0]["data"]["text/plain"] == "{'hour': [[6, 9], None], 'destination': 'LAX'}"
+    assert outputs[3][0]["data"]["text/plain"] == \
+        "{'hour': {'interval': [6, 9]}, 'destination': {'parameter': 'LAX'}}"
     total, ten = json.loads(outputs[4][0]["data"]["text/plain"].replace("(", "[").replace(")", "]"))
     assert total > 10 and ten == 10
+    assert outputs[5][0]["data"]["text/plain"] == "True"  # the rows exported
 
 
 def test_errors_show_as_their_message(tmp_path, kernel_env):

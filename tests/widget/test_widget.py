@@ -10,6 +10,8 @@ from datetime import datetime
 
 import comm
 import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from comm.base_comm import BaseComm
@@ -90,7 +92,7 @@ def test_the_front_end_gets_the_description_and_its_messages_get_protocol_replie
     assert [r["id"] for r in replies] == [m["id"] for m in script]
     assert [drop_ms(r) for r in replies] == [drop_ms(protocol.handle(reference, m)) for m in script]
     assert replies[3]["type"] == "error" and "nope" in replies[3]["message"]
-    want = {"delay": [[-20, 40], None], "origin": ["ORD", "ATL"]}
+    want = {"delay": {"interval": [-20, 40]}, "origin": {"values": ["ORD", "ATL"]}}
     assert w.filters == want and seen[-1] == want
     assert ui.synced("filters")[-1] == want  # the trait travelled to the front end
 
@@ -98,12 +100,14 @@ def test_the_front_end_gets_the_description_and_its_messages_get_protocol_replie
 def test_setting_filters_from_python_updates_the_session_and_sends_the_views(w, flights_dash):
     ui = w.comm
     ui.receive({"type": "brush", "id": 1, "view": "distance", "interval": [100, 900]})
-    w.filters = {"delay": [-20, 40], "origin": ["ORD", "(other)"], "destination": "ATL",
-                 "day": [datetime(2001, 2, 1), datetime(2001, 4, 15)]}
-    want = {"delay": [[-20, 40], None], "origin": ["ORD", "(other)"], "destination": "ATL",
-            "day": [["2001-02-01T00:00:00", "2001-04-15T00:00:00"], None]}
-    assert w.filters == want  # in the replies' format; the distance brush is gone
-    assert protocol.jsonable(w.session.filters) == want
+    w.filters = {"delay": {"interval": [-20, 40]}, "origin": {"values": ["ORD", "(other)"]},
+                 "destination": {"parameter": "ATL"},
+                 "day": {"interval": [datetime(2001, 2, 1), datetime(2001, 4, 15)]}}
+    want = {"delay": {"interval": [-20, 40]}, "origin": {"values": ["ORD", "(other)"]},
+            "destination": {"parameter": "ATL"},
+            "day": {"interval": ["2001-02-01T00:00:00", "2001-04-15T00:00:00"]}}
+    assert w.filters == want  # as the replies carry them; the distance brush is gone
+    assert protocol.filters_json(w.session) == want
     state = ui.custom()[-1]
     assert state["type"] == "state" and state["id"] is None and state["filters"] == want
     oracle = Oracle(flights_dash.spec)
@@ -118,27 +122,30 @@ def test_setting_filters_from_python_updates_the_session_and_sends_the_views(w, 
 
 
 @pytest.mark.parametrize(("bad", "message"), [
-    ({"delay": [0, 10], "speed": [1, 2]}, "no brush or parameter named 'speed'; have: day, delay, destination"),
-    ({"delay": [0, 10], "origin": {"a": 1}},
-     "filters['origin']: select on view 'origin': values[0]: {'a': 1} is not one of the values: 'ORD'"),
-    ({"delay": "wide"}, "filters['delay']: brush.interval"),
-    ({"delay_by_hour": [1, 2]}, "no brush or parameter named 'delay_by_hour'"),
+    ({"delay": {"interval": [0, 10]}, "speed": {"interval": [1, 2]}},
+     "filters.speed: no brushable view or parameter named 'speed'; known: "),
+    ({"delay": {"interval": [0, 10]}, "origin": {"values": [{"a": 1}]}},
+     "filters.origin.values[0]: {'a': 1} is not one of the values: 'ORD'"),
+    ({"delay": {"interval": "wide"}}, "filters.delay.interval: 'wide' is not [lo, hi]"),
+    ({"delay": [0, 10]}, "filters.delay: [0, 10] is not a tagged filter; a filter is one of "),
+    ({"delay_by_hour": {"interval": [1, 2]}}, "filters.delay_by_hour: no brushable view or parameter named"),
 ])
 def test_bad_filters_raise_and_change_nothing(w, bad, message):
-    w.filters = {"hour": [6, 12]}
+    w.filters = {"hour": {"interval": [6, 12]}}
     before = w.session.views()
     sent = len(w.comm.custom())
     with pytest.raises(InteractionError) as e:
         w.filters = bad
     assert message in str(e.value)
-    assert w.filters == {"hour": [[6, 12], None]}
-    assert protocol.jsonable(w.session.filters) == {"hour": [[6, 12], None]}
+    assert w.filters == {"hour": {"interval": [6, 12]}}
+    assert protocol.filters_json(w.session) == {"hour": {"interval": [6, 12]}}
     assert w.session.views() == before
     assert w.comm.custom()[sent:] == []  # the front end keeps showing the same state
 
 
 def test_details_are_the_rows_sql_selects(w, flights_dash):
-    w.filters = {"delay": [10, 60], "origin": ["ORD", "DFW", "LAX"], "hour": [5.5, 13.25]}
+    w.filters = {"delay": {"interval": [10, 60]}, "origin": {"values": ["ORD", "DFW", "LAX"]},
+                 "hour": {"interval": [5.5, 13.25]}}
     oracle = Oracle(flights_dash.spec)
     oracle.brush("delay", (10, 60))
     oracle.select("origin", ["ORD", "DFW", "LAX"])
@@ -157,9 +164,20 @@ def test_details_are_the_rows_sql_selects(w, flights_dash):
     assert len(w.details()) == flights_dash.store.n_rows
 
 
-def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, monkeypatch):
+def test_export_writes_the_rows_behind_the_selection(w, tmp_path):
+    w.filters = {"delay": {"interval": [10, 60]}, "destination": {"parameter": "ATL"}}
+    want = w.details(arrow=True)
+    assert 0 < want.num_rows < 4000
+    assert pq.read_table(w.export(tmp_path / "rows.parquet")).equals(want)
+    csv = pcsv.read_csv(w.export(tmp_path / "rows.txt", format="csv", columns=["delay"]))
+    assert csv.column_names == ["rid", "delay"] and csv["rid"].to_pylist() == want["rid"].to_pylist()
+    with pytest.raises(InteractionError, match="format: 'xls' is not an export format"):
+        w.export(tmp_path / "rows.xls")
+
+
+def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, monkeypatch, tmp_path):
     local = brushfire.widget(flights_dash)
-    local.filters = {"distance": [300, 1200], "destination": "ORD"}
+    local.filters = {"distance": {"interval": [300, 1200]}, "destination": {"parameter": "ORD"}}
     monkeypatch.delenv("BRUSHFIRE_TOKEN", raising=False)
     token = "widget-test-token"
     rules = Security.for_bind("127.0.0.1", token=token, allow_origins=["http://127.0.0.1:8888"])
@@ -175,14 +193,18 @@ def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, 
         assert brushfire.widget(url=f"http://{addr}", dashboard="flights", token=token)._token == token
         monkeypatch.setenv("BRUSHFIRE_TOKEN", token)
         assert brushfire.widget(url=f"http://{addr}", dashboard="flights")._token == token
-        remote.filters = {"distance": [300, 1200], "destination": "ORD"}  # as the front end would mirror them
+        remote.filters = local.filters  # as the front end would mirror them
         rows = remote.details(arrow=True)
-        assert rows.num_rows == local.details(arrow=True).num_rows > 0
-        assert rows["rid"].to_pylist() == local.details(arrow=True)["rid"].to_pylist()
-        assert rows["delay"].to_pylist() == local.details(arrow=True)["delay"].to_pylist()
+        assert rows.num_rows > 0 and rows.equals(local.details(arrow=True))  # as Parquet: types kept
         assert remote.details(limit=3)["rid"].tolist() == rows["rid"].to_pylist()[:3]
-        with pytest.raises(InteractionError, match="no brush or parameter named 'speed'"):
+        assert pq.read_table(remote.export(tmp_path / "remote.parquet")).equals(rows)
+        with pytest.raises(InteractionError, match="filters.speed: no brushable view or parameter named 'speed'"):
+            remote.filters = {"speed": {"interval": [1, 2]}}
+        with pytest.raises(InteractionError, match="filters.speed: \\[1, 2\\] is not a tagged filter"):
             remote.filters = {"speed": [1, 2]}
+        remote.filters = {"distance": {"interval": ["far", 2]}}  # the server checks values ...
+        with pytest.raises(InteractionError, match="filters.distance.interval\\[0\\]: 'far' is not a number"):
+            remote.details()  # ... and says what is wrong
         with pytest.raises(BrushfireError, match="has no dashboard named 'nope'; it has: flights"):
             brushfire.widget(url=f"http://{addr}", dashboard="nope")
     with pytest.raises(BrushfireError, match=f"cannot reach a Brushfire server at http://{addr}"):

@@ -5,7 +5,6 @@ the latency comparison of `brushfire bench`: `duckdb` (re-run each view's SQL on
 
 from __future__ import annotations
 
-from brushfire.baselines.base import BaselineDashboard
 from brushfire.errors import BrushfireError
 
 ENGINES = ("brushfire", "duckdb", "preagg", "lazy")
@@ -16,6 +15,8 @@ def with_engine(dash, engine: str, spark_master: str | None = None):
     BaselineDashboard whose sessions run the baseline (only labels are kept from `dash`)."""
     if engine == "brushfire":
         return dash
+    from brushfire.baselines.base import BaselineDashboard
+
     if engine in ("duckdb", "preagg"):
         try:
             import duckdb  # noqa: F401

@@ -5,24 +5,28 @@ A baseline answers an interaction by running each affected view's group-by with 
 filters that apply to it (`brushfire.sql`); a backend (DuckDB, Spark) runs the queries.
 Bars are numbered as the captured dashboard numbers them, so replies have the same
 shape as Brushfire's. Highlighting is not offered (NotCapturedError).
+
+Sessions implement `engine.api.SessionAPI`; their `store` is a `BaselineStore`: the
+captured dashboard's bars, rows and parameter domains, without the lineage.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from types import SimpleNamespace
-
-import pyarrow as pa
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from brushfire import sql
 from brushfire.bench import pixels
-from brushfire.engine.session import Update, ViewData, find_filter
+from brushfire.engine.api import Update, ViewData, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
 from brushfire.spec import models as m
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Groups = dict[object, tuple[int, float, int]]  # bar key (None: dropped rows) -> (count, sum, non-null)
 
@@ -35,12 +39,35 @@ class Bars:
     total: int  # rows behind the view, dropped ones included
 
 
+@dataclass(frozen=True)
+class BaselineStore:
+    """What a baseline keeps of a captured store (`engine.api.StoreInfo`): each view's
+    bars, the number of rows, and each parameter's domain; no lineage."""
+
+    views: list[ViewLayout]
+    n_rows: int
+    domains: dict[str, tuple[str, list]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, dash) -> BaselineStore:
+        """Copied from a captured dashboard's store (which can then be freed)."""
+        names = [p.name for p in dash.spec.interactions.parameters]
+        return cls(list(dash.store.views), dash.store.n_rows,
+                   {p: dash.store.parameter_domain(p) for p in names})
+
+    def view(self, name: str) -> ViewLayout:
+        return next(v for v in self.views if v.name == name)
+
+    def parameter_domain(self, name: str) -> tuple[str, list]:
+        return self.domains[name]
+
+
 class Backend(ABC):
     """Runs a dashboard's SQL on one engine; shared by all sessions of a dashboard."""
 
     dialect: sql.Dialect = sql.DUCKDB
 
-    def __init__(self, spec: m.Dashboard, layouts: list[ViewLayout]) -> None:
+    def __init__(self, spec: m.DashboardSpec, layouts: list[ViewLayout]) -> None:
         self.spec = spec
         self.layouts = {v.name: v for v in layouts}
         # each categorical view's top values are its bars (as captured)
@@ -94,8 +121,8 @@ class SqlSession:
 
     engine = "sql"
 
-    def __init__(self, backend: Backend, plan: CapturePlan) -> None:
-        self.backend, self.plan, self.spec = backend, plan, plan.dashboard
+    def __init__(self, backend: Backend, plan: CapturePlan, store: BaselineStore) -> None:
+        self.backend, self.plan, self.spec, self.store = backend, plan, plan.dashboard, store
         self._filters: dict[str, Filter] = {f.name: f for f in plan.filters}
         self.preds: dict[str, str] = {}
         self._given: dict[str, object] = {}
@@ -215,18 +242,15 @@ class SqlSession:
 class BaselineDashboard:
     """A captured dashboard's description (labels, plan, parameter values) whose sessions
     are baseline sessions: what the server needs (`session()`, `spec`, `plan`, `name`,
-    `store.views`, `store.n_rows`, `store.parameter_domain`) without the lineage."""
+    `store`: a BaselineStore) without the lineage."""
 
     def __init__(self, dash, backend: Backend, session_class: type[SqlSession]) -> None:
         self.spec, self.plan, self.name = dash.spec, dash.plan, dash.name
-        domains = {p.name: dash.store.parameter_domain(p.name)  # copied: the lineage can go
-                   for p in dash.spec.interactions.parameters}
-        self.store = SimpleNamespace(views=dash.store.views, n_rows=dash.store.n_rows,
-                                     parameter_domain=domains.__getitem__)
+        self.store = BaselineStore.of(dash)  # copied: the lineage can go
         self.backend, self.session_class = backend, session_class
 
     def session(self) -> SqlSession:
-        return self.session_class(self.backend, self.plan)
+        return self.session_class(self.backend, self.plan, self.store)
 
     def warm_up(self) -> float:
         t0 = time.perf_counter()

@@ -11,13 +11,13 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire.baselines.base import Backend, Groups, SqlSession
-from brushfire.engine.session import details_request
+from brushfire.engine.api import details_request
 from brushfire.spec import models as m
 
 READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
 
 
-def connect_source(spec: m.Dashboard, threads: int | None = None,
+def connect_source(spec: m.DashboardSpec, threads: int | None = None,
                    cache_dir: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with table `src`: the source with derived columns and static
     filters applied, in the source's row order (rowid = rid). Derived columns and filters
@@ -47,7 +47,7 @@ def _quote(path: str) -> str:
 
 
 class DuckDBBackend(Backend):
-    def __init__(self, spec: m.Dashboard, layouts, threads: int | None = None) -> None:
+    def __init__(self, spec: m.DashboardSpec, layouts, threads: int | None = None) -> None:
         self.con = connect_source(spec, threads)
         super().__init__(spec, layouts)
 

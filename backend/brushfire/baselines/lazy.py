@@ -19,7 +19,7 @@ TABLE = "brushfire_src"
 class SparkBackend(Backend):
     dialect = sql.SPARK
 
-    def __init__(self, spec: m.Dashboard, layouts, master: str | None = None) -> None:
+    def __init__(self, spec: m.DashboardSpec, layouts, master: str | None = None) -> None:
         self.spark = get_spark(master, app_name="brushfire-lazy-baseline")
         df = read_source(self.spark, spec.source)
         used = sorted({f for v in spec.views for f in m.fields_of(v)}

@@ -21,14 +21,14 @@ import time
 from brushfire import sql
 from brushfire.baselines.duckdb import DuckDBBackend, DuckDBSession
 from brushfire.bench import pixels
-from brushfire.engine.session import Update
+from brushfire.engine.api import Update
 from brushfire.spec import models as m
 
 
 class PreaggBackend(DuckDBBackend):
     """The DuckDB table, plus each interval view's pixel grid."""
 
-    def __init__(self, spec: m.Dashboard, layouts, threads: int | None = None) -> None:
+    def __init__(self, spec: m.DashboardSpec, layouts, threads: int | None = None) -> None:
         super().__init__(spec, layouts, threads)
         self.grids = {v.name: pixels.edges(*pixels.extent(v.type, v.labels)) for v in layouts
                       if v.type in ("histogram", "temporal")}
@@ -98,8 +98,8 @@ class PreaggBackend(DuckDBBackend):
 class PreaggSession(DuckDBSession):
     engine = "preagg"
 
-    def __init__(self, backend: PreaggBackend, plan) -> None:
-        super().__init__(backend, plan)
+    def __init__(self, backend: PreaggBackend, plan, store) -> None:
+        super().__init__(backend, plan, store)
         self.built: tuple | None = None  # (view, the other filters) of pre_<view>
         self.targets: list[str] = []
 

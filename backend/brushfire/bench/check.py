@@ -40,7 +40,7 @@ class CheckResult:
 class Checker:
     """DuckDB over the dashboard's source: the expected bars for given filters."""
 
-    def __init__(self, spec: m.Dashboard, labels: dict[str, list], cache_dir: str | None = None) -> None:
+    def __init__(self, spec: m.DashboardSpec, labels: dict[str, list], cache_dir: str | None = None) -> None:
         self.spec, self.labels = spec, labels
         self.con = connect_source(spec, cache_dir=cache_dir)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]

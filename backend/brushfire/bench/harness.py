@@ -1,6 +1,7 @@
-"""`brushfire bench`: for each engine, start a server (or use a running one), replay a
-trace with K clients, optionally check every update reply against DuckDB, and report
-latencies side by side with Brushfire's ratio to each baseline (JSON, a table, PNGs)."""
+"""`brushfire bench`: for each engine, start a server (or use a running one, or with
+--in-process none: the engine in this process), replay a trace with K clients, optionally
+check every update reply against DuckDB, and report latencies side by side with
+Brushfire's ratio to each baseline (JSON, a table, PNGs)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,18 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from brushfire import selection
 from brushfire.baselines import ENGINES
 from brushfire.bench import report, workloads
-from brushfire.bench.replay import ReplayError, replay, ws_url
 from brushfire.bench.trace import Trace, load_trace, save_trace, subsample
 from brushfire.errors import BrushfireError
+
+# the WebSocket client (websockets) is imported when a replay runs: `brushfire validate`
+# builds this command's options too, and stays light
 
 
 class BenchError(BrushfireError):
@@ -50,11 +54,17 @@ def add_arguments(p) -> None:
     what.add_argument("--views", help="comma-separated views for slide / multi / human (default: all)")
     what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human")
     what.add_argument("--events", type=int, default=None,
-                      help="events of multi, clicks, params, human (default 600, 200, 100, 50000)")
+                      help="events of multi, clicks, params, human, lookups (default 600, 200, 100, "
+                           "50000, 20)")
     what.add_argument("--limit", type=int, default=None,
                       help="replay at most N events, evenly spaced over the trace")
+    what.add_argument("--state", help="start every session from this selection state: tagged "
+                                      "filters as JSON text or a JSON file (docs/trace.md)")
     what.add_argument("--save-trace", help="write the trace replayed to this file")
     how = p.add_argument_group("how")
+    how.add_argument("--in-process", action="store_true",
+                     help="no server: open the dashboard here and send every message straight to "
+                          "protocol.handle (the engine's latency without the network; needs --spec)")
     how.add_argument("--clients", type=int, default=1, help="concurrent clients (sessions)")
     how.add_argument("--paced", action="store_true",
                      help="send at the recorded times without waiting (default: next after reply)")
@@ -82,6 +92,9 @@ def run(args) -> int:
     if not args.url and unknown:
         msg = f"unknown engine {unknown[0]!r}; engines: {', '.join(ENGINES)} (or all)"
         raise BenchError(msg)
+    if args.in_process and (args.url or not args.spec or args.paced):
+        msg = "--in-process opens --spec here: not with --url or --paced"
+        raise BenchError(msg)
     if args.clients < 1 or args.check_every < 1:
         msg = "--clients and --check-every must be at least 1"
         raise BenchError(msg)
@@ -94,11 +107,14 @@ def run(args) -> int:
     failures: dict[str, str] = {}  # engine -> why its run failed (with its server's log)
     for engine in engines:
         try:
-            with _server(args, engine) as url:
-                name = given.dashboard if given else _only_dashboard(url)
-                description = _get_json(url, f"/api/dashboards/{name}")
+            with _target(args, engine) as (play, description):
+                name = description["name"]
+                if given and given.dashboard != name:
+                    msg = f"the trace is of dashboard {given.dashboard!r}, not {name!r}"
+                    raise BenchError(msg)
                 if trace is None:
-                    trace = subsample(given or _generate(args, description), args.limit)
+                    trace = _with_state(subsample(given or _generate(args, description), args.limit),
+                                        args.state)
                     if args.save_trace:
                         print(f"trace written to {save_trace(trace, args.save_trace)}")
                 print(f"{engine}: replaying {len(trace.events)} events of {name} "
@@ -106,9 +122,9 @@ def run(args) -> int:
                       f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
                 if args.warmup:  # untimed, on its own session: loads code paths, not session state
                     warm = subsample(trace, args.warmup)
-                    asyncio.run(replay(url, Trace(warm.dashboard, warm.events[:args.warmup])))
+                    play(Trace(warm.dashboard, warm.events[:args.warmup]), 1, False)
                 load_before = os.getloadavg()
-                result = asyncio.run(replay(url, trace, args.clients, args.paced, keep_replies=args.check))
+                result = play(trace, args.clients, args.check)
                 load_after = os.getloadavg()
         except BrushfireError as e:  # this engine failed; the others still run and are reported
             failures[engine] = str(e)
@@ -185,6 +201,21 @@ def _generate(args, description: dict) -> Trace:
         raise BenchError(msg) from None
 
 
+def _with_state(trace: Trace, state: str | None) -> Trace:
+    """`trace` starting from the selection state `state` (JSON text, or a file of it)."""
+    if state is None:
+        return trace
+    text = Path(state).read_text(encoding="utf-8") if not state.lstrip().startswith("{") else state
+    try:
+        parsed = selection.to_json(selection.parse_state(json.loads(text), "--state"))
+    except ValueError as e:
+        msg = f"--state: not valid JSON: {e}"
+        raise BenchError(msg) from None
+    except selection.SelectionError as e:
+        raise BenchError(str(e)) from None
+    return replace(trace, state=parsed)
+
+
 def _checker(args, description: dict):
     try:
         from brushfire.bench.check import Checker
@@ -204,9 +235,55 @@ def _checker(args, description: dict):
 
 
 @contextlib.contextmanager
-def _server(args, engine: str) -> Iterator[str]:
+def _target(args, engine: str):
+    """(play(trace, clients, keep_replies) -> ReplayResult, the dashboard's description):
+    over WebSockets to a server (--url, or one started for `engine`), or in this process."""
+    if args.in_process:
+        from brushfire.bench.local import replay_in_process
+        from brushfire.describe import describe_dashboard
+
+        served = _open_here(args, engine)
+        yield (lambda trace, clients, keep: replay_in_process(served, trace, clients, keep),
+               describe_dashboard(_open_here(args, "brushfire")))
+        return
+    from brushfire.bench.replay import replay
+
+    with serve(args, engine) as url:
+        name = _only_dashboard(url) if not args.trace else load_trace(args.trace).dashboard
+        description = _get_json(url, f"/api/dashboards/{name}")
+        yield (lambda trace, clients, keep: asyncio.run(replay(url, trace, clients, args.paced,
+                                                               keep_replies=keep)), description)
+
+
+_opened: dict = {}  # (spec, engine) -> the dashboard served in this process
+
+
+def _open_here(args, engine: str):
+    """The dashboard of --spec as `engine` serves it, opened once in this process."""
+    key = (args.spec, engine)
+    if key not in _opened:
+        from brushfire.baselines import with_engine
+        from brushfire.dashboard import DEFAULT_CACHE, Dashboard
+
+        if (args.spec, "brushfire") not in _opened:
+            dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                                  spark_master=args.spark_master)
+            dash.warm_up()
+            _opened[(args.spec, "brushfire")] = dash
+        served = with_engine(_opened[(args.spec, "brushfire")], engine, args.spark_master)
+        if engine != "brushfire":
+            served.warm_up()
+        _opened[key] = served
+    return _opened[key]
+
+
+
+@contextlib.contextmanager
+def serve(args, engine: str) -> Iterator[str]:
     """The URL of a server for `engine`: --url, or a bench server started on a free port
     (in its own process) and stopped afterwards."""
+    from brushfire.bench.replay import ReplayError
+
     if args.url:
         yield args.url
         return
@@ -290,8 +367,10 @@ def _meta(args, trace: Trace, description: dict, engines: list[str]) -> dict:
         "dashboard": trace.dashboard, "rows": description.get("rows"),
         "trace": {"events": len(trace.events), **trace.meta},
         "engines": engines, "clients": args.clients, "paced": args.paced,
+        "in_process": bool(getattr(args, "in_process", False)),
         "warmup": args.warmup, "check_every": args.check_every if args.check else None,
-        "spec": args.spec, "url": args.url or None, "ws": ws_url(args.url, trace.dashboard) if args.url else None,
+        "spec": args.spec, "url": args.url or None,
+        "ws": f"{args.url.rstrip('/')}/ws/{trace.dashboard}" if args.url else None,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
                     "platform": platform.platform()},
@@ -315,4 +394,4 @@ def _git_commit() -> str | None:
     return None
 
 
-__all__ = ["BenchError", "ReplayError", "add_arguments", "run"]
+__all__ = ["BenchError", "add_arguments", "run", "serve"]

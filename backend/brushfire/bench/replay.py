@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from websockets.asyncio.client import connect
@@ -40,6 +41,7 @@ class Record:
     engine_ms: float | None = None  # the server's own compute time (`ms` of the reply)
     selected: int | None = None
     error: str | None = None
+    methods: str | None = None  # how the views were computed, e.g. "cube:4,base:1"
 
 
 @dataclass
@@ -78,17 +80,36 @@ def _connect(target: str):
     return connect(target, max_size=None, ping_interval=None, open_timeout=30)
 
 
+async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
+    """Set the trace's starting state (untimed) before its first event."""
+    message = trace.start_message()
+    if message is None:
+        return
+    await ws.send(json.dumps({**message, "id": "start"}))
+    while True:
+        reply = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if reply.get("id") == "start" or (reply.get("type") == "error" and reply.get("id") is None):
+            break
+    if reply.get("type") == "error":
+        msg = f"{target}: the trace's starting state was refused: {reply.get('message')}"
+        raise ReplayError(msg)
+
+
 def _record(client: int, index: int, message: dict, sent: float, received: float, reply: dict,
             t0: float) -> Record:
+    methods = reply.get("methods")
+    counts = Counter(methods.values()) if isinstance(methods, dict) else None
     return Record(client, index, kind_of(message), sent - t0, reply.get("type", "?"),
                   (received - sent) * 1e3, reply.get("ms"), reply.get("selected"),
-                  reply.get("message") if reply.get("type") == "error" else None)
+                  reply.get("message") if reply.get("type") == "error" else None,
+                  ",".join(f"{k}:{counts[k]}" for k in sorted(counts)) if counts else None)
 
 
 async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
     records, replies = [], []
     try:
         async with _connect(target) as ws:
+            await _start(ws, trace, target, timeout)
             for i, ev in enumerate(trace.events):
                 text = json.dumps({**ev.message, "id": i})
                 sent = time.perf_counter()
@@ -116,6 +137,8 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
     sent: dict[int, float] = {}
     try:
         async with _connect(target) as ws:
+            await _start(ws, trace, target, timeout)
+
             async def sender() -> None:
                 start = time.perf_counter()
                 for i, ev in enumerate(trace.events):

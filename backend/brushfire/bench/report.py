@@ -48,7 +48,20 @@ def summarize(records: list[Record], seconds: float) -> dict:
         "seconds": seconds,
         "throughput_per_s": len(answered) / seconds if seconds > 0 else None,
         "first_errors": [r.error for r in records if r.error][:3],
+        "methods": method_share([r.methods for r in answered if r.methods]),
     }
+
+
+def method_share(keys: list[str]) -> dict[str, float]:
+    """Share of view updates answered by each method (`Update.methods`), from records'
+    "cube:4,base:1" keys."""
+    counts: dict[str, int] = defaultdict(int)
+    for key in keys:
+        for part in key.split(","):
+            name, n = part.rsplit(":", 1)
+            counts[name] += int(n)
+    total = sum(counts.values()) or 1
+    return {k: counts[k] / total for k in sorted(counts)}
 
 
 def ratios(summaries: dict[str, dict], reference: str = "brushfire") -> dict[str, dict]:

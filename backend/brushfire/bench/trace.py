@@ -6,8 +6,9 @@
 
 `t` is milliseconds since the session started (a number >= 0, never decreasing);
 `message` is a client message of docs/protocol.md. A message's `id` is ignored: the
-replayer numbers the messages itself to match replies. A bad trace is rejected with the
-file, the event and what is wrong.
+replayer numbers the messages itself to match replies. A trace may start from a
+selection state (`"state"`: tagged filters, brushfire/selection.py), set before the
+first event. A bad trace is rejected with the file, the event and what is wrong.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brushfire import protocol
+from brushfire import selection
 from brushfire.errors import BrushfireError
 
 FORMAT = "brushfire-trace"
 VERSION = 1
-TOP_KEYS = {"format", "version", "dashboard", "events", "meta"}
+TOP_KEYS = {"format", "version", "dashboard", "events", "meta", "state"}
 
 
 class TraceError(BrushfireError):
@@ -40,13 +41,21 @@ class Trace:
     dashboard: str
     events: tuple[Event, ...]
     meta: dict = field(default_factory=dict)  # free-form: workload, seed, recorder
+    state: dict = field(default_factory=dict)  # the selection state the session starts from
 
     def to_json(self) -> dict:
-        out = {"format": FORMAT, "version": VERSION, "dashboard": self.dashboard,
-               "events": [{"t": e.t, "message": e.message} for e in self.events]}
+        out = {"format": FORMAT, "version": VERSION, "dashboard": self.dashboard}
+        if self.state:
+            out["state"] = self.state
+        out["events"] = [{"t": e.t, "message": e.message} for e in self.events]
         if self.meta:
             out["meta"] = self.meta
         return out
+
+    def start_message(self) -> dict | None:
+        """The `filters` message setting the starting state (None: the trace starts from
+        no filters)."""
+        return {"type": "filters", "filters": self.state} if self.state else None
 
 
 def parse_trace(data: object, where: str = "trace") -> Trace:
@@ -66,9 +75,16 @@ def parse_trace(data: object, where: str = "trace") -> Trace:
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         _fail(where, "meta", "must be an object")
+    state = data.get("state", {})
+    try:
+        state = selection.to_json(selection.parse_state(state, "state"))
+    except selection.SelectionError as e:
+        _fail(where, "", str(e))
     events = data.get("events")
     if not isinstance(events, list):
         _fail(where, "events", "must be a list of {t, message} objects")
+    from brushfire import protocol  # the server's own validation of messages
+
     out, last = [], 0.0
     for i, ev in enumerate(events):
         at = f"events[{i}]"
@@ -89,7 +105,7 @@ def parse_trace(data: object, where: str = "trace") -> Trace:
         except protocol.ProtocolError as e:
             _fail(where, f"{at}.message", f"{e} (message: {json.dumps(message)[:200]})")
         out.append(Event(t, {k: v for k, v in message.items() if k != "id"}))
-    return Trace(dashboard, tuple(out), meta)
+    return Trace(dashboard, tuple(out), meta, state)
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -127,33 +143,19 @@ def subsample(trace: Trace, limit: int | None) -> Trace:
     picks = {int(i * step) for i in range(limit)}
     picks |= {i for i, e in enumerate(trace.events) if e.message["type"] != "brush"}
     kept = tuple(trace.events[i] for i in sorted(picks))
-    return Trace(trace.dashboard, kept, {**trace.meta, "subsample": f"{len(kept)} of {n} events"})
+    return Trace(trace.dashboard, kept, {**trace.meta, "subsample": f"{len(kept)} of {n} events"},
+                 trace.state)
 
 
 def filters_before(trace: Trace) -> list[dict]:
-    """For each event, the filters its message meets: what the messages before it left
-    active, keyed by view or parameter name — a brush's interval (`[[lo, hi], [ylo, yhi]]`
-    for a rect), a select's values, a parameter's value. Clears remove one or all; a
-    parameter set to None is inactive. For reading replays (which events were slow, and
-    among which filters); the server's own state is what replies report."""
-    out, active = [], {}
+    """For each event, the filters its message meets, in the tagged form
+    (brushfire/selection.py): the trace's starting state, then what the messages before
+    it left active. For reading replays (which events were slow, and among which
+    filters); the server's own state is what replies report."""
+    out, active = [], dict(trace.state)
     for e in trace.events:
-        out.append(dict(active))
-        m = e.message
-        if m["type"] == "brush":
-            active[m["view"]] = [m["interval"], m["y"]] if m.get("y") is not None else m["interval"]
-        elif m["type"] == "select":
-            active[m["view"]] = list(m["values"])
-        elif m["type"] == "parameter":
-            if m["value"] is None:
-                active.pop(m["name"], None)
-            else:
-                active[m["name"]] = m["value"]
-        elif m["type"] == "clear":
-            if m.get("view") is None:
-                active = {}
-            else:
-                active.pop(m["view"], None)
+        out.append(active)
+        active = selection.apply_message(active, e.message)
     return out
 
 

@@ -9,7 +9,10 @@
 - clicks: selects on categorical views: single bars, and shift-click style growing and
           shrinking sets of bars ('(other)' included);
 - params: dropdown parameter changes while a brush is held;
-- human:  how people brush a crossfilter dashboard of many views (below).
+- human:  how people brush a crossfilter dashboard of many views (below);
+- lookups: lineage queries (details pages, linked highlighting) among random filters.
+`fixed_state` makes a selection state of brushes held at random places, for a trace to
+start from (`brushfire bench --state`; perf/bench_engine.py slides among them).
 The brush edges of slide, multi and params lie on pixel edges (`pixels.edges`); human's
 lie anywhere, as a real pointer's do.
 
@@ -86,13 +89,16 @@ class DashboardInfo:
     name: str
     views: tuple[ViewInfo, ...]
     parameters: tuple[ParameterInfo, ...]
+    highlight_sources: tuple[str, ...] = ()
+    details: bool = False  # details on demand declared
 
     @classmethod
     def from_description(cls, d: dict) -> DashboardInfo:
         views = tuple(ViewInfo(v["name"], v["type"], v["brush"], v["labels"]) for v in d["views"])
         params = tuple(ParameterInfo(p["name"], p["widget"], p.get("values"), p.get("range"))
                        for p in d["parameters"])
-        return cls(d["name"], views, params)
+        sources = tuple(dict.fromkeys(h["source"] for h in d.get("highlight") or ()))
+        return cls(d["name"], views, params, sources, bool(d.get("details")))
 
     def interval_views(self, names: list[str] | None = None) -> list[ViewInfo]:
         out = [v for v in self.views if v.brush == "interval" and v.labels
@@ -503,5 +509,48 @@ def human(info: DashboardInfo, *, seed: int = 7, events: int = 50_000,
                  {"workload": "human", "seed": seed, "pixels": n_pixels, "max_brushes": max_brushes})
 
 
+def fixed_state(info: DashboardInfo, *, brushes: int = 2, points: int = 0, exclude: str | None = None,
+                seed: int = 7, n_pixels: int = pixels.PIXELS) -> dict:
+    """A selection state (tagged filters) of `brushes` interval brushes, 15-50 % of their
+    view wide, on pixel edges, on interval views other than `exclude`; plus, with
+    `points`, that many of the ten busiest bars of the first categorical view."""
+    rng = random.Random(seed)
+    views = [v for v in info.interval_views() if v.name != exclude]
+    state: dict = {}
+    for view in sorted(rng.sample(views, min(brushes, len(views))), key=views.index):
+        width = rng.randint(int(0.15 * n_pixels), n_pixels // 2)
+        a = rng.randint(0, n_pixels - width)
+        state[view.name] = {"interval": brush_message(view, grid_of(view, n_pixels), a, a + width)["interval"]}
+    categorical = [v for v in info.views if v.brush == "points" and v.labels]
+    if points and categorical:
+        busiest = [x for x in categorical[0].labels if x != "(other)"][:10]
+        state[categorical[0].name] = {"values": sorted(rng.sample(busiest, min(points, len(busiest))))}
+    return state
+
+
+def lookups(info: DashboardInfo, *, seed: int = 7, events: int = 20) -> Trace:
+    """Lineage queries among filters, `events` rounds of: a random state (a `filters`
+    message: one brush, or three and a categorical pick), the first and the next details
+    page, and a highlight from two bars of each highlight source."""
+    if not info.details and not info.highlight_sources:
+        msg = "the lookups workload needs details or highlight declared"
+        raise ValueError(msg)
+    rng = random.Random(seed)
+    clock = _Clock()
+    sources = {v.name: v for v in info.views if v.name in info.highlight_sources}
+    for i in range(events):
+        state = fixed_state(info, brushes=1 if i % 2 == 0 else 3, points=0 if i % 2 == 0 else 3,
+                            seed=rng.randrange(2**31))
+        clock.add({"type": "filters", "filters": state}, PAUSE_MS)
+        if info.details:
+            clock.add({"type": "details", "page": 0}, CLICK_MS)
+            clock.add({"type": "details", "page": 1}, CLICK_MS)
+        for name, view in sources.items():
+            bars = sorted(rng.sample(range(len(view.labels)), min(2, len(view.labels))))
+            clock.add({"type": "highlight", "source": name, "bars": bars}, CLICK_MS)
+    clock.add({"type": "clear"}, PAUSE_MS)
+    return Trace(info.name, tuple(clock.events), {"workload": "lookups", "seed": seed})
+
+
 WORKLOADS: dict[str, Callable[..., Trace]] = {"slide": slide, "multi": multi, "clicks": clicks,
-                                               "params": params, "human": human}
+                                               "params": params, "human": human, "lookups": lookups}

@@ -40,7 +40,7 @@ log = logging.getLogger("brushfire.spec")
 Warn = Callable[[str], None]
 
 
-def analyze_source(spark, dash: m.Dashboard, warn: Warn | None = None):
+def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
     """The source as a DataFrame (derived columns added, static filters applied), every
     part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
     at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger)."""
@@ -76,7 +76,7 @@ def analyze_source(spark, dash: m.Dashboard, warn: Warn | None = None):
     return df
 
 
-def materialize_source(dash: m.Dashboard, cache_dir: str | Path, spark=None) -> list[str]:
+def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None) -> list[str]:
     """The source's rows as Spark computes them (derived columns added, static filters
     applied, in capture's row order) as Parquet files under `cache_dir`, written once per
     source version and spec source (the entry is reused while both are unchanged).
@@ -113,13 +113,13 @@ def materialize_source(dash: m.Dashboard, cache_dir: str | Path, spark=None) -> 
 # --- Spark's errors, at the spec's keys -------------------------------------------------
 
 
-def _at(dash: m.Dashboard, loc: tuple, what: str) -> Callable[[str], BrushfireError]:
+def _at(dash: m.DashboardSpec, loc: tuple, what: str) -> Callable[[str], BrushfireError]:
     def make(text: str) -> BrushfireError:
         return _spec_error(dash, loc, f"{what}: {text}", _analysis_hint(text))
     return make
 
 
-def _spec_error(dash: m.Dashboard, loc: tuple, msg: str, hint: str = "") -> SpecError:
+def _spec_error(dash: m.DashboardSpec, loc: tuple, msg: str, hint: str = "") -> SpecError:
     from brushfire.spec.loader import _line, _render
 
     lines = getattr(dash, "_lines", {})

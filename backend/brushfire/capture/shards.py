@@ -45,7 +45,7 @@ class ShardSummary:
     files: dict[str, dict]  # file -> {"size": bytes, "crc32": int}
 
 
-def build_partition(batches: Iterable[pa.RecordBatch], layout: Layout, dash: m.Dashboard,
+def build_partition(batches: Iterable[pa.RecordBatch], layout: Layout, dash: m.DashboardSpec,
                     shard_rows: int, shards_dir: str, pid: int) -> list[ShardSummary]:
     """Turn one partition's rows into shards of at most `shard_rows` rows, written to
     `shards_dir/<pid>-<seq>`. A task attempt writes into a private directory and renames
@@ -111,7 +111,7 @@ class _Rows:
         return self._numbers[field]
 
 
-def shard_arrays(table: pa.Table, layout: Layout, dash: m.Dashboard) -> dict[str, np.ndarray]:
+def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict[str, np.ndarray]:
     """Every per-row array of one shard, and its partial aggregates (keys 'partial.*')."""
     rows = _Rows(table)
     n, bsize = rows.n, layout.block_rows
@@ -260,7 +260,7 @@ def _first_us(vl: ViewLayout) -> int | None:
     return int(np.datetime64(vl.labels[0].replace("+00:00", ""), "us").astype(np.int64))
 
 
-def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.Dashboard,
+def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.DashboardSpec,
               rows: _Rows) -> np.ndarray:
     """Bar per row in 0..nbars (nbars = dropped), as the engine reads it."""
     if v.code_dims:
@@ -280,7 +280,7 @@ def view_measure(v: ViewLayout, layout: Layout, keys: np.ndarray, meas: np.ndarr
     return None
 
 
-def write_shard(table: pa.Table, layout: Layout, dash: m.Dashboard, directory: Path) -> dict:
+def write_shard(table: pa.Table, layout: Layout, dash: m.DashboardSpec, directory: Path) -> dict:
     """Write one shard's files into `directory`; returns {file: {size, crc32}}."""
     directory.mkdir(parents=True)
     arrays = shard_arrays(table, layout, dash)

@@ -231,7 +231,7 @@ def _quantiles(df, cols: list[str], k: int) -> dict[str, pa.Table]:
             for i, c in enumerate(cols)}
 
 
-def shard_job(df, columns: list[str], layout: Layout, dash: m.Dashboard, shard_rows: int,
+def shard_job(df, columns: list[str], layout: Layout, dash: m.DashboardSpec, shard_rows: int,
               shards_dir: str, progress: Progress) -> list:
     """Job 2: every partition's rows turned into lineage shards by the executors
     (capture/shards.py), written into `shards_dir`; returns the shards' summaries."""
@@ -254,7 +254,7 @@ def shard_job(df, columns: list[str], layout: Layout, dash: m.Dashboard, shard_r
     return [s for r in rows for s in pickle.loads(r["payload"])]
 
 
-def run_base_queries(df, dash: m.Dashboard) -> tuple[float, dict[str, dict]]:
+def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]:
     """Each view's plain aggregate query on Spark, one job per view, as a dashboard
     without lineage would run them. Returns (seconds, {view: {key: (count, sum)}}) with
     key = bar number (histogram, heatmap), bar start in UTC microseconds (temporal) or

@@ -1,19 +1,26 @@
-"""The engine's contract: what every session answers (Brushfire's, and the baselines'
-behind the same server), its result types, and the request checks they share.
+"""The engine's contract: what every session answers (Brushfire's, and
+the baselines' behind the same server), its result types, and the request checks they
+share.
 
-`protocol.handle` talks to any object with the `SessionAPI` methods; `Update` and
-`ViewData` are what they return.
+`protocol.handle` talks to any `SessionAPI`; `Update` and `ViewData` are what it returns.
+A session's `store` is a `StoreInfo`: what clients need to know about the dashboard's
+data without any lineage (bars of each view, rows, parameter domains). Sessions over
+per-row lineage are also `LineageAPI`s: the rows behind the selection, by rid.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.plan import CapturePlan, Filter
+
+if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` stays light
+    import numpy as np
+    import pyarrow as pa
+
+    from brushfire.lineage.layout import ViewLayout
+    from brushfire.plan import CapturePlan, Filter
 
 
 @dataclass
@@ -35,8 +42,28 @@ class Update:
     seconds: float = 0.0
 
 
+class StoreInfo(Protocol):
+    """What every session's `store` tells about the dashboard's data: each view's bars
+    (`views[i].name`, `.labels`, `.nbars`), the rows, and each parameter's domain:
+    ('values', choices) of a dropdown, ('range', [lo, hi]) of a slider (times as ISO)."""
+
+    n_rows: int
+
+    @property
+    def views(self) -> list[ViewLayout]: ...
+    def parameter_domain(self, name: str) -> tuple[str, list]: ...
+
+
+@runtime_checkable
 class SessionAPI(Protocol):
-    """One user's filter state over a dashboard."""
+    """One user's filter state over a dashboard.
+
+    `filters` holds the active filters as they were given, by kind: an interval or rect
+    brush's `(interval, y)`, a select's values, a parameter's value
+    (`brushfire.selection.state_json` turns it into the tagged form replies carry)."""
+
+    plan: CapturePlan
+    store: StoreInfo
 
     def brush(self, view: str, interval, y=None) -> Update: ...
     def select(self, view: str, values: list) -> Update: ...
@@ -50,6 +77,21 @@ class SessionAPI(Protocol):
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table: ...
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]: ...
+
+
+class LineageStoreAPI(StoreInfo, Protocol):
+    def take(self, rids: np.ndarray, columns: list[str]) -> pa.Table: ...
+
+
+@runtime_checkable
+class LineageAPI(SessionAPI, Protocol):
+    """A session over per-row lineage: the rids behind bars or the current selection, in
+    rid order (`offset` / `limit` page), and the store's rows by rid."""
+
+    store: LineageStoreAPI
+
+    def backward_rids(self, view: str | None = None, bars: list[int] | None = None,
+                      offset: int = 0, limit: int | None = None) -> np.ndarray: ...
 
 
 def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:

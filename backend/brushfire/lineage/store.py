@@ -32,7 +32,7 @@ import pyarrow as pa
 from brushfire.errors import CacheError, CaptureError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
-from brushfire.spec.models import Dashboard
+from brushfire.spec.models import DashboardSpec
 from brushfire.values import format_instant
 
 FORMAT_VERSION = 6  # 6: sharded store written by executors (dims, block-local indexes)
@@ -67,7 +67,7 @@ class Shard:
 
 @dataclass
 class LineageStore:
-    dashboard: Dashboard
+    dashboard: DashboardSpec
     layout: Layout
     shards: list[Shard]
     n_rows: int
@@ -208,7 +208,7 @@ def source_fingerprint(path: str) -> str:
 DISPLAY_ONLY = ("title", "scale", "reverse")  # how a view is drawn, never what it counts
 
 
-def spec_hash(dash: Dashboard) -> str:
+def spec_hash(dash: DashboardSpec) -> str:
     """A hash of what the spec asks to capture: titles and display options (scale,
     reverse) left out, so editing them keeps the cache; keys sorted, so the order of a
     mapping in the YAML does not matter."""
@@ -219,14 +219,14 @@ def spec_hash(dash: Dashboard) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
 
-def cache_key(dash: Dashboard, fingerprint: str, config=None) -> str:
+def cache_key(dash: DashboardSpec, fingerprint: str, config=None) -> str:
     """The entry's key: format, spec, source and the capture's sizes (CaptureConfig)."""
     sizes = json.dumps(asdict(config or CaptureConfig()), sort_keys=True)
     text = f"{FORMAT_VERSION}|{spec_hash(dash)}|{fingerprint}|{sizes}"
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def entry_dir(cache_dir: str | Path, dash: Dashboard, fingerprint: str, config=None) -> Path:
+def entry_dir(cache_dir: str | Path, dash: DashboardSpec, fingerprint: str, config=None) -> Path:
     return Path(cache_dir) / f"{dash.name}-{cache_key(dash, fingerprint, config)}"
 
 
@@ -234,7 +234,7 @@ def entry_dir(cache_dir: str | Path, dash: Dashboard, fingerprint: str, config=N
 
 
 def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
-             dash: Dashboard, key: str, progress=None) -> dict:
+             dash: DashboardSpec, key: str, progress=None) -> dict:
     """Finish a cache entry whose shards the executors wrote into `staging/shards`: sum
     the shards' partial results into the global arrays and write them; returns the
     manifest for `write_manifest` (written last). Only the shards in `summaries` (the
@@ -355,7 +355,7 @@ def _remove(p: Path) -> None:
 # --- load --------------------------------------------------------------------------------
 
 
-def load_store(directory: str | Path, dash: Dashboard, key: str | None = None,
+def load_store(directory: str | Path, dash: DashboardSpec, key: str | None = None,
                verify: bool = True) -> LineageStore:
     """Load a cache entry, checking its key (when given), every file's size and CRC32;
     CacheError if it is not sound. Arrays are memory-mapped."""
@@ -414,7 +414,7 @@ def _all_files(directory: Path, meta: dict) -> list[tuple[Path, dict]]:
     return out
 
 
-def _store_from(directory: Path, meta: dict, dash: Dashboard) -> LineageStore:
+def _store_from(directory: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     def arr(name: str) -> np.ndarray:
         return np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False)
 

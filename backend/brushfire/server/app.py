@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
-from brushfire import protocol
+from brushfire import export, protocol
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
+from brushfire.errors import BrushfireError
 from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
 
@@ -89,6 +90,29 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
         if host.dashboard is None:
             return host.status_json()
         return host.status_json() | describe_dashboard(host.dashboard)
+
+    @app.get("/api/dashboards/{name}/rows")
+    def rows(name: str, filters: str = "{}", format: str = "csv", columns: str | None = None,
+             limit: int | None = None):
+        """The rows behind a selection (`filters`: the tagged state, JSON), streamed as CSV
+        or Parquet: backward lineage on a session of its own."""
+        host = _get(hosts, name)
+        if host.dashboard is None:
+            return JSONResponse({"detail": f"dashboard {name!r} is {host.status}"}, status_code=409)
+        try:
+            state = protocol.decode(filters)
+        except protocol.ProtocolError as e:
+            return JSONResponse({"detail": f"filters: {e}"}, status_code=400)
+        session = host.dashboard.session()
+        reply = protocol.handle(session, {"type": "filters", "filters": state})
+        if reply["type"] == "error":
+            return JSONResponse({"detail": reply["message"]}, status_code=400)
+        try:
+            chunks = export.stream(session, format, columns.split(",") if columns else None, limit)
+        except BrushfireError as e:
+            return JSONResponse({"detail": str(e)}, status_code=400)
+        headers = {"Content-Disposition": f'attachment; filename="{name}-rows.{format}"'}
+        return StreamingResponse(chunks, media_type=export.FORMATS[format], headers=headers)
 
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:

@@ -25,7 +25,7 @@ class HostedDashboard:
     request handlers; each is a single attribute assignment, so readers see whole values.
     """
 
-    def __init__(self, spec: m.Dashboard, dashboard: Dashboard | None = None) -> None:
+    def __init__(self, spec: m.DashboardSpec, dashboard: Dashboard | None = None) -> None:
         self.spec = spec
         self.dashboard = dashboard
         self.status: Status = "ready" if dashboard is not None else "capturing"
@@ -41,13 +41,13 @@ class HostedDashboard:
         return cls(dashboard.spec, dashboard)
 
     @classmethod
-    def opening(cls, spec: str | Path | m.Dashboard, *, cache_dir: str | Path | None = DEFAULT_CACHE,
+    def opening(cls, spec: str | Path | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
                 spark_master: str | None = None, spark=None, echo=None,
                 memory_budget: str | int | None = None) -> HostedDashboard:
         """Start opening `spec` in a daemon thread. A bad spec raises here, at once; a
         failing capture is reported through `status`/`error`. `echo(stage, fraction)`
         also receives the progress (the command line prints it)."""
-        model = spec if isinstance(spec, m.Dashboard) else load_dashboard(spec)
+        model = spec if isinstance(spec, m.DashboardSpec) else load_dashboard(spec)
         host = cls(model)
 
         def run() -> None:

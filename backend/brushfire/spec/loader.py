@@ -28,7 +28,7 @@ from brushfire.spec import models as m
 
 Loc = tuple[str | int, ...]
 
-def load_dashboard(path: str | Path) -> m.Dashboard:
+def load_dashboard(path: str | Path) -> m.DashboardSpec:
     """Load and validate the spec at `path`; source paths are resolved against its folder."""
     path = Path(path)
     try:
@@ -56,7 +56,7 @@ def _decode(data: bytes, filename: str) -> str:
 
 def parse_dashboard(
     text: str | dict, filename: str = "<spec>", base_dir: str | Path | None = None
-) -> m.Dashboard:
+) -> m.DashboardSpec:
     """Validate YAML text (or an already-parsed dict) into a `Dashboard`."""
     lines: dict[Loc, int] = {}
     top_line: int | None = None
@@ -72,11 +72,11 @@ def parse_dashboard(
         raw = text
     if not isinstance(raw, dict):
         msg = f"the document is {_kind_of(raw)}, not a mapping" + _choices(
-            "a dashboard spec has the keys", list(m.Dashboard.model_fields))
+            "a dashboard spec has the keys", list(m.DashboardSpec.model_fields))
         hint = "start the file with top-level keys, e.g. 'name: flights'"
         raise SpecError([SpecProblem(filename, top_line or 1, "", msg, hint)])
     try:
-        dash = m.Dashboard.model_validate(raw)
+        dash = m.DashboardSpec.model_validate(raw)
     except pydantic.ValidationError as e:
         errors = _merge_scalar_unions(e.errors(), raw)
         problems = [_problem_from_pydantic(err, raw, lines, filename) for err in errors]
@@ -116,7 +116,7 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _FORMATS = typing.get_args(typing.get_args(m.Source.model_fields["format"].annotation)[0])
 
 
-def check_source(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+def check_source(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """The source's format must be given or follow from the path's extension."""
     src = dash.source
     if not src.path.strip():
@@ -130,7 +130,7 @@ def check_source(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     return []
 
 
-def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """Problems a single model cannot see: names that must refer to other parts."""
     out: list[tuple[Loc, str, str]] = []
     names = [v.name for v in dash.views]
@@ -181,7 +181,7 @@ def check_references(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     return out
 
 
-def check_limits(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+def check_limits(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """Sizes the engine does not support (`brushfire.limits`): bars per view and filters
     per dashboard. Found here, before capture, not after a Spark scan."""
     out: list[tuple[Loc, str, str]] = []
@@ -219,7 +219,7 @@ def check_limits(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
 _UNIT_ORDER = ("minute", "hour", "day", "week", "month", "year")
 
 
-def check_temporal_bars(dash: m.Dashboard, ranges: dict[str, tuple[datetime, datetime]]) -> None:
+def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime, datetime]]) -> None:
     """Temporal views have a bar per calendar unit from the first to the last timestamp:
     with the source's range known (Parquet statistics), their number must fit MAX_BARS.
     Skipped when static filters may narrow the range."""
@@ -246,7 +246,7 @@ def check_temporal_bars(dash: m.Dashboard, ranges: dict[str, tuple[datetime, dat
         raise SpecError(problems)
 
 
-def temporal_fields(dash: m.Dashboard) -> list[str]:
+def temporal_fields(dash: m.DashboardSpec) -> list[str]:
     return list(dict.fromkeys(v.field for v in dash.views if isinstance(v, m.TemporalView)))
 
 
@@ -290,7 +290,7 @@ def _round_up(x: float) -> str:
 _DERIVED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def check_expressions(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
+def check_expressions(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """Derived columns and static filters: names, and expressions in the allowed language
     (spec/expressions.py), unless $BRUSHFIRE_TRUSTED_EXPRESSIONS is set."""
     out: list[tuple[Loc, str, str]] = []
@@ -335,7 +335,7 @@ def _kind_phrase(kind: str) -> str:
             "value": "an arithmetic"}.get(kind, f"{_a(kind)} {kind}")
 
 
-def derived_kinds(dash: m.Dashboard, schema: dict[str, str]) -> dict[str, str | None]:
+def derived_kinds(dash: m.DashboardSpec, schema: dict[str, str]) -> dict[str, str | None]:
     """Each derived column's kind as spec/expressions.py infers it from the source schema
     (None: unknown), in order: a derived column may read the ones before it."""
     known: dict[str, str | None] = {c: ("double" if k == "number" else k) for c, k in schema.items()}
@@ -349,7 +349,7 @@ def derived_kinds(dash: m.Dashboard, schema: dict[str, str]) -> dict[str, str | 
     return out
 
 
-def _expression_columns(dash: m.Dashboard, schema: dict[str, str]) -> list[SpecProblem]:
+def _expression_columns(dash: m.DashboardSpec, schema: dict[str, str]) -> list[SpecProblem]:
     """The columns each derived column and filter reads must exist (Spark resolves names
     case-insensitively); a derived column sees the source and the derived columns above it."""
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
@@ -381,7 +381,7 @@ def _expression_columns(dash: m.Dashboard, schema: dict[str, str]) -> list[SpecP
     return problems
 
 
-def expression_warnings(dash: m.Dashboard, schema: dict[str, str] | None = None,
+def expression_warnings(dash: m.DashboardSpec, schema: dict[str, str] | None = None,
                         spark_types: dict[str, str] | None = None) -> list[SpecProblem]:
     """Derived columns Spark computes as decimals through a division: the quotient is
     rounded (to 6 places for `minute(date) / 60.0`), so a brush at an exact fraction misses
@@ -409,7 +409,7 @@ def expression_warnings(dash: m.Dashboard, schema: dict[str, str] | None = None,
     return out
 
 
-def check_columns(dash: m.Dashboard, schema: dict[str, str] | None,
+def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                   derived: dict[str, str | None] | None = None) -> None:
     """Check every column the spec reads against the source schema {name: kind}.
 
@@ -691,7 +691,7 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         accepted = list(model.model_fields) if model else []
         msg = f"unknown key {key!r}"
         if model:
-            msg += _choices(f"{model.__name__} accepts", accepted)
+            msg += _choices(f"{_model_name(model)} accepts", accepted)
         hint = _did_you_mean(str(key), accepted) or _owners_hint(str(key), model) or "remove it"
     elif kind == "missing" and isinstance(key, int):  # a list too short for its tuple
         loc = loc[:-1]
@@ -701,7 +701,7 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         msg = f"missing required key {key!r}"
         if model:
             required = [n for n, f in model.model_fields.items() if f.is_required()]
-            msg += _choices(f"{model.__name__} requires", required)
+            msg += _choices(f"{_model_name(model)} requires", required)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         loc = (*loc, "type")
         tags = re.findall(r"'([^']*)'", ctx.get("expected_tags", "")) or list(m.BRUSHES_BY_TYPE)
@@ -737,7 +737,7 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         msg = f"expected {_EXPECTED[kind]}, got {_show(value)}"
         model = _model_at(loc, raw) if _EXPECTED[kind] == "a mapping" else None
         if model:
-            msg += _choices(f"{model.__name__} accepts", list(model.model_fields))
+            msg += _choices(f"{_model_name(model)} accepts", list(model.model_fields))
         if kind == "string_type" and isinstance(value, bool):
             hint = "YAML reads yes/no/on/off/true/false as booleans: quote the value"
         elif kind == "string_type" and isinstance(value, (int, float)):
@@ -822,7 +822,7 @@ def _value_at(loc: Loc, raw: Any) -> Any:
 
 def _model_at(loc: Loc, raw: Any) -> type[m.Model] | None:
     """The model class that validates the mapping at `loc` of the raw document."""
-    ann: Any = m.Dashboard
+    ann: Any = m.DashboardSpec
     node = raw
     for step in loc:
         if isinstance(step, int):  # an item of a list: its element type
@@ -862,8 +862,13 @@ def _owners_hint(key: str, model: type[m.Model] | None) -> str:
     owners = [c for c in _all_models() if key in c.model_fields and c is not model]
     if not owners:
         return ""
-    names = ", ".join(c.__name__ for c in owners[:3])
-    return f"{key!r} is a key of {names}" + (f", not {model.__name__}" if model else "")
+    names = ", ".join(_model_name(c) for c in owners[:3])
+    return f"{key!r} is a key of {names}" + (f", not {_model_name(model)}" if model else "")
+
+
+def _model_name(model: type[m.Model]) -> str:
+    """A model's name in messages: its title (DashboardSpec: 'Dashboard'), else its class's."""
+    return model.model_config.get("title") or model.__name__
 
 
 def _all_models() -> list[type[m.Model]]:

@@ -217,8 +217,11 @@ class Interactions(Model):
     parameters: list[Parameter] = Field(default_factory=list)
 
 
-class Dashboard(Model):
-    """A whole dashboard: its source, its views and the interactions it allows."""
+class DashboardSpec(Model):
+    """A whole dashboard's spec: its source, its views and the interactions it allows.
+    (`brushfire.Dashboard` is the opened dashboard: this spec, its plan and its lineage.)"""
+
+    model_config = ConfigDict(title="Dashboard")  # as messages name it: the YAML's top level
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
     title: str | None = None

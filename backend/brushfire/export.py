@@ -1,0 +1,153 @@
+"""Export of the selection: the input rows behind a session's current selection (backward
+lineage), with their rid, as CSV or Parquet, streamed in pages so memory stays bounded
+whatever the number of rows. The server's `GET /api/dashboards/<name>/rows`, the page's
+"Download rows" and the widget's `export()` and `details()` all use it.
+
+Sessions over per-row lineage (`LineageAPI`) page through `backward_rids` and read the
+rows with `store.take`; other sessions (the baselines) through `details` pages. Columns
+are the spec's `interactions.details.columns` (the ones the capture kept), or a subset.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from brushfire.engine.api import MAX_PAGE_ROWS, LineageAPI, SessionAPI, details_request
+from brushfire.errors import InteractionError
+
+FORMATS = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+PAGE_ROWS = 131_072  # rows read per page (bounds the memory an export takes)
+
+
+def check_format(format: str) -> str:
+    if format not in FORMATS:
+        msg = f"format: {format!r} is not an export format; formats: {', '.join(FORMATS)}"
+        raise InteractionError(msg)
+    return format
+
+
+def selection_batches(session: SessionAPI, columns: list[str] | None = None,
+                      limit: int | None = None, page_rows: int = PAGE_ROWS
+                      ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """(schema, batches) of the rows behind the current selection in rid order: `rid`
+    and `columns` (default: the declared details columns), all of them or the first
+    `limit`. The request is checked now; the rows are read as the batches are taken."""
+    columns, _ = details_request(session.plan, 0, None, columns)
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        msg = f"limit: {limit!r} is not a number of rows (an integer >= 0)"
+        raise InteractionError(msg)
+    if isinstance(session, LineageAPI):
+        empty = session.store.take(np.zeros(0, np.int64), columns)
+        schema = pa.schema([pa.field("rid", pa.int64()), *empty.schema])
+        return schema, _lineage_pages(session, columns, schema, limit, page_rows)
+    first = session.details(page=0, page_size=MAX_PAGE_ROWS, columns=columns)
+    schema = first.schema.set(0, pa.field("rid", pa.int64()))  # rids are int64 everywhere
+    return schema, _details_pages(session, columns, first, schema, limit)
+
+
+def _lineage_pages(session, columns, schema, limit, page_rows) -> Iterator[pa.RecordBatch]:
+    offset = 0
+    while limit is None or offset < limit:
+        want = page_rows if limit is None else min(page_rows, limit - offset)
+        rids = session.backward_rids(offset=offset, limit=want)
+        if not len(rids):
+            return
+        table = session.store.take(rids, columns).add_column(0, "rid", pa.array(rids, pa.int64()))
+        yield from table.cast(schema).to_batches()
+        offset += len(rids)
+        if len(rids) < want:
+            return
+
+
+def _details_pages(session, columns, first: pa.Table, schema, limit) -> Iterator[pa.RecordBatch]:
+    page, table, done = 0, first, 0
+    while True:
+        if limit is not None:
+            table = table.slice(0, limit - done)
+        yield from table.cast(schema).to_batches()
+        done += table.num_rows
+        if table.num_rows < MAX_PAGE_ROWS or (limit is not None and done >= limit):
+            return
+        page += 1
+        table = session.details(page=page, page_size=MAX_PAGE_ROWS, columns=columns)
+
+
+def selection_table(session: SessionAPI, columns: list[str] | None = None,
+                    limit: int | None = None) -> pa.Table:
+    """The rows behind the current selection as one table (see `selection_batches`)."""
+    schema, batches = selection_batches(session, columns, limit)
+    return pa.Table.from_batches(list(batches), schema)
+
+
+def stream(session: SessionAPI, format: str, columns: list[str] | None = None,
+           limit: int | None = None) -> Iterator[bytes]:
+    """The rows behind the current selection as CSV or Parquet bytes, chunk by chunk.
+    The request is checked when called (a bad one raises before any byte)."""
+    check_format(format)
+    schema, batches = selection_batches(session, columns, limit)
+    return _encode(format, schema, batches)
+
+
+def _encode(format: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+    sink = _Chunks()
+    if format == "csv":
+        from pyarrow import csv
+
+        writer = csv.CSVWriter(sink, schema)
+    else:
+        import pyarrow.parquet as pq
+
+        writer = pq.ParquetWriter(sink, schema)
+    with writer:
+        for batch in batches:
+            if format == "csv":
+                writer.write_batch(batch)
+            else:
+                writer.write_table(pa.Table.from_batches([batch]))
+            chunk = sink.take()
+            if chunk:
+                yield chunk
+    yield sink.take()
+
+
+def write(session: SessionAPI, path: str | Path, format: str | None = None,
+          columns: list[str] | None = None) -> Path:
+    """Write the rows behind the current selection to `path` (format: csv or parquet,
+    default from the file's suffix)."""
+    path = Path(path)
+    format = format or path.suffix.lstrip(".").lower()
+    chunks = stream(session, format, columns)
+    with open(path, "wb") as f:
+        for chunk in chunks:
+            f.write(chunk)
+    return path
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only file whose bytes are taken out as they come (a streaming sink)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        data = bytes(b)
+        self.parts.append(data)
+        self.position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def take(self) -> bytes:
+        out = b"".join(self.parts)
+        self.parts.clear()
+        return out

@@ -1,0 +1,144 @@
+"""brushfire.export: the rows behind a selection, streamed as CSV or Parquet, equal to
+what DuckDB's SQL selects for the same filters; through the library, the server's
+`/api/dashboards/<name>/rows` (with its access checks) and a baseline engine. On the
+rich dashboard, captured without Spark."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from datetime import datetime
+
+import httpx
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from brushfire import export, protocol, selection
+from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.server import create_app
+from brushfire.server.security import Security
+from live_server import live_server
+from oracle import Oracle
+
+COLUMNS = ["x", "cat", "t"]
+STATES = [
+    {},
+    {"hx": {"interval": [20, 60]}, "cat": {"values": ["c01", "(other)"]}},
+    {"week": {"interval": ["2021-02-01", None]}, "pdest": {"parameter": "BBB"},
+     "heat": {"rect": {"x": [10, 80], "y": [None, 70]}}},
+    {"hk": {"interval": [200, 300]}},  # no row
+]
+
+
+def oracle_rows(dash, state: dict) -> list[tuple]:
+    oracle = Oracle(dash.spec)
+    for name, f in selection.parse_state(state).items():
+        m = selection.message_of(name, f)
+        if m["type"] == "brush":
+            oracle.brush(name, m["interval"], m.get("y"))
+        elif m["type"] == "select":
+            oracle.select(name, m["values"])
+        else:
+            oracle.set_parameter(name, m["value"])
+    return oracle.rows(COLUMNS, oracle.where(None))
+
+
+def rows_of(table: pa.Table) -> list[tuple]:
+    """A table's detail columns as the oracle normalizes rows (NaN as 'NaN', naive ISO times)."""
+    def norm(x):
+        if isinstance(x, float) and math.isnan(x):
+            return "NaN"
+        if isinstance(x, datetime):
+            return x.replace(tzinfo=None).isoformat()
+        return x
+    return sorted((tuple(norm(r[c]) for c in COLUMNS) for r in table.to_pylist()), key=repr)
+
+
+def session_with(dash, state: dict):
+    s = dash.session()
+    assert protocol.handle(s, {"type": "filters", "filters": state})["type"] == "update"
+    return s
+
+
+@pytest.mark.parametrize("state", STATES, ids=lambda s: ",".join(s) or "none")
+def test_exported_rows_are_the_rows_sql_selects(rich_local, state):
+    s = session_with(rich_local, state)
+    table = export.selection_table(s)
+    assert table.column_names == ["rid", *COLUMNS]
+    assert table.num_rows == s.count_selected()
+    assert rows_of(table) == oracle_rows(rich_local, state)
+    assert table["rid"].to_pylist() == sorted(set(table["rid"].to_pylist()))  # rid order, each once
+    for data in (export.stream(s, "parquet"), export.stream(s, "csv")):
+        data = io.BytesIO(b"".join(data))
+        back = pq.read_table(data) if data.getvalue()[:4] == b"PAR1" else pcsv.read_csv(
+            data, convert_options=pcsv.ConvertOptions(  # nulls unquoted, empty strings quoted
+                column_types=table.schema, null_values=[""], strings_can_be_null=True,
+                quoted_strings_can_be_null=False))
+        assert back.schema == table.schema
+        assert back["rid"].equals(table["rid"]) and rows_of(back) == rows_of(table)
+
+
+def test_pages_are_streamed_and_limits_kept(rich_local):
+    s = session_with(rich_local, STATES[1])
+    whole = export.selection_table(s)
+    schema, batches = export.selection_batches(s, page_rows=97)
+    batches = list(batches)
+    assert len(batches) > 3 and max(b.num_rows for b in batches) <= 97
+    assert pa.Table.from_batches(batches, schema).equals(whole)
+    assert export.selection_table(s, ["cat"], limit=10).equals(whole.select(["rid", "cat"]).slice(0, 10))
+    assert export.selection_table(s, limit=0).num_rows == 0
+    with pytest.raises(InteractionError, match="details columns \\['nope'\\] were not captured"):
+        export.selection_table(s, ["nope"])
+    with pytest.raises(InteractionError, match="format: 'xlsx' is not an export format; formats: csv, parquet"):
+        export.stream(s, "xlsx")
+
+
+def test_the_duckdb_baseline_exports_the_same_rows(rich_local):
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import with_engine
+
+    state = STATES[2]
+    base = with_engine(rich_local, "duckdb").session()
+    assert protocol.handle(base, {"type": "filters", "filters": state})["type"] == "update"
+    assert export.selection_table(base).equals(export.selection_table(session_with(rich_local, state)))
+
+
+def test_the_server_streams_them_with_the_apis_access_checks(rich_local, tmp_path):
+    rules = Security.for_bind("127.0.0.1", token="export-token")
+    state = STATES[1]
+    want = export.selection_table(session_with(rich_local, state))
+    with live_server(create_app([rich_local], security=rules)) as addr:
+        url = f"http://{addr}/api/dashboards/rich/rows"
+        query = {"filters": json.dumps(state), "format": "parquet"}
+        assert httpx.get(url, params=query).status_code == 401
+        assert httpx.get(url, params={**query, "token": "wrong"}).status_code == 401
+        assert httpx.get(url, params=query, headers={"Host": "evil.example"}).status_code == 403
+        auth = {"Authorization": "token export-token"}
+        r = httpx.get(url, params=query, headers=auth)
+        assert r.status_code == 200 and r.headers["content-type"] == "application/vnd.apache.parquet"
+        assert r.headers["content-disposition"] == 'attachment; filename="rich-rows.parquet"'
+        assert pq.read_table(io.BytesIO(r.content)).equals(want)
+        r = httpx.get(url, params={"filters": json.dumps(state), "columns": "cat", "limit": 5}, headers=auth)
+        assert r.headers["content-type"].startswith("text/csv")
+        assert r.text.splitlines()[0] == '"rid","cat"' and len(r.text.splitlines()) == 6
+        for params, reason in [
+            ({"filters": '{"hx": [1, 2]}'}, "filters.hx: [1, 2] is not a tagged filter"),
+            ({"filters": '{"hx": {"interval": ["a", 2]}}'}, "filters.hx.interval[0]: 'a' is not a number"),
+            ({"filters": "{oops"}, "filters: not valid JSON"),
+            ({"format": "xlsx"}, "format: 'xlsx' is not an export format; formats: csv, parquet"),
+            ({"columns": "x,nope"}, "details columns ['nope'] were not captured"),
+        ]:
+            r = httpx.get(url, params=params, headers=auth)
+            assert r.status_code == 400 and reason in r.json()["detail"], (params, r.text)
+        assert httpx.get(f"http://{addr}/api/dashboards/nope/rows", headers=auth).status_code == 404
+
+
+def test_a_dashboard_without_details_says_so(rich_local):
+    s = rich_local.session()
+    s.plan = s.plan.__class__(**{**s.plan.__dict__, "dashboard": rich_local.spec.model_copy(
+        update={"interactions": rich_local.spec.interactions.model_copy(update={"details": None})})})
+    with pytest.raises(NotCapturedError, match="details on demand is not declared"):
+        export.selection_table(s)

@@ -1,0 +1,162 @@
+"""Protocol errors, pinned: a catalogue of bad messages, each with the exact `error` reply
+it gets (the spec loader's standard: where, what is wrong, the valid choices, a close
+match). Every one leaves the session as it was. On the rich dashboard (every kind of
+filter), captured without Spark."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from brushfire import protocol
+
+BIG = "1" + "0" * 400  # an integer beyond the float range
+TYPES = "brush, select, clear, parameter, filters, highlight, details, state"
+
+CATALOGUE = [
+    ('{"type": "zoom"}',
+     "type: unknown message type 'zoom'; messages: " + TYPES),
+    ('{"type": "Brush", "view": "hx", "interval": [1, 2]}',
+     "type: unknown message type 'Brush'; messages: brush, select, clear, parameter, filters, highlight, details, state; did you mean 'brush'?"),
+    ('{"type": 7}',
+     'type: unknown message type 7; messages: brush, select, clear, parameter, filters, highlight, details, state'),
+    ('{"view": "hx"}',
+     "type: missing; a message is a JSON object with a 'type': one of " + TYPES),
+    ('[1, 2]',
+     "a message is a JSON object with a 'type'"),
+    ('{not json',
+     'not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)'),
+    ('{"type": "brush", "view": "hx"}',
+     'brush.interval: missing; brush takes: view, interval, y, id'),
+    ('{"type": "brush", "view": "hx", "interval": [1, 2], "intervl": [1, 2]}',
+     "brush.intervl: unknown field 'intervl'; brush takes: view, interval, y, id; did you mean 'interval'?"),
+    ('{"type": "brush", "view": "hx", "interval": [1, 2, 3]}',
+     'brush.interval: [1, 2, 3] has 3 items; interval is [lo, hi] (null for an open end)'),
+    ('{"type": "brush", "view": "hx", "interval": [1]}',
+     'brush.interval: [1] has 1 items; interval is [lo, hi] (null for an open end)'),
+    ('{"type": "brush", "view": "hx", "interval": {"lo": 1}}',
+     "brush.interval: {'lo': 1} is not [lo, hi] (null for an open end)"),
+    ('{"type": "brush", "view": 5, "interval": [1, 2]}',
+     "brush.view: 5 is not a view's name (a string)"),
+    ('{"type": "brush", "view": "hz", "interval": [1, 2]}',
+     "brush.view: 'hz' is not a brushable view of this dashboard; brushable views (histogram, temporal, heatmap): hx, hk, week, heat"),
+    ('{"type": "brush", "view": "cat", "interval": [1, 2]}',
+     "brush.view: 'cat' takes a selection of bars (select with values), not brush; brushable views (histogram, temporal, heatmap): hx, hk, week, heat"),
+    ('{"type": "brush", "view": "hx", "interval": [1, 2], "y": [0, 1]}',
+     "brush.y: view 'hx' takes an interval brush; y is only for heatmaps"),
+    ('{"type": "brush", "view": "heat", "interval": [1, 2]}',
+     "brush.y: missing; view 'heat' is a heatmap: its brush gives interval (x) and y"),
+    ('{"type": "brush", "view": "hx", "interval": ["a", 2]}',
+     "brush on view 'hx': interval[0]: 'a' is not a number"),
+    ('{"type": "brush", "view": "week", "interval": ["yesterday", null]}',
+     "brush on view 'week': interval[0]: 'yesterday' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    ('{"type": "brush", "view": "week", "interval": [1, 2]}',
+     "brush on view 'week': interval[0]: 1 is a number, not a time; temporal bounds are ISO times, e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    (f'{{"type": "brush", "view": "hx", "interval": [{BIG}, null]}}',
+     "brush on view 'hx': interval[0]: an integer of 401 digits is beyond the range of numbers (±1.8e308)"),
+    ('{"type": "select", "view": "cat", "values": "c01"}',
+     "select.values: 'c01' is not a list of values"),
+    ('{"type": "select", "view": "cat", "values": ["C01"]}',
+     "select on view 'cat': values[0]: 'C01' is not one of the values: 'c00', 'c01', 'c29', 'c02', '(other)'; did you mean 'c01'?"),
+    ('{"type": "select", "view": "hx", "values": [1]}',
+     "select.view: 'hx' takes an interval brush (brush with interval [lo, hi]), not select; categorical views: cat"),
+    ('{"type": "parameter", "name": "pdst", "value": "AAA"}',
+     "parameter.name: 'pdst' is not a parameter of this dashboard; parameters: pdest, pm, pt; did you mean 'pdest'?"),
+    ('{"type": "parameter", "name": "pdest", "value": "aaa"}',
+     "parameter 'pdest': 'aaa' is not one of the values: 'CCC', 'BBB', 'EEE', 'AAA', 'DDD'; did you mean 'AAA'?"),
+    ('{"type": "parameter", "name": "pt", "value": "noon"}',
+     "parameter 'pt': 'noon' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    ('{"type": "parameter", "value": 1}',
+     'parameter.name: missing; parameter takes: name, value, id'),
+    ('{"type": "clear", "view": "hxx"}',
+     "clear.view: 'hxx' is not a brushable view or parameter of this dashboard; brushable views and parameters: hx, hk, cat, week, heat, pdest, pm, pt; did you mean 'hx'?"),
+    ('{"type": "highlight", "source": "hx", "bars": [0]}',
+     "highlight.source: no highlight from view 'hx' is declared; sources: cat"),
+    ('{"type": "highlight", "source": "cat", "bars": ["a"]}',
+     "highlight.bars[0]: 'a' is not a bar number (an integer >= 0)"),
+    ('{"type": "details", "page": -1}',
+     'details.page: -1 is below 0; page is an integer from 0 to 2,147,483,647'),
+    ('{"type": "details", "page": 10000000000}',
+     'details.page: 10000000000 is over 2,147,483,647; page is an integer from 0 to 2,147,483,647'),
+    ('{"type": "details", "page_size": 0}',
+     'details.page_size: 0 is below 1; page_size is an integer from 1 to 10,000'),
+    ('{"type": "details", "page_size": 10001}',
+     'details.page_size: 10001 is over 10,000; page_size is an integer from 1 to 10,000'),
+    ('{"type": "details", "view": "hxx"}',
+     "details.view: 'hxx' is not a view of this dashboard; views: hx, hk, cat, week, heat, mean_m; did you mean 'hx'?"),
+    ('{"type": "details", "columns": ["nope"]}',
+     "details.columns[0]: 'nope' is not a details column; columns: x, cat, t"),
+    ('{"type": "state", "id": [1]}',
+     'id: [1] is not a number or a string'),
+    ('{"type": "state", "extra": 1}',
+     "state.extra: unknown field 'extra'; state takes: id"),
+    ('{"type": "filters"}',
+     'filters.filters: missing; filters takes: filters, id'),
+    ('{"type": "filters", "filters": [1]}',
+     'filters.filters: [1] is not an object of filters, e.g. {"delay": {"interval": [-20, 40]}}'),
+    ('{"type": "filters", "filters": {"hx": [1, 2]}}',
+     'filters.hx: [1, 2] is not a tagged filter; a filter is one of {"interval": [lo, hi]}, {"rect": {"x": [lo, hi], "y": [lo, hi]}}, {"values": [...]}, {"parameter": value}'),
+    ('{"type": "filters", "filters": {"hx": {"interval": [1, 2], "values": [1]}}}',
+     'filters.hx: an object with keys \'interval\', \'values\' is not a tagged filter; a filter is one of {"interval": [lo, hi]}, {"rect": {"x": [lo, hi], "y": [lo, hi]}}, {"values": [...]}, {"parameter": value}'),
+    ('{"type": "filters", "filters": {"hx": {"intervals": [1, 2]}}}',
+     'filters.hx: unknown filter \'intervals\'; a filter is one of {"interval": [lo, hi]}, {"rect": {"x": [lo, hi], "y": [lo, hi]}}, {"values": [...]}, {"parameter": value}; did you mean \'interval\'?'),
+    ('{"type": "filters", "filters": {"hx": {"interval": [1, 2, 3]}}}',
+     'filters.hx.interval: [1, 2, 3] has 3 items; an interval is [lo, hi] (null for an open end)'),
+    ('{"type": "filters", "filters": {"hx": {"interval": 5}}}',
+     'filters.hx.interval: 5 is not [lo, hi]'),
+    ('{"type": "filters", "filters": {"heat": {"rect": {"x": [1, 2]}}}}',
+     'filters.heat.rect.y: missing; a rect is {"x": [lo, hi], "y": [lo, hi]}'),
+    ('{"type": "filters", "filters": {"heat": {"rect": {"x": [1, 2], "z": [1, 2]}}}}',
+     'filters.heat.rect.z: unknown key \'z\'; a rect is {"x": [lo, hi], "y": [lo, hi]}'),
+    ('{"type": "filters", "filters": {"cat": {"values": "c01"}}}',
+     "filters.cat.values: 'c01' is not a list of values"),
+    ('{"type": "filters", "filters": {"hz": {"interval": [1, 2]}}}',
+     "filters.hz: no brushable view or parameter named 'hz'; known: hx, hk, cat, week, heat, pdest, pm, pt"),
+    ('{"type": "filters", "filters": {"cat": {"interval": [1, 2]}}}',
+     'filters.cat: \'cat\' takes a selection of bars, {"values": [...]}, not {"interval": [lo, hi]}'),
+    ('{"type": "filters", "filters": {"pdest": {"values": ["AAA"]}}}',
+     'filters.pdest: \'pdest\' takes a parameter value, {"parameter": value}, not {"values": [...]}'),
+    ('{"type": "filters", "filters": {"hx": {"interval": [1, 2]}, "week": {"interval": ["2021-13-01", null]}}}',
+     "filters.week.interval[0]: '2021-13-01' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    ('{"type": "filters", "filters": {"heat": {"rect": {"x": [0, 1], "y": [null, "a"]}}}}',
+     "filters.heat.rect.y[1]: 'a' is not a number"),
+    ('{"type": "filters", "filters": {"cat": {"values": ["c01", "zzz"]}}}',
+     "filters.cat.values[1]: 'zzz' is not one of the values: 'c00', 'c01', 'c29', 'c02', '(other)'"),
+    ('{"type": "filters", "filters": {"pdest": {"parameter": "aaa"}}}',
+     "filters.pdest.parameter: 'aaa' is not one of the values: 'CCC', 'BBB', 'EEE', 'AAA', 'DDD'; did you mean 'AAA'?"),
+    ('{"type": "filters", "filters": {"pm": {"parameter": "x"}}}',
+     "filters.pm.parameter: 'x' is not a number"),
+]
+
+
+@pytest.fixture(scope="module")
+def session(rich_local):
+    s = rich_local.session()
+    for m in ({"type": "brush", "view": "hx", "interval": [20, 60]},
+              {"type": "select", "view": "cat", "values": ["c01"]}):
+        assert protocol.handle(s, m)["type"] == "update"
+    return s
+
+
+@pytest.mark.parametrize(("message", "expected"), CATALOGUE, ids=lambda x: x[:70])
+def test_each_bad_message_gets_its_exact_error_and_changes_nothing(session, message, expected):
+    before = protocol.handle(session, {"type": "state"})
+    reply = protocol.handle(session, message)
+    assert reply["type"] == "error"
+    assert reply["message"] == expected
+    after = protocol.handle(session, {"type": "state"})
+    assert after["filters"] == before["filters"] == {"hx": {"interval": [20, 60]}, "cat": {"values": ["c01"]}}
+    assert after["views"] == before["views"]
+
+
+def test_no_reply_is_raw_validator_text(session):
+    for message, _ in CATALOGUE:
+        text = protocol.handle(session, message)["message"]
+        assert not any(raw in text for raw in ("Input tag", "Input should", "Field required",
+                                               "Extra inputs", "validation error")), text
+
+
+def test_the_error_echoes_the_id(session):
+    assert protocol.handle(session, {"type": "zoom", "id": 4})["id"] == 4
+    assert protocol.handle(session, json.dumps({"type": "filters", "id": "f", "filters": {"hx": [1, 2]}}))["id"] == "f"
