@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from brushfire import selection
+from brushfire import values as V
 from brushfire.errors import InteractionError
 from brushfire.spec import models as m
 
@@ -180,16 +181,10 @@ def where_sql(dash: m.DashboardSpec, preds: dict[str, str], view: str | None) ->
 
 
 def micros(x) -> int:
-    """A time bound as UTC microseconds: ISO text or datetime (naive = UTC), or a number
-    already in microseconds (as the engine takes them)."""
-    if isinstance(x, str):
-        try:
-            x = datetime.fromisoformat(x)
-        except ValueError:
-            msg = f"bound {x!r} is not an ISO time"
-            raise InteractionError(msg) from None
-    if isinstance(x, datetime):
-        return int(round(x.replace(tzinfo=x.tzinfo or UTC).timestamp() * 1_000_000))
+    """A time bound as UTC microseconds: ISO text or datetime (naive = UTC), converted by
+    brushfire.values (the one rounding rule), or a number already in microseconds."""
+    if isinstance(x, (str, datetime)):
+        return V.time_bound(x)
     return int(_number(x))
 
 

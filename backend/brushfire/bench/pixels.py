@@ -8,10 +8,9 @@ Values are floats for histograms and UTC microseconds (ints) for temporal views.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from brushfire import values as V
 
 PIXELS = 600
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def extent(view_type: str, labels: list) -> tuple[float, float] | tuple[int, int]:
@@ -38,13 +37,11 @@ def edges(lo: float | int, hi: float | int, pixels: int = PIXELS) -> list:
 
 
 def to_micros(iso: str) -> int:
-    t = datetime.fromisoformat(iso)
-    t = t.replace(tzinfo=t.tzinfo or UTC)
-    return (t - EPOCH) // timedelta(microseconds=1)
+    return V.parse_instant(iso)
 
 
 def to_iso(us: int) -> str:
-    return (EPOCH + timedelta(microseconds=us)).isoformat()
+    return V.format_instant(us)
 
 
 def wire(value: float | int, temporal: bool):

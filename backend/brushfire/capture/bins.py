@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from brushfire import values as V
 from brushfire.lineage.layout import OTHER
 from brushfire.spec import models as m
 
@@ -79,7 +80,7 @@ def calendar_code(unit: str, us: np.ndarray, valid: np.ndarray, first_us: int | 
 
 
 def iso_label(us: int) -> str:
-    return str(np.datetime64(int(us), "us").astype("datetime64[s]")) + "+00:00"
+    return V.format_instant(us)
 
 
 def top_labels(values: list, counts: np.ndarray, top: int, other: bool) -> list:
