@@ -6,8 +6,9 @@
    queries, the capture into a fresh cache directory, the base queries again; the peak
    memory of this process and everything it started (the driver JVM, its Python
    workers — in local mode, the executors), sampled every 0.2 s;
-2. restart: a fresh process opens the store from the cache (files in the OS page cache)
-   and warms up; its time and resident memory;
+2. restart: a fresh process opens the store from the cache (files in the OS page cache:
+   checksums, memory maps; Python's imports timed apart) and warms up; its time and
+   resident memory;
 3. serving: in that process, the engine time of the sliding-brush and multi-brush
    workloads of `brushfire bench` and details on demand; the process's peak resident
    memory at the end.
@@ -86,13 +87,15 @@ t0 = time.perf_counter()
 from brushfire import Dashboard
 from brushfire.bench import workloads
 from brushfire.describe import describe_dashboard
+imports = time.perf_counter() - t0
 spec, cache, events = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.perf_counter()
 dash = Dashboard.open(spec, cache_dir=cache)
 opened = time.perf_counter() - t0
 warm = dash.warm_up()
 rss_open = int(open("/proc/self/statm").read().split()[1]) * 4096
 info = workloads.DashboardInfo.from_description(describe_dashboard(dash))
-out = {"restart_s": opened, "warm_up_s": warm, "rss_after_open": rss_open, "from_cache": dash.from_cache}
+out = {"restart_s": opened, "imports_s": imports, "warm_up_s": warm, "rss_after_open": rss_open, "from_cache": dash.from_cache}
 from brushfire import protocol
 for name, make in (("slide", lambda: workloads.slide(info)),
                    ("multi", lambda: workloads.multi(info, events=events)),

@@ -242,14 +242,13 @@ def _lower(keys, order, ob, base, cnt, d, key) -> np.int64:
 @njit(nogil=True, cache=True)
 def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     """Add every row of blocks [b0, b1) that passes need[v] to view v, for v in `views`:
-    a sequential pass. Blocks where a filter in `skip` selects no key are skipped.
+    a sequential pass. A view skips the blocks where one of its filters selects no key
+    (zone maps), and a block no view needs is not read; rows that count in no view are
+    dropped before counting. `skip` is unused (kept for callers' symmetry with count).
     Cost: O(rows x (filters + views))."""
     keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
-    union = np.uint64(0)
-    for j in range(views.shape[0]):
-        union |= need[views[j]]
     fail = np.empty(CHUNK, np.uint64)
     rows = np.empty(CHUNK, np.int64)
     wts = np.ones(CHUNK, np.int64)
@@ -257,26 +256,40 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     xs = np.empty(CHUNK, np.float64)
     rows2 = np.empty(CHUNK, np.int64)
     fail2 = np.empty(CHUNK, np.uint64)
-    dead2 = union != 0 and _dead_when_two_fail(union, views, need)
+    here = np.empty(views.shape[0], np.int64)
     for b in range(b0, b1):
-        if skip and _block_skipped(zmin, zmax, b, skip, Q):
+        nv = 0
+        for j in range(views.shape[0]):  # the views this block can count in
+            v = views[j]
+            if not (need[v] and _block_skipped(zmin, zmax, b, need[v], Q)):
+                here[nv] = v
+                nv += 1
+        if nv == 0:
             continue
+        vb = here[:nv]
+        union = np.uint64(0)
+        common = ~np.uint64(0)  # filters every view needs: a row failing one counts in none
+        for j in range(nv):
+            union |= need[vb[j]]
+            common &= need[vb[j]]
+        dead2 = union != 0 and _dead_when_two_fail(union, vb, need)
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
-            if dead2:  # a row failing two filters counts in no view: keep the others
+            if dead2 or common:  # rows that count in no view are dropped before counting
                 m = 0
                 for i in range(cn):
                     f = fail[i]
                     rows2[m] = c0 + i
                     fail2[m] = f
-                    m += 1 if (f & (f - np.uint64(1))) == 0 else 0
+                    dead = (f & common) != 0 or (dead2 and (f & (f - np.uint64(1))) != 0)
+                    m += 0 if dead else 1
                 if m < (cn * 5) // 8:  # worth counting through the gathered rows
-                    _count_chunk(keys, meas, rows2, -1, m, fail2, wts, views, need, L, counts,
+                    _count_chunk(keys, meas, rows2, -1, m, fail2, wts, vb, need, L, counts,
                                  sums, oks, bars, xs)
                     continue
-            _count_chunk(keys, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
+            _count_chunk(keys, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
                          bars, xs)
 
 

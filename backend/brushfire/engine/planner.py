@@ -49,6 +49,8 @@ class Work:
     tile_cells: int = 0
     threads: int = 2
     prefer: str | None = None  # tests: take this method whenever it applies
+    scan_rows: tuple[int, ...] | None = None  # per view, the rows a scan reads for it
+    # (zone maps skip blocks); None: every row for every view
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,19 @@ def index_cost(rows: int, ranges: int, n_blocks: int, views: int) -> float:
     return rows * (INDEX_ROW + INDEX_ROW_VIEW * views) + ranges * n_blocks * BLOCK_SEARCH
 
 
-def scan_cost(n_rows: int, filters: int, views: int) -> float:
-    return n_rows * (SCAN_ROW + SCAN_ROW_FILTER * filters + SCAN_ROW_VIEW * views)
+def scan_cost(n_rows: int, filters: int, views: int, rows_per_view=None) -> float:
+    """A sequential pass: every row read and tested, counted in each view — or, with
+    `rows_per_view`, only the rows of the blocks each view cannot skip."""
+    if rows_per_view is None:
+        return n_rows * (SCAN_ROW + SCAN_ROW_FILTER * filters + SCAN_ROW_VIEW * views)
+    read = max(rows_per_view, default=0)
+    return read * (SCAN_ROW + SCAN_ROW_FILTER * filters) + SCAN_ROW_VIEW * sum(rows_per_view)
 
 
 def choose(w: Work) -> Choice:
     """The cheapest exact method for the views under several filters."""
     nv = len(w.views)
-    options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv))]
+    options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv, w.scan_rows))]
     if w.delta_rows is not None:
         options.append(Choice("incremental", index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, nv)))
     if w.tile_rows is not None:
