@@ -145,7 +145,8 @@ def _bin_code(x, b: m.Bin):
 
 def profile_job(df, spec: ProfileSpec, progress: Progress) -> list[dict]:
     """Job 1: each partition's profile (capture/profile.py), computed on the executors."""
-    cols = list(dict.fromkeys(spec.values + spec.counts + spec.ranges)) or df.columns[:1]  # rows
+    cols = list(dict.fromkeys(spec.values + spec.counts + spec.ranges + spec.measures)) \
+        or df.columns[:1]  # rows
 
     def run(batches):
         import pickle
