@@ -42,11 +42,17 @@ def shown(v: ViewLayout) -> np.ndarray:
     they are, clamped rows in the first / last bar."""
     out = np.full(v.kbars, -1, np.int64)
     out[:v.nbars] = np.arange(v.nbars)
+    for kb, b in _clamps(v):
+        out[kb] = b
+    return out
+
+
+def _clamps(v: ViewLayout) -> list[tuple[int, int]]:
+    """(reason pseudo-bar, the edge bar its rows are shown in) of a clamped view."""
+    out = []
     for i, r in enumerate(v.reasons):
-        if r == "clamped_below" and v.nbars:
-            out[v.nbars + i] = 0
-        elif r == "clamped_above" and v.nbars:
-            out[v.nbars + i] = v.nbars - 1
+        if r in SHOWN_REASONS and v.nbars:
+            out.append((v.nbars + i, 0 if r == "clamped_below" else v.nbars - 1))
     return out
 
 
@@ -61,11 +67,9 @@ def per_bar(v: ViewLayout, a: np.ndarray) -> np.ndarray:
     """A view's slots (`a`, its all_slots slice) per shown bar: (nbars, width), clamped
     rows added to the edge bars."""
     cells = np.asarray(a[:v.ncodes]).reshape(v.kbars, v.width)
-    where = shown(v)
     out = cells[:v.nbars].copy()
-    for kb in range(v.nbars, v.kbars):
-        if where[kb] >= 0:
-            out[where[kb]] += cells[kb]
+    for kb, b in _clamps(v):
+        out[b] += cells[kb]
     return out
 
 
@@ -74,32 +78,39 @@ def bar_counts(v: ViewLayout, agg: Aggregates) -> np.ndarray:
     return per_bar(v, agg.counts[v.all_slots]).sum(axis=1)
 
 
-def caveats(v: ViewLayout, agg: Aggregates, field: str | None = None) -> dict[str, int]:
+def caveats(v: ViewLayout, agg: Aggregates, cells: np.ndarray | None = None,
+            oks: np.ndarray | None = None) -> dict[str, int]:
     """How many rows the view does not show, by reason (lineage/layout.py), plus the rows
     clamped into its edge bars, folded into '(other)', and shown without a measure
-    (not in a sum, mean or order statistic): only the reasons that have rows."""
-    counts = np.asarray(agg.counts[v.all_slots])
+    (not in a sum, mean or order statistic): only the reasons that have rows. `cells`,
+    `oks`: the view's per_bar counts and non-missing measures, when already computed."""
+    counts = agg.counts[v.all_slots]
+    w = v.width
     out: dict[str, int] = {}
-    cells = counts[:v.ncodes].reshape(v.kbars, v.width)
     for i, r in enumerate(v.reasons):
-        n = int(cells[v.nbars + i].sum())
+        at = (v.nbars + i) * w
+        n = int(counts[at] if w == 1 else counts[at:at + w].sum())
         if n:
             out[r] = n
     dropped = int(counts[v.ncodes])
     if dropped:
         out["not_shown"] = dropped
-    if v.labels and v.labels[-1] == OTHER and v.type == "categorical":
-        n = int(cells[v.nbars - 1].sum())
+    if v.type == "categorical" and v.labels and v.labels[-1] == OTHER:
+        at = (v.nbars - 1) * w
+        n = int(counts[at] if w == 1 else counts[at:at + w].sum())
         if n:
             out["other"] = n
-    if v.cells:
-        n = int(per_bar(v, counts)[:, -1].sum())
-    elif v.measure != "none":
-        n = int(per_bar(v, counts).sum() - per_bar(v, agg.oks[v.all_slots]).sum())
-    else:
-        n = 0
-    if n:
-        out["measure_null"] = n
+    if v.measure != "none":
+        if cells is None:
+            cells = per_bar(v, counts)
+        if v.cells:
+            n = int(cells[:, -1].sum())
+        else:
+            if oks is None:
+                oks = per_bar(v, agg.oks[v.all_slots])
+            n = int(cells.sum() - oks.sum())
+        if n:
+            out["measure_null"] = n
     return out
 
 
@@ -108,20 +119,54 @@ def view_data(v: ViewLayout, agg: Aggregates, dim: Dim | None = None,
     """The view's bars as shown: rows per bar, the value of each (None: no value), and its
     caveats. `dim`: an order statistic's measure dim; `gather`: reads the measures of
     rows (needed when a block holds more than one key)."""
-    counts = per_bar(v, agg.counts[v.all_slots])
-    n = counts.sum(axis=1)
     if v.cells:
-        values = order_values(v, counts, dim, gather)
-    elif v.op == "count":
-        values = n.astype(float).tolist()
+        cells = per_bar(v, agg.counts[v.all_slots])
+        values = order_values(v, cells, dim, gather)
+        return ViewData(v.name, v.labels, cells.sum(axis=1).tolist(), values, caveats(v, agg, cells))
+    # one slot per bar: the bars' slots, and the clamped rows added to the edge bars
+    sl = slice(v.bar_off, v.bar_off + v.nbars)
+    clamps = _clamps(v)
+    n = agg.counts[sl]
+    if clamps:
+        n = n.copy()
+        for kb, b in clamps:
+            n[b] += agg.counts[v.bar_off + kb]
+    cav = _plain_caveats(v, agg)
+    if v.op == "count":
+        return ViewData(v.name, v.labels, n.tolist(), n.astype(float).tolist(), cav)
+    sums, k = agg.sums[sl], agg.oks[sl]
+    if clamps:
+        sums, k = sums.copy(), k.copy()
+        for kb, b in clamps:
+            sums[b] += agg.sums[v.bar_off + kb]
+            k[b] += agg.oks[v.bar_off + kb]
+    missing = int(n.sum() - k.sum())
+    if missing:
+        cav["measure_null"] = missing
+    if v.op == "sum":
+        values = [float(x) if c else None for x, c in zip(sums.tolist(), k.tolist(), strict=True)]
     else:
-        sums = per_bar(v, agg.sums[v.all_slots])[:, 0]
-        oks = per_bar(v, agg.oks[v.all_slots])[:, 0]
-        if v.op == "sum":
-            values = [float(x) if k else None for x, k in zip(sums, oks, strict=True)]
-        else:
-            values = [float(x) / k if k else None for x, k in zip(sums, oks, strict=True)]
-    return ViewData(v.name, v.labels, n.tolist(), values, caveats(v, agg))
+        values = [x / c if c else None for x, c in zip(sums.tolist(), k.tolist(), strict=True)]
+    return ViewData(v.name, v.labels, n.tolist(), values, cav)
+
+
+def _plain_caveats(v: ViewLayout, agg: Aggregates) -> dict[str, int]:
+    """`caveats` of a view of one slot per bar, but its measure's."""
+    out: dict[str, int] = {}
+    c = agg.counts
+    at = v.bar_off + v.nbars
+    for i, r in enumerate(v.reasons):
+        n = int(c[at + i])
+        if n:
+            out[r] = n
+    n = int(c[v.bar_off + v.ncodes])
+    if n:
+        out["not_shown"] = n
+    if v.type == "categorical" and v.labels and v.labels[-1] == OTHER:
+        n = int(c[at - 1])
+        if n:
+            out["other"] = n
+    return out
 
 
 # --- order statistics ------------------------------------------------------------------
