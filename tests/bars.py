@@ -17,8 +17,8 @@ def sql_values(oracle: Oracle, dash: Dashboard, view: str, extra: str = "TRUE") 
     for i, label in enumerate(layout.labels):
         key = label.replace("+00:00", "") if v.type == "temporal" else \
             label if v.type == "categorical" else i
-        count, total, mean = got.get(key, (0, None, None))
-        out.append({"count": count, "sum": total, "mean": mean}[v.aggregate.op])
+        count, total, mean, stat = got.get(key, (0, None, None, None))
+        out.append({"count": count, "sum": total, "mean": mean}.get(v.aggregate.op, stat))
     return out
 
 

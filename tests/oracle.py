@@ -14,7 +14,7 @@ import atexit
 import math
 import shutil
 import tempfile
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -74,17 +74,66 @@ class Oracle:
         return sql.where_sql(self.dash, self.filters, view)
 
     def view(self, name: str, extra: str = "TRUE") -> dict:
-        """{bar label key: (count, sum, mean)} for bars with rows."""
+        """{bar label key: (count, sum, mean, statistic)} for bars with rows; the
+        statistic is an order-statistic view's (median, quantile, min, max, distinct;
+        times as ISO text in UTC), else None."""
         v = self.dash.view(name)
         key = self.bar_sql(v)
         mf = v.aggregate.field and sql.ident(v.aggregate.field)
-        agg = f", sum({mf}), count({mf})" if mf else ", NULL, 0"
+        order = v.aggregate.op in m.ORDER_OPS
+        agg = f", sum({mf}), count({mf})" if mf and not order else ", NULL, 0"
+        agg += f", {sql.aggregate_sql(v.aggregate, self.kind(v.aggregate.field))}" if order else ", NULL"
         q = (f"SELECT {key} AS bar, count(*){agg} FROM src WHERE ({self.where(name)}) "
              f"AND ({extra}) GROUP BY 1 HAVING bar IS NOT NULL")
         rows = self.con.execute(q).fetchall()
         self._nonnull[name] = {r[0]: r[3] for r in rows}  # measures per bar, for `agrees`
-        return {r[0]: (r[1], r[2], r[2] / r[3] if r[3] else None)  # mean: the exact sum, divided once
-                for r in rows}
+        return {r[0]: (r[1], r[2], r[2] / r[3] if r[3] else None,  # mean: the exact sum, divided once
+                       _iso(r[4])) for r in rows}
+
+    def kind(self, column: str) -> str:
+        """number, temporal or string: a column's type in DuckDB, coarsely."""
+        t = self.con.execute(f"SELECT typeof({sql.ident(column)}) FROM src LIMIT 1").fetchone()[0]
+        if t.startswith(("TIMESTAMP", "DATE")):
+            return "temporal"
+        return "string" if t == "VARCHAR" else "number"
+
+    def caveats(self, name: str) -> dict[str, int]:
+        """How many rows view `name` does not show under the filters, and why (as the
+        engine reports them, docs/protocol.md): SQL over the raw values."""
+        v = self.dash.view(name)
+        where = self.where(name)
+        cases = []
+        if isinstance(v, m.HistogramView):
+            x = f"CAST({sql.ident(v.field)} AS DOUBLE)"
+            lo, hi = sql.num(float(v.bin.extent[0])), sql.num(float(v.bin.extent[1]))
+            below, above = ("clamped_below", "clamped_above") if v.bin.clamp else ("below", "above")
+            cases = [f"WHEN {x} IS NULL OR isnan({x}) THEN 'null'", f"WHEN {x} < {lo} THEN '{below}'",
+                     f"WHEN {x} > {hi} THEN '{above}'"]
+        elif isinstance(v, m.TemporalView):
+            cases = [f"WHEN {sql.ident(v.field)} IS NULL THEN 'null'"]
+        elif isinstance(v, m.CategoricalView):
+            f = sql.ident(v.field)
+            tops = ", ".join(sql.lit(x) for x in self.top[name]) or "NULL"
+            cases = [f"WHEN {f} IS NULL THEN 'null'",
+                     f"WHEN {f} NOT IN ({tops}) THEN '{'other' if v.other else 'beyond_top'}'"]
+        else:
+            cases = [f"WHEN ({self.bar_sql(v)}) IS NULL THEN 'not_shown'"]
+        reason = f"CASE {' '.join(cases)} ELSE NULL END"
+        q = (f"SELECT {reason} AS r, count(*) FROM src WHERE ({where}) GROUP BY 1 "
+             f"HAVING r IS NOT NULL")
+        out = {r: n for r, n in self.con.execute(q).fetchall()}
+        mf = v.aggregate.field
+        if mf and v.aggregate.op != "count":
+            x = sql.ident(mf)
+            missing = f"{x} IS NULL" + (f" OR isnan(CAST({x} AS DOUBLE))" if self.kind(mf) == "number" else "")
+            if v.aggregate.op in ("sum", "mean"):
+                missing += f" OR isinf(CAST({x} AS DOUBLE))"
+            q = (f"SELECT count(*) FROM src WHERE ({where}) AND ({self.bar_sql(v)}) IS NOT NULL "
+                 f"AND ({missing})")
+            n = self.con.execute(q).fetchone()[0]
+            if n:
+                out["measure_null"] = n
+        return out
 
     def agrees(self, name: str, bar, got, want, op: str | None = None) -> bool:
         """Does an engine's value for `bar` of view `name` equal SQL's `want`, as documented
@@ -116,6 +165,13 @@ class Oracle:
         if isinstance(v, m.TemporalView):
             return f"strftime(date_trunc('{v.unit}', {sql.ident(v.field)}), '%Y-%m-%dT%H:%M:%S')"
         return sql.bar_key_sql(v, self.top.get(v.name))
+
+
+def _iso(x):
+    """A datetime as the engine writes instants (UTC, ISO with the offset)."""
+    if isinstance(x, datetime):
+        return x.replace(tzinfo=UTC).isoformat() if x.tzinfo is None else x.isoformat()
+    return x
 
 
 def _norm_row(r) -> tuple:

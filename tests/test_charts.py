@@ -52,22 +52,30 @@ def test_bars_carry_readable_labels(kw, labels, want):
 
 def test_a_histogram_has_fixed_domains_a_count_axis_and_a_brush():
     spec = spec_of(view(**HIST), HIST_LABELS, [5, 40, 3, 0], "interval")
-    full, value, hl = layers(spec)
+    full, value, hl, clamp = layers(spec)
     assert full["encoding"]["x"]["scale"]["domain"] == [-20.0, 20.0]
     assert full["encoding"]["x"]["scale"]["round"] is True
     assert full["encoding"]["y"]["scale"]["domain"] == [0, 40]  # the largest full bar
     assert "format(datum.value, '~s')" in full["encoding"]["y"]["axis"]["labelExpr"]
     assert spec["params"][0]["name"] == "brush" and spec["params"][0]["select"]["type"] == "interval"
     assert full["encoding"]["tooltip"] == {"field": "bar", "type": "nominal"}  # the page writes it
-    assert spec["usermeta"] == {"brushfire": {"shape": "bars", "bars": 4,
-                                              "tooltip": {"key": "delay", "measure": "rows"}}}
+    meta = spec["usermeta"]["brushfire"]
+    assert meta["shape"] == "bars" and meta["bars"] == 4
+    assert meta["tooltip"] == {"key": "delay", "measure": "rows"}
+    # caveats: what each reason means; the clamped edge bars get a marker when they hold rows
+    assert meta["caveats"]["clamped_below"] == "in the first bar: delay below -20"
+    assert meta["caveats"]["null"] == "not shown: delay is null"
+    assert meta["clamped"] == {"clamped_below": 0, "clamped_above": 3}
+    assert {"filter": "datum.clamp > 0"} in clamp["transform"]
+    rows = spec["datasets"]["bars"]
+    assert "clamp" in rows[0] and "clamp" in rows[3] and "clamp" not in rows[1]
     assert spec["description"].startswith("Histogram of rows by delay: 4 bins of 10 from -20 to 20")
     json.dumps(spec)
 
 
 def test_log_and_sqrt_scales_and_reversed_axes():
     spec = spec_of(view(**HIST, scale="log", reverse=["x"]), HIST_LABELS, [5, 40, 3, 0])
-    full, value, _ = layers(spec)
+    full, value, _, _ = layers(spec)
     assert full["encoding"]["y"]["scale"]["type"] == "log"
     assert full["encoding"]["y"]["scale"]["domain"] == [0.5, 40]
     assert full["encoding"]["y2"] == {"value": {"expr": "height"}}  # bars from the bottom
@@ -120,3 +128,15 @@ def test_a_dwarfing_other_bar_is_clipped_and_labelled():
     calm = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 200])
     assert calm["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 200]
     assert len(calm["layer"]) == 3
+
+
+def test_order_statistics_are_plain_numbers_or_times():
+    med = view(**HIST, aggregate={"op": "quantile", "field": "m", "p": 0.9})
+    spec = spec_of(med, HIST_LABELS, [1.5, -2.0, None, 3.0])
+    y = layers(spec)[0]["encoding"]["y"]
+    assert "domain" not in y["scale"] and y["axis"]["title"] == "p90 of m"
+    assert spec["usermeta"]["brushfire"]["caveats"]["measure_null"] == "without a value: m is null"
+    first = view(**HIST, aggregate={"op": "min", "field": "t"})
+    spec = spec_of(first, HIST_LABELS, ["2001-01-01T00:00:00+00:00", None, None, None])
+    y = layers(spec)[1]["encoding"]["y"]
+    assert y["type"] == "temporal"

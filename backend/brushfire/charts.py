@@ -50,9 +50,10 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     data = alt.NamedData("bars")
     meta: dict = {"shape": "bars", "bars": len(rows),
                   "tooltip": {"key": "cell" if isinstance(view, m.HeatmapView) else view.field,
-                              "measure": _measure_title(view)}}
+                              "measure": _measure_title(view)},
+                  "caveats": caveat_texts(view), "clamped": _clamped_bars(view, len(rows))}
     if isinstance(view, m.HeatmapView):
-        chart = _heatmap(data, view, brush)
+        chart = _heatmap(data, view, full, brush)
         meta.update(shape="cells", cells=[view.x.bin.count, view.y.bin.count])
     elif isinstance(view, m.CategoricalView):
         other = len(rows) - 1 if view.other and rows and rows[-1]["label"] == OTHER else None
@@ -75,6 +76,38 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     return spec
 
 
+def caveat_texts(view: m.View) -> dict[str, str]:
+    """What each caveat of the view (engine/stats.py, docs/protocol.md) means, to follow
+    "N rows": the page writes the ones that have rows under the view."""
+    agg = view.aggregate
+    out: dict[str, str] = {}
+    if isinstance(view, m.HeatmapView):
+        out["not_shown"] = (f"not shown: {view.x.field} or {view.y.field} is null or outside "
+                            "the extent")
+    else:
+        f = view.field
+        out["null"] = f"not shown: {f} is null"
+    if isinstance(view, m.HistogramView):
+        lo, hi = _num(view.bin.extent[0]), _num(view.bin.extent[1])
+        out["below"] = f"not shown: {view.field} below {lo}"
+        out["above"] = f"not shown: {view.field} above {hi}"
+        out["clamped_below"] = f"in the first bar: {view.field} below {lo}"
+        out["clamped_above"] = f"in the last bar: {view.field} above {hi}"
+    if isinstance(view, m.CategoricalView):
+        out["beyond_top"] = f"not shown: {view.field} beyond the top {view.top}"
+        out["other"] = f"in {OTHER}: {view.field} beyond the top {view.top}"
+    if agg.op != "count":
+        out["measure_null"] = f"without a value: {agg.field} is null"
+    return out
+
+
+def _clamped_bars(view: m.View, n: int) -> dict[str, int]:
+    """Clamped histograms: the bar holding each clamped side's rows."""
+    if isinstance(view, m.HistogramView) and view.bin.clamp and n:
+        return {"clamped_below": 0, "clamped_above": n - 1}
+    return {}
+
+
 def as_rows(labels: list) -> bool:
     """Whether a categorical view is drawn as horizontal rows: many bars or long labels."""
     return len(labels) > MAX_COLUMNS or any(len(str(x)) > MAX_COLUMN_LABEL for x in labels)
@@ -93,6 +126,8 @@ def bar_rows(view: m.View, layout: ViewLayout, full: list) -> list[dict]:
         elif isinstance(view, m.HistogramView):
             row["x0"], row["x1"] = label
             row["label"] = _range(*label, clamped=view.bin.clamp and (i == 0, i == n - 1))
+            if view.bin.clamp and i in (0, n - 1):
+                row["clamp"] = None  # rows clamped into this bar (clients fill it)
         elif isinstance(view, m.TemporalView):
             row["x0"], row["x1"] = label, _bar_end(label, view.unit)
             row["label"] = _time_label(label, view.unit)
@@ -146,9 +181,17 @@ def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, fu
     full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing).encode(y=y)
     if brush == "interval":
         full_layer = full_layer.add_params(alt.selection_interval(name="brush", encodings=["x"]))
-    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing).encode(y=alt.Y("value:Q"))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing).encode(y=alt.Y("hl:Q"))
-    return alt.layer(*_kept(full_layer, value, hl, keep=keep))
+    vtype = "temporal" if _temporal_measure(full) else "quantitative"
+    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing).encode(y=alt.Y("value", type=vtype))
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing).encode(y=alt.Y("hl", type=vtype))
+    layers = _kept(full_layer, value, hl, keep=keep)
+    if isinstance(view, m.HistogramView) and view.bin.clamp:
+        # a marker on an edge bar holding clamped rows: its tooltip says how many
+        layers.append(alt.Chart(data).transform_filter("datum.clamp > 0").mark_text(
+            text="◆", color="#b35806", fontSize=9, baseline="bottom", dy=-2).encode(
+            x=alt.X("xm:Q"), y=alt.value(0), tooltip=_tooltip()).transform_calculate(
+            xm="(datum.x0 + datum.x1) / 2"))
+    return alt.layer(*layers)
 
 
 def _categorical_columns(data, view: m.CategoricalView, full: list, other: int | None):
@@ -213,26 +256,28 @@ def _category_layers(base, measure, channel: str, other: int | None, clip: bool)
     return full, value, hl
 
 
-def _heatmap(data, view: m.HeatmapView, brush: str | None):
+def _heatmap(data, view: m.HeatmapView, full: list, brush: str | None):
     op = view.aggregate.op
 
     def position(axis: m.Axis, name: str):
         return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
                          reverse=name in view.reverse)
 
+    ctype = "temporal" if _temporal_measure(full) else "quantitative"
     color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME)
     if view.scale == "log":
         color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False)
     # empty cells stay blank: no rows (count 0), no measure (null), or off a log scale
-    blank = ("isValid(datum.value) && isFinite(datum.value)"
+    blank = ("isValid(datum.value) && (isString(datum.value) || isFinite(datum.value))"
              + (" && datum.value !== 0" if op == "count" else "")
              + (" && datum.value > 0" if view.scale == "log" else ""))
     chart = alt.Chart(data).transform_filter(blank).mark_rect(strokeWidth=0).encode(
         x=alt.X("x0:Q", title=view.x.field, scale=position(view.x, "x")), x2="x1",
         y=alt.Y("y0:Q", title=view.y.field, scale=position(view.y, "y")), y2="y1",
-        color=alt.Color("value:Q", title=_measure_title(view), scale=color_scale,
+        color=alt.Color("value", type=ctype, title=_measure_title(view), scale=color_scale,
                         legend=alt.Legend(orient="right", gradientLength=120,
-                                          format="~s" if op != "mean" else alt.Undefined)),
+                                          format="~s" if op in ("count", "sum", "distinct")
+                                          else alt.Undefined)),
         tooltip=_tooltip())
     if brush == "rect":
         chart = chart.add_params(alt.selection_interval(name="brush", encodings=["x", "y"]))
@@ -245,7 +290,13 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     the scale can show (log: positive ones). Counts get a fixed domain, [0, the largest
     full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
     op, kind = view.aggregate.op, view.scale
-    finite = [v for i, v in enumerate(full) if i != skip and v is not None and math.isfinite(v)]
+    if _temporal_measure(full):  # min / max of times: a time axis, bars from its start
+        enc = alt.X if channel == "x" else alt.Y
+        scale = alt.Scale(type="utc", reverse=reverse_key in view.reverse)
+        return enc("full:T", scale=scale, axis=alt.Axis(title=title)), \
+            _log_baseline(channel, reverse_key in view.reverse), None
+    finite = [v for i, v in enumerate(full) if i != skip and isinstance(v, (int, float))
+              and math.isfinite(v)]
     # whole pixels: crisp bar ends, and a change too small to move one draws nothing
     scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True}
     if op == "count" and finite:
@@ -254,7 +305,7 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
         scale["nice"] = kind != "log"
     elif kind == "log":
         scale["nice"] = False
-    if op == "mean":
+    if op not in ("count", "sum", "distinct"):  # means and order statistics: plain numbers
         axis = alt.Axis(title=title)
     elif kind == "log":  # decades only
         axis = alt.Axis(title=title, format="~s", tickCount=3)
@@ -292,7 +343,19 @@ def _tooltip():
 
 def _measure_title(view: m.View) -> str:
     agg = view.aggregate
-    return "rows" if agg.op == "count" else f"{agg.op} of {agg.field}"
+    if agg.op == "count":
+        return "rows"
+    if agg.op == "quantile":
+        p = agg.p * 100
+        return f"p{p:g}{' (discrete)' if agg.method == 'discrete' else ''} of {agg.field}"
+    if agg.op == "distinct":
+        return f"distinct {agg.field}"
+    return f"{agg.op} of {agg.field}"
+
+
+def _temporal_measure(full: list) -> bool:
+    """Are the values times (min / max of a timestamp: ISO text)?"""
+    return any(isinstance(x, str) for x in full)
 
 
 def _num(x: float) -> str:

@@ -124,6 +124,9 @@ def warm_kernels(store: LineageStore) -> None:
     K.count_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, np.uint64(0))
     K.rows_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
     K.bars_of(shard.arrays, L, np.zeros(0, np.int64), 0, np.zeros(0, np.int64))
+    if any(v.cells for v in store.layout.views):  # order statistics gather values of blocks
+        K.gather(shard.arrays, L, q, 0, np.uint64(0), -1, kr, 0, np.full(1, -1, np.int64),
+                 np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), 0, 0)
 
 
 def _as_model(spec) -> m.DashboardSpec:

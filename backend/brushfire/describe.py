@@ -49,6 +49,7 @@ def _describe(dash: Dashboard) -> dict:
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
+                      "caveats": initial[v.name].caveats,
                       "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
     details = dash.spec.interactions.details
     return {

@@ -80,6 +80,14 @@ class CapturePlan:
         return tuple(dict.fromkeys(v.aggregate.field for v in views if v.aggregate.field))
 
     @property
+    def order_fields(self) -> tuple[str, ...]:
+        """Measures of order-statistic views (median, quantile, min, max, distinct), each
+        once: each gets a key dim (a value dim, or a dict dim for strings)."""
+        views = self.dashboard.views
+        return tuple(dict.fromkeys(v.aggregate.field for v in views
+                                   if v.aggregate.op in m.ORDER_OPS))
+
+    @property
     def value_fields(self) -> tuple[str, ...]:
         """Fields brushed or compared by value (interval, rect, range parameters): each
         gets a value-keyed dim."""

@@ -540,7 +540,9 @@ def update_reply(session: SessionAPI, update: Update) -> dict:
 
 
 def view_json(v: ViewData) -> dict:
-    return {"counts": v.counts, "values": v.values}
+    """A view's bars as sent: rows and value per bar, and its caveats (the rows it does
+    not show, by reason: docs/protocol.md)."""
+    return {"counts": v.counts, "values": v.values, "caveats": getattr(v, "caveats", None) or {}}
 
 
 def jsonable(x):

@@ -96,6 +96,35 @@ def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
             f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
 
+def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -> str:
+    """A view's aggregate over one bar's rows: count(*), or the op over the measure with
+    null and NaN skipped (docs/spec.md). `kind`: the measure's type (number, temporal or
+    string): only numbers can be NaN. Spark has no quantile_disc: discrete quantiles are
+    `percentile_disc(p) WITHIN GROUP (ORDER BY x)` there."""
+    if agg.op == "count" or not agg.field:
+        return "count(*)"
+    x = ident(agg.field, d)
+    if kind == "number":
+        x = f"CASE WHEN isnan(CAST({x} AS DOUBLE)) THEN NULL ELSE {x} END"
+    op, p = agg.op, (0.5 if agg.op == "median" else agg.p)
+    if op == "sum":
+        return f"sum({x})"
+    if op == "mean":
+        return f"avg({x})"
+    if op in ("min", "max"):
+        return f"{op}({x})"
+    if op == "distinct":
+        return f"count(DISTINCT {x})"
+    q = num(float(p))
+    if agg.method == "discrete":
+        if d is SPARK:
+            return f"percentile_disc({q}) WITHIN GROUP (ORDER BY {x})"
+        return f"quantile_disc({x}, {q})"
+    if d is SPARK:
+        return f"percentile(CAST({x} AS DOUBLE), {q})"
+    return f"quantile_cont(CAST({x} AS DOUBLE), {q})"  # a FLOAT column interpolates as doubles
+
+
 # --- filters as predicates ---------------------------------------------------------------
 
 

@@ -39,6 +39,8 @@ export class Chart {
     this.onResize = onResize;
     this.base = description.spec.datasets.bars; // bar geometry, labels and `full`
     this.values = description.values;
+    this.counts = description.counts ?? []; // rows per bar (shown beside an order statistic)
+    this.caveats = description.caveats ?? {}; // rows not shown, by reason (docs/protocol.md)
     this.highlight = null;
     this.filterKey = "null"; // JSON of the filter drawn (tagged, as in the session's `filters`)
     this.filter = null;
@@ -52,7 +54,33 @@ export class Chart {
     return this.base.map((r, i) => ({
       ...r, value: this.values[i], hl: this.highlight?.[i] ?? null,
       sel: picking ? this.picked.has(r.label) : null, cur: i === this.cursor,
+      ...("clamp" in r ? { clamp: this.clampedInto(i) } : {}),
     }));
+  }
+
+  // Rows clamped into bar i (an edge bar of a clamped histogram), under the filters.
+  clampedInto(i) {
+    let n = 0;
+    for (const [reason, bar] of Object.entries(this.meta.clamped ?? {})) {
+      if (bar === i) n += this.caveats[reason] ?? 0;
+    }
+    return n;
+  }
+
+  // "41,220 rows not shown: delay is null · 3,100 rows in the first bar: delay below -60"
+  caveatText() {
+    const texts = this.meta.caveats ?? {};
+    return Object.entries(this.caveats)
+      .filter(([reason, n]) => n > 0 && texts[reason])
+      .map(([reason, n]) => `${formatNumber(n)} row${n === 1 ? "" : "s"} ${texts[reason]}`)
+      .join(" · ");
+  }
+
+  showCaveats() {
+    if (!this.note) return;
+    const text = this.caveatText();
+    this.note.textContent = text;
+    this.note.hidden = !text;
   }
 
   // Build the card (title, filter readout, controls, the view) in `card` and embed.
@@ -81,7 +109,10 @@ export class Chart {
     this.body.setAttribute("aria-labelledby", title.id);
     this.body.setAttribute("aria-describedby", about.id);
     this.body.addEventListener("keydown", (e) => this.onKey(e));
-    card.replaceChildren(head, this.body, about);
+    this.note = el("p", "bf-caveats", "");
+    this.note.setAttribute("aria-live", "polite");
+    card.replaceChildren(head, this.body, this.note, about);
+    this.showCaveats();
 
     const spec = structuredClone(this.description.spec);
     delete spec.title; // the card's heading
@@ -149,11 +180,17 @@ export class Chart {
     }
   }
 
-  // New filtered values (and optionally highlight shares) from the server; only the bars
-  // whose numbers changed go to Vega. Resolves when the view has re-rendered.
-  update(values, highlight = undefined) {
+  // New filtered values (and optionally highlight shares) from the server, with the
+  // view's rows per bar and caveats (`view`: its entry of an update); only the bars whose
+  // numbers changed go to Vega. Resolves when the view has re-rendered.
+  update(values, highlight = undefined, view = undefined) {
     if (values) this.values = values;
     if (highlight !== undefined) this.highlight = highlight;
+    if (view?.counts) this.counts = view.counts;
+    if (view?.caveats) {
+      this.caveats = view.caveats;
+      this.showCaveats();
+    }
     if (!this.view) return Promise.resolve();
     const cs = changeset();
     let changed = 0;
@@ -161,6 +198,10 @@ export class Chart {
       const i = t.bar;
       if (values && !same(t.value, values[i])) {
         cs.modify(t, "value", values[i]);
+        changed++;
+      }
+      if ("clamp" in t && view?.caveats && t.clamp !== this.clampedInto(i)) {
+        cs.modify(t, "clamp", this.clampedInto(i));
         changed++;
       }
       const hl = this.highlight?.[i] ?? null;
@@ -181,8 +222,16 @@ export class Chart {
     const { key = "bar", measure = "value" } = this.meta.tooltip ?? {};
     const lines = [[key, formatValue(row.label)], [`${measure}, selected`, formatMeasure(this.values[+bar])],
                    [`${measure}, all rows`, formatMeasure(row.full)]];
+    if (this.description.aggregate !== "count" && this.counts[+bar] !== undefined) {
+      lines.splice(2, 0, ["rows, selected", formatNumber(this.counts[+bar])]);
+    }
     const hl = this.highlight?.[+bar];
     if (hl !== null && hl !== undefined) lines.push([`${measure}, highlighted`, formatMeasure(hl)]);
+    const clamped = "clamp" in row ? this.clampedInto(+bar) : 0;
+    if (clamped) {
+      const reason = Object.keys(this.meta.clamped ?? {}).find((r) => this.meta.clamped[r] === +bar);
+      lines.push(["clamped here", `${formatNumber(clamped)} rows ${(this.meta.caveats?.[reason] ?? "").replace(/^in the (first|last) bar: /, "")}`]);
+    }
     return `<table>${lines.map(([k, v]) => `<tr><td class="key">${escape(k)}</td><td class="value">${escape(v)}</td></tr>`).join("")}</table>`;
   }
 

@@ -197,7 +197,7 @@ export class DashboardUI {
 
   async applyUpdate(reply) {
     await Promise.all(Object.entries(reply.views).map(([name, v]) =>
-      this.charts.get(name).update(v.values)));
+      this.charts.get(name).update(v.values, undefined, v)));
     this.filters = reply.filters;
     this.showStatus(reply);
     await this.showFilters(reply.filters);
@@ -254,7 +254,7 @@ export class DashboardUI {
   async applyState(reply) {
     this.pending.clear();
     await Promise.all([...this.charts.values()].map((c) =>
-      (reply.views[c.name] ? c.update(reply.views[c.name].values) : null)));
+      (reply.views[c.name] ? c.update(reply.views[c.name].values, undefined, reply.views[c.name]) : null)));
     this.showParameters(reply.filters);
     this.filters = reply.filters;
     await this.showFilters(reply.filters);

@@ -51,8 +51,14 @@ def dialect_spec(path) -> dict:
             {"name": "mag", "type": "histogram", "field": "mag", "bin": {"step": 0.25, "extent": [12, 24]}},
             {"name": "slope", "type": "histogram", "field": "slope",
              "bin": {"step": 5, "extent": [-40, 40], "clamp": True}, "aggregate": {"op": "sum", "field": "m"}},
+            # an order statistic of a float32 column, and the last instant per bar
+            {"name": "med_mag", "type": "histogram", "field": "ipx", "brush": "none",
+             "bin": {"step": 4, "extent": [-10, 10]}, "aggregate": {"op": "median", "field": "mag"}},
+            {"name": "last", "type": "histogram", "field": "lz", "brush": "none",
+             "bin": {"step": 1, "extent": [-1, 4]}, "aggregate": {"op": "max", "field": "when"}},
         ],
-        "interactions": {"crossfilter": [{"views": ["ipx", "day", "lz", "mag", "slope"]}]},
+        "interactions": {"crossfilter": [{"views": ["ipx", "day", "lz", "mag", "slope", "med_mag",
+                                                    "last"]}]},
     }
 
 

@@ -29,7 +29,8 @@ def browser_spec(path) -> dict:
         "title": "Browser test dashboard",
         "source": {"path": str(path)},
         "views": [
-            {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+            {"name": "hx", "type": "histogram", "field": "x",
+             "bin": {"step": 10, "extent": [0, 100], "clamp": True}},
             {"name": "cat", "type": "categorical", "field": "cat", "top": 6},
             {"name": "week", "type": "temporal", "field": "t", "unit": "week"},
             {"name": "heat", "type": "heatmap",
@@ -37,9 +38,11 @@ def browser_spec(path) -> dict:
              "y": {"field": "k", "bin": {"step": 35, "extent": [-20, 120]}}},
             {"name": "mean_m", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]},
              "aggregate": {"op": "mean", "field": "m"}, "brush": "none"},
+            {"name": "med_m", "type": "categorical", "field": "dest", "top": 5, "brush": "none",
+             "aggregate": {"op": "median", "field": "m"}},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx", "cat", "week", "heat", "mean_m"]}],
+            "crossfilter": [{"views": ["hx", "cat", "week", "heat", "mean_m", "med_m"]}],
             "highlight": [{"source": "cat", "targets": ["hx"]}],
             "details": {"columns": ["x", "cat", "k", "m"], "page_size": 20},
             "parameters": [{"name": "dest", "field": "dest"}],

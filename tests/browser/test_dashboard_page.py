@@ -168,3 +168,31 @@ def test_record_downloads_a_trace_the_harness_replays(page, served, tmp_path):
     assert [e.t for e in trace.events] == sorted(e.t for e in trace.events)
     last_brush = [e.message for e in trace.events if e.message["type"] == "brush"][-1]
     assert last_brush["interval"] == page.evaluate("window.brushfire.ui.filters.hx.interval")
+
+def test_each_view_says_which_rows_it_does_not_show(page, served, oracle):
+    """Caveats: the note under each view counts, as SQL does under the view's filters, the
+    rows it does not show and why; clamped edge bars carry a marker whose tooltip says how
+    many rows were clamped into them; an order statistic's tooltip gives the bar's rows."""
+    _, dash = served
+    page.select_option("select[name=dest]", "BBB")
+    page.wait_for_function(IDLE)
+    drag(page, "week", *[datetime.fromisoformat(dash.store.view("week").labels[i]).timestamp() * 1000
+                         for i in (2, 8)])
+    tlo, thi = page.evaluate("window.brushfire.ui.filters.week.interval")
+    oracle.set_parameter("dest", "BBB")
+    oracle.brush("week", (tlo, thi))
+    for v in dash.spec.views:
+        texts = page.evaluate(f"window.brushfire.ui.charts.get('{v.name}').meta.caveats")
+        want = " · ".join(f"{n:,} row{'' if n == 1 else 's'} {texts[r]}"
+                          for r, n in oracle.caveats(v.name).items() if r in texts)
+        assert page.inner_text(f"[data-view={v.name}] .bf-caveats").strip() == want, v.name
+    clamped = oracle.caveats("hx")
+    assert clamped.get("clamped_below") and clamped.get("clamped_above")
+    marks = page.evaluate("window.brushfire.ui.charts.get('hx').view.data('bars')"
+                          ".filter(r => r.clamp > 0).map(r => [r.bar, r.clamp])")
+    assert marks == [[0, clamped["clamped_below"]], [9, clamped["clamped_above"]]]
+    tip = page.evaluate("window.brushfire.ui.charts.get('hx').tooltip(0)")
+    assert "clamped here" in tip and f"{clamped['clamped_below']:,} rows x below 0" in tip
+    counts = page.evaluate("window.brushfire.ui.charts.get('med_m').counts")
+    tip = page.evaluate("window.brushfire.ui.charts.get('med_m').tooltip(0)")
+    assert f"rows, selected</td><td class=\"value\">{counts[0]:,}" in tip

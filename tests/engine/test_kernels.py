@@ -1,7 +1,7 @@
 """The numba kernels against plain numpy, on random shards (hypothesis): random dims and
 keys, random block sizes and backward indexes (identity blocks included), views reading
-their bar through one or two lookup tables, measures from lookups or stored columns (NaN
-included), and random filter states of every test mode."""
+their bar through one or two lookup tables (codes of one or two cells per bar), measures
+from lookups or stored columns (NaN included), and random filter states of every test mode."""
 
 from __future__ import annotations
 
@@ -83,9 +83,10 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
         moff[v] = at
         mluts.append(ml.astype(float))
         at += len(ml)
+    width = rng.integers(1, 3, nv).astype(np.int64)  # cells per bar (order statistics: > 1)
     L = (vdim0.astype(np.int64), vdim1.astype(np.int64), vlut0, vlut1, np.concatenate(luts),
          nbars.astype(np.int64), bar_off, mkind.astype(np.int64), mdim.astype(np.int64),
-         mcol.astype(np.int64), moff, np.concatenate(mluts), draw, dslot, np.int64(bsize))
+         mcol.astype(np.int64), moff, np.concatenate(mluts), draw, dslot, np.int64(bsize), width)
     nslots = int(bar_off[-1] + nbars[-1] + 1)
 
     nf = int(rng.integers(1, 4))
@@ -152,7 +153,7 @@ def ref_test(S, L, Q, t):
     if mode == 0:
         return np.ones(n, bool)
     if mode == 3:
-        return bits[tbits[t], ref_bars(S, L, tview[t])]
+        return bits[tbits[t], ref_bars(S, L, tview[t]) // L[15][tview[t]]]
     k = keys[tdim[t]].astype(np.int64)
     if mode == 2:
         return bits[tbits[t], k]
@@ -338,3 +339,37 @@ def test_bars_of_reads_each_rows_bar(case):
         out = np.zeros(len(rows), np.int64)
         K.bars_of(S, L, rows, v, out)
         assert list(out) == list(ref_bars(S, L, v)[rows])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=CASE, use_index=st.booleans())
+def test_gather_writes_the_measures_of_wanted_codes(case, use_index):
+    seed, n, bsize = case
+    rng = np.random.default_rng(seed)
+    S, L, Q, nf, nkeys, nslots, indexed = make_case(rng, n, bsize)
+    nv = len(L[5])
+    v = int(rng.integers(0, nv))
+    md = int(rng.integers(0, len(nkeys)))
+    need = np.uint64(rng.integers(0, 1 << nf))
+    d = int(rng.choice(np.flatnonzero(indexed))) if use_index else -1
+    kr = _kranges(rng, nkeys[max(d, 0)])
+    cand = np.ones(n, bool)
+    if d >= 0:
+        k = S[0][d].astype(np.int64)
+        cand = np.zeros(n, bool)
+        for a, b in kr:
+            cand |= (k >= a) & (k <= b)
+    ntargets = int(rng.integers(1, 4))
+    wanted = np.where(rng.random(L[5][v] + 1) < 0.5, rng.integers(0, ntargets, L[5][v] + 1), -1)
+    passing = cand & ((ref_fails(S, L, Q, nf) & need) == 0)
+    codes = ref_bars(S, L, v)
+    rc = L[12][md]
+    measure = S[1][rc] if rc >= 0 else S[0][md].astype(np.float64)
+    want = [np.sort(measure[passing & (wanted[codes] == t)]) for t in range(ntargets)]
+    offs = np.concatenate([[0], np.cumsum([len(w) for w in want])]).astype(np.int64)
+    out = np.full(offs[-1], np.nan)
+    fill = np.zeros(ntargets, np.int64)
+    K.gather(S, L, Q, v, need, d, kr, md, wanted.astype(np.int64), offs, fill, out, 0, S[4].shape[1])
+    assert list(fill) == [len(w) for w in want]
+    for t in range(ntargets):
+        assert np.array_equal(np.sort(out[offs[t]:offs[t + 1]]), want[t])

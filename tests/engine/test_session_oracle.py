@@ -8,8 +8,9 @@ Each spec variant is captured once per store layout on a real local Spark sessio
 Hypothesis then plays random sequences of brushes, selects, rect brushes, parameter
 changes and clears — with the planner's own choices, and with each method forced
 whenever it applies (incremental, recompute, scan, conditional cubes built on every
-update) — and after every step each view, the selected rows (details), backward
-lineage of bars, forward lineage and linked highlighting must equal DuckDB's SQL.
+update) — and after every step each view (counts, sums, means, medians, quantiles,
+min, max, distinct counts, and its caveats), the selected rows (details), backward lineage
+of bars, forward lineage and linked highlighting must equal DuckDB's SQL.
 """
 
 from __future__ import annotations
@@ -49,11 +50,26 @@ def spec_a(path) -> dict:
              "bin": {"step": 20, "extent": [-20, 120]}, "aggregate": {"op": "mean", "field": "m"}},
             {"name": "sum_m", "type": "categorical", "field": "dest", "top": 3,
              "aggregate": {"op": "sum", "field": "m"}},
+            # order statistics: x has nulls, NaN and ties; bars without rows or measures
+            {"name": "med_x", "type": "histogram", "field": "k", "brush": "none",
+             "bin": {"step": 20, "extent": [-20, 120], "clamp": True},
+             "aggregate": {"op": "median", "field": "x"}},
+            {"name": "q_m", "type": "categorical", "field": "dest", "top": 3, "other": False,
+             "aggregate": {"op": "quantile", "field": "m", "p": 0.9}},
+            {"name": "min_t", "type": "histogram", "field": "x", "brush": "none",
+             "bin": {"step": 25, "extent": [0, 100]}, "aggregate": {"op": "min", "field": "t"}},
+            {"name": "distinct_cat", "type": "temporal", "field": "t", "unit": "month", "brush": "none",
+             "aggregate": {"op": "distinct", "field": "cat"}},
+            {"name": "max_k", "type": "heatmap", "brush": "none",
+             "x": {"field": "x", "bin": {"step": 25, "extent": [0, 100]}},
+             "y": {"field": "m", "bin": {"step": 100, "extent": [-100, 300]}},
+             "aggregate": {"op": "max", "field": "k"}},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx", "hk", "cat", "week", "heat", "mean_m"]},
+            "crossfilter": [{"views": ["hx", "hk", "cat", "week", "heat", "mean_m", "med_x", "q_m",
+                                       "min_t", "distinct_cat", "max_k"]},
                             {"views": ["sum_m", "hk"]}],
-            "highlight": [{"source": "cat", "targets": ["hx", "week"]}],
+            "highlight": [{"source": "cat", "targets": ["hx", "week", "med_x"]}],
             "details": {"columns": DETAIL_COLUMNS, "page_size": 100},
             "parameters": [{"name": "pdest", "field": "dest"},
                            {"name": "kmax", "field": "k", "widget": "slider", "op": "lte"}],
@@ -75,18 +91,26 @@ def spec_b(path) -> dict:
             {"name": "hour", "type": "temporal", "field": "t", "unit": "hour", "brush": "none"},
             {"name": "sum_k", "type": "histogram", "field": "m", "bin": {"step": 50, "extent": [-50, 300]},
              "aggregate": {"op": "sum", "field": "k"}},
+            {"name": "qd_x2", "type": "histogram", "field": "m", "brush": "none",
+             "bin": {"step": 70, "extent": [-50, 300]},
+             "aggregate": {"op": "quantile", "field": "x2", "p": 0.25, "method": "discrete"}},
+            {"name": "med_k", "type": "categorical", "field": "cat", "top": 4, "brush": "none",
+             "aggregate": {"op": "median", "field": "k"}},
+            {"name": "max_t", "type": "temporal", "field": "t", "unit": "month", "brush": "none",
+             "aggregate": {"op": "max", "field": "t"}},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx2", "month", "cat", "hour", "sum_k"]}],
-            "highlight": [{"source": "month", "targets": ["cat", "hx2"]}],
+            "crossfilter": [{"views": ["hx2", "month", "cat", "hour", "sum_k", "qd_x2", "med_k",
+                                       "max_t"]}],
+            "highlight": [{"source": "month", "targets": ["cat", "hx2", "med_k"]}],
             "details": {"columns": DETAIL_COLUMNS + ["x2"], "page_size": 7},
             "parameters": [{"name": "mmin", "field": "m", "widget": "slider", "op": "gt"}],
         },
     }
 
 
-LAYOUTS = {
-    "dense": (CaptureConfig(block_rows=1024, shard_rows=2048), None),
+LAYOUTS = {  # dense: order statistics of few values read from keys, of many gathered from rows
+    "dense": (CaptureConfig(block_rows=1024, shard_rows=2048, max_cells=4000), None),
     "fine": (CaptureConfig(block_rows=64, shard_rows=320, max_keys=40, max_cube_blocks=6), "3k"),
 }
 
@@ -230,8 +254,11 @@ def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle
     got = engine_bars(vd, vtype)
     assert set(got) == set(expected), (context, vd.name, got, expected)
     for key, (n, value) in got.items():
-        count, total, mean = expected[key]
+        count, total, mean, stat = expected[key]
         assert n == count, (context, vd.name, key, n, count)
+        if op not in ("count", "sum", "mean"):  # order statistics: equal to the last bit
+            assert value == stat, (context, vd.name, key, value, stat)
+            continue
         want = {"count": count, "sum": total, "mean": mean}[op]
         # the documented guarantee: exact counts and integer sums, other sums within 1e-9 Σ|x|
         assert oracle.agrees(vd.name, key, value, want, op), (context, vd.name, key, value, want)
@@ -241,6 +268,8 @@ def check_all(dash, oracle, session, context) -> None:
     for v in dash.spec.views:
         vd = session.view(v.name)
         assert_view_matches(vd, oracle.view(v.name), v.aggregate.op, v.type, context, oracle)
+        # caveats: the rows each view does not show (or clamps, or folds), and why
+        assert vd.caveats == oracle.caveats(v.name), (context, v.name, vd.caveats)
 
 
 def test_views_equal_sql_after_every_interaction(captured, prefer):

@@ -73,8 +73,17 @@ bad/extent_three_values.yaml:10: views[0].bin.extent: expected two numbers [lo, 
     hint: e.g. extent: [0, 100]"""),
     # --- aggregates
     ("aggregate_median.yaml", """\
-bad/aggregate_median.yaml:10: views[0].aggregate.op: unsupported aggregate op 'median'
-    op accepts: count, sum, mean"""),
+bad/aggregate_median.yaml:10: views[0].aggregate.op: unsupported aggregate op 'mode'
+    op accepts: count, sum, mean, median, quantile, min, max, distinct"""),
+    ("aggregate_quantile_without_p.yaml", """\
+bad/aggregate_quantile_without_p.yaml:9: views[0].aggregate.p: aggregate op 'quantile' needs p, the fraction in [0, 1] (0.5: the median)
+    hint: e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"""),
+    ("aggregate_p_out_of_range.yaml", """\
+bad/aggregate_p_out_of_range.yaml:12: views[0].aggregate.p: p must be a fraction in [0, 1], got 95
+    hint: e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"""),
+    ("aggregate_p_without_quantile.yaml", """\
+bad/aggregate_p_without_quantile.yaml:9: views[0].aggregate.p: p is the fraction of op 'quantile'; op 'median' takes none
+    hint: e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"""),
     ("aggregate_sum_without_field.yaml", """\
 bad/aggregate_sum_without_field.yaml:9: views[0].aggregate.field: aggregate op 'sum' needs a field (the column to sum)
     hint: add field: <a numeric column>, or use op: count"""),
@@ -203,7 +212,7 @@ bad/view_type_number.yaml:6: views[0].type: unknown view type '3'
     view types: histogram, temporal, categorical, heatmap"""),
     ("aggregate_not_mapping.yaml", """\
 bad/aggregate_not_mapping.yaml:9: views[0].aggregate: expected a mapping, got 'sum'
-    Aggregate accepts: op, field"""),
+    Aggregate accepts: op, field, p, method"""),
     ("crossfilter_names_not_groups.yaml", """\
 bad/crossfilter_names_not_groups.yaml:10: interactions.crossfilter[0]: expected a mapping, got 'delay'
     CrossfilterGroup accepts: views"""),
@@ -392,8 +401,8 @@ bad/many_problems.yaml:8: views[0].bin.step: bin step must be a number > 0, got 
     hint: step is the width of one bin, in the field's units
 bad/many_problems.yaml:8: views[0].bin.extent: extent [180, -60] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi
-bad/many_problems.yaml:9: views[0].aggregate.op: unsupported aggregate op 'median'
-    op accepts: count, sum, mean
+bad/many_problems.yaml:9: views[0].aggregate.op: unsupported aggregate op 'mode'
+    op accepts: count, sum, mean, median, quantile, min, max, distinct
 (1 more problem not shown: fix these first)"""),
 ]
 

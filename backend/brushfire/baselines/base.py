@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
@@ -28,7 +29,8 @@ from brushfire.spec import models as m
 if TYPE_CHECKING:
     import pyarrow as pa
 
-Groups = dict[object, tuple[int, float, int]]  # bar key (None: dropped rows) -> (count, sum, non-null)
+# bar key (None: dropped rows) -> (count, sum, non-null measures[, order statistic])
+Groups = dict[object, tuple]
 
 
 @dataclass
@@ -80,7 +82,17 @@ class Backend(ABC):
 
     @abstractmethod
     def groups(self, view: str, where: str, cursor=None) -> Groups:
-        """{bar key: (count, sum, non-null measures)} of `view` over rows passing `where`."""
+        """{bar key: (count, sum, non-null measures, order statistic)} of `view` over rows
+        passing `where` (the statistic of order-statistic views, else None)."""
+
+    def measure_kind(self, view: str) -> str:
+        """The view's measure type for `sql.aggregate_sql`: number, temporal or string."""
+        return "number"
+
+    def stat_sql(self, view: str) -> str:
+        """The view's order statistic as SQL (NULL for other views)."""
+        agg = self.spec.view(view).aggregate
+        return sql.aggregate_sql(agg, self.measure_kind(view), self.dialect) if agg.order else "NULL"
 
     @abstractmethod
     def count(self, where: str, cursor=None) -> int:
@@ -93,14 +105,18 @@ class Backend(ABC):
     def bars(self, view: str, groups: Groups) -> Bars:
         layout = self.layouts[view]
         counts, sums, oks = [0] * layout.nbars, [0.0] * layout.nbars, [0] * layout.nbars
+        stats: list = [None] * layout.nbars
         index = self.keys[view]
         total = 0
-        for key, (n, s, k) in groups.items():
+        for key, (n, s, k, *stat) in groups.items():
             total += n
             i = index.get(_norm_key(key))
             if i is not None:
                 counts[i], sums[i], oks[i] = n, s or 0.0, k
-        if layout.op == "count":
+                stats[i] = _instant(stat[0]) if stat else None
+        if layout.op in m.ORDER_OPS:
+            values = stats
+        elif layout.op == "count":
             values = [float(n) for n in counts]
         elif layout.op == "sum":
             values = [s if k else None for s, k in zip(sums, oks, strict=True)]
@@ -271,3 +287,10 @@ def _norm_key(key):
     if isinstance(key, float) and key.is_integer():
         return int(key)
     return key
+
+
+def _instant(x):
+    """An order statistic as the engine writes it: times as ISO text in UTC."""
+    if isinstance(x, datetime):
+        return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
+    return x

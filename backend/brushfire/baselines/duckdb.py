@@ -57,9 +57,18 @@ class DuckDBBackend(Backend):
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
         mf = mf and sql.ident(mf)
-        agg = f"sum({mf}), count({mf})" if mf else "NULL, 0"
-        q = f"SELECT {self.bar_sql[view]} AS k, count(*), {agg} FROM src WHERE {where} GROUP BY 1"
-        return {k: (n, s, c) for k, n, s, c in (cursor or self.con).execute(q).fetchall()}
+        order = self.spec.view(view).aggregate.order
+        agg = f"sum({mf}), count({mf})" if mf and not order else "NULL, 0"
+        q = (f"SELECT {self.bar_sql[view]} AS k, count(*), {agg}, {self.stat_sql(view)} FROM src "
+             f"WHERE {where} GROUP BY 1")
+        return {k: (n, s, c, x) for k, n, s, c, x in (cursor or self.con).execute(q).fetchall()}
+
+    def measure_kind(self, view: str) -> str:
+        mf = self.spec.view(view).aggregate.field
+        t = self.con.execute(f"SELECT typeof({sql.ident(mf)}) FROM src LIMIT 1").fetchone()
+        t = t[0] if t else ""
+        return "temporal" if t.startswith(("TIMESTAMP", "DATE")) else "string" if t == "VARCHAR" \
+            else "number"
 
     def count(self, where: str, cursor=None) -> int:
         return (cursor or self.con).execute(f"SELECT count(*) FROM src WHERE {where}").fetchall()[0][0]

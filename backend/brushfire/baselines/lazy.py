@@ -33,10 +33,18 @@ class SparkBackend(Backend):
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
         mf = mf and sql.ident(mf, sql.SPARK)
-        agg = f"sum(CAST({mf} AS DOUBLE)), count({mf})" if mf else "CAST(NULL AS DOUBLE), 0"
-        q = f"SELECT {self.bar_sql[view]} AS k, count(*), {agg} FROM {TABLE} WHERE {where} GROUP BY 1"
+        order = self.spec.view(view).aggregate.order
+        agg = f"sum(CAST({mf} AS DOUBLE)), count({mf})" if mf and not order else "CAST(NULL AS DOUBLE), 0"
+        q = (f"SELECT {self.bar_sql[view]} AS k, count(*), {agg}, {self.stat_sql(view)} "
+             f"FROM {TABLE} WHERE {where} GROUP BY 1")
         with spark_errors(f"running the group-by of view {view}"):
-            return {r[0]: (r[1], r[2], r[3]) for r in self.spark.sql(q).collect()}
+            return {r[0]: (r[1], r[2], r[3], r[4]) for r in self.spark.sql(q).collect()}
+
+    def measure_kind(self, view: str) -> str:
+        from brushfire.capture.spark import schema_kinds
+
+        mf = self.spec.view(view).aggregate.field
+        return schema_kinds(self.spark.table(TABLE)).get(mf, "number")
 
     def count(self, where: str, cursor=None) -> int:
         with spark_errors("counting the selected rows"):

@@ -85,7 +85,7 @@ class PreaggBackend(DuckDBBackend):
         parts = []
         for i, (t, where) in enumerate(targets.items()):
             mf = self.spec.view(t).aggregate.field
-            mf = mf and sql.ident(mf)
+            mf = mf and not self.spec.view(t).aggregate.order and sql.ident(mf)
             agg = f"sum({mf}), count({mf})" if mf else "0.0, 0"
             parts.append(f"SELECT {i}, __slot, CAST({self.bar_sql[t]} AS VARCHAR), count(*), {agg} "
                          f"FROM ({self.slotted_sql(active, where)}) GROUP BY ALL")
@@ -128,6 +128,10 @@ class PreaggSession(DuckDBSession):
         method = "preagg" if exact_a and exact_b else "preagg-snapped"
         for i, t in enumerate(self.targets):
             self.current[t] = self.backend.bars(t, groups[i])
+        for t in self.targets:  # order statistics cannot be pre-aggregated: their SQL again
+            if self.spec.view(t).aggregate.order:
+                where = sql.where_sql(self.spec, self.preds, t)
+                self.current[t] = self.backend.bars(t, self.backend.groups(t, where, self.cur))
         methods = dict.fromkeys(self.targets, method if built else f"{method} (built)")
         return Update({t: self.current[t].data for t in self.targets}, methods,
                       time.perf_counter() - t0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from brushfire import sql
 from brushfire.baselines.duckdb import connect_source
@@ -112,6 +113,9 @@ class Checker:
             cols = [self.column[v] for v in group]
             measures = sorted({self.spec.view(v).aggregate.field for v in group} - {None})
             aggs = "".join(f", sum({sql.ident(f)}), count({sql.ident(f)})" for f in measures)
+            stats = [v for v in group if self.spec.view(v).aggregate.order]
+            aggs += "".join(f", {sql.aggregate_sql(self.spec.view(v).aggregate, self._kind(v))}"
+                            for v in stats)
             # one scan per where: a grouping set per view, and () for the selected rows
             sets = ", ".join(f"({c})" for c in cols) + (", ()" if j == 0 else "")
             flags = ", ".join(f"GROUPING({c})" for c in cols)
@@ -128,7 +132,8 @@ class Checker:
                 mf = self.spec.view(group[i]).aggregate.field
                 s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) if mf \
                     else (None, 0)
-                found[group[i]][keys[i]] = (n, s, k)
+                stat = rest[2 * len(measures) + stats.index(group[i])] if group[i] in stats else None
+                found[group[i]][keys[i]] = (n, s, k, stat)
             out.update(found)
         return out, selected
 
@@ -138,15 +143,16 @@ class Checker:
         keys = _label_keys(v.type, labels)
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
+        want_stat: list = [None] * len(labels)
         problems = []
-        for key, (n, s, k) in expected.items():
+        for key, (n, s, k, stat) in expected.items():
             if key is None:
                 continue  # rows the view drops
             i = index.get(key)
             if i is None:
                 problems.append(f"{view}: SQL has {n} rows in bar {key!r}, which the view lacks")
                 continue
-            want_n[i], want_s[i], want_k[i] = n, s or 0.0, k
+            want_n[i], want_s[i], want_k[i], want_stat[i] = n, s or 0.0, k, _instant(stat)
         counts, values = got.get("counts", []), got.get("values", [])
         if len(counts) != len(labels) or len(values) != len(labels):
             return [f"{view}: {len(counts)} counts / {len(values)} values for {len(labels)} bars"]
@@ -154,6 +160,10 @@ class Checker:
         for i, label in enumerate(labels):
             if counts[i] != want_n[i]:
                 problems.append(f"{view}[{label}]: count {counts[i]}, SQL {want_n[i]}")
+                continue
+            if v.aggregate.order:  # order statistics: equal to the last bit
+                if values[i] != want_stat[i]:
+                    problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want_stat[i]}")
                 continue
             want = (float(want_n[i]) if op == "count" else
                     (want_s[i] if want_k[i] else None) if op == "sum" else
@@ -164,6 +174,14 @@ class Checker:
                 problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want}")
         return problems
 
+    def _kind(self, view: str) -> str:
+        """The measure's type, coarsely: number, temporal or string."""
+        mf = self.spec.view(view).aggregate.field
+        t = self.con.execute(f"SELECT typeof({sql.ident(mf)}) FROM chk LIMIT 1").fetchone()
+        t = t[0] if t else ""
+        return "temporal" if t.startswith(("TIMESTAMP", "DATE")) else "string" if t == "VARCHAR" \
+            else "number"
+
     def _label_problems(self) -> list[str]:
         out = []
         for name, top in self.tops.items():
@@ -171,6 +189,13 @@ class Checker:
             if got != top:
                 out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
         return out
+
+
+def _instant(x):
+    """SQL's timestamps as the engine writes them (ISO, UTC)."""
+    if isinstance(x, datetime):
+        return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
+    return x
 
 
 def _label_keys(view_type: str, labels: list) -> list:

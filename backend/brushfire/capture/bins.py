@@ -8,7 +8,8 @@ The rules are the spec's (docs/spec.md) and `sql.py`'s:
   start on Monday (as SQL's date_trunc('week'));
 - categorical: the `top` values by count (descending), then by value, plus '(other)';
 - heatmap: x bar * (y bars) + y bar, dropped when either is.
-Dropped rows get bar -1 here.
+Dropped rows get bar -1 here. `slot_code` says, instead, why a row is not in a bar: codes
+nbars + i for the view's `reasons(view)[i]` (lineage/layout.py), clamped rows included.
 """
 
 from __future__ import annotations
@@ -34,6 +35,33 @@ def hist_code(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
     if b.clamp:
         code = np.where(ok & (x < lo), 0, code)
         code = np.where(ok & (x > hi), nb - 1, code)
+    return code.astype(np.int64)
+
+
+def reasons(view) -> list[str]:
+    """Why a view may not show a row (or, clamped, shows it in an edge bar), in the order
+    of its pseudo-bars. Heatmaps count their rows outside the cells together (the slot
+    after their codes), so they have none."""
+    if isinstance(view, m.HistogramView):
+        return ["null"] + (["clamped_below", "clamped_above"] if view.bin.clamp else ["below", "above"])
+    if isinstance(view, m.TemporalView):
+        return ["null"]
+    if isinstance(view, m.CategoricalView):
+        return ["null"] + ([] if view.other else ["beyond_top"])
+    return []
+
+
+def hist_slot(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
+    """Bar per value of equal-width bins `b`, or the reason it is in none (lineage/layout.py):
+    nbars + 0 null or NaN, + 1 below the extent, + 2 above it (clamped or not)."""
+    x = x.astype(np.float64, copy=False)
+    nb, lo, hi = b.count, b.extent[0], b.extent[1]
+    ok = valid & ~np.isnan(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        inside = np.floor((x - lo) / b.step)
+    code = np.where(ok & (x >= lo) & (x <= hi), np.minimum(np.nan_to_num(inside, nan=0.0), nb - 1), nb)
+    code = np.where(ok & (x < lo), nb + 1, code)
+    code = np.where(ok & (x > hi), nb + 2, code)
     return code.astype(np.int64)
 
 

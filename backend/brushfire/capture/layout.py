@@ -11,6 +11,9 @@ and the shard job.
   keeps only its base result;
 - a sum / mean view reads its measure from a dense dim's values when its measure field
   has one, else from a stored column;
+- an order-statistic view (median, quantile, min, max, distinct) counts rows in cells of
+  bar x measure block over a key dim of its measure (lineage/layout.py);
+- every view's codes include its reasons for not showing a row (lineage/layout.py);
 - each 1-dim filter gets cube blocks over its keys: every key its own block when they
   are few, else runs of keys with about equally many rows, at most `max_cube_blocks`
   and within `cube_bytes` for the bars of its targets.
@@ -39,10 +42,11 @@ def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     cats = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
     temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView)]
     values = plan.value_fields
-    return ProfileSpec(values=values,
-                       counts=tuple(dict.fromkeys(cats + list(plan.dict_fields))),
+    counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
+    return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
-                       max_keys=config.max_keys)
+                       max_keys=config.max_keys,
+                       measures=tuple(f for f in plan.order_fields if f not in values + counts))
 
 
 def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> Layout:
@@ -85,21 +89,36 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         brushed = plan.has_filter(v.name)
         labels = _labels(v, profile)
         nbars = len(labels)
-        layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels)
-        off += nbars + 1
+        if nbars > 65_534:
+            msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
+            raise CaptureError(msg)
+        layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
+                              reasons=bins.reasons(v))
+        order = v.aggregate.op in m.ORDER_OPS
+        exact = True
+        if order:
+            exact = _order_statistic(v, layout_v, dims, add, dim_of, profile, config, arrays)
+        off += layout_v.nslots
         needed = vp.forward or vp.bar_index
         luts = _luts(v, dims, dim_of, profile, nbars)
+        if order and luts is not None and len(luts) > 1:
+            luts = None  # a heatmap's cell, then its measure: the cell needs a key of its own
+        w = layout_v.width
         if luts is not None:
             # a lookup from dense keys costs nothing per row: kept even when not needed
             layout_v.code_dims = [i for i, _ in luts]
             for part, (_, lut) in enumerate(luts):
-                arrays[f"lut.{v.name}.{part}"] = lut
-        elif needed or (isinstance(v, m.CategoricalView) and brushed):
-            d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", nbars,
+                arrays[f"lut.{v.name}.{part}"] = _cells(lut, layout_v) if order else lut
+        elif needed or (isinstance(v, m.CategoricalView) and brushed) or (order and not exact):
+            # (an order statistic gathering values from rows needs each row's cell)
+            d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", layout_v.kbars,
                         vp.bar_index or brushed))
             layout_v.code_dims = [d]
-            arrays[f"lut.{v.name}.0"] = _identity_lut(nbars)
-        if v.aggregate.field:
+            arrays[f"lut.{v.name}.0"] = _identity_lut(layout_v.kbars) * w
+        if order and layout_v.code_dims:
+            layout_v.code_dims.append(layout_v.mdim)
+            arrays[f"lut.{v.name}.1"] = arrays[f"mblock.{v.name}"].astype(np.int32)
+        elif v.aggregate.field and not order:
             mdim = dim_of.get(f"value:{v.aggregate.field}")
             if mdim is not None and dims[mdim].kind == "dense":
                 layout_v.measure, layout_v.mdim = "lut", mdim
@@ -109,9 +128,6 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
                     measure_fields.append(v.aggregate.field)
                 layout_v.measure, layout_v.mcol = "stored", measure_fields.index(v.aggregate.field)
         views.append(layout_v)
-        if len(labels) > 65_534:
-            msg = f"view {v.name} has {len(labels):,} bars; at most 65,534 are supported"
-            raise CaptureError(msg)
 
     # bar -> rows needs the view's first code dim indexed
     for v in views:
@@ -133,13 +149,14 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         if not f.cube_targets:
             continue
         d = dims[f.dims[0]]
-        width = sum(layout.view(t).nbars + 1 for t in f.cube_targets)
+        f.cube_targets = _narrow_cube_targets(f.cube_targets, layout, d, config)
+        width = sum(layout.view(t).nslots for t in f.cube_targets)
         rowless = [t for t in f.cube_targets if not layout.countable(t)]
         if rowless and d.kind == "fine":  # bucketed keys need rows the cube cannot give
             f.cube_targets = [t for t in f.cube_targets if t not in rowless]
             layout.notes.append(f"filter {f.name}: views {', '.join(rowless)} not answered "
                                 "under it (their rows are not kept and its keys are buckets)")
-            width = sum(layout.view(t).nbars + 1 for t in f.cube_targets)
+            width = sum(layout.view(t).nslots for t in f.cube_targets)
             rowless = []
         if d.rows and not rowless:
             d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
@@ -248,14 +265,14 @@ def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
         if d is None:
             return None
         x = np.asarray(dims[d].values)
-        return [(d, _lut(bins.hist_code(x, np.ones(len(x), bool), v.bin), nbars))]
+        return [(d, _lut(bins.hist_slot(x, np.ones(len(x), bool), v.bin), nbars, nbars))]
     if isinstance(v, m.TemporalView):
         d = dense(v.field)
         if d is None or dims[d].value_type != "temporal":
             return None
         x = np.asarray(dims[d].values, np.int64)
         first = int(x[0]) if len(x) else None
-        return [(d, _lut(bins.calendar_code(v.unit, x, np.ones(len(x), bool), first), nbars))]
+        return [(d, _lut(bins.calendar_code(v.unit, x, np.ones(len(x), bool), first), nbars, nbars))]
     if isinstance(v, m.HeatmapView):
         dx, dy = dense(v.x.field), dense(v.y.field)
         if dx is None or dy is None or dx == dy:
@@ -265,19 +282,113 @@ def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
         cx = bins.hist_code(xv, np.ones(len(xv), bool), v.x.bin)
         cy = bins.hist_code(yv, np.ones(len(yv), bool), v.y.bin)
         # x part: x bar * ny, or nbars when dropped; y part: y bar, or nbars when dropped
-        return [(dx, _lut(np.where(cx >= 0, cx * ny, -1), nbars)), (dy, _lut(cy, nbars))]
+        return [(dx, _lut(np.where(cx >= 0, cx * ny, -1), nbars, nbars)), (dy, _lut(cy, nbars, nbars))]
     return None
 
 
-def _lut(codes: np.ndarray, nbars: int) -> np.ndarray:
-    """Key -> bar (int32), with the no-value key (the last entry) and dropped keys -> nbars."""
-    out = np.full(len(codes) + 1, nbars, np.int32)
+def _lut(codes: np.ndarray, nbars: int, none: int) -> np.ndarray:
+    """Key -> code (int32): a bar or a reason (lineage/layout.py); the no-value key (the
+    last entry) -> `none`, dropped keys (-1) -> nbars (a heatmap's: no reasons, so its
+    dropped slot)."""
+    out = np.full(len(codes) + 1, none, np.int32)
     out[:-1] = np.where(codes >= 0, codes, nbars)
     return out
 
 
 def _identity_lut(nbars: int) -> np.ndarray:
     return np.arange(nbars + 1, dtype=np.int32)
+
+
+def _cells(lut: np.ndarray, v: ViewLayout) -> np.ndarray:
+    """An order statistic's bar part: bar or reason -> its first cell (dropped stays
+    dropped: `ncodes`, past every cell)."""
+    return np.where(lut < v.kbars, lut * v.width, v.ncodes).astype(np.int32)
+
+
+def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str, int],
+                     profile: Profile, config: CaptureConfig, arrays: dict) -> bool:
+    """An order-statistic view's measure: a key dim of its field (a value dim, or a dict
+    dim for strings) and blocks of its keys, M of them: every key its own block when
+    bars x (keys + 1) cells fit `max_cells` (values read from the dim), else runs of keys
+    with about equally many rows (values gathered from the rows of one or two blocks).
+    Returns whether the values are read from the dim (no rows needed)."""
+    agg = view.aggregate
+    f = agg.field
+    d = dim_of.get(f"value:{f}", dim_of.get(f"dict:{f}"))
+    if d is None:
+        if f in profile.values:
+            st = profile.values[f]
+            if st.dense:
+                d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
+                            values=st.values.tolist()))
+            else:
+                edges = fine_edges(st, config.max_keys)
+                d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,
+                            edges=edges))
+        else:
+            values, counts = profile.counts[f]
+            if len(values) > config.max_keys:
+                msg = (f"view {view.name}: aggregate op 'distinct' needs every value of {f!r} "
+                       f"as a key, but it has {len(values):,} distinct values (at most "
+                       f"{config.max_keys:,})")
+                raise CaptureError(msg)
+            order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+            d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
+                        values=[values[i] for i in order]))
+    dim = dims[d]
+    nkeys = dim.nkeys
+    if agg.op == "distinct" and (dim.kind == "fine" or v.kbars * (nkeys + 1) > config.max_cells):
+        why = (f"it has more than {config.max_keys:,} distinct values" if dim.kind == "fine" else
+               f"{v.kbars:,} bars x {nkeys + 1:,} keys is over {config.max_cells:,} cells")
+        msg = (f"view {view.name}: aggregate op 'distinct' counts the keys of {f!r} per bar, "
+               f"and {why}; hint: fewer bars, or a field with fewer values")
+        raise CaptureError(msg)
+    exact = dim.kind != "fine" and v.kbars * (nkeys + 1) <= config.max_cells
+    if exact:
+        starts = list(range(nkeys + 1))
+    else:
+        blocks = max(1, min(nkeys, config.max_cells // max(1, v.kbars) - 1))
+        starts = _equi_depth(_key_weights(dim, profile), blocks)
+        dim.indexed = True  # the rows of a block, by the measure's index
+    v.measure, v.mdim, v.mstarts = "cells", d, starts
+    v.width = len(starts)  # blocks + 1 (no measure)
+    v.p = 0.5 if agg.op == "median" else agg.p
+    v.method = agg.method or "continuous"
+    lut = np.searchsorted(np.asarray(starts), np.arange(nkeys + 1), "right") - 1
+    lut[nkeys] = len(starts) - 1
+    arrays[f"mblock.{view.name}"] = lut.astype(np.int32)
+    return exact
+
+
+def _equi_depth(weights: np.ndarray, blocks: int) -> list[int]:
+    """Starts of at most `blocks` runs of keys with about equally many rows, ending with
+    the number of keys."""
+    nkeys = len(weights)
+    if nkeys <= blocks:
+        return list(range(nkeys + 1))
+    cum = np.cumsum(weights, dtype=np.float64)
+    if not (len(cum) and cum[-1] > 0):
+        cum = np.arange(1, nkeys + 1, dtype=np.float64)
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, blocks) / blocks, "right")
+    return [int(s) for s in np.unique(np.concatenate([[0], cuts, [nkeys]]))]
+
+
+def _narrow_cube_targets(targets: list[str], layout: Layout, d: Dim,
+                         config: CaptureConfig) -> list[str]:
+    """A filter's cube targets without the order-statistic views whose cells would make its
+    cube coarser (fewer blocks) than the other targets allow: those views are answered
+    by the other methods when the filter is alone."""
+    plain = [t for t in targets if not layout.view(t).cells]
+    cells = [t for t in targets if layout.view(t).cells]
+    out = list(plain)
+    width = sum(layout.view(t).nslots for t in plain)
+    full = min(config.max_cube_blocks, d.nkeys)
+    for t in sorted(cells, key=lambda t: layout.view(t).nslots):
+        w = width + layout.view(t).nslots
+        if config.cube_bytes // (8 * w) >= full:
+            out.append(t)
+            width = w
+    return [t for t in targets if t in out]
 
 
 def _measure_lut(d: Dim) -> np.ndarray:

@@ -41,7 +41,8 @@ def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     parts = [table.slice(a, b - a) for a, b in zip(starts[:-1], starts[1:], strict=True)]
     pspec = profile_spec(plan, config)
-    cols = list(dict.fromkeys(pspec.values + pspec.counts + pspec.ranges)) or table.column_names[:1]
+    cols = list(dict.fromkeys(pspec.values + pspec.counts + pspec.ranges + pspec.measures)) \
+        or table.column_names[:1]
     profile = merge_profiles([profile_partition(p.select(cols).to_batches(), pspec) for p in parts],
                              pspec)
     layout = make_layout(plan, profile, config)

@@ -30,6 +30,7 @@ class ProfileSpec:
     counts: tuple[str, ...]  # categorical and dropdown fields: value counts
     ranges: tuple[str, ...]  # temporal view fields: first and last instant
     max_keys: int
+    measures: tuple[str, ...] = ()  # order statistics' measures: as `values`, strings as `counts`
 
 
 @dataclass
@@ -67,6 +68,13 @@ def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> d
         return out
     for f in spec.values:
         out["values"][f] = _value_stats(table[f], spec.max_keys)
+    for f in spec.measures:
+        if C.kind_of(table[f].type) == "string":
+            col = table[f]
+            vc = pc.value_counts(col.drop_null() if col.null_count else col)
+            out["counts"][f] = (vc.field("values"), np.asarray(vc.field("counts"), np.int64))
+        else:
+            out["values"][f] = _value_stats(table[f], spec.max_keys)
     for f in spec.counts:
         col = table[f]
         vc = pc.value_counts(col.drop_null() if col.null_count else col)
@@ -120,6 +128,12 @@ def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
     for f in spec.counts:
         pieces = [p["counts"][f] for p in parts if f in p["counts"]]
         counts[f] = _merge_counts(pieces)
+    for f in spec.measures:  # numbers and times as values, strings as counts
+        if any(f in p["counts"] for p in parts):
+            counts[f] = _merge_counts([p["counts"][f] for p in parts if f in p["counts"]])
+        else:
+            values[f] = _merge_values([p["values"][f] for p in parts if f in p["values"]],
+                                      spec.max_keys)
     ranges = {}
     for f in spec.ranges:
         lo = [p["ranges"][f][0] for p in parts if f in p["ranges"] and p["ranges"][f][0] is not None]

@@ -139,7 +139,7 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
         elif d.kind == "dict":
             pos = C.lookup(table[d.field], d.values) if n else np.zeros(0, np.int64)
             keys[i] = np.where(pos >= 0, pos, d.nkeys)
-        else:  # bars of a view
+        else:  # bars of a view, and its reasons
             code = formula_code(dash.view(d.view), layout.view(d.view), rows)
             keys[i] = np.where(code >= 0, code, d.nkeys)
     meas = np.empty((layout.n_meas, n), np.float64)
@@ -158,11 +158,11 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
     base = np.zeros((3, nslots), np.float64)
     for v in layout.views:
         c, x = codes[v.name], values[v.name]
-        base[0, v.all_slots] = np.bincount(c, minlength=v.nbars + 1)
+        base[0, v.all_slots] = np.bincount(c, minlength=v.nslots)
         if x is not None:
             ok = ~np.isnan(x)
-            base[1, v.all_slots] = np.bincount(c[ok], weights=x[ok], minlength=v.nbars + 1)
-            base[2, v.all_slots] = np.bincount(c[ok], minlength=v.nbars + 1)
+            base[1, v.all_slots] = np.bincount(c[ok], weights=x[ok], minlength=v.nslots)
+            base[2, v.all_slots] = np.bincount(c[ok], minlength=v.nslots)
     out["partial.base"] = base
     for i, d in enumerate(layout.dims):
         out[f"partial.keycount.{d.name}"] = np.bincount(keys[i], minlength=d.nkeys + 1).astype(np.int64)
@@ -174,8 +174,8 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
         nblocks = len(d.cube_starts)  # cube blocks + the no-value block
         for t in f.cube_targets:
             tv = layout.view(t)
-            cell = block * (tv.nbars + 1) + codes[t]
-            size = nblocks * (tv.nbars + 1)
+            cell = block * tv.nslots + codes[t]
+            size = nblocks * tv.nslots
             out[f"partial.cube.{f.name}.{t}.counts"] = np.bincount(cell, minlength=size).astype(np.int64)
             x = values[t]
             if x is not None:
@@ -232,9 +232,11 @@ def _backward_index(keys: np.ndarray, raw: np.ndarray, layout: Layout, bsize: in
 
 
 def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:
-    """The view's bar per row from its source columns (-1: dropped)."""
+    """The view's bar per row from its source columns, or why it is in none: nbars + i for
+    reason i of the view (bins.reasons); -1: dropped (a heatmap's rows outside its cells)."""
+    nb = vl.nbars
     if isinstance(view, m.HistogramView):
-        return bins.hist_code(*rows.numbers(view.field), view.bin)
+        return bins.hist_slot(*rows.numbers(view.field), view.bin)
     if isinstance(view, m.HeatmapView):
         ny = view.y.bin.count
         cx = bins.hist_code(*rows.numbers(view.x.field), view.x.bin)
@@ -243,15 +245,16 @@ def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:
     if isinstance(view, m.TemporalView):
         us, ok = rows.numbers(view.field)
         first = _first_us(vl)
-        return bins.calendar_code(view.unit, us, ok, first)
+        code = bins.calendar_code(view.unit, us, ok, first)
+        return np.where(code >= 0, code, nb)  # reason 0: null
     top = [x for x in vl.labels if x != bins.OTHER] if view.other else list(vl.labels)
     if rows.n == 0:
         return np.zeros(0, np.int64)
     col = rows.table[view.field]
     pos = C.lookup(col, top)
-    if view.other:
-        pos = np.where((pos < 0) & C.valid_mask(col), len(top), pos)
-    return pos
+    valid = C.valid_mask(col)
+    beyond = len(top) if view.other else nb + 1  # '(other)', or reason 1: beyond the top N
+    return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
 
 
 def _first_us(vl: ViewLayout) -> int | None:
@@ -262,14 +265,18 @@ def _first_us(vl: ViewLayout) -> int | None:
 
 def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.DashboardSpec,
               rows: _Rows) -> np.ndarray:
-    """Bar per row in 0..nbars (nbars = dropped), as the engine reads it."""
+    """Code per row in 0..ncodes (lineage/layout.py; ncodes = dropped), as the engine
+    reads it."""
     if v.code_dims:
         code = layout.lut(v.name, 0)[keys[v.code_dims[0]]].astype(np.int64)
         if len(v.code_dims) > 1:
-            code = np.minimum(code + layout.lut(v.name, 1)[keys[v.code_dims[1]]], v.nbars)
+            code = np.minimum(code + layout.lut(v.name, 1)[keys[v.code_dims[1]]], v.ncodes)
         return code
     code = formula_code(dash.view(v.name), v, rows)
-    return np.where(code >= 0, code, v.nbars)
+    if v.cells:
+        block = layout.mblock(v.name)[keys[v.mdim]]
+        return np.where(code >= 0, code * v.width + block, v.ncodes)
+    return np.where(code >= 0, code, v.ncodes)
 
 
 def view_measure(v: ViewLayout, layout: Layout, keys: np.ndarray, meas: np.ndarray):

@@ -153,7 +153,9 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
     quantiles of fields with many (their bucket edges)."""
     from pyspark.sql import functions as F
 
-    values, counts, ranges = list(spec.values), list(spec.counts), list(spec.ranges)
+    strings = [c for c in spec.measures if _kind(df, c) == "string"]  # order statistics'
+    values = list(dict.fromkeys(spec.values + tuple(c for c in spec.measures if c not in strings)))
+    counts, ranges = list(dict.fromkeys(spec.counts + tuple(strings))), list(spec.ranges)
     grouped = list(dict.fromkeys(values + counts))
     progress("profile: distinct values of the brushed fields", 0.0)
     with spark_errors("profiling the source"), track_progress(df.sparkSession, progress,
@@ -188,13 +190,15 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
 
 
 def _kind(df, c: str) -> str:
-    """'int', 'float' or 'temporal' of a numeric or time column (capture/columns.kind_of)."""
+    """'int', 'float', 'temporal' or 'string' of a column (as capture/columns.kind_of)."""
     from pyspark.sql import types as T
 
     t = df.schema[c].dataType
     if isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType)):
         return "temporal"
-    return "int" if isinstance(t, T.IntegralType) else "float"
+    if isinstance(t, T.IntegralType):
+        return "int"
+    return "float" if isinstance(t, T.FractionalType) else "string"
 
 
 def _value_counts(df, cols: list[str]) -> dict[str, pa.Table]:

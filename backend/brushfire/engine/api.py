@@ -25,12 +25,15 @@ if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` 
 
 @dataclass
 class ViewData:
-    """A view's current bars: count per bar, and the value it shows (count, sum or mean)."""
+    """A view's current bars: count per bar, the value it shows (count, sum, mean or an
+    order statistic; None: no value), and its caveats: how many rows it does not show and
+    why (engine/stats.py; only reasons with rows)."""
 
     name: str
     labels: list
     counts: list[int]
-    values: list[float | None]
+    values: list
+    caveats: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

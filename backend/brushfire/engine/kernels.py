@@ -9,17 +9,19 @@ Arguments (built by engine/state.py from lineage/layout.py):
      Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
      key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1.
 - L  the layout: (vdim0, vdim1, vlut0, vlut1, luts, nbars, bar_off, mkind, mdim, mcol,
-     moff, mluts, draw, dslot, bsize). A view v's bar for row r is
+     moff, mluts, draw, dslot, bsize, width). A view v's code (its "bar" here: a bar, a
+     reason pseudo-bar or a cell of either, lineage/layout.py) for row r is
      min(luts[vlut0[v] + keys[vdim0[v], r]] (+ luts[vlut1[v] + keys[vdim1[v], r]]), nbars[v]);
-     its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
+     code // width[v] is its bar or reason (width > 1: order-statistic cells).
+     Its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
      or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
      (-1: not indexed).
 - Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
      Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t:
      mode 0 passes every row, 1 passes keys tlo..thi (empty when tlo > thi) except, for
      fine dims, rows of key telo with raw < tvlo and of key tehi with raw > tvhi; 2 passes
-     keys k with bits[tbits[t], k]; 3 passes rows whose bar in view tview[t] is b with
-     bits[tbits[t], b]. The no-value key never passes modes 1 and 2.
+     keys k with bits[tbits[t], k]; 3 passes rows whose bar or reason (code // width) in
+     view tview[t] is b with bits[tbits[t], b]. The no-value key never passes modes 1 and 2.
 - need (V,) uint64: the filters (bit f) a row must pass to count in view v.
 Aggregates: counts (int64), sums (float64: the measure's non-missing values) and oks
 (int64: how many) per slot; view v's bars are slots bar_off[v] .. bar_off[v] + nbars[v]
@@ -110,8 +112,9 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                         rr[i] = c0 + i if c0 >= 0 else rows[i]
                     bars = np.empty(n, np.int64)
                     _bars(keys, rr, -1, n, tview[t], L, bars)
+                    w = L[15][tview[t]]
                     for i in range(n):
-                        fail[i] |= bit * np.uint64(not bits[row, bars[i]])
+                        fail[i] |= bit * np.uint64(not bits[row, bars[i] // w])
         m >>= np.uint64(1)
         f += 1
 
@@ -509,3 +512,36 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, skip, b0, b1, counts, sums
 def bars_of(S, L, rows, v, out):
     """Bar of view v for each shard row in `rows` (forward lineage)."""
     _bars(S[0], rows, -1, rows.shape[0], v, L, out)
+
+
+@njit(nogil=True, cache=True)
+def gather(S, L, Q, v, need, d, kranges, md, wanted, offs, fill, out, b0, b1):
+    """The measures of an order-statistic view's rows, for the blocks a rank falls in: each
+    row of blocks [b0, b1) that passes `need` and whose code in view v is wanted
+    (t = wanted[code] >= 0) writes its measure to out[offs[t] + fill[t]], fill[t] += 1
+    (never past offs[t + 1]). Candidates are the rows whose key on indexed dim d is in
+    `kranges` (d < 0: every row). The measure is the row's raw value on fine dim md, else
+    its key on md (the caller maps keys to values).
+    Cost: O(candidates x filters) + O(blocks x ranges x log(block))."""
+    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    n = keys.shape[1]
+    bsize = L[14]
+    slot = L[13][d] if d >= 0 else -1
+    rc = L[12][md]
+    buf = np.empty(bsize, np.int64)
+    fail = np.empty(bsize, np.uint64)
+    codes = np.empty(bsize, np.int64)
+    for b in range(b0, b1):
+        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        if m == 0:
+            continue
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
+        _bars(keys, buf, -1, m, v, L, codes)
+        for q in range(m):
+            if fail[q]:
+                continue
+            t = wanted[codes[q]]
+            if t >= 0 and offs[t] + fill[t] < offs[t + 1]:
+                r = buf[q]
+                out[offs[t] + fill[t]] = raw[rc, r] if rc >= 0 else np.float64(keys[md, r])
+                fill[t] += 1

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import kernels as K
-from brushfire.engine import parallel
+from brushfire.engine import parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
 from brushfire.engine.state import (
@@ -260,7 +260,7 @@ class Session:
             return int(self.agg.counts[self._s.all.bar_off])
         if view is not None and bars is None:
             self._view_index(view)
-            return int(self.agg.counts[self.layout.view(view).slots].sum())
+            return int(stats.bar_counts(self.layout.view(view), self.agg).sum())
         with self._lock:
             need, (d, kr) = self._lineage_source(view, bars)
             skip = need & ~np.uint64(1 << self.state.adhoc)
@@ -305,7 +305,7 @@ class Session:
                 part = np.empty(len(sel), np.int64)
                 K.bars_of(self.store.shards[s].arrays, self._s.L, local[sel], vi, part)
                 bars[sel] = part
-            out[v.name] = [int(b) for b in np.unique(bars) if b < v.nbars]
+            out[v.name] = [int(b) for b in np.unique(stats.bars_of_codes(v, bars)) if b >= 0]
         return out
 
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]:
@@ -332,7 +332,7 @@ class Session:
                 self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
             else:
                 self._scan(vi, need, agg)
-            return {t: _view_data(self.layout.view(t), agg) for t in views}
+            return {t: self._data(self.layout.view(t), agg, need[self._vindex[t]]) for t in views}
 
     # --- the update machinery -------------------------------------------------------
 
@@ -426,7 +426,7 @@ class Session:
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
-            tile_cells=sum(self._vl(v).nbars + 1 for v in views), prefer=self._prefer)
+            tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer)
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
@@ -609,7 +609,7 @@ class Session:
         if tile is not None and tile.key == key and set(views) <= set(tile.views):
             return
         d = fl.dims[0]
-        width = sum(self._vl(v).nbars + 1 for v in views)
+        width = sum(self._vl(v).nslots for v in views)
         starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
         measured = any(self._vl(v).measure != "none" for v in views)
         per_block = width * 8 * (3 if measured else 1)
@@ -622,7 +622,7 @@ class Session:
         cols, at = {}, 0
         for v in views:
             cols[v] = at
-            at += self._vl(v).nbars + 1
+            at += self._vl(v).nslots
         vi = self._vi(views)
         colarr = np.array([cols[v] for v in views], np.int64)
         bit = np.uint64(1 << f)
@@ -833,15 +833,16 @@ class Session:
             msg = f"the bars of view {view!r} per row were not captured"
             raise NotCapturedError(msg)
         d = vl.code_dims[0]
-        test = bars_test(d, self._vindex[view], bars)
+        where = stats.shown(vl)
+        kbars = np.flatnonzero(np.isin(where, list(bars)))  # clamped rows are in edge bars
+        test = bars_test(d, self._vindex[view], kbars)
         self.state.set(self.state.adhoc, Selection((test,)))
         lut = self.layout.lut(view, 0)
-        if len(vl.code_dims) > 1:  # heatmap: x part of the chosen cells
+        if len(vl.code_dims) > 1 and not vl.cells:  # heatmap: x part of the chosen cells
             ny = len({tuple(lab[1]) for lab in vl.labels}) if vl.labels else 1
-            parts = {b - b % ny for b in bars}
+            keys = np.flatnonzero(np.isin(lut[:-1], list({b - b % ny for b in bars})))
         else:
-            parts = set(bars)
-        keys = np.flatnonzero(np.isin(lut[:-1], list(parts)))
+            keys = np.flatnonzero(np.isin(lut[:-1] // vl.width, kbars))
         kr = merge_ranges([(int(k), int(k)) for k in keys])
         return test, (d, np.asarray(kr, np.int64).reshape(-1, 2))
 
@@ -903,7 +904,65 @@ class Session:
         return self._vindex[name]
 
     def _view_data(self, name: str) -> ViewData:
-        return _view_data(self.layout.view(name), self.agg)
+        return self._data(self.layout.view(name), self.agg, self._need(name))
+
+    def _data(self, v: ViewLayout, agg: Aggregates, need: np.uint64) -> ViewData:
+        """A view's bars as shown (engine/stats.py) from `agg`; an order statistic whose
+        blocks hold several keys reads the values of one or two blocks per bar from the
+        rows passing `need`."""
+        dim = self.layout.dims[v.mdim] if v.cells else None
+
+        def gather(wanted, offs, kranges):
+            return self._gather(v, need, wanted, offs, kranges)
+
+        return stats.view_data(v, agg, dim, gather)
+
+    def _gather(self, v: ViewLayout, need: np.uint64, wanted: np.ndarray, offs: np.ndarray,
+                kranges) -> np.ndarray | None:
+        """The measures of the rows passing `need` whose code in view v is wanted
+        (wanted[code] = t: into out[offs[t]:offs[t + 1]]), candidates found through the
+        measure dim's index when `kranges` of its keys hold few rows, else by a scan;
+        None when the rows were not kept (memory budget)."""
+        vi = self._vindex[v.name]
+        lay = self.layout
+        if not v.code_dims:  # pruned (capture keeps the cells of gathering views)
+            return None
+        needs = np.zeros(len(self._vindex), np.uint64)
+        needs[vi] = need
+        d = v.mdim
+        kr = np.asarray(kranges, np.int64).reshape(-1, 2)
+        rows = self._rows_of(d, kranges)
+        driver = d if lay.dims[d].indexed and rows < self.store.n_rows // 4 else -1
+        try:
+            self._rows_guard(driver, np.array([vi]), needs)
+            self._rows_guard(d, np.array([vi]), needs)
+        except NotCapturedError:
+            return None
+        total, ntargets = int(offs[-1]), len(offs) - 1
+        shards, L, q = self.store.shards, self._s.L, self.state.q
+
+        def task(units):
+            out = np.empty(total, np.float64)
+            fill = np.zeros(ntargets, np.int64)
+            for i, b0, b1 in units:
+                K.gather(shards[i].arrays, L, q, vi, need, driver, kr, d, wanted, offs, fill,
+                         out, b0, b1)
+            return out, fill
+
+        cost = P.index_cost(rows, len(kr), self._s.blocks, 1) if driver >= 0 else \
+            P.scan_cost(self.store.n_rows, len(self.active), 1)
+        parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(cost))]) \
+            if self._s.units else []
+        result = np.empty(total, np.float64)
+        at = offs[:-1].copy()
+        for out, fill in parts:
+            for t in np.flatnonzero(fill):
+                result[at[t]:at[t] + fill[t]] = out[offs[t]:offs[t] + fill[t]]
+                at[t] += fill[t]
+        if not np.array_equal(at, offs[1:]):
+            msg = f"view {v.name}: the rows gathered disagree with the counts"
+            raise RuntimeError(msg)
+        return result
 
     def _filter(self, name: str, kinds: tuple[str, ...] | None):
         return find_filter(self._filters, name, kinds)
@@ -939,15 +998,3 @@ def _width(tile: Tile, view: str) -> int:
     cols = sorted(tile.cols.values()) + [tile.counts.shape[1]]
     c = tile.cols[view]
     return cols[cols.index(c) + 1] - c
-
-
-def _view_data(v, agg: Aggregates) -> ViewData:
-    s = v.slots
-    counts = agg.counts[s]
-    if v.op == "count":
-        values = counts.astype(float).tolist()
-    elif v.op == "sum":
-        values = [float(x) if k else None for x, k in zip(agg.sums[s], agg.oks[s], strict=True)]
-    else:
-        values = [float(x) / k if k else None for x, k in zip(agg.sums[s], agg.oks[s], strict=True)]
-    return ViewData(v.name, v.labels, counts.tolist(), values)

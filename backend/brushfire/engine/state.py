@@ -276,9 +276,10 @@ def layout_arrays(layout: Layout, extra=None) -> tuple:
     draw = np.array([d.raw for d in layout.dims], np.int64)
     idims = layout.indexed_dims
     dslot = np.array([idims.index(i) if i in idims else -1 for i in range(len(layout.dims))], np.int64)
-    return (vdim0, vdim1, vlut0, vlut1, np.concatenate(luts), np.array([v.nbars for v in views], np.int64),
+    return (vdim0, vdim1, vlut0, vlut1, np.concatenate(luts), np.array([v.ncodes for v in views], np.int64),
             np.array([v.bar_off for v in views], np.int64), mkind, mdim, mcol, moff,
-            np.concatenate(mluts), draw, dslot, np.int64(layout.block_rows))
+            np.concatenate(mluts), draw, dslot, np.int64(layout.block_rows),
+            np.array([v.width for v in views], np.int64))
 
 
 class FilterState:
@@ -297,7 +298,7 @@ class FilterState:
         self.tvlo = np.full(nt, -math.inf)
         self.tvhi = np.full(nt, math.inf)
         self.tbits = np.arange(nt, dtype=np.int64)
-        width = max([d.nkeys for d in layout.dims] + [v.nbars for v in layout.views] + [0]) + 1
+        width = max([d.nkeys for d in layout.dims] + [v.kbars for v in layout.views] + [0]) + 1
         self.bits = np.zeros((nt, width), np.bool_)
         self.tview = np.full(nt, -1, np.int64)
         self.tdim = np.full(nt, -1, np.int64)

@@ -20,10 +20,24 @@ Indexed dims also keep, per block, the block's row positions ordered by key (tie
 position; fine dims by raw value): the backward index. A block whose order is the
 identity (data already sorted by the dim) stores nothing (DSLog's observation).
 
-Views. A view's bar per row is `min(lut_0[key_0] + lut_1[key_1], nbars)` over one or
-two dims (a heatmap over two dense dims is x-part + y-part), or is pruned (nothing
-needs it per row; the view keeps its base result). Its measure, for sum and mean, is a
-float64 looked up from a dense dim's values or a stored column (NaN = missing).
+Views. A view counts rows in *slots*: per row, `min(lut_0[key_0] + lut_1[key_1], ncodes)`
+over one or two dims (a heatmap over two dense dims is x-part + y-part), or the view is
+pruned (nothing needs it per row; it keeps its base result). Its codes are, in order:
+- its `nbars` bars, then one pseudo-bar per *reason* a row is not shown (`reasons`:
+  null or NaN value, below / above an unclamped extent, clamped into the first / last
+  bar, beyond the top N of a categorical without '(other)'), so that how many rows a
+  view does not show, and why, is counted exactly by every method, as its bars are;
+  clamped rows count in their own pseudo-bars and are added to the edge bars for display;
+- for an order statistic (median, quantile, min, max, distinct), each of those bars is
+  `width` = M + 1 *cells*: cell `bar * width + block` counts the bar's rows whose measure
+  key falls in measure block 0..M-1 (block M: no measure), so the lookups are
+  `lut_0[key] = bar * width` and `lut_1[measure key] = block`; with a block per key
+  (M = keys of a dense or dict dim) each statistic is read from the counts and the dim's
+  sorted values, else the exact values of the one or two blocks a rank falls in are
+  gathered from the rows (engine/stats.py);
+- slot `ncodes`: rows dropped any other way (a heatmap's rows outside its cells).
+A sum / mean view's measure is a float64 looked up from a dense dim's values or a stored
+column (NaN = missing).
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ BLOCK_ROWS = 65_536
 SHARD_ROWS = 32 * BLOCK_ROWS  # rows per shard at most (a Spark partition may give several)
 CUBE_BYTES = 8 << 20  # per filter: cube blocks x bars of its targets x 8 bytes
 MAX_CUBE_BLOCKS = 2048
+MAX_CELLS = 1 << 16  # cells (bars and reasons x measure blocks) of an order-statistic view
 OTHER = "(other)"  # label of a categorical view's bar for every value beyond its top N
 
 
@@ -53,6 +68,7 @@ class CaptureConfig:
     max_cube_blocks: int = MAX_CUBE_BLOCKS
     cube_bytes: int = CUBE_BYTES
     memory_budget: int | None = None  # bytes of per-row lineage at most (capture/budget.py)
+    max_cells: int = MAX_CELLS  # cells of an order-statistic view (measure blocks per bar)
 
     def __post_init__(self) -> None:
         if not (1 <= self.block_rows <= MAX_BLOCK_ROWS):
@@ -89,22 +105,46 @@ class Dim:
 class ViewLayout:
     name: str
     type: str
-    op: str  # count | sum | mean
-    nbars: int
-    bar_off: int  # first slot in the flat aggregate arrays (slot bar_off + nbars: dropped rows)
+    op: str  # count | sum | mean | median | quantile | min | max | distinct
+    nbars: int  # bars shown (labels)
+    bar_off: int  # first slot in the flat aggregate arrays
     labels: list  # JSON-able bar descriptions
     code_dims: list[int] = field(default_factory=list)  # [] = pruned, else 1 or 2 dims
-    measure: str = "none"  # none | lut | stored
-    mdim: int = -1  # measure lut: the dense dim whose values are the measure
+    measure: str = "none"  # none | lut | stored | cells (order statistics: the measure's key)
+    mdim: int = -1  # measure lut: the dense dim whose values are the measure; cells: its dim
     mcol: int = -1  # stored measure: row of the shard's `meas` array
+    reasons: list[str] = field(default_factory=list)  # pseudo-bars after the bars
+    width: int = 1  # cells per bar: measure blocks + 1 (order statistics), else 1
+    mstarts: list[int] | None = None  # cells: measure blocks' first keys, ending with nkeys
+    p: float | None = None  # quantile: the fraction (median: 0.5)
+    method: str = "continuous"  # quantile / median: continuous | discrete
+
+    @property
+    def kbars(self) -> int:
+        """Bars and reason pseudo-bars."""
+        return self.nbars + len(self.reasons)
+
+    @property
+    def ncodes(self) -> int:
+        """Codes a row may have (cells of bars and reasons); code `ncodes`: dropped."""
+        return self.kbars * self.width
+
+    @property
+    def nslots(self) -> int:
+        return self.ncodes + 1
 
     @property
     def slots(self) -> slice:
-        return slice(self.bar_off, self.bar_off + self.nbars)
+        """The bars' slots (cells, for order statistics)."""
+        return slice(self.bar_off, self.bar_off + self.nbars * self.width)
 
     @property
     def all_slots(self) -> slice:
-        return slice(self.bar_off, self.bar_off + self.nbars + 1)
+        return slice(self.bar_off, self.bar_off + self.nslots)
+
+    @property
+    def cells(self) -> bool:
+        return self.measure == "cells"
 
 
 @dataclass
@@ -162,7 +202,7 @@ class Layout:
     @property
     def nslots(self) -> int:
         last = self.views[-1]
-        return last.bar_off + last.nbars + 1
+        return last.bar_off + last.nslots
 
     @property
     def indexed_dims(self) -> list[int]:
@@ -183,6 +223,10 @@ class Layout:
     def filter_rows(self, name: str) -> bool:
         """Can the filter be tested row by row (its dims' keys are kept)?"""
         return all(self.dims[d].rows for d in self.filter(name).dims)
+
+    def mblock(self, view: str) -> np.ndarray:
+        """Order statistics: measure key -> block (the no-value key -> M)."""
+        return self.arrays[f"mblock.{view}"]
 
     def lut(self, view: str, part: int) -> np.ndarray:
         return self.arrays[f"lut.{view}.{part}"]

@@ -35,7 +35,7 @@ from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 6  # 6: sharded store written by executors (dims, block-local indexes)
+FORMAT_VERSION = 7  # 7: views count reasons and order-statistic cells (lineage/layout.py)
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 SNAPSHOT = "snapshot.arrow"
@@ -45,7 +45,7 @@ PARTIALS = "partials.npz"
 @dataclass
 class Cube:
     """Prefix sums over a dim's cube blocks of one target view's aggregates:
-    counts[j] = rows of cube blocks 0..j-1, shape (blocks + 1, nbars + 1)."""
+    counts[j] = rows of cube blocks 0..j-1, shape (blocks + 1, the view's nslots)."""
 
     counts: np.ndarray
     sums: np.ndarray  # (0, 0) when the target has no measure
@@ -268,7 +268,7 @@ def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
             continue
         nblocks = len(d.cube_starts) - 1
         for t in f.cube_targets:
-            width = layout.view(t).nbars + 1
+            width = layout.view(t).nslots
             for part in ("counts", "sums", "oks"):
                 cells = totals.get(f"cube.{f.name}.{t}.{part}")
                 if cells is None:

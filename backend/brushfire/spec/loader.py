@@ -473,8 +473,13 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                 "string": "derive a timestamp in source.columns, e.g. to_timestamp(...)"})
         else:
             need(("views", i, "field"), v.field)
-        need(("views", i, "aggregate", "field"), v.aggregate.field, ("number",),
-             f"aggregate op '{v.aggregate.op}'", {"*": "aggregate a numeric column, or use op: count"})
+        op = v.aggregate.op
+        kinds = {"min": ("number", "temporal"), "max": ("number", "temporal"),
+                 "distinct": ("number", "temporal", "string")}.get(op, ("number",))
+        need(("views", i, "aggregate", "field"), v.aggregate.field, kinds,
+             f"aggregate op '{op}'", {"*": "aggregate a numeric column, or use op: count",
+                                      "temporal": "ops min and max take timestamps; "
+                                      "or use op: count"})
     if dash.interactions.details:
         for j, c in enumerate(dash.interactions.details.columns):
             need(("interactions", "details", "columns", j), c)
@@ -775,6 +780,10 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "write extent: [lo, hi] with lo < hi"
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
+    if loc[-2:] == ("aggregate", "p"):
+        return "e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"
+    if loc[-2:] == ("aggregate", "method"):
+        return "leave method out, or use op: quantile"
     if "dropdown parameter" in msg:
         return "use widget: slider to compare with lt, lte, gt or gte"
     if "slider parameter" in msg:

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from brushfire.limits import MAX_TOP
 
-AggregateOp = Literal["count", "sum", "mean"]
+AggregateOp = Literal["count", "sum", "mean", "median", "quantile", "min", "max", "distinct"]
+ORDER_OPS = ("median", "quantile", "min", "max", "distinct")  # order statistics (and distinct)
 TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
 BrushType = Literal["interval", "points", "rect", "none"]
 ScaleType = Literal["linear", "log", "sqrt"]
@@ -79,20 +80,58 @@ class Bin(Model):
 
 
 class Aggregate(Model):
+    """What each bar shows: its rows (count), or the sum, mean, median, a quantile, the
+    smallest or largest value, or the number of distinct values of `field`."""
+
     op: AggregateOp = "count"
-    # the measure; required for sum and mean. Checked even when left out, so that the
-    # error names `aggregate.field` rather than the whole mapping.
+    # the measure; required for every op but count. Checked even when left out, so that
+    # the error names `aggregate.field` rather than the whole mapping.
     field: str | None = Field(None, validate_default=True)
+    # quantile: the fraction in [0, 1] (required); checked even when left out
+    p: float | None = Field(None, validate_default=True)
+    # median and quantile: interpolated (SQL quantile_cont) or a value of the bar (quantile_disc)
+    method: Literal["continuous", "discrete"] | None = Field(None, validate_default=True)
 
     @field_validator("field")
     @classmethod
     def _measure_needed(cls, v: str | None, info: ValidationInfo) -> str | None:
         op = info.data.get("op")  # absent when op itself was invalid
         if op is not None and op != "count" and not v:
-            verb = {"sum": "sum", "mean": "average"}.get(op, op)
+            verb = {"sum": "sum", "mean": "average", "median": "take the median of",
+                    "quantile": "take a quantile of", "min": "take the smallest value of",
+                    "max": "take the largest value of", "distinct": "count distinct values of"}.get(op, op)
             msg = f"aggregate op '{op}' needs a field (the column to {verb})"
             raise ValueError(msg)
         return v
+
+    @field_validator("p")
+    @classmethod
+    def _fraction(cls, v: float | None, info: ValidationInfo) -> float | None:
+        op = info.data.get("op")
+        if op == "quantile" and v is None:
+            msg = "aggregate op 'quantile' needs p, the fraction in [0, 1] (0.5: the median)"
+            raise ValueError(msg)
+        if v is not None and op is not None and op != "quantile":
+            msg = f"p is the fraction of op 'quantile'; op '{op}' takes none"
+            raise ValueError(msg)
+        if v is not None and not (0.0 <= v <= 1.0):
+            msg = f"p must be a fraction in [0, 1], got {v:g}"
+            raise ValueError(msg)
+        return v
+
+    @field_validator("method")
+    @classmethod
+    def _method_of_quantiles(cls, v: str | None, info: ValidationInfo) -> str | None:
+        op = info.data.get("op")
+        if v is not None and op is not None and op not in ("median", "quantile"):
+            msg = f"method is for ops 'median' and 'quantile'; op '{op}' takes none"
+            raise ValueError(msg)
+        return v
+
+    @property
+    def order(self) -> bool:
+        """Is the op an order statistic (or distinct): counted in cells of bar x value?"""
+        return self.op in ORDER_OPS
 
 
 class _ViewBase(Model):
