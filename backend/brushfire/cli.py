@@ -26,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
     p.add_argument("spec")
 
+    p = sub.add_parser("schema", help="print the JSON Schema of dashboard specs (for editors)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write it to FILE instead (the repository keeps schema/dashboard.schema.json)")
+
     p = sub.add_parser("serve", help="serve dashboards over HTTP and WebSockets")
     p.add_argument("specs", nargs="+")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -81,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "memory_budget", "unset") is None:  # the option's default: the environment
         args.memory_budget = _budget_from_environment(parser)
     try:
-        return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo,
-                "serve": _serve, "bench": _bench}[
+        return {"validate": _validate, "plan": _plan, "schema": _schema, "capture": _capture,
+                "demo": _demo, "serve": _serve, "bench": _bench}[
             args.command](args)
     except BrushfireError as e:
         print(f"brushfire: {e}", file=sys.stderr)
@@ -184,6 +188,20 @@ def _plan(args) -> int:
     from brushfire.spec import load_dashboard
 
     print(explain(plan_capture(load_dashboard(args.spec))))
+    return 0
+
+
+def _schema(args) -> int:
+    from brushfire.spec.schema import schema_text
+
+    text = schema_text()
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    from pathlib import Path
+
+    Path(args.output).write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
