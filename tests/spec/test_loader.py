@@ -646,9 +646,12 @@ def test_a_profile_without_crossfilter_groups_links_every_view() -> None:
 
 
 def test_a_profile_view_may_not_shadow_a_source_column() -> None:
+    from brushfire.spec.loader import check_profile_columns
+
     dash = parse_dashboard(PROFILE_SPEC.format(fd="[{lhs: [cat], rhs: [dest], name: k}]"), "prof.yaml")
+    check_profile_columns(dash, ["x", "cat", "dest"])
     with pytest.raises(SpecError) as info:
-        check_columns(dash, {"x": "number", "cat": "string", "dest": "string", "k": "number"})
+        check_profile_columns(dash, ["x", "cat", "dest", "K"])
     assert str(info.value) == """\
 prof.yaml:10: profile.fd[0]: its view's name 'k' is a column of the source already
     hint: give the check another name: name: <identifier>"""

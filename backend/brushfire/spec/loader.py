@@ -213,6 +213,20 @@ def profile_columns(dash: m.Dashboard) -> list[str]:
     return [fd.view_name for fd in dash.profile.fd] if dash.profile else []
 
 
+def check_profile_columns(dash: m.Dashboard, columns) -> None:
+    """The columns the profiling checks add must be new: SpecError at the check whose view
+    name is a column of the source (`columns`: its names, derived columns included)."""
+    lower = {c.lower() for c in columns}  # Spark resolves names case-insensitively
+    for i, fd in enumerate(dash.profile.fd if dash.profile else []):
+        if fd.view_name.lower() in lower:
+            loc: Loc = ("profile", "fd", i)
+            msg = f"its view's name {fd.view_name!r} is a column of the source already"
+            hint = "give the check another name: name: <identifier>"
+            lines: dict[Loc, int] = getattr(dash, "_lines", {})
+            raise SpecError([SpecProblem(getattr(dash, "_filename", "<spec>"), _line(lines, loc),
+                                         _render(loc), msg, hint)])
+
+
 def check_source(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
     """The source's format must be given or follow from the path's extension."""
     src = dash.source
@@ -528,13 +542,7 @@ def check_columns(dash: m.Dashboard, schema: dict[str, str] | None,
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
     known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
-    for i, fd in enumerate(dash.profile.fd if dash.profile else []):
-        if fd.view_name in known:  # capture adds the check's column under its view's name
-            loc = ("profile", "fd", i)
-            msg = f"its view's name {fd.view_name!r} is a column of the source already"
-            hint = "give the check another name: name: <identifier>"
-            raise SpecError([SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)])
-    known |= dict.fromkeys(profile_columns(dash), "string")
+    known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
     def need(loc: Loc, column: str | None, kinds: tuple[str, ...] = (), user: str = "",
