@@ -24,7 +24,7 @@ def describe_dashboard(dash: Dashboard) -> dict:
     parameters with their choices; the highlight and details declarations. Computed once
     per dashboard: the store is read-only."""
     session = dash.session()
-    initial = session.views()
+    initial, filters = session.views(), protocol.jsonable(session.filters)  # defaults applied
     session.clear()  # the full-data bars, drawn behind the filtered ones
     full = session.views()
     views = []
@@ -39,7 +39,7 @@ def describe_dashboard(dash: Dashboard) -> dict:
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
         "views": views,
         "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
-        "filters": protocol.jsonable(session.filters),
+        "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
     }

@@ -62,6 +62,7 @@ export class DashboardUI {
     }
     const state = await this.request({ type: "state" });
     this.showStatus(state);
+    this.showParameters(state.filters ?? {}); // parameter defaults: active from the start
     if (state.filters) await this.showFilters(state.filters);
   }
 

@@ -226,7 +226,9 @@ class BaselineDashboard:
         self.backend, self.session_class = backend, session_class
 
     def session(self) -> SqlSession:
-        return self.session_class(self.backend, self.plan)
+        from brushfire.dashboard import apply_parameter_defaults
+
+        return apply_parameter_defaults(self.session_class(self.backend, self.plan), self.spec)
 
     def warm_up(self) -> float:
         t0 = time.perf_counter()

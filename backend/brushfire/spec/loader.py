@@ -213,18 +213,23 @@ def profile_columns(dash: m.Dashboard) -> list[str]:
     return [fd.view_name for fd in dash.profile.fd] if dash.profile else []
 
 
+def spec_error(dash: m.Dashboard, loc: Loc, msg: str, hint: str = "") -> SpecError:
+    """A SpecError at `loc` of the spec `dash` was loaded from (file and line kept by
+    `parse_dashboard`), for problems found after loading: against the data, at capture."""
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    return SpecError([SpecProblem(getattr(dash, "_filename", "<spec>"), _line(lines, loc),
+                                  _render(loc), msg, hint)])
+
+
 def check_profile_columns(dash: m.Dashboard, columns) -> None:
     """The columns the profiling checks add must be new: SpecError at the check whose view
     name is a column of the source (`columns`: its names, derived columns included)."""
     lower = {c.lower() for c in columns}  # Spark resolves names case-insensitively
     for i, fd in enumerate(dash.profile.fd if dash.profile else []):
         if fd.view_name.lower() in lower:
-            loc: Loc = ("profile", "fd", i)
             msg = f"its view's name {fd.view_name!r} is a column of the source already"
-            hint = "give the check another name: name: <identifier>"
-            lines: dict[Loc, int] = getattr(dash, "_lines", {})
-            raise SpecError([SpecProblem(getattr(dash, "_filename", "<spec>"), _line(lines, loc),
-                                         _render(loc), msg, hint)])
+            raise spec_error(dash, ("profile", "fd", i), msg,
+                             "give the check another name: name: <identifier>")
 
 
 def check_source(dash: m.Dashboard) -> list[tuple[Loc, str, str]]:
