@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                             "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
     sub.choices["capture"].add_argument("--no-baseline", action="store_true",
                                         help="skip timing the plain base queries for comparison")
+    sub.choices["capture"].add_argument("--history", action="store_true",
+                                        help="list the earlier captures of the dashboard (spec hash, "
+                                             "source fingerprint, Brushfire version) instead")
 
     p = sub.add_parser("bench", help="replay interaction traces over WebSockets; compare engines "
                                      "(docs/trace.md)")
@@ -292,6 +295,9 @@ def _capture(args) -> int:
     from brushfire.spec import load_dashboard
 
     dash = load_dashboard(args.spec)
+    if args.history:
+        print(render_history(dash, args.cache_dir or DEFAULT_CACHE))
+        return 0
     plan = plan_capture(dash)
     budget = args.memory_budget or DEFAULT_BUDGET
     decision = decide(plan, None if budget is None else parse_size(budget))
@@ -330,6 +336,38 @@ def _capture(args) -> int:
         print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {store.directory}")
     return 0
+
+
+def render_history(dash, cache_dir) -> str:
+    """`brushfire capture --history`: the dashboard's captures, newest first, and which of
+    them matches the spec and source as they are now."""
+    from brushfire import versions
+    from brushfire.errors import CaptureError
+    from brushfire.lineage.store import source_fingerprint, spec_hash
+
+    entries = versions.history(cache_dir, dash.name)
+    try:
+        now = (spec_hash(dash), source_fingerprint(dash.source.path))
+    except CaptureError:  # the source is gone: no capture matches it
+        now = (spec_hash(dash), None)
+    lines = [f"captures of dashboard '{dash.name}' in {cache_dir} (newest first; the history keeps "
+             f"the last {versions.HISTORY_KEEP}, the cache only the newest one's lineage: older "
+             "entries are pruned when a newer capture completes)"]
+    if not entries:
+        lines.append("  none yet: brushfire capture SPEC captures it")
+        return "\n".join(lines)
+    lines.append(f"  {'created (UTC)':<20} {'spec':<9} {'source':<9} {'brushfire':<10} "
+                 f"{'rows':>12}  {'mode':<5} lineage")
+    for e in entries:
+        current = (e.get("spec_sha256"), e.get("source_fingerprint")) == now
+        created = (e.get("created") or "?").replace("T", " ").rstrip("Z")
+        rows = f"{e['rows']:,}" if isinstance(e.get("rows"), int) else "?"
+        lines.append(f"  {created:<20} {(e.get('spec_sha256') or '?')[:8]:<9} "
+                     f"{(e.get('source_fingerprint') or '?')[:8]:<9} "
+                     f"{e.get('brushfire_version') or '?':<10} {rows:>12}  {e.get('mode') or '?':<5} "
+                     f"{'cached' if e['cached'] else 'pruned'}"
+                     + ("  <- the spec and source as they are now" if current else ""))
+    return "\n".join(lines)
 
 
 def _demo(args) -> int:

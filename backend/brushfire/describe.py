@@ -7,7 +7,7 @@ import os
 from functools import cache
 from pathlib import Path
 
-from brushfire import charts, protocol
+from brushfire import charts, protocol, versions
 from brushfire.dashboard import Dashboard
 
 
@@ -21,7 +21,8 @@ def frontend_dist() -> Path:
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
     full-data bars), its labels and initial values (after default parameters); the
-    parameters with their choices; the highlight and details declarations. Computed once
+    parameters with their choices; the highlight and details declarations; the version
+    served (brushfire/versions.py). Computed once
     per dashboard: the store is read-only."""
     session = dash.session()
     initial, filters = session.views(), protocol.jsonable(session.filters)  # defaults applied
@@ -37,6 +38,7 @@ def describe_dashboard(dash: Dashboard) -> dict:
     details = dash.spec.interactions.details
     return {
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
+        "version": versions.public(versions.served(dash)),
         "views": views,
         "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
         "filters": filters,

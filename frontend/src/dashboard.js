@@ -98,6 +98,7 @@ export class DashboardUI {
     this.recordButton = button("● Record", () => this.toggleRecording());
     this.recordButton.dataset.action = "record";
     h.append(this.statusLine, this.latencyLine, clear, this.recordButton);
+    if (d.version) h.append(versionNote(d.version));
     return h;
   }
 
@@ -312,6 +313,18 @@ export class DashboardUI {
   showError(message) {
     this.latencyLine.textContent = `error: ${message}`;
   }
+}
+
+// Which capture is served (brushfire/versions.py): when, from which spec and source, by
+// which Brushfire; the full hashes in its tooltip.
+function versionNote(v) {
+  const short = (x) => (x ? String(x).slice(0, 8) : "?");
+  const when = v.created ? `captured ${v.created.replace("T", " ").replace("Z", "")} UTC` : "not cached";
+  const note = el("span", "bf-version",
+    `${when} · spec ${short(v.spec_sha256)} · source ${short(v.source_fingerprint)} · Brushfire ${v.brushfire_version ?? "?"}`);
+  note.title = [`cache key: ${v.cache_key ?? "none"}`, `spec sha256: ${v.spec_sha256}`,
+    `source fingerprint: ${v.source_fingerprint ?? "?"}`, `mode: ${v.mode}`].join("\n");
+  return note;
 }
 
 const ROW = 4; // px: the grid's row unit (style.css: grid-auto-rows)
