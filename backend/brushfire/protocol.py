@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brushfire import values as V
 from brushfire.engine.session import Session, Update, ViewData
-from brushfire.errors import BrushfireError, InteractionError
+from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
 MAX_PAGE_SIZE = 10_000  # rows of one details page
 MAX_PAGE = 2**31 - 1  # details page number
+MAX_FORWARD_RIDS = 10_000  # rows of one forward message
 
 log = logging.getLogger("brushfire.protocol")
 
@@ -90,13 +91,21 @@ class Details(Message):
     columns: list[str] | None = None
 
 
+class Forward(Message):
+    """Forward lineage: the bar each view shows rows `rids` in (e.g. the `rid` of a
+    details row)."""
+
+    type: Literal["forward"]
+    rids: list[int] = Field(max_length=MAX_FORWARD_RIDS)
+
+
 class State(Message):
     """Every view's current bars and the active filters."""
 
     type: Literal["state"]
 
 
-ClientMessage = Annotated[Brush | Select | Clear | Parameter | Highlight | Details | State,
+ClientMessage = Annotated[Brush | Select | Clear | Parameter | Highlight | Details | Forward | State,
                           Field(discriminator="type")]
 _adapter = pydantic.TypeAdapter(ClientMessage)
 
@@ -339,8 +348,26 @@ def _dispatch(session: Session, msg) -> dict:
         total = session.count_selected(msg.view, msg.bars)
         return {"type": "details", "page": msg.page, "total": total,
                 "rows": _jsonable_rows(table.to_pylist())}
+    if isinstance(msg, Forward):
+        return forward_reply(session, msg.rids)
     return {"type": "state", "views": {n: view_json(v) for n, v in session.views().items()},
             "filters": jsonable(session.filters), "selected": session.count_selected()}
+
+
+def forward_reply(session: Session, rids: list[int]) -> dict:
+    """The bars rows `rids` fall in, per view; `pruned`: the views whose bars per row were
+    not captured (nothing filters or highlights them), so they are left out."""
+    forward = getattr(session, "forward", None)
+    if forward is None:
+        msg = "forward lineage (the bars of given rows) is not offered by this engine"
+        raise NotCapturedError(msg)
+    views = forward(rids)
+    pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
+    reply = {"type": "forward", "rids": rids, "views": views, "pruned": pruned}
+    if pruned:
+        reply["note"] = (f"bars per row were not captured for {', '.join(pruned)}: nothing filters"
+                         " or highlights them (brushfire plan)")
+    return reply
 
 
 def update_reply(session: Session, update: Update) -> dict:

@@ -172,6 +172,16 @@ export class Chart {
     return this.view.change("bars", cs).runAsync();
   }
 
+  // Mark `bars` (forward lineage of a hovered row: the bars it falls in) in the highlight
+  // colour, whole; null unmarks. Linked highlighting and marks share the `hl` field.
+  mark(bars) {
+    this.marked = bars;
+    this.card?.classList.toggle("bf-marked", Boolean(bars?.length));
+    if (!bars) return this.update(null, null);
+    const on = new Set(bars);
+    return this.update(null, this.values.map((v, i) => (on.has(i) ? (v || this.base[i].full || 0) : null)));
+  }
+
   // The tooltip of bar `bar` (the spec's tooltip is the bar number): its name, values
   // under the filters, over all rows and highlighted, formatted as it shows.
   tooltip(bar) {

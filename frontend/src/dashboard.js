@@ -27,6 +27,7 @@ export class DashboardUI {
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
     this.busy = false; // one filter message in flight at a time; newer ones wait in `pending`
     this.hoverSeq = 0;
+    this.rowSeq = 0; // hovered details rows (forward lineage)
     this.highlightTargets = new Map(description.highlight.map((h) => [h.source, h.targets]));
     this.filters = description.filters ?? {};
     this.selected = null;
@@ -57,7 +58,7 @@ export class DashboardUI {
     for (const card of cards) this.pack(card);
     this.watchSize();
     if (d.details) {
-      this.details = new DetailsTable(d.details, (msg) => this.request(msg));
+      this.details = new DetailsTable(d.details, (msg) => this.request(msg), (rid) => this.hoverRow(rid));
       this.root.append(this.details.element);
     }
     const state = await this.request({ type: "state" });
@@ -232,6 +233,21 @@ export class DashboardUI {
     await Promise.all(Object.entries(reply.views).map(([name, v]) =>
       this.charts.get(name).update(null, v.values)));
     this.measured({ type: "highlight", view, total: performance.now() - t0, engine: reply.ms });
+  }
+
+  // Forward lineage: hovering a row of the details table marks the bar it falls in, in
+  // every view whose bars per row were captured (the reply's `pruned` ones cannot say).
+  async hoverRow(rid) {
+    const seq = ++this.rowSeq;
+    if (rid === null) {
+      await Promise.all([...this.charts.values()].map((c) => c.mark(null)));
+      return;
+    }
+    const t0 = performance.now();
+    const reply = await this.request({ type: "forward", rids: [rid] });
+    if (seq !== this.rowSeq || reply.type !== "forward") return; // a newer hover won
+    await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
+    this.measured({ type: "forward", view: "details", total: performance.now() - t0, engine: reply.ms });
   }
 
   async clearAll() {
