@@ -75,9 +75,23 @@ class Parameter(Message):
 
 
 class Highlight(Message):
+    """Linked highlighting from bars of `source` to `targets` (default: the declared ones,
+    else every other view; undeclared pairs are answered lazily, on Spark)."""
+
     type: Literal["highlight"]
     source: str
     bars: list[int]
+    targets: list[str] | None = None
+
+
+class Filter(Message):
+    """A filter on any column of the source, `lo <= column <= hi` or its value in `values`
+    (null: the null rows); it filters every view, and is answered lazily, on Spark."""
+
+    type: Literal["filter"]
+    column: str
+    interval: tuple[Bound, Bound] | None = None
+    values: list[Value] | None = None
 
 
 class Details(Message):
@@ -105,8 +119,9 @@ class State(Message):
     type: Literal["state"]
 
 
-ClientMessage = Annotated[Brush | Select | Clear | Parameter | Highlight | Details | Forward | State,
-                          Field(discriminator="type")]
+ClientMessage = Annotated[Brush | Select | Clear | Parameter | Highlight | Details | Forward | Filter
+                          | State, Field(discriminator="type")]
+FILTER_TYPES = ("brush", "select", "clear", "parameter", "filter")  # messages that change filters
 _adapter = pydantic.TypeAdapter(ClientMessage)
 
 
@@ -339,8 +354,15 @@ def _dispatch(session: Session, msg) -> dict:
         return update_reply(session, session.clear(msg.view))
     if isinstance(msg, Parameter):
         return update_reply(session, session.set_parameter(msg.name, msg.value))
+    if isinstance(msg, Filter):
+        filter_column = getattr(session, "filter_column", None)
+        if filter_column is None:
+            text = "filters on source columns are answered lazily, which this engine does not do"
+            raise NotCapturedError(text)
+        return update_reply(session, filter_column(msg.column, msg.interval, msg.values))
     if isinstance(msg, Highlight):
-        views = session.highlight(msg.source, msg.bars)
+        views = (session.highlight(msg.source, msg.bars, targets=msg.targets) if msg.targets
+                 else session.highlight(msg.source, msg.bars))
         return {"type": "highlight", "source": msg.source, "bars": msg.bars,
                 "views": {n: view_json(v) for n, v in views.items()}}
     if isinstance(msg, Details):
@@ -371,10 +393,31 @@ def forward_reply(session: Session, rids: list[int]) -> dict:
 
 
 def update_reply(session: Session, update: Update) -> dict:
-    """The views an interaction changed, how each was computed, and the selected rows."""
-    return {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
-            "methods": update.methods, "ms": update.seconds * 1e3,
-            "selected": session.count_selected(), "filters": jsonable(session.filters)}
+    """The views an interaction changed, how each was computed, and the selected rows.
+    Answered lazily (brushfire/fallback.py), also `lazy`: the views computed on Spark, why
+    and in how long; cancelled by the next interaction, `cancelled` and no `selected`."""
+    reply = {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
+             "methods": update.methods, "ms": update.seconds * 1e3,
+             "filters": jsonable(session.filters)}
+    lazy = getattr(update, "lazy", None)
+    if lazy is not None:
+        reply["lazy"] = {"views": lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
+    if getattr(update, "cancelled", False):
+        reply["cancelled"] = True
+    else:
+        reply["selected"] = session.count_selected()
+    return reply
+
+
+def working_message(session: Session, msg_id, seconds: float) -> dict:
+    """What the server tells a client still waiting for the answer to message `msg_id`
+    after `seconds`: with a lazy answer running, its stage and the share of its Spark
+    tasks done."""
+    progress = getattr(session, "progress", lambda: None)()
+    out = {"type": "working", "id": msg_id, "seconds": round(seconds, 2), "lazy": progress is not None}
+    if progress is not None:
+        out["stage"], out["fraction"] = progress
+    return out
 
 
 def view_json(v: ViewData) -> dict:

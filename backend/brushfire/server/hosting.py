@@ -66,6 +66,9 @@ class HostedDashboard:
                                       memory_budget=memory_budget)
                 progress("warming up the engine", None)
                 dash.warm_up()
+                from brushfire.fallback import source_for
+
+                source_for(dash, master=spark_master)  # lazy answers run on the same master
                 host.dashboard = dash
                 how = "from the lineage cache" if dash.from_cache else "captured on Spark"
                 progress(f"{model.name} ready: {dash.store.n_rows:,} rows {how}", 1.0)
