@@ -266,3 +266,52 @@ def test_the_next_interaction_cancels_a_lazy_answer(dash, oracle, spark):
     exp.lazy("lonely", "k IS NOT NULL AND k >= 20 AND k <= 60", {"hx", "cat", "week", "sum_m"})
     exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
     exp.check(s)
+
+
+def test_the_server_says_it_is_working_and_the_next_interaction_cancels(dash, oracle, monkeypatch):
+    import json
+
+    from websockets.sync.client import connect
+
+    from brushfire.server import app as server_app
+    from brushfire.server import create_app
+    from live_server import live_server
+
+    monkeypatch.setattr(server_app, "WORKING_AFTER", 0.3)
+    monkeypatch.setattr(server_app, "WORKING_EVERY", 0.3)
+    source = source_for(dash)
+    source.start()
+    plain, slowed = source.run, []
+
+    def run_slowly_once(group, query, what):
+        if not slowed:
+            slowed.append(group)
+            query = (f"SELECT * FROM ({query}) AS q CROSS JOIN "
+                     "(SELECT count(1) FROM range(30000000000)) AS r")
+        return plain(group, query, what)
+
+    monkeypatch.setattr(source, "run", run_slowly_once)
+    with live_server(create_app([dash])) as addr, connect(f"ws://{addr}/ws/lazy") as ws:
+        ws.send(json.dumps({"type": "brush", "id": 1, "view": "lonely", "interval": [10, 60]}))
+        working = json.loads(ws.recv(timeout=60))
+        assert working["type"] == "working" and working["id"] == 1 and working["lazy"] is True
+        assert working["stage"] == "running on Spark" and working["seconds"] >= 0.3
+        ws.send(json.dumps({"type": "brush", "id": 2, "view": "hx", "interval": [0, 70]}))
+        replies = {}
+        while 2 not in replies:
+            msg = json.loads(ws.recv(timeout=120))
+            if msg["type"] != "working":
+                replies[msg["id"]] = msg
+    assert replies[1]["type"] == "update" and replies[1]["cancelled"] is True
+    assert replies[1]["filters"] == {"lonely": [[10, 60], None]} and "selected" not in replies[1]
+    last = replies[2]
+    assert last["type"] == "update" and "cancelled" not in last
+    assert sorted(last["lazy"]["views"]) == ["cat", "hx", "sum_m", "week"]  # the stale ones too
+    exp = Expect(dash, oracle)
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 10 AND k <= 60", {"hx", "cat", "week", "sum_m"})
+    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
+    oracle.clear()
+    for v, got in last["views"].items():
+        assert same(got["values"], _values(oracle, dash, v, exp.where(v))), v
+    assert last["selected"] == oracle.con.execute(
+        f"SELECT count(*) FROM src WHERE {exp.where(None)}").fetchone()[0]

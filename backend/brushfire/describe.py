@@ -9,6 +9,7 @@ from pathlib import Path
 
 from brushfire import charts, protocol, versions
 from brushfire.dashboard import Dashboard
+from brushfire.spec.models import brush_of
 
 
 def frontend_dist() -> Path:
@@ -20,7 +21,8 @@ def frontend_dist() -> Path:
 @cache
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
-    full-data bars), its labels and initial values (after default parameters); the
+    full-data bars), its labels and initial values (after default parameters), its brush
+    (`lazy`: not captured, answered on Spark by brushfire/fallback.py); the
     parameters with their choices; the highlight and details declarations; the version
     served (brushfire/versions.py). Computed once
     per dashboard: the store is read-only."""
@@ -29,9 +31,13 @@ def describe_dashboard(dash: Dashboard) -> dict:
     session.clear()  # the full-data bars, drawn behind the filtered ones
     full = session.views()
     views = []
+    lazy_brushes = isinstance(dash, Dashboard)  # its sessions answer undeclared brushes on Spark
     for v, layout in zip(dash.spec.views, dash.store.views, strict=True):
         brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
+        lazy = brush is None and lazy_brushes and brush_of(v) != "none"
+        brush = brush_of(v) if lazy else brush
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
+                      "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "spec": charts.view_spec(v, layout, full[v.name].values, brush)})

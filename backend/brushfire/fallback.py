@@ -216,6 +216,7 @@ class FallbackSession:
         self.stale: set[str] = set()
         self._selected: int | None = None
         self._group: str | None = None  # the job group of the Spark job running now
+        self._cancelled: set[str] = set()  # job groups `interrupt` cancelled
         self._bars = None
 
     # --- interactions ----------------------------------------------------------------
@@ -225,8 +226,8 @@ class FallbackSession:
         if f is not None and f.kind in ("interval", "rect"):
             return self._engine(view, "brush", (view, interval, y), lambda: sql.brush_sql(
                 self.spec.view(view), self._times(view, interval), y, sql.SPARK), (interval, y))
-        v = self._view(view)
-        if isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
+        v = self._find(view)
+        if v is None or isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
             return self.inner.brush(view, interval, y)  # the engine's error says what it takes
         if isinstance(v, m.HeatmapView) and y is None:
             msg = f"view {view!r} takes a rect brush: give x and y intervals"
@@ -243,9 +244,9 @@ class FallbackSession:
         if f is not None and f.kind == "points":
             return self._engine(view, "select", (view, values), lambda: sql.select_sql(
                 self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
-        v = self._view(view)
+        v = self._find(view)
         if not isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
-            return self.inner.select(view, values)
+            return self.inner.select(view, values)  # the engine's error
         pred = sql.select_sql(v, values, self._bars_of().tops.get(view), sql.SPARK)
         return self._set_lazy(view, pred, list(values), self._brush_targets(view),
                               f"no crossfilter group declares a brush on {view!r}")
@@ -376,7 +377,7 @@ class FallbackSession:
                                f"ORDER BY __rid LIMIT {size} OFFSET {page * size}",
                                "finding the rows behind the selection", group)
         finally:
-            self._group = None
+            self._end(group)
         data = {"rid": pa.array([int(r[0]) for r in rows], pa.int64())}
         for i, c in enumerate(columns, start=1):
             data[c] = [r[i] for r in rows]
@@ -405,7 +406,7 @@ class FallbackSession:
             rows = self._spark(f"SELECT DISTINCT {keys} FROM ({table}) AS t WHERE __rid IN "
                                f"({', '.join(map(str, rids))})", "finding the bars of rows", group)
         finally:
-            self._group = None
+            self._end(group)
         out = {}
         for i, v in enumerate(self.spec.views):
             index = b.keys[v.name]
@@ -435,10 +436,20 @@ class FallbackSession:
     # --- lazy machinery ----------------------------------------------------------------
 
     def interrupt(self) -> None:
-        """Cancel the Spark job this session is running, if any (from any thread)."""
+        """Cancel the Spark jobs of the lazy answer running now, if any (from any thread):
+        also those it starts after this call, until it gives up (Spark cancels only the
+        jobs running when asked)."""
         group = self._group
-        if group is not None:
-            self.source.cancel(group)
+        if group is None:
+            return
+        self._cancelled.add(group)
+
+        def keep_cancelling() -> None:
+            while self._group == group:
+                self.source.cancel(group)
+                time.sleep(0.05)
+
+        threading.Thread(target=keep_cancelling, name="brushfire-cancel", daemon=True).start()
 
     def progress(self) -> tuple[str, float | None] | None:
         """What a running lazy answer is doing, for `working` messages; None if nothing."""
@@ -541,10 +552,18 @@ class FallbackSession:
         own = group is None
         group = group or self._begin()
         try:
-            return self.source.run(group, query, what)
+            rows = self.source.run(group, query, what)
+            if group in self._cancelled:  # finished before the cancel reached Spark
+                msg = f"{what}: cancelled by the next interaction"
+                raise Cancelled(msg)
+            return rows
         finally:
             if own:
-                self._group = None
+                self._end(group)
+
+    def _end(self, group: str) -> None:
+        self._group = None
+        self._cancelled.discard(group)
 
     def _begin(self) -> str:
         self.source.start()
@@ -619,6 +638,9 @@ class FallbackSession:
 
     def _declared(self, name: str):
         return self.plan.filter(name) if self.plan.has_filter(name) else None
+
+    def _find(self, name: str):
+        return next((v for v in self.spec.views if v.name == name), None)
 
     def _view(self, name: str):
         try:

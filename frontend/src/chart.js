@@ -68,7 +68,14 @@ export class Chart {
     this.clearButton.setAttribute("aria-label", `Clear the filter of ${this.description.title}`);
     this.clearButton.hidden = true;
     this.clearButton.onclick = () => this.clearFilter();
-    head.append(title, this.readout);
+    head.append(title);
+    if (this.description.lazy) { // its brush was not captured: answered on Spark
+      const note = el("span", "bf-lazy-note", "on Spark");
+      note.title = "No crossfilter group declares this view's brush, so its lineage was not captured: "
+        + "brushing it is answered lazily, on Spark (seconds, not milliseconds).";
+      head.append(note);
+    }
+    head.append(this.readout);
     if (this.meta.shape === "rows") head.append(this.topControl());
     head.append(this.clearButton);
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);

@@ -25,7 +25,10 @@ export class DashboardUI {
     this.recorder = new Recorder(description.name);
     this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
+    this.inflight = []; // filter messages sent, oldest first, with their reply promises
     this.busy = false; // one filter message in flight at a time; newer ones wait in `pending`
+    this.slow = false; // the oldest in flight has taken over a second: newer ones go at once
+    this.work = null; // the last `working` message about it
     this.hoverSeq = 0;
     this.rowSeq = 0; // hovered details rows (forward lineage)
     this.highlightTargets = new Map(description.highlight.map((h) => [h.source, h.targets]));
@@ -166,30 +169,83 @@ export class DashboardUI {
 
   // A filter message from a view or widget. At most one is in flight; while it is, the
   // newest message per view waits (a fast drag sends its latest position, never a queue).
+  // Once an answer has taken a second (a lazy one, on Spark: docs/protocol.md), the page
+  // shows that it is waiting, and sends what waits at once: the server cancels the slow
+  // answer for the next interaction.
   filter(message) {
-    const key = message.view ?? message.name ?? "*";
+    const key = message.view ?? message.name ?? message.column ?? "*";
     this.pending.set(key, { message, t0: performance.now() });
     if (!this.busy) this.drain();
+    else if (this.slow) this.sendPending();
+  }
+
+  sendPending() {
+    for (const [key, entry] of this.pending) this.inflight.push(this.send1(key, entry));
+    this.pending.clear();
+  }
+
+  send1(key, { message, t0 }) {
+    return { key, message, t0, sent: performance.now(), reply: this.request(message) };
   }
 
   async drain() {
     this.busy = true;
-    while (this.pending.size) {
-      const [key, { message, t0 }] = this.pending.entries().next().value;
-      this.pending.delete(key);
-      const sent = performance.now();
-      const reply = await this.request(message);
+    while (this.pending.size || this.inflight.length) {
+      if (!this.inflight.length) {
+        const [key, entry] = this.pending.entries().next().value;
+        this.pending.delete(key);
+        this.inflight.push(this.send1(key, entry));
+      }
+      const { key, message, t0, sent, reply: replied } = this.inflight[0];
+      const timer = setInterval(() => this.waiting(sent), 250);
+      const reply = await replied;
+      clearInterval(timer);
+      this.inflight.shift();
+      if (this.slow) this.doneWaiting();
       const received = performance.now();
       if (reply.type === "update") await this.applyUpdate(reply);
       // the source view's own redraw waited for this answer (Chart.holdRedraw)
-      if (!this.pending.has(key)) await this.charts.get(key)?.releaseRedraw();
+      const again = this.pending.has(key) || this.inflight.some((x) => x.key === key);
+      if (!again) await this.charts.get(key)?.releaseRedraw();
       if (reply.type === "update") {
         const done = performance.now();
-        this.measured({ type: message.type, view: key, total: done - t0,
-                        roundTrip: received - sent, render: done - received, engine: reply.ms });
+        this.measured({ type: message.type, view: key, total: done - t0, lazy: reply.lazy,
+                        cancelled: reply.cancelled, roundTrip: received - sent,
+                        render: done - received, engine: reply.ms });
       }
     }
     this.busy = false;
+  }
+
+  // An answer is still awaited `sent` ms after it was asked: after a second, say so
+  // (with the server's `working` progress, when it sends any) and let the next
+  // interaction through.
+  waiting(sent) {
+    const seconds = (performance.now() - sent) / 1000;
+    if (seconds < 1) return;
+    if (!this.slow) {
+      this.slow = true;
+      this.sendPending();
+      this.waitLine = el("span", "bf-waiting", "");
+      this.waitLine.setAttribute("role", "status");
+      this.statusLine.after(this.waitLine);
+    }
+    const w = this.work;
+    const share = w && w.fraction !== null && w.fraction !== undefined ? ` ${Math.round(100 * w.fraction)} %` : "";
+    const what = w?.lazy ? "answering on Spark (not captured)" : "waiting for the answer";
+    this.waitLine.textContent = `${what}… ${seconds.toFixed(1)} s${share}`;
+  }
+
+  doneWaiting() {
+    this.slow = false;
+    this.work = null;
+    this.waitLine?.remove();
+    this.waitLine = null;
+  }
+
+  // A `working` message: the server is still answering (a lazy answer on Spark).
+  working(msg) {
+    this.work = msg;
   }
 
   async applyUpdate(reply) {
@@ -252,6 +308,7 @@ export class DashboardUI {
 
   async clearAll() {
     this.pending.clear();
+    await Promise.all(this.inflight.map((x) => x.reply)); // answered (or cancelled) first
     const t0 = performance.now();
     const reply = await this.request({ type: "clear" });
     if (reply.type !== "update") return;
@@ -314,8 +371,14 @@ export class DashboardUI {
 
   measured(m) {
     this.metrics.push(m);
+    if (m.cancelled) {
+      this.latencyLine.textContent = `last ${m.type}: cancelled by the next interaction`;
+      return;
+    }
     const engine = m.engine === undefined ? "" : ` (engine ${m.engine.toFixed(2)} ms)`;
-    this.latencyLine.textContent = `last ${m.type}: ${m.total.toFixed(1)} ms${engine}`;
+    const lazy = m.lazy ? `; answered lazily on Spark in ${(m.lazy.ms / 1000).toFixed(2)} s: ${m.lazy.reason}` : "";
+    this.latencyLine.textContent = `last ${m.type}: ${m.total.toFixed(1)} ms${engine}${lazy}`;
+    this.latencyLine.title = m.lazy ? `views computed on Spark: ${m.lazy.views.join(", ")}` : "";
   }
 
   showStatus(reply) {
