@@ -315,3 +315,17 @@ def test_the_server_says_it_is_working_and_the_next_interaction_cancels(dash, or
         assert same(got["values"], _values(oracle, dash, v, exp.where(v))), v
     assert last["selected"] == oracle.con.execute(
         f"SELECT count(*) FROM src WHERE {exp.where(None)}").fetchone()[0]
+
+
+def test_a_parameter_default_counts_in_lazy_answers(dash, oracle):
+    ix = dash.spec.interactions
+    params = [p.model_copy(update={"default": "DDD"}) for p in ix.parameters]
+    spec = dash.spec.model_copy(update={"interactions": ix.model_copy(update={"parameters": params})})
+    s = fallback_session(Dashboard(spec, dash.plan, dash.store))
+    assert s.filters == {"pdest": "DDD"}
+    s.brush("lonely", (0, 40))
+    assert s.filters == {"pdest": "DDD", "lonely": ((0, 40), None)}
+    exp = Expect(dash, oracle)
+    exp.declared("pdest", "dest = 'DDD'")
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 40", {"hx", "cat", "week", "sum_m"})
+    exp.check(s)

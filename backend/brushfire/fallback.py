@@ -211,7 +211,7 @@ class FallbackSession:
         self.plan, self.store = inner.plan, inner.store
         self.spec: m.Dashboard = inner.plan.dashboard
         self.lazy: dict[str, _Lazy] = {}
-        self.order: list[str] = []  # filter names in the order they were first given
+        self.order: list[str] = list(inner.filters)  # filter names, first given first (defaults)
         self.current: dict[str, ViewData] = {}  # views computed on Spark, under the lazy filters
         self.stale: set[str] = set()
         self._selected: int | None = None
@@ -589,7 +589,7 @@ class FallbackSession:
     def _where(self, view: str | None) -> str:
         """Every active filter that applies to `view` (all for None), as Spark SQL."""
         preds = []
-        for name in self.order:
+        for name in self.order + [n for n in self.inner.filters if n not in self.order]:
             if name in self.lazy:
                 f = self.lazy[name]
                 if view is None or view in f.applies_to:
