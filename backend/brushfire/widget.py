@@ -221,8 +221,9 @@ class DashboardWidget(anywidget.AnyWidget):
 
     def _kinds(self) -> dict[str, str]:
         """Each brush's and parameter's filter kind, as `protocol.filter_messages` wants."""
-        if self._dash is not None:
-            return {f.name: f.kind for f in self._dash.plan.filters}
+        if self._dash is not None:  # declared filters, and the brushes answered lazily
+            lazy = {v.name: m.brush_of(v) for v in self._dash.spec.views if m.brush_of(v) != "none"}
+            return lazy | {f.name: f.kind for f in self._dash.plan.filters}
         d = self._server_description()
         kinds = {v["name"]: v["brush"] for v in d["views"] if v["brush"]}
         kinds.update({p["name"]: "param_eq" if p["op"] == "eq" else "param_range"
@@ -288,6 +289,8 @@ def _ask(ws, message: dict) -> dict:
         reply = json.loads(ws.recv(timeout=TIMEOUT))
         if reply["type"] == "failed":
             raise BrushfireError(reply["message"])
+        if reply["type"] == "working":  # a lazy answer's progress, not its reply
+            continue
         if reply.get("id") == message["id"] or reply["type"] == "error":
             return reply
 

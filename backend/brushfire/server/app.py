@@ -269,8 +269,8 @@ def open_session(dash):
 
 
 async def _answer(ws: WebSocket, session, payload: dict) -> dict:
-    """protocol.handle off the event loop; while it takes longer than WORKING_AFTER (a lazy
-    answer on Spark), `working` messages tell the client how far it is."""
+    """protocol.handle off the event loop; while a lazy answer on Spark takes longer than
+    WORKING_AFTER, `working` messages tell the client how far it is."""
     loop = asyncio.get_running_loop()
     job = asyncio.ensure_future(asyncio.to_thread(protocol.handle, session, payload))
     t0, wait = loop.time(), WORKING_AFTER
@@ -278,8 +278,9 @@ async def _answer(ws: WebSocket, session, payload: dict) -> dict:
         done, _ = await asyncio.wait({job}, timeout=wait)
         if done:
             return job.result()
-        msg_id = protocol.echo_id(payload.get("id")) if isinstance(payload, dict) else None
-        await _send(ws, protocol.working_message(session, msg_id, loop.time() - t0))
+        working = protocol.working_message(session, protocol.echo_id(payload.get("id")), loop.time() - t0)
+        if working["lazy"]:  # only lazy answers say so: other slow ones just take their time
+            await _send(ws, working)
         wait = WORKING_EVERY
 
 
