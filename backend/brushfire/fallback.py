@@ -24,7 +24,8 @@ views it was computing are then stale and recomputed by the next answer. Replies
 what was answered lazily, why and how long it took (`LazyUpdate`).
 
 The Spark session is the process's (started on first use, `capture.spark.get_spark`),
-one `SparkSource` per dashboard. rids on Spark are row positions in the source's
+one `SparkSource` per dashboard, whose table Spark caches (memory, then disk) once the
+first lazy answer has read it. rids on Spark are row positions in the source's
 partition order, as capture numbers them (checked against the store's shards).
 """
 
@@ -92,6 +93,9 @@ class SparkSource:
                 spark = get_spark(self.master)
                 df = analyze_source(spark, self.spec)
                 df.createOrReplaceTempView(self.table)
+                # kept by Spark (memory, then disk) once the first answer has read it: later
+                # answers neither re-read the files nor recompute the profiling checks
+                spark.catalog.cacheTable(self.table)
                 self.columns = schema_kinds(df)
                 self.spark = spark
         return self.spark
