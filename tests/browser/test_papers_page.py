@@ -115,15 +115,14 @@ def test_a_slow_lazy_answer_shows_progress_and_the_next_brush_cancels_it(paper, 
                                                                           monkeypatch):
     _, dash = served_papers
     source = source_for(dash)
-    plain, slowed = source.run, []
+    plain, slow = source.run, [True]
 
-    def run_slowly_once(group, query, what):  # the first lazy answer takes long
-        if not slowed:
-            slowed.append(group)
+    def run_slowly(group, query, what):  # lazy answers take long while `slow`
+        if slow[0]:
             query = f"SELECT * FROM ({query}) AS q CROSS JOIN (SELECT count(1) FROM range(30000000000)) AS r"
         return plain(group, query, what)
 
-    monkeypatch.setattr(source, "run", run_slowly_once)
+    monkeypatch.setattr(source, "run", run_slowly)
     a, b = to_pixel(paper, "lonely", 0), to_pixel(paper, "lonely", 50)
     paper.mouse.move(*a)
     paper.mouse.down()
@@ -132,6 +131,7 @@ def test_a_slow_lazy_answer_shows_progress_and_the_next_brush_cancels_it(paper, 
     paper.wait_for_selector(".bf-waiting", timeout=10_000)
     paper.wait_for_function("document.querySelector('.bf-waiting').textContent"
                             ".startsWith('answering on Spark (not captured)…')")
+    slow[0] = False
     drag(paper, "hx", 20, 60)  # the next interaction: sent at once, cancels the slow answer
     paper.wait_for_function(f"{IDLE} && !document.querySelector('.bf-waiting')", timeout=120_000)
     assert paper.evaluate("window.brushfire.ui.metrics.some(m => m.cancelled)")

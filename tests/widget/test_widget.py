@@ -234,3 +234,15 @@ def test_a_parameter_default_is_active_from_the_start(flights_dash):
     reference = flights_dash.session()
     reference.set_parameter("destination", "ATL")
     assert w.session.count_selected() == reference.count_selected() < flights_dash.store.n_rows
+
+
+def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
+    from brushfire import versions
+
+    ui = w.comm
+    assert ui.sent[0][1]["state"]["_description"]["version"] == versions.public(
+        versions.served(flights_dash))
+    ui.receive({"type": "forward", "id": "f-1", "rids": [3]})
+    (reply,) = ui.custom()
+    assert reply["type"] == "forward" and reply["id"] == "f-1"
+    assert reply["views"] == flights_dash.session().forward([3])
