@@ -21,6 +21,7 @@ import duckdb
 
 from brushfire import sql
 from brushfire.spec import models as m
+from brushfire.spec.loader import profile_columns
 
 OTHER = sql.OTHER
 
@@ -34,14 +35,20 @@ class Oracle:
         self.dash = dash
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
+        checks = [sql.ident(c) for c in profile_columns(dash)]
         if dash.source.columns or dash.source.filters:
             from brushfire.capture.analyze import materialize_source
 
             files = ", ".join(f"'{f}'" for f in materialize_source(dash, CACHE, spark))
-            self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet([{files}])")
+            drop = f" EXCLUDE ({', '.join(checks)})" if checks else ""  # Spark's: computed again here
+            self.con.execute(f"CREATE TABLE base AS SELECT *{drop} FROM read_parquet([{files}])")
         else:
             self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{dash.source.path}')")
-        self.con.execute("CREATE VIEW src AS SELECT * FROM base")
+        if checks:  # the profiling checks' columns, as DuckDB's SQL says (sql.profile_sql)
+            self.con.execute(f"CREATE TABLE checked AS {sql.profile_sql(dash, 'base')}")
+            self.con.execute("CREATE VIEW src AS SELECT * FROM checked")
+        else:
+            self.con.execute("CREATE VIEW src AS SELECT * FROM base")
         self.top = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                     for v in dash.views if isinstance(v, m.CategoricalView)}
         self.filters: dict[str, str] = {}  # active filter name -> SQL predicate

@@ -93,6 +93,59 @@ def test_details_highlight_parameter_and_state(dash):
     assert cleared["filters"] == {} and cleared["selected"] == dash.store.n_rows
 
 
+def sql_bars_of(con, spec, view: str, rids: list[int]) -> set:
+    """The bar keys SQL puts rows `rids` (positions in the source) in, for `view`."""
+    from brushfire import sql
+    from brushfire.spec import models as m
+
+    v = spec.view(view)
+    top = ([r[0] for r in con.execute(sql.top_sql(v)).fetchall()]
+           if isinstance(v, m.CategoricalView) else None)
+    key = sql.bar_key_sql(v, top)
+    got = con.execute(f"SELECT DISTINCT {key} FROM (SELECT *, row_number() OVER () - 1 AS rid "
+                      f"FROM src) WHERE rid IN ({', '.join(map(str, rids))})").fetchall()
+    return {r[0] for r in got} - {None}
+
+
+@spark
+def test_forward_of_a_details_row_gives_its_bar_in_every_view(dash):
+    from brushfire.baselines.base import _key_index
+
+    session = dash.session()
+    session.brush("hx", (20, 55))
+    rows = protocol.handle(session, {"type": "details", "page": 1})["rows"]
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW src AS SELECT * FROM read_parquet('{dash.spec.source.path}')")
+    for row in rows[:3]:
+        reply = protocol.handle(session, {"type": "forward", "id": 4, "rids": [row["rid"]]})
+        assert reply["type"] == "forward" and reply["id"] == 4 and reply["rids"] == [row["rid"]]
+        assert reply["pruned"] == [] and "note" not in reply
+        for view, bars in reply["views"].items():
+            keys = {v: k for k, v in _key_index(dash.store.view(view)).items()}
+            assert {keys[b] for b in bars} == sql_bars_of(con, dash.spec, view, [row["rid"]]), view
+            assert len(bars) == 1  # a row passing every filter is in one bar of each view
+    both = protocol.handle(session, {"type": "forward", "rids": [r["rid"] for r in rows]})
+    assert all(len(b) >= 1 for b in both["views"].values())
+    bad = protocol.handle(session, {"type": "forward", "rids": [dash.store.n_rows]})
+    assert bad["type"] == "error" and "rids must be in [0, 3000)" in bad["message"]
+
+
+@spark
+def test_forward_says_which_views_were_pruned(spark, small_parquet, tmp_path):
+    spec = small_spec(small_parquet)
+    spec["views"].append({"name": "lonely", "type": "histogram", "field": "k",
+                          "bin": {"step": 10, "extent": [0, 100]}})
+    del spec["interactions"]["details"]  # else every view's bars map back to rows
+    del spec["interactions"]["parameters"]  # else they filter every view (`lonely` too)
+    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=tmp_path)
+    reply = protocol.handle(dash.session(), {"type": "forward", "rids": [0, 1, 2]})
+    kept = [v.name for v in dash.store.views if v.code_dims]
+    assert sorted(reply["views"]) == sorted(kept)
+    assert reply["pruned"] == [v for v in ("hx", "cat", "week", "lonely") if v not in kept]
+    if reply["pruned"]:
+        assert reply["note"].startswith("bars per row were not captured for lonely")
+
+
 @spark
 def test_warm_up_runs_every_interaction_kind_and_leaves_no_state(dash):
     assert dash.warm_up() > 0

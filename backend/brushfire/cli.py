@@ -26,6 +26,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
     p.add_argument("spec")
 
+    p = sub.add_parser("profile", help="check the spec's functional dependencies on Spark and list "
+                                       "their violations (docs/spec.md, profile)")
+    p.add_argument("spec")
+    p.add_argument("--fd", action="append", default=[], metavar="'LHS -> RHS'", type=fd_text,
+                   help="also check this dependency, e.g. 'origin -> origin_state' or "
+                        "'origin, destination -> distance' (repeatable)")
+    p.add_argument("--limit", type=_positive, default=10, metavar="N",
+                   help="left-hand values listed per dependency, most rows first (default 10)")
+    p.add_argument("--spark-master", default=None, type=spark_master,
+                   help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
+
+    p = sub.add_parser("schema", help="print the JSON Schema of dashboard specs (for editors)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write it to FILE instead (the repository keeps schema/dashboard.schema.json)")
+
     p = sub.add_parser("serve", help="serve dashboards over HTTP and WebSockets")
     p.add_argument("specs", nargs="+")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -70,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                             "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
     sub.choices["capture"].add_argument("--no-baseline", action="store_true",
                                         help="skip timing the plain base queries for comparison")
+    sub.choices["capture"].add_argument("--history", action="store_true",
+                                        help="list the earlier captures of the dashboard (spec hash, "
+                                             "source fingerprint, Brushfire version) instead")
 
     p = sub.add_parser("bench", help="replay interaction traces over WebSockets; compare engines "
                                      "(docs/trace.md)")
@@ -81,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "memory_budget", "unset") is None:  # the option's default: the environment
         args.memory_budget = _budget_from_environment(parser)
     try:
-        return {"validate": _validate, "plan": _plan, "capture": _capture, "demo": _demo,
-                "serve": _serve, "bench": _bench}[
+        return {"validate": _validate, "plan": _plan, "schema": _schema, "profile": _profile, "capture": _capture,
+                "demo": _demo, "serve": _serve, "bench": _bench}[
             args.command](args)
     except BrushfireError as e:
         print(f"brushfire: {e}", file=sys.stderr)
@@ -119,6 +137,18 @@ def spark_master(text: str) -> str:
     return text.strip()
 
 
+def fd_text(text: str):
+    """--fd: 'a, b -> c' (a functional dependency: columns on each side of '->')."""
+    from brushfire.spec.models import FunctionalDependency
+
+    lhs, arrow, rhs = text.partition("->")
+    sides = [[c.strip() for c in side.split(",") if c.strip()] for side in (lhs, rhs)]
+    if not arrow or not all(sides):
+        msg = f"{text!r} is not a functional dependency: write 'lhs -> rhs', e.g. 'origin -> origin_state'"
+        raise argparse.ArgumentTypeError(msg)
+    return FunctionalDependency(lhs=sides[0], rhs=sides[1])
+
+
 def directory(text: str) -> str:
     """--cache-dir: a directory (created when needed), not a file."""
     from pathlib import Path
@@ -145,6 +175,7 @@ def _validate(args) -> int:
     from brushfire.spec import load_dashboard
     from brushfire.spec.loader import (
         check_columns,
+        check_profile_columns,
         check_temporal_bars,
         expression_warnings,
         temporal_fields,
@@ -157,6 +188,7 @@ def _validate(args) -> int:
             dash = load_dashboard(path)
             types = read_types(dash.source)
             check_columns(dash, types)  # with no types (CSV, JSON): the derived columns' own
+            check_profile_columns(dash, [*(types or {}), *dash.source.columns])
             if types is not None:
                 check_temporal_bars(dash, time_ranges(dash.source, temporal_fields(dash)))
             warnings = [w.render() for w in expression_warnings(dash, types)]
@@ -187,6 +219,74 @@ def _plan(args) -> int:
     return 0
 
 
+def _profile(args) -> int:
+    """The spec's functional dependencies (and --fd ones) checked on Spark: each one's
+    violations, the worst listed; no capture."""
+    from brushfire.capture.analyze import analyze_source
+    from brushfire.capture.profiling import fd_report
+    from brushfire.capture.spark import get_spark, spark_errors
+    from brushfire.spec import load_dashboard
+
+    dash = load_dashboard(args.spec)
+    declared = list(dash.profile.fd) if dash.profile else []
+    checks = declared + args.fd
+    if not checks:
+        print(f"{args.spec}: no profile checks: add profile: {{fd: [[lhs columns], [rhs columns]]}} "
+              "to the spec (docs/spec.md), or give --fd 'lhs -> rhs'", file=sys.stderr)
+        return 1
+    spark = get_spark(args.spark_master, app_name="brushfire-profile")
+    df = analyze_source(spark, dash)
+    for fd in checks:
+        missing = [c for c in fd.lhs + fd.rhs if c not in df.columns]
+        if missing:
+            print(f"--fd {' , '.join(fd.lhs)} -> {', '.join(fd.rhs)}: no column {missing[0]!r} in the "
+                  f"source; columns: {', '.join(df.columns)}", file=sys.stderr)
+            return 1
+        with spark_errors("checking a functional dependency"):
+            report = fd_report(df, fd, args.limit)
+        print(render_fd_report(report, fd in declared))
+    return 0
+
+
+def render_fd_report(r, declared: bool) -> str:
+    """A functional dependency's violations as text."""
+    fd = r.fd
+    name = f"{', '.join(fd.lhs)} -> {', '.join(fd.rhs)}"
+    share = r.violating_rows / r.rows if r.rows else 0.0
+    lines = [f"fd {name}: " + ("holds" if not r.violating_values else
+             f"{r.violating_values:,} of {r.lhs_values:,} left-hand values violate it "
+             f"({r.violating_rows:,} of {r.rows:,} rows, {share:.2%})")]
+    for v in r.worst:
+        key = ", ".join(f"{c}={_show(x)}" for c, x in zip(fd.lhs, v.lhs, strict=True))
+        rhs = "; ".join(f"{', '.join(_show(x) for x in value)} ({n:,} rows)" for value, n in v.rhs[:5])
+        more = f"; … {len(v.rhs) - 5} more" if len(v.rhs) > 5 else ""
+        lines.append(f"  {key}: {len(v.rhs)} values of {', '.join(fd.rhs)}: {rhs}{more}")
+    if r.violating_values > len(r.worst):
+        lines.append(f"  … {r.violating_values - len(r.worst):,} more left-hand values (--limit)")
+    if declared and r.violating_values:
+        lines.append(f"  linked view {fd.view_name!r}: select 'violates' to brush these rows in every "
+                     "other view (brushfire serve)")
+    return "\n".join(lines)
+
+
+def _show(x) -> str:
+    return "null" if x is None else str(x)
+
+
+def _schema(args) -> int:
+    from brushfire.spec.schema import schema_text
+
+    text = schema_text()
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    from pathlib import Path
+
+    Path(args.output).write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
     from brushfire.capture.budget import parse_size
@@ -196,6 +296,9 @@ def _capture(args) -> int:
     from brushfire.spec import load_dashboard
 
     dash = load_dashboard(args.spec)
+    if args.history:
+        print(render_history(dash, args.cache_dir or DEFAULT_CACHE))
+        return 0
     plan = plan_capture(dash)
     budget = args.memory_budget or DEFAULT_BUDGET
     config = CaptureConfig(memory_budget=None if budget is None else parse_size(budget))
@@ -229,6 +332,38 @@ def _capture(args) -> int:
         print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {store.directory}")
     return 0
+
+
+def render_history(dash, cache_dir) -> str:
+    """`brushfire capture --history`: the dashboard's captures, newest first, and which of
+    them matches the spec and source as they are now."""
+    from brushfire import versions
+    from brushfire.errors import CaptureError
+    from brushfire.lineage.store import source_fingerprint, spec_hash
+
+    entries = versions.history(cache_dir, dash.name)
+    try:
+        now = (spec_hash(dash), source_fingerprint(dash.source.path))
+    except CaptureError:  # the source is gone: no capture matches it
+        now = (spec_hash(dash), None)
+    lines = [f"captures of dashboard '{dash.name}' in {cache_dir} (newest first; the history keeps "
+             f"the last {versions.HISTORY_KEEP}, the cache only the newest one's lineage: older "
+             "entries are pruned when a newer capture completes)"]
+    if not entries:
+        lines.append("  none yet: brushfire capture SPEC captures it")
+        return "\n".join(lines)
+    lines.append(f"  {'created (UTC)':<20} {'spec':<9} {'source':<9} {'brushfire':<10} "
+                 f"{'rows':>12}  {'mode':<5} lineage")
+    for e in entries:
+        current = (e.get("spec_sha256"), e.get("source_fingerprint")) == now
+        created = (e.get("created") or "?").replace("T", " ").rstrip("Z")
+        rows = f"{e['rows']:,}" if isinstance(e.get("rows"), int) else "?"
+        lines.append(f"  {created:<20} {(e.get('spec_sha256') or '?')[:8]:<9} "
+                     f"{(e.get('source_fingerprint') or '?')[:8]:<9} "
+                     f"{e.get('brushfire_version') or '?':<10} {rows:>12}  {e.get('mode') or '?':<5} "
+                     f"{'cached' if e['cached'] else 'pruned'}"
+                     + ("  <- the spec and source as they are now" if current else ""))
+    return "\n".join(lines)
 
 
 def _demo(args) -> int:

@@ -19,12 +19,12 @@ from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
-from brushfire.errors import CacheError, NotCapturedError
+from brushfire.errors import CacheError, InteractionError, NotCapturedError
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, cache_key, load_store, source_fingerprint
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.spec import models as m
-from brushfire.spec.loader import load_dashboard, parse_dashboard
+from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
 
 DEFAULT_CACHE = os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
 DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset: no limit
@@ -69,7 +69,8 @@ class Dashboard:
         return cls(dash, plan, store)
 
     def session(self) -> Session:
-        return Session(self.store, self.plan)
+        """A new session, with the parameters that have a `default` active."""
+        return apply_parameter_defaults(Session(self.store, self.plan), self.spec)
 
     @property
     def mode(self) -> str:
@@ -97,6 +98,20 @@ class Dashboard:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def apply_parameter_defaults(session, spec: m.DashboardSpec):
+    """`session` with each parameter that has a `default` set to it (a session starts as
+    the spec says); a default the data does not take is a SpecError at its key."""
+    for i, p in enumerate(spec.interactions.parameters):
+        if p.default is not None:
+            try:
+                session.set_parameter(p.name, p.default)
+            except InteractionError as e:
+                msg = f"the default {p.default!r} cannot be applied: {e}"
+                raise spec_error(spec, ("interactions", "parameters", i, "default"), msg,
+                                 "give a value of the field, or leave default out") from None
+    return session
 
 
 def warm_kernels(store: LineageStore) -> None:

@@ -9,7 +9,8 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from brushfire import charts, protocol
+from brushfire import charts, protocol, versions
+from brushfire.spec.models import brush_of
 
 if TYPE_CHECKING:
     from brushfire.dashboard import Dashboard
@@ -28,9 +29,11 @@ def frontend_dist() -> Path:
 
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
-    full-data bars), its labels and initial values (after default parameters); the
-    parameters with their choices; the highlight and details declarations. Computed once
-    per open dashboard (the store is read-only), and forgotten with it."""
+    full-data bars), its labels and initial values (after default parameters), its brush
+    (`lazy`: not captured, answered on Spark by brushfire/fallback.py); the parameters
+    with their choices; the highlight and details declarations; the version served
+    (brushfire/versions.py). Computed once per open dashboard (the store is read-only),
+    and forgotten with it."""
     with _lock:
         described = _described.get(dash)
         if described is None:
@@ -39,14 +42,20 @@ def describe_dashboard(dash: Dashboard) -> dict:
 
 
 def _describe(dash: Dashboard) -> dict:
+    from brushfire.dashboard import Dashboard
+
     session = dash.session()
-    initial, filters = session.views(), protocol.filters_json(session)
+    initial, filters = session.views(), protocol.filters_json(session)  # defaults applied
     session.clear()  # the full-data bars, drawn behind the filtered ones
     full = session.views()
     views = []
+    lazy_brushes = isinstance(dash, Dashboard)  # its sessions answer undeclared brushes on Spark
     for v, layout in zip(dash.spec.views, dash.store.views, strict=True):
         brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
+        lazy = brush is None and lazy_brushes and brush_of(v) != "none"
+        brush = brush_of(v) if lazy else brush
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
+                      "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "caveats": initial[v.name].caveats,
@@ -54,6 +63,7 @@ def _describe(dash: Dashboard) -> dict:
     details = dash.spec.interactions.details
     return {
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
+        "version": versions.public(versions.served(dash)),
         "views": views,
         "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
         "filters": filters,

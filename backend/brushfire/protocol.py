@@ -30,6 +30,7 @@ MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
 MAX_PAGE_SIZE = 10_000  # rows of one details page
 MAX_PAGE = 2**31 - 1  # details page number
+MAX_FORWARD_RIDS = 10_000  # rows of one forward message
 
 log = logging.getLogger("brushfire.protocol")
 
@@ -135,10 +136,17 @@ class Filters(Message):
 
     def check(self, session: SessionAPI) -> None:
         state = self.parsed()
-        S.check_names(state, S.tags_of_plan(session.plan))
+        lazy = answers_lazily(session)
+        columns = {n for n in state if lazy and n.startswith(S.COLUMN)}  # checked by the session
+        S.check_names({n: f for n, f in state.items() if n not in columns},
+                      S.tags_of_kinds(filter_kinds(session)))
         for name, f in state.items():
             where = f"filters.{name}"
-            if isinstance(f, S.IntervalFilter):
+            if name in columns:
+                if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
+                    msg = f"{where}: a filter on a source column takes an interval or values"
+                    raise InteractionError(msg)
+            elif isinstance(f, S.IntervalFilter):
                 _check_bounds(session, name, [(".interval", f.interval)], where)
             elif isinstance(f, S.RectFilter):
                 _check_bounds(session, name, [(".rect.x", f.rect.x), (".rect.y", f.rect.y)], where)
@@ -149,7 +157,7 @@ class Filters(Message):
 
     def run(self, session: SessionAPI) -> dict:
         state = self.parsed()
-        previous = S.state_json(session.filters, session.plan)
+        previous = S.state_json(session.filters, filter_kinds(session))
         t0 = time.perf_counter()
         try:
             update = set_filters(session, state)
@@ -161,23 +169,62 @@ class Filters(Message):
 
 
 class Highlight(Message):
-    """Linked highlighting: the share of each target's bars coming from `bars` of `source`."""
+    """Linked highlighting: the share of each target's bars coming from `bars` of `source`
+    (targets: the declared ones by default; a lazy session answers undeclared pairs on
+    Spark, brushfire/fallback.py)."""
 
     type: Literal["highlight"]
     source: str
     bars: list[int]
+    targets: list[str] | None = None
 
     def check(self, session: SessionAPI) -> None:
-        sources = list(dict.fromkeys(h.source for h in session.plan.dashboard.interactions.highlight))
+        _check_view(session, "highlight.source", self.source)
+        for i, t in enumerate(self.targets or ()):
+            _check_view(session, f"highlight.targets[{i}]", t)
+        if answers_lazily(session):
+            return
+        declared = session.plan.dashboard.interactions.highlight
+        sources = list(dict.fromkeys(h.source for h in declared))
         if self.source not in sources:
             msg = (f"highlight.source: no highlight from view {self.source!r} is declared; "
                    f"sources: {', '.join(sources) or 'none'}" + S.did_you_mean(self.source, sources))
             raise NotCapturedError(msg)
+        targets = [t for h in declared if h.source == self.source for t in h.targets]
+        for i, t in enumerate(self.targets or ()):
+            if t not in targets:
+                msg = (f"highlight.targets[{i}]: no highlight from {self.source!r} to {t!r} is "
+                       f"declared; targets: {', '.join(targets)}")
+                raise NotCapturedError(msg)
 
     def run(self, session: SessionAPI) -> dict:
         views = session.highlight(self.source, self.bars)
+        if self.targets:
+            views = (session.highlight(self.source, self.bars, targets=self.targets)
+                     if answers_lazily(session) else {t: views[t] for t in self.targets})
         return {"type": "highlight", "source": self.source, "bars": self.bars,
                 "views": {n: view_json(v) for n, v in views.items()}}
+
+
+class Filter(Message):
+    """A filter on any column of the source, `lo <= column <= hi` or its value in `values`
+    (null: the null rows); it filters every view, and is answered lazily, on Spark."""
+
+    type: Literal["filter"]
+    column: str
+    interval: tuple[Bound, Bound] | None = None
+    values: list[Value] | None = None
+
+    def check(self, session: SessionAPI) -> None:
+        if not answers_lazily(session):
+            msg = "filter: filters on source columns are answered lazily, which this engine does not do"
+            raise NotCapturedError(msg)
+        if (self.interval is None) == (self.values is None):
+            msg = "filter: give interval [lo, hi] or values, not both"
+            raise InteractionError(msg)
+
+    def run(self, session: SessionAPI) -> dict:
+        return update_reply(session, session.filter_column(self.column, self.interval, self.values))
 
 
 class Details(Message):
@@ -186,13 +233,15 @@ class Details(Message):
     type: Literal["details"]
     view: str | None = None
     bars: list[int] | None = None
-    page: int = Field(0, ge=0, le=MAX_PAGE)
+    page: int = Field(0, ge=0)
     page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
 
     def check(self, session: SessionAPI) -> None:
         if self.view is not None:
             _check_view(session, "details.view", self.view)
+        if answers_lazily(session):  # unlisted columns are read on Spark (checked there)
+            return
         declared = session.plan.dashboard.interactions.details
         if declared is None:
             msg = "details: details on demand is not declared in this dashboard's interactions"
@@ -210,6 +259,17 @@ class Details(Message):
                 "rows": _jsonable_rows(table.to_pylist())}
 
 
+class Forward(Message):
+    """Forward lineage: the bar each view shows rows `rids` in (e.g. the `rid` of a
+    details row)."""
+
+    type: Literal["forward"]
+    rids: list[int] = Field(max_length=MAX_FORWARD_RIDS)
+
+    def run(self, session: SessionAPI) -> dict:
+        return forward_reply(session, self.rids)
+
+
 class State(Message):
     """Every view's current bars and the active filters."""
 
@@ -220,10 +280,11 @@ class State(Message):
                 "filters": filters_json(session), "selected": session.count_selected()}
 
 
-MESSAGES: tuple[type[Message], ...] = (Brush, Select, Clear, Parameter, Filters, Highlight, Details,
-                                       State)
+MESSAGES: tuple[type[Message], ...] = (Brush, Select, Clear, Parameter, Filters, Highlight, Filter,
+                                       Details, Forward, State)
 TYPES = {m.model_fields["type"].annotation.__args__[0]: m for m in MESSAGES}
 ClientMessage = Annotated[Union[MESSAGES], Field(discriminator="type")]  # noqa: UP007 - a runtime tuple
+FILTER_TYPES = ("brush", "select", "clear", "parameter", "filters", "filter")  # change filters
 _adapter = pydantic.TypeAdapter(ClientMessage)
 
 
@@ -410,6 +471,8 @@ def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update
             u = session.brush(name, m["interval"], y=m.get("y"))
         elif m["type"] == "select":
             u = session.select(name, m["values"])
+        elif m["type"] == "filter":
+            u = session.filter_column(m["column"], m.get("interval"), m.get("values"))
         else:
             u = session.set_parameter(name, m["value"])
         update.methods.update(u.methods)
@@ -419,7 +482,7 @@ def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update
 
 def filters_json(session: SessionAPI) -> dict[str, dict]:
     """The session's active filters in the tagged form (brushfire/selection.py), as JSON."""
-    return jsonable(S.state_json(session.filters, session.plan))
+    return jsonable(S.state_json(session.filters, filter_kinds(session)))
 
 
 # --- checks of names and values, before the engine sees them ------------------------------
@@ -435,10 +498,23 @@ _TAKES = {"interval": "an interval brush (brush with interval [lo, hi])",
           "param_eq": "a parameter value (parameter)", "param_range": "a parameter value (parameter)"}
 
 
+def answers_lazily(session: SessionAPI) -> bool:
+    """Whether the session answers what capture did not prepare, on Spark
+    (brushfire/fallback.py): then undeclared views, pairs and columns are its to check."""
+    return getattr(session, "filter_kinds", None) is not None
+
+
+def filter_kinds(session: SessionAPI) -> dict[str, str]:
+    """Each filter name the session takes and its kind: the plan's, and for a lazy session
+    also the undeclared brushes and the active filters on source columns."""
+    kinds = getattr(session, "filter_kinds", None)
+    return kinds() if kinds is not None else {f.name: f.kind for f in session.plan.filters}
+
+
 def _check_name(session: SessionAPI, where: str, name: str, kinds: tuple[str, ...] | None) -> str:
     """The kind of filter `name` has; raises naming the valid choices unless it takes
     one of `kinds` (None: any)."""
-    filters = {f.name: f.kind for f in session.plan.filters}
+    filters = filter_kinds(session)
     valid = [n for n, k in filters.items() if kinds is None or k in kinds]
     kind = filters.get(name)
     if kind is None:
@@ -531,12 +607,49 @@ def error_reply(message: str, msg_id: Any = None) -> dict:
     return {"type": "error", "id": msg_id, "message": message}
 
 
+def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
+    """The bars rows `rids` fall in, per view; `pruned`: the views whose bars per row were
+    not captured (nothing filters or highlights them), so they are left out."""
+    forward = getattr(session, "forward", None)
+    if forward is None:
+        msg = "forward: forward lineage (the bars of given rows) is not offered by this engine"
+        raise NotCapturedError(msg)
+    views = forward(rids)
+    pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
+    reply = {"type": "forward", "rids": rids, "views": views, "pruned": pruned}
+    if pruned:
+        reply["note"] = (f"bars per row were not captured for {', '.join(pruned)}: nothing filters"
+                         " or highlights them (brushfire plan)")
+    return reply
+
+
 def update_reply(session: SessionAPI, update: Update) -> dict:
     """The views an interaction changed, how each was computed, the selected rows and the
-    filters (tagged)."""
-    return {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
-            "methods": update.methods, "ms": update.seconds * 1e3,
-            "selected": session.count_selected(), "filters": filters_json(session)}
+    filters (tagged). Answered lazily (brushfire/fallback.py), also `lazy`: the views
+    computed on Spark, why and in how long; cancelled by the next interaction,
+    `cancelled` and no `selected`."""
+    reply = {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
+             "methods": update.methods, "ms": update.seconds * 1e3,
+             "filters": filters_json(session)}
+    lazy = getattr(update, "lazy", None)
+    if lazy is not None:
+        reply["lazy"] = {"views": lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
+    if getattr(update, "cancelled", False):
+        reply["cancelled"] = True
+    else:
+        reply["selected"] = session.count_selected()
+    return reply
+
+
+def working_message(session: SessionAPI, msg_id, seconds: float) -> dict:
+    """What the server tells a client still waiting for the answer to message `msg_id`
+    after `seconds`: with a lazy answer running, its stage and the share of its Spark
+    tasks done."""
+    progress = getattr(session, "progress", lambda: None)()
+    out = {"type": "working", "id": msg_id, "seconds": round(seconds, 2), "lazy": progress is not None}
+    if progress is not None:
+        out["stage"], out["fraction"] = progress
+    return out
 
 
 def view_json(v: ViewData) -> dict:

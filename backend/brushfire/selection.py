@@ -143,7 +143,12 @@ def check_names(state: dict[str, TaggedFilter], tags: dict[str, str], where: str
 
 def tags_of_plan(plan) -> dict[str, str]:
     """Each brushable view's and parameter's tag, from a capture plan."""
-    return {f.name: TAG_OF_KIND[f.kind] for f in plan.filters}
+    return tags_of_kinds({f.name: f.kind for f in plan.filters})
+
+
+def tags_of_kinds(kinds: dict[str, str]) -> dict[str, str]:
+    """Each filter's tag, from its kind (interval, rect, points, param_eq, param_range)."""
+    return {name: TAG_OF_KIND[kind] for name, kind in kinds.items()}
 
 
 def tags_of_description(description: dict) -> dict[str, str]:
@@ -161,8 +166,16 @@ def tag_of(f: TaggedFilter) -> str:
 # --- states and messages -------------------------------------------------------------------
 
 
+COLUMN = "column:"  # the name prefix of a filter on a source column (`filter` message)
+
+
 def message_of(name: str, f: TaggedFilter) -> dict:
     """The client message (docs/protocol.md) that sets filter `f` on `name`."""
+    if name.startswith(COLUMN) and isinstance(f, IntervalFilter | ValuesFilter):
+        column = name[len(COLUMN):]
+        if isinstance(f, IntervalFilter):
+            return {"type": "filter", "column": column, "interval": list(f.interval)}
+        return {"type": "filter", "column": column, "values": list(f.values)}
     if isinstance(f, IntervalFilter):
         return {"type": "brush", "view": name, "interval": list(f.interval)}
     if isinstance(f, RectFilter):
@@ -204,11 +217,10 @@ def apply_message(state: dict, message: dict) -> dict:
     return out
 
 
-def state_json(filters: dict[str, object], plan) -> dict[str, dict]:
+def state_json(filters: dict[str, object], kinds: dict[str, str]) -> dict[str, dict]:
     """A session's active filters (`SessionAPI.filters`: each as it was given — a brush's
     `(interval, y)`, a select's values, a parameter's value) in the tagged form, by the
-    kind each name has in the plan."""
-    kinds = {f.name: f.kind for f in plan.filters}
+    kind each name has (`kinds`: name -> the plan's filter kind)."""
     out = {}
     for name, given in filters.items():
         kind = kinds[name]

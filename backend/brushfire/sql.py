@@ -125,6 +125,35 @@ def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -
     return f"quantile_cont(CAST({x} AS DOUBLE), {q})"  # a FLOAT column interpolates as doubles
 
 
+# --- profiling checks (docs/spec.md, "profile") ------------------------------------------
+
+
+def fd_violations_sql(fd: m.FunctionalDependency, table: str, d: Dialect = DUCKDB) -> str:
+    """The left-hand values violating `fd`: more than one distinct right-hand value (null is
+    a value on both sides, as in GROUP BY and SELECT DISTINCT)."""
+    lhs = ", ".join(ident(c, d) for c in fd.lhs)
+    rhs = ", ".join(ident(c, d) for c in fd.rhs)
+    return (f"SELECT {lhs} FROM (SELECT DISTINCT {lhs}, {rhs} FROM {table}) AS pairs "
+            f"GROUP BY {lhs} HAVING count(*) > 1")
+
+
+def profile_sql(dash: m.DashboardSpec, table: str) -> str:
+    """DuckDB: the rows of `table` in their order, with each functional-dependency check's
+    column ('violates' on the rows of its violating left-hand values, else 'holds')."""
+    checks = dash.profile.fd if dash.profile else []
+    cols, joins = [], []
+    for i, fd in enumerate(checks):
+        keys = ", ".join(f"{ident(c)} AS __k{j}" for j, c in enumerate(fd.lhs))
+        on = " AND ".join(f"t.{ident(c)} IS NOT DISTINCT FROM v{i}.__k{j}" for j, c in enumerate(fd.lhs))
+        joins.append(f"LEFT JOIN (SELECT {keys}, TRUE AS __bad FROM ({fd_violations_sql(fd, table)})"
+                     f" AS w{i}) AS v{i} ON {on}")
+        cols.append(f"CASE WHEN v{i}.__bad THEN {lit(m.FD_VIOLATES)} ELSE {lit(m.FD_HOLDS)} END"
+                    f" AS {ident(fd.view_name)}")
+    return (f"SELECT t.* EXCLUDE (__rownum){''.join(', ' + c for c in cols)} FROM "
+            f"(SELECT *, row_number() OVER () AS __rownum FROM {table}) AS t {' '.join(joins)} "
+            "ORDER BY t.__rownum")
+
+
 # --- filters as predicates ---------------------------------------------------------------
 
 

@@ -97,7 +97,14 @@ export class Chart {
     this.clearButton.setAttribute("aria-label", `Clear the filter of ${this.description.title}`);
     this.clearButton.hidden = true;
     this.clearButton.onclick = () => this.clearFilter();
-    head.append(title, this.readout);
+    head.append(title);
+    if (this.description.lazy) { // its brush was not captured: answered on Spark
+      const note = el("span", "bf-lazy-note", "on Spark");
+      note.title = "No crossfilter group declares this view's brush, so its lineage was not captured: "
+        + "brushing it is answered lazily, on Spark (seconds, not milliseconds).";
+      head.append(note);
+    }
+    head.append(this.readout);
     if (this.meta.shape === "rows") head.append(this.topControl());
     head.append(this.clearButton);
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
@@ -212,6 +219,16 @@ export class Chart {
     }
     if (!changed) return Promise.resolve();
     return this.view.change("bars", cs).runAsync();
+  }
+
+  // Mark `bars` (forward lineage of a hovered row: the bars it falls in) in the highlight
+  // colour, whole; null unmarks. Linked highlighting and marks share the `hl` field.
+  mark(bars) {
+    this.marked = bars;
+    this.card?.classList.toggle("bf-marked", Boolean(bars?.length));
+    if (!bars) return this.update(null, null);
+    const on = new Set(bars);
+    return this.update(null, this.values.map((v, i) => (on.has(i) ? (v || this.base[i].full || 0) : null)));
   }
 
   // The tooltip of bar `bar` (the spec's tooltip is the bar number): its name, values

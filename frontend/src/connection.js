@@ -8,10 +8,11 @@
 // token needs it on every request: `withToken` adds it to a URL (docs/deploy.md).
 
 export class Connection {
-  constructor(url, { onStatus = () => {}, onClose = () => {} } = {}) {
+  constructor(url, { onStatus = () => {}, onClose = () => {}, onWorking = () => {} } = {}) {
     this.url = url;
     this.onStatus = onStatus;
     this.onClose = onClose;
+    this.onWorking = onWorking; // `working`: an answer is taking long (docs/protocol.md)
     this.nextId = 1;
     this.waiting = new Map(); // id -> resolve
   }
@@ -37,6 +38,10 @@ export class Connection {
   receive(msg) {
     if (msg.type === "progress" || msg.type === "ready" || msg.type === "failed") {
       this.onStatus(msg);
+      return;
+    }
+    if (msg.type === "working") {
+      this.onWorking(msg);
       return;
     }
     const resolve = this.waiting.get(msg.id);

@@ -30,8 +30,12 @@ export class DashboardUI {
     this.recorder = new Recorder(description.name);
     this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
+    this.inflight = []; // filter messages sent, oldest first, with their reply promises
     this.busy = false; // one filter message in flight at a time; newer ones wait in `pending`
+    this.slow = false; // the oldest in flight has taken over a second: newer ones go at once
+    this.work = null; // the last `working` message about it
     this.hoverSeq = 0;
+    this.rowSeq = 0; // hovered details rows (forward lineage)
     this.highlightTargets = new Map(description.highlight.map((h) => [h.source, h.targets]));
     this.filters = description.filters ?? {};
     this.selected = null;
@@ -63,11 +67,13 @@ export class DashboardUI {
     this.watchSize();
     if (d.details) {
       const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
-      this.details = new DetailsTable(d.details, (msg) => this.request(msg), download);
+      this.details = new DetailsTable(d.details, (msg) => this.request(msg), download,
+        (rid) => this.hoverRow(rid));
       this.root.append(this.details.element);
     }
     const state = await this.request({ type: "state" });
     this.showStatus(state);
+    this.showParameters(state.filters ?? {}); // parameter defaults: active from the start
     if (state.filters) await this.showFilters(state.filters);
   }
 
@@ -103,6 +109,7 @@ export class DashboardUI {
     this.recordButton = button("● Record", () => this.toggleRecording());
     this.recordButton.dataset.action = "record";
     h.append(this.statusLine, this.latencyLine, clear, this.recordButton);
+    if (d.version) h.append(versionNote(d.version));
     return h;
   }
 
@@ -169,30 +176,83 @@ export class DashboardUI {
 
   // A filter message from a view or widget. At most one is in flight; while it is, the
   // newest message per view waits (a fast drag sends its latest position, never a queue).
+  // Once an answer has taken a second (a lazy one, on Spark: docs/protocol.md), the page
+  // shows that it is waiting, and sends what waits at once: the server cancels the slow
+  // answer for the next interaction.
   filter(message) {
-    const key = message.view ?? message.name ?? "*";
+    const key = message.view ?? message.name ?? message.column ?? "*";
     this.pending.set(key, { message, t0: performance.now() });
     if (!this.busy) this.drain();
+    else if (this.slow) this.sendPending();
+  }
+
+  sendPending() {
+    for (const [key, entry] of this.pending) this.inflight.push(this.send1(key, entry));
+    this.pending.clear();
+  }
+
+  send1(key, { message, t0 }) {
+    return { key, message, t0, sent: performance.now(), reply: this.request(message) };
   }
 
   async drain() {
     this.busy = true;
-    while (this.pending.size) {
-      const [key, { message, t0 }] = this.pending.entries().next().value;
-      this.pending.delete(key);
-      const sent = performance.now();
-      const reply = await this.request(message);
+    while (this.pending.size || this.inflight.length) {
+      if (!this.inflight.length) {
+        const [key, entry] = this.pending.entries().next().value;
+        this.pending.delete(key);
+        this.inflight.push(this.send1(key, entry));
+      }
+      const { key, message, t0, sent, reply: replied } = this.inflight[0];
+      const timer = setInterval(() => this.waiting(sent), 250);
+      const reply = await replied;
+      clearInterval(timer);
+      this.inflight.shift();
+      if (this.slow) this.doneWaiting();
       const received = performance.now();
       if (reply.type === "update") await this.applyUpdate(reply);
       // the source view's own redraw waited for this answer (Chart.holdRedraw)
-      if (!this.pending.has(key)) await this.charts.get(key)?.releaseRedraw();
+      const again = this.pending.has(key) || this.inflight.some((x) => x.key === key);
+      if (!again) await this.charts.get(key)?.releaseRedraw();
       if (reply.type === "update") {
         const done = performance.now();
-        this.measured({ type: message.type, view: key, total: done - t0,
-                        roundTrip: received - sent, render: done - received, engine: reply.ms });
+        this.measured({ type: message.type, view: key, total: done - t0, lazy: reply.lazy,
+                        cancelled: reply.cancelled, roundTrip: received - sent,
+                        render: done - received, engine: reply.ms });
       }
     }
     this.busy = false;
+  }
+
+  // An answer is still awaited `sent` ms after it was asked: after a second, say so
+  // (with the server's `working` progress, when it sends any) and let the next
+  // interaction through.
+  waiting(sent) {
+    const seconds = (performance.now() - sent) / 1000;
+    if (seconds < 1) return;
+    if (!this.slow) {
+      this.slow = true;
+      this.sendPending();
+      this.waitLine = el("span", "bf-waiting", "");
+      this.waitLine.setAttribute("role", "status");
+      this.statusLine.after(this.waitLine);
+    }
+    const w = this.work;
+    const share = w && w.fraction !== null && w.fraction !== undefined ? ` ${Math.round(100 * w.fraction)} %` : "";
+    const what = w?.lazy ? "answering on Spark (not captured)" : "waiting for the answer";
+    this.waitLine.textContent = `${what}… ${seconds.toFixed(1)} s${share}`;
+  }
+
+  doneWaiting() {
+    this.slow = false;
+    this.work = null;
+    this.waitLine?.remove();
+    this.waitLine = null;
+  }
+
+  // A `working` message: the server is still answering (a lazy answer on Spark).
+  working(msg) {
+    this.work = msg;
   }
 
   async applyUpdate(reply) {
@@ -238,8 +298,24 @@ export class DashboardUI {
     this.measured({ type: "highlight", view, total: performance.now() - t0, engine: reply.ms });
   }
 
+  // Forward lineage: hovering a row of the details table marks the bar it falls in, in
+  // every view whose bars per row were captured (the reply's `pruned` ones cannot say).
+  async hoverRow(rid) {
+    const seq = ++this.rowSeq;
+    if (rid === null) {
+      await Promise.all([...this.charts.values()].map((c) => c.mark(null)));
+      return;
+    }
+    const t0 = performance.now();
+    const reply = await this.request({ type: "forward", rids: [rid] });
+    if (seq !== this.rowSeq || reply.type !== "forward") return; // a newer hover won
+    await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
+    this.measured({ type: "forward", view: "details", total: performance.now() - t0, engine: reply.ms });
+  }
+
   async clearAll() {
     this.pending.clear();
+    await Promise.all(this.inflight.map((x) => x.reply)); // answered (or cancelled) first
     const t0 = performance.now();
     const reply = await this.request({ type: "clear" });
     if (reply.type !== "update") return;
@@ -297,8 +373,14 @@ export class DashboardUI {
 
   measured(m) {
     this.metrics.push(m);
+    if (m.cancelled) {
+      this.latencyLine.textContent = `last ${m.type}: cancelled by the next interaction`;
+      return;
+    }
     const engine = m.engine === undefined ? "" : ` (engine ${m.engine.toFixed(2)} ms)`;
-    this.latencyLine.textContent = `last ${m.type}: ${m.total.toFixed(1)} ms${engine}`;
+    const lazy = m.lazy ? `; answered lazily on Spark in ${(m.lazy.ms / 1000).toFixed(2)} s: ${m.lazy.reason}` : "";
+    this.latencyLine.textContent = `last ${m.type}: ${m.total.toFixed(1)} ms${engine}${lazy}`;
+    this.latencyLine.title = m.lazy ? `views computed on Spark: ${m.lazy.views.join(", ")}` : "";
   }
 
   showStatus(reply) {
@@ -312,6 +394,18 @@ export class DashboardUI {
   showError(message) {
     this.latencyLine.textContent = `error: ${message}`;
   }
+}
+
+// Which capture is served (brushfire/versions.py): when, from which spec and source, by
+// which Brushfire; the full hashes in its tooltip.
+function versionNote(v) {
+  const short = (x) => (x ? String(x).slice(0, 8) : "?");
+  const when = v.created ? `captured ${v.created.replace("T", " ").replace("Z", "")} UTC` : "not cached";
+  const note = el("span", "bf-version",
+    `${when} · spec ${short(v.spec_sha256)} · source ${short(v.source_fingerprint)} · Brushfire ${v.brushfire_version ?? "?"}`);
+  note.title = [`cache key: ${v.cache_key ?? "none"}`, `spec sha256: ${v.spec_sha256}`,
+    `source fingerprint: ${v.source_fingerprint ?? "?"}`, `mode: ${v.mode}`].join("\n");
+  return note;
 }
 
 const ROW = 4; // px: the grid's row unit (style.css: grid-auto-rows)

@@ -10,10 +10,13 @@ const fmt = new Intl.NumberFormat("en-US");
 
 export class DetailsTable {
   // `download(format)`: the URL of the rows behind the current selection, or null.
-  constructor(declaration, request, download = null) {
+  // `onHoverRow(rid | null)`: the pointer entered a row (forward lineage shows its bars)
+  // or left the table.
+  constructor(declaration, request, download = null, onHoverRow = () => {}) {
     this.columns = declaration.columns;
     this.pageSize = declaration.page_size;
     this.request = request;
+    this.onHoverRow = onHoverRow;
     this.page = 0;
     this.open = false;
     this.seq = 0;
@@ -30,6 +33,7 @@ export class DetailsTable {
     bar.append(this.toggle, this.prev, this.next, this.info);
     if (download) bar.append(...this.downloadControl(download));
     this.table = el("table", "bf-table");
+    this.table.onmouseleave = () => this.onHoverRow(null);
     this.element.append(bar, this.table);
     this.prev.disabled = this.next.disabled = true;
   }
@@ -81,6 +85,8 @@ export class DetailsTable {
     for (const c of ["rid", ...this.columns]) head.append(el("th", "", c));
     const rows = reply.rows.map((r) => {
       const tr = el("tr");
+      tr.dataset.rid = r.rid;
+      tr.onmouseenter = () => this.onHoverRow(r.rid);
       for (const c of ["rid", ...this.columns]) {
         const td = el("td", "", formatValue(r[c]));
         if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";

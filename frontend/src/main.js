@@ -52,6 +52,7 @@ async function main() {
     onClose: (event) => {
       if (window.brushfire.ready) app.prepend(el("p", "bf-failed", `Disconnected from the server (${event.code}). Reload to reconnect.`));
     },
+    onWorking: (msg) => window.brushfire.ui?.working(msg),
   });
   await connection.open();
   if (description.status !== "ready") {
@@ -66,6 +67,7 @@ async function main() {
     `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
   const ui = new DashboardUI(app, description, (msg) => connection.request(msg),
     { onFilters: keepInAddress, exportURL });
+  window.brushfire.ui = ui; // (before mount: `working` messages may come while filters are restored)
   await ui.mount();
   if (saved) await ui.setFilters(saved);
   Object.assign(window.brushfire, { ui, connection, description, ready: true });

@@ -38,7 +38,7 @@ function kernelChannel(model, onOther) {
   const waiting = new Map();
   let next = 1;
   model.on("msg:custom", (msg) => {
-    const resolve = waiting.get(msg.id);
+    const resolve = msg.type === "working" ? null : waiting.get(msg.id);
     if (resolve) {
       waiting.delete(msg.id);
       resolve(msg);
@@ -60,6 +60,7 @@ async function renderKernel(model, root) {
     if (!mounted) return;
     if (msg.type === "state" && msg.id == null) ui.applyState(msg); // Python set `filters`
     else if (msg.type === "update") ui.applyUpdate(msg); // another view of this widget changed them
+    else if (msg.type === "working") ui.working(msg); // a lazy answer is taking long
   });
   ui = new DashboardUI(root, model.get("_description"), send);
   await ui.mount();
@@ -92,6 +93,7 @@ async function renderRemote(model, root) {
     onClose: (event) => {
       if (ui) root.prepend(el("p", "bf-failed", `Disconnected from ${base} (${event.code}).`));
     },
+    onWorking: (msg) => ui?.working(msg),
   });
   await connection.open();
   if (description.status !== "ready") {

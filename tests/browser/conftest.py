@@ -117,3 +117,38 @@ def oracle(served):
 def stars_page_at(chromium, served_stars, request):
     """open_page for the stars dashboard at an address suffix (e.g. "#filters=...")."""
     return lambda hash: open_page(chromium, served_stars[0], "stars", request.node.name, hash=hash)
+
+
+def papers_spec(path) -> dict:
+    return {
+        "name": "papers",
+        "title": "Lineage features",
+        "source": {"path": str(path)},
+        "views": [
+            {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+            {"name": "cat", "type": "categorical", "field": "cat", "top": 6},
+            # in no crossfilter group: its brush is answered lazily, on Spark
+            {"name": "lonely", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]}},
+        ],
+        "interactions": {
+            "crossfilter": [{"views": ["hx", "cat"]}],
+            "details": {"columns": ["x", "cat", "k"], "page_size": 20},
+            "parameters": [{"name": "pdest", "field": "dest", "default": "BBB"}],
+        },
+        "profile": {"fd": [["x", "k"], ["dest"]]},  # (x, k) is nearly unique: a few violations
+    }
+
+
+@pytest.fixture(scope="module")
+def served_papers(spark, small_parquet, tmp_path_factory):
+    dash = Dashboard.open(parse_dashboard(papers_spec(small_parquet)), spark=spark,
+                          cache_dir=tmp_path_factory.mktemp("cache"))
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
+
+
+@pytest.fixture
+def paper(chromium, served_papers, request):
+    """The `papers` dashboard's page (test_papers_page.py)."""
+    with open_page(chromium, served_papers[0], "papers", request.node.name) as pg:
+        yield pg

@@ -11,9 +11,9 @@ import stat
 import numpy as np
 import pytest
 
-from brushfire import Dashboard
+from brushfire import Dashboard, versions
 from brushfire.errors import CacheError, CaptureError
-from brushfire.lineage.store import cache_key, entry_dir, history, load_store, source_fingerprint
+from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint
 from brushfire.spec import parse_dashboard
 
 pytestmark = pytest.mark.spark
@@ -76,7 +76,7 @@ def test_reopening_loads_the_cache_without_spark(cached, small_parquet):
     assert s1.brush("hx", (20, 55)).views["cat"].counts == s2.brush("hx", (20, 55)).views["cat"].counts
     meta = json.loads((again.store.directory / "manifest.json").read_text())
     assert meta["spec_sha256"] and meta["cache_key"] in again.store.directory.name
-    assert history(cache, "cache_test")[0]["rows"] == dash.store.n_rows
+    assert versions.history(cache, "cache_test")[0]["rows"] == dash.store.n_rows
 
 
 def test_a_changed_spec_or_source_has_another_entry(cached, small_parquet, tmp_path):

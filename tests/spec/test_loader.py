@@ -29,7 +29,7 @@ bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
-    Dashboard accepts: name, title, source, views, interactions
+    Dashboard accepts: name, title, source, views, interactions, profile
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
@@ -153,15 +153,15 @@ bad/yaml_two_documents.yaml:4: not valid YAML: expected a single document in the
     hint: a spec file holds one dashboard: remove the second '---'"""),
     ("not_mapping_list.yaml", """\
 bad/not_mapping_list.yaml:1: the document is a list, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions
+    a dashboard spec has the keys: name, title, source, views, interactions, profile
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_scalar.yaml", """\
 bad/not_mapping_scalar.yaml:2: the document is a string, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions
+    a dashboard spec has the keys: name, title, source, views, interactions, profile
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_empty.yaml", """\
 bad/not_mapping_empty.yaml:1: the document is empty, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions
+    a dashboard spec has the keys: name, title, source, views, interactions, profile
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     # --- YAML the loader refuses before walking it: alias bombs and cycles, deep nesting, bad bytes
     ("yaml_alias_bomb.yaml", """\
@@ -551,3 +551,116 @@ def test_validate_counts_temporal_bars_from_parquet_statistics(tmp_path, capsys)
 """
     spec.write_text(spec.read_text().replace("minute", "hour"))
     assert main(["validate", str(spec)]) == 0
+
+
+# --- environment variables in source paths ---------------------------------------------
+
+ENV_SPEC = """\
+name: env
+source:
+  path: {path}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 1, extent: [0, 10]}}}}
+"""
+
+
+@pytest.mark.parametrize(("path", "environ", "expected"), [
+    ("${DATA_DIR}/rows.parquet", {"DATA_DIR": "/data"}, "/data/rows.parquet"),
+    ("${DATA_DIR:-/srv}/rows.parquet", {}, "/srv/rows.parquet"),
+    ("${DATA_DIR:-/srv}/rows.parquet", {"DATA_DIR": ""}, "/srv/rows.parquet"),
+    ("${DATA_DIR:-/srv}/rows.parquet", {"DATA_DIR": "/data"}, "/data/rows.parquet"),
+    ("${A}/${B}.parquet", {"A": "/x", "B": "y"}, "/x/y.parquet"),
+    ("/data/$HOME.parquet", {}, "/data/$HOME.parquet"),  # only ${...} is replaced
+    ("${DATA_DIR}/rows.parquet", {}, """\
+env.yaml:3: source.path: environment variable 'DATA_DIR' is not set (in '${DATA_DIR}/rows.parquet')
+    hint: set it before starting Brushfire (e.g. DATA_DIR=/data brushfire serve ...), or give a default: ${DATA_DIR:-/data}"""),
+    ("${A}/${B}/${A}.parquet", {}, """\
+env.yaml:3: source.path: environment variables 'A', 'B' are not set (in '${A}/${B}/${A}.parquet')
+    hint: set it before starting Brushfire (e.g. A=/data brushfire serve ...), or give a default: ${A:-/data}"""),
+], ids=str)
+def test_environment_variables_in_the_source_path(monkeypatch, path, environ, expected) -> None:
+    for name in ("DATA_DIR", "A", "B"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    text = ENV_SPEC.format(path=path)
+    if expected.startswith("/"):
+        assert parse_dashboard(text, "env.yaml", base_dir="/").source.path == expected
+        return
+    with pytest.raises(SpecError) as info:
+        parse_dashboard(text, "env.yaml", base_dir="/")
+    assert str(info.value) == expected
+
+
+# --- profiling checks -------------------------------------------------------------------
+
+PROFILE_SPEC = """\
+name: prof
+source: {{path: rows.parquet}}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 1, extent: [0, 10]}}}}
+  - {{name: cat, type: categorical, field: cat}}
+interactions:
+  crossfilter:
+    - views: [hx, cat]
+profile:
+  fd: {fd}
+"""
+
+
+@pytest.mark.parametrize(("fd", "expected"), [
+    ("[[cat], [dest]]", [("fd_cat__dest", ["cat"], ["dest"])]),
+    ("[[[cat, k], [dest]], {lhs: [x], rhs: [dest, k], name: x_fd}]",
+     [("fd_cat_k__dest", ["cat", "k"], ["dest"]), ("x_fd", ["x"], ["dest", "k"])]),
+    ("[{lhs: [cat], rhs: [dest]}]", [("fd_cat__dest", ["cat"], ["dest"])]),
+    ("[[cat], [cat]]", """\
+prof.yaml:10: profile.fd[0].rhs: column 'cat' is on both sides: the dependency always holds
+    hint: list each column on one side only"""),
+    ("[{lhs: [cat], rhs: [dest], name: hx}]", """\
+prof.yaml:10: profile.fd[0]: its view's name 'hx' is a view's name already
+    hint: give the check another name: name: <identifier>"""),
+    ("[{lhs: [cat], rhs: []}]", """\
+prof.yaml:10: profile.fd[0].rhs: needs at least 1 item, got 0"""),
+    ("[{lhs: [cat], rhs: [dest], name: 'a b'}]", """\
+prof.yaml:10: profile.fd[0].name: 'a b' is not a valid name
+    hint: start with a letter or '_', then use letters, digits, '_' or '-'"""),
+], ids=str)
+def test_profile_checks_add_a_linked_view(fd, expected) -> None:
+    text = PROFILE_SPEC.format(fd=fd)
+    if isinstance(expected, str):
+        with pytest.raises(SpecError) as info:
+            parse_dashboard(text, "prof.yaml")
+        assert str(info.value) == expected
+        return
+    dash = parse_dashboard(text, "prof.yaml")
+    assert [(f.view_name, f.lhs, f.rhs) for f in dash.profile.fd] == expected
+    names = [n for n, _, _ in expected]
+    assert [v.name for v in dash.views] == ["hx", "cat", *names]
+    for name in names:
+        v = dash.view(name)
+        assert (v.type, v.field, v.top, v.other) == ("categorical", name, 2, False)
+    assert dash.interactions.crossfilter[0].views == ["hx", "cat", *names]
+    again = parse_dashboard(dash.model_dump(mode="json"))  # loading a dumped spec adds nothing
+    assert again.model_dump(mode="json") == dash.model_dump(mode="json")
+    check_columns(dash, {"x": "number", "cat": "string", "dest": "string", "k": "number"})
+    with pytest.raises(SpecError, match=r"profile.fd\[0\].rhs\[0\]: column 'dest' is not in the source"):
+        check_columns(dash, {"x": "number", "cat": "string", "k": "number"})
+
+
+def test_a_profile_without_crossfilter_groups_links_every_view() -> None:
+    text = PROFILE_SPEC.format(fd="[[cat], [dest]]").replace(
+        "interactions:\n  crossfilter:\n    - views: [hx, cat]\n", "")
+    dash = parse_dashboard(text)
+    assert [g.views for g in dash.interactions.crossfilter] == [["hx", "cat", "fd_cat__dest"]]
+
+
+def test_a_profile_view_may_not_shadow_a_source_column() -> None:
+    from brushfire.spec.loader import check_profile_columns
+
+    dash = parse_dashboard(PROFILE_SPEC.format(fd="[{lhs: [cat], rhs: [dest], name: k}]"), "prof.yaml")
+    check_profile_columns(dash, ["x", "cat", "dest"])
+    with pytest.raises(SpecError) as info:
+        check_profile_columns(dash, ["x", "cat", "dest", "K"])
+    assert str(info.value) == """\
+prof.yaml:10: profile.fd[0]: its view's name 'k' is a column of the source already
+    hint: give the check another name: name: <identifier>"""

@@ -243,3 +243,29 @@ def _py(x):
     if isinstance(x, float):  # pandas holds an int column with nulls as floats, nulls as NaN
         return None if x != x else int(x) if x.is_integer() else x
     return x
+
+
+def test_a_parameter_default_is_active_from_the_start(flights_dash):
+    from brushfire import Dashboard
+
+    ix = flights_dash.spec.interactions
+    params = [p.model_copy(update={"default": "ATL"}) for p in ix.parameters]
+    spec = flights_dash.spec.model_copy(update={"interactions": ix.model_copy(update={"parameters": params})})
+    w = brushfire.widget(Dashboard(spec, flights_dash.plan, flights_dash.store))
+    assert w.filters == {"destination": "ATL"}
+    assert w.comm.sent[0][1]["state"]["_description"]["filters"] == {"destination": "ATL"}
+    reference = flights_dash.session()
+    reference.set_parameter("destination", "ATL")
+    assert w.session.count_selected() == reference.count_selected() < flights_dash.store.n_rows
+
+
+def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
+    from brushfire import versions
+
+    ui = w.comm
+    assert ui.sent[0][1]["state"]["_description"]["version"] == versions.public(
+        versions.served(flights_dash))
+    ui.receive({"type": "forward", "id": "f-1", "rids": [3]})
+    (reply,) = ui.custom()
+    assert reply["type"] == "forward" and reply["id"] == "f-1"
+    assert reply["views"] == flights_dash.session().forward([3])

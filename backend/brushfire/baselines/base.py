@@ -266,7 +266,10 @@ class BaselineDashboard:
         self.backend, self.session_class = backend, session_class
 
     def session(self) -> SqlSession:
-        return self.session_class(self.backend, self.plan, self.store)
+        from brushfire.dashboard import apply_parameter_defaults
+
+        return apply_parameter_defaults(self.session_class(self.backend, self.plan, self.store),
+                                        self.spec)
 
     def warm_up(self) -> float:
         t0 = time.perf_counter()

@@ -23,10 +23,12 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     filters applied, in the source's row order (rowid = rid). Derived columns and filters
     are Spark SQL: with any, the rows are the ones Spark computes, materialized once as
     Parquet under `cache_dir` (default $BRUSHFIRE_CACHE or .cache/brushfire); so are
-    sources DuckDB cannot read (ORC)."""
+    sources DuckDB cannot read (ORC). The profiling checks' columns come with the rows
+    Spark materialized, else from `sql.profile_sql`."""
     source = spec.source
     reader = READERS.get(source.resolved_format)
-    if source.columns or source.filters or reader is None:  # ORC, too: DuckDB does not read it
+    materialized = bool(source.columns or source.filters or reader is None)
+    if materialized:  # ORC, too: DuckDB does not read it
         from brushfire.capture.analyze import materialize_source
 
         cache = cache_dir or os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
@@ -38,7 +40,10 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
-    con.execute(f"CREATE TABLE src AS SELECT * FROM {relation}")
+    if spec.profile and not materialized:  # the checks' columns, by SQL
+        con.execute(f"CREATE TABLE src AS {sql.profile_sql(spec, relation)}")
+    else:
+        con.execute(f"CREATE TABLE src AS SELECT * FROM {relation}")
     return con
 
 

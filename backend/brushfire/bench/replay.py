@@ -118,6 +118,8 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, t
                     raw = await asyncio.wait_for(ws.recv(), timeout)
                     received = time.perf_counter()
                     reply = json.loads(raw)
+                    if reply.get("type") == "working":  # a lazy answer's progress, not its reply
+                        continue
                     if reply.get("id") == i:
                         break
                     if reply.get("type") == "error" and reply.get("id") is None:
@@ -150,10 +152,14 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
 
             task = asyncio.create_task(sender())
             try:
-                for _ in trace.events:
+                answered = 0
+                while answered < len(trace.events):
                     raw = await asyncio.wait_for(ws.recv(), timeout)
                     received = time.perf_counter()
                     reply = json.loads(raw)
+                    if reply.get("type") == "working":  # a lazy answer's progress, not its reply
+                        continue
+                    answered += 1
                     i = reply.get("id")
                     if not isinstance(i, int) or i not in sent:
                         msg = f"{target}: a reply to no message sent: {raw[:200]}"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from brushfire import versions
 from brushfire.capture import spark as sp
 from brushfire.capture.analyze import analyze_source
 from brushfire.capture.layout import make_layout, profile_spec
@@ -86,6 +87,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
         st._remove(staging)
         raise
     st.prune(cache, dash.name, entry)
+    versions.record(cache, meta, entry)  # the dashboard's history outlives pruned entries
     store = st.load_store(entry, dash, key, verify=False)
     if baseline:
         progress("running the base queries alone, for comparison", None)

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, SpecError, SpecProblem
 from brushfire.source import read_types, source_error, time_ranges
 from brushfire.spec import models as m
@@ -73,7 +74,7 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     for w in expression_warnings(dash, source_kinds, types):
         warn(w.render())
-    return df
+    return add_profile_columns(df, dash)  # the spec's profiling checks (capture/profiling.py)
 
 
 def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None) -> list[str]:
@@ -85,7 +86,8 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
     from brushfire.lineage.store import source_fingerprint
 
     src = dash.source
-    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), source_fingerprint(src.path)],
+    checks = [dash.profile.model_dump(mode="json")] if dash.profile else []  # their columns too
+    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), source_fingerprint(src.path), *checks],
                                     sort_keys=True, default=str).encode()).hexdigest()[:20]
     entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"
     if not (entry / "_SUCCESS").exists():

@@ -471,19 +471,5 @@ def _version() -> str:
     return __version__
 
 
-def history(cache_dir: str | Path, dashboard: str) -> list[dict]:
-    """The cache's entries of `dashboard` (newest first): key, created, rows, spec hash."""
-    out = []
-    for p in Path(cache_dir).glob(f"{dashboard}-*"):
-        try:
-            meta = json.loads((p / MANIFEST).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(meta, dict):
-            out.append({"path": str(p), "created": meta.get("created"), "rows": meta.get("n_rows"),
-                        "spec_sha256": meta.get("spec_sha256"), "version": meta.get("brushfire_version")})
-    return sorted(out, key=lambda e: e["created"] or "", reverse=True)
-
-
-__all__ = ["Cube", "LineageStore", "Shard", "assemble", "cache_key", "entry_dir", "history",
+__all__ = ["Cube", "LineageStore", "Shard", "assemble", "cache_key", "entry_dir",
            "load_store", "prune", "publish", "source_fingerprint", "spec_hash", "write_manifest"]

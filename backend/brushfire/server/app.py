@@ -32,6 +32,8 @@ from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
 
 PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
+WORKING_AFTER = 1.0  # seconds an answer may take before the client hears it is being worked on
+WORKING_EVERY = 0.5  # seconds between `working` messages after that
 MAX_FRAME_BYTES = 1024 * 1024  # `brushfire serve`'s WebSocket frame limit: above it, close 1009
 MAX_PENDING = 64  # messages read ahead of the engine per session; then the reader waits
 
@@ -201,13 +203,15 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
     in its turn, and any failure while reading or answering one becomes an `error` reply.
     The reader stops reading while MAX_PENDING messages wait (TCP pushes back)."""
     try:
-        session = dash.session()
+        session = open_session(dash)
     except Exception as e:  # noqa: BLE001 - say why, and close
         await _refuse(ws, CLOSE_CAPTURE_FAILED, f"cannot open a session: {e}")
         return
     pending: list[tuple[str, object, str]] = []  # (kind: "msg" | "reply", payload, coalescing key)
     wake, room = asyncio.Event(), asyncio.Event()
     closed = False
+    answering = False  # a message is being answered now
+    interrupt = getattr(session, "interrupt", None)  # cancels a lazy answer (fallback.py)
 
     def queue(kind: str, payload, key: str = "") -> dict | None:
         """Add an item; a brush replacing a waiting one on the same view returns the
@@ -237,6 +241,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                         raw = message.get("bytes") or b""
                     msg = protocol.decode_message(raw)  # parsed once; protocol.handle takes the dict
                     skipped = queue("msg", msg, _brush_key(msg))
+                    if answering and interrupt is not None and msg.get("type") in protocol.FILTER_TYPES:
+                        interrupt()  # the next interaction cancels a lazy answer still running
                 except protocol.ProtocolError as e:
                     skipped = queue("reply", protocol.error_reply(str(e)))
                 except Exception as e:  # noqa: BLE001 - one message must never end a session
@@ -260,17 +266,46 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
             kind, payload, _ = pending.pop(0)
             room.set()
             if kind == "msg":
+                answering = True
                 try:
-                    reply = await asyncio.to_thread(protocol.handle, session, payload)
+                    reply = await _answer(ws, session, payload)
                 except Exception as e:  # noqa: BLE001 - protocol.handle does not raise; in case
                     log.exception("brushfire: error answering a message")
                     reply = protocol.error_reply(f"internal error: {e}")
+                finally:
+                    answering = False
             else:
                 reply = payload
             if not closed and not await _send(ws, reply):
                 break
     finally:
         task.cancel()
+
+
+def open_session(dash):
+    """A session of `dash`: Brushfire's answers undeclared interactions lazily on Spark
+    (brushfire/fallback.py); baseline engines' sessions are served as they are."""
+    if isinstance(dash, Dashboard):
+        from brushfire.fallback import fallback_session
+
+        return fallback_session(dash)
+    return dash.session()
+
+
+async def _answer(ws: WebSocket, session, payload: dict) -> dict:
+    """protocol.handle off the event loop; while a lazy answer on Spark takes longer than
+    WORKING_AFTER, `working` messages tell the client how far it is."""
+    loop = asyncio.get_running_loop()
+    job = asyncio.ensure_future(asyncio.to_thread(protocol.handle, session, payload))
+    t0, wait = loop.time(), WORKING_AFTER
+    while True:
+        done, _ = await asyncio.wait({job}, timeout=wait)
+        if done:
+            return job.result()
+        working = protocol.working_message(session, protocol.echo_id(payload.get("id")), loop.time() - t0)
+        if working["lazy"]:  # only lazy answers say so: other slow ones just take their time
+            await _send(ws, working)
+        wait = WORKING_EVERY
 
 
 async def _send(ws: WebSocket, reply: dict) -> bool:

@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Literal
 
+from brushfire import versions
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
 from brushfire.errors import BrushfireError
 from brushfire.spec import models as m
@@ -32,6 +33,7 @@ class HostedDashboard:
         self.progress: tuple[str, float | None] = ("ready", 1.0) if dashboard else ("starting", None)
         self.error: str | None = None
         self.seconds: float | None = None
+        self._version: dict | None = None
         self._done = threading.Event()
         if dashboard is not None:
             self._done.set()
@@ -64,6 +66,9 @@ class HostedDashboard:
                                       memory_budget=memory_budget)
                 progress("warming up the engine", None)
                 dash.warm_up()
+                from brushfire.fallback import source_for
+
+                source_for(dash, master=spark_master)  # lazy answers run on the same master
                 host.dashboard = dash
                 how = "from the lineage cache" if dash.from_cache else "captured on Spark"
                 progress(f"{model.name} ready: {dash.store.n_rows:,} rows {how}", 1.0)
@@ -95,6 +100,9 @@ class HostedDashboard:
             out["error"] = self.error
         if self.dashboard is not None:
             out["rows"] = self.dashboard.store.n_rows
+            if self._version is None:  # read once: the store does not change
+                self._version = versions.public(versions.served(self.dashboard))
+            out["version"] = self._version
         return out
 
     def _fail(self, message: str, echo) -> None:

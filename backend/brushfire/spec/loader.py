@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import math
+import os
 import re
 import types
 import typing
@@ -81,16 +82,21 @@ def parse_dashboard(
         errors = _merge_scalar_unions(e.errors(), raw)
         problems = [_problem_from_pydantic(err, raw, lines, filename) for err in errors]
         raise SpecError(_ordered(problems), cause=e) from None
+    written = dash.source.path
+    dash, unset = expand_environment(dash)
     problems = [
         SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)
-        for loc, msg, hint in (check_references(dash) + check_limits(dash) + check_source(dash)
-                               + check_expressions(dash))
+        for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
+                               + (check_source(dash) if not unset else []) + check_expressions(dash))
     ]
+    if not problems:
+        dash = with_profile_views(dash)
+        problems = [SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)
+                    for loc, msg, hint in check_limits(dash)]
     if problems:
         raise SpecError(_ordered(problems))
-    written = dash.source.path
-    if base_dir is not None and not _URI.match(written):
-        resolved = str((Path(base_dir) / Path(written).expanduser()).resolve())
+    if base_dir is not None and not _URI.match(dash.source.path):
+        resolved = str((Path(base_dir) / Path(dash.source.path).expanduser()).resolve())
         dash = dash.model_copy(update={"source": dash.source.model_copy(update={"path": resolved})})
     # Keep where the path was written, for errors reading the source (brushfire.source).
     object.__setattr__(dash.source, "_spec_path", SpecPath(
@@ -116,6 +122,116 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _FORMATS = typing.get_args(typing.get_args(m.Source.model_fields["format"].annotation)[0])
 
 
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_environment(dash: m.DashboardSpec, environ: dict[str, str] | None = None
+                       ) -> tuple[m.DashboardSpec, list[tuple[Loc, str, str]]]:
+    """The spec with environment variables in `source.path` replaced: `${NAME}`, or
+    `${NAME:-default}` (the default when NAME is unset or empty). An unset variable
+    without a default is a problem at `source.path`."""
+    environ = os.environ if environ is None else environ
+    written = dash.source.path
+    missing: list[str] = []
+
+    def value(match: re.Match) -> str:
+        name, default = match.group(1), match.group(2)
+        got = environ.get(name)
+        if default is not None and not got:
+            return default
+        if got is None:
+            missing.append(name)
+            return match.group(0)
+        return got
+
+    path = _ENV_VAR.sub(value, written)
+    if missing:
+        names = list(dict.fromkeys(missing))
+        listed = ", ".join(repr(n) for n in names)
+        msg = (f"environment variable {listed} is not set" if len(names) == 1 else
+               f"environment variables {listed} are not set") + f" (in {written!r})"
+        hint = (f"set it before starting Brushfire (e.g. {names[0]}=/data brushfire serve ...),"
+                f" or give a default: ${{{names[0]}:-/data}}")
+        return dash, [(("source", "path"), msg, hint)]
+    if path == written:
+        return dash, []
+    return dash.model_copy(update={"source": dash.source.model_copy(update={"path": path})}), []
+
+
+def check_profile(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
+    """Each profiling check's view name is new (or its own view, in a dumped spec), and a
+    functional dependency's right-hand side does not repeat its left-hand side."""
+    out: list[tuple[Loc, str, str]] = []
+    if dash.profile is None:
+        return out
+    taken = {p.name: "a parameter's" for p in dash.interactions.parameters}
+    taken |= {v.name: "a view's" for v in dash.views if not _is_profile_view(dash, v)}
+    for i, fd in enumerate(dash.profile.fd):
+        name = fd.view_name
+        if name in taken:
+            out.append((("profile", "fd", i), f"its view's name {name!r} is {taken[name]} name already",
+                        "give the check another name: name: <identifier>"))
+        taken[name] = f"profile.fd[{i}]'s"
+        both = [c for c in fd.rhs if c in fd.lhs]
+        if both:
+            out.append((("profile", "fd", i, "rhs"),
+                        f"column {both[0]!r} is on both sides: the dependency always holds",
+                        "list each column on one side only"))
+    return out
+
+
+def _is_profile_view(dash: m.DashboardSpec, v) -> bool:
+    """Is `v` the view a profiling check adds (found again when a dumped spec is loaded)?"""
+    return (dash.profile is not None and isinstance(v, m.CategoricalView) and v.field == v.name
+            and any(fd.view_name == v.name for fd in dash.profile.fd))
+
+
+def with_profile_views(dash: m.DashboardSpec) -> m.DashboardSpec:
+    """The spec with each profiling check's linked view: a categorical view of its column
+    (bars `violates` and `holds`, computed by capture: capture/profiling.py), in every
+    crossfilter group (a dashboard without groups gets one of all its views), so that
+    selecting a bar brushes exactly those rows in the other views."""
+    if dash.profile is None or not dash.profile.fd:
+        return dash
+    views = list(dash.views)
+    names = [fd.view_name for fd in dash.profile.fd]
+    for fd in dash.profile.fd:
+        if not any(v.name == fd.view_name for v in views):
+            title = f"{', '.join(fd.lhs)} → {', '.join(fd.rhs)} (functional dependency)"
+            views.append(m.CategoricalView(type="categorical", name=fd.view_name, title=title,
+                                           field=fd.view_name, top=2, other=False))
+    groups = dash.interactions.crossfilter or [
+        m.CrossfilterGroup(views=[v.name for v in dash.views if v.name not in names])]
+    groups = [g.model_copy(update={"views": g.views + [n for n in names if n not in g.views]})
+              for g in groups]
+    interactions = dash.interactions.model_copy(update={"crossfilter": groups})
+    return dash.model_copy(update={"views": views, "interactions": interactions})
+
+
+def profile_columns(dash: m.DashboardSpec) -> list[str]:
+    """The columns capture adds for the profiling checks (one per check, named as its view)."""
+    return [fd.view_name for fd in dash.profile.fd] if dash.profile else []
+
+
+def spec_error(dash: m.DashboardSpec, loc: Loc, msg: str, hint: str = "") -> SpecError:
+    """A SpecError at `loc` of the spec `dash` was loaded from (file and line kept by
+    `parse_dashboard`), for problems found after loading: against the data, at capture."""
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    return SpecError([SpecProblem(getattr(dash, "_filename", "<spec>"), _line(lines, loc),
+                                  _render(loc), msg, hint)])
+
+
+def check_profile_columns(dash: m.DashboardSpec, columns) -> None:
+    """The columns the profiling checks add must be new: SpecError at the check whose view
+    name is a column of the source (`columns`: its names, derived columns included)."""
+    lower = {c.lower() for c in columns}  # Spark resolves names case-insensitively
+    for i, fd in enumerate(dash.profile.fd if dash.profile else []):
+        if fd.view_name.lower() in lower:
+            msg = f"its view's name {fd.view_name!r} is a column of the source already"
+            raise spec_error(dash, ("profile", "fd", i), msg,
+                             "give the check another name: name: <identifier>")
+
+
 def check_source(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """The source's format must be given or follow from the path's extension."""
     src = dash.source
@@ -134,6 +250,7 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     """Problems a single model cannot see: names that must refer to other parts."""
     out: list[tuple[Loc, str, str]] = []
     names = [v.name for v in dash.views]
+    names += [n for n in profile_columns(dash) if n not in names]  # the checks' views
     first: dict[str, int] = {}
     for i, v in enumerate(dash.views):
         if v.name in first:
@@ -430,6 +547,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
     known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
+    known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
     def need(loc: Loc, column: str | None, kinds: tuple[str, ...] = (), user: str = "",
@@ -487,6 +605,10 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         need(("interactions", "parameters", i, "field"), p.field,
              ("number", "temporal") if p.widget == "slider" else (), "a slider parameter",
              {"*": "use widget: dropdown to pick values instead of a range"})
+    for i, fd in enumerate(dash.profile.fd if dash.profile else []):
+        for side in ("lhs", "rhs"):
+            for j, c in enumerate(getattr(fd, side)):
+                need(("profile", "fd", i, side, j), c)
     if problems:
         raise SpecError(_ordered(problems))
 

@@ -12,7 +12,7 @@ import math
 import sys
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from brushfire.limits import MAX_TOP
 
@@ -256,6 +256,61 @@ class Interactions(Model):
     parameters: list[Parameter] = Field(default_factory=list)
 
 
+def _is_fd_pair(v) -> bool:
+    """`[[lhs...], [rhs...]]`: the short form of one functional dependency."""
+    return (isinstance(v, (list, tuple)) and len(v) == 2
+            and all(isinstance(x, (list, tuple)) and all(isinstance(c, str) for c in x) for x in v))
+
+
+def _fd_schema(schema: dict) -> None:
+    """A JSON schema that also takes the pair `[[lhs], [rhs]]`: for a functional dependency
+    (its mapping, or the pair) and for `fd` (a list of them, or one pair alone)."""
+    mapping = dict(schema)
+    schema.clear()
+    columns = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    schema["anyOf"] = [mapping, {"type": "array", "prefixItems": [columns, columns],
+                                 "minItems": 2, "maxItems": 2,
+                                 "description": "[[lhs columns], [rhs columns]]"}]
+
+
+class FunctionalDependency(Model):
+    """A functional dependency to check, `lhs -> rhs`: rows that agree on the `lhs` columns
+    must agree on the `rhs` columns. Written as a mapping or as `[[lhs...], [rhs...]]`."""
+
+    model_config = ConfigDict(json_schema_extra=_fd_schema)
+
+    lhs: list[str] = Field(min_length=1)
+    rhs: list[str] = Field(min_length=1)
+    # the linked view's name (and its column's); default fd_<lhs>__<rhs>
+    name: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, v):
+        return {"lhs": list(v[0]), "rhs": list(v[1])} if _is_fd_pair(v) else v
+
+    @property
+    def view_name(self) -> str:
+        """The name of the view (and of the column) showing which rows violate it."""
+        return self.name or f"fd_{'_'.join(self.lhs)}__{'_'.join(self.rhs)}"
+
+
+FD_VIOLATES, FD_HOLDS = "violates", "holds"  # the bars of a functional dependency's view
+
+
+class Profile(Model):
+    """Data-profiling checks answered through lineage (Smoke §6.5.2): each is a column the
+    capture computes and a linked categorical view over it."""
+
+    fd: list[FunctionalDependency] = Field(default_factory=list, json_schema_extra=_fd_schema)
+    # (a list of functional dependencies, or one pair [[lhs], [rhs]] alone)
+
+    @field_validator("fd", mode="before")
+    @classmethod
+    def _one_pair(cls, v):
+        return [v] if _is_fd_pair(v) else v  # one pair alone: a list of one
+
+
 class DashboardSpec(Model):
     """A whole dashboard's spec: its source, its views and the interactions it allows.
     (`brushfire.Dashboard` is the opened dashboard: this spec, its plan and its lineage.)"""
@@ -267,6 +322,7 @@ class DashboardSpec(Model):
     source: Source
     views: list[View] = Field(min_length=1)
     interactions: Interactions = Interactions()
+    profile: Profile | None = None
 
     def view(self, name: str) -> HistogramView | TemporalView | CategoricalView | HeatmapView:
         for v in self.views:

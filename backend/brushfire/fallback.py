@@ -1,0 +1,729 @@
+"""Lazy answers for what the capture did not prepare (PredTrace's idea, DESIGN.md): an
+interaction the spec did not declare is answered correctly, on Spark, instead of refused.
+
+`FallbackSession` wraps a session of the engine (under any memory budget) and
+passes every interaction it can answer to it. What it cannot answer is answered by
+pushing the predicates down to the source: the current filters plus the new one, as
+Spark SQL (`brushfire.sql`, the semantics the engine answers with), run by Spark over
+the source as capture reads it (`capture.analyze.analyze_source`). That covers:
+
+- a brush or selection on a view no crossfilter group declares a brush for (it filters
+  the other views of its groups, or every other view when it is in none);
+- a filter on any column of the source (`filter`: no view needs to show it; it filters
+  every view);
+- a filter whose dims the memory budget did not keep, combined with others (declared
+  semantics);
+- highlighting between views no `highlight` pairs (every other view by default);
+- details with columns the spec does not list, or of bars whose rows were not indexed,
+  or under lazy filters; forward lineage of views whose bars per row were not kept.
+
+Views no lazy filter applies to stay the engine's; the others are recomputed on Spark
+(all of them in one job, with the selected rows) after every change that touches them.
+Every Spark job of a session runs in a job group of its own, so the next interaction
+cancels it (`interrupt`, called by the server when a new filter message arrives); the
+views it was computing are then stale and recomputed by the next answer. Replies say
+what was answered lazily, why and how long it took (`LazyUpdate`).
+
+The Spark session is the process's (started on first use, `capture.spark.get_spark`),
+one `SparkSource` per dashboard, whose table Spark caches (memory, then disk) once the
+first lazy answer has read it. rids on Spark are row positions in the source's
+partition order, as capture numbers them (checked against the store's shards).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from brushfire import sql
+from brushfire import values as V
+from brushfire.engine.api import Update, ViewData
+from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.selection import COLUMN
+from brushfire.spec import models as m
+
+DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
+MAX_LAZY_ROWS = 10_000  # rids of one lazy forward request
+
+
+class Cancelled(BrushfireError):
+    """A lazy answer was cancelled by the next interaction."""
+
+
+@dataclass
+class LazyUpdate(Update):
+    """An `Update` some views of which were answered lazily, on Spark."""
+
+    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
+    reason: str = ""  # why the engine could not answer
+    lazy_seconds: float = 0.0  # of which on Spark
+    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
+
+
+# --- the source on Spark --------------------------------------------------------------
+
+
+class SparkSource:
+    """A dashboard's source on Spark, for lazy answers; shared by its sessions."""
+
+    def __init__(self, spec: m.DashboardSpec, store, master: str | None = None) -> None:
+        """`store`: the captured store, whose rows and shards rids are checked against
+        (not kept: a source must not keep a dashboard's arrays alive)."""
+        self.spec, self.master = spec, master
+        self.n_rows = store.n_rows
+        self.shards = [(s.name, s.start, s.n_rows) for s in getattr(store, "shards", [])]
+        self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
+        self._lock = threading.Lock()
+        self.spark = None
+        self.columns: dict[str, str] = {}  # column -> kind (number, temporal, string, other)
+        self._rid_sql: str | None = None
+
+    def start(self):
+        """The Spark session, and the source registered as a temporary view (first call)."""
+        with self._lock:
+            if self.spark is None:
+                from brushfire.capture.analyze import analyze_source
+                from brushfire.capture.spark import get_spark, schema_kinds
+
+                spark = get_spark(self.master)
+                df = analyze_source(spark, self.spec)
+                df.createOrReplaceTempView(self.table)
+                # kept by Spark (memory, then disk) once the first answer has read it: later
+                # answers neither re-read the files nor recompute the profiling checks
+                spark.catalog.cacheTable(self.table)
+                self.columns = schema_kinds(df)
+                self.spark = spark
+        return self.spark
+
+    def run(self, group: str, query: str, what: str) -> list:
+        """Rows of `query`, run in job group `group` (cancelled by `cancel(group)`)."""
+        spark = self.start()
+        sc = spark.sparkContext
+        sc.setJobGroup(group, what, interruptOnCancel=True)
+        try:
+            return spark.sql(query).collect()
+        except Exception as e:
+            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                raise
+            text = str(e)
+            if "cancel" in text.lower():
+                msg = f"{what}: cancelled by the next interaction"
+                raise Cancelled(msg) from None
+            from brushfire.capture.analyze import spark_message
+
+            msg = f"Spark failed while {what}: {spark_message(e)}"
+            raise InteractionError(msg) from None
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+
+    def cancel(self, group: str) -> None:
+        if self.spark is not None:
+            self.spark.sparkContext.cancelJobGroup(group)
+
+    def progress(self, group: str) -> tuple[str, float | None]:
+        """(stage, fraction of its tasks done) of the jobs running in `group`."""
+        if self.spark is None:
+            return "starting Spark", None
+        tracker = self.spark.sparkContext.statusTracker()
+        total = done = 0
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for sid in (info.stageIds if info else []):
+                stage = tracker.getStageInfo(sid)
+                if stage:
+                    total += stage.numTasks
+                    done += stage.numCompletedTasks
+        return "running on Spark", (done / total if total else None)
+
+    def rid_table(self, group: str) -> str:
+        """SQL of the source with each row's rid (`__rid`): its position in the partition
+        order capture numbers rows in. Checked against the store's shards once."""
+        if self._rid_sql is None:
+            self.start()
+            counts = self.run(group, f"SELECT spark_partition_id() AS p, count(1) AS n FROM "
+                                     f"{self.table} GROUP BY 1", "numbering the source's rows")
+            sizes = {int(r["p"]): int(r["n"]) for r in counts}
+            n = max(sizes, default=-1) + 1
+            offsets = np.concatenate([[0], np.cumsum([sizes.get(p, 0) for p in range(n)])])
+            self._check_rids(sizes, offsets)
+            starts = ", ".join(str(int(x)) for x in offsets[:-1]) or "0"
+            self._rid_sql = (f"SELECT *, element_at(array({starts}), spark_partition_id() + 1) + "
+                             f"(monotonically_increasing_id() & {(1 << 33) - 1}) AS __rid "
+                             f"FROM {self.table}")
+        return self._rid_sql
+
+    def _check_rids(self, sizes: dict[int, int], offsets: np.ndarray) -> None:
+        if int(offsets[-1]) != self.n_rows:
+            msg = (f"the source has {int(offsets[-1]):,} rows now, the capture {self.n_rows:,}: "
+                   "recapture the dashboard to answer this")
+            raise NotCapturedError(msg)
+        last = len(offsets) - 1
+        for name, start, n in self.shards:  # shard <partition>-<seq> holds rows of that partition
+            pid = int(name.split("-")[0])
+            if start < offsets[min(pid, last)] or start + n > offsets[min(pid + 1, last)]:
+                msg = ("Spark splits the source into other partitions than at capture (another "
+                       "spark.sql.files.maxPartitionBytes?): rows cannot be matched to rids")
+                raise NotCapturedError(msg)
+
+
+_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dashboard -> SparkSource
+_sources_lock = threading.Lock()
+
+
+def source_for(dash, master: str | None = None) -> SparkSource:
+    """The dashboard's SparkSource (one per dashboard while it lives; `master` sets its
+    Spark master, default $BRUSHFIRE_SPARK_MASTER or the process's running session)."""
+    with _sources_lock:
+        source = _sources.get(dash)
+        if source is None:
+            source = _sources[dash] = SparkSource(dash.spec, dash.store, master)
+        elif master is not None:
+            source.master = master
+        return source
+
+
+def fallback_session(dash, master: str | None = None) -> FallbackSession:
+    """A new session of `dash` that answers undeclared interactions lazily on Spark."""
+    return FallbackSession(dash.session(), source_for(dash, master))
+
+
+# --- the session ------------------------------------------------------------------------
+
+
+@dataclass
+class _Lazy:
+    """A filter the engine does not hold: its predicate, and how it was given."""
+
+    pred: str
+    given: object
+    applies_to: tuple[str, ...]  # the views it filters
+    reason: str
+    retry: tuple | None = None  # (method, args): a declared filter the engine refused
+
+
+class FallbackSession:
+    """A session answering what the engine can, and the rest lazily on Spark."""
+
+    def __init__(self, inner, source: SparkSource) -> None:
+        self.inner, self.source = inner, source
+        self.plan, self.store = inner.plan, inner.store
+        self.spec: m.DashboardSpec = inner.plan.dashboard
+        self.lazy: dict[str, _Lazy] = {}
+        self.order: list[str] = list(inner.filters)  # filter names, first given first (defaults)
+        self.current: dict[str, ViewData] = {}  # views computed on Spark, under the lazy filters
+        self.stale: set[str] = set()
+        self._selected: int | None = None
+        self._group: str | None = None  # the job group of the Spark job running now
+        self._cancelled: set[str] = set()  # job groups `interrupt` cancelled
+        self._bars = None
+
+    # --- interactions ----------------------------------------------------------------
+
+    def brush(self, view: str, interval, y=None) -> Update:
+        f = self._declared(view)
+        if f is not None and f.kind in ("interval", "rect"):
+            return self._engine(view, "brush", (view, interval, y), lambda: sql.brush_sql(
+                self.spec.view(view), self._times(view, interval), y, sql.SPARK), (interval, y))
+        v = self._find(view)
+        if v is None or isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
+            return self.inner.brush(view, interval, y)  # the engine's error says what it takes
+        if isinstance(v, m.HeatmapView) and y is None:
+            msg = f"view {view!r} takes a rect brush: give x and y intervals"
+            raise InteractionError(msg)
+        if not isinstance(v, m.HeatmapView) and y is not None:
+            msg = f"view {view!r} takes an interval brush: y is only for heatmaps"
+            raise InteractionError(msg)
+        pred = sql.brush_sql(v, self._times(view, interval), self._numbers(y), sql.SPARK)
+        return self._set_lazy(view, pred, (interval, y), self._brush_targets(view),
+                              f"no crossfilter group declares a brush on {view!r}")
+
+    def select(self, view: str, values: list) -> Update:
+        f = self._declared(view)
+        if f is not None and f.kind == "points":
+            return self._engine(view, "select", (view, values), lambda: sql.select_sql(
+                self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
+        v = self._find(view)
+        if not isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
+            return self.inner.select(view, values)  # the engine's error
+        pred = sql.select_sql(v, values, self._bars_of().tops.get(view), sql.SPARK)
+        return self._set_lazy(view, pred, list(values), self._brush_targets(view),
+                              f"no crossfilter group declares a brush on {view!r}")
+
+    def set_parameter(self, name: str, value) -> Update:
+        f = self._declared(name)
+        if f is None or not f.kind.startswith("param"):
+            return self.inner.set_parameter(name, value)  # the engine's error
+        if value is None:
+            return self.clear(name)
+        return self._engine(name, "set_parameter", (name, value), lambda: sql.parameter_sql(
+            self.spec.parameter(name), value, sql.SPARK), value)
+
+    def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
+        """Filter the rows on any column of the source: `lo <= column <= hi`, or its value
+        in `values`; applies to every view. Always answered lazily."""
+        if (interval is None) == (values is None):
+            msg = "a filter takes an interval [lo, hi] or a list of values"
+            raise InteractionError(msg)
+        self.source.start()
+        kind = self.source.columns.get(column)
+        if kind is None:
+            msg = (f"no column {column!r} in the source; columns: "
+                   f"{', '.join(sorted(self.source.columns))}")
+            raise InteractionError(msg)
+        if interval is not None:
+            if kind not in ("number", "temporal"):
+                msg = f"column {column!r} holds {kind} values: filter it by values, not an interval"
+                raise InteractionError(msg)
+            lo, hi = _pair(interval)
+            bound = V.time_bound if kind == "temporal" else V.number_bound
+            pred = sql.interval_sql(column, (_checked(bound, lo, column, 0), _checked(bound, hi, column, 1)),
+                                    kind == "temporal", sql.SPARK)
+            given = [list(interval), None]
+        else:
+            if not isinstance(values, (list, tuple)):
+                msg = f"values is a list, got {values!r}"
+                raise InteractionError(msg)
+            bad = [x for x in values if x is not None and not isinstance(x, (str, int, float))]
+            if bad or any(isinstance(x, bool) for x in values):
+                msg = f"values are strings or numbers, got {V.show(values)}"
+                raise InteractionError(msg)
+            c = sql.ident(column, sql.SPARK)
+            plain = [x for x in values if x is not None]
+            parts = [f"{c} IN ({', '.join(sql.lit(x, sql.SPARK) for x in plain)})"] if plain else []
+            parts += [f"{c} IS NULL"] if None in values else []
+            pred = " OR ".join(parts) or "FALSE"
+            given = list(values)
+        views = tuple(v.name for v in self.spec.views)
+        return self._set_lazy(COLUMN + column, pred, given, views,
+                              f"no view brushes column {column!r}")
+
+    def clear(self, name: str | None = None) -> Update:
+        t0 = time.perf_counter()
+        touched: set[str] = set()
+        if name is not None and name not in self.lazy:
+            update = self.inner.clear(name)  # (the engine's error for an unknown name)
+        else:
+            names = [name] if name else list(self.lazy)
+            touched = {v for n in names for v in self.lazy[n].applies_to}
+            for n in names:
+                del self.lazy[n]
+            update = self.inner.clear() if name is None else Update({})
+        if name is None:
+            self.order.clear()
+        else:
+            self._forget(name)
+        touched |= self._promote()  # over the budget: a filter the engine refused may fit now
+        for v in touched - set(update.views):
+            update.views[v], update.methods[v] = self.inner.view(v), "engine"
+        return self._merge(update, "", t0)
+
+    # --- state -------------------------------------------------------------------------
+
+    @property
+    def filters(self) -> dict[str, object]:
+        inner = self.inner.filters
+        given = {n: self.lazy[n].given for n in self.lazy}
+        return {n: (given[n] if n in given else inner[n]) for n in self.order
+                if n in given or n in inner} | {n: v for n, v in inner.items() if n not in self.order}
+
+    def filter_kinds(self) -> dict[str, str]:
+        """Each filter name this session takes and its kind (the protocol checks messages
+        by it): the plan's filters, every brushable view (undeclared brushes are answered
+        lazily) and the active filters on source columns."""
+        kinds = {v.name: m.brush_of(v) for v in self.spec.views if m.brush_of(v) != "none"}
+        kinds |= {f.name: f.kind for f in self.plan.filters}
+        for n, f in self.lazy.items():
+            if n.startswith(COLUMN):
+                kinds[n] = "interval" if f.given and isinstance(f.given[0], list) else "points"
+        return kinds
+
+    def views(self) -> dict[str, ViewData]:
+        self._fresh()
+        return {v.name: self.view(v.name) for v in self.spec.views}
+
+    def view(self, name: str) -> ViewData:
+        if name in self.current and self._lazy_for(name):
+            return self.current[name]
+        return self.inner.view(name)
+
+    def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
+        if not self.lazy:
+            return self.inner.count_selected(view, bars)
+        if view is None and bars is None and self._selected is not None and not self.stale:
+            return self._selected
+        where = self._where(None) if view is None else self._bars_where(view, bars)
+        rows = self._spark(f"SELECT count(1) FROM {self.source.table} WHERE {where}",
+                           "counting the selected rows")
+        return int(rows[0][0])
+
+    # --- lineage queries -------------------------------------------------------------------
+
+    def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
+                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
+        declared = self.spec.interactions.details
+        listed = declared is not None and set(columns or declared.columns) <= set(declared.columns)
+        if listed and not self.lazy:  # the engine's, unless the view's bars were not indexed
+            try:
+                return self.inner.details(view, bars, page, page_size, columns)
+            except NotCapturedError:
+                pass
+        self.source.start()
+        columns = list(dict.fromkeys(columns or (declared.columns if declared else self.source.columns)))
+        unknown = [c for c in columns if c not in self.source.columns]
+        if unknown:
+            msg = f"no column {unknown[0]!r} in the source; columns: {', '.join(sorted(self.source.columns))}"
+            raise InteractionError(msg)
+        size = page_size or (declared.page_size if declared else DEFAULT_PAGE)
+        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
+            msg = "page must be an integer >= 0 and page_size in 1..10,000"
+            raise InteractionError(msg)
+        where = self._where(None) if view is None else self._bars_where(view, bars)
+        group = self._begin()
+        try:
+            table = self.source.rid_table(group)
+            cols = ", ".join(sql.ident(c, sql.SPARK) for c in columns)
+            rows = self._spark(f"SELECT __rid AS rid, {cols} FROM ({table}) AS t WHERE {where} "
+                               f"ORDER BY __rid LIMIT {size} OFFSET {page * size}",
+                               "finding the rows behind the selection", group)
+        finally:
+            self._end(group)
+        data = {"rid": pa.array([int(r[0]) for r in rows], pa.int64())}
+        for i, c in enumerate(columns, start=1):
+            data[c] = [r[i] for r in rows]
+        return pa.table(data)
+
+    def forward(self, rids) -> dict[str, list[int]]:
+        try:
+            return self.inner.forward(rids)
+        except NotCapturedError:
+            pass
+        try:
+            rids = [int(r) for r in rids]
+        except (TypeError, ValueError):
+            msg = "rids must be a list of row ids (integers)"
+            raise InteractionError(msg) from None
+        if len(rids) > MAX_LAZY_ROWS or any(not 0 <= r < self.store.n_rows for r in rids):
+            msg = f"rids must be at most {MAX_LAZY_ROWS:,} row ids in [0, {self.store.n_rows})"
+            raise InteractionError(msg)
+        if not rids:
+            return {v.name: [] for v in self.spec.views}
+        b = self._bars_of()
+        keys = ", ".join(f"{b.bar_sql[v.name]} AS k{i}" for i, v in enumerate(self.spec.views))
+        group = self._begin()
+        try:
+            table = self.source.rid_table(group)
+            rows = self._spark(f"SELECT DISTINCT {keys} FROM ({table}) AS t WHERE __rid IN "
+                               f"({', '.join(map(str, rids))})", "finding the bars of rows", group)
+        finally:
+            self._end(group)
+        out = {}
+        for i, v in enumerate(self.spec.views):
+            index = b.keys[v.name]
+            out[v.name] = sorted({index[k] for k in (_key(r[i]) for r in rows) if k in index})
+        return out
+
+    def highlight(self, source: str, bars: list[int], targets: list[str] | None = None) -> dict[str, ViewData]:
+        declared = [t for h in self.spec.interactions.highlight if h.source == source for t in h.targets]
+        wanted = list(dict.fromkeys(targets or declared or [v.name for v in self.spec.views
+                                                            if v.name != source]))
+        for t in [source, *wanted]:
+            self._view(t)
+        if set(wanted) <= set(declared) and not any(self._lazy_for(t) for t in wanted):
+            try:
+                got = self.inner.highlight(source, bars)
+                return {t: got[t] for t in wanted}
+            except NotCapturedError:
+                pass
+        in_bars = self._in_bars(source, bars)
+        out = self._groups(wanted, lambda t: f"({self._where(t)}) AND ({in_bars})",
+                           "highlighting linked rows")
+        return {t: out[t] for t in wanted}
+
+    def backward_rids(self, *args, **kwargs):
+        return self.inner.backward_rids(*args, **kwargs)
+
+    # --- lazy machinery ----------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Cancel the Spark jobs of the lazy answer running now, if any (from any thread):
+        also those it starts after this call, until it gives up (Spark cancels only the
+        jobs running when asked)."""
+        group = self._group
+        if group is None:
+            return
+        self._cancelled.add(group)
+
+        def keep_cancelling() -> None:
+            while self._group == group:
+                self.source.cancel(group)
+                time.sleep(0.05)
+
+        threading.Thread(target=keep_cancelling, name="brushfire-cancel", daemon=True).start()
+
+    def progress(self) -> tuple[str, float | None] | None:
+        """What a running lazy answer is doing, for `working` messages; None if nothing."""
+        group = self._group
+        return None if group is None else self.source.progress(group)
+
+    def _engine(self, name: str, method: str, args: tuple, pred, given) -> Update:
+        """A declared filter: the engine's, unless it refuses (over the memory budget); then lazy,
+        with the declared semantics (a brush filters the other views of its groups)."""
+        try:
+            update = getattr(self.inner, method)(*args)
+        except NotCapturedError as e:
+            f = self.plan.filter(name)
+            return self._set_lazy(name, pred(), given, tuple(f.filters_views), str(e),
+                                  retry=(method, args))
+        self.lazy.pop(name, None)
+        self._note(name)
+        return self._merge(update, "")
+
+    def _set_lazy(self, name: str, pred: str, given, views: tuple[str, ...], reason: str,
+                  retry: tuple | None = None) -> Update:
+        t0 = time.perf_counter()
+        old = self.lazy.get(name)
+        self.lazy[name] = _Lazy(pred, given, views, reason, retry)
+        self._note(name)
+        touched = set(views) | (set(old.applies_to) if old else set())
+        update = Update({v: self.inner.view(v) for v in touched}, dict.fromkeys(touched, "engine"))
+        return self._merge(update, reason, t0)
+
+    def _merge(self, update: Update, reason: str, t0: float | None = None) -> Update:
+        """`update` (the engine's) with the views the lazy filters apply to recomputed on
+        Spark, with the selected rows, in one job."""
+        t0 = time.perf_counter() - update.seconds if t0 is None else t0
+        self._selected = None
+        views = [v for v in {**dict.fromkeys(update.views), **dict.fromkeys(self.stale)}
+                 if self._lazy_for(v)]
+        if not views and not self.lazy:
+            self.current.clear()
+            self.stale.clear()
+            return update
+        reason = reason or "; ".join(dict.fromkeys(f.reason for f in self.lazy.values()))
+        out = LazyUpdate(dict(update.views), dict(update.methods), reason=reason, lazy=views)
+        t1 = time.perf_counter()
+        try:
+            got = self._groups(views, self._where, "answering lazily", selected=True)
+        except Cancelled:
+            self.stale |= set(views)
+            out.cancelled = True
+            for v in views:
+                out.views.pop(v, None)
+                out.methods.pop(v, None)
+        else:
+            self.stale -= set(views)
+            self.current.update(got)
+            for v in views:
+                out.views[v] = got[v]
+                out.methods[v] = "lazy (Spark)"
+        out.lazy_seconds = time.perf_counter() - t1
+        out.seconds = time.perf_counter() - t0
+        return out
+
+    def _fresh(self) -> None:
+        """Recompute views left stale by a cancelled answer."""
+        if self.stale:
+            self._merge(Update({}), "")
+
+    def _groups(self, views: list[str], where, what: str, selected: bool = False) -> dict[str, ViewData]:
+        """Each view's bars over the rows passing `where(view)`, and the rows passing every
+        filter (`_selected`) when asked: one Spark job, one scan."""
+        b = self._bars_of()
+        parts = []
+        for i, name in enumerate(views):
+            v = self.spec.view(name)
+            key = b.bar_sql[name]
+            numeric = not isinstance(v, m.CategoricalView)
+            ki = f"CAST(({key}) AS BIGINT)" if numeric else "CAST(NULL AS BIGINT)"
+            ks = "CAST(NULL AS STRING)" if numeric else f"CAST(({key}) AS STRING)"
+            mf = v.aggregate.field
+            x = f"CAST({sql.ident(mf, sql.SPARK)} AS DOUBLE)" if mf else None
+            measure = (f"CASE WHEN isnan({x}) OR abs({x}) = CAST('Infinity' AS DOUBLE) THEN NULL "
+                       f"ELSE {x} END") if x else "CAST(NULL AS DOUBLE)"
+            parts.append(f"named_struct('v', {i}, 'ki', {ki}, 'ks', {ks}, 'm', {measure}, "
+                         f"'p', coalesce(({where(name)}), false))")
+        if selected:
+            parts.append(f"named_struct('v', -1, 'ki', CAST(0 AS BIGINT), 'ks', CAST(NULL AS STRING), "
+                         f"'m', CAST(NULL AS DOUBLE), 'p', coalesce(({self._where(None)}), false))")
+        if not parts:
+            return {}
+        query = (f"SELECT v, ki, ks, count(1), sum(m), count(m) FROM (SELECT inline(array("
+                 f"{', '.join(parts)})) FROM {self.source.table}) AS e WHERE p GROUP BY v, ki, ks")
+        rows = self._spark(query, what)
+        groups: dict[int, dict] = {}
+        for r in rows:
+            groups.setdefault(int(r[0]), {})[r[1] if r[1] is not None else r[2]] = (int(r[3]), r[4], int(r[5]))
+        if selected:
+            self._selected = sum(n for n, _, _ in groups.get(-1, {}).values())
+        return {name: b.bars(name, groups.get(i, {})).data for i, name in enumerate(views)}
+
+    def _spark(self, query: str, what: str, group: str | None = None) -> list:
+        own = group is None
+        group = group or self._begin()
+        try:
+            rows = self.source.run(group, query, what)
+            if group in self._cancelled:  # finished before the cancel reached Spark
+                msg = f"{what}: cancelled by the next interaction"
+                raise Cancelled(msg)
+            return rows
+        finally:
+            if own:
+                self._end(group)
+
+    def _end(self, group: str) -> None:
+        self._group = None
+        self._cancelled.discard(group)
+
+    def _begin(self) -> str:
+        self.source.start()
+        self._group = f"brushfire-{uuid.uuid4().hex[:12]}"
+        return self._group
+
+    def _promote(self) -> set[str]:
+        """Give back to the engine the declared filters it refused, now that it may take
+        them (over the budget: the other filters were cleared); returns the views touched."""
+        touched: set[str] = set()
+        for name, f in list(self.lazy.items()):
+            if f.retry is None:
+                continue
+            method, args = f.retry
+            try:
+                getattr(self.inner, method)(*args)
+            except NotCapturedError:
+                continue
+            del self.lazy[name]
+            touched |= set(f.applies_to)
+        return touched
+
+    def _where(self, view: str | None) -> str:
+        """Every active filter that applies to `view` (all for None), as Spark SQL."""
+        preds = []
+        for name in self.order + [n for n in self.inner.filters if n not in self.order]:
+            if name in self.lazy:
+                f = self.lazy[name]
+                if view is None or view in f.applies_to:
+                    preds.append(f.pred)
+            elif name in self.inner.filters and (view is None or sql.applies(self.spec, name, view)):
+                preds.append(sql.filter_sql(self.spec, name, self._given(name), self._bars_of().tops,
+                                            sql.SPARK))
+        return " AND ".join(f"({p})" for p in preds) or "TRUE"
+
+    def _given(self, name: str):
+        value = self.inner.filters[name]
+        view = next((v for v in self.spec.views if v.name == name), None)
+        if isinstance(view, m.TemporalView):  # times as the engine keeps them: ISO or datetime
+            interval, y = value
+            return (self._times(name, interval), y)
+        return value
+
+    def _bars_where(self, view: str, bars: list[int] | None) -> str:
+        self._view(view)
+        bars = list(range(self._bars_of().layouts[view].nbars)) if bars is None else bars
+        return f"({self._where(view)}) AND ({self._in_bars(view, bars)})"
+
+    def _in_bars(self, view: str, bars) -> str:
+        b = self._bars_of()
+        layout = b.layouts[view]
+        if not isinstance(bars, (list, tuple)) or any(
+                isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in bars):
+            msg = f"bars is a list of bar numbers, got {bars!r}"
+            raise InteractionError(msg)
+        bad = [x for x in bars if not 0 <= x < layout.nbars]
+        if bad:
+            msg = f"bars {bad} out of range: view {view!r} has bars 0..{layout.nbars - 1}"
+            raise InteractionError(msg)
+        keys = {i: k for k, i in b.keys[view].items()}
+        wanted = ", ".join(sql.lit(keys[x], sql.SPARK) for x in bars)
+        return f"({b.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"
+
+    def _lazy_for(self, view: str) -> bool:
+        return any(view in f.applies_to for f in self.lazy.values())
+
+    def _brush_targets(self, view: str) -> tuple[str, ...]:
+        """The views an undeclared brush filters: the other views of its groups, else all."""
+        groups = [g.views for g in self.spec.interactions.crossfilter if view in g.views]
+        names = [v for g in groups for v in g] or [v.name for v in self.spec.views]
+        return tuple(dict.fromkeys(v for v in names if v != view))
+
+    def _declared(self, name: str):
+        return self.plan.filter(name) if self.plan.has_filter(name) else None
+
+    def _find(self, name: str):
+        return next((v for v in self.spec.views if v.name == name), None)
+
+    def _view(self, name: str):
+        try:
+            return self.spec.view(name)
+        except KeyError as e:
+            raise InteractionError(str(e.args[0])) from None
+
+    def _note(self, name: str) -> None:
+        if name not in self.order:
+            self.order.append(name)
+
+    def _forget(self, name: str) -> None:
+        if name in self.order and name not in self.inner.filters and name not in self.lazy:
+            self.order.remove(name)
+
+    def _times(self, view: str, interval):
+        """A temporal view's bounds as UTC microseconds (checked), others as given."""
+        v = next((x for x in self.spec.views if x.name == view), None)
+        lo, hi = _pair(interval)
+        if isinstance(v, m.TemporalView):
+            return (_checked(V.time_bound, lo, view, 0), _checked(V.time_bound, hi, view, 1))
+        if isinstance(v, (m.HistogramView, m.HeatmapView)):
+            return (_checked(V.number_bound, lo, view, 0), _checked(V.number_bound, hi, view, 1))
+        return interval
+
+    def _numbers(self, y):
+        if y is None:
+            return None
+        lo, hi = _pair(y)
+        return (_checked(V.number_bound, lo, "y", 0), _checked(V.number_bound, hi, "y", 1))
+
+    def _bars_of(self):
+        """Bar numbering and bar-key SQL (Spark) of every view, as captured."""
+        if self._bars is None:
+            from brushfire.baselines.base import Backend
+
+            class _Keys(Backend):
+                dialect = sql.SPARK
+
+                def groups(self, view, where, cursor=None):  # not used: FallbackSession runs SQL
+                    raise NotImplementedError
+
+                def count(self, where, cursor=None):
+                    raise NotImplementedError
+
+            self._bars = _Keys(self.spec, self.store.views)
+        return self._bars
+
+
+def _pair(interval) -> tuple:
+    try:
+        lo, hi = interval
+    except (TypeError, ValueError):
+        msg = f"an interval is [lo, hi], got {interval!r}"
+        raise InteractionError(msg) from None
+    return lo, hi
+
+
+def _checked(convert, x, where: str, i: int):
+    try:
+        return convert(x)
+    except InteractionError as e:
+        msg = f"{where}: interval[{i}]: {e}"
+        raise InteractionError(msg) from None
+
+
+def _key(x):
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x

@@ -1,0 +1,69 @@
+"""brushfire.dashboard: sessions start as the spec says (parameter defaults active), in
+the engine, the description clients draw from, the protocol and the widget."""
+
+from __future__ import annotations
+
+import pytest
+
+from bars import same, sql_count, sql_values
+from brushfire import Dashboard, protocol
+from brushfire.describe import describe_dashboard
+from brushfire.errors import SpecError
+from brushfire.spec import parse_dashboard
+from oracle import Oracle
+
+pytestmark = pytest.mark.spark
+
+SPEC = """\
+name: defaults
+source: {{path: {path}}}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 10, extent: [0, 100]}}}}
+  - {{name: cat, type: categorical, field: cat, top: 5}}
+interactions:
+  crossfilter:
+    - views: [hx, cat]
+  parameters:
+    - {{name: pdest, field: dest, default: {dest}}}
+    - {{name: kmax, field: k, widget: slider, op: lte, default: 40}}
+    - {{name: kmin, field: k, widget: slider, op: gte}}
+"""
+
+
+@pytest.fixture(scope="module")
+def dash(spark, small_parquet, tmp_path_factory):
+    spec = parse_dashboard(SPEC.format(path=small_parquet, dest="BBB"), "defaults.yaml")
+    return Dashboard.open(spec, spark=spark, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_a_session_starts_with_the_defaults_active(dash):
+    s = dash.session()
+    assert s.filters == {"pdest": "BBB", "kmax": 40}
+    oracle = Oracle(dash.spec)
+    oracle.set_parameter("pdest", "BBB")
+    oracle.set_parameter("kmax", 40)
+    for v in ("hx", "cat"):
+        assert same(s.view(v).values, sql_values(oracle, dash, v))
+    assert s.count_selected() == sql_count(oracle)
+    s.clear()  # "Clear all" drops them too
+    assert s.filters == {}
+
+
+def test_clients_see_the_defaults_active(dash):
+    d = describe_dashboard(dash)
+    assert d["filters"] == {"pdest": "BBB", "kmax": 40}
+    s = dash.session()
+    assert [v["values"] for v in d["views"]] == [s.view("hx").values, s.view("cat").values]
+    state = protocol.handle(dash.session(), {"type": "state"})
+    assert state["filters"] == {"pdest": "BBB", "kmax": 40}
+    assert state["selected"] == s.count_selected()
+
+
+def test_a_default_the_data_does_not_take_is_a_spec_error(dash, spark, small_parquet, tmp_path):
+    spec = parse_dashboard(SPEC.format(path=small_parquet, dest="ZZZ"), "defaults.yaml")
+    bad = Dashboard(spec, dash.plan, dash.store)  # the same capture: the default is not applied there
+    with pytest.raises(SpecError) as info:
+        bad.session()
+    assert str(info.value).startswith(
+        "defaults.yaml:10: interactions.parameters[0].default: the default 'ZZZ' cannot be applied: ")
+    assert str(info.value).endswith("hint: give a value of the field, or leave default out")

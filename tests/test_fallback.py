@@ -1,0 +1,331 @@
+"""brushfire.fallback: undeclared interactions answered lazily on Spark, exactly as DuckDB's
+SQL says (tests/oracle.py), through protocol.handle as the server and widget call it:
+brushes on views no crossfilter group declares, filters on columns no view shows,
+undeclared highlight pairs, details with unlisted columns (rids as the engine's), a
+second filter in cubes-only mode; cancellation by the next interaction."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from bars import same
+from brushfire import Dashboard, protocol, sql
+from brushfire.fallback import fallback_session, source_for
+from brushfire.spec import parse_dashboard
+from oracle import Oracle
+
+pytestmark = pytest.mark.spark
+
+VIEWS = ("hx", "cat", "week", "lonely", "sum_m")
+
+
+def lazy_spec(path) -> dict:
+    return {
+        "name": "lazy",
+        "source": {"path": str(path)},
+        "views": [
+            {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+            {"name": "cat", "type": "categorical", "field": "cat", "top": 5},
+            {"name": "week", "type": "temporal", "field": "t", "unit": "week"},
+            # in no crossfilter group: its brush is not captured
+            {"name": "lonely", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]}},
+            {"name": "sum_m", "type": "categorical", "field": "dest", "aggregate": {"op": "sum", "field": "m"}},
+        ],
+        "interactions": {
+            "crossfilter": [{"views": ["hx", "cat", "week", "sum_m"]}],
+            "highlight": [{"source": "cat", "targets": ["hx"]}],
+            "details": {"columns": ["x", "cat"], "page_size": 40},
+            "parameters": [{"name": "pdest", "field": "dest"}],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def dash(spark, small_parquet, tmp_path_factory):
+    return Dashboard.open(parse_dashboard(lazy_spec(small_parquet)), spark=spark,
+                          cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def oracle(dash):
+    return Oracle(dash.spec)
+
+
+class Expect:
+    """SQL's view of a session whose filters include undeclared ones: each filter's
+    predicate and the views it filters."""
+
+    def __init__(self, dash, oracle) -> None:
+        self.dash, self.oracle = dash, oracle
+        self.preds: dict[str, tuple[str, set[str]]] = {}
+
+    def declared(self, name: str, pred: str) -> None:
+        self.preds[name] = (pred, {v for v in VIEWS if sql.applies(self.dash.spec, name, v)})
+
+    def lazy(self, name: str, pred: str, views) -> None:
+        self.preds[name] = (pred, set(views))
+
+    def where(self, view: str | None) -> str:
+        return " AND ".join(f"({p})" for p, vs in self.preds.values() if view is None or view in vs) or "TRUE"
+
+    def check(self, reply_or_session) -> None:
+        session = reply_or_session
+        self.oracle.clear()
+        for v in VIEWS:
+            got = session.view(v).values
+            want = _values(self.oracle, self.dash, v, self.where(v))
+            assert same(got, want), (v, got, want)
+        count = self.oracle.con.execute(f"SELECT count(*) FROM src WHERE {self.where(None)}").fetchone()[0]
+        assert session.count_selected() == count
+
+
+def _values(oracle, dash, view, where):
+    from bars import sql_values
+
+    return sql_values(oracle, dash, view, where)
+
+
+def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, oracle):
+    s = fallback_session(dash)
+    exp = Expect(dash, oracle)
+    reply = protocol.handle(s, {"type": "brush", "id": 1, "view": "lonely", "interval": [10, 60]})
+    assert reply["type"] == "update", reply
+    assert sorted(reply["views"]) == ["cat", "hx", "sum_m", "week"]
+    assert reply["lazy"]["views"] and reply["lazy"]["ms"] > 0
+    assert reply["lazy"]["reason"] == "no crossfilter group declares a brush on 'lonely'"
+    assert set(reply["methods"].values()) == {"lazy (Spark)"}
+    assert reply["filters"] == {"lonely": [[10, 60], None]}
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 10 AND k <= 60", {"hx", "cat", "week", "sum_m"})
+    exp.check(s)
+    assert reply["selected"] == s.count_selected()
+    # declared filters go on combining with it: the engine's where no lazy filter applies
+    protocol.handle(s, {"type": "brush", "view": "hx", "interval": [20, 55]})
+    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (20, 55)))
+    protocol.handle(s, {"type": "select", "view": "cat", "values": ["c00", "(other)"]})
+    exp.declared("cat", sql.select_sql(dash.spec.view("cat"), ["c00", "(other)"], oracle.top["cat"]))
+    protocol.handle(s, {"type": "parameter", "name": "pdest", "value": "BBB"})
+    exp.declared("pdest", "dest = 'BBB'")
+    protocol.handle(s, {"type": "brush", "view": "week", "interval": ["2021-02-01", "2021-03-15T12:00:00"]})
+    exp.declared("week", sql.brush_sql(dash.spec.view("week"), ("2021-02-01", "2021-03-15T12:00:00")))
+    exp.check(s)
+    # a temporal bound that is not a time is refused, naming the bound, and changes nothing
+    bad = protocol.handle(s, {"type": "brush", "view": "lonely", "interval": ["a", 3]})
+    assert bad["type"] == "error" and "lonely: interval[0]: 'a' is not a number" in bad["message"]
+    exp.check(s)
+    # clearing the lazy brush gives the views back to the engine
+    reply = protocol.handle(s, {"type": "clear", "view": "lonely"})
+    assert "lonely" not in reply["filters"]
+    del exp.preds["lonely"]
+    exp.check(s)
+    inner_only = dash.session()
+    for name, value in (("hx", (20, 55)), ("week", ("2021-02-01", "2021-03-15T12:00:00"))):
+        inner_only.brush(name, value)
+    inner_only.select("cat", ["c00", "(other)"])
+    inner_only.set_parameter("pdest", "BBB")
+    for v in VIEWS:
+        assert s.view(v).counts == inner_only.view(v).counts
+    assert not s.lazy and s.current == {}
+
+
+def test_a_filter_on_a_column_no_view_shows(dash, oracle):
+    s = fallback_session(dash)
+    exp = Expect(dash, oracle)
+    reply = protocol.handle(s, {"type": "filter", "column": "m", "interval": [0, 120.5]})
+    assert reply["filters"] == {"column:m": [[0, 120.5], None]}
+    assert sorted(reply["lazy"]["views"]) == sorted(VIEWS)
+    exp.lazy("column:m", "m IS NOT NULL AND NOT isnan(m) AND m >= 0 AND m <= 120.5", VIEWS)
+    exp.check(s)
+    protocol.handle(s, {"type": "filter", "column": "dest", "values": ["AAA", "CCC", None]})
+    exp.lazy("column:dest", "dest IN ('AAA', 'CCC') OR dest IS NULL", VIEWS)
+    protocol.handle(s, {"type": "brush", "view": "hx", "interval": [30, None]})
+    exp.declared("hx", "x IS NOT NULL AND NOT isnan(x) AND x >= 30")
+    exp.check(s)
+    for message, error in [
+            ({"type": "filter", "column": "nope", "values": [1]}, "no column 'nope' in the source"),
+            ({"type": "filter", "column": "cat", "interval": [0, 1]}, "filter it by values"),
+            ({"type": "filter", "column": "m"}, "an interval [lo, hi] or a list of values")]:
+        reply = protocol.handle(s, message)
+        assert reply["type"] == "error" and error in reply["message"], reply
+    exp.check(s)
+    protocol.handle(s, {"type": "clear"})
+    assert s.filters == {} and s.count_selected() == dash.store.n_rows
+
+
+def test_an_undeclared_highlight_pair(dash, oracle):
+    s = fallback_session(dash)
+    s.brush("lonely", (0, 80))
+    exp = Expect(dash, oracle)
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 80", {"hx", "cat", "week", "sum_m"})
+    reply = protocol.handle(s, {"type": "highlight", "source": "hx", "bars": [2, 5]})
+    assert sorted(reply["views"]) == ["cat", "lonely", "sum_m", "week"]  # every other view
+    in_bars = f"({sql.bar_key_sql(dash.spec.view('hx'), None)}) IN (2, 5)"
+    for t, got in reply["views"].items():
+        want = _values(oracle, dash, t, f"({exp.where(t)}) AND {in_bars}")
+        assert same(got["values"], want), t
+    # a declared pair with no lazy filter on its targets stays the engine's
+    s.clear()
+    reply = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["hx"]})
+    assert reply["views"]["hx"] == protocol.view_json(dash.session().highlight("cat", [0])["hx"])
+
+
+def test_details_with_unlisted_columns_have_the_engines_rids(dash, oracle):
+    s = fallback_session(dash)
+    s.brush("hx", (25, 60))
+    s.select("cat", ["c01", "c02"])
+    engine = s.inner.details(page=0, page_size=10_000)  # declared columns: the engine's answer
+    lazy = s.details(page=0, page_size=10_000, columns=["x", "cat", "k", "m", "t"])
+    assert lazy.column("rid").to_pylist() == engine.column("rid").to_pylist()
+    assert lazy.column("x").to_pylist() == engine.column("x").to_pylist()
+    reply = protocol.handle(s, {"type": "details", "page": 1, "page_size": 7, "columns": ["k", "dest"]})
+    assert reply["total"] == len(engine)
+    assert [r["rid"] for r in reply["rows"]] == engine.column("rid").to_pylist()[7:14]
+    # under a lazy filter, and behind bars of a view: the rows SQL selects
+    s.filter_column("m", interval=(0, 50))
+    where = "m >= 0 AND m <= 50 AND NOT isnan(m)"  # hx and cat do not filter `lonely`: m does
+    table = s.details("lonely", [1, 2], page_size=10_000, columns=["k", "dest"])
+    bars = f"({sql.bar_key_sql(dash.spec.view('lonely'), None)}) IN (1, 2)"
+    oracle.clear()
+    assert sorted(map(tuple, (r.values() for r in table.select(["k", "dest"]).to_pylist())),
+                  key=repr) == oracle.rows(["k", "dest"], f"{where} AND {bars}")
+
+
+def test_lazy_forward_equals_the_engines(dash):
+    s = fallback_session(dash)
+    rids = [0, 5, 17, 2999]
+    engine = dash.session().forward(rids)
+
+    def refuse(_):  # as in cubes-only mode: the engine cannot say
+        from brushfire.errors import NotCapturedError
+
+        msg = "no per-row lineage"
+        raise NotCapturedError(msg)
+    s.inner.forward = refuse
+    assert s.forward(rids) == engine
+
+
+def test_a_second_filter_in_cubes_only_mode(spark, small_parquet, tmp_path, oracle):
+    spec = lazy_spec(small_parquet)
+    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=tmp_path, memory_budget=1)
+    assert dash.mode == "cubes"
+    s = fallback_session(dash)
+    exp = Expect(dash, oracle)
+    first = protocol.handle(s, {"type": "brush", "view": "hx", "interval": [10, 40]})
+    assert "lazy" not in first  # one filter: the cubes answer it
+    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (10, 40)))
+    second = protocol.handle(s, {"type": "parameter", "name": "pdest", "value": "CCC"})
+    assert "lazy" in second and "per-row lineage" in second["lazy"]["reason"]
+    exp.declared("pdest", "dest = 'CCC'")
+    exp.check(s)
+    protocol.handle(s, {"type": "clear", "view": "hx"})  # one filter again: back to the cubes
+    del exp.preds["hx"]
+    assert not s.lazy and s.inner.filters == {"pdest": "CCC"}
+    exp.check(s)
+
+
+def test_the_next_interaction_cancels_a_lazy_answer(dash, oracle, spark):
+    s = fallback_session(dash)
+    s.brush("lonely", (0, 100))  # Spark started, the source registered
+    tracker = spark.sparkContext.statusTracker()
+    cancelled = []
+
+    def cancel_when_running():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            group = s._group
+            if group and tracker.getJobIdsForGroup(group):
+                s.interrupt()
+                cancelled.append(group)
+                return
+            time.sleep(0.002)
+
+    slow = source_for(dash).run
+
+    def run_slowly(group, query, what):  # a job that takes long enough to be cancelled
+        return slow(group, f"SELECT * FROM ({query}) AS q CROSS JOIN "
+                           "(SELECT count(1) FROM range(3000000000)) AS r", what)
+
+    source_for(dash).run = run_slowly
+    try:
+        thread = threading.Thread(target=cancel_when_running)
+        thread.start()
+        update = s.brush("lonely", (20, 60))
+        thread.join()
+    finally:
+        del source_for(dash).run
+    assert cancelled and update.cancelled and not update.views
+    reply = protocol.update_reply(s, update)
+    assert reply["cancelled"] and "selected" not in reply
+    assert s.filters == {"lonely": ((20, 60), None)} and s.stale
+    # the next answer recomputes what was left stale
+    s.brush("hx", (0, 70))
+    assert not s.stale
+    exp = Expect(dash, oracle)
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 20 AND k <= 60", {"hx", "cat", "week", "sum_m"})
+    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
+    exp.check(s)
+
+
+def test_the_server_says_it_is_working_and_the_next_interaction_cancels(dash, oracle, monkeypatch):
+    import json
+
+    from websockets.sync.client import connect
+
+    from brushfire.server import app as server_app
+    from brushfire.server import create_app
+    from live_server import live_server
+
+    monkeypatch.setattr(server_app, "WORKING_AFTER", 0.3)
+    monkeypatch.setattr(server_app, "WORKING_EVERY", 0.3)
+    source = source_for(dash)
+    source.start()
+    plain, slowed = source.run, []
+
+    def run_slowly_once(group, query, what):
+        if not slowed:
+            slowed.append(group)
+            query = (f"SELECT * FROM ({query}) AS q CROSS JOIN "
+                     "(SELECT count(1) FROM range(30000000000)) AS r")
+        return plain(group, query, what)
+
+    monkeypatch.setattr(source, "run", run_slowly_once)
+    with live_server(create_app([dash])) as addr, connect(f"ws://{addr}/ws/lazy") as ws:
+        ws.send(json.dumps({"type": "brush", "id": 1, "view": "lonely", "interval": [10, 60]}))
+        working = json.loads(ws.recv(timeout=60))
+        assert working["type"] == "working" and working["id"] == 1 and working["lazy"] is True
+        assert working["stage"] == "running on Spark" and working["seconds"] >= 0.3
+        ws.send(json.dumps({"type": "brush", "id": 2, "view": "hx", "interval": [0, 70]}))
+        replies = {}
+        while 2 not in replies:
+            msg = json.loads(ws.recv(timeout=120))
+            if msg["type"] != "working":
+                replies[msg["id"]] = msg
+    assert replies[1]["type"] == "update" and replies[1]["cancelled"] is True
+    assert replies[1]["filters"] == {"lonely": [[10, 60], None]} and "selected" not in replies[1]
+    last = replies[2]
+    assert last["type"] == "update" and "cancelled" not in last
+    assert sorted(last["lazy"]["views"]) == ["cat", "hx", "sum_m", "week"]  # the stale ones too
+    exp = Expect(dash, oracle)
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 10 AND k <= 60", {"hx", "cat", "week", "sum_m"})
+    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
+    oracle.clear()
+    for v, got in last["views"].items():
+        assert same(got["values"], _values(oracle, dash, v, exp.where(v))), v
+    assert last["selected"] == oracle.con.execute(
+        f"SELECT count(*) FROM src WHERE {exp.where(None)}").fetchone()[0]
+
+
+def test_a_parameter_default_counts_in_lazy_answers(dash, oracle):
+    ix = dash.spec.interactions
+    params = [p.model_copy(update={"default": "DDD"}) for p in ix.parameters]
+    spec = dash.spec.model_copy(update={"interactions": ix.model_copy(update={"parameters": params})})
+    s = fallback_session(Dashboard(spec, dash.plan, dash.store))
+    assert s.filters == {"pdest": "DDD"}
+    s.brush("lonely", (0, 40))
+    assert s.filters == {"pdest": "DDD", "lonely": ((0, 40), None)}
+    exp = Expect(dash, oracle)
+    exp.declared("pdest", "dest = 'DDD'")
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 40", {"hx", "cat", "week", "sum_m"})
+    exp.check(s)
