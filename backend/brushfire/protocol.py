@@ -233,7 +233,7 @@ class Details(Message):
     type: Literal["details"]
     view: str | None = None
     bars: list[int] | None = None
-    page: int = Field(0, ge=0)
+    page: int = Field(0, ge=0, le=MAX_PAGE)
     page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
 

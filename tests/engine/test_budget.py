@@ -94,9 +94,12 @@ def test_what_is_answered_equals_sql_and_what_is_not_changes_nothing(budgeted, d
 
 
 def test_single_filters_are_answered_from_exact_cubes(budgeted):
-    """Every dense or categorical filter alone is answered, whatever was dropped."""
+    """Every dense or categorical filter alone is answered, whatever was dropped — unless
+    its exact cube would be too large (order statistics' cells make it wide), which the
+    layout's notes say and the session refuses, unchanged."""
     dash, oracle = budgeted
     lay = dash.store.layout
+    answered = 0
     for f in lay.filters:
         d = lay.dims[f.dims[0]]
         if f.kind not in ("interval", "points", "param_eq") or d.kind == "fine":
@@ -111,5 +114,15 @@ def test_single_filters_are_answered_from_exact_cubes(budgeted):
             action = ("select", f.name, [session.view(f.name).labels[0]])
         else:
             action = ("param", f.name, lay.dims[f.dims[0]].values[0])
+        notes = " ".join(lay.notes)
+        if f"filter {f.name}: not captured at this budget" in notes or \
+                f"filter {f.name}: views " in notes:  # (some views not answered under it)
+            before = session.views()
+            with pytest.raises(NotCapturedError, match=f.name):
+                apply(session, oracle, action)
+            assert session.views() == before
+            continue
         apply(session, oracle, action)
         check_all(dash, oracle, session, action)
+        answered += 1
+    assert answered >= 2

@@ -149,7 +149,8 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         if not f.cube_targets:
             continue
         d = dims[f.dims[0]]
-        f.cube_targets = _narrow_cube_targets(f.cube_targets, layout, d, config)
+        if d.rows:  # (a filter without rows has only its cube to answer every target)
+            f.cube_targets = _narrow_cube_targets(f.cube_targets, layout, d, config)
         width = sum(layout.view(t).nslots for t in f.cube_targets)
         rowless = [t for t in f.cube_targets if not layout.countable(t)]
         if rowless and d.kind == "fine":  # bucketed keys need rows the cube cannot give
@@ -377,9 +378,9 @@ def _narrow_cube_targets(targets: list[str], layout: Layout, d: Dim,
                          config: CaptureConfig) -> list[str]:
     """A filter's cube targets without the order-statistic views whose cells would make its
     cube coarser (fewer blocks) than the other targets allow: those views are answered
-    by the other methods when the filter is alone."""
-    plain = [t for t in targets if not layout.view(t).cells]
-    cells = [t for t in targets if layout.view(t).cells]
+    by the other methods when the filter is alone (so only views counted row by row)."""
+    cells = [t for t in targets if layout.view(t).cells and layout.countable(t)]
+    plain = [t for t in targets if t not in cells]
     out = list(plain)
     width = sum(layout.view(t).nslots for t in plain)
     full = min(config.max_cube_blocks, d.nkeys)
