@@ -57,7 +57,7 @@ class Checker:
         self.abs_sums: dict[str, dict] = {}
         for v in spec.views:
             mf = v.aggregate.field
-            if mf:
+            if mf and not v.aggregate.order:  # sums and means: their rounding tolerance
                 t = types.get(mf, "")  # DESCRIBE's names as the source spells them
                 self.integer[v.name] = t in INTEGER_TYPES or (t.startswith("DECIMAL") and t.endswith(",0)"))
                 self.abs_sums[v.name] = dict(self.con.execute(
@@ -111,7 +111,8 @@ class Checker:
                 selected = self.con.execute(f"SELECT count(*) FROM chk WHERE {where}").fetchall()[0][0]
                 continue
             cols = [self.column[v] for v in group]
-            measures = sorted({self.spec.view(v).aggregate.field for v in group} - {None})
+            measures = sorted({self.spec.view(v).aggregate.field for v in group
+                               if not self.spec.view(v).aggregate.order} - {None})
             aggs = "".join(f", sum({sql.ident(f)}), count({sql.ident(f)})" for f in measures)
             stats = [v for v in group if self.spec.view(v).aggregate.order]
             aggs += "".join(f", {sql.aggregate_sql(self.spec.view(v).aggregate, self._kind(v))}"
@@ -130,8 +131,8 @@ class Checker:
                     continue
                 i = grouped.index(0)
                 mf = self.spec.view(group[i]).aggregate.field
-                s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) if mf \
-                    else (None, 0)
+                s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) \
+                    if mf in measures else (None, 0)
                 stat = rest[2 * len(measures) + stats.index(group[i])] if group[i] in stats else None
                 found[group[i]][keys[i]] = (n, s, k, stat)
             out.update(found)
