@@ -51,11 +51,11 @@ def test_a_session_starts_with_the_defaults_active(dash):
 
 def test_clients_see_the_defaults_active(dash):
     d = describe_dashboard(dash)
-    assert d["filters"] == {"pdest": "BBB", "kmax": 40}
+    assert d["filters"] == {"pdest": {"parameter": "BBB"}, "kmax": {"parameter": 40}}
     s = dash.session()
     assert [v["values"] for v in d["views"]] == [s.view("hx").values, s.view("cat").values]
     state = protocol.handle(dash.session(), {"type": "state"})
-    assert state["filters"] == {"pdest": "BBB", "kmax": 40}
+    assert state["filters"] == {"pdest": {"parameter": "BBB"}, "kmax": {"parameter": 40}}
     assert state["selected"] == s.count_selected()
 
 

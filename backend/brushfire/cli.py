@@ -356,7 +356,7 @@ def render_history(dash, cache_dir) -> str:
                  f"{'rows':>12}  {'mode':<5} lineage")
     for e in entries:
         current = (e.get("spec_sha256"), e.get("source_fingerprint")) == now
-        created = (e.get("created") or "?").replace("T", " ").rstrip("Z")
+        created = (e.get("created") or "?").replace("T", " ").rstrip("Z")[:19]
         rows = f"{e['rows']:,}" if isinstance(e.get("rows"), int) else "?"
         lines.append(f"  {created:<20} {(e.get('spec_sha256') or '?')[:8]:<9} "
                      f"{(e.get('source_fingerprint') or '?')[:8]:<9} "

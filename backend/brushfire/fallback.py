@@ -45,7 +45,7 @@ from brushfire import sql
 from brushfire import values as V
 from brushfire.engine.api import Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
-from brushfire.selection import COLUMN
+from brushfire.selection import COLUMN, state_json
 from brushfire.spec import models as m
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
@@ -615,13 +615,15 @@ class FallbackSession:
                                             sql.SPARK))
         return " AND ".join(f"({p})" for p in preds) or "TRUE"
 
-    def _given(self, name: str):
+    def _given(self, name: str) -> dict:
+        """An engine filter as a tagged entry of a selection state (sql.filter_sql takes
+        those), a temporal view's bounds as UTC microseconds."""
         value = self.inner.filters[name]
         view = next((v for v in self.spec.views if v.name == name), None)
         if isinstance(view, m.TemporalView):  # times as the engine keeps them: ISO or datetime
             interval, y = value
-            return (self._times(name, interval), y)
-        return value
+            value = (self._times(name, interval), y)
+        return state_json({name: value}, {f.name: f.kind for f in self.plan.filters})[name]
 
     def _bars_where(self, view: str, bars: list[int] | None) -> str:
         self._view(view)

@@ -220,7 +220,7 @@ class Filter(Message):
             msg = "filter: filters on source columns are answered lazily, which this engine does not do"
             raise NotCapturedError(msg)
         if (self.interval is None) == (self.values is None):
-            msg = "filter: give interval [lo, hi] or values, not both"
+            msg = "filter: give an interval [lo, hi] or a list of values, one of the two"
             raise InteractionError(msg)
 
     def run(self, session: SessionAPI) -> dict:

@@ -252,8 +252,8 @@ def test_a_parameter_default_is_active_from_the_start(flights_dash):
     params = [p.model_copy(update={"default": "ATL"}) for p in ix.parameters]
     spec = flights_dash.spec.model_copy(update={"interactions": ix.model_copy(update={"parameters": params})})
     w = brushfire.widget(Dashboard(spec, flights_dash.plan, flights_dash.store))
-    assert w.filters == {"destination": "ATL"}
-    assert w.comm.sent[0][1]["state"]["_description"]["filters"] == {"destination": "ATL"}
+    assert w.filters == {"destination": {"parameter": "ATL"}}
+    assert w.comm.sent[0][1]["state"]["_description"]["filters"] == {"destination": {"parameter": "ATL"}}
     reference = flights_dash.session()
     reference.set_parameter("destination", "ATL")
     assert w.session.count_selected() == reference.count_selected() < flights_dash.store.n_rows

@@ -24,6 +24,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -296,7 +297,7 @@ def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
         "cache_key": key,
         "spec_sha256": spec_hash(dash),
         "brushfire_version": _version(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),  # (orders captures)
         "n_rows": info.n_rows,
         "layout": layout.to_json(),
         "layout_arrays": sorted(layout.arrays),
