@@ -44,7 +44,7 @@ def assert_views(page, oracle, dash, lazy: dict[str, set[str]] | None = None) ->
 def test_a_parameter_default_is_active_from_the_start(paper, served_papers, expected):
     _, dash = served_papers
     assert paper.eval_on_selector("select[name=pdest]", "e => e.value") == "BBB"
-    assert paper.evaluate("window.brushfire.ui.filters") == {"pdest": "BBB"}
+    assert paper.evaluate("window.brushfire.ui.filters") == {"pdest": {"parameter": "BBB"}}
     assert_views(paper, expected, dash)
     assert f"{sql_count(expected):,} selected" in paper.inner_text(".bf-status")
 
@@ -88,7 +88,7 @@ def test_clicking_violates_brushes_exactly_the_violating_rows(paper, served_pape
     x, y = to_pixel(paper, FD, labels[i], shown(paper, FD, "full")[i] / 2)
     paper.mouse.click(x, y)
     paper.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.{FD}")
-    assert paper.evaluate(f"window.brushfire.ui.filters.{FD}") == [m.FD_VIOLATES]
+    assert paper.evaluate(f"window.brushfire.ui.filters.{FD}") == {"values": [m.FD_VIOLATES]}
     expected.select(FD, [m.FD_VIOLATES])
     assert_views(paper, expected, dash)
     # the rows SQL finds violating (x, k) -> dest: those with another dest for their (x, k)
@@ -103,7 +103,7 @@ def test_a_brush_no_group_declares_is_answered_on_spark(paper, served_papers, ex
     assert paper.inner_text(".bf-view[data-view=lonely] .bf-lazy-note") == "on Spark"
     drag(paper, "lonely", 10, 70, steps=3)
     paper.wait_for_function(IDLE)
-    (lo, hi), _ = paper.evaluate("window.brushfire.ui.filters.lonely")
+    lo, hi = paper.evaluate("window.brushfire.ui.filters.lonely.interval")
     pred = f"k IS NOT NULL AND k >= {sql.num(lo)} AND k <= {sql.num(hi)}"
     assert_views(paper, expected, dash, {pred: {"hx", "cat", FD}})
     assert "answered lazily on Spark in" in paper.inner_text(".bf-latency")
@@ -135,8 +135,8 @@ def test_a_slow_lazy_answer_shows_progress_and_the_next_brush_cancels_it(paper, 
     drag(paper, "hx", 20, 60)  # the next interaction: sent at once, cancels the slow answer
     paper.wait_for_function(f"{IDLE} && !document.querySelector('.bf-waiting')", timeout=120_000)
     assert paper.evaluate("window.brushfire.ui.metrics.some(m => m.cancelled)")
-    (lo, hi), _ = paper.evaluate("window.brushfire.ui.filters.lonely")
-    (xlo, xhi), _ = paper.evaluate("window.brushfire.ui.filters.hx")
+    lo, hi = paper.evaluate("window.brushfire.ui.filters.lonely.interval")
+    xlo, xhi = paper.evaluate("window.brushfire.ui.filters.hx.interval")
     expected.brush("hx", (xlo, xhi))
     pred = f"k IS NOT NULL AND k >= {sql.num(lo)} AND k <= {sql.num(hi)}"
     assert_views(paper, expected, dash, {pred: {"hx", "cat", FD}})
