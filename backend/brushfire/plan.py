@@ -166,6 +166,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     for vp in plan.views:
         view = plan.dashboard.view(vp.name)
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
+        lines += _maxbins_text(view, layout)
         if vp.forward:
             lines.append(f"    forward codes: kept — {'; '.join(vp.reasons)}")
         elif vp.bar_index:
@@ -202,6 +203,30 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     else:
         lines.append("  details on demand: pruned — not declared")
     return "\n".join(lines)
+
+
+def _maxbins_text(view, layout) -> list[str]:
+    """A view's `maxbins` bins: the rule before capture, the step and extent it chose after."""
+    if isinstance(view, m.HistogramView):
+        axes = [("", view.bin)]
+    elif isinstance(view, m.HeatmapView):
+        axes = [("x ", view.x.bin), ("y ", view.y.bin)]
+    else:
+        return []
+    chosen = layout.view(view.name).bins if layout is not None else []
+    out = []
+    for i, (axis, b) in enumerate(axes):
+        if b.maxbins is None:
+            continue
+        if i < len(chosen):
+            step, lo, hi = chosen[i]
+            n = m.Bin(step=step, extent=(lo, hi)).count
+            out.append(f"    {axis}bins: maxbins {b.maxbins} chose step {step:g} over [{lo:g}, {hi:g}]"
+                       f" ({n} bars, from the data's min and max)")
+        else:
+            out.append(f"    {axis}bins: at most {b.maxbins}; a nice step and extent chosen at "
+                       "capture from the data's min and max (brushfire capture shows them)")
+    return out
 
 
 def _index_text(f: Filter) -> str:

@@ -64,7 +64,11 @@ def top_sql(view: m.CategoricalView) -> str:
 
 
 def bin_sql(col: str, b: m.Bin, d: Dialect = DUCKDB) -> str:
-    """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent)."""
+    """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent).
+    A `maxbins` bin must be resolved first (the opened `Dashboard.spec` has it resolved)."""
+    if not b.resolved:
+        msg = "a maxbins bin has no step before capture chose it: use the opened Dashboard's spec"
+        raise ValueError(msg)
     lo, hi, nb, step = num(float(b.extent[0])), num(float(b.extent[1])), b.count, num(float(b.step))
     below = "0" if b.clamp else "NULL"
     above = str(nb - 1) if b.clamp else "NULL"

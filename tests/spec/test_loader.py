@@ -25,7 +25,7 @@ bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
-    Bin accepts: step, extent, clamp
+    Bin accepts: step, extent, maxbins, clamp
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
@@ -65,6 +65,18 @@ bad/bin_step_negative.yaml:10: views[0].y.bin.step: bin step must be a number > 
     ("extent_reversed.yaml", """\
 bad/extent_reversed.yaml:10: views[0].bin.extent: extent [180, -60] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),
+    ("bin_maxbins_and_step.yaml", """\
+bad/bin_maxbins_and_step.yaml:8: views[0].bin: give either maxbins, or step and extent: maxbins chooses the step and extent
+    hint: keep maxbins for bins fitted to the data, or step and extent for fixed ones"""),
+    ("bin_maxbins_one.yaml", """\
+bad/bin_maxbins_one.yaml:8: views[0].bin.maxbins: must be >= 2, got 1
+    hint: values on both sides of 0 take two whole steps, so maxbins is at least 2"""),
+    ("bin_without_step.yaml", """\
+bad/bin_without_step.yaml:8: views[0].bin: bin has extent but no step
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+    ("bin_empty.yaml", """\
+bad/bin_empty.yaml:8: views[0].bin: bin needs step and extent, or maxbins
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
     ("extent_empty.yaml", """\
 bad/extent_empty.yaml:8: views[0].bin.extent: extent [500, 500] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),

@@ -21,6 +21,8 @@ and the shard job.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from brushfire.capture import bins, budget
@@ -46,7 +48,16 @@ def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
-                       measures=tuple(f for f in plan.order_fields if f not in values + counts))
+                       measures=tuple(f for f in plan.order_fields if f not in values + counts),
+                       extents=tuple(bins.maxbins_fields(dash)))
+
+
+def resolve_plan(plan: CapturePlan, profile: Profile) -> CapturePlan:
+    """The plan over its dashboard with every `maxbins` bin chosen from the profile's
+    extents (capture/bins.nice_bin): the layout, the shards and the base queries then see
+    a plain step and extent, and the layout records them (`ViewLayout.bins`)."""
+    dash = bins.resolve_bins(plan.dashboard, profile.extents)
+    return plan if dash is plan.dashboard else replace(plan, dashboard=dash)
 
 
 def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> Layout:
@@ -93,7 +104,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
-                              reasons=bins.reasons(v))
+                              reasons=bins.reasons(v), bins=bins.bins_record(v))
         order = v.aggregate.op in m.ORDER_OPS
         exact = True
         if order:
@@ -400,4 +411,4 @@ def _measure_lut(d: Dim) -> np.ndarray:
     return out
 
 
-__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec"]
+__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec", "resolve_plan"]

@@ -164,6 +164,10 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         aggs += [F.approx_count_distinct(F.col(c)).alias(f"__d{i}") for i, c in enumerate(values)]
         for i, c in enumerate(ranges):
             aggs += [F.min(F.col(c)).alias(f"__lo{i}"), F.max(F.col(c)).alias(f"__hi{i}")]
+        for i, c in enumerate(spec.extents):  # finite values only, as doubles (bins are)
+            x = F.col(c).cast("double")
+            finite = F.when(~F.isnan(x) & (F.abs(x) < F.lit(float("inf"))), x)
+            aggs += [F.min(finite).alias(f"__elo{i}"), F.max(finite).alias(f"__ehi{i}")]
         first = df.agg(*aggs).collect()[0]
         approx = {c: first[f"__d{i}"] for i, c in enumerate(values)}
         exact = [c for c in grouped if c in counts or approx[c] <= 1.2 * spec.max_keys + 100]
@@ -185,6 +189,7 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
         out.ranges[c] = (None, None) if lo is None else tuple(
             int(x) for x in C.numbers(pa.array([lo, hi]))[0])
+    out.extents = {c: (first[f"__elo{i}"], first[f"__ehi{i}"]) for i, c in enumerate(spec.extents)}
     progress("profile: distinct values", 1.0)
     return out
 

@@ -874,6 +874,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         msg = f"must be {op} {ctx.get(name)}, got {_show(value)}"
         if key == "top" and name == "le":
             hint = f"a categorical view shows at most {MAX_TOP} values, then one '(other)' bar"
+        elif key == "maxbins" and name == "ge":
+            hint = "values on both sides of 0 take two whole steps, so maxbins is at least 2"
     elif kind == "too_short":
         n = ctx.get("min_length", 1)
         msg = f"needs at least {n} item{'s' if n != 1 else ''}, got {ctx.get('actual_length', 0)}"
@@ -900,6 +902,10 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"
     if loc[-2:] == ("bin", "extent"):
         return "write extent: [lo, hi] with lo < hi"
+    if loc[-1:] == ("bin",) and "maxbins" in msg and "either" in msg:
+        return "keep maxbins for bins fitted to the data, or step and extent for fixed ones"
+    if loc[-1:] == ("bin",):
+        return "e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
     if loc[-2:] == ("aggregate", "p"):

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from brushfire.limits import MAX_TOP
+from brushfire.limits import MAX_BARS, MAX_TOP
 
 AggregateOp = Literal["count", "sum", "mean", "median", "quantile", "min", "max", "distinct"]
 ORDER_OPS = ("median", "quantile", "min", "max", "distinct")  # order statistics (and distinct)
@@ -43,23 +43,32 @@ class Source(Model):
 
 
 class Bin(Model):
-    """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed."""
+    """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed. Either
+    `step` and `extent`, or `maxbins`: a nice step ({1, 2, 5} x 10^k) and extent chosen at
+    capture from the data's finite min and max (capture/bins.py, `nice_bin`)."""
 
-    step: float
-    extent: tuple[float, float]
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step", "extent"]},
+                                                           {"required": ["maxbins"]}]})
+
+    step: float | None = None
+    extent: tuple[float, float] | None = None
+    maxbins: int | None = Field(None, ge=2, le=MAX_BARS)  # at most this many bars (a range
+    # across 0 takes two whole steps)
     clamp: bool = False  # values outside the extent go to the edge bins instead of none
 
     @field_validator("step")
     @classmethod
-    def _positive_step(cls, v: float) -> float:
-        if not (v > 0 and math.isfinite(v)):
+    def _positive_step(cls, v: float | None) -> float | None:
+        if v is not None and not (v > 0 and math.isfinite(v)):
             msg = f"bin step must be a number > 0, got {v:g}"
             raise ValueError(msg)
         return v
 
     @field_validator("extent")
     @classmethod
-    def _nonempty_extent(cls, v: tuple[float, float]) -> tuple[float, float]:
+    def _nonempty_extent(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is None:
+            return v
         if not (math.isfinite(v[0]) and math.isfinite(v[1])):
             msg = f"extent [{v[0]:g}, {v[1]:g}] must be two finite numbers"
             raise ValueError(msg)
@@ -68,9 +77,29 @@ class Bin(Model):
             raise ValueError(msg)
         return v
 
+    @model_validator(mode="after")
+    def _step_or_maxbins(self) -> Bin:
+        if self.maxbins is not None and (self.step is not None or self.extent is not None):
+            msg = "give either maxbins, or step and extent: maxbins chooses the step and extent"
+            raise ValueError(msg)
+        if self.maxbins is None and (self.step is None or self.extent is None):
+            given = "step" if self.step is not None else "extent" if self.extent is not None else ""
+            msg = (f"bin has {given} but no {'extent' if given == 'step' else 'step'}" if given
+                   else "bin needs step and extent, or maxbins")
+            raise ValueError(msg)
+        return self
+
+    @property
+    def resolved(self) -> bool:
+        """Are step and extent known (given, or chosen at capture from maxbins)?"""
+        return self.step is not None and self.extent is not None
+
     @property
     def count(self) -> int:
-        """The number of bars (validate refuses more than limits.MAX_BARS)."""
+        """The number of bars (validate refuses more than limits.MAX_BARS); before capture
+        chose a maxbins bin's step, its upper bound."""
+        if self.step is None or self.extent is None:
+            return self.maxbins or 1
         bars = (self.extent[1] - self.extent[0]) / self.step
         if not math.isfinite(bars):  # the extent's width overflows a double
             bars = self.extent[1] / self.step - self.extent[0] / self.step
