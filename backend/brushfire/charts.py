@@ -195,7 +195,7 @@ def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, fu
 
 
 def _categorical_columns(data, view: m.CategoricalView, full: list, other: int | None):
-    """Up to MAX_COLUMNS short labels: vertical bars in frequency order."""
+    """Up to MAX_COLUMNS short labels: vertical bars in the view's order (`sort`)."""
     x = alt.X("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse),
               axis=alt.Axis(labelAngle=-45, labelLimit=80))
@@ -211,7 +211,7 @@ def _categorical_columns(data, view: m.CategoricalView, full: list, other: int |
 
 
 def _categorical_rows(data, view: m.CategoricalView, full: list, other: int | None):
-    """Many or long labels: horizontal rows in frequency order, one ROW_STEP each; the page
+    """Many or long labels: horizontal rows in the view's order (`sort`), one ROW_STEP each; the page
     shows the first `top_shown` (and the '(other)' row) and offers more."""
     y = alt.Y("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse, paddingInner=0.15),

@@ -57,10 +57,12 @@ def source_sql(source: m.Source, table: str) -> str:
 
 
 def top_sql(view: m.CategoricalView) -> str:
-    """The view's top N values: by count descending, then value (as capture orders them)."""
+    """The view's top N values: by count descending, then value, in the order of its bars
+    (as capture orders them): so, or by value (`sort: name`)."""
     f = ident(view.field)
-    return (f"SELECT {f} FROM src WHERE {f} IS NOT NULL GROUP BY 1 "
-            f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
+    top = (f"SELECT {f} FROM src WHERE {f} IS NOT NULL GROUP BY 1 "
+           f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
+    return top if view.sort == "count" else f"SELECT * FROM ({top}) AS top ORDER BY 1 ASC"
 
 
 def bin_sql(col: str, b: m.Bin, d: Dialect = DUCKDB) -> str:

@@ -67,6 +67,18 @@ def test_values_at_the_edge_of_doubles_ask_for_a_step() -> None:
         bins.nice_bin(-1.7e308, 1.7e308, 10)
 
 
+@pytest.mark.parametrize(("top", "other", "sort", "labels"), [
+    (3, True, "count", ["b", "a", "c", "(other)"]),  # by count, ties by value
+    (3, True, "name", ["a", "b", "c", "(other)"]),  # the same top 3, by name
+    (2, False, "name", ["a", "b"]),
+    (9, False, "name", ["B", "a", "b", "c", "d"]),  # code point order, as SQL's ORDER BY
+], ids=str)
+def test_top_labels(top, other, sort, labels) -> None:
+    values = ["a", "b", "c", "d", "B"]
+    counts = [5, 9, 5, 1, 2]
+    assert bins.top_labels(values, counts, top, other, sort) == labels
+
+
 SPEC = {
     "name": "t", "source": {"path": "t.parquet"},
     "views": [

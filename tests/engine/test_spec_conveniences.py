@@ -64,9 +64,12 @@ def spec(path) -> dict:
              "x": {"field": "k", "bin": {"maxbins": 5}},
              "y": {"field": "x", "bin": {"step": 25, "extent": [-50, 100], "clamp": True}}},
             {"name": "cat", "type": "categorical", "field": "cat", "top": 5},
+            {"name": "by_name", "type": "categorical", "field": "cat", "top": 5, "sort": "name"},
+            {"name": "all_by_name", "type": "categorical", "field": "cat", "sort": "name",
+             "other": False, "aggregate": {"op": "sum", "field": "k"}},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat"]}],
+            "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat", "by_name", "all_by_name"]}],
             "details": {"columns": ["x", "k", "cat"]},
         },
     }
@@ -111,6 +114,20 @@ def test_maxbins_chooses_from_the_data_min_and_max(captured):
     assert (f"bins: maxbins 30 chose step {b.step:g} over [{b.extent[0]:g}, {b.extent[1]:g}] "
             f"({b.count} bars") in text
     assert "bins: at most 30; a nice step and extent chosen at capture" in explain(plan_capture(written))
+
+
+def test_sort_orders_the_bars_by_count_or_name(captured):
+    _, dash, oracle = captured
+    session = dash.session()
+    labels = {v.name: session.view(v.name).labels for v in dash.spec.views if v.type == "categorical"}
+    # the same top 5 by count, in the order DuckDB's ORDER BY gives them; '(other)' last
+    assert labels["cat"] == oracle.top["cat"] + ["(other)"]
+    assert labels["by_name"] == oracle.top["by_name"] + ["(other)"]
+    assert sorted(labels["cat"][:-1]) == labels["by_name"][:-1] != labels["cat"][:-1]
+    counts = dict(oracle.con.execute("SELECT cat, count(*) FROM src GROUP BY 1").fetchall())
+    assert [counts[x] for x in labels["cat"][:-1]] == sorted((counts[x] for x in labels["cat"][:-1]),
+                                                             reverse=True)
+    assert labels["all_by_name"] == sorted(x for x in counts if x is not None)  # no '(other)'
 
 
 NUM = st.one_of(st.none(), st.floats(-120, 1300).map(lambda x: round(x, 1)),

@@ -33,7 +33,7 @@ bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
-    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other
+    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
@@ -77,6 +77,10 @@ bad/bin_without_step.yaml:8: views[0].bin: bin has extent but no step
     ("bin_empty.yaml", """\
 bad/bin_empty.yaml:8: views[0].bin: bin needs step and extent, or maxbins
     hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+    ("categorical_sort_unknown.yaml", """\
+bad/categorical_sort_unknown.yaml:8: views[0].sort: unsupported sort 'frequency'
+    sort accepts: count, name
+    hint: count: the most frequent value first; name: by value (either way '(other)' last)"""),
     ("extent_empty.yaml", """\
 bad/extent_empty.yaml:8: views[0].bin.extent: extent [500, 500] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),

@@ -8,7 +8,8 @@ The rules are the spec's (docs/spec.md) and `sql.py`'s:
   everything after sees a plain step and extent;
 - temporal: UTC calendar units from the first to the last instant in the data; weeks
   start on Monday (as SQL's date_trunc('week'));
-- categorical: the `top` values by count (descending), then by value, plus '(other)';
+- categorical: the `top` values by count (descending), then by value, in that order or
+  (`sort: name`) by value, plus '(other)' last;
 - heatmap: x bar * (y bars) + y bar, dropped when either is.
 Dropped rows get bar -1 here. `slot_code` says, instead, why a row is not in a bar: codes
 nbars + i for the view's `reasons(view)[i]` (lineage/layout.py), clamped rows included.
@@ -220,10 +221,13 @@ def iso_label(us: int) -> str:
     return V.format_instant(us)
 
 
-def top_labels(values: list, counts: np.ndarray, top: int, other: bool) -> list:
-    """The `top` values by count (descending) then value, plus '(other)' when kept."""
+def top_labels(values: list, counts: np.ndarray, top: int, other: bool, sort: str = "count") -> list:
+    """The `top` values by count (descending) then value, ordered so (`sort: count`) or by
+    value (`sort: name`), plus '(other)' when kept."""
     order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
     labels = [values[i] for i in order[:top]]
+    if sort == "name":
+        labels.sort()
     return labels + ([OTHER] if other else [])
 
 

@@ -255,7 +255,7 @@ def _labels(v, profile: Profile) -> list:
         first, last = _time_range(v.field, profile)
         return bins.calendar_labels(v.unit, first, last)
     values, counts = profile.counts[v.field]
-    return bins.top_labels(values, counts, v.top, v.other)
+    return bins.top_labels(values, counts, v.top, v.other, v.sort)
 
 
 def _time_range(field: str, profile: Profile) -> tuple[int | None, int | None]:

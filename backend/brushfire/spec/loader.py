@@ -850,6 +850,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
         msg = f"unsupported {label} {_show(value)}" + _choices(f"{key} accepts", choices)
         hint = _did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
+        if not hint and key == "sort":
+            hint = "count: the most frequent value first; name: by value (either way '(other)' last)"
     elif kind == "scalar_union":
         expected = list(dict.fromkeys(ctx["expected"]))
         if "a number" in expected and "a whole number" in expected:

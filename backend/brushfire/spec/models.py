@@ -191,12 +191,15 @@ class TemporalView(_ViewBase):
 
 
 class CategoricalView(_ViewBase):
-    """The `top` most frequent values of a field, plus one 'other' bar; brushed by points."""
+    """The `top` most frequent values of a field, plus one 'other' bar; brushed by points.
+    `sort` orders those bars: by count (descending, ties by value) or by name (value);
+    '(other)' stays last."""
 
     type: Literal["categorical"]
     field: str
     top: int = Field(20, ge=1, le=MAX_TOP)
     other: bool = True
+    sort: Literal["count", "name"] = "count"
 
 
 class Axis(Model):
