@@ -33,10 +33,13 @@ class Filter:
     filters_views: tuple[str, ...] = ()  # views this filter applies to
     cube_targets: tuple[str, ...] = ()  # views answered from a cube when it is alone
     op: str | None = None  # param_range: lt | lte | gt | gte
+    part: str | None = None  # interval on a calendar part of `field` (models.CALENDAR_PARTS)
 
     @property
     def dim_names(self) -> tuple[str, ...]:
         """The per-row key columns the filter tests (see lineage/layout.py)."""
+        if self.part:
+            return (f"part:{self.part}:{self.field}",)
         if self.kind == "points":
             return (f"bars:{self.name}",)
         if self.kind == "param_eq":
@@ -93,9 +96,14 @@ class CapturePlan:
         gets a value-keyed dim."""
         out: list[str] = []
         for f in self.filters:
-            if f.kind in ("interval", "rect", "param_range"):
+            if f.kind in ("interval", "rect", "param_range") and not f.part:
                 out += [f.field] + ([f.y_field] if f.y_field else [])
         return tuple(dict.fromkeys(out))
+
+    @property
+    def part_dims(self) -> tuple[tuple[str, str], ...]:
+        """(field, calendar part) brushed by interval: each gets a dim keyed by the part."""
+        return tuple(dict.fromkeys((f.field, f.part) for f in self.filters if f.part))
 
     @property
     def dict_fields(self) -> tuple[str, ...]:
@@ -133,7 +141,8 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
         else:
             fld, yf = view.field, None
         cube = () if kind == "rect" else tuple(others)
-        filters.append(Filter(name, kind, fld, yf, tuple(others), cube))
+        part = view.unit if m.is_part(view) else None
+        filters.append(Filter(name, kind, fld, yf, tuple(others), cube, part=part))
     for p in dash.interactions.parameters:
         kind = "param_eq" if p.op == "eq" else "param_range"
         for v in all_views:
@@ -230,6 +239,8 @@ def _maxbins_text(view, layout) -> list[str]:
 
 
 def _index_text(f: Filter) -> str:
+    if f.part:
+        return f"rows of each block ordered by the {f.part.replace('_', ' ')} of {f.field} (range lookups)"
     return {
         "interval": f"rows of each block ordered by {f.field} (range lookups)",
         "points": f"rows of each block grouped by bar of {f.name}",

@@ -576,8 +576,8 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     """Whether a filter compares times: a temporal view's brush, or a slider whose range
     the store gives as ISO times."""
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
-    if view is not None:
-        return view.type == "temporal"
+    if view is not None:  # (a calendar part's brush is over its values: numbers)
+        return view.type == "temporal" and not getattr(view, "part", False)
     store = getattr(session, "store", None)
     if store is None:
         return False

@@ -84,6 +84,17 @@ def time_us(col: str, d: Dialect = DUCKDB) -> str:
     return f"{d.epoch_us}(CAST({ident(col, d)} AS TIMESTAMP))"
 
 
+def part_sql(unit: str, col: str, d: Dialect = DUCKDB) -> str:
+    """A calendar part's value of a time (UTC; models.CALENDAR_PARTS): hour 0-23, ISO day
+    of week 1 (Monday) - 7, month 1-12."""
+    t = f"CAST({ident(col, d)} AS TIMESTAMP)"
+    if unit == "hour_of_day":
+        return f"hour({t})"
+    if unit == "month_of_year":
+        return f"month({t})"
+    return f"(weekday({t}) + 1)" if d is SPARK else f"isodow({t})"  # Spark: weekday 0 = Monday
+
+
 def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
     """A key for the bar a row falls in, NULL when the view drops the row: the bar number
     (histogram, heatmap), the bar's start in UTC microseconds (temporal), the value as a
@@ -93,6 +104,8 @@ def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
     if isinstance(view, m.HeatmapView):
         ix, iy = bin_sql(view.x.field, view.x.bin, d), bin_sql(view.y.field, view.y.bin, d)
         return f"({ix}) * {view.y.bin.count} + ({iy})"
+    if m.is_part(view):  # the bar number: the part's value minus the first
+        return f"{part_sql(view.unit, view.field, d)} - {m.CALENDAR_PARTS[view.unit][0]}"
     if isinstance(view, m.TemporalView):
         return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({ident(view.field, d)} AS TIMESTAMP)))"
     tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
@@ -163,13 +176,17 @@ def profile_sql(dash: m.DashboardSpec, table: str) -> str:
 # --- filters as predicates ---------------------------------------------------------------
 
 
-def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB) -> str:
-    """lo <= col <= hi (None = open end); never null, never NaN."""
+def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB,
+                 part: str | None = None) -> str:
+    """lo <= col <= hi (None = open end); never null, never NaN. With a calendar `part`,
+    lo <= part(col) <= hi on the part's values (numbers)."""
     lo, hi = _pair(interval)
     c = ident(col, d)
     x = time_us(col, d) if temporal else f"CAST({c} AS DOUBLE)"
+    if part:
+        x, temporal = f"CAST({part_sql(part, col, d)} AS DOUBLE)", False
     parts = [f"{c} IS NOT NULL"]
-    if not temporal:
+    if not temporal and not part:
         parts.append(f"NOT isnan(CAST({c} AS DOUBLE))")
     if lo is not None:
         parts.append(f"{x} >= {num(micros(lo) if temporal else _number(lo))}")
@@ -184,6 +201,8 @@ def brush_sql(view, interval, y=None, d: Dialect = DUCKDB) -> str:
             msg = f"view {view.name!r} takes a rect brush: give x and y intervals"
             raise InteractionError(msg)
         return f"({interval_sql(view.x.field, interval, d=d)}) AND ({interval_sql(view.y.field, y, d=d)})"
+    if m.is_part(view):
+        return interval_sql(view.field, interval, d=d, part=view.unit)
     return interval_sql(view.field, interval, isinstance(view, m.TemporalView), d)
 
 

@@ -67,9 +67,17 @@ def spec(path) -> dict:
             {"name": "by_name", "type": "categorical", "field": "cat", "top": 5, "sort": "name"},
             {"name": "all_by_name", "type": "categorical", "field": "cat", "sort": "name",
              "other": False, "aggregate": {"op": "sum", "field": "k"}},
+            {"name": "hod", "type": "temporal", "field": "t", "unit": "hour_of_day"},
+            {"name": "dow", "type": "temporal", "field": "t", "unit": "day_of_week"},
+            {"name": "moy", "type": "temporal", "field": "t", "unit": "month_of_year", "brush": "none",
+             "aggregate": {"op": "mean", "field": "k"}},
+            {"name": "moy_brushed", "type": "temporal", "field": "t", "unit": "month_of_year"},
+            {"name": "day", "type": "temporal", "field": "t", "unit": "week"},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat", "by_name", "all_by_name"]}],
+            "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat", "by_name", "all_by_name",
+                                       "hod", "dow", "moy", "day"]},
+                            {"views": ["moy_brushed", "hk"]}],
             "details": {"columns": ["x", "k", "cat"]},
         },
     }
@@ -130,6 +138,32 @@ def test_sort_orders_the_bars_by_count_or_name(captured):
     assert labels["all_by_name"] == sorted(x for x in counts if x is not None)  # no '(other)'
 
 
+def test_calendar_parts_have_a_bar_per_value(captured):
+    _, dash, oracle = captured
+    session = dash.session()
+    assert session.view("hod").labels == [str(h) for h in range(24)]
+    assert session.view("dow").labels == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert session.view("moy").labels[::11] == ["Jan", "Dec"]
+    # DuckDB's hour(t), isodow(t) and month(t), bar by bar
+    for name, part, first in (("hod", "hour", 0), ("dow", "isodow", 1), ("moy", "month", 1)):
+        want = dict(oracle.con.execute(
+            f"SELECT {part}(t) - {first}, count(*) FROM src WHERE t IS NOT NULL GROUP BY 1").fetchall())
+        got = {i: n for i, n in enumerate(session.view(name).counts) if n}
+        assert got == want, name
+    # a brush selects the values of the part: hours 6 to 9 (6.5 starts at 7)
+    session.brush("hod", (6, 9))
+    n = oracle.con.execute("SELECT count(*) FROM src WHERE hour(t) BETWEEN 6 AND 9").fetchone()[0]
+    assert session.count_selected() == n
+    session.brush("hod", (6.5, 9))
+    assert session.count_selected() == n - oracle.con.execute(
+        "SELECT count(*) FROM src WHERE hour(t) = 6").fetchone()[0]
+    session.brush("dow", (6, 7))  # the weekend
+    n = oracle.con.execute("SELECT count(*) FROM src WHERE hour(t) BETWEEN 6.5 AND 9 "
+                           "AND isodow(t) >= 6").fetchone()[0]
+    assert session.count_selected() == n
+
+
+PART = st.one_of(st.none(), st.integers(-1, 25), st.floats(-1, 25).map(lambda x: round(x, 1)))
 NUM = st.one_of(st.none(), st.floats(-120, 1300).map(lambda x: round(x, 1)),
                 st.sampled_from([-math.inf, math.inf, 0.0, 50.0, 100.0]))
 NAMES = st.lists(st.sampled_from(["delta", "Alpha", "bravo", "charlie", "echo", "(other)"]),
@@ -143,6 +177,12 @@ def actions(dash) -> st.SearchStrategy:
             continue
         if v.type == "categorical":
             out.append(st.tuples(st.just(("select", v.name)), NAMES))
+        elif v.type == "temporal" and v.part:
+            out.append(st.tuples(st.just(("brush", v.name)), st.tuples(PART, PART)))
+        elif v.type == "temporal":
+            times = st.one_of(st.none(), st.sampled_from(["2021-02-01T00:00:00", "2021-06-15T12:30:00",
+                                                          "2021-12-31T23:59:00", "2023-01-01T00:00:00"]))
+            out.append(st.tuples(st.just(("brush", v.name)), st.tuples(times, times)))
         else:
             out.append(st.tuples(st.just(("brush", v.name)), st.tuples(NUM, NUM)))
         out.append(st.tuples(st.just(("clear", v.name)), st.none()))
@@ -162,15 +202,22 @@ def play(session, oracle, action) -> None:
     getattr(oracle, kind)(name, *([] if arg is None else [arg]))
 
 
-def bars(vd, vtype: str) -> dict:
-    return {(label if vtype == "categorical" else i): (n, value)
+def bars(vd, view) -> dict:
+    """{the oracle's key of a bar: (count, value)}: categorical values, temporal bar starts
+    (ISO, no offset), else the bar number (calendar parts too)."""
+    def key(i: int, label):
+        if view.type == "categorical":
+            return label
+        return label.replace("+00:00", "") if view.type == "temporal" and not view.part else i
+
+    return {key(i, label): (n, value)
             for i, (label, n, value) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)) if n}
 
 
 def check(dash, oracle, session, context) -> None:
     for v in dash.spec.views:
         vd = session.view(v.name)
-        got, want = bars(vd, v.type), oracle.view(v.name)
+        got, want = bars(vd, v), oracle.view(v.name)
         assert set(got) == set(want), (context, v.name, got, want)
         for key, (n, value) in got.items():
             count, total, mean, _ = want[key]
@@ -209,3 +256,14 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
     a, b = on_spark.session(), dash.session()
     for v in written.views:
         assert a.view(v.name).counts == b.view(v.name).counts, v.name
+    # calendar parts in Spark SQL (the lazy fallback's dialect) put rows in the same bars
+    from pyspark.sql import functions as F
+
+    from brushfire import sql
+    from brushfire.capture.spark import read_source
+
+    df = read_source(spark, written.source)
+    for name in ("hod", "dow", "moy"):
+        key = F.expr(sql.bar_key_sql(written.view(name), None, sql.SPARK)).alias("bar")
+        got = {r["bar"]: r["count"] for r in df.groupBy(key).count().collect() if r["bar"] is not None}
+        assert got == {i: n for i, n in enumerate(b.view(name).counts) if n}, name

@@ -81,6 +81,10 @@ bad/bin_empty.yaml:8: views[0].bin: bin needs step and extent, or maxbins
 bad/categorical_sort_unknown.yaml:8: views[0].sort: unsupported sort 'frequency'
     sort accepts: count, name
     hint: count: the most frequent value first; name: by value (either way '(other)' last)"""),
+    ("temporal_unit_weekday.yaml", """\
+bad/temporal_unit_weekday.yaml:8: views[0].unit: unsupported unit 'weekday'
+    unit accepts: minute, hour, day, week, month, year, hour_of_day, day_of_week, month_of_year
+    hint: for the day of the week use unit: day_of_week; for the hour of the day, hour_of_day"""),
     ("extent_empty.yaml", """\
 bad/extent_empty.yaml:8: views[0].bin.extent: extent [500, 500] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),
@@ -367,7 +371,7 @@ bad/bin_clamp_word.yaml:8: views[0].bin.clamp: expected true or false, got 'mayb
 bad/categorical_top_zero.yaml:8: views[0].top: must be >= 1, got 0"""),
     ("temporal_unit_unknown.yaml", """\
 bad/temporal_unit_unknown.yaml:8: views[0].unit: unsupported unit 'fortnight'
-    unit accepts: minute, hour, day, week, month, year"""),
+    unit accepts: minute, hour, day, week, month, year, hour_of_day, day_of_week, month_of_year"""),
     ("brush_unknown.yaml", """\
 bad/brush_unknown.yaml:9: views[0].brush: unsupported brush 'lasso'
     brush accepts: interval, points, rect, none"""),

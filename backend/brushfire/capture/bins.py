@@ -7,7 +7,8 @@ The rules are the spec's (docs/spec.md) and `sql.py`'s:
   gets its step and extent from the data's range once, at capture (`nice_bin`), and
   everything after sees a plain step and extent;
 - temporal: UTC calendar units from the first to the last instant in the data; weeks
-  start on Monday (as SQL's date_trunc('week'));
+  start on Monday (as SQL's date_trunc('week')); a calendar part (hour of day, day of
+  week, month of year: models.CALENDAR_PARTS) has a bar per value of the part, always;
 - categorical: the `top` values by count (descending), then by value, in that order or
   (`sort: name`) by value, plus '(other)' last;
 - heatmap: x bar * (y bars) + y bar, dropped when either is.
@@ -180,6 +181,23 @@ def hist_labels(b: m.Bin) -> list[list[float]]:
     return [[lo + i * step, min(lo + (i + 1) * step, b.extent[1])] for i in range(b.count)]
 
 
+def calendar_part(unit: str, us: np.ndarray) -> np.ndarray:
+    """The calendar part's value of each UTC instant (int64): SQL's hour(t) (0-23),
+    isodow(t) (1 Monday .. 7 Sunday) or month(t) (1-12)."""
+    us = np.asarray(us, np.int64)
+    if unit == "hour_of_day":
+        return np.floor_divide(us, UNIT_US["hour"]) % 24
+    if unit == "day_of_week":  # 1970-01-01 was a Thursday (4)
+        return (np.floor_divide(us, DAY_US) + 3) % 7 + 1
+    return us.astype("datetime64[us]").astype("datetime64[M]").astype(np.int64) % 12 + 1
+
+
+def part_values(unit: str) -> list[int]:
+    """Every value of a calendar part, in bar order."""
+    first, labels = m.CALENDAR_PARTS[unit]
+    return list(range(first, first + len(labels)))
+
+
 def calendar_key(unit: str, us: np.ndarray) -> np.ndarray:
     """The calendar unit each UTC instant falls in, as an integer counted from 1970."""
     us = np.asarray(us, np.int64)
@@ -202,7 +220,10 @@ def calendar_start(unit: str, key: int) -> int:
 
 
 def calendar_labels(unit: str, first_us: int | None, last_us: int | None) -> list[str]:
-    """ISO labels of the bars from the unit holding `first_us` to the one holding `last_us`."""
+    """ISO labels of the bars from the unit holding `first_us` to the one holding `last_us`;
+    a calendar part's names, whatever the data."""
+    if unit in m.CALENDAR_PARTS:
+        return list(m.CALENDAR_PARTS[unit][1])
     if first_us is None or last_us is None:
         return []
     a = int(calendar_key(unit, np.array([first_us]))[0])
@@ -211,6 +232,10 @@ def calendar_labels(unit: str, first_us: int | None, last_us: int | None) -> lis
 
 
 def calendar_code(unit: str, us: np.ndarray, valid: np.ndarray, first_us: int | None) -> np.ndarray:
+    """Bar per instant (int64, -1: no value): its unit counted from the one holding
+    `first_us`, or its calendar part's value minus the first."""
+    if unit in m.CALENDAR_PARTS:
+        return np.where(valid, calendar_part(unit, us) - m.CALENDAR_PARTS[unit][0], -1).astype(np.int64)
     if first_us is None:
         return np.full(len(us), -1, np.int64)
     first = int(calendar_key(unit, np.array([first_us]))[0])

@@ -42,7 +42,7 @@ from brushfire.spec import models as m
 def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     dash = plan.dashboard
     cats = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
-    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView)]
+    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView) and not v.part]
     values = plan.value_fields
     counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
     return ProfileSpec(values=values, counts=counts,
@@ -82,6 +82,10 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=n_raw,
                     edges=edges))
             n_raw += 1
+    for f, part in plan.part_dims:  # every value of the part is a key, whatever the data
+        values = bins.part_values(part)
+        add(Dim(f"part:{part}:{f}", "dense", f, None, "int", len(values), True, values=values,
+                part=part))
     for f in plan.dict_fields:
         values, counts = profile.counts[f]
         if len(values) > config.max_keys:
@@ -237,6 +241,8 @@ def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[
 
 def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
     """Estimated rows per key, for choosing cube blocks before the rows are keyed."""
+    if d.kind == "dense" and d.part:
+        return np.ones(d.nkeys, np.float64)  # (a block per key: few keys)
     if d.kind == "dense":
         return profile.values[d.field].counts.astype(np.float64)
     if d.kind == "dict":
@@ -278,6 +284,9 @@ def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
             return None
         x = np.asarray(dims[d].values)
         return [(d, _lut(bins.hist_slot(x, np.ones(len(x), bool), v.bin), nbars, nbars))]
+    if isinstance(v, m.TemporalView) and v.part:  # the part's dim: its key is the bar
+        d = dim_of.get(f"part:{v.unit}:{v.field}")
+        return None if d is None else [(d, _lut(np.arange(nbars), nbars, nbars))]
     if isinstance(v, m.TemporalView):
         d = dense(v.field)
         if d is None or dims[d].value_type != "temporal":

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import pyarrow as pa
 
+from brushfire import sql
 from brushfire.capture import columns as C
 from brushfire.capture.profile import Profile, ProfileSpec, value_stats
 from brushfire.errors import CaptureError
@@ -266,7 +267,7 @@ def shard_job(df, columns: list[str], layout: Layout, dash: m.DashboardSpec, sha
 def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]:
     """Each view's plain aggregate query on Spark, one job per view, as a dashboard
     without lineage would run them. Returns (seconds, {view: {key: (count, sum)}}) with
-    key = bar number (histogram, heatmap), bar start in UTC microseconds (temporal) or
+    key = bar number (histogram, heatmap, calendar part), bar start in UTC microseconds (temporal) or
     value (categorical; the top N is left to the caller)."""
     from pyspark.sql import functions as F
 
@@ -275,6 +276,8 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
     for v in dash.views:
         if isinstance(v, (m.HistogramView, m.HeatmapView)):
             key = bin_code(v)
+        elif isinstance(v, m.TemporalView) and v.part:  # the bar number, as sql.bar_key_sql's
+            key = F.expr(sql.bar_key_sql(v, None, sql.SPARK))
         elif isinstance(v, m.TemporalView):
             key = F.unix_micros(F.date_trunc(v.unit, F.col(v.field).cast("timestamp")))
         else:

@@ -94,6 +94,7 @@ class Dim:
     edges: list | None = None  # fine: bucket starts, edges[0] = -inf
     cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
     rows: bool = True  # per-row keys kept (False: over the memory budget; cubes only)
+    part: str | None = None  # dense dims of a calendar part: `values` are the part's of `field`
 
     @property
     def exact(self) -> bool:

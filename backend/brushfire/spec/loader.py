@@ -346,7 +346,8 @@ def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime,
     filename: str = getattr(dash, "_filename", "<spec>")
     problems = []
     for i, v in enumerate(dash.views):
-        if not isinstance(v, m.TemporalView) or v.field in dash.source.columns or v.field not in ranges:
+        if not isinstance(v, m.TemporalView) or v.part or v.field in dash.source.columns \
+                or v.field not in ranges:
             continue
         lo, hi = ranges[v.field]
         n = calendar_bars(v.unit, lo, hi)
@@ -850,6 +851,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
         msg = f"unsupported {label} {_show(value)}" + _choices(f"{key} accepts", choices)
         hint = _did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
+        if not hint and key == "unit" and str(value).lower() in ("weekday", "dayofweek", "dow", "hour"):
+            hint = "for the day of the week use unit: day_of_week; for the hour of the day, hour_of_day"
         if not hint and key == "sort":
             hint = "count: the most frequent value first; name: by value (either way '(other)' last)"
     elif kind == "scalar_union":

@@ -18,7 +18,17 @@ from brushfire.limits import MAX_BARS, MAX_TOP
 
 AggregateOp = Literal["count", "sum", "mean", "median", "quantile", "min", "max", "distinct"]
 ORDER_OPS = ("median", "quantile", "min", "max", "distinct")  # order statistics (and distinct)
-TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
+TimeUnit = Literal["minute", "hour", "day", "week", "month", "year",
+                   "hour_of_day", "day_of_week", "month_of_year"]
+# Calendar parts (UTC): cyclic units whose bars are the part's values, in order, rather
+# than a time line: (the first value, the bars' labels). A part's value is SQL's hour(t)
+# (0-23), isodow(t) (1 = Monday .. 7 = Sunday) or month(t) (1-12); bar = value - first.
+CALENDAR_PARTS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "hour_of_day": (0, tuple(str(h) for h in range(24))),
+    "day_of_week": (1, ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    "month_of_year": (1, ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                          "Nov", "Dec")),
+}
 BrushType = Literal["interval", "points", "rect", "none"]
 ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
@@ -183,11 +193,23 @@ class HistogramView(_ViewBase):
 
 
 class TemporalView(_ViewBase):
-    """Bars over calendar units of a timestamp field; brushed by interval."""
+    """Bars over calendar units of a timestamp field, or over a calendar part's values
+    (hour of day, day of week, month of year); brushed by interval (of times, or of the
+    part's values)."""
 
     type: Literal["temporal"]
     field: str
     unit: TimeUnit = "day"
+
+    @property
+    def part(self) -> bool:
+        """Is the unit a calendar part (cyclic: a bar per value of the part)?"""
+        return self.unit in CALENDAR_PARTS
+
+
+def is_part(view) -> bool:
+    """A temporal view over a calendar part: brushed by numbers (the part's values), not times."""
+    return isinstance(view, TemporalView) and view.part
 
 
 class CategoricalView(_ViewBase):
