@@ -32,7 +32,7 @@ class Filter:
     y_field: str | None = None
     filters_views: tuple[str, ...] = ()  # views this filter applies to
     cube_targets: tuple[str, ...] = ()  # views answered from a cube when it is alone
-    op: str | None = None  # param_range: lt | lte | gt | gte
+    op: str | None = None  # param_range: lt | lte | gt | gte | between
     part: str | None = None  # interval on a calendar part of `field` (models.CALENDAR_PARTS)
 
     @property

@@ -559,9 +559,17 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
     kind, domain = session.store.parameter_domain(name)
     if kind == "values":
         _check(lambda: _choices(domain).check(value), where)
+        return
+    temporal = _is_temporal(session, name)
+    bound = V.time_bound if temporal else V.number_bound
+    if session.plan.filter(name).op == "between":  # [lo, hi]
+        if not isinstance(value, list) or len(value) != 2 or None in value:
+            msg = f"{where}: parameter {name!r} takes a range [lo, hi], got {V.show(value)}"
+            raise InteractionError(msg)
+        for i, x in enumerate(value):
+            _check(lambda x=x: bound(x), f"{where}[{i}]")
     else:
-        temporal = _is_temporal(session, name)
-        _check(lambda: V.time_bound(value) if temporal else V.number_bound(value), where)
+        _check(lambda: bound(value), where)
 
 
 def _check(test, where: str) -> None:

@@ -224,7 +224,10 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
-    with the time column as a time)."""
+    with the time column as a time); op between: lo <= field <= hi for a value [lo, hi]."""
+    if p.op == "between":
+        lo, hi = _pair(value)
+        return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""

@@ -130,6 +130,8 @@ export class DashboardUI {
           this.filter({ type: "parameter", name: p.name, value });
         };
         label.append(input);
+      } else if (p.op === "between") {
+        input = this.rangeSlider(p, label);
       } else {
         input = this.slider(p, label);
       }
@@ -171,6 +173,51 @@ export class DashboardUI {
     };
     input.show(p.default);
     label.append(input, readout, reset);
+    return input;
+  }
+
+  // A `between` slider: two thumbs (lo and hi, each a range input), the range beside
+  // them (or "all" while inactive, the thumbs then at the ends) and a reset button.
+  rangeSlider(p, label) {
+    const [lo, hi] = p.range ?? [0, 0];
+    const ends = [0, 1].map((i) => {
+      const end = document.createElement("input");
+      end.type = "range";
+      Object.assign(end, { min: lo, max: hi, step: "any" });
+      end.setAttribute("aria-label", `${p.name}, ${i ? "upper" : "lower"} bound`);
+      end.classList.add("bf-range-end");
+      return end;
+    });
+    const readout = el("output", "bf-readout", "");
+    const reset = el("button", "bf-reset", "×");
+    reset.title = `Reset ${p.name}`;
+    reset.setAttribute("aria-label", `Reset ${p.name}`);
+    const input = { name: p.name, ends }; // what showParameters drives
+    input.show = (value) => {
+      const active = Array.isArray(value);
+      ends.forEach((end, i) => {
+        end.value = String(active ? value[i] : i ? hi : lo);
+        end.classList.toggle("bf-inactive", !active);
+      });
+      const text = active ? `${formatNumber(+value[0])} – ${formatNumber(+value[1])}` : "all";
+      readout.textContent = text;
+      ends.forEach((end) => end.setAttribute("aria-valuetext", `${p.name}: ${text}`));
+      reset.hidden = !active;
+    };
+    const send = (moved) => {
+      let [a, b] = ends.map((end) => roundForSpan(+end.value, hi - lo));
+      if (a > b) [a, b] = moved === 0 ? [a, a] : [b, b]; // a thumb pushes the other
+      const value = [a, b];
+      input.show(value);
+      this.filter({ type: "parameter", name: p.name, value });
+    };
+    ends.forEach((end, i) => (end.oninput = () => send(i)));
+    reset.onclick = () => {
+      input.show(null);
+      this.filter({ type: "parameter", name: p.name, value: null });
+    };
+    input.show(p.default);
+    label.append(ends[0], ends[1], readout, reset);
     return input;
   }
 

@@ -78,6 +78,11 @@ def spec(path) -> dict:
             "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat", "by_name", "all_by_name",
                                        "hod", "dow", "moy", "day"]},
                             {"views": ["moy_brushed", "hk"]}],
+            "parameters": [
+                {"name": "krange", "field": "k", "widget": "slider", "op": "between",
+                 "default": [0, 900]},
+                {"name": "trange", "field": "t", "widget": "slider", "op": "between"},
+            ],
             "details": {"columns": ["x", "k", "cat"]},
         },
     }
@@ -141,6 +146,7 @@ def test_sort_orders_the_bars_by_count_or_name(captured):
 def test_calendar_parts_have_a_bar_per_value(captured):
     _, dash, oracle = captured
     session = dash.session()
+    session.clear("krange")  # (a parameter with a default)
     assert session.view("hod").labels == [str(h) for h in range(24)]
     assert session.view("dow").labels == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     assert session.view("moy").labels[::11] == ["Jan", "Dec"]
@@ -172,6 +178,14 @@ NAMES = st.lists(st.sampled_from(["delta", "Alpha", "bravo", "charlie", "echo", 
 
 def actions(dash) -> st.SearchStrategy:
     out = [st.tuples(st.just("clear_all"), st.none())]
+    for p in dash.spec.interactions.parameters:
+        if p.op == "between" and p.field == "k":
+            value = st.tuples(st.integers(-20, 1300), st.floats(-20, 1300).map(lambda x: round(x, 1)))
+        elif p.op == "between":
+            value = st.tuples(*[st.sampled_from(["2021-01-01T00:00:00", "2021-03-15T06:30:00",
+                                                 "2021-11-30T23:59:59", "2022-06-01T00:00:00"])] * 2)
+        out.append(st.tuples(st.just(("set_parameter", p.name)), st.one_of(
+            st.none(), value.map(list))))
     for v in dash.spec.views:
         if not dash.plan.has_filter(v.name):
             continue
@@ -196,6 +210,10 @@ def play(session, oracle, action) -> None:
         oracle.clear()
         return
     kind, name = what
+    if kind == "set_parameter":
+        session.set_parameter(name, arg)
+        oracle.set_parameter(name, arg)
+        return
     if kind == "select":
         arg = [x for x in arg if x in session.view(name).labels]
     getattr(session, kind)(name, *([] if arg is None else [arg]))
@@ -237,6 +255,7 @@ def test_views_equal_sql_after_every_interaction(captured):
     def run(data):
         session = dash.session()
         oracle.clear()
+        oracle.set_parameter("krange", [0, 900])  # its default
         check(dash, oracle, session, "start")
         for step, action in enumerate(data.draw(st.lists(actions(dash), max_size=6))):
             play(session, oracle, action)
@@ -267,3 +286,34 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
         key = F.expr(sql.bar_key_sql(written.view(name), None, sql.SPARK)).alias("bar")
         got = {r["bar"]: r["count"] for r in df.groupBy(key).count().collect() if r["bar"] is not None}
         assert got == {i: n for i, n in enumerate(b.view(name).counts) if n}, name
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ([5], "parameter 'krange': parameter 'krange' takes a range [lo, hi], got [5]"),
+    (5, "parameter 'krange': parameter 'krange' takes a range [lo, hi], got 5"),
+    ([1, None], "parameter 'krange': parameter 'krange' takes a range [lo, hi], got [1, None]"),
+    (["a", 3], "parameter 'krange'[0]:"),
+    ([10, 20], None),
+    ([20, 10], None),  # empty: no row
+    (["2021-03-01T00:00:00", "2021-03-31T23:59:59"], "parameter 'krange'[0]:"),
+], ids=str)
+def test_a_between_parameter_takes_a_range(captured, value, error):
+    from brushfire import protocol
+
+    _, dash, oracle = captured
+    session = dash.session()
+    reply = protocol.handle(session, {"type": "parameter", "name": "krange", "value": value})
+    if error:
+        assert reply["type"] == "error" and reply["message"].startswith(error), reply
+        assert session.filters["krange"] == [0, 900]  # unchanged: its default
+        return
+    assert reply["type"] == "update", reply
+    lo, hi = value
+    want = oracle.con.execute(f"SELECT count(*) FROM src WHERE k >= {lo} AND k <= {hi}").fetchone()[0]
+    assert session.count_selected() == want
+    t = protocol.handle(session, {"type": "parameter", "name": "trange",
+                                  "value": ["2021-03-01T00:00:00", "2021-03-31T23:59:59"]})
+    assert t["type"] == "update", t
+    want = oracle.con.execute(f"SELECT count(*) FROM src WHERE k >= {lo} AND k <= {hi} AND t >= "
+                              "'2021-03-01' AND t <= '2021-03-31 23:59:59'").fetchone()[0]
+    assert session.count_selected() == want

@@ -156,8 +156,8 @@ bad/dashboard_name.yaml:4: views: needs at least 1 item, got 0"""),
 bad/parameter_dropdown_range_op.yaml:13: interactions.parameters[0].op: a dropdown parameter compares with 'eq', not 'lte'
     hint: use widget: slider to compare with lt, lte, gt or gte"""),
     ("parameter_slider_without_op.yaml", """\
-bad/parameter_slider_without_op.yaml:10: interactions.parameters[0].op: a slider parameter needs a range op: lt, lte, gt or gte
-    hint: add op: lt, lte, gt or gte, or use widget: dropdown for 'eq'"""),
+bad/parameter_slider_without_op.yaml:10: interactions.parameters[0].op: a slider parameter needs a range op: lt, lte, gt, gte or between
+    hint: add op: lt, lte, gt, gte or between, or use widget: dropdown for 'eq'"""),
     # --- not YAML, or not a mapping
     ("yaml_unclosed_bracket.yaml", """\
 bad/yaml_unclosed_bracket.yaml:8: not valid YAML: expected ',' or ']', but got '}' (while parsing a flow sequence on line 8)
@@ -397,15 +397,19 @@ bad/details_no_columns.yaml:11: interactions.details.columns: needs at least 1 i
 bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes'
     Interactions accepts: crossfilter, highlight, details, parameters
     hint: remove it"""),
-    ("parameter_between.yaml", """\
-bad/parameter_between.yaml:14: interactions.parameters[0].op: op 'between' is not supported yet: a parameter compares its field with one value
-    op accepts: eq, lt, lte, gt, gte
-    hint: for a range, declare two slider parameters on the same field, one with op: gte and one with op: lte
-bad/parameter_between.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
-    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    ("parameter_between_empty.yaml", """\
+bad/parameter_between_empty.yaml:15: interactions.parameters[0].default: the range [60, 0] is empty: lo must not be above hi
+    hint: write default: [lo, hi] with lo <= hi"""),
+    ("parameter_between_one_value.yaml", """\
+bad/parameter_between_one_value.yaml:15: interactions.parameters[0].default: op 'between' takes a range [lo, hi], got 30
+    hint: op between takes default: [lo, hi]; the other ops one value"""),
+    ("parameter_op_range.yaml", """\
+bad/parameter_op_range.yaml:14: interactions.parameters[0].op: unsupported op 'range'
+    op accepts: eq, lt, lte, gt, gte, between
+    hint: for a range, use widget: slider with op: between (its value is [lo, hi])"""),
     ("parameter_default_list.yaml", """\
 bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
-    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    hint: a parameter's default is one value; for a range use op: between with default: [lo, hi]"""),
     ("parameter_widget_unknown.yaml", """\
 bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsupported widget 'checkbox'
     widget accepts: dropdown, slider"""),

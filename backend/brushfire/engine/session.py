@@ -180,6 +180,8 @@ class Session:
         d = fl.dims[0]
         if f.kind == "param_eq":
             test = set_test(d, [dict_key(self.layout.dims[d], value)])
+        elif fl.op == "between":  # [lo, hi], inclusive, as a brush
+            test = self._interval(name, d, value, "value")
         else:
             v = self._bound(name, d, value, "value")  # named "value of 'p'"
             lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)

@@ -840,12 +840,12 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
             msg = "missing required key 'type'"
         msg += _choices("view types", tags)
     elif kind == "literal_error" and key == "op" and loc[-3:-2] == ("parameters",) \
-            and value in ("between", "range", "in"):
+            and value in ("range", "in"):
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        msg = (f"op {_show(value)} is not supported yet: a parameter compares its field with"
-               " one value" + _choices("op accepts", choices))
-        hint = ("for a range, declare two slider parameters on the same field, one with"
-                " op: gte and one with op: lte")
+        msg = f"unsupported op {_show(value)}" + _choices("op accepts", choices)
+        hint = ("for a range, use widget: slider with op: between (its value is [lo, hi])"
+                if value == "range" else
+                "for several values, use widget: dropdown with multiple: true")
     elif kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
@@ -917,10 +917,16 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"
     if loc[-2:] == ("aggregate", "method"):
         return "leave method out, or use op: quantile"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "empty" in msg:
+        return "write default: [lo, hi] with lo <= hi"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",):
+        return ("op between takes default: [lo, hi]; the other ops one value"
+                if "between" in msg or "range" in msg else
+                "a parameter's default is one value; for a range use op: between with default: [lo, hi]")
     if "dropdown parameter" in msg:
         return "use widget: slider to compare with lt, lte, gt or gte"
     if "slider parameter" in msg:
-        return "add op: lt, lte, gt or gte, or use widget: dropdown for 'eq'"
+        return "add op: lt, lte, gt, gte or between, or use widget: dropdown for 'eq'"
     return ""
 
 

@@ -280,15 +280,20 @@ class Details(Model):
     page_size: int = Field(100, ge=1, le=100_000)
 
 
+Scalar = str | float | int
+
+
 class Parameter(Model):
-    """A widget-driven filter on every view: `field <op> value`."""
+    """A widget-driven filter on every view: `field <op> value`; with op `between`,
+    `lo <= field <= hi` for a value [lo, hi]."""
 
     name: str
     field: str
     widget: Literal["dropdown", "slider"] = "dropdown"
     # checked even when left out, so a slider without a range op is reported at `op`
-    op: Literal["eq", "lt", "lte", "gt", "gte"] = Field("eq", validate_default=True)
-    default: str | float | int | None = None  # None: the parameter starts inactive
+    op: Literal["eq", "lt", "lte", "gt", "gte", "between"] = Field("eq", validate_default=True)
+    # None: the parameter starts inactive; op between: [lo, hi]
+    default: Scalar | list[Scalar] | None = None
 
     @field_validator("op")
     @classmethod
@@ -298,9 +303,35 @@ class Parameter(Model):
             msg = f"a dropdown parameter compares with 'eq', not '{v}'"
             raise ValueError(msg)
         if widget == "slider" and v == "eq":
-            msg = "a slider parameter needs a range op: lt, lte, gt or gte"
+            msg = "a slider parameter needs a range op: lt, lte, gt, gte or between"
             raise ValueError(msg)
         return v
+
+    @field_validator("default")
+    @classmethod
+    def _default_fits_op(cls, v, info: ValidationInfo):
+        op = info.data.get("op")  # absent when op itself was invalid
+        if v is None or op is None:
+            return v
+        if op == "between":
+            if not (isinstance(v, list) and len(v) == 2):
+                msg = f"op 'between' takes a range [lo, hi], got {_show(v)}"
+                raise ValueError(msg)
+            lo, hi = v
+            if all(isinstance(x, (int, float)) for x in v) and lo > hi:
+                msg = f"the range [{lo:g}, {hi:g}] is empty: lo must not be above hi"
+                raise ValueError(msg)
+        elif isinstance(v, list):
+            msg = f"expected a string or a number, got {_show(v)}"
+            raise ValueError(msg)
+        return v
+
+
+def _show(v) -> str:
+    """A value as YAML would read it back (as the loader's messages show values)."""
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    return repr(v) if isinstance(v, str) else str(v)
 
 
 class Interactions(Model):
