@@ -32,7 +32,7 @@ class Filter:
     y_field: str | None = None
     filters_views: tuple[str, ...] = ()  # views this filter applies to
     cube_targets: tuple[str, ...] = ()  # views answered from a cube when it is alone
-    op: str | None = None  # param_range: lt | lte | gt | gte | between
+    op: str | None = None  # param_range: lt | lte | gt | gte | between; param_eq: in (multiple)
     part: str | None = None  # interval on a calendar part of `field` (models.CALENDAR_PARTS)
 
     @property
@@ -148,8 +148,8 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
         for v in all_views:
             targets.setdefault(v, []).append(f"filtered by parameter {p.name}")
         # a parameter alone is answered per view from a cube over its keys
-        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views,
-                              op=None if p.op == "eq" else p.op))
+        op = ("in" if p.multiple else None) if p.op == "eq" else p.op
+        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views, op=op))
     for h in dash.interactions.highlight:
         for t in h.targets:
             targets.setdefault(t, []).append(f"highlight target of {h.source}")

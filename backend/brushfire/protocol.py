@@ -557,6 +557,13 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
     if value is None:
         return
     kind, domain = session.store.parameter_domain(name)
+    if kind == "values" and session.plan.filter(name).op == "in":  # multiple: a list
+        if not isinstance(value, list):
+            msg = f"{where}: parameter {name!r} takes a list of values, got {V.show(value)}"
+            raise InteractionError(msg)
+        for i, x in enumerate(value):
+            _check(lambda x=x: _choices(domain).check(x), f"{where}[{i}]")
+        return
     if kind == "values":
         _check(lambda: _choices(domain).check(value), where)
         return

@@ -224,7 +224,13 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
-    with the time column as a time); op between: lo <= field <= hi for a value [lo, hi]."""
+    with the time column as a time); op between: lo <= field <= hi for a value [lo, hi];
+    a dropdown with `multiple`: field IN (values)."""
+    if p.multiple:  # any of a list of values
+        if not isinstance(value, (list, tuple)):
+            msg = f"parameter {p.name!r} takes a list of values, got {value!r}"
+            raise InteractionError(msg)
+        return f"{ident(p.field, d)} IN ({', '.join(lit(x, d) for x in value)})" if value else "FALSE"
     if p.op == "between":
         lo, hi = _pair(value)
         return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)

@@ -120,7 +120,9 @@ export class DashboardUI {
       const label = el("label", "bf-parameter", "");
       label.append(el("span", "bf-parameter-name", p.name));
       let input;
-      if (p.widget === "dropdown") {
+      if (p.widget === "dropdown" && p.multiple) {
+        input = this.multiSelect(p, label);
+      } else if (p.widget === "dropdown") {
         input = document.createElement("select");
         input.append(new Option("(all)", ""));
         for (const v of p.values) input.append(new Option(String(v), String(v)));
@@ -173,6 +175,27 @@ export class DashboardUI {
     };
     input.show(p.default);
     label.append(input, readout, reset);
+    return input;
+  }
+
+  // A dropdown with `multiple`: a list box (Ctrl- or Shift-click picks several); its
+  // value is the list picked, null (inactive) when none is.
+  multiSelect(p, label) {
+    const input = document.createElement("select");
+    input.multiple = true;
+    input.size = Math.min(6, Math.max(2, p.values.length));
+    for (const v of p.values) input.append(new Option(String(v), String(v)));
+    input.show = (value) => {
+      const picked = new Set((value ?? []).map(String));
+      for (const o of input.options) o.selected = picked.has(o.value);
+    };
+    input.onchange = () => {
+      const picked = new Set([...input.selectedOptions].map((o) => o.value));
+      const value = p.values.filter((v) => picked.has(String(v)));
+      this.filter({ type: "parameter", name: p.name, value: value.length ? value : null });
+    };
+    input.show(p.default);
+    label.append(input);
     return input;
   }
 

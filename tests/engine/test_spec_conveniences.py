@@ -82,6 +82,7 @@ def spec(path) -> dict:
                 {"name": "krange", "field": "k", "widget": "slider", "op": "between",
                  "default": [0, 900]},
                 {"name": "trange", "field": "t", "widget": "slider", "op": "between"},
+                {"name": "cats", "field": "cat", "multiple": True},
             ],
             "details": {"columns": ["x", "k", "cat"]},
         },
@@ -184,6 +185,8 @@ def actions(dash) -> st.SearchStrategy:
         elif p.op == "between":
             value = st.tuples(*[st.sampled_from(["2021-01-01T00:00:00", "2021-03-15T06:30:00",
                                                  "2021-11-30T23:59:59", "2022-06-01T00:00:00"])] * 2)
+        elif p.multiple:
+            value = NAMES
         out.append(st.tuples(st.just(("set_parameter", p.name)), st.one_of(
             st.none(), value.map(list))))
     for v in dash.spec.views:
@@ -211,6 +214,8 @@ def play(session, oracle, action) -> None:
         return
     kind, name = what
     if kind == "set_parameter":
+        if isinstance(arg, list) and dash_multiple(session, name):
+            arg = [x for x in arg if x in session.store.parameter_domain(name)[1]]
         session.set_parameter(name, arg)
         oracle.set_parameter(name, arg)
         return
@@ -218,6 +223,10 @@ def play(session, oracle, action) -> None:
         arg = [x for x in arg if x in session.view(name).labels]
     getattr(session, kind)(name, *([] if arg is None else [arg]))
     getattr(oracle, kind)(name, *([] if arg is None else [arg]))
+
+
+def dash_multiple(session, name: str) -> bool:
+    return session.plan.dashboard.parameter(name).multiple
 
 
 def bars(vd, view) -> dict:
@@ -317,3 +326,36 @@ def test_a_between_parameter_takes_a_range(captured, value, error):
     want = oracle.con.execute(f"SELECT count(*) FROM src WHERE k >= {lo} AND k <= {hi} AND t >= "
                               "'2021-03-01' AND t <= '2021-03-31 23:59:59'").fetchone()[0]
     assert session.count_selected() == want
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    (["Alpha", "bravo"], None),
+    (["delta"], None),
+    ([], None),  # no value: no row
+    ("Alpha", "parameter 'cats': parameter 'cats' takes a list of values, got 'Alpha'"),
+    (["Alpha", "nope"], "parameter 'cats'[1]: "),
+], ids=str)
+def test_a_multiple_dropdown_takes_a_list_of_values(captured, value, error):
+    from brushfire import protocol
+
+    _, dash, oracle = captured
+    session = dash.session()
+    session.clear("krange")
+    reply = protocol.handle(session, {"type": "parameter", "name": "cats", "value": value})
+    if error:
+        assert reply["type"] == "error" and reply["message"].startswith(error), reply
+        assert "cats" not in session.filters
+        return
+    assert reply["type"] == "update", reply
+    inside = ", ".join(f"'{x}'" for x in value) or "NULL"
+    want = oracle.con.execute(f"SELECT count(*) FROM src WHERE cat IN ({inside})").fetchone()[0]
+    assert session.count_selected() == want
+
+
+def test_a_multiple_dropdown_default_is_a_list() -> None:
+    base = {"name": "d", "source": {"path": "x.parquet"},
+            "views": [{"name": "c", "type": "categorical", "field": "cat"}]}
+    p = {"name": "cats", "field": "cat", "multiple": True, "default": ["a", "b"]}
+    dash = parse_dashboard({**base, "interactions": {"parameters": [p]}})
+    assert dash.parameter("cats").default == ["a", "b"]
+    assert plan_capture(dash).filter("cats").op == "in"

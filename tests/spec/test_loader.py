@@ -409,7 +409,13 @@ bad/parameter_op_range.yaml:14: interactions.parameters[0].op: unsupported op 'r
     hint: for a range, use widget: slider with op: between (its value is [lo, hi])"""),
     ("parameter_default_list.yaml", """\
 bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
-    hint: a parameter's default is one value; for a range use op: between with default: [lo, hi]"""),
+    hint: a parameter's default is one value; for a range use op: between with default: [lo, hi], for several values a dropdown with multiple: true"""),
+    ("parameter_multiple_one_default.yaml", """\
+bad/parameter_multiple_one_default.yaml:13: interactions.parameters[0].default: a dropdown with multiple: true takes a list of values, got 'ORD'
+    hint: write default: [ORD, ATL] (a list, even of one value: [ORD])"""),
+    ("parameter_multiple_slider.yaml", """\
+bad/parameter_multiple_slider.yaml:14: interactions.parameters[0].multiple: multiple is for dropdowns: a slider takes one value, or [lo, hi] with op between
+    hint: leave multiple out, or use widget: dropdown"""),
     ("parameter_widget_unknown.yaml", """\
 bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsupported widget 'checkbox'
     widget accepts: dropdown, slider"""),

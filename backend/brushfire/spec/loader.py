@@ -917,12 +917,17 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"
     if loc[-2:] == ("aggregate", "method"):
         return "leave method out, or use op: quantile"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "multiple" in msg:
+        return "write default: [ORD, ATL] (a list, even of one value: [ORD])"
+    if loc[-1:] == ("multiple",):
+        return "leave multiple out, or use widget: dropdown"
     if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "empty" in msg:
         return "write default: [lo, hi] with lo <= hi"
     if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",):
         return ("op between takes default: [lo, hi]; the other ops one value"
                 if "between" in msg or "range" in msg else
-                "a parameter's default is one value; for a range use op: between with default: [lo, hi]")
+                "a parameter's default is one value; for a range use op: between with default: "
+                "[lo, hi], for several values a dropdown with multiple: true")
     if "dropdown parameter" in msg:
         return "use widget: slider to compare with lt, lte, gt or gte"
     if "slider parameter" in msg:

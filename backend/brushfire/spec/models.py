@@ -285,14 +285,16 @@ Scalar = str | float | int
 
 class Parameter(Model):
     """A widget-driven filter on every view: `field <op> value`; with op `between`,
-    `lo <= field <= hi` for a value [lo, hi]."""
+    `lo <= field <= hi` for a value [lo, hi]; a dropdown with `multiple`, `field IN values`
+    for a list of values."""
 
     name: str
     field: str
     widget: Literal["dropdown", "slider"] = "dropdown"
     # checked even when left out, so a slider without a range op is reported at `op`
     op: Literal["eq", "lt", "lte", "gt", "gte", "between"] = Field("eq", validate_default=True)
-    # None: the parameter starts inactive; op between: [lo, hi]
+    multiple: bool = False  # a dropdown picking any number of values (SQL IN)
+    # None: the parameter starts inactive; op between: [lo, hi]; multiple: a list of values
     default: Scalar | list[Scalar] | None = None
 
     @field_validator("op")
@@ -307,11 +309,24 @@ class Parameter(Model):
             raise ValueError(msg)
         return v
 
+    @field_validator("multiple")
+    @classmethod
+    def _multiple_dropdown(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("widget") == "slider":
+            msg = "multiple is for dropdowns: a slider takes one value, or [lo, hi] with op between"
+            raise ValueError(msg)
+        return v
+
     @field_validator("default")
     @classmethod
     def _default_fits_op(cls, v, info: ValidationInfo):
         op = info.data.get("op")  # absent when op itself was invalid
         if v is None or op is None:
+            return v
+        if info.data.get("multiple"):
+            if not isinstance(v, list):
+                msg = f"a dropdown with multiple: true takes a list of values, got {_show(v)}"
+                raise ValueError(msg)
             return v
         if op == "between":
             if not (isinstance(v, list) and len(v) == 2):
