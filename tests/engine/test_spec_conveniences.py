@@ -291,10 +291,18 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
     from brushfire.capture.spark import read_source
 
     df = read_source(spark, written.source)
+    b.clear("krange")  # (the parameter's default)
     for name in ("hod", "dow", "moy"):
         key = F.expr(sql.bar_key_sql(written.view(name), None, sql.SPARK)).alias("bar")
         got = {r["bar"]: r["count"] for r in df.groupBy(key).count().collect() if r["bar"] is not None}
         assert got == {i: n for i, n in enumerate(b.view(name).counts) if n}, name
+    # between and multiple parameters in Spark SQL select the engine's rows
+    for name, value in (("krange", [10, 500.5]), ("cats", ["Alpha", "echo"]), ("cats", []),
+                        ("trange", ["2021-02-01T00:00:00", "2021-03-15T06:30:00"])):
+        b.clear()
+        b.set_parameter(name, value)
+        where = sql.parameter_sql(written.parameter(name), value, sql.SPARK)
+        assert df.where(F.expr(where)).count() == b.count_selected(), (name, value)
 
 
 @pytest.mark.parametrize(("value", "error"), [
