@@ -257,6 +257,8 @@ def _labels(v, profile: Profile) -> list:
         return bins.hist_labels(v.bin)
     if isinstance(v, m.HeatmapView):
         return bins.heat_labels(v)
+    if isinstance(v, m.TemporalView) and v.part:  # its values, whatever the data
+        return bins.calendar_labels(v.unit, None, None)
     if isinstance(v, m.TemporalView):
         first, last = _time_range(v.field, profile)
         return bins.calendar_labels(v.unit, first, last)
