@@ -166,16 +166,19 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
 
 
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
-            layout=None) -> str:
+            layout=None, bins: dict[str, list] | None = None) -> str:
     """An EXPLAIN-style description of the plan: per view, what is captured and why.
-    With the capture's `layout` (lineage/layout.py), also how each need is stored."""
+    With the capture's `layout` (lineage/layout.py), also how each need is stored; with
+    it or `bins` ({view: its bins as capture recorded them}), which bins maxbins chose."""
+    if layout is not None:
+        bins = {v.name: v.bins for v in layout.views}
     nbytes = nbytes or {}
     lines = [f"capture plan for dashboard '{plan.dashboard.name}'"
              + (f" ({n_rows:,} rows)" if n_rows is not None else "")]
     for vp in plan.views:
         view = plan.dashboard.view(vp.name)
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
-        lines += _maxbins_text(view, layout)
+        lines += _maxbins_text(view, (bins or {}).get(vp.name, []))
         if vp.forward:
             lines.append(f"    forward codes: kept — {'; '.join(vp.reasons)}")
         elif vp.bar_index:
@@ -214,15 +217,15 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     return "\n".join(lines)
 
 
-def _maxbins_text(view, layout) -> list[str]:
-    """A view's `maxbins` bins: the rule before capture, the step and extent it chose after."""
+def _maxbins_text(view, chosen: list) -> list[str]:
+    """A view's `maxbins` bins: the rule before capture, the step and extent it chose after
+    (`chosen`: the view's bins as capture recorded them)."""
     if isinstance(view, m.HistogramView):
         axes = [("", view.bin)]
     elif isinstance(view, m.HeatmapView):
         axes = [("x ", view.x.bin), ("y ", view.y.bin)]
     else:
         return []
-    chosen = layout.view(view.name).bins if layout is not None else []
     out = []
     for i, (axis, b) in enumerate(axes):
         if b.maxbins is None:
