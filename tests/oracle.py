@@ -169,7 +169,7 @@ class Oracle:
     def bar_sql(self, v) -> str:
         """SQL for the bar a row falls in (NULL when the view drops it), as a label key:
         the bar number, the bar's start as ISO text (temporal), or the value (categorical)."""
-        if isinstance(v, m.TemporalView):
+        if isinstance(v, m.TemporalView) and not v.part:  # (a calendar part: its bar number)
             return f"strftime(date_trunc('{v.unit}', {sql.ident(v.field)}), '%Y-%m-%dT%H:%M:%S')"
         return sql.bar_key_sql(v, self.top.get(v.name))
 

@@ -73,6 +73,20 @@ def test_a_histogram_has_fixed_domains_a_count_axis_and_a_brush():
     json.dumps(spec)
 
 
+def test_a_calendar_part_is_brushed_by_its_values_and_labelled_by_name():
+    v = view(type="temporal", field="t", unit="day_of_week")
+    labels = list(m.CALENDAR_PARTS["day_of_week"][1])
+    spec = spec_of(v, labels, [3] * 7, "interval")
+    assert spec["usermeta"]["brushfire"]["part"] == "day_of_week"  # the page sends numbers
+    rows = spec["datasets"]["bars"]
+    assert [(r["x0"], r["x1"], r["label"]) for r in rows][:2] == [(0.5, 1.5, "Mon"), (1.5, 2.5, "Tue")]
+    x = layers(spec)[0]["encoding"]["x"]
+    assert x["type"] == "quantitative" and x["scale"]["domain"] == [0.5, 7.5]
+    assert x["axis"]["values"] == [1, 2, 3, 4, 5, 6, 7]
+    assert x["axis"]["labelExpr"].startswith("['Mon', 'Tue',") and "[datum.value - 1]" in x["axis"]["labelExpr"]
+    assert spec["params"][0]["select"]["type"] == "interval"
+
+
 def test_log_and_sqrt_scales_and_reversed_axes():
     spec = spec_of(view(**HIST, scale="log", reverse=["x"]), HIST_LABELS, [5, 40, 3, 0])
     full, value, _, _ = layers(spec)

@@ -38,6 +38,36 @@ def test_plan_explains_what_is_captured_and_why(capsys):
     assert "parameter destination: rows of each block grouped by destination" in out
 
 
+def test_plan_shows_the_bins_a_cached_capture_chose_for_maxbins(small_parquet, tmp_path, capsys,
+                                                                  monkeypatch):
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.bins import nice_bin
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+    from brushfire.spec import load_dashboard
+
+    monkeypatch.setattr("brushfire.dashboard.DEFAULT_BUDGET", None)
+    spec = tmp_path / "m.yaml"
+    spec.write_text(f"""
+name: maxbins_test
+source: {{path: {small_parquet}}}
+views:
+  - {{name: hk, type: histogram, field: k, bin: {{maxbins: 12}}}}
+""")
+    cache = tmp_path / "cache"
+    assert main(["plan", str(spec), "--cache-dir", str(cache)]) == 0
+    assert "bins: at most 12; a nice step and extent chosen at capture" in capsys.readouterr().out
+    dash = load_dashboard(spec)
+    table = pq.read_table(small_parquet)
+    capture_table(plan_capture(dash), table, cache)
+    assert main(["plan", str(spec), "--cache-dir", str(cache)]) == 0
+    k = table["k"].drop_null().to_numpy()
+    b = nice_bin(float(k.min()), float(k.max()), 12)
+    assert (f"bins: maxbins 12 chose step {b.step:g} over [{b.extent[0]:g}, {b.extent[1]:g}] "
+            f"({b.count} bars, from the data's min and max)") in capsys.readouterr().out
+
+
 @pytest.mark.spark
 def test_demo_plays_scripted_interactions(spark, small_parquet, tmp_path, capsys):
     spec = tmp_path / "d.yaml"

@@ -52,6 +52,8 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
                   "tooltip": {"key": "cell" if isinstance(view, m.HeatmapView) else view.field,
                               "measure": _measure_title(view)},
                   "caveats": caveat_texts(view), "clamped": _clamped_bars(view, len(rows))}
+    if m.is_part(view):  # brushed by the part's values (numbers), labelled by name
+        meta["part"] = view.unit
     if isinstance(view, m.HeatmapView):
         chart = _heatmap(data, view, full, brush)
         meta.update(shape="cells", cells=[view.x.bin.count, view.y.bin.count])
@@ -128,6 +130,10 @@ def bar_rows(view: m.View, layout: ViewLayout, full: list) -> list[dict]:
             row["label"] = _range(*label, clamped=view.bin.clamp and (i == 0, i == n - 1))
             if view.bin.clamp and i in (0, n - 1):
                 row["clamp"] = None  # rows clamped into this bar (clients fill it)
+        elif m.is_part(view):  # centred on the part's value: a brush over bars ends between values
+            value = m.CALENDAR_PARTS[view.unit][0] + i
+            row["x0"], row["x1"] = value - 0.5, value + 0.5
+            row["label"] = label
         elif isinstance(view, m.TemporalView):
             row["x0"], row["x1"] = label, _bar_end(label, view.unit)
             row["label"] = _time_label(label, view.unit)
@@ -149,6 +155,8 @@ def describe_view(view: m.View, layout: ViewLayout) -> str:
     if isinstance(view, m.HistogramView):
         return (f"Histogram of {measure} by {view.field}: {n} bins of {_num(view.bin.step)} "
                 f"from {_num(view.bin.extent[0])} to {_num(view.bin.extent[1])}.")
+    if m.is_part(view):
+        return f"Bars of {measure} per {view.unit.replace('_', ' ')} of {view.field} ({n} bars, UTC)."
     if isinstance(view, m.TemporalView):
         span = f" from {_time_label(layout.labels[0], view.unit)} to " \
                f"{_time_label(layout.labels[-1], view.unit)}" if n else ""
@@ -159,7 +167,7 @@ def describe_view(view: m.View, layout: ViewLayout) -> str:
 
 def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, full: list,
             brush: str | None):
-    temporal = isinstance(view, m.TemporalView)
+    temporal = isinstance(view, m.TemporalView) and not view.part
     xtype = "temporal" if temporal else "quantitative"
     # a fixed domain (no extents to recompute on updates): the bars' span
     # whole pixels: adjacent bars meet without anti-aliased seams
@@ -169,11 +177,21 @@ def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, fu
         if layout.labels:  # as an expression: a layered temporal literal domain is doubled
             ends = _epoch_ms(layout.labels[0]), _epoch_ms(_bar_end(layout.labels[-1], view.unit))
             xscale["domain"] = {"expr": f"[{ends[0]:.0f}, {ends[1]:.0f}]"}
+    elif m.is_part(view):
+        first = m.CALENDAR_PARTS[view.unit][0]
+        xscale.update(zero=False, domain=[first - 0.5, first + len(layout.labels) - 0.5])
     else:
         xscale["zero"] = False
         if layout.labels:
             xscale["domain"] = [layout.labels[0][0], layout.labels[-1][1]]
-    x = alt.X("x0", type=xtype, title=None if temporal else view.field, scale=alt.Scale(**xscale))
+    axis = alt.Axis()
+    if m.is_part(view):  # a tick per part value, named (Mon, Jan, ...)
+        first, names = m.CALENDAR_PARTS[view.unit]
+        axis = alt.Axis(values=list(range(first, first + len(names))), labelOverlap=True,
+                        labelExpr=f"{list(names)!r}[datum.value - {first}]")
+    title = f"{view.unit.replace('_', ' ')} of {view.field} (UTC)" if m.is_part(view) \
+        else None if temporal else view.field
+    x = alt.X("x0", type=xtype, title=title, scale=alt.Scale(**xscale), axis=axis)
     y, base_y, keep = _measure(view, full, "y", _measure_title(view))
     # y2 = the baseline: bars with x, x2 and y alone are drawn as horizontal ranges
     base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip())
@@ -195,7 +213,7 @@ def _binned(data, view: m.HistogramView | m.TemporalView, layout: ViewLayout, fu
 
 
 def _categorical_columns(data, view: m.CategoricalView, full: list, other: int | None):
-    """Up to MAX_COLUMNS short labels: vertical bars in frequency order."""
+    """Up to MAX_COLUMNS short labels: vertical bars in the view's order (`sort`)."""
     x = alt.X("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse),
               axis=alt.Axis(labelAngle=-45, labelLimit=80))
@@ -211,7 +229,7 @@ def _categorical_columns(data, view: m.CategoricalView, full: list, other: int |
 
 
 def _categorical_rows(data, view: m.CategoricalView, full: list, other: int | None):
-    """Many or long labels: horizontal rows in frequency order, one ROW_STEP each; the page
+    """Many or long labels: horizontal rows in the view's order (`sort`), one ROW_STEP each; the page
     shows the first `top_shown` (and the '(other)' row) and offers more."""
     y = alt.Y("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse, paddingInner=0.15),

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
     p.add_argument("spec")
+    p.add_argument("--cache-dir", default=None, type=directory,
+                   help="lineage cache whose capture of this spec, if any, says which bins "
+                        "maxbins chose (default .cache/brushfire)")
 
     p = sub.add_parser("profile", help="check the spec's functional dependencies on Spark and list "
                                        "their violations (docs/spec.md, profile)")
@@ -215,8 +218,34 @@ def _plan(args) -> int:
     from brushfire.plan import explain, plan_capture
     from brushfire.spec import load_dashboard
 
-    print(explain(plan_capture(load_dashboard(args.spec))))
+    dash = load_dashboard(args.spec)
+    print(explain(plan_capture(dash), bins=cached_bins(dash, args.cache_dir)))
     return 0
+
+
+def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
+    """The bins a cached capture of `dash` chose for its `maxbins` views ({view: [[step,
+    start, stop], ...]}), or None: without a sound capture in the cache they are unknown
+    until capture (they come from the data's min and max)."""
+    from brushfire.capture.bins import maxbins_fields
+
+    if not maxbins_fields(dash):
+        return None
+    from brushfire.capture.budget import parse_size
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
+    from brushfire.errors import BrushfireError
+    from brushfire.lineage.layout import CaptureConfig
+    from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint
+
+    # the entry `Dashboard.open` would load (the same key: the budget from the environment)
+    config = CaptureConfig(memory_budget=parse_size(DEFAULT_BUDGET) if DEFAULT_BUDGET else None)
+    try:
+        fingerprint = source_fingerprint(dash.source.path)
+        directory = entry_dir(cache_dir or DEFAULT_CACHE, dash, fingerprint, config)
+        store = load_store(directory, dash, cache_key(dash, fingerprint, config), verify=False)
+    except (BrushfireError, OSError):  # no source, no capture or an unsound one
+        return None
+    return {v.name: v.bins for v in store.layout.views}
 
 
 def _profile(args) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from brushfire.capture.bins import with_recorded_bins
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.session import Session
@@ -35,6 +36,11 @@ class Dashboard:
 
     def __init__(self, spec: m.DashboardSpec, plan: CapturePlan, store: LineageStore,
                  from_cache: bool = False) -> None:
+        # `maxbins` bins as capture chose them (the layout records them): everything after
+        # (charts, SQL, the lazy fallback, baselines) sees a plain step and extent
+        binned = with_recorded_bins(spec, {v.name: v.bins for v in store.layout.views})
+        if binned is not spec:
+            spec, plan = binned, replace(plan, dashboard=binned)
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
 
     @classmethod

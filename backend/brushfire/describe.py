@@ -75,6 +75,7 @@ def _describe(dash: Dashboard) -> dict:
 def _parameter_json(dash: Dashboard, p) -> dict:
     """A parameter's widget: the choices of a dropdown, the value range of a slider."""
     kind, domain = dash.store.parameter_domain(p.name)
-    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op, "default": p.default,
+    return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op,
+            "multiple": p.multiple, "default": p.default,
             "values": domain if kind == "values" else None,
             "range": domain if kind == "range" and domain else None}

@@ -620,7 +620,7 @@ class FallbackSession:
         those), a temporal view's bounds as UTC microseconds."""
         value = self.inner.filters[name]
         view = next((v for v in self.spec.views if v.name == name), None)
-        if isinstance(view, m.TemporalView):  # times as the engine keeps them: ISO or datetime
+        if isinstance(view, m.TemporalView) and not view.part:  # times as the engine keeps them
             interval, y = value
             value = (self._times(name, interval), y)
         return state_json({name: value}, {f.name: f.kind for f in self.plan.filters})[name]
@@ -678,9 +678,9 @@ class FallbackSession:
         """A temporal view's bounds as UTC microseconds (checked), others as given."""
         v = next((x for x in self.spec.views if x.name == view), None)
         lo, hi = _pair(interval)
-        if isinstance(v, m.TemporalView):
+        if isinstance(v, m.TemporalView) and not v.part:
             return (_checked(V.time_bound, lo, view, 0), _checked(V.time_bound, hi, view, 1))
-        if isinstance(v, (m.HistogramView, m.HeatmapView)):
+        if isinstance(v, (m.HistogramView, m.HeatmapView, m.TemporalView)):
             return (_checked(V.number_bound, lo, view, 0), _checked(V.number_bound, hi, view, 1))
         return interval
 

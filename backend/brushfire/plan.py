@@ -32,11 +32,14 @@ class Filter:
     y_field: str | None = None
     filters_views: tuple[str, ...] = ()  # views this filter applies to
     cube_targets: tuple[str, ...] = ()  # views answered from a cube when it is alone
-    op: str | None = None  # param_range: lt | lte | gt | gte
+    op: str | None = None  # param_range: lt | lte | gt | gte | between; param_eq: in (multiple)
+    part: str | None = None  # interval on a calendar part of `field` (models.CALENDAR_PARTS)
 
     @property
     def dim_names(self) -> tuple[str, ...]:
         """The per-row key columns the filter tests (see lineage/layout.py)."""
+        if self.part:
+            return (f"part:{self.part}:{self.field}",)
         if self.kind == "points":
             return (f"bars:{self.name}",)
         if self.kind == "param_eq":
@@ -93,9 +96,14 @@ class CapturePlan:
         gets a value-keyed dim."""
         out: list[str] = []
         for f in self.filters:
-            if f.kind in ("interval", "rect", "param_range"):
+            if f.kind in ("interval", "rect", "param_range") and not f.part:
                 out += [f.field] + ([f.y_field] if f.y_field else [])
         return tuple(dict.fromkeys(out))
+
+    @property
+    def part_dims(self) -> tuple[tuple[str, str], ...]:
+        """(field, calendar part) brushed by interval: each gets a dim keyed by the part."""
+        return tuple(dict.fromkeys((f.field, f.part) for f in self.filters if f.part))
 
     @property
     def dict_fields(self) -> tuple[str, ...]:
@@ -133,14 +141,15 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
         else:
             fld, yf = view.field, None
         cube = () if kind == "rect" else tuple(others)
-        filters.append(Filter(name, kind, fld, yf, tuple(others), cube))
+        part = view.unit if m.is_part(view) else None
+        filters.append(Filter(name, kind, fld, yf, tuple(others), cube, part=part))
     for p in dash.interactions.parameters:
         kind = "param_eq" if p.op == "eq" else "param_range"
         for v in all_views:
             targets.setdefault(v, []).append(f"filtered by parameter {p.name}")
         # a parameter alone is answered per view from a cube over its keys
-        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views,
-                              op=None if p.op == "eq" else p.op))
+        op = ("in" if p.multiple else None) if p.op == "eq" else p.op
+        filters.append(Filter(p.name, kind, p.field, None, all_views, all_views, op=op))
     for h in dash.interactions.highlight:
         for t in h.targets:
             targets.setdefault(t, []).append(f"highlight target of {h.source}")
@@ -157,15 +166,19 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
 
 
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
-            layout=None) -> str:
+            layout=None, bins: dict[str, list] | None = None) -> str:
     """An EXPLAIN-style description of the plan: per view, what is captured and why.
-    With the capture's `layout` (lineage/layout.py), also how each need is stored."""
+    With the capture's `layout` (lineage/layout.py), also how each need is stored; with
+    it or `bins` ({view: its bins as capture recorded them}), which bins maxbins chose."""
+    if layout is not None:
+        bins = {v.name: v.bins for v in layout.views}
     nbytes = nbytes or {}
     lines = [f"capture plan for dashboard '{plan.dashboard.name}'"
              + (f" ({n_rows:,} rows)" if n_rows is not None else "")]
     for vp in plan.views:
         view = plan.dashboard.view(vp.name)
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
+        lines += _maxbins_text(view, (bins or {}).get(vp.name, []))
         if vp.forward:
             lines.append(f"    forward codes: kept — {'; '.join(vp.reasons)}")
         elif vp.bar_index:
@@ -204,7 +217,33 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     return "\n".join(lines)
 
 
+def _maxbins_text(view, chosen: list) -> list[str]:
+    """A view's `maxbins` bins: the rule before capture, the step and extent it chose after
+    (`chosen`: the view's bins as capture recorded them)."""
+    if isinstance(view, m.HistogramView):
+        axes = [("", view.bin)]
+    elif isinstance(view, m.HeatmapView):
+        axes = [("x ", view.x.bin), ("y ", view.y.bin)]
+    else:
+        return []
+    out = []
+    for i, (axis, b) in enumerate(axes):
+        if b.maxbins is None:
+            continue
+        if i < len(chosen):
+            step, lo, hi = chosen[i]
+            n = m.Bin(step=step, extent=(lo, hi)).count
+            out.append(f"    {axis}bins: maxbins {b.maxbins} chose step {step:g} over [{lo:g}, {hi:g}]"
+                       f" ({n} bars, from the data's min and max)")
+        else:
+            out.append(f"    {axis}bins: at most {b.maxbins}; a nice step and extent chosen at "
+                       "capture from the data's min and max (brushfire capture shows them)")
+    return out
+
+
 def _index_text(f: Filter) -> str:
+    if f.part:
+        return f"rows of each block ordered by the {f.part.replace('_', ' ')} of {f.field} (range lookups)"
     return {
         "interval": f"rows of each block ordered by {f.field} (range lookups)",
         "points": f"rows of each block grouped by bar of {f.name}",

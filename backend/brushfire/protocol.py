@@ -557,11 +557,26 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
     if value is None:
         return
     kind, domain = session.store.parameter_domain(name)
+    if kind == "values" and session.plan.filter(name).op == "in":  # multiple: a list
+        if not isinstance(value, list):
+            msg = f"{where}: parameter {name!r} takes a list of values, got {V.show(value)}"
+            raise InteractionError(msg)
+        for i, x in enumerate(value):
+            _check(lambda x=x: _choices(domain).check(x), f"{where}[{i}]")
+        return
     if kind == "values":
         _check(lambda: _choices(domain).check(value), where)
+        return
+    temporal = _is_temporal(session, name)
+    bound = V.time_bound if temporal else V.number_bound
+    if session.plan.filter(name).op == "between":  # [lo, hi]
+        if not isinstance(value, list) or len(value) != 2 or None in value:
+            msg = f"{where}: parameter {name!r} takes a range [lo, hi], got {V.show(value)}"
+            raise InteractionError(msg)
+        for i, x in enumerate(value):
+            _check(lambda x=x: bound(x), f"{where}[{i}]")
     else:
-        temporal = _is_temporal(session, name)
-        _check(lambda: V.time_bound(value) if temporal else V.number_bound(value), where)
+        _check(lambda: bound(value), where)
 
 
 def _check(test, where: str) -> None:
@@ -576,8 +591,8 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     """Whether a filter compares times: a temporal view's brush, or a slider whose range
     the store gives as ISO times."""
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
-    if view is not None:
-        return view.type == "temporal"
+    if view is not None:  # (a calendar part's brush is over its values: numbers)
+        return view.type == "temporal" and not getattr(view, "part", False)
     store = getattr(session, "store", None)
     if store is None:
         return False

@@ -57,14 +57,20 @@ def source_sql(source: m.Source, table: str) -> str:
 
 
 def top_sql(view: m.CategoricalView) -> str:
-    """The view's top N values: by count descending, then value (as capture orders them)."""
+    """The view's top N values: by count descending, then value, in the order of its bars
+    (as capture orders them): so, or by value (`sort: name`)."""
     f = ident(view.field)
-    return (f"SELECT {f} FROM src WHERE {f} IS NOT NULL GROUP BY 1 "
-            f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
+    top = (f"SELECT {f} FROM src WHERE {f} IS NOT NULL GROUP BY 1 "
+           f"ORDER BY count(*) DESC, 1 ASC LIMIT {view.top}")
+    return top if view.sort == "count" else f"SELECT * FROM ({top}) AS top ORDER BY 1 ASC"
 
 
 def bin_sql(col: str, b: m.Bin, d: Dialect = DUCKDB) -> str:
-    """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent)."""
+    """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent).
+    A `maxbins` bin must be resolved first (the opened `Dashboard.spec` has it resolved)."""
+    if not b.resolved:
+        msg = "a maxbins bin has no step before capture chose it: use the opened Dashboard's spec"
+        raise ValueError(msg)
     lo, hi, nb, step = num(float(b.extent[0])), num(float(b.extent[1])), b.count, num(float(b.step))
     below = "0" if b.clamp else "NULL"
     above = str(nb - 1) if b.clamp else "NULL"
@@ -78,6 +84,17 @@ def time_us(col: str, d: Dialect = DUCKDB) -> str:
     return f"{d.epoch_us}(CAST({ident(col, d)} AS TIMESTAMP))"
 
 
+def part_sql(unit: str, col: str, d: Dialect = DUCKDB) -> str:
+    """A calendar part's value of a time (UTC; models.CALENDAR_PARTS): hour 0-23, ISO day
+    of week 1 (Monday) - 7, month 1-12."""
+    t = f"CAST({ident(col, d)} AS TIMESTAMP)"
+    if unit == "hour_of_day":
+        return f"hour({t})"
+    if unit == "month_of_year":
+        return f"month({t})"
+    return f"(weekday({t}) + 1)" if d is SPARK else f"isodow({t})"  # Spark: weekday 0 = Monday
+
+
 def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
     """A key for the bar a row falls in, NULL when the view drops the row: the bar number
     (histogram, heatmap), the bar's start in UTC microseconds (temporal), the value as a
@@ -87,6 +104,8 @@ def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
     if isinstance(view, m.HeatmapView):
         ix, iy = bin_sql(view.x.field, view.x.bin, d), bin_sql(view.y.field, view.y.bin, d)
         return f"({ix}) * {view.y.bin.count} + ({iy})"
+    if m.is_part(view):  # the bar number: the part's value minus the first
+        return f"{part_sql(view.unit, view.field, d)} - {m.CALENDAR_PARTS[view.unit][0]}"
     if isinstance(view, m.TemporalView):
         return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({ident(view.field, d)} AS TIMESTAMP)))"
     tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
@@ -157,13 +176,17 @@ def profile_sql(dash: m.DashboardSpec, table: str) -> str:
 # --- filters as predicates ---------------------------------------------------------------
 
 
-def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB) -> str:
-    """lo <= col <= hi (None = open end); never null, never NaN."""
+def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB,
+                 part: str | None = None) -> str:
+    """lo <= col <= hi (None = open end); never null, never NaN. With a calendar `part`,
+    lo <= part(col) <= hi on the part's values (numbers)."""
     lo, hi = _pair(interval)
     c = ident(col, d)
     x = time_us(col, d) if temporal else f"CAST({c} AS DOUBLE)"
+    if part:
+        x, temporal = f"CAST({part_sql(part, col, d)} AS DOUBLE)", False
     parts = [f"{c} IS NOT NULL"]
-    if not temporal:
+    if not temporal and not part:
         parts.append(f"NOT isnan(CAST({c} AS DOUBLE))")
     if lo is not None:
         parts.append(f"{x} >= {num(micros(lo) if temporal else _number(lo))}")
@@ -178,6 +201,8 @@ def brush_sql(view, interval, y=None, d: Dialect = DUCKDB) -> str:
             msg = f"view {view.name!r} takes a rect brush: give x and y intervals"
             raise InteractionError(msg)
         return f"({interval_sql(view.x.field, interval, d=d)}) AND ({interval_sql(view.y.field, y, d=d)})"
+    if m.is_part(view):
+        return interval_sql(view.field, interval, d=d, part=view.unit)
     return interval_sql(view.field, interval, isinstance(view, m.TemporalView), d)
 
 
@@ -199,7 +224,16 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
-    with the time column as a time)."""
+    with the time column as a time); op between: lo <= field <= hi for a value [lo, hi];
+    a dropdown with `multiple`: field IN (values)."""
+    if p.multiple:  # any of a list of values
+        if not isinstance(value, (list, tuple)):
+            msg = f"parameter {p.name!r} takes a list of values, got {value!r}"
+            raise InteractionError(msg)
+        return f"{ident(p.field, d)} IN ({', '.join(lit(x, d) for x in value)})" if value else "FALSE"
+    if p.op == "between":
+        lo, hi = _pair(value)
+        return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""

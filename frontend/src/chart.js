@@ -32,8 +32,9 @@ export class Chart {
     this.description = description; // one entry of the server's `views`
     this.name = description.name;
     this.kind = description.brush; // interval, rect, points or null
-    this.temporal = description.type === "temporal";
     this.meta = description.spec.usermeta?.brushfire ?? { shape: "bars" };
+    // times, except a calendar part's view: brushed by the part's values (numbers)
+    this.temporal = description.type === "temporal" && !this.meta.part;
     this.onFilter = onFilter;
     this.onHover = onHover;
     this.onResize = onResize;

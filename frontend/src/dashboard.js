@@ -120,7 +120,9 @@ export class DashboardUI {
       const label = el("label", "bf-parameter", "");
       label.append(el("span", "bf-parameter-name", p.name));
       let input;
-      if (p.widget === "dropdown") {
+      if (p.widget === "dropdown" && p.multiple) {
+        input = this.multiSelect(p, label);
+      } else if (p.widget === "dropdown") {
         input = document.createElement("select");
         input.append(new Option("(all)", ""));
         for (const v of p.values) input.append(new Option(String(v), String(v)));
@@ -130,6 +132,8 @@ export class DashboardUI {
           this.filter({ type: "parameter", name: p.name, value });
         };
         label.append(input);
+      } else if (p.op === "between") {
+        input = this.rangeSlider(p, label);
       } else {
         input = this.slider(p, label);
       }
@@ -171,6 +175,72 @@ export class DashboardUI {
     };
     input.show(p.default);
     label.append(input, readout, reset);
+    return input;
+  }
+
+  // A dropdown with `multiple`: a list box (Ctrl- or Shift-click picks several); its
+  // value is the list picked, null (inactive) when none is.
+  multiSelect(p, label) {
+    const input = document.createElement("select");
+    input.multiple = true;
+    input.size = Math.min(6, Math.max(2, p.values.length));
+    for (const v of p.values) input.append(new Option(String(v), String(v)));
+    input.show = (value) => {
+      const picked = new Set((value ?? []).map(String));
+      for (const o of input.options) o.selected = picked.has(o.value);
+    };
+    input.onchange = () => {
+      const picked = new Set([...input.selectedOptions].map((o) => o.value));
+      const value = p.values.filter((v) => picked.has(String(v)));
+      this.filter({ type: "parameter", name: p.name, value: value.length ? value : null });
+    };
+    input.show(p.default);
+    label.append(input);
+    return input;
+  }
+
+  // A `between` slider: two thumbs (lo and hi, each a range input), the range beside
+  // them (or "all" while inactive, the thumbs then at the ends) and a reset button.
+  rangeSlider(p, label) {
+    const [lo, hi] = p.range ?? [0, 0];
+    const ends = [0, 1].map((i) => {
+      const end = document.createElement("input");
+      end.type = "range";
+      Object.assign(end, { min: lo, max: hi, step: "any" });
+      end.setAttribute("aria-label", `${p.name}, ${i ? "upper" : "lower"} bound`);
+      end.classList.add("bf-range-end");
+      return end;
+    });
+    const readout = el("output", "bf-readout", "");
+    const reset = el("button", "bf-reset", "×");
+    reset.title = `Reset ${p.name}`;
+    reset.setAttribute("aria-label", `Reset ${p.name}`);
+    const input = { name: p.name, ends }; // what showParameters drives
+    input.show = (value) => {
+      const active = Array.isArray(value);
+      ends.forEach((end, i) => {
+        end.value = String(active ? value[i] : i ? hi : lo);
+        end.classList.toggle("bf-inactive", !active);
+      });
+      const text = active ? `${formatNumber(+value[0])} – ${formatNumber(+value[1])}` : "all";
+      readout.textContent = text;
+      ends.forEach((end) => end.setAttribute("aria-valuetext", `${p.name}: ${text}`));
+      reset.hidden = !active;
+    };
+    const send = (moved) => {
+      let [a, b] = ends.map((end) => roundForSpan(+end.value, hi - lo));
+      if (a > b) [a, b] = moved === 0 ? [a, a] : [b, b]; // a thumb pushes the other
+      const value = [a, b];
+      input.show(value);
+      this.filter({ type: "parameter", name: p.name, value });
+    };
+    ends.forEach((end, i) => (end.oninput = () => send(i)));
+    reset.onclick = () => {
+      input.show(null);
+      this.filter({ type: "parameter", name: p.name, value: null });
+    };
+    input.show(p.default);
+    label.append(ends[0], ends[1], readout, reset);
     return input;
   }
 

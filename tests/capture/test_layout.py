@@ -64,3 +64,24 @@ def test_wide_order_statistics_leave_the_cubes_of_other_views_fine(tmp_path):
     store = capture(spec({"op": "median", "field": "k"}, bins=20), tmp_path / "k", cube_bytes=1 << 20,
                     max_cube_blocks=64)
     assert "v" in store.layout.filter("h").cube_targets
+
+
+def test_calendar_parts_alone_need_no_time_range(tmp_path):
+    """A field shown only as calendar parts is not profiled for its range (its bars are
+    the part's values); brushed, it gets a dense dim keyed by the part."""
+    from datetime import datetime, timedelta
+
+    t = [datetime(2021, 1, 4) + timedelta(hours=7 * i) for i in range(100)]  # a Monday
+    rows = pa.table({"t": pa.array(t + [None], pa.timestamp("us"))})
+    s = {"name": "t", "source": {"path": "t.parquet"},
+         "views": [{"name": "dow", "type": "temporal", "field": "t", "unit": "day_of_week"},
+                   {"name": "hod", "type": "temporal", "field": "t", "unit": "hour_of_day",
+                    "brush": "none"}],
+         "interactions": {"crossfilter": [{"views": ["dow", "hod"]}]}}
+    store = capture_table(plan_capture(parse_dashboard(s)), rows, tmp_path)
+    d = store.layout.dims[store.layout.dim_index("part:day_of_week:t")]
+    assert (d.kind, d.values, d.part) == ("dense", [1, 2, 3, 4, 5, 6, 7], "day_of_week")
+    base = {v.name: store.base.counts[v.slots].tolist() for v in store.layout.views}
+    days = [sum(1 for x in t if x.isoweekday() == k) for k in range(1, 8)]
+    hours = [sum(1 for x in t if x.hour == h) for h in range(24)]
+    assert base == {"dow": days, "hod": hours}

@@ -25,7 +25,7 @@ bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
-    Bin accepts: step, extent, clamp
+    Bin accepts: step, extent, maxbins, clamp
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
@@ -33,7 +33,7 @@ bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
-    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other
+    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
@@ -65,6 +65,26 @@ bad/bin_step_negative.yaml:10: views[0].y.bin.step: bin step must be a number > 
     ("extent_reversed.yaml", """\
 bad/extent_reversed.yaml:10: views[0].bin.extent: extent [180, -60] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),
+    ("bin_maxbins_and_step.yaml", """\
+bad/bin_maxbins_and_step.yaml:8: views[0].bin: give either maxbins, or step and extent: maxbins chooses the step and extent
+    hint: keep maxbins for bins fitted to the data, or step and extent for fixed ones"""),
+    ("bin_maxbins_one.yaml", """\
+bad/bin_maxbins_one.yaml:8: views[0].bin.maxbins: must be >= 2, got 1
+    hint: values on both sides of 0 take two whole steps, so maxbins is at least 2"""),
+    ("bin_without_step.yaml", """\
+bad/bin_without_step.yaml:8: views[0].bin: bin has extent but no step
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+    ("bin_empty.yaml", """\
+bad/bin_empty.yaml:8: views[0].bin: bin needs step and extent, or maxbins
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+    ("categorical_sort_unknown.yaml", """\
+bad/categorical_sort_unknown.yaml:8: views[0].sort: unsupported sort 'frequency'
+    sort accepts: count, name
+    hint: count: the most frequent value first; name: by value (either way '(other)' last)"""),
+    ("temporal_unit_weekday.yaml", """\
+bad/temporal_unit_weekday.yaml:8: views[0].unit: unsupported unit 'weekday'
+    unit accepts: minute, hour, day, week, month, year, hour_of_day, day_of_week, month_of_year
+    hint: for the day of the week use unit: day_of_week; for the hour of the day, hour_of_day"""),
     ("extent_empty.yaml", """\
 bad/extent_empty.yaml:8: views[0].bin.extent: extent [500, 500] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),
@@ -136,8 +156,8 @@ bad/dashboard_name.yaml:4: views: needs at least 1 item, got 0"""),
 bad/parameter_dropdown_range_op.yaml:13: interactions.parameters[0].op: a dropdown parameter compares with 'eq', not 'lte'
     hint: use widget: slider to compare with lt, lte, gt or gte"""),
     ("parameter_slider_without_op.yaml", """\
-bad/parameter_slider_without_op.yaml:10: interactions.parameters[0].op: a slider parameter needs a range op: lt, lte, gt or gte
-    hint: add op: lt, lte, gt or gte, or use widget: dropdown for 'eq'"""),
+bad/parameter_slider_without_op.yaml:10: interactions.parameters[0].op: a slider parameter needs a range op: lt, lte, gt, gte or between
+    hint: add op: lt, lte, gt, gte or between, or use widget: dropdown for 'eq'"""),
     # --- not YAML, or not a mapping
     ("yaml_unclosed_bracket.yaml", """\
 bad/yaml_unclosed_bracket.yaml:8: not valid YAML: expected ',' or ']', but got '}' (while parsing a flow sequence on line 8)
@@ -351,7 +371,7 @@ bad/bin_clamp_word.yaml:8: views[0].bin.clamp: expected true or false, got 'mayb
 bad/categorical_top_zero.yaml:8: views[0].top: must be >= 1, got 0"""),
     ("temporal_unit_unknown.yaml", """\
 bad/temporal_unit_unknown.yaml:8: views[0].unit: unsupported unit 'fortnight'
-    unit accepts: minute, hour, day, week, month, year"""),
+    unit accepts: minute, hour, day, week, month, year, hour_of_day, day_of_week, month_of_year"""),
     ("brush_unknown.yaml", """\
 bad/brush_unknown.yaml:9: views[0].brush: unsupported brush 'lasso'
     brush accepts: interval, points, rect, none"""),
@@ -377,15 +397,25 @@ bad/details_no_columns.yaml:11: interactions.details.columns: needs at least 1 i
 bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes'
     Interactions accepts: crossfilter, highlight, details, parameters
     hint: remove it"""),
-    ("parameter_between.yaml", """\
-bad/parameter_between.yaml:14: interactions.parameters[0].op: op 'between' is not supported yet: a parameter compares its field with one value
-    op accepts: eq, lt, lte, gt, gte
-    hint: for a range, declare two slider parameters on the same field, one with op: gte and one with op: lte
-bad/parameter_between.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
-    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    ("parameter_between_empty.yaml", """\
+bad/parameter_between_empty.yaml:15: interactions.parameters[0].default: the range [60, 0] is empty: lo must not be above hi
+    hint: write default: [lo, hi] with lo <= hi"""),
+    ("parameter_between_one_value.yaml", """\
+bad/parameter_between_one_value.yaml:15: interactions.parameters[0].default: op 'between' takes a range [lo, hi], got 30
+    hint: op between takes default: [lo, hi]; the other ops one value"""),
+    ("parameter_op_range.yaml", """\
+bad/parameter_op_range.yaml:14: interactions.parameters[0].op: unsupported op 'range'
+    op accepts: eq, lt, lte, gt, gte, between
+    hint: for a range, use widget: slider with op: between (its value is [lo, hi])"""),
     ("parameter_default_list.yaml", """\
 bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
-    hint: a parameter's default is one value; for a range, declare two slider parameters (op: gte and op: lte)"""),
+    hint: a parameter's default is one value; for a range use op: between with default: [lo, hi], for several values a dropdown with multiple: true"""),
+    ("parameter_multiple_one_default.yaml", """\
+bad/parameter_multiple_one_default.yaml:13: interactions.parameters[0].default: a dropdown with multiple: true takes a list of values, got 'ORD'
+    hint: write default: [ORD, ATL] (a list, even of one value: [ORD])"""),
+    ("parameter_multiple_slider.yaml", """\
+bad/parameter_multiple_slider.yaml:14: interactions.parameters[0].multiple: multiple is for dropdowns: a slider takes one value, or [lo, hi] with op between
+    hint: leave multiple out, or use widget: dropdown"""),
     ("parameter_widget_unknown.yaml", """\
 bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsupported widget 'checkbox'
     widget accepts: dropdown, slider"""),

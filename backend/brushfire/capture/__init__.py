@@ -5,7 +5,8 @@
 2. the profile (Spark aggregations, no rows moved): each brushed field's distinct values
    (or quantiles when there are many), each categorical and dropdown field's value
    counts, each temporal field's range;
-3. the layout (driver, pure): how each need of the plan is stored (capture/layout.py);
+3. the layout (driver, pure): `maxbins` bins chosen from the profile, then how each
+   need of the plan is stored (capture/layout.py);
 4. the shard job (executors): every partition's rows keyed, binned, indexed and
    aggregated into shards written straight into the entry (capture/shards.py);
 5. the manifest (driver): the shards' partial aggregates summed into base results and
@@ -19,13 +20,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from brushfire import versions
 from brushfire.capture import spark as sp
 from brushfire.capture.analyze import analyze_source
-from brushfire.capture.layout import make_layout, profile_spec
+from brushfire.capture.layout import make_layout, profile_spec, resolve_plan
 from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.layout import CaptureConfig
@@ -62,7 +63,8 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     t0 = time.perf_counter()
     pspec = profile_spec(plan, config)
     profile = sp.profile_job(df, pspec, progress)
-    layout = make_layout(plan, profile, config)
+    binned = resolve_plan(plan, profile).dashboard  # the spec's bins, maxbins chosen
+    layout = make_layout(replace(plan, dashboard=binned), profile, config)
     info.seconds["profile job"] = time.perf_counter() - t0
 
     cache = _writable(cache_dir)
@@ -72,7 +74,8 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     try:
         t0 = time.perf_counter()
         columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
-        summaries = sp.shard_job(df, columns, layout, dash, config.shard_rows, str(shards_dir), progress)
+        summaries = sp.shard_job(df, columns, layout, binned, config.shard_rows, str(shards_dir),
+                                 progress)
         info.seconds["shard job"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         info.shards = len(summaries)
@@ -91,7 +94,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     store = st.load_store(entry, dash, key, verify=False)
     if baseline:
         progress("running the base queries alone, for comparison", None)
-        seconds, results = sp.run_base_queries(df, dash)
+        seconds, results = sp.run_base_queries(df, binned)
         store.info.seconds["base queries"] = seconds
         store.base_query_results = results
     store.info.nbytes = store.nbytes()

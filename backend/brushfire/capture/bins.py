@@ -3,10 +3,14 @@ run on Spark's executors (bar per row) and on the driver (labels, lookups from k
 
 The rules are the spec's (docs/spec.md) and `sql.py`'s:
 - histogram: bar floor((x - lo) / step) in double arithmetic, the last bar closed; values
-  outside the extent go to the edge bars when clamped, else are dropped;
+  outside the extent go to the edge bars when clamped, else are dropped; a `maxbins` bin
+  gets its step and extent from the data's range once, at capture (`nice_bin`), and
+  everything after sees a plain step and extent;
 - temporal: UTC calendar units from the first to the last instant in the data; weeks
-  start on Monday (as SQL's date_trunc('week'));
-- categorical: the `top` values by count (descending), then by value, plus '(other)';
+  start on Monday (as SQL's date_trunc('week')); a calendar part (hour of day, day of
+  week, month of year: models.CALENDAR_PARTS) has a bar per value of the part, always;
+- categorical: the `top` values by count (descending), then by value, in that order or
+  (`sort: name`) by value, plus '(other)' last;
 - heatmap: x bar * (y bars) + y bar, dropped when either is.
 Dropped rows get bar -1 here. `slot_code` says, instead, why a row is not in a bar: codes
 nbars + i for the view's `reasons(view)[i]` (lineage/layout.py), clamped rows included.
@@ -14,14 +18,121 @@ nbars + i for the view's `reasons(view)[i]` (lineage/layout.py), clamped rows in
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from brushfire import values as V
+from brushfire.errors import CaptureError
 from brushfire.lineage.layout import OTHER
 from brushfire.spec import models as m
 
 DAY_US = 86_400_000_000
 UNIT_US = {"minute": 60_000_000, "hour": 3_600_000_000, "day": DAY_US}
+
+
+NICE_STEPS = (1, 2, 5)  # steps are these times a power of ten (Vega-Lite's nice bins)
+
+
+def nice_bin(lo: float | None, hi: float | None, maxbins: int, clamp: bool = False) -> m.Bin:
+    """The bins `maxbins` chooses for data whose finite values span [lo, hi] (None: no
+    finite value, taken as [0, 0]): the smallest step of {1, 2, 5} x 10^k whose extent of
+    whole steps, [floor(lo / step), ceil(hi / step)] x step (one step when that is empty),
+    has at most `maxbins` bars and whose `maxbins` steps cover the span (max - min, else
+    |min|, else 1, as Vega-Lite's span). Like Vega-Lite's nice rule, except that the bars
+    of the extended extent are what is counted, so there are never more than `maxbins`.
+    Steps and bounds are exact rationals, each rounded to the nearest double once: the
+    extent holds every value."""
+    if lo is None or hi is None:
+        lo = hi = 0.0
+    a, b = Fraction(lo), Fraction(hi)
+    span = (b - a) or abs(a) or Fraction(1)
+    least = span / maxbins
+    k = math.floor(math.log10(least.numerator) - math.log10(least.denominator)) - 1
+    while True:  # ends: once step >= |lo| and |hi|, two bars at most (models.Bin: maxbins >= 2)
+        for mult in NICE_STEPS:
+            step = mult * Fraction(10) ** k
+            if step < least:
+                continue
+            first, last = math.floor(a / step), math.ceil(b / step)
+            last = max(last, first + 1)
+            if last - first > maxbins:
+                continue
+            try:
+                out = m.Bin(step=float(step), extent=(float(first * step), float(last * step)),
+                            clamp=clamp)
+            except OverflowError:  # a whole step past the largest double
+                msg = (f"maxbins: the values reach {max(abs(lo), abs(hi)):g}, too close to the "
+                       "largest double for an extent of whole steps; give step and extent instead")
+                raise CaptureError(msg) from None
+            if out.count <= maxbins:  # (as the double arithmetic counts it)
+                return out
+        k += 1
+
+
+def view_bins(view) -> list[m.Bin]:
+    """The bins of a view: a histogram's, a heatmap's x and y; none for other types."""
+    if isinstance(view, m.HistogramView):
+        return [view.bin]
+    if isinstance(view, m.HeatmapView):
+        return [view.x.bin, view.y.bin]
+    return []
+
+
+def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
+    """Fields with a `maxbins` bin: capture profiles their finite min and max."""
+    out = []
+    for v in dash.views:
+        fields = [v.field] if isinstance(v, m.HistogramView) else \
+            [v.x.field, v.y.field] if isinstance(v, m.HeatmapView) else []
+        out += [f for f, b in zip(fields, view_bins(v), strict=True) if not b.resolved]
+    return list(dict.fromkeys(out))
+
+
+def resolve_bins(dash: m.DashboardSpec, extents: dict[str, tuple]) -> m.DashboardSpec:
+    """`dash` with each `maxbins` bin replaced by the step and extent `nice_bin` chooses
+    for its field's finite (min, max) in `extents`."""
+    def fit(field: str, b: m.Bin) -> m.Bin:
+        return b if b.resolved else nice_bin(*extents.get(field, (None, None)), b.maxbins, b.clamp)
+
+    return _replace_bins(dash, lambda v, i, f, b: fit(f, b))
+
+
+def bins_record(view) -> list[list[float]]:
+    """A view's bins as [step, start, stop] each (kept in the layout, so that a dashboard
+    loaded from the cache sees the bins capture chose)."""
+    return [[b.step, b.extent[0], b.extent[1]] for b in view_bins(view) if b.resolved]
+
+
+def with_recorded_bins(dash: m.DashboardSpec, recorded: dict[str, list[list[float]]]) -> m.DashboardSpec:
+    """`dash` with each `maxbins` bin replaced by the one `bins_record` kept for its view."""
+    def fit(v, i: int, b: m.Bin) -> m.Bin:
+        if b.resolved:
+            return b
+        step, lo, hi = recorded[v.name][i]
+        return m.Bin(step=step, extent=(lo, hi), clamp=b.clamp)
+
+    return _replace_bins(dash, lambda v, i, f, b: fit(v, i, b))
+
+
+def _replace_bins(dash: m.DashboardSpec, fit) -> m.DashboardSpec:
+    """`dash` with every bin b of view v (i-th of the view, over field f) as fit(v, i, f, b);
+    the same object when no bin changes."""
+    views = []
+    for v in dash.views:
+        if isinstance(v, m.HistogramView):
+            b = fit(v, 0, v.field, v.bin)
+            v = v if b is v.bin else v.model_copy(update={"bin": b})
+        elif isinstance(v, m.HeatmapView):
+            bx, by = fit(v, 0, v.x.field, v.x.bin), fit(v, 1, v.y.field, v.y.bin)
+            if bx is not v.x.bin or by is not v.y.bin:
+                v = v.model_copy(update={"x": v.x.model_copy(update={"bin": bx}),
+                                         "y": v.y.model_copy(update={"bin": by})})
+        views.append(v)
+    if all(a is b for a, b in zip(views, dash.views, strict=True)):
+        return dash
+    return dash.model_copy(update={"views": views})
 
 
 def hist_code(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
@@ -70,6 +181,23 @@ def hist_labels(b: m.Bin) -> list[list[float]]:
     return [[lo + i * step, min(lo + (i + 1) * step, b.extent[1])] for i in range(b.count)]
 
 
+def calendar_part(unit: str, us: np.ndarray) -> np.ndarray:
+    """The calendar part's value of each UTC instant (int64): SQL's hour(t) (0-23),
+    isodow(t) (1 Monday .. 7 Sunday) or month(t) (1-12)."""
+    us = np.asarray(us, np.int64)
+    if unit == "hour_of_day":
+        return np.floor_divide(us, UNIT_US["hour"]) % 24
+    if unit == "day_of_week":  # 1970-01-01 was a Thursday (4)
+        return (np.floor_divide(us, DAY_US) + 3) % 7 + 1
+    return us.astype("datetime64[us]").astype("datetime64[M]").astype(np.int64) % 12 + 1
+
+
+def part_values(unit: str) -> list[int]:
+    """Every value of a calendar part, in bar order."""
+    first, labels = m.CALENDAR_PARTS[unit]
+    return list(range(first, first + len(labels)))
+
+
 def calendar_key(unit: str, us: np.ndarray) -> np.ndarray:
     """The calendar unit each UTC instant falls in, as an integer counted from 1970."""
     us = np.asarray(us, np.int64)
@@ -92,7 +220,10 @@ def calendar_start(unit: str, key: int) -> int:
 
 
 def calendar_labels(unit: str, first_us: int | None, last_us: int | None) -> list[str]:
-    """ISO labels of the bars from the unit holding `first_us` to the one holding `last_us`."""
+    """ISO labels of the bars from the unit holding `first_us` to the one holding `last_us`;
+    a calendar part's names, whatever the data."""
+    if unit in m.CALENDAR_PARTS:
+        return list(m.CALENDAR_PARTS[unit][1])
     if first_us is None or last_us is None:
         return []
     a = int(calendar_key(unit, np.array([first_us]))[0])
@@ -101,6 +232,10 @@ def calendar_labels(unit: str, first_us: int | None, last_us: int | None) -> lis
 
 
 def calendar_code(unit: str, us: np.ndarray, valid: np.ndarray, first_us: int | None) -> np.ndarray:
+    """Bar per instant (int64, -1: no value): its unit counted from the one holding
+    `first_us`, or its calendar part's value minus the first."""
+    if unit in m.CALENDAR_PARTS:
+        return np.where(valid, calendar_part(unit, us) - m.CALENDAR_PARTS[unit][0], -1).astype(np.int64)
     if first_us is None:
         return np.full(len(us), -1, np.int64)
     first = int(calendar_key(unit, np.array([first_us]))[0])
@@ -111,10 +246,13 @@ def iso_label(us: int) -> str:
     return V.format_instant(us)
 
 
-def top_labels(values: list, counts: np.ndarray, top: int, other: bool) -> list:
-    """The `top` values by count (descending) then value, plus '(other)' when kept."""
+def top_labels(values: list, counts: np.ndarray, top: int, other: bool, sort: str = "count") -> list:
+    """The `top` values by count (descending) then value, ordered so (`sort: count`) or by
+    value (`sort: name`), plus '(other)' when kept."""
     order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
     labels = [values[i] for i in order[:top]]
+    if sort == "name":
+        labels.sort()
     return labels + ([OTHER] if other else [])
 
 

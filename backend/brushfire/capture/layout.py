@@ -21,6 +21,8 @@ and the shard job.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from brushfire.capture import bins, budget
@@ -40,13 +42,22 @@ from brushfire.spec import models as m
 def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     dash = plan.dashboard
     cats = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
-    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView)]
+    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView) and not v.part]
     values = plan.value_fields
     counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
     return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
-                       measures=tuple(f for f in plan.order_fields if f not in values + counts))
+                       measures=tuple(f for f in plan.order_fields if f not in values + counts),
+                       extents=tuple(bins.maxbins_fields(dash)))
+
+
+def resolve_plan(plan: CapturePlan, profile: Profile) -> CapturePlan:
+    """The plan over its dashboard with every `maxbins` bin chosen from the profile's
+    extents (capture/bins.nice_bin): the layout, the shards and the base queries then see
+    a plain step and extent, and the layout records them (`ViewLayout.bins`)."""
+    dash = bins.resolve_bins(plan.dashboard, profile.extents)
+    return plan if dash is plan.dashboard else replace(plan, dashboard=dash)
 
 
 def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> Layout:
@@ -71,6 +82,10 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=n_raw,
                     edges=edges))
             n_raw += 1
+    for f, part in plan.part_dims:  # every value of the part is a key, whatever the data
+        values = bins.part_values(part)
+        add(Dim(f"part:{part}:{f}", "dense", f, None, "int", len(values), True, values=values,
+                part=part))
     for f in plan.dict_fields:
         values, counts = profile.counts[f]
         if len(values) > config.max_keys:
@@ -93,7 +108,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
-                              reasons=bins.reasons(v))
+                              reasons=bins.reasons(v), bins=bins.bins_record(v))
         order = v.aggregate.op in m.ORDER_OPS
         exact = True
         if order:
@@ -226,6 +241,8 @@ def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[
 
 def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
     """Estimated rows per key, for choosing cube blocks before the rows are keyed."""
+    if d.kind == "dense" and d.part:
+        return np.ones(d.nkeys, np.float64)  # (a block per key: few keys)
     if d.kind == "dense":
         return profile.values[d.field].counts.astype(np.float64)
     if d.kind == "dict":
@@ -240,11 +257,13 @@ def _labels(v, profile: Profile) -> list:
         return bins.hist_labels(v.bin)
     if isinstance(v, m.HeatmapView):
         return bins.heat_labels(v)
+    if isinstance(v, m.TemporalView) and v.part:  # its values, whatever the data
+        return bins.calendar_labels(v.unit, None, None)
     if isinstance(v, m.TemporalView):
         first, last = _time_range(v.field, profile)
         return bins.calendar_labels(v.unit, first, last)
     values, counts = profile.counts[v.field]
-    return bins.top_labels(values, counts, v.top, v.other)
+    return bins.top_labels(values, counts, v.top, v.other, v.sort)
 
 
 def _time_range(field: str, profile: Profile) -> tuple[int | None, int | None]:
@@ -267,6 +286,9 @@ def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
             return None
         x = np.asarray(dims[d].values)
         return [(d, _lut(bins.hist_slot(x, np.ones(len(x), bool), v.bin), nbars, nbars))]
+    if isinstance(v, m.TemporalView) and v.part:  # the part's dim: its key is the bar
+        d = dim_of.get(f"part:{v.unit}:{v.field}")
+        return None if d is None else [(d, _lut(np.arange(nbars), nbars, nbars))]
     if isinstance(v, m.TemporalView):
         d = dense(v.field)
         if d is None or dims[d].value_type != "temporal":
@@ -400,4 +422,4 @@ def _measure_lut(d: Dim) -> np.ndarray:
     return out
 
 
-__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec"]
+__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec", "resolve_plan"]

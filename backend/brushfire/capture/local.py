@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from brushfire.capture.layout import make_layout, profile_spec
+from brushfire.capture.layout import make_layout, profile_spec, resolve_plan
 from brushfire.capture.profile import merge_profiles, profile_partition
 from brushfire.capture.shards import build_partition
 from brushfire.errors import CaptureError
@@ -41,11 +41,13 @@ def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     parts = [table.slice(a, b - a) for a, b in zip(starts[:-1], starts[1:], strict=True)]
     pspec = profile_spec(plan, config)
-    cols = list(dict.fromkeys(pspec.values + pspec.counts + pspec.ranges + pspec.measures)) \
+    cols = list(dict.fromkeys(pspec.values + pspec.counts + pspec.ranges + pspec.measures
+                              + pspec.extents)) \
         or table.column_names[:1]
     profile = merge_profiles([profile_partition(p.select(cols).to_batches(), pspec) for p in parts],
                              pspec)
-    layout = make_layout(plan, profile, config)
+    binned = resolve_plan(plan, profile)  # maxbins bins chosen from the profile
+    layout = make_layout(binned, profile, config)
     cache = Path(cache_dir)
     staging = cache / f".partial-{uuid.uuid4().hex[:12]}"
     shards_dir = staging / st.SHARDS
@@ -53,7 +55,7 @@ def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
     columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
     summaries = []
     for pid, p in enumerate(parts):
-        summaries += build_partition(p.select(columns).to_batches(), layout, dash,
+        summaries += build_partition(p.select(columns).to_batches(), layout, binned.dashboard,
                                      config.shard_rows, str(shards_dir), pid)
     fingerprint = st.source_fingerprint(dash.source.path) if Path(dash.source.path).exists() else ""
     key = st.cache_key(dash, fingerprint, config)

@@ -1,7 +1,7 @@
 """The source's profile: what the layout needs to know before any row is keyed — each
 brushed field's distinct values (or, past `max_keys`, a weighted sample for bucket
 edges), each categorical and dropdown field's value counts, each temporal view's first
-and last instant.
+and last instant, each `maxbins` field's finite min and max.
 
 `profile_partition` runs on an executor over one Spark partition (Arrow batches) and
 returns a small picklable dict; `merge_profiles` combines them on the driver. Both are
@@ -11,7 +11,7 @@ pure; Spark only carries them (capture/spark.py).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ class ProfileSpec:
     ranges: tuple[str, ...]  # temporal view fields: first and last instant
     max_keys: int
     measures: tuple[str, ...] = ()  # order statistics' measures: as `values`, strings as `counts`
+    extents: tuple[str, ...] = ()  # fields of `maxbins` bins: finite min and max
 
 
 @dataclass
@@ -56,6 +57,8 @@ class Profile:
     values: dict[str, ValueStats]
     counts: dict[str, tuple[list, np.ndarray]]  # field -> (distinct values, rows per value)
     ranges: dict[str, tuple[int | None, int | None]]  # field -> (first, last) UTC microseconds
+    # field -> (min, max) of its finite values, (None, None) without any (capture/bins.nice_bin)
+    extents: dict[str, tuple] = field(default_factory=dict)
 
 
 def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> dict:
@@ -63,7 +66,7 @@ def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> d
     batches = list(batches)
     table = pa.Table.from_batches(batches) if batches else None
     out: dict = {"n_rows": table.num_rows if table is not None else 0,
-                 "values": {}, "counts": {}, "ranges": {}}
+                 "values": {}, "counts": {}, "ranges": {}, "extents": {}}
     if table is None or table.num_rows == 0:
         return out
     for f in spec.values:
@@ -83,6 +86,11 @@ def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> d
         values, valid = C.numbers(table[f])
         v = values[valid]
         out["ranges"][f] = (int(v.min()), int(v.max())) if len(v) else (None, None)
+    for f in spec.extents:
+        values, valid = C.numbers(table[f])
+        v = values[valid].astype(np.float64)  # as doubles, as bins compare (and Spark's profile)
+        v = v[np.isfinite(v)]
+        out["extents"][f] = (float(v.min()), float(v.max())) if len(v) else (None, None)
     return out
 
 
@@ -139,7 +147,11 @@ def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
         lo = [p["ranges"][f][0] for p in parts if f in p["ranges"] and p["ranges"][f][0] is not None]
         hi = [p["ranges"][f][1] for p in parts if f in p["ranges"] and p["ranges"][f][1] is not None]
         ranges[f] = (min(lo) if lo else None, max(hi) if hi else None)
-    return Profile(n, values, counts, ranges)
+    extents = {}
+    for f in spec.extents:
+        got = [p["extents"][f] for p in parts if p["extents"].get(f, (None, None))[0] is not None]
+        extents[f] = (min(e[0] for e in got), max(e[1] for e in got)) if got else (None, None)
+    return Profile(n, values, counts, ranges, extents)
 
 
 def _merge_values(stats: list[ValueStats], max_keys: int) -> ValueStats:

@@ -121,6 +121,8 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
     for i, d in enumerate(layout.dims):
         if d.kind == "dense":
             v, ok = rows.numbers(d.field)
+            if d.part:  # keyed by the calendar part of the time
+                v = bins.calendar_part(d.part, v)
             u = np.asarray(d.values, v.dtype if len(d.values) else np.float64)
             k = np.searchsorted(u, v) if len(u) else np.zeros(n, np.int64)
             kk = np.minimum(k, max(len(u) - 1, 0))
@@ -244,7 +246,7 @@ def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:
         return np.where((cx >= 0) & (cy >= 0), cx * ny + cy, -1)
     if isinstance(view, m.TemporalView):
         us, ok = rows.numbers(view.field)
-        first = _first_us(vl)
+        first = None if view.part else _first_us(vl)
         code = bins.calendar_code(view.unit, us, ok, first)
         return np.where(code >= 0, code, nb)  # reason 0: null
     top = [x for x in vl.labels if x != bins.OTHER] if view.other else list(vl.labels)

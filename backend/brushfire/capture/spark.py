@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import pyarrow as pa
 
+from brushfire import sql
 from brushfire.capture import columns as C
 from brushfire.capture.profile import Profile, ProfileSpec, value_stats
 from brushfire.errors import CaptureError
@@ -164,6 +165,10 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         aggs += [F.approx_count_distinct(F.col(c)).alias(f"__d{i}") for i, c in enumerate(values)]
         for i, c in enumerate(ranges):
             aggs += [F.min(F.col(c)).alias(f"__lo{i}"), F.max(F.col(c)).alias(f"__hi{i}")]
+        for i, c in enumerate(spec.extents):  # finite values only, as doubles (bins are)
+            x = F.col(c).cast("double")
+            finite = F.when(~F.isnan(x) & (F.abs(x) < F.lit(float("inf"))), x)
+            aggs += [F.min(finite).alias(f"__elo{i}"), F.max(finite).alias(f"__ehi{i}")]
         first = df.agg(*aggs).collect()[0]
         approx = {c: first[f"__d{i}"] for i, c in enumerate(values)}
         exact = [c for c in grouped if c in counts or approx[c] <= 1.2 * spec.max_keys + 100]
@@ -185,6 +190,7 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
         out.ranges[c] = (None, None) if lo is None else tuple(
             int(x) for x in C.numbers(pa.array([lo, hi]))[0])
+    out.extents = {c: (first[f"__elo{i}"], first[f"__ehi{i}"]) for i, c in enumerate(spec.extents)}
     progress("profile: distinct values", 1.0)
     return out
 
@@ -261,7 +267,7 @@ def shard_job(df, columns: list[str], layout: Layout, dash: m.DashboardSpec, sha
 def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]:
     """Each view's plain aggregate query on Spark, one job per view, as a dashboard
     without lineage would run them. Returns (seconds, {view: {key: (count, sum)}}) with
-    key = bar number (histogram, heatmap), bar start in UTC microseconds (temporal) or
+    key = bar number (histogram, heatmap, calendar part), bar start in UTC microseconds (temporal) or
     value (categorical; the top N is left to the caller)."""
     from pyspark.sql import functions as F
 
@@ -270,6 +276,8 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
     for v in dash.views:
         if isinstance(v, (m.HistogramView, m.HeatmapView)):
             key = bin_code(v)
+        elif isinstance(v, m.TemporalView) and v.part:  # the bar number, as sql.bar_key_sql's
+            key = F.expr(sql.bar_key_sql(v, None, sql.SPARK))
         elif isinstance(v, m.TemporalView):
             key = F.unix_micros(F.date_trunc(v.unit, F.col(v.field).cast("timestamp")))
         else:

@@ -178,8 +178,15 @@ class Session:
             return self.clear(name)
         fl = self.layout.filter(name)
         d = fl.dims[0]
-        if f.kind == "param_eq":
+        if f.kind == "param_eq" and fl.op == "in":  # a list of values: any of them
+            if not isinstance(value, (list, tuple)):
+                msg = f"parameter {name!r} takes a list of values, got {V.show(value)}"
+                raise InteractionError(msg)
+            test = set_test(d, [dict_key(self.layout.dims[d], x) for x in value])
+        elif f.kind == "param_eq":
             test = set_test(d, [dict_key(self.layout.dims[d], value)])
+        elif fl.op == "between":  # [lo, hi], inclusive, as a brush
+            test = self._interval(name, d, value, "value")
         else:
             v = self._bound(name, d, value, "value")  # named "value of 'p'"
             lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)

@@ -94,6 +94,7 @@ class Dim:
     edges: list | None = None  # fine: bucket starts, edges[0] = -inf
     cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
     rows: bool = True  # per-row keys kept (False: over the memory budget; cubes only)
+    part: str | None = None  # dense dims of a calendar part: `values` are the part's of `field`
 
     @property
     def exact(self) -> bool:
@@ -118,6 +119,9 @@ class ViewLayout:
     mstarts: list[int] | None = None  # cells: measure blocks' first keys, ending with nkeys
     p: float | None = None  # quantile: the fraction (median: 0.5)
     method: str = "continuous"  # quantile / median: continuous | discrete
+    # histogram, heatmap: [step, start, stop] of each bin (x, y) as capture had them, so a
+    # `maxbins` bin reads as the step and extent chosen from the data (capture/bins.py)
+    bins: list[list[float]] = field(default_factory=list)
 
     @property
     def kbars(self) -> int:

@@ -346,7 +346,8 @@ def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime,
     filename: str = getattr(dash, "_filename", "<spec>")
     problems = []
     for i, v in enumerate(dash.views):
-        if not isinstance(v, m.TemporalView) or v.field in dash.source.columns or v.field not in ranges:
+        if not isinstance(v, m.TemporalView) or v.part or v.field in dash.source.columns \
+                or v.field not in ranges:
             continue
         lo, hi = ranges[v.field]
         n = calendar_bars(v.unit, lo, hi)
@@ -839,17 +840,21 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
             msg = "missing required key 'type'"
         msg += _choices("view types", tags)
     elif kind == "literal_error" and key == "op" and loc[-3:-2] == ("parameters",) \
-            and value in ("between", "range", "in"):
+            and value in ("range", "in"):
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        msg = (f"op {_show(value)} is not supported yet: a parameter compares its field with"
-               " one value" + _choices("op accepts", choices))
-        hint = ("for a range, declare two slider parameters on the same field, one with"
-                " op: gte and one with op: lte")
+        msg = f"unsupported op {_show(value)}" + _choices("op accepts", choices)
+        hint = ("for a range, use widget: slider with op: between (its value is [lo, hi])"
+                if value == "range" else
+                "for several values, use widget: dropdown with multiple: true")
     elif kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
         msg = f"unsupported {label} {_show(value)}" + _choices(f"{key} accepts", choices)
         hint = _did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
+        if not hint and key == "unit" and str(value).lower() in ("weekday", "dayofweek", "dow", "hour"):
+            hint = "for the day of the week use unit: day_of_week; for the hour of the day, hour_of_day"
+        if not hint and key == "sort":
+            hint = "count: the most frequent value first; name: by value (either way '(other)' last)"
     elif kind == "scalar_union":
         expected = list(dict.fromkeys(ctx["expected"]))
         if "a number" in expected and "a whole number" in expected:
@@ -874,6 +879,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         msg = f"must be {op} {ctx.get(name)}, got {_show(value)}"
         if key == "top" and name == "le":
             hint = f"a categorical view shows at most {MAX_TOP} values, then one '(other)' bar"
+        elif key == "maxbins" and name == "ge":
+            hint = "values on both sides of 0 take two whole steps, so maxbins is at least 2"
     elif kind == "too_short":
         n = ctx.get("min_length", 1)
         msg = f"needs at least {n} item{'s' if n != 1 else ''}, got {ctx.get('actual_length', 0)}"
@@ -900,16 +907,31 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "a double holds at most ±1.8e308: larger numbers (e.g. 1.0e+400) read as infinity"
     if loc[-2:] == ("bin", "extent"):
         return "write extent: [lo, hi] with lo < hi"
+    if loc[-1:] == ("bin",) and "maxbins" in msg and "either" in msg:
+        return "keep maxbins for bins fitted to the data, or step and extent for fixed ones"
+    if loc[-1:] == ("bin",):
+        return "e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
     if loc[-2:] == ("aggregate", "p"):
         return "e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"
     if loc[-2:] == ("aggregate", "method"):
         return "leave method out, or use op: quantile"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "multiple" in msg:
+        return "write default: [ORD, ATL] (a list, even of one value: [ORD])"
+    if loc[-1:] == ("multiple",):
+        return "leave multiple out, or use widget: dropdown"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "empty" in msg:
+        return "write default: [lo, hi] with lo <= hi"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",):
+        return ("op between takes default: [lo, hi]; the other ops one value"
+                if "between" in msg or "range" in msg else
+                "a parameter's default is one value; for a range use op: between with default: "
+                "[lo, hi], for several values a dropdown with multiple: true")
     if "dropdown parameter" in msg:
         return "use widget: slider to compare with lt, lte, gt or gte"
     if "slider parameter" in msg:
-        return "add op: lt, lte, gt or gte, or use widget: dropdown for 'eq'"
+        return "add op: lt, lte, gt, gte or between, or use widget: dropdown for 'eq'"
     return ""
 
 

@@ -14,11 +14,21 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from brushfire.limits import MAX_TOP
+from brushfire.limits import MAX_BARS, MAX_TOP
 
 AggregateOp = Literal["count", "sum", "mean", "median", "quantile", "min", "max", "distinct"]
 ORDER_OPS = ("median", "quantile", "min", "max", "distinct")  # order statistics (and distinct)
-TimeUnit = Literal["minute", "hour", "day", "week", "month", "year"]
+TimeUnit = Literal["minute", "hour", "day", "week", "month", "year",
+                   "hour_of_day", "day_of_week", "month_of_year"]
+# Calendar parts (UTC): cyclic units whose bars are the part's values, in order, rather
+# than a time line: (the first value, the bars' labels). A part's value is SQL's hour(t)
+# (0-23), isodow(t) (1 = Monday .. 7 = Sunday) or month(t) (1-12); bar = value - first.
+CALENDAR_PARTS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "hour_of_day": (0, tuple(str(h) for h in range(24))),
+    "day_of_week": (1, ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    "month_of_year": (1, ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                          "Nov", "Dec")),
+}
 BrushType = Literal["interval", "points", "rect", "none"]
 ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
@@ -43,23 +53,32 @@ class Source(Model):
 
 
 class Bin(Model):
-    """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed."""
+    """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed. Either
+    `step` and `extent`, or `maxbins`: a nice step ({1, 2, 5} x 10^k) and extent chosen at
+    capture from the data's finite min and max (capture/bins.py, `nice_bin`)."""
 
-    step: float
-    extent: tuple[float, float]
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step", "extent"]},
+                                                           {"required": ["maxbins"]}]})
+
+    step: float | None = None
+    extent: tuple[float, float] | None = None
+    maxbins: int | None = Field(None, ge=2, le=MAX_BARS)  # at most this many bars (a range
+    # across 0 takes two whole steps)
     clamp: bool = False  # values outside the extent go to the edge bins instead of none
 
     @field_validator("step")
     @classmethod
-    def _positive_step(cls, v: float) -> float:
-        if not (v > 0 and math.isfinite(v)):
+    def _positive_step(cls, v: float | None) -> float | None:
+        if v is not None and not (v > 0 and math.isfinite(v)):
             msg = f"bin step must be a number > 0, got {v:g}"
             raise ValueError(msg)
         return v
 
     @field_validator("extent")
     @classmethod
-    def _nonempty_extent(cls, v: tuple[float, float]) -> tuple[float, float]:
+    def _nonempty_extent(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is None:
+            return v
         if not (math.isfinite(v[0]) and math.isfinite(v[1])):
             msg = f"extent [{v[0]:g}, {v[1]:g}] must be two finite numbers"
             raise ValueError(msg)
@@ -68,9 +87,29 @@ class Bin(Model):
             raise ValueError(msg)
         return v
 
+    @model_validator(mode="after")
+    def _step_or_maxbins(self) -> Bin:
+        if self.maxbins is not None and (self.step is not None or self.extent is not None):
+            msg = "give either maxbins, or step and extent: maxbins chooses the step and extent"
+            raise ValueError(msg)
+        if self.maxbins is None and (self.step is None or self.extent is None):
+            given = "step" if self.step is not None else "extent" if self.extent is not None else ""
+            msg = (f"bin has {given} but no {'extent' if given == 'step' else 'step'}" if given
+                   else "bin needs step and extent, or maxbins")
+            raise ValueError(msg)
+        return self
+
+    @property
+    def resolved(self) -> bool:
+        """Are step and extent known (given, or chosen at capture from maxbins)?"""
+        return self.step is not None and self.extent is not None
+
     @property
     def count(self) -> int:
-        """The number of bars (validate refuses more than limits.MAX_BARS)."""
+        """The number of bars (validate refuses more than limits.MAX_BARS); before capture
+        chose a maxbins bin's step, its upper bound."""
+        if self.step is None or self.extent is None:
+            return self.maxbins or 1
         bars = (self.extent[1] - self.extent[0]) / self.step
         if not math.isfinite(bars):  # the extent's width overflows a double
             bars = self.extent[1] / self.step - self.extent[0] / self.step
@@ -154,20 +193,35 @@ class HistogramView(_ViewBase):
 
 
 class TemporalView(_ViewBase):
-    """Bars over calendar units of a timestamp field; brushed by interval."""
+    """Bars over calendar units of a timestamp field, or over a calendar part's values
+    (hour of day, day of week, month of year); brushed by interval (of times, or of the
+    part's values)."""
 
     type: Literal["temporal"]
     field: str
     unit: TimeUnit = "day"
 
+    @property
+    def part(self) -> bool:
+        """Is the unit a calendar part (cyclic: a bar per value of the part)?"""
+        return self.unit in CALENDAR_PARTS
+
+
+def is_part(view) -> bool:
+    """A temporal view over a calendar part: brushed by numbers (the part's values), not times."""
+    return isinstance(view, TemporalView) and view.part
+
 
 class CategoricalView(_ViewBase):
-    """The `top` most frequent values of a field, plus one 'other' bar; brushed by points."""
+    """The `top` most frequent values of a field, plus one 'other' bar; brushed by points.
+    `sort` orders those bars: by count (descending, ties by value) or by name (value);
+    '(other)' stays last."""
 
     type: Literal["categorical"]
     field: str
     top: int = Field(20, ge=1, le=MAX_TOP)
     other: bool = True
+    sort: Literal["count", "name"] = "count"
 
 
 class Axis(Model):
@@ -226,15 +280,22 @@ class Details(Model):
     page_size: int = Field(100, ge=1, le=100_000)
 
 
+Scalar = str | float | int
+
+
 class Parameter(Model):
-    """A widget-driven filter on every view: `field <op> value`."""
+    """A widget-driven filter on every view: `field <op> value`; with op `between`,
+    `lo <= field <= hi` for a value [lo, hi]; a dropdown with `multiple`, `field IN values`
+    for a list of values."""
 
     name: str
     field: str
     widget: Literal["dropdown", "slider"] = "dropdown"
     # checked even when left out, so a slider without a range op is reported at `op`
-    op: Literal["eq", "lt", "lte", "gt", "gte"] = Field("eq", validate_default=True)
-    default: str | float | int | None = None  # None: the parameter starts inactive
+    op: Literal["eq", "lt", "lte", "gt", "gte", "between"] = Field("eq", validate_default=True)
+    multiple: bool = False  # a dropdown picking any number of values (SQL IN)
+    # None: the parameter starts inactive; op between: [lo, hi]; multiple: a list of values
+    default: Scalar | list[Scalar] | None = None
 
     @field_validator("op")
     @classmethod
@@ -244,9 +305,48 @@ class Parameter(Model):
             msg = f"a dropdown parameter compares with 'eq', not '{v}'"
             raise ValueError(msg)
         if widget == "slider" and v == "eq":
-            msg = "a slider parameter needs a range op: lt, lte, gt or gte"
+            msg = "a slider parameter needs a range op: lt, lte, gt, gte or between"
             raise ValueError(msg)
         return v
+
+    @field_validator("multiple")
+    @classmethod
+    def _multiple_dropdown(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("widget") == "slider":
+            msg = "multiple is for dropdowns: a slider takes one value, or [lo, hi] with op between"
+            raise ValueError(msg)
+        return v
+
+    @field_validator("default")
+    @classmethod
+    def _default_fits_op(cls, v, info: ValidationInfo):
+        op = info.data.get("op")  # absent when op itself was invalid
+        if v is None or op is None:
+            return v
+        if info.data.get("multiple"):
+            if not isinstance(v, list):
+                msg = f"a dropdown with multiple: true takes a list of values, got {_show(v)}"
+                raise ValueError(msg)
+            return v
+        if op == "between":
+            if not (isinstance(v, list) and len(v) == 2):
+                msg = f"op 'between' takes a range [lo, hi], got {_show(v)}"
+                raise ValueError(msg)
+            lo, hi = v
+            if all(isinstance(x, (int, float)) for x in v) and lo > hi:
+                msg = f"the range [{lo:g}, {hi:g}] is empty: lo must not be above hi"
+                raise ValueError(msg)
+        elif isinstance(v, list):
+            msg = f"expected a string or a number, got {_show(v)}"
+            raise ValueError(msg)
+        return v
+
+
+def _show(v) -> str:
+    """A value as YAML would read it back (as the loader's messages show values)."""
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    return repr(v) if isinstance(v, str) else str(v)
 
 
 class Interactions(Model):

@@ -1,0 +1,106 @@
+"""capture/bins.py: `maxbins` resolved into a nice step and extent (pure, table-tested)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brushfire.capture import bins
+from brushfire.errors import CaptureError
+from brushfire.spec import models as m
+from brushfire.spec import parse_dashboard
+
+
+@pytest.mark.parametrize(("lo", "hi", "maxbins", "step", "extent"), [
+    (0, 100, 10, 10, (0, 100)),  # 100 lands in the last, closed bar
+    (0.3, 99.1, 20, 5, (0, 100)),
+    (0.3, 99.1, 10, 10, (0, 100)),
+    (1, 99, 9, 20, (0, 100)),  # 10 would need 10 bars
+    (-3, 7, 2, 10, (-10, 10)),  # a range across 0 takes two whole steps
+    (-7, -3, 4, 1, (-7, -3)),
+    (5, 5, 10, 0.5, (5, 5.5)),  # one value: span |min|, one bar
+    (0, 0, 10, 0.1, (0, 0.1)),  # zero: span 1
+    (None, None, 10, 0.1, (0, 0.1)),  # no finite value
+    (0.1, 0.3, 10, 0.02, (0.1, 0.3)),
+    (-2.5, 17.25, 20, 2, (-4, 18)),  # step 1 would take 21 bars: [-3, 18]
+    (3, 1e17, 65534, 2e12, (0, 1e17)),
+    (1003, 1004, 3, 0.5, (1003, 1004)),
+], ids=str)
+def test_nice_bin(lo, hi, maxbins, step, extent) -> None:
+    b = bins.nice_bin(lo, hi, maxbins)
+    assert (b.step, b.extent) == (step, extent)
+    assert b.count <= maxbins
+
+
+def _is_nice(step: float) -> bool:
+    k = math.floor(math.log10(step))
+    return any(float(mult * Fraction(10) ** j) == step for mult in bins.NICE_STEPS for j in (k - 1, k, k + 1))
+
+
+FINITE = st.floats(-1e12, 1e12, allow_nan=False).map(lambda x: round(x, 3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=FINITE, b=FINITE, maxbins=st.integers(2, 200))
+def test_nice_bin_holds_every_value_in_at_most_maxbins_bars(a, b, maxbins) -> None:
+    lo, hi = min(a, b), max(a, b)
+    got = bins.nice_bin(lo, hi, maxbins, clamp=True)
+    assert got.clamp and _is_nice(got.step)
+    assert got.extent[0] <= lo and hi <= got.extent[1]
+    assert 1 <= got.count <= maxbins
+    # the smallest such step: the next smaller nice step needs more bars (or cannot cover
+    # the span in maxbins steps)
+    k = math.floor(math.log10(got.step))
+    smaller = max(s for mult in bins.NICE_STEPS for j in (k - 1, k)
+                  if (s := mult * Fraction(10) ** j) < Fraction(got.step) * Fraction(999, 1000))
+    span = (Fraction(hi) - Fraction(lo)) or abs(Fraction(lo)) or Fraction(1)
+    n = max(math.ceil(Fraction(hi) / smaller) - math.floor(Fraction(lo) / smaller), 1)
+    assert n > maxbins or smaller * maxbins < span
+
+
+def test_values_at_the_edge_of_doubles_ask_for_a_step() -> None:
+    with pytest.raises(CaptureError, match="give step and extent instead"):
+        bins.nice_bin(-1.7e308, 1.7e308, 10)
+
+
+@pytest.mark.parametrize(("top", "other", "sort", "labels"), [
+    (3, True, "count", ["b", "a", "c", "(other)"]),  # by count, ties by value
+    (3, True, "name", ["a", "b", "c", "(other)"]),  # the same top 3, by name
+    (2, False, "name", ["a", "b"]),
+    (9, False, "name", ["B", "a", "b", "c", "d"]),  # code point order, as SQL's ORDER BY
+], ids=str)
+def test_top_labels(top, other, sort, labels) -> None:
+    values = ["a", "b", "c", "d", "B"]
+    counts = [5, 9, 5, 1, 2]
+    assert bins.top_labels(values, counts, top, other, sort) == labels
+
+
+SPEC = {
+    "name": "t", "source": {"path": "t.parquet"},
+    "views": [
+        {"name": "h", "type": "histogram", "field": "x", "bin": {"maxbins": 10}},
+        {"name": "fixed", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}},
+        {"name": "heat", "type": "heatmap", "x": {"field": "k", "bin": {"maxbins": 4, "clamp": True}},
+         "y": {"field": "x", "bin": {"step": 2, "extent": [0, 10]}}},
+        {"name": "c", "type": "categorical", "field": "s"},
+    ],
+}
+
+
+def test_resolve_bins_replaces_only_maxbins_bins() -> None:
+    dash = parse_dashboard(SPEC)
+    assert bins.maxbins_fields(dash) == ["x", "k"]
+    got = bins.resolve_bins(dash, {"x": (0.5, 42.0), "k": (-3.0, 30.0)})
+    assert got.view("h").bin == m.Bin(step=5, extent=(0, 45))
+    assert got.view("heat").x.bin == m.Bin(step=10, extent=(-10, 30), clamp=True)
+    assert got.view("fixed") is dash.view("fixed") and got.view("c") is dash.view("c")
+    assert got.view("heat").y.bin is dash.view("heat").y.bin
+    assert bins.maxbins_fields(got) == []
+    assert bins.resolve_bins(got, {}) is got  # nothing left to choose
+    # what the layout records brings the same bins back to the spec as written
+    recorded = {v.name: bins.bins_record(v) for v in got.views}
+    assert bins.with_recorded_bins(dash, recorded) == got
