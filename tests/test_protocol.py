@@ -208,3 +208,17 @@ def test_decode_refuses_with_the_reason(raw, expected):
     with pytest.raises(protocol.ProtocolError) as e:
         protocol.decode_message(raw)
     assert expected in str(e.value)
+
+
+@spark
+def test_highlight_targets_are_the_declared_ones_of_an_engine_session(dash):
+    """A bare engine session answers declared pairs only: given targets pick among them,
+    an undeclared target is refused (a lazy session answers it on Spark: test_fallback)."""
+    s = dash.session()
+    whole = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0]})
+    picked = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["hx"]})
+    assert picked["type"] == "highlight" and picked["views"] == whole["views"] == {
+        "hx": protocol.view_json(dash.session().highlight("cat", [0])["hx"])}
+    bad = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["week"]})
+    assert bad["type"] == "error" and "highlight.targets[0]" in bad["message"]
+    assert "no highlight from 'cat' to 'week'" in bad["message"]

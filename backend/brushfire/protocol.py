@@ -198,10 +198,12 @@ class Highlight(Message):
                 raise NotCapturedError(msg)
 
     def run(self, session: SessionAPI) -> dict:
-        views = session.highlight(self.source, self.bars)
-        if self.targets:
-            views = (session.highlight(self.source, self.bars, targets=self.targets)
-                     if answers_lazily(session) else {t: views[t] for t in self.targets})
+        if self.targets and answers_lazily(session):  # (undeclared pairs answered on Spark)
+            views = session.highlight(self.source, self.bars, targets=self.targets)
+        else:
+            views = session.highlight(self.source, self.bars)
+            if self.targets:  # checked: declared targets of this source
+                views = {t: views[t] for t in self.targets}
         return {"type": "highlight", "source": self.source, "bars": self.bars,
                 "views": {n: view_json(v) for n, v in views.items()}}
 
