@@ -313,11 +313,14 @@ def spark_errors(what: str) -> Iterator[None]:
 @contextlib.contextmanager
 def track_progress(spark, progress: Progress, stage: str = "capture job",
                    every: float = 0.5) -> Iterator[None]:
-    """Report the running job's task progress (completed / total tasks) while it runs."""
+    """Report the running jobs' task progress (completed / total tasks of the active
+    stages) while they run; never backwards within the stage (a step of several jobs
+    starts each at 0)."""
     tracker = spark.sparkContext.statusTracker()
     done = threading.Event()
 
     def poll() -> None:
+        shown = 0.0
         while not done.wait(every):
             total = finished = 0
             for sid in tracker.getActiveStageIds():
@@ -326,7 +329,8 @@ def track_progress(spark, progress: Progress, stage: str = "capture job",
                     total += info.numTasks
                     finished += info.numCompletedTasks
             if total:
-                progress(stage, finished / total)
+                shown = max(shown, finished / total)
+                progress(stage, shown)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
