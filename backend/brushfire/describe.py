@@ -54,7 +54,8 @@ def _describe(dash: Dashboard) -> dict:
         brush = dash.plan.filter(v.name).kind if dash.plan.has_filter(v.name) else None
         lazy = brush is None and lazy_brushes and brush_of(v) != "none"
         brush = brush_of(v) if lazy else brush
-        views.append({"name": v.name, "title": v.title or v.name, "type": v.type, "brush": brush,
+        views.append({"name": v.name, "title": v.title or v.name, "type": v.type,
+                      "unit": getattr(v, "unit", None), "brush": brush,
                       "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "counts": initial[v.name].counts, "values": initial[v.name].values,

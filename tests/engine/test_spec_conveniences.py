@@ -367,3 +367,30 @@ def test_a_multiple_dropdown_default_is_a_list() -> None:
     dash = parse_dashboard({**base, "interactions": {"parameters": [p]}})
     assert dash.parameter("cats").default == ["a", "b"]
     assert plan_capture(dash).filter("cats").op == "in"
+
+
+@pytest.mark.parametrize("engine", ["brushfire", "duckdb"])
+def test_the_bench_brushes_calendar_parts_by_value_and_checks_them(captured, tmp_path, engine):
+    """`brushfire bench`'s workloads brush a calendar part by its values (not times); the
+    check and the DuckDB baseline read the part's bars by bar number: replies equal SQL."""
+    from brushfire import protocol
+    from brushfire.baselines import with_engine
+    from brushfire.bench import workloads
+    from brushfire.bench.check import Checker
+    from brushfire.describe import describe_dashboard
+
+    _, dash, _ = captured
+    info = workloads.DashboardInfo.from_description(describe_dashboard(dash))
+    assert [v.part for v in info.views if v.name in ("hod", "dow")] == [(0, 24), (1, 7)]
+    trace = workloads.slide(info, views=["hod", "dow"], n_pixels=40)
+    # the parameters people set: between ([lo, hi]), multiple (lists), a time slider
+    picks = [e.message for e in workloads.human(info, events=20_000, seed=3).events
+             if e.message["type"] == "parameter"]
+    assert {m["name"] for m in picks} == {p.name for p in info.parameters}
+    assert any(isinstance(m["value"], list) for m in picks)
+    session = with_engine(dash, engine).session()
+    replies = [protocol.handle(session, msg) for msg in [e.message for e in trace.events] + picks]
+    assert {r["type"] for r in replies} == {"update"}, [r for r in replies if r["type"] != "update"][:1]
+    checker = Checker(dash.spec, {v.name: v.labels for v in dash.store.views}, cache_dir=str(tmp_path))
+    result = checker.check([(0, i, r) for i, r in enumerate(replies)])
+    assert result.checked == len(replies) and result.mismatches == 0, result.examples

@@ -75,7 +75,7 @@ class Backend(ABC):
         # each categorical view's top values are its bars (as captured)
         self.tops = {v.name: [x for x in v.labels if x != sql.OTHER] for v in layouts
                      if v.type == "categorical"}
-        self.keys = {v.name: _key_index(v) for v in layouts}
+        self.keys = {v.name: _key_index(v, m.is_part(spec.view(v.name))) for v in layouts}
         self.bar_sql = {v.name: sql.bar_key_sql(v, self.tops.get(v.name), self.dialect)
                         for v in spec.views}
         self._base: dict[str, Bars] | None = None
@@ -162,10 +162,12 @@ class SqlSession:
         self._filter(name, ("param_eq", "param_range"))
         if value is None:
             return self.clear(name)
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        p = self.spec.parameter(name)
+        listed = p.multiple or p.op == "between"  # a list of values, or [lo, hi]: sql checks it
+        if not listed and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
             msg = f"parameter {name!r} takes a string or a number, got {value!r}"
             raise InteractionError(msg)
-        pred = sql.parameter_sql(self.spec.parameter(name), value, self.backend.dialect)
+        pred = sql.parameter_sql(p, value, self.backend.dialect)
         return self._apply(name, pred, value)
 
     def clear(self, name: str | None = None) -> Update:
@@ -277,9 +279,10 @@ class BaselineDashboard:
         return time.perf_counter() - t0
 
 
-def _key_index(layout: ViewLayout) -> dict:
-    """Bar key as the SQL of `sql.bar_key_sql` gives it -> bar number."""
-    if layout.type == "temporal":
+def _key_index(layout: ViewLayout, part: bool = False) -> dict:
+    """Bar key as the SQL of `sql.bar_key_sql` gives it -> bar number (a calendar
+    `part`'s key is its bar number)."""
+    if layout.type == "temporal" and not part:
         return {pixels.to_micros(label): i for i, label in enumerate(layout.labels)}
     if layout.type == "categorical":
         return {str(label): i for i, label in enumerate(layout.labels)}

@@ -141,7 +141,7 @@ class Checker:
     def _compare_view(self, view: str, got: dict, expected: dict) -> list[str]:
         labels = self.labels[view]
         v = self.spec.view(view)
-        keys = _label_keys(v.type, labels)
+        keys = _label_keys(v, labels)
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
         want_stat: list = [None] * len(labels)
@@ -199,11 +199,11 @@ def _instant(x):
     return x
 
 
-def _label_keys(view_type: str, labels: list) -> list:
-    """Each bar's key as `sql.bar_key_sql` computes it."""
-    if view_type == "temporal":
+def _label_keys(view, labels: list) -> list:
+    """Each bar's key as `sql.bar_key_sql` computes it (a calendar part's: its bar number)."""
+    if view.type == "temporal" and not m.is_part(view):
         return [pixels.to_micros(x) for x in labels]
-    if view_type == "categorical":
+    if view.type == "categorical":
         return [str(x) for x in labels]
     return list(range(len(labels)))
 

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 from brushfire.bench import pixels
 from brushfire.bench.trace import Event, Trace
+from brushfire.spec.models import CALENDAR_PARTS
 
 FRAME_MS = 1000 / 60  # a drag sends at most one brush per animation frame
 PAUSE_MS = 500.0  # between gestures
@@ -68,10 +69,20 @@ class ViewInfo:
     type: str
     brush: str | None  # interval, points, rect, or None (not brushable)
     labels: list
+    unit: str | None = None  # a temporal view's unit
+
+    @property
+    def part(self) -> tuple[int, int] | None:
+        """A calendar part's (first value, number of values): brushed by numbers."""
+        if self.type != "temporal" or self.unit not in CALENDAR_PARTS:
+            return None
+        first, names = CALENDAR_PARTS[self.unit]
+        return first, len(names)
 
     @property
     def temporal(self) -> bool:
-        return self.type == "temporal"
+        """Brushed by times (a calendar part's view is brushed by its values)."""
+        return self.type == "temporal" and self.part is None
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,27 @@ class ParameterInfo:
     widget: str
     values: list | None  # a dropdown's values
     range: list | None = None  # a slider's [min, max]
+    op: str = "eq"  # between: a slider's value is [lo, hi]
+    multiple: bool = False  # a multi-select dropdown: its value is a list
+
+    def pick(self, rng: random.Random):
+        """A value a user would pick: one of a dropdown's values (one to three for a
+        multi-select), a number in a slider's range ([lo, hi] for a between slider)."""
+        if self.widget == "dropdown":
+            if self.multiple:
+                return rng.sample(self.values, k=min(len(self.values), rng.randint(1, 3)))
+            return rng.choice(self.values)
+        lo, hi = self.range
+        times = isinstance(lo, str)  # a time slider: ISO instants, picked to the second
+
+        def number():
+            if times:
+                a, b = pixels.to_micros(lo) // 1_000_000, pixels.to_micros(hi) // 1_000_000
+                return pixels.to_iso(rng.randint(a, b) * 1_000_000)
+            x = rng.uniform(lo, hi)
+            return round(x) if isinstance(lo, int) and isinstance(hi, int) else round(x, 3)
+
+        return sorted([number(), number()]) if self.op == "between" else number()
 
 
 @dataclass(frozen=True)
@@ -94,8 +126,10 @@ class DashboardInfo:
 
     @classmethod
     def from_description(cls, d: dict) -> DashboardInfo:
-        views = tuple(ViewInfo(v["name"], v["type"], v["brush"], v["labels"]) for v in d["views"])
-        params = tuple(ParameterInfo(p["name"], p["widget"], p.get("values"), p.get("range"))
+        views = tuple(ViewInfo(v["name"], v["type"], v["brush"], v["labels"], v.get("unit"))
+                      for v in d["views"])
+        params = tuple(ParameterInfo(p["name"], p["widget"], p.get("values"), p.get("range"),
+                                     p.get("op") or "eq", bool(p.get("multiple")))
                        for p in d["parameters"])
         sources = tuple(dict.fromkeys(h["source"] for h in d.get("highlight") or ()))
         return cls(d["name"], views, params, sources, bool(d.get("details")))
@@ -131,7 +165,7 @@ def brush_message(view: ViewInfo, grid: list, a: int, b: int) -> dict:
 
 
 def grid_of(view: ViewInfo, n_pixels: int = pixels.PIXELS) -> list:
-    return pixels.edges(*pixels.extent(view.type, view.labels), n_pixels)
+    return pixels.edges(*extent_of(view), n_pixels)
 
 
 def slide(info: DashboardInfo, *, widths: tuple[float, ...] = (0.1, 0.2, 0.3),
@@ -237,7 +271,7 @@ def params(info: DashboardInfo, *, seed: int = 7, events: int = 100,
             clock.add(brush_message(held[0], grid, a, a + n_pixels // 4), CLICK_MS)
             continue
         p = rng.choice(dropdowns)
-        value = None if rng.random() < 0.1 else rng.choice(p.values)
+        value = None if rng.random() < 0.1 else p.pick(rng)
         clock.add({"type": "parameter", "name": p.name, "value": value}, CLICK_MS)
     clock.add({"type": "clear"}, CLICK_MS)
     return Trace(info.name, tuple(clock.events), {"workload": "params", "seed": seed})
@@ -273,7 +307,16 @@ def axes_of(view: ViewInfo, n_pixels: int = pixels.PIXELS) -> tuple[Axis, ...]:
         ys = [c[1] for c in view.labels]
         return (Axis(min(x[0] for x in xs), max(x[1] for x in xs), False, n_pixels),
                 Axis(min(y[0] for y in ys), max(y[1] for y in ys), False, n_pixels))
-    return (Axis(*pixels.extent(view.type, view.labels), view.temporal, n_pixels),)
+    return (Axis(*extent_of(view), view.temporal, n_pixels),)
+
+
+def extent_of(view: ViewInfo) -> tuple:
+    """An interval view's extent in the units its brushes take: bin edges, UTC microseconds,
+    or for a calendar part its values (bars centred on them, as the page draws them)."""
+    if view.part is not None:
+        first, n = view.part
+        return first - 0.5, first + n - 0.5
+    return pixels.extent(view.type, view.labels)
 
 
 Pairs = tuple[tuple[float, float], ...]  # a brush in pixels: (first, second) per axis
@@ -456,14 +499,7 @@ class _Human:
     def parameter(self) -> None:
         rng = self.rng
         p = rng.choice(self.params)
-        if rng.random() < 0.1:
-            value = None
-        elif p.widget == "dropdown":
-            value = rng.choice(p.values)
-        else:
-            lo, hi = p.range
-            value = rng.uniform(lo, hi)
-            value = round(value) if isinstance(lo, int) and isinstance(hi, int) else round(value, 3)
+        value = None if rng.random() < 0.1 else p.pick(rng)
         self.clock.add({"type": "parameter", "name": p.name, "value": value}, rng.uniform(300, 1200))
 
 
