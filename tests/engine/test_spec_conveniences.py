@@ -369,10 +369,10 @@ def test_a_multiple_dropdown_default_is_a_list() -> None:
     assert plan_capture(dash).filter("cats").op == "in"
 
 
-@pytest.mark.parametrize("engine", ["brushfire", "duckdb"])
+@pytest.mark.parametrize("engine", ["brushfire", "duckdb", "preagg"])
 def test_the_bench_brushes_calendar_parts_by_value_and_checks_them(captured, tmp_path, engine):
     """`brushfire bench`'s workloads brush a calendar part by its values (not times); the
-    check and the DuckDB baseline read the part's bars by bar number: replies equal SQL."""
+    check and the DuckDB baselines read the part's bars by bar number: replies equal SQL."""
     from brushfire import protocol
     from brushfire.baselines import with_engine
     from brushfire.bench import workloads

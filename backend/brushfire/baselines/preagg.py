@@ -31,7 +31,7 @@ class PreaggBackend(DuckDBBackend):
     def __init__(self, spec: m.DashboardSpec, layouts, threads: int | None = None) -> None:
         super().__init__(spec, layouts, threads)
         self.grids = {v.name: pixels.edges(*pixels.extent(v.type, v.labels)) for v in layouts
-                      if v.type in ("histogram", "temporal")}
+                      if v.type in ("histogram", "temporal") and not m.is_part(spec.view(v.name))}
         self.check_edges()
 
     def slotted_sql(self, view: str, where: str) -> str:
@@ -105,8 +105,8 @@ class PreaggSession(DuckDBSession):
 
     def brush(self, view: str, interval, y=None):
         f = self._filter(view, ("interval", "rect"))
-        if f.kind != "interval":
-            return super().brush(view, interval, y)
+        if f.kind != "interval" or f.name not in self.backend.grids:  # rects, calendar parts:
+            return super().brush(view, interval, y)  # the plain DuckDB answer
         t0 = time.perf_counter()
         v = self.spec.view(f.name)
         pred = sql.brush_sql(v, interval, None, self.backend.dialect)  # validates the bounds
