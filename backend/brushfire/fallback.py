@@ -281,7 +281,7 @@ class FallbackSession:
             if kind not in ("number", "temporal"):
                 msg = f"column {column!r} holds {kind} values: filter it by values, not an interval"
                 raise InteractionError(msg)
-            lo, hi = _pair(interval)
+            lo, hi = sql.pair(interval)
             bound = V.time_bound if kind == "temporal" else V.number_bound
             pred = sql.interval_sql(column, (_checked(bound, lo, column, 0), _checked(bound, hi, column, 1)),
                                     kind == "temporal", sql.SPARK)
@@ -677,7 +677,7 @@ class FallbackSession:
     def _times(self, view: str, interval):
         """A temporal view's bounds as UTC microseconds (checked), others as given."""
         v = next((x for x in self.spec.views if x.name == view), None)
-        lo, hi = _pair(interval)
+        lo, hi = sql.pair(interval)
         if isinstance(v, m.TemporalView) and not v.part:
             return (_checked(V.time_bound, lo, view, 0), _checked(V.time_bound, hi, view, 1))
         if isinstance(v, (m.HistogramView, m.HeatmapView, m.TemporalView)):
@@ -687,7 +687,7 @@ class FallbackSession:
     def _numbers(self, y):
         if y is None:
             return None
-        lo, hi = _pair(y)
+        lo, hi = sql.pair(y)
         return (_checked(V.number_bound, lo, "y", 0), _checked(V.number_bound, hi, "y", 1))
 
     def _bars_of(self):
@@ -706,15 +706,6 @@ class FallbackSession:
 
             self._bars = _Keys(self.spec, self.store.views)
         return self._bars
-
-
-def _pair(interval) -> tuple:
-    try:
-        lo, hi = interval
-    except (TypeError, ValueError):
-        msg = f"an interval is [lo, hi], got {interval!r}"
-        raise InteractionError(msg) from None
-    return lo, hi
 
 
 def _checked(convert, x, where: str, i: int):

@@ -180,7 +180,7 @@ def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB
                  part: str | None = None) -> str:
     """lo <= col <= hi (None = open end); never null, never NaN. With a calendar `part`,
     lo <= part(col) <= hi on the part's values (numbers)."""
-    lo, hi = _pair(interval)
+    lo, hi = pair(interval)
     c = ident(col, d)
     x = time_us(col, d) if temporal else f"CAST({c} AS DOUBLE)"
     if part:
@@ -232,7 +232,7 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
             raise InteractionError(msg)
         return f"{ident(p.field, d)} IN ({', '.join(lit(x, d) for x in value)})" if value else "FALSE"
     if p.op == "between":
-        lo, hi = _pair(value)
+        lo, hi = pair(value)
         return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
@@ -305,7 +305,8 @@ def _number(x) -> float | int:
     return x
 
 
-def _pair(interval) -> tuple:
+def pair(interval) -> tuple:
+    """(lo, hi) of an interval, or InteractionError saying what an interval is."""
     try:
         lo, hi = interval
     except (TypeError, ValueError):
