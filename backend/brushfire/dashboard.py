@@ -134,19 +134,21 @@ def warm_kernels(store: LineageStore) -> None:
     need = np.zeros(nv, np.uint64)
     kr = np.zeros((0, 2), np.int64)
     c, s, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
-    K.scan(shard.arrays, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
+    S = K.with_fences(shard.arrays, L)
+    K.scan(S, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
     d = next((i for i, dim in enumerate(store.layout.dims) if dim.indexed), -1)
     if d >= 0:
-        K.by_keys(shard.arrays, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
-        K.rows_passing(shard.arrays, L, q, np.uint64(0), d, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
-        K.count_passing(shard.arrays, L, q, np.uint64(0), d, kr, 0, 0, np.uint64(0))
-        K.tile(shard.arrays, L, q, views, need, np.zeros(0, np.int64), d,
-               np.zeros(store.layout.dims[d].nkeys + 1, np.int64), 1, np.uint64(0), 0, 0, c, s, o)
-    K.count_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, np.uint64(0))
-    K.rows_passing(shard.arrays, L, q, np.uint64(0), -1, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
-    K.bars_of(shard.arrays, L, np.zeros(0, np.int64), 0, np.zeros(0, np.int64))
+        K.by_keys(S, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
+        K.rows_passing(S, L, q, np.uint64(0), d, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
+        K.count_passing(S, L, q, np.uint64(0), d, kr, 0, 0, np.uint64(0))
+        K.tile(S, L, q, views, need, np.zeros(0, np.int64), d,
+               np.zeros(store.layout.dims[d].nkeys + 1, np.int64), 1, 0, 0,
+               np.zeros(1, np.int32), s, o)  # a tile's builders count in int32
+    K.count_passing(S, L, q, np.uint64(0), -1, kr, 0, 0, np.uint64(0))
+    K.rows_passing(S, L, q, np.uint64(0), -1, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
+    K.bars_of(S, L, np.zeros(0, np.int64), 0, np.zeros(0, np.int64))
     if any(v.cells for v in store.layout.views):  # order statistics gather values of blocks
-        K.gather(shard.arrays, L, q, 0, np.uint64(0), -1, kr, 0, np.full(1, -1, np.int64),
+        K.gather(S, L, q, 0, np.uint64(0), -1, kr, 0, np.full(1, -1, np.int64),
                  np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), 0, 0)
 
 

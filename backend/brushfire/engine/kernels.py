@@ -5,9 +5,13 @@ partial results.
 
 Arguments (built by engine/state.py from lineage/layout.py):
 - S  one shard: (keys (D, n) uint16, raw (R, n) float64, meas (M, n) float64,
-     order (T,) uint16, optr (I, nblocks) int64, zmin, zmax (D, nblocks) uint16).
+     order (T,) uint16, optr (I, nblocks) int64, zmin, zmax (D, nblocks) uint16,
+     fences (I, nblocks, bsize / FENCE) uint16).
      Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
-     key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1.
+     key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1;
+     fences[i, b, j] is the key at position j * FENCE of that order (`with_fences` adds
+     them to a store's six arrays), so that a search of a block's order reads a short
+     array, then a few of its rows, instead of sixteen rows far apart.
 - L  the layout: (vdim0, vdim1, vlut0, vlut1, luts, nbars, bar_off, mkind, mdim, mcol,
      moff, mluts, draw, dslot, bsize, width). A view v's code (its "bar" here: a bar, a
      reason pseudo-bar or a cell of either, lineage/layout.py) for row r is
@@ -40,6 +44,7 @@ import numpy as np
 from numba import njit
 
 CHUNK = 2048
+FENCE = 64  # positions of a block's key order between fence keys
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
@@ -226,9 +231,10 @@ def _block_skipped(zmin, zmax, b, skip, Q) -> bool:
 
 
 @njit(nogil=True, cache=True)
-def _lower(keys, order, ob, base, cnt, d, key) -> np.int64:
-    """First position p in [0, cnt) of the block's key order whose key is >= `key`."""
-    lo, hi = 0, cnt
+def _lower(keys, order, ob, base, cnt, d, key, lo=0) -> np.int64:
+    """First position p in [lo, cnt) of the block's key order whose key is >= `key` (the
+    keys before lo are below it)."""
+    hi = cnt
     while lo < hi:
         mid = (lo + hi) >> 1
         r = base + (mid if ob < 0 else np.int64(order[ob + mid]))
@@ -237,6 +243,78 @@ def _lower(keys, order, ob, base, cnt, d, key) -> np.int64:
         else:
             hi = mid
     return lo
+
+
+@njit(nogil=True, cache=True)
+def _lower_fenced(keys, order, fences, slot, b, ob, base, cnt, d, key, lo) -> np.int64:
+    """As `_lower` (positions below lo known below `key`), the fence keys first: the
+    answer lies between two fences."""
+    jl, jh = 0, (cnt + FENCE - 1) // FENCE
+    while jl < jh:  # the first fence at or above key
+        mid = (jl + jh) >> 1
+        if np.int64(fences[slot, b, mid]) < key:
+            jl = mid + 1
+        else:
+            jh = mid
+    hi = min(cnt, jl * FENCE)
+    if lo >= hi:
+        return lo
+    return _lower(keys, order, ob, base, hi, d, key, max(lo, (jl - 1) * FENCE + 1 if jl else 0))
+
+
+@njit(nogil=True, cache=True)
+def _gallop(keys, order, ob, base, start, cnt, d, key) -> np.int64:
+    """As `_lower` from position `start`, in O(log(answer - start)) steps: the end of a key
+    range, found from its start (ranges hold few rows of a block: a few steps, where a
+    binary search of the whole block takes sixteen, each a read from memory)."""
+    step = 1
+    lo = start
+    while lo + step <= cnt:
+        p = lo + step - 1
+        r = base + (p if ob < 0 else np.int64(order[ob + p]))
+        if np.int64(keys[d, r]) >= key:
+            return _lower(keys, order, ob, base, p, d, key, lo)
+        lo = p + 1
+        step <<= 1
+    return _lower(keys, order, ob, base, cnt, d, key, lo)
+
+
+@njit(nogil=True, cache=True)
+def _span(keys, order, fences, slot, b, ob, base, cnt, d, lo_key, hi_key, prev, prev_hi) -> tuple:
+    """Positions [a, z) of keys lo_key..hi_key in block b's key order; `prev`: where the
+    last range searched, of keys up to prev_hi, ended (a start when this one is above it)."""
+    a = _lower_fenced(keys, order, fences, slot, b, ob, base, cnt, d, lo_key,
+                      prev if lo_key > prev_hi else 0)
+    return a, _gallop(keys, order, ob, base, a, cnt, d, hi_key + 1)
+
+
+@njit(nogil=True, cache=True)
+def _fences(keys, order, optr, slot_dims, bsize, out):
+    n = keys.shape[1]
+    for i in range(slot_dims.shape[0]):
+        d = slot_dims[i]
+        for b in range(optr.shape[1]):
+            base = b * bsize
+            cnt = min(n, base + bsize) - base
+            ob = optr[i, b]
+            for j in range((cnt + FENCE - 1) // FENCE):
+                p = j * FENCE
+                out[i, b, j] = keys[d, base + (p if ob < 0 else np.int64(order[ob + p]))]
+
+
+def with_fences(S: tuple, L: tuple) -> tuple:
+    """A store shard's arrays as the kernels take them: with the fence keys of each indexed
+    dim's block orders (computed here: a read of one row in FENCE per indexed dim)."""
+    keys, order, optr = S[0], S[3], S[4]
+    bsize, dslot = int(L[14]), np.asarray(L[13])
+    slot_dims = np.zeros(optr.shape[0], np.int64)
+    for d, slot in enumerate(dslot):
+        if 0 <= slot < optr.shape[0]:
+            slot_dims[slot] = d
+    out = np.zeros((optr.shape[0], optr.shape[1], -(-bsize // FENCE)), np.uint16)
+    if out.size:
+        _fences(keys, order, optr, slot_dims, bsize, out)
+    return (*S[:7], out)
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -318,7 +396,7 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
       `need`). Each block's rows are visited in row order (a bitmap of the block sorts
       them), so the reads of the other columns go forward through the block.
     Cost: O(rows in the ranges x views) + O(blocks x ranges x log(block))."""
-    keys, raw, meas, order, optr = S[0], S[1], S[2], S[3], S[4]
+    keys, raw, meas, order, optr, fences = S[0], S[1], S[2], S[3], S[4], S[7]
     n = keys.shape[1]
     bsize = L[14]
     slot = L[13][d]
@@ -332,7 +410,8 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
     was = np.empty(CHUNK, np.bool_)
     bars = np.empty(CHUNK, np.int64)
     xs = np.empty(CHUNK, np.float64)
-    words = np.zeros((bsize + 63) // 64, np.uint64)
+    words = np.zeros((bsize + 63) // 64, np.uint64)  # the block's candidate rows, a bit each
+    summary = np.zeros((words.shape[0] + 63) // 64, np.uint64)  # ... its words in use
     distinct = np.unique(signs) if mf < 0 else np.ones(1, np.int64)
     cn = 0
     for b in range(b0, b1):
@@ -340,31 +419,39 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
         cnt = min(n, base + bsize) - base
         ob = optr[slot, b]
         for sg in distinct:
-            lo_w, hi_w = len(words), -1
+            z, zk = 0, np.int64(1 << 62)
             for p in range(kranges.shape[0]):
                 if mf < 0 and signs[p] != sg:
                     continue
-                a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
-                z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+                a, z = _span(keys, order, fences, slot, b, ob, base, cnt, d, kranges[p, 0],
+                             kranges[p, 1], z, zk)
+                zk = kranges[p, 1]
                 for q in range(a, z):
                     r = q if ob < 0 else np.int64(order[ob + q])
                     w = r >> 6
                     words[w] |= np.uint64(1) << np.uint64(r & 63)
-                    lo_w = min(lo_w, w)
-                    hi_w = max(hi_w, w)
-            for w in range(lo_w, hi_w + 1):  # the block's rows in order, words cleared on the way
-                bits = words[w]
-                words[w] = 0
-                while bits:
-                    low = bits & (~bits + np.uint64(1))
-                    rows[cn] = base + (w << 6) + _DEBRUIJN[(low * _MAGIC) >> np.uint64(58)]
-                    wts[cn] = sg
-                    cn += 1
-                    bits ^= low
-                    if cn == CHUNK:
-                        _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts,
-                                       now, was, views, need, counts, sums, oks, bars, xs)
-                        cn = 0
+                    summary[w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+            # the block's rows in order, through the words in use (few rows: few words),
+            # every word cleared on the way
+            for sw in range(summary.shape[0]):
+                used = summary[sw]
+                summary[sw] = 0
+                while used:
+                    wlow = used & (~used + np.uint64(1))
+                    w = (sw << 6) + _DEBRUIJN[(wlow * _MAGIC) >> np.uint64(58)]
+                    used ^= wlow
+                    bits = words[w]
+                    words[w] = 0
+                    while bits:
+                        low = bits & (~bits + np.uint64(1))
+                        rows[cn] = base + (w << 6) + _DEBRUIJN[(low * _MAGIC) >> np.uint64(58)]
+                        wts[cn] = sg
+                        cn += 1
+                        bits ^= low
+                        if cn == CHUNK:
+                            _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail,
+                                           wts, now, was, views, need, counts, sums, oks, bars, xs)
+                            cn = 0
     if cn:
         _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, now, was,
                        views, need, counts, sums, oks, bars, xs)
@@ -389,7 +476,7 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
 
 
 @njit(nogil=True, cache=True)
-def _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf) -> np.int64:
+def _candidates(keys, order, optr, fences, slot, bsize, n, b, d, kranges, buf) -> np.int64:
     """Rows of block b (shard rows) whose key on dim d is in `kranges`, in rid order, into
     `buf`; returns how many."""
     base = b * bsize
@@ -400,9 +487,11 @@ def _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf) -> np.int
         return cnt
     ob = optr[slot, b]
     m = 0
+    z, zk = 0, np.int64(1 << 62)
     for p in range(kranges.shape[0]):
-        a = _lower(keys, order, ob, base, cnt, d, kranges[p, 0])
-        z = _lower(keys, order, ob, base, cnt, d, kranges[p, 1] + 1)
+        a, z = _span(keys, order, fences, slot, b, ob, base, cnt, d, kranges[p, 0], kranges[p, 1],
+                     z, zk)
+        zk = kranges[p, 1]
         for q in range(a, z):
             buf[m] = base + (q if ob < 0 else np.int64(order[ob + q]))
             m += 1
@@ -425,7 +514,7 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
     buf = np.empty(bsize, np.int64)
     fail = np.empty(bsize, np.uint64)
     for b in range(b0, b1):
-        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
         _fails(keys, raw, buf, -1, m, need, L, Q, fail)
         for q in range(m):
             if fail[q]:
@@ -454,7 +543,7 @@ def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
     for b in range(b0, b1):
         if d < 0 and skip and _block_skipped(zmin, zmax, b, skip, Q):
             continue
-        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
         _fails(keys, raw, buf, -1, m, need, L, Q, fail)
         for q in range(m):
             total += 1 if fail[q] == 0 else 0
@@ -462,50 +551,74 @@ def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
 
 
 @njit(nogil=True, cache=True)
-def tile(S, L, Q, views, need, cols, d, cblut, width, skip, b0, b1, counts, sums, oks):
-    """A conditional cube (Falcon's data tile) of moving filter's dim d: for every row of
-    blocks [b0, b1) with a key on d, the aggregates per (cube block of its key, bar of view
-    v) over rows passing need[v] (which leaves the moving filter out), into cell
-    cblut[key] * width + cols[j] + bar of views[j]. Rows without a key on d are left out.
-    Cost: a sequential pass, as `scan`."""
+def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks):
+    """A conditional cube (Falcon's data tile) of the moving filter's dim d: for every row
+    of blocks [b0, b1) with a key on d, the aggregates per (tile block of its key, bar of
+    view v) over rows passing need[v] (which leaves the moving filter out), into cell
+    cblut[key] * width + cols[j] + bar of views[j]; cblut[nkeys] (the no-value key) is -1:
+    those rows are left out. `counts` has one spare cell at the end for rows a view does
+    not count. As `scan`: zone maps skip blocks, and rows that count in no view are
+    dropped before counting. Cost: a sequential pass, as `scan`."""
     keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
-    union = np.uint64(0)
-    for j in range(views.shape[0]):
-        union |= need[views[j]]
+    mkind = L[7]
+    spare = counts.shape[0] - 1
     fail = np.empty(CHUNK, np.uint64)
     rows = np.empty(CHUNK, np.int64)
+    rows2 = np.empty(CHUNK, np.int64)
+    fail2 = np.empty(CHUNK, np.uint64)
+    at = np.empty(CHUNK, np.int64)
     bars = np.empty(CHUNK, np.int64)
     xs = np.empty(CHUNK, np.float64)
-    nkey = cblut.shape[0] - 1
+    here = np.empty(views.shape[0], np.int64)
+    hcol = np.empty(views.shape[0], np.int64)
     for b in range(b0, b1):
-        if skip and _block_skipped(zmin, zmax, b, skip, Q):
+        nv = 0
+        for j in range(views.shape[0]):  # the views this block can count in
+            v = views[j]
+            if not (need[v] and _block_skipped(zmin, zmax, b, need[v], Q)):
+                here[nv] = v
+                hcol[nv] = cols[j]
+                nv += 1
+        if nv == 0:
             continue
+        union = np.uint64(0)
+        common = ~np.uint64(0)
+        for j in range(nv):
+            union |= need[here[j]]
+            common &= need[here[j]]
+        dead2 = union != 0 and _dead_when_two_fail(union, here[:nv], need)
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
-            for i in range(cn):
-                rows[i] = c0 + i
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
-            for j in range(views.shape[0]):
-                v = views[j]
-                nv = need[v]
-                col = cols[j]
-                _bars(keys, rows, c0, cn, v, L, bars)
-                measured = L[7][v] != 0
-                if measured:
-                    _measures(keys, meas, rows, c0, cn, v, L, xs)
-                for i in range(cn):
-                    k = np.int64(keys[d, rows[i]])
-                    if (fail[i] & nv) == 0 and k < nkey:
-                        cell = cblut[k] * width + col + bars[i]
-                        counts[cell] += 1
-                        if measured:
-                            x = xs[i]
-                            if x == x:
-                                sums[cell] += x
-                                oks[cell] += 1
+            kd = keys[d, c0:c0 + cn]
+            m = 0
+            for i in range(cn):  # the rows that count somewhere, with their tile block
+                f = fail[i]
+                blk = cblut[kd[i]]
+                rows2[m] = c0 + i
+                fail2[m] = f
+                at[m] = blk * width
+                dead = blk < 0 or (f & common) != 0 or (dead2 and (f & (f - np.uint64(1))) != 0)
+                m += 0 if dead else 1
+            for j in range(nv):
+                v = here[j]
+                nd = need[v]
+                _bars(keys, rows2, -1, m, v, L, bars)
+                for q in range(m):  # branchless: a row the view does not count goes to the spare cell
+                    cell = at[q] + hcol[j] + bars[q]
+                    bars[q] = cell if (fail2[q] & nd) == 0 else spare
+                for q in range(m):
+                    counts[bars[q]] += 1
+                if mkind[v] != 0:
+                    _measures(keys, meas, rows2, -1, m, v, L, xs)
+                    for q in range(m):
+                        x = xs[q]
+                        if bars[q] != spare and x == x:
+                            sums[bars[q]] += x
+                            oks[bars[q]] += 1
 
 
 @njit(nogil=True, cache=True)
@@ -532,7 +645,7 @@ def gather(S, L, Q, v, need, d, kranges, md, wanted, offs, fill, out, b0, b1):
     fail = np.empty(bsize, np.uint64)
     codes = np.empty(bsize, np.int64)
     for b in range(b0, b1):
-        m = _candidates(keys, order, optr, slot, bsize, n, b, d, kranges, buf)
+        m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
         if m == 0:
             continue
         _fails(keys, raw, buf, -1, m, need, L, Q, fail)

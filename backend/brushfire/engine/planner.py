@@ -6,31 +6,48 @@ other filters. Per view:
 - cube: one filter applies and it has a cube to this view → prefix sums over the cube's
   blocks, plus the rows of the partial blocks at the selection's edges;
 and for the views under several filters, one plan for all of them:
-- tile: a conditional cube of A given the others (built in the background while A was
-  dragged) is valid → prefix sums plus the edge rows;
+- tile: a conditional cube of A given the others is valid → prefix sums plus the edge
+  rows;
+- build: build that conditional cube now (a sequential pass, like scan, on every core),
+  then answer as tile. Taken as a ski rental: once this drag (A moving, the others fixed)
+  has spent on its updates as much as the build costs, so that a drag's total work is at
+  most about twice what it would be had the cube been there from its start, and every
+  later move of the drag is a lookup — and only when the build takes at most BUILD_MS
+  on the pool (on two cores it takes about 10 ms a million rows: from about 2M rows on
+  the cubes come from the background alone). Cubes are also built in the background
+  (`worth_a_tile`), and prepared when the user pauses, without delaying a reply;
 - incremental: only the rows whose pass/fail on A changed, found through A's index;
 - recompute: each view from the rows of one of its filters (the most selective), found
   through that filter's index;
 - scan: every row, sequentially.
-Costs are nanoseconds from the constants below (measured with perf/calibrate.py on the
-2-core EPYC this project runs on: a sequential pass counts a row in a view in about 1 ns,
-a row reached through the index costs about 10 ns plus 2 ns per view); only their
-ratios matter. Every method's cost is bounded by a scan, so
-the worst update is a parallel sequential pass over the compact per-row keys.
+Costs are nanoseconds from the constants below (measured with perf/calibrate.py and on the
+30M-row flights on the 2-core EPYC this project runs on): a sequential pass counts a row
+in a view in about 1 ns; a row reached through the index costs about 6 ns plus 1.3 per
+view, and the memory lines it reads: where the rows are sparse (a few percent of a
+block) each one reads its own line per column, about 80 ns a row at 30M rows, so that a
+scan beats the index already for a tenth of the rows. Only their ratios matter. Every
+method's cost is bounded by a scan (a build, by a scan and its cube's cells), so the
+worst update is a parallel sequential pass over the compact per-row keys.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 # nanoseconds per unit of work, single thread
-INDEX_ROW = 10.0  # a row reached through a block's key order (random reads in the block)
-INDEX_ROW_VIEW = 2.0  # ... for each view it is counted in
+INDEX_ROW = 6.0  # a row reached through a block's key order
+INDEX_ROW_VIEW = 1.3  # ... for each view it is counted in
+LINE = 12.0  # a memory line of one column read for rows reached through the index
+ROWS_PER_LINE = 32  # uint16 keys in a 64-byte line
 SCAN_ROW = 0.4  # a row of a sequential pass
 SCAN_ROW_FILTER = 0.4  # ... for each filter tested
 SCAN_ROW_VIEW = 1.2  # ... for each view counted
-BLOCK_SEARCH = 150.0  # two binary searches in one block's key order, per key range
+BLOCK_SEARCH = 1000.0  # two binary searches in one block's key order, per key range
 CELL = 1.0  # a bar read from a cube or tile
+BUILD_ROW = 2.0  # a conditional cube's pass, per unit of a scan's (its cells are scattered)
+TILE_CELL = 3.0  # a conditional cube's cell built: zeroed per thread, summed, prefix-summed
+BUILD_MS = 20.0  # the longest a reply may wait for a conditional cube built for it (on the pool)
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,8 @@ class Work:
     tile_cells: int = 0
     threads: int = 2
     prefer: str | None = None  # tests: take this method whenever it applies
+    build_cells: int | None = None  # cells of a conditional cube that can be built now (None: none)
+    spent: float = 0.0  # work spent on this drag's updates so far without a conditional cube
     scan_rows: tuple[int, ...] | None = None  # per view, the rows a scan reads for it
     # (zone maps skip blocks); None: every row for every view
 
@@ -60,8 +79,16 @@ class Choice:
     drivers: dict[str, str] = field(default_factory=dict)  # recompute: view -> driver filter
 
 
-def index_cost(rows: int, ranges: int, n_blocks: int, views: int) -> float:
-    return rows * (INDEX_ROW + INDEX_ROW_VIEW * views) + ranges * n_blocks * BLOCK_SEARCH
+def index_cost(rows: int, ranges: int, n_blocks: int, views: int, n_rows: int,
+               filters: int = 0) -> float:
+    """`rows` of `n_rows` reached through the index, counted in `views`, tested on
+    `filters`: per row, per key range and block searched, and per memory line read — of
+    the columns read (a crossfilter's views and filters share theirs), the lines holding
+    at least one of the rows (all of them once the rows are a few percent)."""
+    density = rows / max(1, n_rows)
+    lines = n_rows / ROWS_PER_LINE * -math.expm1(-ROWS_PER_LINE * density)
+    return (rows * (INDEX_ROW + INDEX_ROW_VIEW * views) + lines * (max(views, filters) + 1) * LINE
+            + ranges * n_blocks * BLOCK_SEARCH)
 
 
 def scan_cost(n_rows: int, filters: int, views: int, rows_per_view=None) -> float:
@@ -78,10 +105,11 @@ def choose(w: Work) -> Choice:
     nv = len(w.views)
     options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv, w.scan_rows))]
     if w.delta_rows is not None:
-        options.append(Choice("incremental", index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, nv)))
+        options.append(Choice("incremental", index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, nv,
+                                                        w.n_rows, w.n_filters)))
     if w.tile_rows is not None:
         options.append(Choice("tile", w.tile_cells * CELL
-                              + index_cost(w.tile_rows, 4, w.n_blocks, nv)))
+                              + index_cost(w.tile_rows, 4, w.n_blocks, nv, w.n_rows, w.n_filters)))
     if w.drivers and all(w.needs.get(v) for v in w.views):
         drivers = {v: min((g for g in w.needs[v] if g in w.drivers), key=lambda g: w.drivers[g][0],
                           default=None) for v in w.views}
@@ -89,13 +117,29 @@ def choose(w: Work) -> Choice:
             groups: dict[str, int] = {}
             for _v, g in drivers.items():
                 groups[g] = groups.get(g, 0) + 1
-            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k)
+            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters)
                        for g, k in groups.items())
             options.append(Choice("recompute", cost, drivers))
-    for c in options:
-        if c.method == w.prefer:
-            return c
-    return min(options, key=lambda c: c.cost)
+    if w.build_cells is not None and w.tile_rows is None and (
+            parallel_ms(build_cost(w), w.threads) <= BUILD_MS or w.prefer in ("build", "tile")):
+        options.append(Choice("build", build_cost(w)))
+    preferred = {"tile": ("tile", "build")}.get(w.prefer or "", (w.prefer,))
+    for method in preferred:
+        for c in options:
+            if c.method == method:
+                return c
+    best = min((c for c in options if c.method != "build"), key=lambda c: c.cost)
+    build = next((c for c in options if c.method == "build"), None)
+    if build is not None and build.cost <= best.cost + w.spent:
+        return build
+    return best
+
+
+def build_cost(w: Work) -> float:
+    """Building a conditional cube of the moving filter: a pass over the rows (a scan of the
+    same views and filters, counting into scattered cells) and its cells."""
+    return (BUILD_ROW * scan_cost(w.n_rows, w.n_filters, len(w.views), w.scan_rows)
+            + TILE_CELL * (w.build_cells or 0))
 
 
 def worth_a_tile(moves: int, per_move: float) -> bool:

@@ -51,28 +51,75 @@ from brushfire.plan import CapturePlan
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
 SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
-TILE_BYTES = 24 << 20  # memory of the conditional cube of a filter being dragged
-SPECULATIVE_TILE_BYTES = 4 << 20  # ... of one prepared while the user pauses
+TILE_BYTES = 4 << 20  # memory of one conditional cube (cache-sized: built fast)
 SESSION_TILE_BYTES = 64 << 20  # all of a session's conditional cubes
-TILE_CHUNK_BLOCKS = 4  # blocks per background chunk (a reply waits at most for one)
+TILE_CHUNK_BLOCKS = 4  # store blocks per background chunk (a reply waits at most for one)
 IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for the next brush
 
 
 @dataclass
 class Tile:
-    """A conditional cube: for moving filter `filter`, per cube block of its keys and bar of
-    each view, the aggregates of the rows passing the view's other filters as they were
-    (`key`). Valid while only `filter` moves."""
+    """A conditional cube: for moving filter `filter`, per tile block of its keys (`starts`)
+    and bar of each view, the aggregates of the rows passing the view's other filters as
+    they were (`key`). Valid while only `filter` moves."""
 
     filter: str
     key: tuple
     views: list[str]
-    starts: np.ndarray  # cube blocks over the filter's keys, ending with nkeys
+    starts: np.ndarray  # tile blocks over the filter's keys, ending with nkeys
     cols: dict[str, int]
     counts: np.ndarray  # (blocks + 1, width) prefix sums over blocks
     sums: np.ndarray
     oks: np.ndarray
 
+
+@dataclass
+class TileBuild:
+    """What building one conditional cube reads: the views and their needs, the filter
+    state it was started under (`q`, a copy), and the cell of each (key, bar)."""
+
+    filter: str
+    key: tuple
+    views: list[str]
+    starts: np.ndarray
+    cblut: np.ndarray  # key -> tile block (-1: the no-value key)
+    cols: dict[str, int]
+    vi: np.ndarray
+    colarr: np.ndarray
+    need: np.ndarray
+    q: tuple
+    dim: int
+    width: int
+    measured: bool
+    count_dtype: type = np.int32  # a builder's counts: half the cache of int64 (int64 past 2^31 rows)
+
+    @property
+    def cells(self) -> int:
+        return (len(self.starts) - 1) * self.width
+
+    def zeros(self) -> list[np.ndarray]:
+        """Accumulators of a build (or a part of one), with the kernel's spare cell."""
+        n = self.cells + 1
+        return [np.zeros(n, self.count_dtype)] + (
+            [np.zeros(n, np.float64), np.zeros(n, np.int64)] if self.measured else
+            [np.zeros(1, np.float64), np.zeros(1, np.int64)])
+
+
+def tile_starts(keyprefix: np.ndarray, nkeys: int, max_blocks: int) -> np.ndarray:
+    """The blocks of a dim's keys a conditional cube keeps: a block per key when they fit
+    in `max_blocks`, else blocks of about equal rows (`keyprefix[k]`: rows with a key
+    below k), so that a lookup reads the rows of at most two partial blocks, each a
+    1 / max_blocks share of the rows."""
+    if nkeys <= max_blocks:
+        return np.arange(nkeys + 1, dtype=np.int64)
+    total = int(keyprefix[nkeys])
+    cuts = np.searchsorted(keyprefix[:nkeys + 1], np.linspace(0, total, max(1, max_blocks) + 1)[1:-1])
+    return np.unique(np.concatenate([[0], np.clip(cuts, 1, nkeys - 1), [nkeys]])).astype(np.int64)
+
+
+# the planner's methods as replies name them
+METHODS = {"incremental": "incremental", "tile": "conditional cube", "build": "conditional cube (built)",
+           "recompute": "recompute", "scan": "scan"}
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
@@ -106,6 +153,27 @@ class _Store:
                       for d in store.layout.dims]
         self.blocks = sum(s.nblocks for s in store.shards)
         self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
+        self.S = [K.with_fences(s.arrays, self.L) for s in store.shards]  # as the kernels take them
+        self._store = store
+        self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
+        per block) — read from the shards once, so a plan costs a few vector operations."""
+        if self._zones is None:
+            shards = [s for s in self._store.shards if s.nblocks]
+            bsize = self._store.layout.block_rows
+            sizes = [np.full(s.nblocks, bsize, np.int64) for s in shards]
+            for s, z in zip(shards, sizes, strict=True):
+                z[-1] = s.n_rows - bsize * (s.nblocks - 1)
+            if not shards:
+                none = np.zeros((self._store.layout.row_dims, 0), np.uint16)
+                self._zones = (none, none, np.zeros(0, np.int64))
+            else:
+                zmin, zmax = (np.concatenate([np.asarray(s.arrays[i]) for s in shards], axis=1)
+                              for i in (5, 6))
+                self._zones = (zmin, zmax, np.concatenate(sizes))
+        return self._zones
 
     @staticmethod
     def of(store: LineageStore) -> _Store:
@@ -122,8 +190,8 @@ class Session:
     def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
                  prefer: str | None = None) -> None:
         """`prefer` (tests): a method the planner takes whenever it applies (incremental,
-        recompute, scan or tile; with tile, conditional cubes are built on every update
-        under several filters)."""
+        recompute, scan, build or tile; with tile, a valid conditional cube answers and
+        otherwise one is built, on every update under several filters)."""
         self.store, self.plan, self.layout = store, plan, store.layout
         self._prefer = prefer
         self._s = _Store.of(store)
@@ -142,7 +210,9 @@ class Session:
         self._tile_jobs: dict[str, parallel.Job] = {}  # filter -> conditional cube being built
         self._recent: list[str] = []  # filters, most recently changed first
         self._idle: parallel.Later | None = None
-        self._drag: tuple[str, tuple, int] | None = None
+        # the filter being dragged, the others' key, its moves, and the estimated work spent
+        # on them without a conditional cube (the planner builds one once that covers it)
+        self._drag: tuple[str, tuple, int, float] | None = None
         self._lock = threading.Lock()  # one interaction at a time
 
     # --- public interactions --------------------------------------------------------
@@ -248,12 +318,12 @@ class Session:
             out = np.empty(limit, np.int64)
             written, skip = 0, offset
             d, kr = driver
-            for s in self.store.shards:
+            for s, arrays in zip(self.store.shards, self._s.S, strict=True):
                 if written >= limit:
                     break
                 if not s.nblocks:
                     continue
-                w, skipped = K.rows_passing(s.arrays, self._s.L, self.state.q, need, d, kr, 0,
+                w, skipped = K.rows_passing(arrays, self._s.L, self.state.q, need, d, kr, 0,
                                             s.nblocks, skip, limit - written, out[written:], s.start)
                 written += w
                 skip -= skipped
@@ -273,7 +343,7 @@ class Session:
             skip = need & ~np.uint64(1 << self.state.adhoc)
 
             def task(units):
-                return sum(K.count_passing(self.store.shards[i].arrays, self._s.L, self.state.q, need,
+                return sum(K.count_passing(self._s.S[i], self._s.L, self.state.q, need,
                                            d, kr, b0, b1, skip) for i, b0, b1 in units)
             return int(sum(self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(
                 self._rows_cost(d, kr)))])))
@@ -310,7 +380,7 @@ class Session:
             for s in np.unique(si):
                 sel = np.flatnonzero(si == s)
                 part = np.empty(len(sel), np.int64)
-                K.bars_of(self.store.shards[s].arrays, self._s.L, local[sel], vi, part)
+                K.bars_of(self._s.S[s], self._s.L, local[sel], vi, part)
                 bars[sel] = part
             out[v.name] = [int(b) for b in np.unique(stats.bars_of_codes(v, bars)) if b >= 0]
         return out
@@ -334,7 +404,8 @@ class Session:
             vi = np.array([self._vindex[t] for t in views], np.int64)
             rows = self._rows_of(d, kr)
             agg = Aggregates.zeros(self._s.nslots)
-            if P.index_cost(rows, len(kr), self._s.blocks, len(views)) < \
+            if P.index_cost(rows, len(kr), self._s.blocks, len(views), self.store.n_rows,
+                            len(self.active) + 1) < \
                     P.scan_cost(self.store.n_rows, len(self.active) + 1, len(views)):
                 self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
             else:
@@ -413,8 +484,8 @@ class Session:
         """Views under several filters, by the planner's cheapest exact method."""
         key = self._others_key(name)
         drag = self._drag
-        moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
-        self._drag = (name, key, moves)
+        same = drag is not None and drag[0] == name and drag[1] == key
+        moves, spent = (drag[2] + 1, drag[3]) if same else (1, 0.0)
         steps = self._incremental_steps(f, old, new)
         delta_rows = sum(self._rows_of(d, kr) for d, kr, _, _ in steps)
         tile = self._tiles.get(name)
@@ -433,9 +504,16 @@ class Session:
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
-            tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer)
+            tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
+            build_cells=(self._tile_blocks(name, views) * sum(self._vl(v).nslots for v in views)
+                         if new is not None and tile is None and self._tileable(name, views) else None),
+            spent=spent, threads=self._pool.workers + 1)
         choice = P.choose(work)
-        if choice.method == "tile":
+        self._drag = (name, key, moves, spent + (choice.cost if choice.method != "tile" else 0.0))
+        if choice.method == "build":
+            tb = self._tile_plan(name, key, views)
+            tile = self._build_tile(tb)
+        if choice.method in ("tile", "build"):
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
         elif choice.method == "incremental":
             vi = self._vi(views)
@@ -460,11 +538,9 @@ class Session:
             for v in views:
                 self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
-        if choice.method != "tile" and new is not None and (
-                P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
-            self._start_tile(name, f, key, views)
-        return dict.fromkeys(views, {"incremental": "incremental", "tile": "conditional cube",
-                                     "recompute": "recompute", "scan": "scan"}[choice.method])
+        if choice.method not in ("tile", "build") and new is not None and P.worth_a_tile(moves, choice.cost):
+            self._start_tile(name, key, views)
+        return dict.fromkeys(views, METHODS[choice.method])
 
     def _incremental_steps(self, f: int, old: Selection | None, new: Selection | None) -> list:
         """The steps of an incremental update of filter f, one per test: (dim, candidate key
@@ -588,85 +664,127 @@ class Session:
             order = self._recent + [f.name for f in self.layout.filters if f.name not in self._recent]
             for g in order:
                 fl = self.layout.filter(g)
-                if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
+                if len(fl.dims) != 1 or not self.layout.dims[fl.dims[0]].indexed:
                     continue
                 views = [v for v in fl.views + ([ALL] if self._has_all else [])
                          if set(self._others(v)) - {g}]
                 if views:
-                    self._start_tile(g, self._fi[g], self._others_key(g), views,
-                                     SPECULATIVE_TILE_BYTES)
+                    self._start_tile(g, self._others_key(g), views)
         finally:
             self._lock.release()
 
-    def _start_tile(self, name: str, f: int, key: tuple, views: list[str],
-                    budget: int = TILE_BYTES) -> None:
+    def _tile_plan(self, name: str, key: tuple, views: list[str]) -> TileBuild | None:
+        """The build of filter `name`'s conditional cube over the rows passing the other
+        filters as they are now (`key`), within TILE_BYTES; None when it cannot have one (a
+        rect brush, an unindexed dim, rows over the memory budget)."""
+        if not self._tileable(name, views):
+            return None
+        d = self.layout.filter(name).dims[0]
+        nkeys = self.layout.dims[d].nkeys
+        width = sum(self._vl(v).nslots for v in views)
+        measured = any(self._vl(v).measure != "none" for v in views)
+        starts = tile_starts(self._s.keyprefix[d], nkeys, self._tile_blocks(name, views))
+        cblut = np.append(np.searchsorted(starts, np.arange(nkeys), "right") - 1, -1).astype(np.int64)
+        cols, at = {}, 0
+        for v in views:
+            cols[v] = at
+            at += self._vl(v).nslots
+        q = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in self.state.q)
+        return TileBuild(name, key, list(views), starts, cblut, cols, self._vi(views),
+                         np.array([cols[v] for v in views], np.int64),
+                         self._needs(views) & ~np.uint64(1 << self._fi[name]), q, d, width, measured,
+                         np.int32 if self.store.n_rows < 2**31 else np.int64)
+
+    def _tileable(self, name: str, views: list[str]) -> bool:
+        """Can filter `name` have a conditional cube for `views`? Not a rect brush, nor an
+        unindexed dim, nor rows the memory budget did not keep."""
+        lay = self.layout
+        fl = lay.filter(name)
+        if len(fl.dims) != 1 or not lay.dims[fl.dims[0]].indexed or not lay.dims[fl.dims[0]].nkeys:
+            return False
+        return lay.filter_rows(name) and all(lay.filter_rows(g) for g in self.active) and all(
+            (v == ALL and lay.row_dims) or (v != ALL and lay.countable(v)) for v in views)
+
+    def _tile_blocks(self, name: str, views: list[str]) -> int:
+        """How many blocks of its keys a conditional cube within TILE_BYTES keeps."""
+        width = sum(self._vl(v).nslots for v in views)
+        measured = any(self._vl(v).measure != "none" for v in views)
+        nkeys = self.layout.dims[self.layout.filter(name).dims[0]].nkeys
+        return min(nkeys, max(1, TILE_BYTES // (width * 8 * (3 if measured else 1))))
+
+    def _tile_kernel(self, tb: TileBuild, units, acc: list[np.ndarray]) -> None:
+        shards, L = self._s.S, self._s.L
+        for i, b0, b1 in units:
+            K.tile(shards[i], L, tb.q, tb.vi, tb.need, tb.colarr, tb.dim, tb.cblut, tb.width,
+                   b0, b1, *acc)
+
+    def _tile_done(self, tb: TileBuild, parts: list[list[np.ndarray]]) -> Tile:
+        """The conditional cube from its builders' accumulators: prefix sums over blocks."""
+        nblocks = len(tb.starts) - 1
+        pre = []
+        for j in range(3):
+            if j and not tb.measured:
+                pre.append(np.zeros((nblocks + 1, 0)))
+                continue
+            total = parts[0][j][:-1].astype(np.int64 if j != 1 else np.float64)
+            for part in parts[1:]:
+                total += part[j][:-1]
+            p = np.zeros((nblocks + 1, tb.width), total.dtype)
+            np.cumsum(total.reshape(nblocks, tb.width), axis=0, out=p[1:])
+            pre.append(p)
+        return Tile(tb.filter, tb.key, tb.views, tb.starts, tb.cols, *pre)
+
+    def _keep_tile(self, tile: Tile) -> None:
+        with self._tiles_lock:
+            self._tiles[tile.filter] = tile
+            self._evict_tiles(tile.filter)
+
+    def _build_tile(self, tb: TileBuild) -> Tile:
+        """Build a conditional cube now, on every core (the reply waits for it)."""
+        job = self._tile_jobs.pop(tb.filter, None)
+        if job is not None:
+            job.cancel()
+
+        def task(units):
+            acc = tb.zeros()
+            self._tile_kernel(tb, units, acc)
+            return acc
+        parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._pool.workers + 1)]) \
+            if self._s.units else [tb.zeros()]
+        tile = self._tile_done(tb, parts)
+        self._keep_tile(tile)
+        return tile
+
+    def _start_tile(self, name: str, key: tuple, views: list[str]) -> None:
         """Build, in the background, the conditional cube of filter `name` over the rows
         passing the other filters as they are now (`key`)."""
-        fl = self.layout.filter(name)
-        if len(fl.dims) != 1 or self.layout.dims[fl.dims[0]].cube_starts is None:
-            return
-        lay = self.layout
-        if not lay.filter_rows(name) or any(not lay.filter_rows(g) for g in self.active) or any(
-                (v == ALL and not lay.row_dims) or (v != ALL and not lay.countable(v)) for v in views):
-            return  # over the memory budget: the rows it would scan are not all kept
         job = self._tile_jobs.get(name)
         if job is not None and job.tile_key == key and not job.finished.is_set():
             return
         tile = self._tiles.get(name)
         if tile is not None and tile.key == key and set(views) <= set(tile.views):
             return
-        d = fl.dims[0]
-        width = sum(self._vl(v).nslots for v in views)
-        starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
-        measured = any(self._vl(v).measure != "none" for v in views)
-        per_block = width * 8 * (3 if measured else 1)
-        step = max(1, math.ceil(len(starts) * per_block / budget))
-        if step > 1:
-            starts = np.unique(np.append(starts[::step], starts[-1]))
-        nblocks = len(starts) - 1
-        nkeys = self.layout.dims[d].nkeys
-        cblut = np.searchsorted(starts, np.arange(nkeys + 1), "right") - 1
-        cols, at = {}, 0
-        for v in views:
-            cols[v] = at
-            at += self._vl(v).nslots
-        vi = self._vi(views)
-        colarr = np.array([cols[v] for v in views], np.int64)
-        bit = np.uint64(1 << f)
-        need = self._needs(views) & ~bit
-        skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
-        q = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in self.state.q)
-        total = [np.zeros(nblocks * width, np.int64), np.zeros(nblocks * width, np.float64),
-                 np.zeros(nblocks * width, np.int64)]
+        tb = self._tile_plan(name, key, views)
+        if tb is None:
+            return
+        accs: dict[int, list[np.ndarray]] = {}  # per worker thread
         lock = threading.Lock()
-        L = self._s.L
 
         def chunks():
-            for s in self.store.shards:
+            for i, s in enumerate(self.store.shards):
                 for b0 in range(0, s.nblocks, TILE_CHUNK_BLOCKS):
-                    b1 = min(s.nblocks, b0 + TILE_CHUNK_BLOCKS)
+                    units = [(i, b0, min(s.nblocks, b0 + TILE_CHUNK_BLOCKS))]
 
-                    def run(s=s, b0=b0, b1=b1):
-                        c = np.zeros(nblocks * width, np.int64)
-                        sm = np.zeros(nblocks * width, np.float64)
-                        ok = np.zeros(nblocks * width, np.int64)
-                        K.tile(s.arrays, L, q, vi, need, colarr, d, cblut, width, skip, b0, b1, c, sm, ok)
+                    def run(units=units):
+                        me = threading.get_ident()
                         with lock:
-                            total[0] += c
-                            total[1] += sm
-                            total[2] += ok
+                            if me not in accs:
+                                accs[me] = tb.zeros()
+                        self._tile_kernel(tb, units, accs[me])
                     yield run
 
         def done():
-            shape = (nblocks, width)
-            pre = []
-            for a in total:
-                p = np.zeros((nblocks + 1, width), a.dtype)
-                np.cumsum(a.reshape(shape), axis=0, out=p[1:])
-                pre.append(p)
-            with self._tiles_lock:
-                self._tiles[name] = Tile(name, key, list(views), starts, cols, *pre)
-                self._evict_tiles(name)
+            self._keep_tile(self._tile_done(tb, list(accs.values()) or [tb.zeros()]))
 
         job = parallel.Job(chunks(), done)
         job.tile_key = key
@@ -752,23 +870,24 @@ class Session:
         kr = np.asarray(kranges, np.int64).reshape(-1, 2)
         q = self.state.q if q is None else q
         q_old = q if q_old is None else q_old
-        shards, L = self.store.shards, self._s.L
+        shards, L = self._s.S, self._s.L
 
         def units(us, c, s, o):
             for i, b0, b1 in us:
-                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                K.by_keys(shards[i], L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
-        cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi))
+        cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
+                            self.store.n_rows, len(self.active))
         self._run(units, agg, self._threads(cost))
 
     def _scan(self, vi, need, agg: Aggregates) -> None:
         self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
-        shards, L, q = self.store.shards, self._s.L, self.state.q
+        shards, L, q = self._s.S, self._s.L, self.state.q
 
         def units(us, c, s, o):
             for i, b0, b1 in us:
-                K.scan(shards[i].arrays, L, q, vi, need, skip, b0, b1, c, s, o)
+                K.scan(shards[i], L, q, vi, need, skip, b0, b1, c, s, o)
 
         cost = P.scan_cost(self.store.n_rows, len(self.active), len(vi))
         self._run(units, agg, self._threads(cost))
@@ -782,18 +901,13 @@ class Session:
         per = [[x for g in tests if int(nd) >> self._fi[g] & 1 for x in tests[g]] for nd in needs]
         if not any(per):
             return [self.store.n_rows] * len(needs)
-        out, bsize = [0] * len(needs), self.layout.block_rows
-        for sh in self.store.shards:
-            if not sh.nblocks:
-                continue
-            zmin, zmax = sh.arrays[5], sh.arrays[6]
-            sizes = np.full(sh.nblocks, bsize)
-            sizes[-1] = sh.n_rows - bsize * (sh.nblocks - 1)
-            for k, ts in enumerate(per):
-                keep = np.ones(sh.nblocks, bool)
-                for d, lo, hi in ts:
-                    keep &= (zmax[d] >= lo) & (zmin[d] <= hi)
-                out[k] += int(sizes[keep].sum())
+        zmin, zmax, sizes = self._s.zones()
+        out = []
+        for ts in per:
+            keep = np.ones(len(sizes), bool)
+            for d, lo, hi in ts:
+                keep &= (zmax[d] >= lo) & (zmin[d] <= hi)
+            out.append(int(sizes[keep].sum()))
         return out
 
     # --- helpers ----------------------------------------------------------------------
@@ -868,7 +982,8 @@ class Session:
     def _rows_cost(self, d: int, kr) -> float:
         if d < 0:
             return P.scan_cost(self.store.n_rows, len(self.active), 0)
-        return P.index_cost(self._rows_of(d, kr), len(kr), self._s.blocks, 0)
+        return P.index_cost(self._rows_of(d, kr), len(kr), self._s.blocks, 0, self.store.n_rows,
+                            len(self.active))
 
     def _rows_of(self, d: int, kranges) -> int:
         if d < 0:
@@ -946,18 +1061,20 @@ class Session:
         except NotCapturedError:
             return None
         total, ntargets = int(offs[-1]), len(offs) - 1
-        shards, L, q = self.store.shards, self._s.L, self.state.q
+        shards, L, q = self._s.S, self._s.L, self.state.q
 
         def task(units):
             out = np.empty(total, np.float64)
             fill = np.zeros(ntargets, np.int64)
             for i, b0, b1 in units:
-                K.gather(shards[i].arrays, L, q, vi, need, driver, kr, d, wanted, offs, fill,
+                K.gather(shards[i], L, q, vi, need, driver, kr, d, wanted, offs, fill,
                          out, b0, b1)
             return out, fill
 
-        cost = P.index_cost(rows, len(kr), self._s.blocks, 1) if driver >= 0 else \
-            P.scan_cost(self.store.n_rows, len(self.active), 1)
+        if driver >= 0:
+            cost = P.index_cost(rows, len(kr), self._s.blocks, 1, self.store.n_rows, len(self.active))
+        else:
+            cost = P.scan_cost(self.store.n_rows, len(self.active), 1)
         parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(cost))]) \
             if self._s.units else []
         result = np.empty(total, np.float64)
