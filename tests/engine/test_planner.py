@@ -85,6 +85,10 @@ BUILDS = [
     # a valid cube: no build
     ("cube in place", work(**ONE_PIXEL, build_cells=None, tile_rows=200, tile_cells=200,
                            spent=1e9), "tile"),
+    # an empty (inverted) brush lets a scan skip every block, not a build: the cube holds
+    # every value of the moving filter (build_rows: none skipped)
+    ("empty brush at 30M", work(delta_rows=N // 2, drivers={"A": (0, 1)}, scan_rows=(0,) * 5,
+                                build_rows=(N,) * 5, build_cells=CELLS, spent=1e12), "scan"),
     # at 30M rows a build would keep the reply waiting past BUILD_MS, whatever was spent
     ("build too long for a reply", work(delta_rows=50_000, drivers={"A": (N // 2, 1)},
                                         build_cells=CELLS, spent=1e12), "incremental"),

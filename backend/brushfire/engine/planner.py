@@ -67,6 +67,8 @@ class Work:
     threads: int = 2
     prefer: str | None = None  # tests: take this method whenever it applies
     build_cells: int | None = None  # cells of a conditional cube that can be built now (None: none)
+    build_rows: tuple[int, ...] | None = None  # as scan_rows, for the build (the moving filter
+    # left out: the cube holds every value of it)
     spent: float = 0.0  # work spent on this drag's updates so far without a conditional cube
     scan_rows: tuple[int, ...] | None = None  # per view, the rows a scan reads for it
     # (zone maps skip blocks); None: every row for every view
@@ -138,7 +140,7 @@ def choose(w: Work) -> Choice:
 def build_cost(w: Work) -> float:
     """Building a conditional cube of the moving filter: a pass over the rows (a scan of the
     same views and filters, counting into scattered cells) and its cells."""
-    return (BUILD_ROW * scan_cost(w.n_rows, w.n_filters, len(w.views), w.scan_rows)
+    return (BUILD_ROW * scan_cost(w.n_rows, w.n_filters, len(w.views), w.build_rows)
             + TILE_CELL * (w.build_cells or 0))
 
 

@@ -497,16 +497,19 @@ class Session:
             d = sel.tests[0].dim
             kr = sel.tests[0].key_ranges(self.layout.dims[d].nkeys)
             drivers[g] = (self._rows_of(d, kr), max(1, len(kr)))
+        buildable = new is not None and tile is None and self._tileable(name, views)
+        bit = np.uint64(1 << f)
         work = P.Work(
             n_rows=self.store.n_rows, n_blocks=self._s.blocks, views=tuple(views),
             scan_rows=tuple(self._scan_rows([self._need(v) for v in views])),
+            build_rows=tuple(self._scan_rows([self._need(v) & ~bit for v in views])) if buildable else None,
             n_filters=len(self.active), delta_rows=delta_rows,
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
             tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
             build_cells=(self._tile_blocks(name, views) * sum(self._vl(v).nslots for v in views)
-                         if new is not None and tile is None and self._tileable(name, views) else None),
+                         if buildable else None),
             spent=spent, threads=self._pool.workers + 1)
         choice = P.choose(work)
         self._drag = (name, key, moves, spent + (choice.cost if choice.method != "tile" else 0.0))
