@@ -1,10 +1,13 @@
 """Measure the engine's per-row costs on a captured dashboard, for the planner's constants
 (backend/brushfire/engine/planner.py): a sequential pass per row, per filter tested and
-per view counted, and a row reached through the backward index per row and per view.
+per view counted; a row reached through the backward index per row and per view (every
+key: the rows dense in their blocks); and the memory lines sparse rows read (a few keys
+holding about 1 % of the rows: every row its own line per column), over every shard —
+the lines depend on how much of the store the caches hold.
 
-    python perf/calibrate.py --spec perf/dashboards/flights6.yaml [--cache-dir DIR]
+    python perf/calibrate.py --spec perf/dashboards/flights6-30m.yaml [--cache-dir DIR]
 
-Single-threaded kernel calls on the first shard, best of 5; prints ns per unit.
+Single-threaded kernel calls, best of 5; prints ns per unit.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def main() -> None:
             s.brush(f.name, (lo + (hi - lo) / 4, hi - (hi - lo) / 4))
     shard = max(store.shards, key=lambda sh: sh.n_rows)
     L, q = s._s.L, s.state.q
+    S = s._s.S[store.shards.index(shard)]
     views = [v.name for v in store.layout.views if v.code_dims]
     vi = s._vi(views)
     need = s._needs(views)
@@ -54,7 +58,7 @@ def main() -> None:
     n = shard.n_rows
 
     def scan(views_, need_):
-        return lambda: K.scan(shard.arrays, L, q, views_, need_, np.uint64(0), 0, shard.nblocks, c, sm, o)
+        return lambda: K.scan(S, L, q, views_, need_, np.uint64(0), 0, shard.nblocks, c, sm, o)
 
     union = np.zeros_like(need)
     union[vi[0]] = np.bitwise_or.reduce(need[vi])
@@ -71,12 +75,34 @@ def main() -> None:
     rows = int(store.keycounts[d][:-1].sum() * n / store.n_rows)
 
     def by_keys(views_):
-        return lambda: K.by_keys(shard.arrays, L, q, q, d, kr, np.ones(1, np.int64), -1, views_,
+        return lambda: K.by_keys(S, L, q, q, d, kr, np.ones(1, np.int64), -1, views_,
                                  need, 0, shard.nblocks, c, sm, o)
 
     t1, tv = best(by_keys(vi[:1])), best(by_keys(vi))
     view = (tv - t1) / rows / max(1, len(vi) - 1) * 1e9
-    print(f"index: {t1 / rows * 1e9 - view:.2f} ns per row + {view:.2f} per view counted")
+    row = t1 / rows * 1e9 - view
+    print(f"index: {row:.2f} ns per row + {view:.2f} per view counted")
+
+    # sparse rows: the keys around the middle of d holding ~1 % of the rows, every shard
+    prefix = s._s.keyprefix[d]
+    nk = store.layout.dims[d].nkeys
+    mid = int(np.searchsorted(prefix, prefix[nk] / 2))
+    hi = int(np.searchsorted(prefix, prefix[mid] + prefix[nk] / 100))
+    sparse = np.array([[mid, max(mid, hi - 1)]], np.int64)
+    srows = s._rows_of(d, sparse)
+
+    def all_shards():
+        for sh, arrays in zip(store.shards, s._s.S, strict=True):
+            K.by_keys(arrays, L, q, q, d, sparse, np.ones(1, np.int64), -1, vi, need, 0, sh.nblocks,
+                      c, sm, o)
+
+    per_row = best(all_shards) / max(1, srows) * 1e9
+    lines = -np.expm1(-32 * srows / store.n_rows) * store.n_rows / 32
+    cols = max(len(vi), nf) + 1
+    search = 1000.0 * s._s.blocks  # planner.BLOCK_SEARCH per block
+    line = (per_row * srows - srows * (row + view * len(vi)) - search) / max(1.0, lines * cols)
+    print(f"sparse index ({srows:,} rows of {store.n_rows:,}): {per_row:.1f} ns per row, "
+          f"{line:.1f} ns per memory line of a column ({cols} columns)")
 
 
 if __name__ == "__main__":

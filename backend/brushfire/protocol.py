@@ -18,6 +18,7 @@ import re
 import time
 from typing import Annotated, Any, Literal, Union
 
+import orjson
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -673,6 +674,18 @@ def view_json(v: ViewData) -> dict:
     """A view's bars as sent: rows and value per bar, and its caveats (the rows it does
     not show, by reason: docs/protocol.md)."""
     return {"counts": v.counts, "values": v.values, "caveats": getattr(v, "caveats", None) or {}}
+
+
+def dumps(reply: dict) -> str:
+    """A reply as JSON text: NaN and infinities as null, numpy arrays and numbers as
+    numbers, datetimes as ISO strings, anything else as its str. orjson: a reply with two
+    10,000-cell heatmaps takes 0.5 ms where the standard library takes 5."""
+    return orjson.dumps(reply, default=_json_default,
+                        option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _json_default(x) -> str:
+    return x.isoformat() if hasattr(x, "isoformat") else str(x)  # pandas' Timestamp, Decimal, ...
 
 
 def jsonable(x):

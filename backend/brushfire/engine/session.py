@@ -8,8 +8,9 @@ whose value is null or NaN never pass a brush or parameter.
 
 An update recomputes the views the changed filter applies to, each by the cheapest exact
 method (engine/planner.py): its base result, a group-by push-down cube, a conditional
-cube of the moving filter built in the background while it is dragged, only the rows
-whose membership changed, the rows of its most selective filter, or a sequential scan —
+cube of the moving filter (built in the background while it is dragged or the user
+pauses, or for the reply once the drag has spent what it costs), only the rows whose
+membership changed, the rows of its most selective filter, or a sequential scan —
 every one bounded by a parallel pass over the compact per-row keys. A session keeps no
 per-row state: a filter's state is a key range or key set per dim (engine/state.py).
 """

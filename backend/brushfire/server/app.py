@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -170,7 +169,7 @@ def _over_limit(sessions: Counter, client: str, limits: Limits) -> str | None:
 
 async def _refuse(ws: WebSocket, code: int, message: str) -> None:
     """An `error` message with the reason, then the close code (the reason again)."""
-    await ws.send_text(json.dumps(protocol.error_reply(message)))
+    await ws.send_text(protocol.dumps(protocol.error_reply(message)))
     await ws.close(code=code, reason=close_reason(message))
 
 
@@ -310,10 +309,7 @@ async def _answer(ws: WebSocket, session, payload: dict) -> dict:
 
 async def _send(ws: WebSocket, reply: dict) -> bool:
     """Send a reply as JSON (non-finite numbers as null); False when the socket is gone."""
-    try:
-        text = json.dumps(reply, allow_nan=False)
-    except (ValueError, TypeError):
-        text = json.dumps(protocol.jsonable(reply), allow_nan=False, default=str)
+    text = protocol.dumps(reply)
     try:
         await ws.send_text(text)
     except Exception:  # noqa: BLE001 - closed under us
