@@ -6,16 +6,8 @@ other filters. Per view:
 - cube: one filter applies and it has a cube to this view → prefix sums over the cube's
   blocks, plus the rows of the partial blocks at the selection's edges;
 and for the views under several filters, one plan for all of them:
-- tile: a conditional cube of A given the others is valid → prefix sums plus the edge
-  rows;
-- build: build that conditional cube now (a sequential pass, like scan, on every core),
-  then answer as tile. Taken as a ski rental: once this drag (A moving, the others fixed)
-  has spent on its updates as much as the build costs, so that a drag's total work is at
-  most about twice what it would be had the cube been there from its start, and every
-  later move of the drag is a lookup — and only when the build takes at most BUILD_MS
-  on the pool (on two cores it takes about 10 ms a million rows: from about 2M rows on
-  the cubes come from the background alone). Cubes are also built in the background
-  (`worth_a_tile`), and prepared when the user pauses, without delaying a reply;
+- tile: a conditional cube of A given the others (built in the background while A was
+  dragged, or prepared while the user paused) is valid → prefix sums plus the edge rows;
 - incremental: only the rows whose pass/fail on A changed, found through A's index;
 - recompute: each view from the rows of one of its filters (the most selective), found
   through that filter's index;
@@ -24,10 +16,10 @@ Costs are nanoseconds from the constants below (measured with perf/calibrate.py 
 30M-row flights on the 2-core EPYC this project runs on): a sequential pass counts a row
 in a view in about 1 ns; a row reached through the index costs about 6 ns plus 1.3 per
 view, and the memory lines it reads: where the rows are sparse (a few percent of a
-block) each one reads its own line per column, about 80 ns a row at 30M rows, so that a
-scan beats the index already for a tenth of the rows. Only their ratios matter. Every
-method's cost is bounded by a scan (a build, by a scan and its cube's cells), so the
-worst update is a parallel sequential pass over the compact per-row keys.
+block) each one reads its own line per column, about 80 ns a row at 30M rows (from a few
+percent on, the rows share their lines). Only their ratios matter. Every
+method's cost is bounded by a scan, so the worst update is a parallel sequential pass
+over the compact per-row keys.
 """
 
 from __future__ import annotations
@@ -45,9 +37,6 @@ SCAN_ROW_FILTER = 0.4  # ... for each filter tested
 SCAN_ROW_VIEW = 1.2  # ... for each view counted
 BLOCK_SEARCH = 1000.0  # two binary searches in one block's key order, per key range
 CELL = 1.0  # a bar read from a cube or tile
-BUILD_ROW = 2.0  # a conditional cube's pass, per unit of a scan's (its cells are scattered)
-TILE_CELL = 3.0  # a conditional cube's cell built: zeroed per thread, summed, prefix-summed
-BUILD_MS = 20.0  # the longest a reply may wait for a conditional cube built for it (on the pool)
 
 
 @dataclass(frozen=True)
@@ -66,10 +55,6 @@ class Work:
     tile_cells: int = 0
     threads: int = 2
     prefer: str | None = None  # tests: take this method whenever it applies
-    build_cells: int | None = None  # cells of a conditional cube that can be built now (None: none)
-    build_rows: tuple[int, ...] | None = None  # as scan_rows, for the build (the moving filter
-    # left out: the cube holds every value of it)
-    spent: float = 0.0  # work spent on this drag's updates so far without a conditional cube
     scan_rows: tuple[int, ...] | None = None  # per view, the rows a scan reads for it
     # (zone maps skip blocks); None: every row for every view
 
@@ -122,26 +107,10 @@ def choose(w: Work) -> Choice:
             cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters)
                        for g, k in groups.items())
             options.append(Choice("recompute", cost, drivers))
-    if w.build_cells is not None and w.tile_rows is None and (
-            parallel_ms(build_cost(w), w.threads) <= BUILD_MS or w.prefer in ("build", "tile")):
-        options.append(Choice("build", build_cost(w)))
-    preferred = {"tile": ("tile", "build")}.get(w.prefer or "", (w.prefer,))
-    for method in preferred:
-        for c in options:
-            if c.method == method:
-                return c
-    best = min((c for c in options if c.method != "build"), key=lambda c: c.cost)
-    build = next((c for c in options if c.method == "build"), None)
-    if build is not None and build.cost <= best.cost + w.spent:
-        return build
-    return best
-
-
-def build_cost(w: Work) -> float:
-    """Building a conditional cube of the moving filter: a pass over the rows (a scan of the
-    same views and filters, counting into scattered cells) and its cells."""
-    return (BUILD_ROW * scan_cost(w.n_rows, w.n_filters, len(w.views), w.build_rows)
-            + TILE_CELL * (w.build_cells or 0))
+    for c in options:
+        if c.method == w.prefer:
+            return c
+    return min(options, key=lambda c: c.cost)
 
 
 def worth_a_tile(moves: int, per_move: float) -> bool:

@@ -9,8 +9,7 @@ whose value is null or NaN never pass a brush or parameter.
 An update recomputes the views the changed filter applies to, each by the cheapest exact
 method (engine/planner.py): its base result, a group-by push-down cube, a conditional
 cube of the moving filter (built in the background while it is dragged or the user
-pauses, or for the reply once the drag has spent what it costs), only the rows whose
-membership changed, the rows of its most selective filter, or a sequential scan —
+pauses, never on the reply path), only the rows whose membership changed, the rows of its most selective filter, or a sequential scan —
 every one bounded by a parallel pass over the compact per-row keys. A session keeps no
 per-row state: a filter's state is a key range or key set per dim (engine/state.py).
 """
@@ -119,8 +118,8 @@ def tile_starts(keyprefix: np.ndarray, nkeys: int, max_blocks: int) -> np.ndarra
 
 
 # the planner's methods as replies name them
-METHODS = {"incremental": "incremental", "tile": "conditional cube", "build": "conditional cube (built)",
-           "recompute": "recompute", "scan": "scan"}
+METHODS = {"incremental": "incremental", "tile": "conditional cube", "recompute": "recompute",
+           "scan": "scan"}
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
@@ -191,8 +190,8 @@ class Session:
     def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
                  prefer: str | None = None) -> None:
         """`prefer` (tests): a method the planner takes whenever it applies (incremental,
-        recompute, scan, build or tile; with tile, a valid conditional cube answers and
-        otherwise one is built, on every update under several filters)."""
+        recompute, scan or tile; with tile, conditional cubes are built on every update
+        under several filters)."""
         self.store, self.plan, self.layout = store, plan, store.layout
         self._prefer = prefer
         self._s = _Store.of(store)
@@ -211,9 +210,7 @@ class Session:
         self._tile_jobs: dict[str, parallel.Job] = {}  # filter -> conditional cube being built
         self._recent: list[str] = []  # filters, most recently changed first
         self._idle: parallel.Later | None = None
-        # the filter being dragged, the others' key, its moves, and the estimated work spent
-        # on them without a conditional cube (the planner builds one once that covers it)
-        self._drag: tuple[str, tuple, int, float] | None = None
+        self._drag: tuple[str, tuple, int] | None = None  # the filter dragged, others' key, moves
         self._lock = threading.Lock()  # one interaction at a time
 
     # --- public interactions --------------------------------------------------------
@@ -485,8 +482,8 @@ class Session:
         """Views under several filters, by the planner's cheapest exact method."""
         key = self._others_key(name)
         drag = self._drag
-        same = drag is not None and drag[0] == name and drag[1] == key
-        moves, spent = (drag[2] + 1, drag[3]) if same else (1, 0.0)
+        moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
+        self._drag = (name, key, moves)
         steps = self._incremental_steps(f, old, new)
         delta_rows = sum(self._rows_of(d, kr) for d, kr, _, _ in steps)
         tile = self._tiles.get(name)
@@ -498,26 +495,17 @@ class Session:
             d = sel.tests[0].dim
             kr = sel.tests[0].key_ranges(self.layout.dims[d].nkeys)
             drivers[g] = (self._rows_of(d, kr), max(1, len(kr)))
-        buildable = new is not None and tile is None and self._tileable(name, views)
-        bit = np.uint64(1 << f)
         work = P.Work(
             n_rows=self.store.n_rows, n_blocks=self._s.blocks, views=tuple(views),
             scan_rows=tuple(self._scan_rows([self._need(v) for v in views])),
-            build_rows=tuple(self._scan_rows([self._need(v) & ~bit for v in views])) if buildable else None,
             n_filters=len(self.active), delta_rows=delta_rows,
             delta_ranges=max(1, sum(len(kr) for _, kr, _, _ in steps)),
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
             tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
-            build_cells=(self._tile_blocks(name, views) * sum(self._vl(v).nslots for v in views)
-                         if buildable else None),
-            spent=spent, threads=self._pool.workers + 1)
+            threads=self._pool.workers + 1)
         choice = P.choose(work)
-        self._drag = (name, key, moves, spent + (choice.cost if choice.method != "tile" else 0.0))
-        if choice.method == "build":
-            tb = self._tile_plan(name, key, views)
-            tile = self._build_tile(tb)
-        if choice.method in ("tile", "build"):
+        if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
         elif choice.method == "incremental":
             vi = self._vi(views)
@@ -542,7 +530,8 @@ class Session:
             for v in views:
                 self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
-        if choice.method not in ("tile", "build") and new is not None and P.worth_a_tile(moves, choice.cost):
+        if choice.method != "tile" and new is not None and (
+                P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
             self._start_tile(name, key, views)
         return dict.fromkeys(views, METHODS[choice.method])
 
@@ -742,22 +731,6 @@ class Session:
         with self._tiles_lock:
             self._tiles[tile.filter] = tile
             self._evict_tiles(tile.filter)
-
-    def _build_tile(self, tb: TileBuild) -> Tile:
-        """Build a conditional cube now, on every core (the reply waits for it)."""
-        job = self._tile_jobs.pop(tb.filter, None)
-        if job is not None:
-            job.cancel()
-
-        def task(units):
-            acc = tb.zeros()
-            self._tile_kernel(tb, units, acc)
-            return acc
-        parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._pool.workers + 1)]) \
-            if self._s.units else [tb.zeros()]
-        tile = self._tile_done(tb, parts)
-        self._keep_tile(tile)
-        return tile
 
     def _start_tile(self, name: str, key: tuple, views: list[str]) -> None:
         """Build, in the background, the conditional cube of filter `name` over the rows
