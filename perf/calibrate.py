@@ -49,7 +49,7 @@ def main() -> None:
             s.brush(f.name, (lo + (hi - lo) / 4, hi - (hi - lo) / 4))
     shard = max(store.shards, key=lambda sh: sh.n_rows)
     L, q = s._s.L, s.state.q
-    S = s._s.S[store.shards.index(shard)]
+    S = shard.arrays
     views = [v.name for v in store.layout.views if v.code_dims]
     vi = s._vi(views)
     need = s._needs(views)
@@ -92,8 +92,8 @@ def main() -> None:
     srows = s._rows_of(d, sparse)
 
     def all_shards():
-        for sh, arrays in zip(store.shards, s._s.S, strict=True):
-            K.by_keys(arrays, L, q, q, d, sparse, np.ones(1, np.int64), -1, vi, need, 0, sh.nblocks,
+        for sh in store.shards:
+            K.by_keys(sh.arrays, L, q, q, d, sparse, np.ones(1, np.int64), -1, vi, need, 0, sh.nblocks,
                       c, sm, o)
 
     per_row = best(all_shards) / max(1, srows) * 1e9

@@ -134,7 +134,7 @@ def warm_kernels(store: LineageStore) -> None:
     need = np.zeros(nv, np.uint64)
     kr = np.zeros((0, 2), np.int64)
     c, s, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
-    S = K.with_fences(shard.arrays, L)
+    S = shard.arrays
     K.scan(S, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
     d = next((i for i, dim in enumerate(store.layout.dims) if dim.indexed), -1)
     if d >= 0:

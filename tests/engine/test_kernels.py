@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from brushfire.capture.shards import block_fences
 from brushfire.engine import kernels as K
 
 pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
@@ -88,7 +89,11 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
          nbars.astype(np.int64), bar_off, mkind.astype(np.int64), mdim.astype(np.int64),
          mcol.astype(np.int64), moff, np.concatenate(mluts), draw, dslot, np.int64(bsize), width)
     nslots = int(bar_off[-1] + nbars[-1] + 1)
-    S = K.with_fences(S, L)  # the fence keys of each block's key orders, as the engine adds them
+    slot_dims = np.zeros(len(optr), np.int64)
+    for d, slot in enumerate(dslot):
+        if slot >= 0:
+            slot_dims[slot] = d
+    S = (*S, block_fences(keys, order, optr, slot_dims, bsize))  # as capture writes them
 
     nf = int(rng.integers(1, 4))
     Q = random_state(rng, nf, nd, nkeys, fine, nv, nbars)

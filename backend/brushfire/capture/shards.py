@@ -8,6 +8,8 @@ A shard directory holds, for its n rows:
 - meas.npy   (stored measures, n) float64 (NaN = missing);
 - order.npy  uint16, optr.npy (indexed dims, blocks) int64: per block, the rows' positions
   in the block ordered by key, at order[optr[i, b]:...]; -1 = the identity (not stored);
+- fences.npy (indexed dims, blocks, block rows / FENCE) uint16: the key at every FENCE-th
+  position of each block's order (a search reads these, then a few rows);
 - zmin.npy, zmax.npy (dims, blocks) uint16: each block's smallest and largest key (data
   skipping; 65535 / 0 when the block has no key);
 - snapshot.arrow: the detail columns, rows in order (Arrow IPC, memory-mapped on load);
@@ -31,7 +33,7 @@ import pyarrow as pa
 
 from brushfire.capture import bins
 from brushfire.capture import columns as C
-from brushfire.lineage.layout import KEY_DTYPE, Layout, ViewLayout
+from brushfire.lineage.layout import FENCE, KEY_DTYPE, Layout, ViewLayout
 from brushfire.spec import models as m
 
 PARTIALS = "partials.npz"
@@ -230,7 +232,23 @@ def _backward_index(keys: np.ndarray, raw: np.ndarray, layout: Layout, bsize: in
             pieces.append(order.astype(np.uint16))
             total += e - s
     order = np.concatenate(pieces) if pieces else np.zeros(0, np.uint16)
-    return {"order": order, "optr": optr}
+    return {"order": order, "optr": optr,
+            "fences": block_fences(keys, order, optr, np.asarray(idims, np.int64), bsize)}
+
+
+def block_fences(keys: np.ndarray, order: np.ndarray, optr: np.ndarray, dims: np.ndarray,
+                 bsize: int) -> np.ndarray:
+    """fences[j, b, f]: the key on dim dims[j] at position f * FENCE of block b's key order
+    (the rows past a short last block: 0, never read)."""
+    n = keys.shape[1]
+    out = np.zeros((len(dims), optr.shape[1], -(-bsize // FENCE)), KEY_DTYPE)
+    for j, d in enumerate(dims):
+        for b in range(optr.shape[1]):
+            s, e = b * bsize, min(n, (b + 1) * bsize)
+            at = np.arange(0, e - s, FENCE)
+            rows = at if optr[j, b] < 0 else order[optr[j, b] + at].astype(np.int64)
+            out[j, b, :len(at)] = keys[d, s + rows]
+    return out
 
 
 def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:

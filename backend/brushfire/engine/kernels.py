@@ -9,9 +9,9 @@ Arguments (built by engine/state.py from lineage/layout.py):
      fences (I, nblocks, bsize / FENCE) uint16).
      Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
      key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1;
-     fences[i, b, j] is the key at position j * FENCE of that order (`with_fences` adds
-     them to a store's six arrays), so that a search of a block's order reads a short
-     array, then a few of its rows, instead of sixteen rows far apart.
+     fences[i, b, j] is the key at position j * FENCE of that order, so that a search of a
+     block's order reads a short array, then a few of its rows, instead of sixteen rows
+     far apart (capture/shards.py writes them all).
 - L  the layout: (vdim0, vdim1, vlut0, vlut1, luts, nbars, bar_off, mkind, mdim, mcol,
      moff, mluts, draw, dslot, bsize, width). A view v's code (its "bar" here: a bar, a
      reason pseudo-bar or a cell of either, lineage/layout.py) for row r is
@@ -43,8 +43,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from brushfire.lineage.layout import FENCE
+
 CHUNK = 2048
-FENCE = 64  # positions of a block's key order between fence keys
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
@@ -286,35 +287,6 @@ def _span(keys, order, fences, slot, b, ob, base, cnt, d, lo_key, hi_key, prev, 
     a = _lower_fenced(keys, order, fences, slot, b, ob, base, cnt, d, lo_key,
                       prev if lo_key > prev_hi else 0)
     return a, _gallop(keys, order, ob, base, a, cnt, d, hi_key + 1)
-
-
-@njit(nogil=True, cache=True)
-def _fences(keys, order, optr, slot_dims, bsize, out):
-    n = keys.shape[1]
-    for i in range(slot_dims.shape[0]):
-        d = slot_dims[i]
-        for b in range(optr.shape[1]):
-            base = b * bsize
-            cnt = min(n, base + bsize) - base
-            ob = optr[i, b]
-            for j in range((cnt + FENCE - 1) // FENCE):
-                p = j * FENCE
-                out[i, b, j] = keys[d, base + (p if ob < 0 else np.int64(order[ob + p]))]
-
-
-def with_fences(S: tuple, L: tuple) -> tuple:
-    """A store shard's arrays as the kernels take them: with the fence keys of each indexed
-    dim's block orders (computed here: a read of one row in FENCE per indexed dim)."""
-    keys, order, optr = S[0], S[3], S[4]
-    bsize, dslot = int(L[14]), np.asarray(L[13])
-    slot_dims = np.zeros(optr.shape[0], np.int64)
-    for d, slot in enumerate(dslot):
-        if 0 <= slot < optr.shape[0]:
-            slot_dims[slot] = d
-    out = np.zeros((optr.shape[0], optr.shape[1], -(-bsize // FENCE)), np.uint16)
-    if out.size:
-        _fences(keys, order, optr, slot_dims, bsize, out)
-    return (*S[:7], out)
 
 
 # --- kernels ---------------------------------------------------------------------------------

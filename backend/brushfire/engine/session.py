@@ -153,7 +153,6 @@ class _Store:
                       for d in store.layout.dims]
         self.blocks = sum(s.nblocks for s in store.shards)
         self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
-        self.S = [K.with_fences(s.arrays, self.L) for s in store.shards]  # as the kernels take them
         self._store = store
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -316,12 +315,12 @@ class Session:
             out = np.empty(limit, np.int64)
             written, skip = 0, offset
             d, kr = driver
-            for s, arrays in zip(self.store.shards, self._s.S, strict=True):
+            for s in self.store.shards:
                 if written >= limit:
                     break
                 if not s.nblocks:
                     continue
-                w, skipped = K.rows_passing(arrays, self._s.L, self.state.q, need, d, kr, 0,
+                w, skipped = K.rows_passing(s.arrays, self._s.L, self.state.q, need, d, kr, 0,
                                             s.nblocks, skip, limit - written, out[written:], s.start)
                 written += w
                 skip -= skipped
@@ -341,7 +340,7 @@ class Session:
             skip = need & ~np.uint64(1 << self.state.adhoc)
 
             def task(units):
-                return sum(K.count_passing(self._s.S[i], self._s.L, self.state.q, need,
+                return sum(K.count_passing(self.store.shards[i].arrays, self._s.L, self.state.q, need,
                                            d, kr, b0, b1, skip) for i, b0, b1 in units)
             return int(sum(self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(
                 self._rows_cost(d, kr)))])))
@@ -378,7 +377,7 @@ class Session:
             for s in np.unique(si):
                 sel = np.flatnonzero(si == s)
                 part = np.empty(len(sel), np.int64)
-                K.bars_of(self._s.S[s], self._s.L, local[sel], vi, part)
+                K.bars_of(self.store.shards[s].arrays, self._s.L, local[sel], vi, part)
                 bars[sel] = part
             out[v.name] = [int(b) for b in np.unique(stats.bars_of_codes(v, bars)) if b >= 0]
         return out
@@ -706,9 +705,9 @@ class Session:
         return min(nkeys, max(1, TILE_BYTES // (width * 8 * (3 if measured else 1))))
 
     def _tile_kernel(self, tb: TileBuild, units, acc: list[np.ndarray]) -> None:
-        shards, L = self._s.S, self._s.L
+        shards, L = self.store.shards, self._s.L
         for i, b0, b1 in units:
-            K.tile(shards[i], L, tb.q, tb.vi, tb.need, tb.colarr, tb.dim, tb.cblut, tb.width,
+            K.tile(shards[i].arrays, L, tb.q, tb.vi, tb.need, tb.colarr, tb.dim, tb.cblut, tb.width,
                    b0, b1, *acc)
 
     def _tile_done(self, tb: TileBuild, parts: list[list[np.ndarray]]) -> Tile:
@@ -847,11 +846,11 @@ class Session:
         kr = np.asarray(kranges, np.int64).reshape(-1, 2)
         q = self.state.q if q is None else q
         q_old = q if q_old is None else q_old
-        shards, L = self._s.S, self._s.L
+        shards, L = self.store.shards, self._s.L
 
         def units(us, c, s, o):
             for i, b0, b1 in us:
-                K.by_keys(shards[i], L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
         cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
                             self.store.n_rows, len(self.active))
@@ -860,11 +859,11 @@ class Session:
     def _scan(self, vi, need, agg: Aggregates) -> None:
         self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
-        shards, L, q = self._s.S, self._s.L, self.state.q
+        shards, L, q = self.store.shards, self._s.L, self.state.q
 
         def units(us, c, s, o):
             for i, b0, b1 in us:
-                K.scan(shards[i], L, q, vi, need, skip, b0, b1, c, s, o)
+                K.scan(shards[i].arrays, L, q, vi, need, skip, b0, b1, c, s, o)
 
         cost = P.scan_cost(self.store.n_rows, len(self.active), len(vi))
         self._run(units, agg, self._threads(cost))
@@ -1038,13 +1037,13 @@ class Session:
         except NotCapturedError:
             return None
         total, ntargets = int(offs[-1]), len(offs) - 1
-        shards, L, q = self._s.S, self._s.L, self.state.q
+        shards, L, q = self.store.shards, self._s.L, self.state.q
 
         def task(units):
             out = np.empty(total, np.float64)
             fill = np.zeros(ntargets, np.int64)
             for i, b0, b1 in units:
-                K.gather(shards[i], L, q, vi, need, driver, kr, d, wanted, offs, fill,
+                K.gather(shards[i].arrays, L, q, vi, need, driver, kr, d, wanted, offs, fill,
                          out, b0, b1)
             return out, fill
 

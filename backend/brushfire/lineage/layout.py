@@ -52,6 +52,7 @@ EMPTY_KEY = 65_535
 MAX_BLOCK_ROWS = 65_536
 BLOCK_ROWS = 65_536
 SHARD_ROWS = 32 * BLOCK_ROWS  # rows per shard at most (a Spark partition may give several)
+FENCE = 64  # a block's key order keeps the key at every FENCE-th position (its fences)
 CUBE_BYTES = 8 << 20  # per filter: cube blocks x bars of its targets x 8 bytes
 MAX_CUBE_BLOCKS = 2048
 MAX_CELLS = 1 << 16  # cells (bars and reasons x measure blocks) of an order-statistic view

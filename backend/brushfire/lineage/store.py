@@ -36,7 +36,7 @@ from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 7  # 7: views count reasons and order-statistic cells (lineage/layout.py)
+FORMAT_VERSION = 8  # 8: fence keys of the block orders (fences.npy)
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 SNAPSHOT = "snapshot.arrow"
@@ -58,7 +58,7 @@ class Shard:
     name: str
     start: int  # global rid of its first row
     n_rows: int
-    arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax), as the kernels take them
+    arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax, fences), as the kernels take them
     snapshot: pa.Table | None
 
     @property
@@ -184,6 +184,7 @@ class LineageStore:
         out["measures"] = 8 * self.n_rows * lay.n_meas
         out["cubes"] = sum(c.counts.nbytes + c.sums.nbytes + c.oks.nbytes for c in self.cubes.values())
         out["zone maps"] = sum(s.arrays[5].nbytes + s.arrays[6].nbytes for s in self.shards)
+        out["fences"] = sum(s.arrays[7].nbytes for s in self.shards)
         if self.snapshot:
             out["_snapshot"] = sum(s.snapshot.nbytes for s in self.shards if s.snapshot is not None)
         return out
@@ -425,10 +426,11 @@ def _store_from(directory: Path, meta: dict, dash: DashboardSpec) -> LineageStor
     for s in meta["shards"]:
         sd = directory / SHARDS / s["name"]
         arrays = tuple(np.load(sd / f"{p}.npy", mmap_mode="r", allow_pickle=False)
-                       for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax"))
+                       for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences"))
         n = s["n_rows"]
         assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
         assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
+        assert arrays[7].shape[:2] == arrays[4].shape, f"shard {s['name']} fences shape"
         snapshot = None
         if SNAPSHOT in s["files"]:
             snapshot = pa.ipc.open_file(pa.memory_map(str(sd / SNAPSHOT))).read_all()
