@@ -62,6 +62,17 @@ def test_a_preferred_method_wins_when_it_applies():
     assert P.choose(Work(**{**w.__dict__, "prefer": "tile"})).method == "incremental"
 
 
+def test_sparse_rows_through_the_index_cost_their_memory_lines():
+    """A row reached through the index costs several times more where the rows are sparse
+    in their blocks (each reads its own line of every column) than where they are dense
+    (perf/calibrate.py at 30M: about 80-90 ns against 14)."""
+    def per_row(rows):
+        return P.index_cost(rows, 1, BLOCKS, 6, N, 5) / rows
+
+    assert per_row(N // 100) > 5 * per_row(N)
+    assert 50 < per_row(N // 100) < 150 and per_row(N) < 30
+
+
 def test_every_cost_is_bounded_by_a_scan():
     for _, w, _ in CASES:
         assert P.choose(w).cost <= P.scan_cost(w.n_rows, w.n_filters, len(w.views))

@@ -35,7 +35,7 @@ ROWS_PER_LINE = 32  # uint16 keys in a 64-byte line
 SCAN_ROW = 0.4  # a row of a sequential pass
 SCAN_ROW_FILTER = 0.4  # ... for each filter tested
 SCAN_ROW_VIEW = 1.2  # ... for each view counted
-BLOCK_SEARCH = 1000.0  # two binary searches in one block's key order, per key range
+BLOCK_SEARCH = 1000.0  # a key range found in one block's key order (fences, then its rows)
 CELL = 1.0  # a bar read from a cube or tile
 
 

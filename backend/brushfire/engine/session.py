@@ -9,9 +9,10 @@ whose value is null or NaN never pass a brush or parameter.
 An update recomputes the views the changed filter applies to, each by the cheapest exact
 method (engine/planner.py): its base result, a group-by push-down cube, a conditional
 cube of the moving filter (built in the background while it is dragged or the user
-pauses, never on the reply path), only the rows whose membership changed, the rows of its most selective filter, or a sequential scan —
-every one bounded by a parallel pass over the compact per-row keys. A session keeps no
-per-row state: a filter's state is a key range or key set per dim (engine/state.py).
+pauses, never on the reply path), only the rows whose membership changed, the rows of
+its most selective filter, or a sequential scan — every one bounded by a parallel pass
+over the compact per-row keys. A session keeps no per-row state: a filter's state is a
+key range or key set per dim (engine/state.py).
 """
 
 from __future__ import annotations
@@ -726,11 +727,6 @@ class Session:
             pre.append(p)
         return Tile(tb.filter, tb.key, tb.views, tb.starts, tb.cols, *pre)
 
-    def _keep_tile(self, tile: Tile) -> None:
-        with self._tiles_lock:
-            self._tiles[tile.filter] = tile
-            self._evict_tiles(tile.filter)
-
     def _start_tile(self, name: str, key: tuple, views: list[str]) -> None:
         """Build, in the background, the conditional cube of filter `name` over the rows
         passing the other filters as they are now (`key`)."""
@@ -760,7 +756,10 @@ class Session:
                     yield run
 
         def done():
-            self._keep_tile(self._tile_done(tb, list(accs.values()) or [tb.zeros()]))
+            tile = self._tile_done(tb, list(accs.values()) or [tb.zeros()])
+            with self._tiles_lock:
+                self._tiles[name] = tile
+                self._evict_tiles(name)
 
         job = parallel.Job(chunks(), done)
         job.tile_key = key
