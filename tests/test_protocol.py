@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import duckdb
+import numpy as np
 import pytest
 
 from brushfire import Dashboard, protocol
@@ -222,3 +224,13 @@ def test_highlight_targets_are_the_declared_ones_of_an_engine_session(dash):
     bad = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["week"]})
     assert bad["type"] == "error" and "highlight.targets[0]" in bad["message"]
     assert "no highlight from 'cat' to 'week'" in bad["message"]
+
+
+def test_replies_as_json_text():
+    """NaN and infinities as null, numpy arrays and numbers as numbers, datetimes as ISO
+    text, integers past 64 bits (echoed from a bad message) kept."""
+    reply = {"counts": np.array([1, 2]), "values": np.array([0.5, np.nan]), "n": np.int64(7),
+             "x": float("inf"), "t": dt.datetime(2021, 1, 2, 3, 4, 5, tzinfo=dt.UTC)}
+    assert json.loads(protocol.dumps(reply)) == {"counts": [1, 2], "values": [0.5, None], "n": 7,
+                                                 "x": None, "t": "2021-01-02T03:04:05+00:00"}
+    assert json.loads(protocol.dumps({"echo": [10**30, np.float64("nan")]})) == {"echo": [10**30, None]}

@@ -679,13 +679,21 @@ def view_json(v: ViewData) -> dict:
 def dumps(reply: dict) -> str:
     """A reply as JSON text: NaN and infinities as null, numpy arrays and numbers as
     numbers, datetimes as ISO strings, anything else as its str. orjson: a reply with two
-    10,000-cell heatmaps takes 0.5 ms where the standard library takes 5."""
-    return orjson.dumps(reply, default=_json_default,
-                        option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    10,000-cell heatmaps takes 0.5 ms where the standard library takes 5; the standard
+    library for what orjson refuses (integers past 64 bits, echoed from a bad message)."""
+    try:
+        return orjson.dumps(reply, default=_json_default,
+                            option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(jsonable(reply), allow_nan=False, default=_json_default)
 
 
-def _json_default(x) -> str:
-    return x.isoformat() if hasattr(x, "isoformat") else str(x)  # pandas' Timestamp, Decimal, ...
+def _json_default(x):
+    if hasattr(x, "isoformat"):  # pandas' Timestamp
+        return x.isoformat()
+    if hasattr(x, "tolist"):  # numpy (the standard library's fallback)
+        return jsonable(x.tolist())
+    return str(x)  # Decimal, ...
 
 
 def jsonable(x):
