@@ -22,6 +22,7 @@ import duckdb
 from brushfire import sql
 from brushfire.spec import models as m
 from brushfire.spec.loader import profile_columns
+from brushfire.views import brush_sql, key_sql
 
 OTHER = sql.OTHER
 
@@ -58,7 +59,7 @@ class Oracle:
     # --- interactions, as SQL predicates ------------------------------------------------
 
     def brush(self, view: str, interval, y=None) -> None:
-        self.filters[view] = sql.brush_sql(self.dash.view(view), interval, y)
+        self.filters[view] = brush_sql(self.dash.view(view), interval, y)
 
     def select(self, view: str, values: list) -> None:
         self.filters[view] = sql.select_sql(self.dash.view(view), values, self.top[view])
@@ -171,7 +172,7 @@ class Oracle:
         the bar number, the bar's start as ISO text (temporal), or the value (categorical)."""
         if isinstance(v, m.TemporalView) and not v.part:  # (a calendar part: its bar number)
             return f"strftime(date_trunc('{v.unit}', {sql.ident(v.field)}), '%Y-%m-%dT%H:%M:%S')"
-        return sql.bar_key_sql(v, self.top.get(v.name))
+        return key_sql(v, self.top.get(v.name))
 
 
 def _iso(x):

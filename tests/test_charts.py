@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from brushfire import charts
+from brushfire import charts, marks
 from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
 from brushfire.spec.models import DashboardSpec
@@ -127,7 +127,7 @@ def test_categoricals_with_many_or_long_labels_are_rows(labels, shape):
     spec = spec_of(v, labels, [10] * len(labels))
     assert spec["usermeta"]["brushfire"]["shape"] == shape
     if shape == "rows":
-        assert spec["params"] == [{"name": "top_shown", "value": charts.TOP_SHOWN}]
+        assert spec["params"] == [{"name": "top_shown", "value": marks.TOP_SHOWN}]
         assert "height" not in spec  # one step per shown row
         assert spec["layer"][0]["encoding"]["y"]["field"] == "label"
 

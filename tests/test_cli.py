@@ -42,7 +42,7 @@ def test_plan_shows_the_bins_a_cached_capture_chose_for_maxbins(small_parquet, t
                                                                   monkeypatch):
     import pyarrow.parquet as pq
 
-    from brushfire.capture.bins import nice_bin
+    from brushfire.bins import nice_bin
     from brushfire.capture.local import capture_table
     from brushfire.plan import plan_capture
     from brushfire.spec import load_dashboard

@@ -15,6 +15,7 @@ from bars import same
 from brushfire import Dashboard, protocol, sql
 from brushfire.fallback import fallback_session, source_for
 from brushfire.spec import parse_dashboard
+from brushfire.views import brush_sql, key_sql
 from oracle import Oracle
 
 pytestmark = pytest.mark.spark
@@ -103,13 +104,13 @@ def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, or
     assert reply["selected"] == s.count_selected()
     # declared filters go on combining with it: the engine's where no lazy filter applies
     protocol.handle(s, {"type": "brush", "view": "hx", "interval": [20, 55]})
-    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (20, 55)))
+    exp.declared("hx", brush_sql(dash.spec.view("hx"), (20, 55)))
     protocol.handle(s, {"type": "select", "view": "cat", "values": ["c00", "(other)"]})
     exp.declared("cat", sql.select_sql(dash.spec.view("cat"), ["c00", "(other)"], oracle.top["cat"]))
     protocol.handle(s, {"type": "parameter", "name": "pdest", "value": "BBB"})
     exp.declared("pdest", "dest = 'BBB'")
     protocol.handle(s, {"type": "brush", "view": "week", "interval": ["2021-02-01", "2021-03-15T12:00:00"]})
-    exp.declared("week", sql.brush_sql(dash.spec.view("week"), ("2021-02-01", "2021-03-15T12:00:00")))
+    exp.declared("week", brush_sql(dash.spec.view("week"), ("2021-02-01", "2021-03-15T12:00:00")))
     exp.check(s)
     # a temporal bound that is not a time is refused, naming the bound, and changes nothing
     bad = protocol.handle(s, {"type": "brush", "view": "lonely", "interval": ["a", 3]})
@@ -161,7 +162,7 @@ def test_an_undeclared_highlight_pair(dash, oracle):
     exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 80", {"hx", "cat", "week", "sum_m"})
     reply = protocol.handle(s, {"type": "highlight", "source": "hx", "bars": [2, 5]})
     assert sorted(reply["views"]) == ["cat", "lonely", "sum_m", "week"]  # every other view
-    in_bars = f"({sql.bar_key_sql(dash.spec.view('hx'), None)}) IN (2, 5)"
+    in_bars = f"({key_sql(dash.spec.view('hx'), None)}) IN (2, 5)"
     for t, got in reply["views"].items():
         want = _values(oracle, dash, t, f"({exp.where(t)}) AND {in_bars}")
         assert same(got["values"], want), t
@@ -186,7 +187,7 @@ def test_details_with_unlisted_columns_have_the_engines_rids(dash, oracle):
     s.filter_column("m", interval=(0, 50))
     where = "m >= 0 AND m <= 50 AND NOT isnan(m)"  # hx and cat do not filter `lonely`: m does
     table = s.details("lonely", [1, 2], page_size=10_000, columns=["k", "dest"])
-    bars = f"({sql.bar_key_sql(dash.spec.view('lonely'), None)}) IN (1, 2)"
+    bars = f"({key_sql(dash.spec.view('lonely'), None)}) IN (1, 2)"
     oracle.clear()
     assert sorted(map(tuple, (r.values() for r in table.select(["k", "dest"]).to_pylist())),
                   key=repr) == oracle.rows(["k", "dest"], f"{where} AND {bars}")
@@ -214,7 +215,7 @@ def test_a_second_filter_in_cubes_only_mode(spark, small_parquet, tmp_path, orac
     exp = Expect(dash, oracle)
     first = protocol.handle(s, {"type": "brush", "view": "hx", "interval": [10, 40]})
     assert "lazy" not in first  # one filter: the cubes answer it
-    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (10, 40)))
+    exp.declared("hx", brush_sql(dash.spec.view("hx"), (10, 40)))
     second = protocol.handle(s, {"type": "parameter", "name": "pdest", "value": "CCC"})
     assert "lazy" in second and "per-row lineage" in second["lazy"]["reason"]
     exp.declared("pdest", "dest = 'CCC'")
@@ -264,7 +265,7 @@ def test_the_next_interaction_cancels_a_lazy_answer(dash, oracle, spark):
     assert not s.stale
     exp = Expect(dash, oracle)
     exp.lazy("lonely", "k IS NOT NULL AND k >= 20 AND k <= 60", {"hx", "cat", "week", "sum_m"})
-    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
+    exp.declared("hx", brush_sql(dash.spec.view("hx"), (0, 70)))
     exp.check(s)
 
 
@@ -309,7 +310,7 @@ def test_the_server_says_it_is_working_and_the_next_interaction_cancels(dash, or
     assert sorted(last["lazy"]["views"]) == ["cat", "hx", "sum_m", "week"]  # the stale ones too
     exp = Expect(dash, oracle)
     exp.lazy("lonely", "k IS NOT NULL AND k >= 10 AND k <= 60", {"hx", "cat", "week", "sum_m"})
-    exp.declared("hx", sql.brush_sql(dash.spec.view("hx"), (0, 70)))
+    exp.declared("hx", brush_sql(dash.spec.view("hx"), (0, 70)))
     oracle.clear()
     for v, got in last["views"].items():
         assert same(got["values"], _values(oracle, dash, v, exp.where(v))), v

@@ -11,6 +11,7 @@ import pytest
 
 from brushfire import Dashboard, protocol
 from brushfire.spec import parse_dashboard
+from brushfire.views import key_sql
 
 spark = pytest.mark.spark  # the tests on a captured dashboard
 
@@ -103,7 +104,7 @@ def sql_bars_of(con, spec, view: str, rids: list[int]) -> set:
     v = spec.view(view)
     top = ([r[0] for r in con.execute(sql.top_sql(v)).fetchall()]
            if isinstance(v, m.CategoricalView) else None)
-    key = sql.bar_key_sql(v, top)
+    key = key_sql(v, top)
     got = con.execute(f"SELECT DISTINCT {key} FROM (SELECT *, row_number() OVER () - 1 AS rid "
                       f"FROM src) WHERE rid IN ({', '.join(map(str, rids))})").fetchall()
     return {r[0] for r in got} - {None}

@@ -11,6 +11,7 @@ import pytest
 
 from brushfire import sql
 from brushfire.spec import models as m
+from brushfire.views import key_sql
 
 
 @pytest.mark.parametrize(("x", "text"), [
@@ -29,7 +30,7 @@ def test_column_names_are_quoted():
     con.execute('CREATE TABLE src AS SELECT 1.5 AS "when", \'a"b\' AS "order"')
     view = m.HistogramView(name="w", type="histogram", field="when",
                            bin=m.Bin(step=1, extent=(0, 10)))
-    assert con.execute(f"SELECT {sql.bar_key_sql(view, None)} FROM src").fetchone() == (1,)
+    assert con.execute(f"SELECT {key_sql(view, None)} FROM src").fetchone() == (1,)
     assert con.execute(f"SELECT count(*) FROM src WHERE {sql.interval_sql('when', (1, 2))}").fetchone() == (1,)
     assert sql.ident('a"b') == '"a""b"' and sql.ident("a`b", sql.SPARK) == "`a``b`"
 

@@ -227,7 +227,7 @@ def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
     """The bins a cached capture of `dash` chose for its `maxbins` views ({view: [[step,
     start, stop], ...]}), or None: without a sound capture in the cache they are unknown
     until capture (they come from the data's min and max)."""
-    from brushfire.capture.bins import maxbins_fields
+    from brushfire.views import maxbins_fields
 
     if not maxbins_fields(dash):
         return None

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from brushfire.capture.bins import with_recorded_bins
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.session import Session
@@ -26,6 +25,7 @@ from brushfire.lineage.store import LineageStore, cache_key, load_store, source_
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
+from brushfire.views import with_recorded_bins
 
 DEFAULT_CACHE = os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
 DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset: no limit

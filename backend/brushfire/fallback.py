@@ -47,6 +47,7 @@ from brushfire.engine.api import Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 from brushfire.selection import COLUMN, state_json
 from brushfire.spec import models as m
+from brushfire.views import filter_sql, view_type
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
 MAX_LAZY_ROWS = 10_000  # rids of one lazy forward request
@@ -229,18 +230,14 @@ class FallbackSession:
     def brush(self, view: str, interval, y=None) -> Update:
         f = self._declared(view)
         if f is not None and f.kind in ("interval", "rect"):
-            return self._engine(view, "brush", (view, interval, y), lambda: sql.brush_sql(
-                self.spec.view(view), self._times(view, interval), y, sql.SPARK), (interval, y))
+            v = self.spec.view(view)
+            return self._engine(view, "brush", (view, interval, y), lambda: view_type(v).brush_sql(
+                v, self._times(view, interval), y, sql.SPARK), (interval, y))
         v = self._find(view)
-        if v is None or isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
+        if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
             return self.inner.brush(view, interval, y)  # the engine's error says what it takes
-        if isinstance(v, m.HeatmapView) and y is None:
-            msg = f"view {view!r} takes a rect brush: give x and y intervals"
-            raise InteractionError(msg)
-        if not isinstance(v, m.HeatmapView) and y is not None:
-            msg = f"view {view!r} takes an interval brush: y is only for heatmaps"
-            raise InteractionError(msg)
-        pred = sql.brush_sql(v, self._times(view, interval), self._numbers(y), sql.SPARK)
+        # (the view type's brush_sql refuses a missing or extra y)
+        pred = view_type(v).brush_sql(v, self._times(view, interval), self._numbers(y), sql.SPARK)
         return self._set_lazy(view, pred, (interval, y), self._brush_targets(view),
                               f"no crossfilter group declares a brush on {view!r}")
 
@@ -250,7 +247,7 @@ class FallbackSession:
             return self._engine(view, "select", (view, values), lambda: sql.select_sql(
                 self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
         v = self._find(view)
-        if not isinstance(v, m.CategoricalView) or m.brush_of(v) == "none" or f is not None:
+        if v is None or m.brush_of(v) != "points" or f is not None:
             return self.inner.select(view, values)  # the engine's error
         pred = sql.select_sql(v, values, self._bars_of().tops.get(view), sql.SPARK)
         return self._set_lazy(view, pred, list(values), self._brush_targets(view),
@@ -540,7 +537,7 @@ class FallbackSession:
         for i, name in enumerate(views):
             v = self.spec.view(name)
             key = b.bar_sql[name]
-            numeric = not isinstance(v, m.CategoricalView)
+            numeric = not view_type(v).value_bars
             ki = f"CAST(({key}) AS BIGINT)" if numeric else "CAST(NULL AS BIGINT)"
             ks = "CAST(NULL AS STRING)" if numeric else f"CAST(({key}) AS STRING)"
             mf = v.aggregate.field
@@ -611,16 +608,16 @@ class FallbackSession:
                 if view is None or view in f.applies_to:
                     preds.append(f.pred)
             elif name in self.inner.filters and (view is None or sql.applies(self.spec, name, view)):
-                preds.append(sql.filter_sql(self.spec, name, self._given(name), self._bars_of().tops,
+                preds.append(filter_sql(self.spec, name, self._given(name), self._bars_of().tops,
                                             sql.SPARK))
         return " AND ".join(f"({p})" for p in preds) or "TRUE"
 
     def _given(self, name: str) -> dict:
-        """An engine filter as a tagged entry of a selection state (sql.filter_sql takes
+        """An engine filter as a tagged entry of a selection state (views.filter_sql takes
         those), a temporal view's bounds as UTC microseconds."""
         value = self.inner.filters[name]
         view = next((v for v in self.spec.views if v.name == name), None)
-        if isinstance(view, m.TemporalView) and not view.part:  # times as the engine keeps them
+        if view is not None and view_type(view).bound(view) == "time":  # as the engine keeps them
             interval, y = value
             value = (self._times(name, interval), y)
         return state_json({name: value}, {f.name: f.kind for f in self.plan.filters})[name]
@@ -678,11 +675,11 @@ class FallbackSession:
         """A temporal view's bounds as UTC microseconds (checked), others as given."""
         v = next((x for x in self.spec.views if x.name == view), None)
         lo, hi = sql.pair(interval)
-        if isinstance(v, m.TemporalView) and not v.part:
-            return (_checked(V.time_bound, lo, view, 0), _checked(V.time_bound, hi, view, 1))
-        if isinstance(v, (m.HistogramView, m.HeatmapView, m.TemporalView)):
-            return (_checked(V.number_bound, lo, view, 0), _checked(V.number_bound, hi, view, 1))
-        return interval
+        kind = None if v is None else view_type(v).bound(v)
+        if kind is None:
+            return interval
+        bound = V.time_bound if kind == "time" else V.number_bound
+        return (_checked(bound, lo, view, 0), _checked(bound, hi, view, 1))
 
     def _numbers(self, y):
         if y is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brushfire.spec import models as m
+from brushfire.views import view_type
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,8 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
     for name, others in filtered.items():
         view = dash.view(name)
         kind = m.brush_of(view)
-        if isinstance(view, m.HeatmapView):
-            fld, yf = view.x.field, view.y.field
-        else:
-            fld, yf = view.field, None
+        keys = view_type(view).key_fields(view)
+        fld, yf = keys[0], (keys[1] if len(keys) > 1 else None)
         cube = () if kind == "rect" else tuple(others)
         part = view.unit if m.is_part(view) else None
         filters.append(Filter(name, kind, fld, yf, tuple(others), cube, part=part))
@@ -220,12 +219,8 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
 def _maxbins_text(view, chosen: list) -> list[str]:
     """A view's `maxbins` bins: the rule before capture, the step and extent it chose after
     (`chosen`: the view's bins as capture recorded them)."""
-    if isinstance(view, m.HistogramView):
-        axes = [("", view.bin)]
-    elif isinstance(view, m.HeatmapView):
-        axes = [("x ", view.x.bin), ("y ", view.y.bin)]
-    else:
-        return []
+    binned = view_type(view).axes(view)
+    axes = [(a.path[0] + " " if len(binned) > 1 else "", a.bin) for a in binned]
     out = []
     for i, (axis, b) in enumerate(axes):
         if b.maxbins is None:

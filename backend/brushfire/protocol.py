@@ -26,6 +26,7 @@ from brushfire import selection as S
 from brushfire import values as V
 from brushfire.engine.api import SessionAPI, Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.views import view_type
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
@@ -595,7 +596,7 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     the store gives as ISO times."""
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
     if view is not None:  # (a calendar part's brush is over its values: numbers)
-        return view.type == "temporal" and not getattr(view, "part", False)
+        return view_type(view).bound(view) == "time"
     store = getattr(session, "store", None)
     if store is None:
         return False

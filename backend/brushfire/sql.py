@@ -1,5 +1,7 @@
 """A dashboard's semantics as SQL text: the source, each view's bar per row, and each
-filter as a predicate (DESIGN.md, "Crossfilter semantics"). Written from the spec alone,
+filter as a predicate (DESIGN.md, "Crossfilter semantics"). The pieces are here; each
+view type (views/) builds its bar key and brush predicate from them, and
+`views.filter_sql` turns a selection entry into its predicate. Written from the spec alone,
 never from the engine, so an SQL engine running it is an independent answer to compare
 with: the test oracle, the benchmark's correctness check and the SQL baselines use it.
 
@@ -21,7 +23,6 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from brushfire import selection
 from brushfire import values as V
 from brushfire.errors import InteractionError
 from brushfire.spec import models as m
@@ -93,26 +94,6 @@ def part_sql(unit: str, col: str, d: Dialect = DUCKDB) -> str:
     if unit == "month_of_year":
         return f"month({t})"
     return f"(weekday({t}) + 1)" if d is SPARK else f"isodow({t})"  # Spark: weekday 0 = Monday
-
-
-def bar_key_sql(view, top: list | None, d: Dialect = DUCKDB) -> str:
-    """A key for the bar a row falls in, NULL when the view drops the row: the bar number
-    (histogram, heatmap), the bar's start in UTC microseconds (temporal), the value as a
-    string or '(other)' (categorical; `top` = the view's top values)."""
-    if isinstance(view, m.HistogramView):
-        return bin_sql(view.field, view.bin, d)
-    if isinstance(view, m.HeatmapView):
-        ix, iy = bin_sql(view.x.field, view.x.bin, d), bin_sql(view.y.field, view.y.bin, d)
-        return f"({ix}) * {view.y.bin.count} + ({iy})"
-    if m.is_part(view):  # the bar number: the part's value minus the first
-        return f"{part_sql(view.unit, view.field, d)} - {m.CALENDAR_PARTS[view.unit][0]}"
-    if isinstance(view, m.TemporalView):
-        return f"{d.epoch_us}(date_trunc('{view.unit}', CAST({ident(view.field, d)} AS TIMESTAMP)))"
-    tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
-    other = lit(OTHER, d) if view.other else "NULL"
-    f = ident(view.field, d)
-    return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
-            f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
 
 def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -> str:
@@ -195,17 +176,6 @@ def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB
     return " AND ".join(parts)
 
 
-def brush_sql(view, interval, y=None, d: Dialect = DUCKDB) -> str:
-    if isinstance(view, m.HeatmapView):
-        if y is None:
-            msg = f"view {view.name!r} takes a rect brush: give x and y intervals"
-            raise InteractionError(msg)
-        return f"({interval_sql(view.x.field, interval, d=d)}) AND ({interval_sql(view.y.field, y, d=d)})"
-    if m.is_part(view):
-        return interval_sql(view.field, interval, d=d, part=view.unit)
-    return interval_sql(view.field, interval, isinstance(view, m.TemporalView), d)
-
-
 def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str:
     """The rows whose value is in `values` ('(other)': non-null and not in `top`)."""
     if not isinstance(values, (list, tuple)):
@@ -239,20 +209,6 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
     x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {lit(value, d)}{guard}"
-
-
-def filter_sql(dash: m.DashboardSpec, name: str, entry, tops: dict[str, list], d: Dialect = DUCKDB) -> str:
-    """The predicate of one entry of a selection state (brushfire/selection.py: a tagged
-    filter, or its JSON)."""
-    f = selection.parse_filter(entry, f"filters.{name}")
-    if isinstance(f, selection.ParameterFilter):
-        return parameter_sql(dash.parameter(name), f.parameter, d)
-    view = dash.view(name)
-    if isinstance(f, selection.ValuesFilter):
-        return select_sql(view, f.values, tops.get(name), d)
-    if isinstance(f, selection.RectFilter):
-        return brush_sql(view, f.rect.x, f.rect.y, d)
-    return brush_sql(view, f.interval, None, d)
 
 
 def applies(dash: m.DashboardSpec, f: str, view: str) -> bool:

@@ -14,6 +14,7 @@ from bars import sql_count, sql_values
 from brushfire import sql, versions
 from brushfire.fallback import source_for
 from brushfire.spec import models as m
+from brushfire.views import key_sql
 from oracle import Oracle
 from pages import IDLE, drag, shown, to_pixel
 
@@ -68,7 +69,7 @@ def test_hovering_a_details_row_marks_its_bars_in_every_view(paper, served_paper
     paper.wait_for_function(IDLE)
     con = expected.con
     for v in dash.spec.views:
-        key = sql.bar_key_sql(v, expected.top.get(v.name))
+        key = key_sql(v, expected.top.get(v.name))
         got = con.execute(f"SELECT {key} FROM (SELECT *, row_number() OVER () - 1 AS rid FROM src) "
                           f"WHERE rid = {rid}").fetchone()[0]
         labels = dash.store.view(v.name).labels

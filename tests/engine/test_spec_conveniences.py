@@ -21,13 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brushfire.capture import bins
+from brushfire import bins
 from brushfire.capture.local import capture_table
 from brushfire.dashboard import Dashboard
 from brushfire.lineage import store as lstore
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import explain, plan_capture
 from brushfire.spec import parse_dashboard
+from brushfire.views import key_sql
 from oracle import Oracle
 
 
@@ -293,7 +294,7 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
     df = read_source(spark, written.source)
     b.clear("krange")  # (the parameter's default)
     for name in ("hod", "dow", "moy"):
-        key = F.expr(sql.bar_key_sql(written.view(name), None, sql.SPARK)).alias("bar")
+        key = F.expr(key_sql(written.view(name), None, sql.SPARK)).alias("bar")
         got = {r["bar"]: r["count"] for r in df.groupBy(key).count().collect() if r["bar"] is not None}
         assert got == {i: n for i, n in enumerate(b.view(name).counts) if n}, name
     # between and multiple parameters in Spark SQL select the engine's rows

@@ -548,7 +548,7 @@ def test_calendar_bars_count_as_capture_bins(unit: str) -> None:
 
     import numpy as np
 
-    from brushfire.capture.bins import calendar_labels
+    from brushfire.bins import calendar_labels
     from brushfire.spec.loader import calendar_bars
 
     rng = np.random.default_rng(3)

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
-from brushfire.bench import pixels
 from brushfire.engine.api import Update, ViewData, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
 from brushfire.spec import models as m
+from brushfire.views import brush_sql, key_sql, view_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,9 +74,9 @@ class Backend(ABC):
         self.layouts = {v.name: v for v in layouts}
         # each categorical view's top values are its bars (as captured)
         self.tops = {v.name: [x for x in v.labels if x != sql.OTHER] for v in layouts
-                     if v.type == "categorical"}
-        self.keys = {v.name: _key_index(v, m.is_part(spec.view(v.name))) for v in layouts}
-        self.bar_sql = {v.name: sql.bar_key_sql(v, self.tops.get(v.name), self.dialect)
+                     if view_type(v).value_bars}
+        self.keys = {v.name: _key_index(spec.view(v.name), v) for v in layouts}
+        self.bar_sql = {v.name: key_sql(v, self.tops.get(v.name), self.dialect)
                         for v in spec.views}
         self._base: dict[str, Bars] | None = None
 
@@ -149,7 +149,7 @@ class SqlSession:
 
     def brush(self, view: str, interval, y=None) -> Update:
         f = self._filter(view, ("interval", "rect"))
-        pred = sql.brush_sql(self.spec.view(f.name), interval, y, self.backend.dialect)
+        pred = brush_sql(self.spec.view(f.name), interval, y, self.backend.dialect)
         return self._apply(f.name, pred, (interval, y))
 
     def select(self, view: str, values: list) -> Update:
@@ -279,14 +279,9 @@ class BaselineDashboard:
         return time.perf_counter() - t0
 
 
-def _key_index(layout: ViewLayout, part: bool = False) -> dict:
-    """Bar key as the SQL of `sql.bar_key_sql` gives it -> bar number (a calendar
-    `part`'s key is its bar number)."""
-    if layout.type == "temporal" and not part:
-        return {pixels.to_micros(label): i for i, label in enumerate(layout.labels)}
-    if layout.type == "categorical":
-        return {str(label): i for i, label in enumerate(layout.labels)}
-    return {i: i for i in range(layout.nbars)}
+def _key_index(view, layout: ViewLayout) -> dict:
+    """Bar key as the view type's `key_sql` gives it -> bar number."""
+    return {k: i for i, k in enumerate(view_type(view).label_keys(view, layout.labels))}
 
 
 def _norm_key(key):

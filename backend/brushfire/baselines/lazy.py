@@ -12,6 +12,7 @@ from brushfire import sql
 from brushfire.baselines.base import Backend, Groups, SqlSession
 from brushfire.capture.spark import get_spark, read_source, spark_errors
 from brushfire.spec import models as m
+from brushfire.views import source_fields
 
 TABLE = "brushfire_src"
 
@@ -22,7 +23,7 @@ class SparkBackend(Backend):
     def __init__(self, spec: m.DashboardSpec, layouts, master: str | None = None) -> None:
         self.spark = get_spark(master, app_name="brushfire-lazy-baseline")
         df = read_source(self.spark, spec.source)
-        used = sorted({f for v in spec.views for f in m.fields_of(v)}
+        used = sorted({f for v in spec.views for f in source_fields(v)}
                       | {p.field for p in spec.interactions.parameters})
         with spark_errors("caching the source for the lazy baseline"):
             df.select(*used).createOrReplaceTempView(TABLE)

@@ -23,6 +23,7 @@ from brushfire.baselines.duckdb import DuckDBBackend, DuckDBSession
 from brushfire.bench import pixels
 from brushfire.engine.api import Update
 from brushfire.spec import models as m
+from brushfire.views import brush_sql, view_type
 
 
 class PreaggBackend(DuckDBBackend):
@@ -30,8 +31,12 @@ class PreaggBackend(DuckDBBackend):
 
     def __init__(self, spec: m.DashboardSpec, layouts, threads: int | None = None) -> None:
         super().__init__(spec, layouts, threads)
-        self.grids = {v.name: pixels.edges(*pixels.extent(v.type, v.labels)) for v in layouts
-                      if v.type in ("histogram", "temporal") and not m.is_part(spec.view(v.name))}
+        self.grids = {}
+        for v in layouts:  # views brushed along one axis of values (not a calendar part's)
+            view = spec.view(v.name)
+            extent = None if m.is_part(view) or not v.labels else view_type(view).extent(v.labels)
+            if extent is not None:
+                self.grids[v.name] = pixels.edges(*extent)
         self.check_edges()
 
     def slotted_sql(self, view: str, where: str) -> str:
@@ -43,7 +48,7 @@ class PreaggBackend(DuckDBBackend):
         v = self.spec.view(view)
         grid = self.grids[view]
         n = len(grid) - 1
-        temporal = isinstance(v, m.TemporalView)
+        temporal = view_type(v).bound(v) == "time"
         x = sql.time_us(v.field) if temporal else f"CAST({sql.ident(v.field)} AS DOUBLE)"
         lo, hi = _literal(grid[0]), _literal(grid[-1])
         width = _literal((grid[-1] - grid[0]) / n)
@@ -109,8 +114,8 @@ class PreaggSession(DuckDBSession):
             return super().brush(view, interval, y)  # the plain DuckDB answer
         t0 = time.perf_counter()
         v = self.spec.view(f.name)
-        pred = sql.brush_sql(v, interval, None, self.backend.dialect)  # validates the bounds
-        temporal = isinstance(v, m.TemporalView)
+        pred = brush_sql(v, interval, None, self.backend.dialect)  # validates the bounds
+        temporal = view_type(v).bound(v) == "time"
         others = tuple(sorted((g, p) for g, p in self.preds.items() if g != f.name))
         built = self.built == (f.name, others)
         if not built:
@@ -173,8 +178,8 @@ def _literal(x: float | int) -> str:
 
 
 def _typed(bar: str | None, view):
-    """A bar key read back from the table's text column, as `sql.bar_key_sql` types it."""
-    if bar is None or isinstance(view, m.CategoricalView):
+    """A bar key read back from the table's text column, as the view type's `key_sql` types it."""
+    if bar is None or view_type(view).value_bars:
         return bar
     return int(bar)
 

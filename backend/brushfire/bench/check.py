@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 
 from brushfire import sql
 from brushfire.baselines.duckdb import connect_source
-from brushfire.bench import pixels
 from brushfire.spec import models as m
+from brushfire.views import filter_sql, key_sql, view_type
 
 MAX_EXAMPLES = 5
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -45,9 +45,9 @@ class Checker:
         self.spec, self.labels = spec, labels
         self.con = connect_source(spec, cache_dir=cache_dir)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
-                     for v in spec.views if isinstance(v, m.CategoricalView)}
+                     for v in spec.views if view_type(v).value_bars}
         # each view's bar key as a column, computed once: checks group by small columns
-        bars = ", ".join(f"{sql.bar_key_sql(v, self.tops.get(v.name))} AS __bar{i}"
+        bars = ", ".join(f"{key_sql(v, self.tops.get(v.name))} AS __bar{i}"
                          for i, v in enumerate(spec.views))
         self.con.execute(f"CREATE TABLE chk AS SELECT *, {bars} FROM src")
         self.column = {v.name: f"__bar{i}" for i, v in enumerate(spec.views)}
@@ -101,7 +101,7 @@ class Checker:
         return self._cache[key]
 
     def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
-        preds = {n: sql.filter_sql(self.spec, n, v, self.tops) for n, v in filters.items()}
+        preds = {n: filter_sql(self.spec, n, v, self.tops) for n, v in filters.items()}
         by_where: dict[str, list[str]] = {sql.where_sql(self.spec, preds, None): []}
         for v in views:
             by_where.setdefault(sql.where_sql(self.spec, preds, v), []).append(v)
@@ -141,7 +141,7 @@ class Checker:
     def _compare_view(self, view: str, got: dict, expected: dict) -> list[str]:
         labels = self.labels[view]
         v = self.spec.view(view)
-        keys = _label_keys(v, labels)
+        keys = view_type(v).label_keys(v, labels)
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
         want_stat: list = [None] * len(labels)
@@ -197,13 +197,3 @@ def _instant(x):
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
     return x
-
-
-def _label_keys(view, labels: list) -> list:
-    """Each bar's key as `sql.bar_key_sql` computes it (a calendar part's: its bar number)."""
-    if view.type == "temporal" and not m.is_part(view):
-        return [pixels.to_micros(x) for x in labels]
-    if view.type == "categorical":
-        return [str(x) for x in labels]
-    return list(range(len(labels)))
-

@@ -9,24 +9,22 @@ Values are floats for histograms and UTC microseconds (ints) for temporal views.
 from __future__ import annotations
 
 from brushfire import values as V
+from brushfire.views import VIEW_TYPES
 
 PIXELS = 600
 
 
 def extent(view_type: str, labels: list) -> tuple[float, float] | tuple[int, int]:
-    """(lo, hi) of a histogram (its bin edges) or temporal view (first bar start to the
-    last bar's end, the last bar as wide as the average bar)."""
+    """(lo, hi) of the bars of an interval-brushed view (its type's `extent`): a
+    histogram's bin edges, a temporal view's first bar start to its last bar's end."""
     if not labels:
         msg = "a view without bars has no extent"
         raise ValueError(msg)
-    if view_type == "histogram":
-        return float(labels[0][0]), float(labels[-1][1])
-    if view_type == "temporal":
-        first, last = to_micros(labels[0]), to_micros(labels[-1])
-        width = (last - first) // (len(labels) - 1) if len(labels) > 1 else 86_400_000_000
-        return first, last + width
-    msg = f"a {view_type} view has no interval extent"
-    raise ValueError(msg)
+    out = VIEW_TYPES[view_type].extent(labels)
+    if out is None:
+        msg = f"a {view_type} view has no interval extent"
+        raise ValueError(msg)
+    return out
 
 
 def edges(lo: float | int, hi: float | int, pixels: int = PIXELS) -> list:

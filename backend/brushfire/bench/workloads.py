@@ -524,8 +524,7 @@ def human(info: DashboardInfo, *, seed: int = 7, events: int = 50_000,
     """A session of `events` messages brushed as people do (the model is in the module
     docstring); the last is a clear of everything."""
     rng = random.Random(seed)
-    brushable = [v for v in info.views if v.labels and (
-        (v.brush == "interval" and v.type in ("histogram", "temporal")) or v.brush == "rect")]
+    brushable = [v for v in info.views if v.labels and v.brush in ("interval", "rect")]
     if views is not None:
         unknown = set(views) - {v.name for v in brushable}
         if unknown:

@@ -32,8 +32,8 @@ from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import CapturePlan
 from brushfire.source import read_schema
-from brushfire.spec import models as m
 from brushfire.spec.loader import check_columns
+from brushfire.views import source_fields
 
 Progress = Callable[[str, float | None], None]
 
@@ -73,7 +73,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     shards_dir.mkdir(parents=True)
     try:
         t0 = time.perf_counter()
-        columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
+        columns = layout.source_columns({v.name: source_fields(v) for v in dash.views})
         summaries = sp.shard_job(df, columns, layout, binned, config.shard_rows, str(shards_dir),
                                  progress)
         info.seconds["shard job"] = time.perf_counter() - t0

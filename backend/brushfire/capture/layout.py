@@ -25,7 +25,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from brushfire.capture import bins, budget
+from brushfire import bins
+from brushfire.capture import budget
 from brushfire.capture.profile import Profile, ProfileSpec, ValueStats, fine_edges
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import (
@@ -37,26 +38,28 @@ from brushfire.lineage.layout import (
 )
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
+from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
 
 
 def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     dash = plan.dashboard
-    cats = [v.field for v in dash.views if isinstance(v, m.CategoricalView)]
-    temporal = [v.field for v in dash.views if isinstance(v, m.TemporalView) and not v.part]
+    needs = [view_type(v).profile_needs(v) for v in dash.views]
+    cats = [f for n in needs for f in n.get("counts", [])]
+    temporal = [f for n in needs for f in n.get("ranges", [])]
     values = plan.value_fields
     counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
     return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
                        measures=tuple(f for f in plan.order_fields if f not in values + counts),
-                       extents=tuple(bins.maxbins_fields(dash)))
+                       extents=tuple(maxbins_fields(dash)))
 
 
 def resolve_plan(plan: CapturePlan, profile: Profile) -> CapturePlan:
     """The plan over its dashboard with every `maxbins` bin chosen from the profile's
-    extents (capture/bins.nice_bin): the layout, the shards and the base queries then see
+    extents (bins.nice_bin): the layout, the shards and the base queries then see
     a plain step and extent, and the layout records them (`ViewLayout.bins`)."""
-    dash = bins.resolve_bins(plan.dashboard, profile.extents)
+    dash = resolve_bins(plan.dashboard, profile.extents)
     return plan if dash is plan.dashboard else replace(plan, dashboard=dash)
 
 
@@ -102,20 +105,20 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
     for v in dash.views:
         vp = plan.view(v.name)
         brushed = plan.has_filter(v.name)
-        labels = _labels(v, profile)
+        labels = view_type(v).labels(v, profile)
         nbars = len(labels)
         if nbars > 65_534:
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
-                              reasons=bins.reasons(v), bins=bins.bins_record(v))
+                              reasons=view_type(v).reasons(v), bins=bins_record(v))
         order = v.aggregate.op in m.ORDER_OPS
         exact = True
         if order:
             exact = _order_statistic(v, layout_v, dims, add, dim_of, profile, config, arrays)
         off += layout_v.nslots
         needed = vp.forward or vp.bar_index
-        luts = _luts(v, dims, dim_of, profile, nbars)
+        luts = _luts(v, dims, dim_of, nbars)
         if order and luts is not None and len(luts) > 1:
             luts = None  # a heatmap's cell, then its measure: the cell needs a key of its own
         w = layout_v.width
@@ -124,7 +127,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             layout_v.code_dims = [i for i, _ in luts]
             for part, (_, lut) in enumerate(luts):
                 arrays[f"lut.{v.name}.{part}"] = _cells(lut, layout_v) if order else lut
-        elif needed or (isinstance(v, m.CategoricalView) and brushed) or (order and not exact):
+        elif needed or (m.brush_of(v) == "points" and brushed) or (order and not exact):
             # (an order statistic gathering values from rows needs each row's cell)
             d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", layout_v.kbars,
                         vp.bar_index or brushed))
@@ -252,61 +255,10 @@ def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
     return np.ones(d.nkeys, np.float64)  # fine buckets are about equally full; bars unknown
 
 
-def _labels(v, profile: Profile) -> list:
-    if isinstance(v, m.HistogramView):
-        return bins.hist_labels(v.bin)
-    if isinstance(v, m.HeatmapView):
-        return bins.heat_labels(v)
-    if isinstance(v, m.TemporalView) and v.part:  # its values, whatever the data
-        return bins.calendar_labels(v.unit, None, None)
-    if isinstance(v, m.TemporalView):
-        first, last = _time_range(v.field, profile)
-        return bins.calendar_labels(v.unit, first, last)
-    values, counts = profile.counts[v.field]
-    return bins.top_labels(values, counts, v.top, v.other, v.sort)
-
-
-def _time_range(field: str, profile: Profile) -> tuple[int | None, int | None]:
-    if field in profile.values:
-        st = profile.values[field]
-        return (int(st.first), int(st.last)) if len(st.values) else (None, None)
-    return profile.ranges[field]
-
-
-def _luts(v, dims: list[Dim], dim_of: dict[str, int], profile: Profile,
-          nbars: int) -> list[tuple[int, np.ndarray]] | None:
+def _luts(v, dims: list[Dim], dim_of: dict[str, int], nbars: int) -> list[tuple[int, np.ndarray]] | None:
     """(dim, lookup table) parts giving the view's bar from dense keys, or None."""
-    def dense(field: str) -> int | None:
-        i = dim_of.get(f"value:{field}")
-        return i if i is not None and dims[i].kind == "dense" else None
-
-    if isinstance(v, m.HistogramView):
-        d = dense(v.field)
-        if d is None:
-            return None
-        x = np.asarray(dims[d].values)
-        return [(d, _lut(bins.hist_slot(x, np.ones(len(x), bool), v.bin), nbars, nbars))]
-    if isinstance(v, m.TemporalView) and v.part:  # the part's dim: its key is the bar
-        d = dim_of.get(f"part:{v.unit}:{v.field}")
-        return None if d is None else [(d, _lut(np.arange(nbars), nbars, nbars))]
-    if isinstance(v, m.TemporalView):
-        d = dense(v.field)
-        if d is None or dims[d].value_type != "temporal":
-            return None
-        x = np.asarray(dims[d].values, np.int64)
-        first = int(x[0]) if len(x) else None
-        return [(d, _lut(bins.calendar_code(v.unit, x, np.ones(len(x), bool), first), nbars, nbars))]
-    if isinstance(v, m.HeatmapView):
-        dx, dy = dense(v.x.field), dense(v.y.field)
-        if dx is None or dy is None or dx == dy:
-            return None
-        ny = v.y.bin.count
-        xv, yv = np.asarray(dims[dx].values), np.asarray(dims[dy].values)
-        cx = bins.hist_code(xv, np.ones(len(xv), bool), v.x.bin)
-        cy = bins.hist_code(yv, np.ones(len(yv), bool), v.y.bin)
-        # x part: x bar * ny, or nbars when dropped; y part: y bar, or nbars when dropped
-        return [(dx, _lut(np.where(cx >= 0, cx * ny, -1), nbars, nbars)), (dy, _lut(cy, nbars, nbars))]
-    return None
+    parts = view_type(v).key_codes(v, dims, dim_of, nbars)
+    return None if parts is None else [(d, _lut(codes, nbars, nbars)) for d, codes in parts]
 
 
 def _lut(codes: np.ndarray, nbars: int, none: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import CapturePlan
-from brushfire.spec import models as m
+from brushfire.views import source_fields
 
 
 def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
@@ -52,7 +52,7 @@ def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
     staging = cache / f".partial-{uuid.uuid4().hex[:12]}"
     shards_dir = staging / st.SHARDS
     shards_dir.mkdir(parents=True)
-    columns = layout.source_columns({v.name: m.fields_of(v) for v in dash.views})
+    columns = layout.source_columns({v.name: source_fields(v) for v in dash.views})
     summaries = []
     for pid, p in enumerate(parts):
         summaries += build_partition(p.select(columns).to_batches(), layout, binned.dashboard,

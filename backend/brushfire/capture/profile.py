@@ -57,7 +57,7 @@ class Profile:
     values: dict[str, ValueStats]
     counts: dict[str, tuple[list, np.ndarray]]  # field -> (distinct values, rows per value)
     ranges: dict[str, tuple[int | None, int | None]]  # field -> (first, last) UTC microseconds
-    # field -> (min, max) of its finite values, (None, None) without any (capture/bins.nice_bin)
+    # field -> (min, max) of its finite values, (None, None) without any (bins.nice_bin)
     extents: dict[str, tuple] = field(default_factory=dict)
 
 

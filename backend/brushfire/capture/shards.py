@@ -31,10 +31,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from brushfire.capture import bins
+from brushfire import bins
 from brushfire.capture import columns as C
 from brushfire.lineage.layout import FENCE, KEY_DTYPE, Layout, ViewLayout
 from brushfire.spec import models as m
+from brushfire.views import view_type
 
 PARTIALS = "partials.npz"
 SNAPSHOT = "snapshot.arrow"
@@ -112,6 +113,14 @@ class _Rows:
                 self._numbers[field] = (values, valid)
         return self._numbers[field]
 
+    def positions(self, field: str, values: list) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's position of its value in `values` (-1: not there), and whether it
+        has a value (not null)."""
+        if self.n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, bool)
+        col = self.table[field]
+        return C.lookup(col, values), C.valid_mask(col)
+
 
 def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict[str, np.ndarray]:
     """Every per-row array of one shard, and its partial aggregates (keys 'partial.*')."""
@@ -144,7 +153,8 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
             pos = C.lookup(table[d.field], d.values) if n else np.zeros(0, np.int64)
             keys[i] = np.where(pos >= 0, pos, d.nkeys)
         else:  # bars of a view, and its reasons
-            code = formula_code(dash.view(d.view), layout.view(d.view), rows)
+            view = dash.view(d.view)
+            code = view_type(view).row_codes(view, layout.view(d.view), rows)
             keys[i] = np.where(code >= 0, code, d.nkeys)
     meas = np.empty((layout.n_meas, n), np.float64)
     for j, f in enumerate(layout.measure_fields):
@@ -251,38 +261,6 @@ def block_fences(keys: np.ndarray, order: np.ndarray, optr: np.ndarray, dims: np
     return out
 
 
-def formula_code(view, vl: ViewLayout, rows: _Rows) -> np.ndarray:
-    """The view's bar per row from its source columns, or why it is in none: nbars + i for
-    reason i of the view (bins.reasons); -1: dropped (a heatmap's rows outside its cells)."""
-    nb = vl.nbars
-    if isinstance(view, m.HistogramView):
-        return bins.hist_slot(*rows.numbers(view.field), view.bin)
-    if isinstance(view, m.HeatmapView):
-        ny = view.y.bin.count
-        cx = bins.hist_code(*rows.numbers(view.x.field), view.x.bin)
-        cy = bins.hist_code(*rows.numbers(view.y.field), view.y.bin)
-        return np.where((cx >= 0) & (cy >= 0), cx * ny + cy, -1)
-    if isinstance(view, m.TemporalView):
-        us, ok = rows.numbers(view.field)
-        first = None if view.part else _first_us(vl)
-        code = bins.calendar_code(view.unit, us, ok, first)
-        return np.where(code >= 0, code, nb)  # reason 0: null
-    top = [x for x in vl.labels if x != bins.OTHER] if view.other else list(vl.labels)
-    if rows.n == 0:
-        return np.zeros(0, np.int64)
-    col = rows.table[view.field]
-    pos = C.lookup(col, top)
-    valid = C.valid_mask(col)
-    beyond = len(top) if view.other else nb + 1  # '(other)', or reason 1: beyond the top N
-    return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
-
-
-def _first_us(vl: ViewLayout) -> int | None:
-    if not vl.labels:
-        return None
-    return int(np.datetime64(vl.labels[0].replace("+00:00", ""), "us").astype(np.int64))
-
-
 def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.DashboardSpec,
               rows: _Rows) -> np.ndarray:
     """Code per row in 0..ncodes (lineage/layout.py; ncodes = dropped), as the engine
@@ -292,7 +270,8 @@ def view_code(v: ViewLayout, layout: Layout, keys: np.ndarray, dash: m.Dashboard
         if len(v.code_dims) > 1:
             code = np.minimum(code + layout.lut(v.name, 1)[keys[v.code_dims[1]]], v.ncodes)
         return code
-    code = formula_code(dash.view(v.name), v, rows)
+    view = dash.view(v.name)
+    code = view_type(view).row_codes(view, v, rows)
     if v.cells:
         block = layout.mblock(v.name)[keys[v.mdim]]
         return np.where(code >= 0, code * v.width + block, v.ncodes)

@@ -27,9 +27,9 @@ from brushfire.capture.profile import Profile, ProfileSpec, value_stats
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
+from brushfire.views import view_type
 
 Progress = Callable[[str, float | None], None]
-SENTINEL_SQL = -1  # bar code, in Spark SQL, of rows a view drops
 
 
 def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None,
@@ -118,32 +118,6 @@ def schema_kinds(df) -> dict[str, str]:
         else:
             out[f.name] = "other"
     return out
-
-
-def bin_code(view):
-    """Spark column: the bar of a histogram / heatmap view per row (0..nbars-1), or
-    SENTINEL_SQL for rows the view drops (for the plain base queries and cubes-only mode;
-    the lineage itself is binned by capture/bins.py on the executors)."""
-    from pyspark.sql import functions as F
-
-    if isinstance(view, m.HistogramView):
-        return _bin_code(F.col(view.field), view.bin)
-    ny = view.y.bin.count
-    ix, iy = _bin_code(F.col(view.x.field), view.x.bin), _bin_code(F.col(view.y.field), view.y.bin)
-    return F.when((ix == SENTINEL_SQL) | (iy == SENTINEL_SQL), F.lit(SENTINEL_SQL)).otherwise(ix * ny + iy)
-
-
-def _bin_code(x, b: m.Bin):
-    from pyspark.sql import functions as F
-
-    x = x.cast("double")
-    nb, lo, hi = b.count, b.extent[0], b.extent[1]
-    sentinel = F.lit(SENTINEL_SQL)
-    inside = F.least(F.floor((x - F.lit(lo)) / F.lit(b.step)), F.lit(nb - 1))
-    return (F.when(x.isNull() | F.isnan(x), sentinel)
-            .when(x < lo, F.lit(0) if b.clamp else sentinel)
-            .when(x > hi, F.lit(nb - 1) if b.clamp else sentinel)
-            .otherwise(inside))
 
 
 def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
@@ -274,21 +248,14 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
     t0 = time.perf_counter()
     out = {}
     for v in dash.views:
-        if isinstance(v, (m.HistogramView, m.HeatmapView)):
-            key = bin_code(v)
-        elif isinstance(v, m.TemporalView) and v.part:  # the bar number, as sql.bar_key_sql's
-            key = F.expr(sql.bar_key_sql(v, None, sql.SPARK))
-        elif isinstance(v, m.TemporalView):
-            key = F.unix_micros(F.date_trunc(v.unit, F.col(v.field).cast("timestamp")))
-        else:
-            key = F.col(v.field)
+        key = F.expr(view_type(v).base_key_sql(v, sql.SPARK))
         aggs = [F.count(F.lit(1)).alias("n")]
         if v.aggregate.field:
             aggs.append(F.sum(F.col(v.aggregate.field).cast("double")).alias("s"))
         with spark_errors(f"running the base query of view {v.name}"):
             rows = df.groupBy(key.alias("key")).agg(*aggs).collect()
         out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)
-                       for r in rows if r["key"] is not None and r["key"] != SENTINEL_SQL}
+                       for r in rows if r["key"] is not None}
     return time.perf_counter() - t0, out
 
 

@@ -30,6 +30,7 @@ from brushfire.engine.state import merge_ranges
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import OTHER, Dim, ViewLayout
 from brushfire.values import format_instant
+from brushfire.views import view_type
 
 # gather(wanted codes -> target, offsets of the targets, candidate key ranges of the
 # measure dim) -> the targets' measures (raw values of a fine dim, or keys of a dense one)
@@ -96,7 +97,7 @@ def caveats(v: ViewLayout, agg: Aggregates, cells: np.ndarray | None = None,
     dropped = int(counts[v.ncodes])
     if dropped:
         out["not_shown"] = dropped
-    if v.type == "categorical" and v.labels and v.labels[-1] == OTHER:
+    if view_type(v).value_bars and v.labels and v.labels[-1] == OTHER:
         at = (v.nbars - 1) * w
         n = int(counts[at] if w == 1 else counts[at:at + w].sum())
         if n:
@@ -163,7 +164,7 @@ def _plain_caveats(v: ViewLayout, agg: Aggregates) -> dict[str, int]:
     n = int(c[v.bar_off + v.ncodes])
     if n:
         out["not_shown"] = n
-    if v.type == "categorical" and v.labels and v.labels[-1] == OTHER:
+    if view_type(v).value_bars and v.labels and v.labels[-1] == OTHER:
         n = int(c[at - 1])
         if n:
             out["other"] = n

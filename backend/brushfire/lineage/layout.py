@@ -121,7 +121,7 @@ class ViewLayout:
     p: float | None = None  # quantile: the fraction (median: 0.5)
     method: str = "continuous"  # quantile / median: continuous | discrete
     # histogram, heatmap: [step, start, stop] of each bin (x, y) as capture had them, so a
-    # `maxbins` bin reads as the step and extent chosen from the data (capture/bins.py)
+    # `maxbins` bin reads as the step and extent chosen from the data (bins.py)
     bins: list[list[float]] = field(default_factory=list)
 
     @property

@@ -26,6 +26,7 @@ from brushfire.errors import SpecError, SpecProblem
 from brushfire.limits import MAX_BARS, MAX_FILTERS, MAX_TOP
 from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
+from brushfire.views import view_type
 
 Loc = tuple[str | int, ...]
 
@@ -303,17 +304,15 @@ def check_limits(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     per dashboard. Found here, before capture, not after a Spark scan."""
     out: list[tuple[Loc, str, str]] = []
     for i, v in enumerate(dash.views):
-        if isinstance(v, m.HistogramView):
-            out += _bin_limit(("views", i, "bin"), v.bin, "a view")
-        elif isinstance(v, m.HeatmapView):
-            nx, ny = v.x.bin.count, v.y.bin.count
-            for axis, b in (("x", v.x.bin), ("y", v.y.bin)):
-                out += _bin_limit(("views", i, axis, "bin"), b, "a heatmap axis")
-            if nx <= MAX_BARS and ny <= MAX_BARS and nx * ny > MAX_BARS:
-                msg = (f"{nx:,} × {ny:,} = {nx * ny:,} cells; a heatmap has at most"
-                       f" {MAX_BARS:,} cells")
-                hint = f"use larger steps on x or y, e.g. at most {MAX_BARS // nx:,} y bars for {nx:,} x bars"
-                out.append((("views", i), msg, hint))
+        axes = view_type(v).axes(v)
+        for a in axes:
+            out += _bin_limit(("views", i, *a.path), a.bin, "a view" if len(axes) == 1 else f"a {v.type} axis")
+        counts = [a.bin.count for a in axes]
+        if len(axes) > 1 and all(n <= MAX_BARS for n in counts) and math.prod(counts) > MAX_BARS:
+            sizes, nx = " × ".join(f"{n:,}" for n in counts), counts[0]
+            msg = f"{sizes} = {math.prod(counts):,} cells; a {v.type} has at most {MAX_BARS:,} cells"
+            hint = f"use larger steps on x or y, e.g. at most {MAX_BARS // nx:,} y bars for {nx:,} x bars"
+            out.append((("views", i), msg, hint))
     filters: list[tuple[Loc, str]] = []  # as plan.py counts them: brushable views, then parameters
     for g, group in enumerate(dash.interactions.crossfilter):
         for j, name in enumerate(group.views):
@@ -346,18 +345,19 @@ def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime,
     filename: str = getattr(dash, "_filename", "<spec>")
     problems = []
     for i, v in enumerate(dash.views):
-        if not isinstance(v, m.TemporalView) or v.part or v.field in dash.source.columns \
-                or v.field not in ranges:
+        cal = view_type(v).calendar(v)
+        if cal is None or cal[0] in dash.source.columns or cal[0] not in ranges:
             continue
-        lo, hi = ranges[v.field]
-        n = calendar_bars(v.unit, lo, hi)
+        field, unit = cal
+        lo, hi = ranges[field]
+        n = calendar_bars(unit, lo, hi)
         if n <= MAX_BARS:
             continue
-        coarser = next((u for u in _UNIT_ORDER[_UNIT_ORDER.index(v.unit) + 1:]
+        coarser = next((u for u in _UNIT_ORDER[_UNIT_ORDER.index(unit) + 1:]
                         if calendar_bars(u, lo, hi) <= MAX_BARS), "year")
         loc: Loc = ("views", i, "unit")
-        msg = (f"{n:,} {v.unit} bars from {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} (the first and"
-               f" last {v.field} in the source); a view has at most {MAX_BARS:,} bars")
+        msg = (f"{n:,} {unit} bars from {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} (the first and"
+               f" last {field} in the source); a view has at most {MAX_BARS:,} bars")
         hint = f"use unit: {coarser} ({calendar_bars(coarser, lo, hi):,} bars)"
         problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
     if problems:
@@ -365,7 +365,9 @@ def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime,
 
 
 def temporal_fields(dash: m.DashboardSpec) -> list[str]:
-    return list(dict.fromkeys(v.field for v in dash.views if isinstance(v, m.TemporalView)))
+    """The timestamp fields whose range decides how many bars a view has."""
+    cals = [view_type(v).calendar(v) for v in dash.views]
+    return list(dict.fromkeys(c[0] for c in cals if c is not None))
 
 
 def calendar_bars(unit: str, lo: datetime, hi: datetime) -> int:
@@ -578,20 +580,9 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
             hint = hints.get(kind) or hints.get("*") or f"pick a {kinds[0]} column, or derive one in source.columns"
             problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
 
-    numeric = {"string": "use a categorical view for strings, or derive a number in source.columns",
-               "temporal": "use a temporal view for timestamps"}
     for i, v in enumerate(dash.views):
-        if isinstance(v, m.HeatmapView):
-            need(("views", i, "x", "field"), v.x.field, ("number",), "a heatmap axis", numeric)
-            need(("views", i, "y", "field"), v.y.field, ("number",), "a heatmap axis", numeric)
-        elif isinstance(v, m.HistogramView):
-            need(("views", i, "field"), v.field, ("number",), "a histogram view", numeric)
-        elif isinstance(v, m.TemporalView):
-            need(("views", i, "field"), v.field, ("temporal",), "a temporal view", {
-                "number": "use a histogram view for numbers, or derive a timestamp in source.columns",
-                "string": "derive a timestamp in source.columns, e.g. to_timestamp(...)"})
-        else:
-            need(("views", i, "field"), v.field)
+        for n in view_type(v).field_needs(v):
+            need(("views", i, *n.path), n.field, n.kinds, n.user, n.hints)
         op = v.aggregate.op
         kinds = {"min": ("number", "temporal"), "max": ("number", "temporal"),
                  "distinct": ("number", "temporal", "string")}.get(op, ("number",))

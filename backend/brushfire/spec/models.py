@@ -55,7 +55,7 @@ class Source(Model):
 class Bin(Model):
     """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed. Either
     `step` and `extent`, or `maxbins`: a nice step ({1, 2, 5} x 10^k) and extent chosen at
-    capture from the data's finite min and max (capture/bins.py, `nice_bin`)."""
+    capture from the data's finite min and max (bins.py, `nice_bin`)."""
 
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step", "extent"]},
                                                            {"required": ["maxbins"]}]})
@@ -252,12 +252,6 @@ BRUSHES_BY_TYPE: dict[str, tuple[str, ...]] = {
 
 def brush_of(view: HistogramView | TemporalView | CategoricalView | HeatmapView) -> str:
     return view.brush or BRUSHES_BY_TYPE[view.type][0]
-
-
-def fields_of(view: HistogramView | TemporalView | CategoricalView | HeatmapView) -> list[str]:
-    """Source columns a view reads: its key field(s) and its measure."""
-    keys = [view.x.field, view.y.field] if isinstance(view, HeatmapView) else [view.field]
-    return keys + ([view.aggregate.field] if view.aggregate.field else [])
 
 
 class CrossfilterGroup(Model):

@@ -1,4 +1,4 @@
-"""capture/bins.py: `maxbins` resolved into a nice step and extent (pure, table-tested)."""
+"""bins.py: `maxbins` resolved into a nice step and extent (pure, table-tested), through views."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brushfire.capture import bins
+from brushfire import bins, views
 from brushfire.errors import CaptureError
 from brushfire.spec import models as m
 from brushfire.spec import parse_dashboard
@@ -93,14 +93,14 @@ SPEC = {
 
 def test_resolve_bins_replaces_only_maxbins_bins() -> None:
     dash = parse_dashboard(SPEC)
-    assert bins.maxbins_fields(dash) == ["x", "k"]
-    got = bins.resolve_bins(dash, {"x": (0.5, 42.0), "k": (-3.0, 30.0)})
+    assert views.maxbins_fields(dash) == ["x", "k"]
+    got = views.resolve_bins(dash, {"x": (0.5, 42.0), "k": (-3.0, 30.0)})
     assert got.view("h").bin == m.Bin(step=5, extent=(0, 45))
     assert got.view("heat").x.bin == m.Bin(step=10, extent=(-10, 30), clamp=True)
     assert got.view("fixed") is dash.view("fixed") and got.view("c") is dash.view("c")
     assert got.view("heat").y.bin is dash.view("heat").y.bin
-    assert bins.maxbins_fields(got) == []
-    assert bins.resolve_bins(got, {}) is got  # nothing left to choose
+    assert views.maxbins_fields(got) == []
+    assert views.resolve_bins(got, {}) is got  # nothing left to choose
     # what the layout records brings the same bins back to the spec as written
-    recorded = {v.name: bins.bins_record(v) for v in got.views}
-    assert bins.with_recorded_bins(dash, recorded) == got
+    recorded = {v.name: views.bins_record(v) for v in got.views}
+    assert views.with_recorded_bins(dash, recorded) == got

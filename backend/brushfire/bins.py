@@ -1,5 +1,6 @@
-"""Each view type's bars: which bar a value falls in, and the bars' labels. Pure numpy,
-run on Spark's executors (bar per row) and on the driver (labels, lookups from keys).
+"""The arithmetic of bars: which bar a value falls in, and the bars' labels, for the view
+types (views/) to use. Pure numpy, run on Spark's executors (bar per row) and on the
+driver (labels, lookups from keys).
 
 The rules are the spec's (docs/spec.md) and `sql.py`'s:
 - histogram: bar floor((x - lo) / step) in double arithmetic, the last bar closed; values
@@ -12,8 +13,8 @@ The rules are the spec's (docs/spec.md) and `sql.py`'s:
 - categorical: the `top` values by count (descending), then by value, in that order or
   (`sort: name`) by value, plus '(other)' last;
 - heatmap: x bar * (y bars) + y bar, dropped when either is.
-Dropped rows get bar -1 here. `slot_code` says, instead, why a row is not in a bar: codes
-nbars + i for the view's `reasons(view)[i]` (lineage/layout.py), clamped rows included.
+Dropped rows get bar -1 here. `hist_slot` says, instead, why a row is not in a bar: codes
+nbars + i for the view type's `reasons(view)[i]` (lineage/layout.py), clamped rows included.
 """
 
 from __future__ import annotations
@@ -71,70 +72,6 @@ def nice_bin(lo: float | None, hi: float | None, maxbins: int, clamp: bool = Fal
         k += 1
 
 
-def view_bins(view) -> list[m.Bin]:
-    """The bins of a view: a histogram's, a heatmap's x and y; none for other types."""
-    if isinstance(view, m.HistogramView):
-        return [view.bin]
-    if isinstance(view, m.HeatmapView):
-        return [view.x.bin, view.y.bin]
-    return []
-
-
-def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
-    """Fields with a `maxbins` bin: capture profiles their finite min and max."""
-    out = []
-    for v in dash.views:
-        fields = [v.field] if isinstance(v, m.HistogramView) else \
-            [v.x.field, v.y.field] if isinstance(v, m.HeatmapView) else []
-        out += [f for f, b in zip(fields, view_bins(v), strict=True) if not b.resolved]
-    return list(dict.fromkeys(out))
-
-
-def resolve_bins(dash: m.DashboardSpec, extents: dict[str, tuple]) -> m.DashboardSpec:
-    """`dash` with each `maxbins` bin replaced by the step and extent `nice_bin` chooses
-    for its field's finite (min, max) in `extents`."""
-    def fit(field: str, b: m.Bin) -> m.Bin:
-        return b if b.resolved else nice_bin(*extents.get(field, (None, None)), b.maxbins, b.clamp)
-
-    return _replace_bins(dash, lambda v, i, f, b: fit(f, b))
-
-
-def bins_record(view) -> list[list[float]]:
-    """A view's bins as [step, start, stop] each (kept in the layout, so that a dashboard
-    loaded from the cache sees the bins capture chose)."""
-    return [[b.step, b.extent[0], b.extent[1]] for b in view_bins(view) if b.resolved]
-
-
-def with_recorded_bins(dash: m.DashboardSpec, recorded: dict[str, list[list[float]]]) -> m.DashboardSpec:
-    """`dash` with each `maxbins` bin replaced by the one `bins_record` kept for its view."""
-    def fit(v, i: int, b: m.Bin) -> m.Bin:
-        if b.resolved:
-            return b
-        step, lo, hi = recorded[v.name][i]
-        return m.Bin(step=step, extent=(lo, hi), clamp=b.clamp)
-
-    return _replace_bins(dash, lambda v, i, f, b: fit(v, i, b))
-
-
-def _replace_bins(dash: m.DashboardSpec, fit) -> m.DashboardSpec:
-    """`dash` with every bin b of view v (i-th of the view, over field f) as fit(v, i, f, b);
-    the same object when no bin changes."""
-    views = []
-    for v in dash.views:
-        if isinstance(v, m.HistogramView):
-            b = fit(v, 0, v.field, v.bin)
-            v = v if b is v.bin else v.model_copy(update={"bin": b})
-        elif isinstance(v, m.HeatmapView):
-            bx, by = fit(v, 0, v.x.field, v.x.bin), fit(v, 1, v.y.field, v.y.bin)
-            if bx is not v.x.bin or by is not v.y.bin:
-                v = v.model_copy(update={"x": v.x.model_copy(update={"bin": bx}),
-                                         "y": v.y.model_copy(update={"bin": by})})
-        views.append(v)
-    if all(a is b for a, b in zip(views, dash.views, strict=True)):
-        return dash
-    return dash.model_copy(update={"views": views})
-
-
 def hist_code(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
     """Bar per value (int64, -1 dropped) of equal-width bins `b`."""
     x = x.astype(np.float64, copy=False)
@@ -147,19 +84,6 @@ def hist_code(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
         code = np.where(ok & (x < lo), 0, code)
         code = np.where(ok & (x > hi), nb - 1, code)
     return code.astype(np.int64)
-
-
-def reasons(view) -> list[str]:
-    """Why a view may not show a row (or, clamped, shows it in an edge bar), in the order
-    of its pseudo-bars. Heatmaps count their rows outside the cells together (the slot
-    after their codes), so they have none."""
-    if isinstance(view, m.HistogramView):
-        return ["null"] + (["clamped_below", "clamped_above"] if view.bin.clamp else ["below", "above"])
-    if isinstance(view, m.TemporalView):
-        return ["null"]
-    if isinstance(view, m.CategoricalView):
-        return ["null"] + ([] if view.other else ["beyond_top"])
-    return []
 
 
 def hist_slot(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:

@@ -1,0 +1,173 @@
+"""The contract of a view type: everything Brushfire does differently per type, from the
+spec's checks to the chart. Each type is one module of this package, a subclass of
+`ViewType` registered in `views/__init__.py`; the stages (spec loader, plan, capture,
+SQL, charts, baselines) ask the registry and never test a view's class.
+
+A view has bars (a histogram's bins, a heatmap's cells, a temporal view's calendar units,
+a categorical view's top values) and, per row, at most one bar: its *key*. Methods take
+the view's spec model (`spec/models.py`) first; `m.View` below means that model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from brushfire import sql
+from brushfire.errors import InteractionError
+from brushfire.spec import models as m
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from brushfire.lineage.layout import Dim, ViewLayout
+
+Loc = tuple  # a key path in the spec, as spec/loader.py reports it
+
+
+@dataclass(frozen=True)
+class BinnedAxis:
+    """An equal-width binned axis of a view: where its bin is in the view's spec, and its
+    field."""
+
+    path: tuple  # the bin's key path under the view, e.g. ("bin",) or ("x", "bin")
+    field: str
+    bin: m.Bin
+
+
+@dataclass(frozen=True)
+class FieldNeed:
+    """A column a view reads, and the kinds of column it takes (spec/loader.py checks
+    them against the source; hints by the kind found, "*" for any)."""
+
+    path: tuple
+    field: str
+    kinds: tuple[str, ...] = ()  # empty: any kind
+    user: str = ""  # "a histogram view": who needs the column, in messages
+    hints: dict[str, str] | None = None
+
+
+class ViewType:
+    """One view type. Subclasses set `name` (the spec's `type`) and override what differs;
+    the defaults fit a view over one field with no bins."""
+
+    name: ClassVar[str]
+    # the bars are the field's values (as strings, '(other)' last), not numbered bins:
+    # their SQL keys are strings and SQL finds the top values
+    value_bars: ClassVar[bool] = False
+
+    # --- the spec ------------------------------------------------------------------
+
+    def key_fields(self, view: Any) -> list[str]:
+        """The source columns that decide a row's bar."""
+        return [view.field]
+
+    def axes(self, view: Any) -> list[BinnedAxis]:
+        """The view's binned axes (a `maxbins` bin is resolved at capture)."""
+        return []
+
+    def with_bins(self, view: Any, bins: list[m.Bin]) -> Any:
+        """The view with its axes' bins replaced, in the order of `axes`."""
+        return view
+
+    def field_needs(self, view: Any) -> list[FieldNeed]:
+        """The key columns and the kinds each takes (the measure is checked apart)."""
+        return [FieldNeed(("field",), view.field)]
+
+    def calendar(self, view: Any) -> tuple[str, str] | None:
+        """(field, unit) when the bars are calendar units from the field's first to its
+        last time (their number depends on the data)."""
+        return None
+
+    # --- capture -----------------------------------------------------------------
+
+    def profile_needs(self, view: Any) -> dict[str, list[str]]:
+        """Fields whose exact value counts ("counts") or time range ("ranges") capture's
+        profile must find for the bars."""
+        return {}
+
+    def labels(self, view: Any, profile: Any) -> list:
+        """The bars' labels, from the profile (capture/profile.py)."""
+        raise NotImplementedError
+
+    def reasons(self, view: Any) -> list[str]:
+        """Why the view may not show a row (or, clamped, shows it in an edge bar), in the
+        order of its pseudo-bars (lineage/layout.py): caveat names (`caveats`)."""
+        return ["null"]
+
+    def key_codes(self, view: Any, dims: list[Dim], dim_of: dict[str, int],
+                  nbars: int) -> list[tuple[int, np.ndarray]] | None:
+        """The bar (or nbars + reason) per key of dense dims: (dim, code per key) parts whose
+        sum is the bar, or None when the dims do not decide it (capture computes the bar
+        per row instead: `row_codes`)."""
+        return None
+
+    def row_codes(self, view: Any, vl: ViewLayout, rows: Any) -> np.ndarray:
+        """Each row's bar from its source columns (`rows`: capture/shards.py's column
+        reader), nbars + i for reason i, -1 when dropped without a reason."""
+        raise NotImplementedError
+
+    # --- SQL (sql.py's dialects; what the oracle and the baselines run) ------------
+
+    def key_sql(self, view: Any, top: list | None, d: sql.Dialect = sql.DUCKDB) -> str:
+        """The key of a row's bar, NULL when the view drops the row: the bar number, the
+        bar's start in UTC microseconds, or the value as a string (`value_bars`; `top`:
+        the view's top values)."""
+        raise NotImplementedError
+
+    def base_key_sql(self, view: Any, d: sql.Dialect = sql.DUCKDB) -> str:
+        """The key the plain base query groups by (capture's baseline): `key_sql` but with
+        no top values chosen yet."""
+        return self.key_sql(view, None, d)
+
+    def label_keys(self, view: Any, labels: list) -> list:
+        """Each bar's key as `key_sql` computes it."""
+        return list(range(len(labels)))
+
+    def brush_sql(self, view: Any, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
+        """The rows an interval (or, with y, rect) brush selects."""
+        msg = f"view {view.name!r} takes a values selection, not an interval brush"
+        raise InteractionError(msg)
+
+    def bound(self, view: Any) -> str | None:
+        """What an interval brush's bounds are: "time", "number", or None (no interval)."""
+        return None
+
+    def extent(self, labels: list) -> tuple | None:
+        """(lo, hi) of the bars along an interval brush's axis (a pixel grid spans it), or
+        None when the view has none."""
+        return None
+
+    # --- the chart (charts.py assembles it; altair is imported by brushfire.marks) --
+
+    def tooltip_key(self, view: Any) -> str:
+        return view.field
+
+    def caveats(self, view: Any) -> dict[str, str]:
+        """What each of the view's reasons means (and more), to follow "N rows"."""
+        return {"null": f"not shown: {view.field} is null"}
+
+    def bar_row(self, view: Any, i: int, label, n: int) -> dict:
+        """Bar i's geometry and readable label (`n` bars)."""
+        return {"label": label}
+
+    def describe(self, view: Any, layout: ViewLayout, measure: str) -> str:
+        """One sentence saying what the view shows (the ARIA description)."""
+        raise NotImplementedError
+
+    def chart(self, view: Any, layout: ViewLayout, full: list, brush: str | None,
+              rows: list[dict]) -> tuple[Any, dict]:
+        """The Altair chart of the view over the named dataset `bars`, and what its
+        `usermeta` adds (the chart's shape and layout hints)."""
+        raise NotImplementedError
+
+
+# hints for a key column that must be a number
+NUMBER_HINTS = {"string": "use a categorical view for strings, or derive a number in source.columns",
+                "temporal": "use a temporal view for timestamps"}
+
+
+def dense_dim(dims: list[Dim], dim_of: dict[str, int], field: str) -> int | None:
+    """The dense dim of a field's values (one key per distinct value), if capture made one."""
+    i = dim_of.get(f"value:{field}")
+    return i if i is not None and dims[i].kind == "dense" else None

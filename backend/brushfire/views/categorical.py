@@ -1,0 +1,67 @@
+"""Categorical: the `top` most frequent values of a field, plus one '(other)' bar;
+brushed by points (a values selection)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from brushfire import bins, sql
+from brushfire.lineage.layout import OTHER
+from brushfire.spec import models as m
+from brushfire.views.base import ViewType
+
+
+class Categorical(ViewType):
+    name = "categorical"
+    value_bars = True
+
+    def profile_needs(self, view: m.CategoricalView) -> dict[str, list[str]]:
+        return {"counts": [view.field]}
+
+    def labels(self, view: m.CategoricalView, profile) -> list:
+        values, counts = profile.counts[view.field]
+        return bins.top_labels(values, counts, view.top, view.other, view.sort)
+
+    def reasons(self, view: m.CategoricalView) -> list[str]:
+        return ["null"] + ([] if view.other else ["beyond_top"])
+
+    def row_codes(self, view: m.CategoricalView, vl, rows) -> np.ndarray:
+        top = [x for x in vl.labels if x != OTHER] if view.other else list(vl.labels)
+        pos, valid = rows.positions(view.field, top)
+        nb = vl.nbars
+        beyond = len(top) if view.other else nb + 1  # '(other)', or reason 1: beyond the top N
+        return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
+
+    def key_sql(self, view: m.CategoricalView, top, d: sql.Dialect = sql.DUCKDB) -> str:
+        tops = ", ".join(sql.lit(x, d) for x in top or []) or "NULL"
+        other = sql.lit(OTHER, d) if view.other else "NULL"
+        f = sql.ident(view.field, d)
+        return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
+                f"THEN CAST({f} AS {d.string}) ELSE {other} END")
+
+    def base_key_sql(self, view: m.CategoricalView, d: sql.Dialect = sql.DUCKDB) -> str:
+        return sql.ident(view.field, d)  # the value: the top N is left to the caller
+
+    def label_keys(self, view: m.CategoricalView, labels: list) -> list:
+        return [str(x) for x in labels]
+
+    def caveats(self, view: m.CategoricalView) -> dict[str, str]:
+        f = view.field
+        return {"null": f"not shown: {f} is null",
+                "beyond_top": f"not shown: {f} beyond the top {view.top}",
+                "other": f"in {OTHER}: {f} beyond the top {view.top}"}
+
+    def describe(self, view: m.CategoricalView, layout, measure: str) -> str:
+        return (f"Bars of {measure} for the {view.top} most frequent values of {view.field}"
+                f"{', then all others' if view.other else ''} ({len(layout.labels)} bars, "
+                "most frequent first).")
+
+    def chart(self, view: m.CategoricalView, layout, full, brush, rows):
+        from brushfire import marks
+
+        other = len(rows) - 1 if view.other and rows and rows[-1]["label"] == OTHER else None
+        if marks.as_rows(layout.labels):
+            meta = {"shape": "rows", "top": min(marks.TOP_SHOWN, len(rows)), "other": other,
+                    "step": marks.ROW_STEP}
+            return marks.categorical_rows(view, full, other), meta
+        return marks.categorical_columns(view, full, other), {}
