@@ -11,7 +11,7 @@ import pytest
 
 from brushfire import Dashboard, protocol
 from brushfire.spec import parse_dashboard
-from brushfire.views import key_sql
+from brushfire.views import key_sql, view_type
 
 spark = pytest.mark.spark  # the tests on a captured dashboard
 
@@ -99,11 +99,10 @@ def test_details_highlight_parameter_and_state(dash):
 def sql_bars_of(con, spec, view: str, rids: list[int]) -> set:
     """The bar keys SQL puts rows `rids` (positions in the source) in, for `view`."""
     from brushfire import sql
-    from brushfire.spec import models as m
 
     v = spec.view(view)
     top = ([r[0] for r in con.execute(sql.top_sql(v)).fetchall()]
-           if isinstance(v, m.CategoricalView) else None)
+           if view_type(v).value_bars else None)
     key = key_sql(v, top)
     got = con.execute(f"SELECT DISTINCT {key} FROM (SELECT *, row_number() OVER () - 1 AS rid "
                       f"FROM src) WHERE rid IN ({', '.join(map(str, rids))})").fetchall()
@@ -112,8 +111,6 @@ def sql_bars_of(con, spec, view: str, rids: list[int]) -> set:
 
 @spark
 def test_forward_of_a_details_row_gives_its_bar_in_every_view(dash):
-    from brushfire.baselines.base import _key_index
-
     session = dash.session()
     session.brush("hx", (20, 55))
     rows = protocol.handle(session, {"type": "details", "page": 1})["rows"]
@@ -124,7 +121,8 @@ def test_forward_of_a_details_row_gives_its_bar_in_every_view(dash):
         assert reply["type"] == "forward" and reply["id"] == 4 and reply["rids"] == [row["rid"]]
         assert reply["pruned"] == [] and "note" not in reply
         for view, bars in reply["views"].items():
-            keys = {v: k for k, v in _key_index(dash.store.view(view)).items()}
+            v = dash.spec.view(view)
+            keys = dict(enumerate(view_type(v).label_keys(v, dash.store.view(view).labels)))
             assert {keys[b] for b in bars} == sql_bars_of(con, dash.spec, view, [row["rid"]]), view
             assert len(bars) == 1  # a row passing every filter is in one bar of each view
     both = protocol.handle(session, {"type": "forward", "rids": [r["rid"] for r in rows]})
