@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from brushfire import charts, protocol, versions
 from brushfire.spec.models import brush_of
+from brushfire.views import view_type
 
 if TYPE_CHECKING:
     from brushfire.dashboard import Dashboard
@@ -56,6 +57,7 @@ def _describe(dash: Dashboard) -> dict:
         brush = brush_of(v) if lazy else brush
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type,
                       "unit": getattr(v, "unit", None), "brush": brush,
+                      "bounds": view_type(v).bound(v),
                       "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "counts": initial[v.name].counts, "values": initial[v.name].values,

@@ -33,8 +33,8 @@ export class Chart {
     this.name = description.name;
     this.kind = description.brush; // interval, rect, points or null
     this.meta = description.spec.usermeta?.brushfire ?? { shape: "bars" };
-    // times, except a calendar part's view: brushed by the part's values (numbers)
-    this.temporal = description.type === "temporal" && !this.meta.part;
+    // brush ends are times (ISO instants) or numbers (a calendar part's view: its values)
+    this.temporal = description.bounds === "time";
     this.onFilter = onFilter;
     this.onHover = onHover;
     this.onResize = onResize;
