@@ -3,23 +3,9 @@ imports it): bars along x, categorical bars, heatmap cells, the measure's axis, 
 number and time formats of labels. Each view type (views/) picks its marks; charts.py
 assembles a view's spec. The browser and the Jupyter widget render them with vega-embed.
 
-Every view reads one named dataset, `bars`: one row per bar with its geometry (`x0`/`x1`
-for binned and temporal views, `label` for categorical ones, plus `y0`/`y1` for heatmaps),
-a readable `label` (the name of the bar in tooltips), `full` (the
-bar over all rows), `value` (the bar under the current filters) and `hl` (the
-linked-highlight share, null when nothing is highlighted). Clients replace `value` and
-`hl` as updates arrive; the geometry never changes, so the position scales have fixed
-domains (and so do count scales: a filtered count never exceeds the full one), and an
-update re-encodes only the bars whose values changed.
-
-Interval brushes are the Vega-Lite selection parameter `brush` (interval or rect), which
-clients watch, turn into protocol messages and also set to draw a brush that came from
-elsewhere. Categorical views are picked by clicking (the client handles the clicks) and
-show the picked bars through the optional field `sel` (false: not picked).
-
-Display options of the spec (`scale`, `reverse`) and layout hints for clients (`usermeta`:
-the view's shape, its heatmap cells, how many rows of a long categorical to show) are
-applied here; clients size the views to the page.
+The marks read the named dataset `bars` and the fields charts.py documents (geometry,
+`label`, `full`, `value`, `hl`, `sel`, `clamp`); they apply the spec's display options
+(`scale`, `reverse`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ SQL, charts, baselines) ask the registry and never test a view's class.
 
 A view has bars (a histogram's bins, a heatmap's cells, a temporal view's calendar units,
 a categorical view's top values) and, per row, at most one bar: its *key*. Methods take
-the view's spec model (`spec/models.py`) first; `m.View` below means that model.
+the view's spec model (`spec/models.py`) first, typed `Any` here and as its own class in
+each type's module.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from brushfire.lineage.layout import Dim, ViewLayout
-
-Loc = tuple  # a key path in the spec, as spec/loader.py reports it
 
 
 @dataclass(frozen=True)
