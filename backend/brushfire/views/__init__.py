@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from brushfire import selection, sql
+from brushfire.bins import nice_bin
 from brushfire.spec import models as m
 from brushfire.views.base import BinnedAxis, FieldNeed, ViewType
 from brushfire.views.categorical import Categorical
@@ -21,7 +22,8 @@ from brushfire.views.temporal import Temporal
 VIEW_TYPES: dict[str, ViewType] = {t.name: t for t in (Histogram(), Temporal(), Categorical(), Heatmap())}
 
 __all__ = ["VIEW_TYPES", "BinnedAxis", "FieldNeed", "ViewType", "bins_record", "brush_sql",
-           "filter_sql", "key_sql", "maxbins_fields", "resolve_bins", "source_fields", "view_type", "with_recorded_bins"]
+           "filter_sql", "key_sql", "maxbins_fields", "resolve_bins", "source_fields",
+           "view_type", "with_recorded_bins"]
 
 
 def view_type(view: Any) -> ViewType:
@@ -48,8 +50,6 @@ def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
 def resolve_bins(dash: m.DashboardSpec, extents: dict[str, tuple]) -> m.DashboardSpec:
     """`dash` with each `maxbins` bin replaced by the step and extent `nice_bin` chooses
     for its field's finite (min, max) in `extents`."""
-    from brushfire.bins import nice_bin
-
     def fit(v, i: int, a: BinnedAxis) -> m.Bin:
         b = a.bin
         return b if b.resolved else nice_bin(*extents.get(a.field, (None, None)), b.maxbins, b.clamp)
@@ -101,7 +101,6 @@ def key_sql(view: Any, top: list | None, d: sql.Dialect = sql.DUCKDB) -> str:
 def brush_sql(view: Any, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
     """The rows an interval (with y: rect) brush on `view` selects (its type's `brush_sql`)."""
     return view_type(view).brush_sql(view, interval, y, d)
-
 
 
 def filter_sql(dash: m.DashboardSpec, name: str, entry, tops: dict[str, list],

@@ -166,6 +166,13 @@ NUMBER_HINTS = {"string": "use a categorical view for strings, or derive a numbe
                 "temporal": "use a temporal view for timestamps"}
 
 
+def interval_only(view: Any, y) -> None:
+    """Refuse a rect brush's y on a view brushed along one axis."""
+    if y is not None:
+        msg = f"view {view.name!r} takes an interval brush: y is only for heatmaps"
+        raise InteractionError(msg)
+
+
 def dense_dim(dims: list[Dim], dim_of: dict[str, int], field: str) -> int | None:
     """The dense dim of a field's values (one key per distinct value), if capture made one."""
     i = dim_of.get(f"value:{field}")

@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from brushfire import bins, sql
-from brushfire.errors import InteractionError
 from brushfire.spec import models as m
-from brushfire.views.base import NUMBER_HINTS, BinnedAxis, FieldNeed, ViewType, dense_dim
+from brushfire.views.base import (
+    NUMBER_HINTS,
+    BinnedAxis,
+    FieldNeed,
+    ViewType,
+    dense_dim,
+    interval_only,
+)
 
 
 class Histogram(ViewType):
@@ -42,9 +48,7 @@ class Histogram(ViewType):
         return sql.bin_sql(view.field, view.bin, d)
 
     def brush_sql(self, view: m.HistogramView, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
-        if y is not None:
-            msg = f"view {view.name!r} takes an interval brush: y is only for heatmaps"
-            raise InteractionError(msg)
+        interval_only(view, y)
         return sql.interval_sql(view.field, interval, False, d)
 
     def bound(self, view: m.HistogramView) -> str:

@@ -8,9 +8,8 @@ import numpy as np
 
 from brushfire import bins, sql
 from brushfire import values as V
-from brushfire.errors import InteractionError
 from brushfire.spec import models as m
-from brushfire.views.base import FieldNeed, ViewType, dense_dim
+from brushfire.views.base import FieldNeed, ViewType, dense_dim, interval_only
 
 
 class Temporal(ViewType):
@@ -59,9 +58,7 @@ class Temporal(ViewType):
         return list(range(len(labels))) if view.part else [V.parse_instant(x) for x in labels]
 
     def brush_sql(self, view: m.TemporalView, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
-        if y is not None:
-            msg = f"view {view.name!r} takes an interval brush: y is only for heatmaps"
-            raise InteractionError(msg)
+        interval_only(view, y)
         if view.part:
             return sql.interval_sql(view.field, interval, d=d, part=view.unit)
         return sql.interval_sql(view.field, interval, True, d)
