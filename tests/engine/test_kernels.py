@@ -235,8 +235,9 @@ def _kranges(rng, nkeys):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=CASE, moving=st.booleans())
-def test_by_keys_adds_the_rows_of_key_ranges(case, moving):
+@given(case=CASE, moving=st.booleans(), clustered=st.booleans())
+def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered):
+    """As the store's key order reaches them, or as a clustered copy (engine/copies.py)."""
     seed, n, bsize = case
     rng = np.random.default_rng(seed)
     S, L, Q, nf, nkeys, nslots, indexed = make_case(rng, n, bsize)
@@ -256,7 +257,15 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving):
         Qold[0][2 * mf:2 * mf + 2] = np.where(Q[10][2 * mf:2 * mf + 2] >= 0, Qold[0][2 * mf:2 * mf + 2], 0)
         need = need & ~np.uint64(1 << mf)
     got = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
-    K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
+    if clustered:
+        C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
+        K.cluster(S[0], d, nkeys[d], C, crow, starts)
+        nb = S[4].shape[1]
+        for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
+            K.by_keys_clustered(S, C, crow, starts, L, Q, Qold, kr, signs, mf, views, need, b0, b1,
+                                *got)
+    else:
+        K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
     want = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
     k = S[0][d].astype(np.int64)
     weight = np.zeros(n, np.int64)
@@ -271,6 +280,25 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving):
         ref_add(S, L, rows, weight[rows], v, *want)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[2], want[2])
     assert np.allclose(got[1], want[1])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=CASE, keep_rows=st.booleans())
+def test_cluster_orders_the_shards_rows_by_key(case, keep_rows):
+    seed, n, bsize = case
+    rng = np.random.default_rng(seed)
+    S, _, _, _, nkeys, _, _ = make_case(rng, n, bsize)
+    d = int(rng.integers(0, len(nkeys)))
+    keys = S[0]
+    C, crow, starts = np.empty_like(keys), np.empty(n if keep_rows else 0, np.uint32), \
+        np.empty(nkeys[d] + 2, np.int64)
+    K.cluster(keys, d, nkeys[d], C, crow, starts)
+    perm = np.argsort(keys[d], kind="stable")
+    assert np.array_equal(C, keys[:, perm])
+    if keep_rows:
+        assert np.array_equal(crow, perm)
+    want = np.concatenate([[0], np.cumsum(np.bincount(keys[d], minlength=nkeys[d] + 1))])
+    assert np.array_equal(starts, want)
 
 
 def _swap_filter(new, old, f):

@@ -136,7 +136,10 @@ def captured(request, spark, small_parquet, tmp_path_factory):
     return dash, Oracle(spec, spark)
 
 
-POLICIES = {None: 150, "incremental": 40, "recompute": 40, "scan": 30, "tile": 40}
+# the planner's choice, or a method whenever it applies; the index methods read rows from
+# clustered key copies, or (", store order") through the store's own key order
+POLICIES = {None: 150, "incremental": 40, "incremental, store order": 20, "recompute": 40,
+            "recompute, store order": 20, "scan": 30, "tile": 40}
 
 
 @pytest.fixture(params=list(POLICIES), ids=lambda p: p or "planner")
@@ -144,10 +147,17 @@ def prefer(request):
     return request.param
 
 
-def new_session(dash, prefer):
-    """A session whose planner takes `prefer` whenever it applies; background work
-    (conditional cubes) runs inline so it is in place for the next update."""
-    return Session(dash.store, dash.plan, pool=Pool(0), prefer=prefer)
+def new_session(dash, policy):
+    """A session whose planner takes the policy's method whenever it applies; background
+    work (clustered copies, conditional cubes) runs inline so it is in place for the next
+    update."""
+    method, _, order = (policy or "").partition(", ")
+    session = Session(dash.store, dash.plan, pool=Pool(0), prefer=method or None,
+                      copies=not order)
+    if not order:  # every filter dim has its copy (built inline)
+        dims = {d for f in dash.store.layout.filters for d in f.dims}
+        assert all(session._copy(d) is not None for d in dims)
+    return session
 
 
 # --- random interactions ------------------------------------------------------------

@@ -53,8 +53,10 @@ CHUNK = 2048
 
 @njit(nogil=True, cache=True)
 def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
-    """fail[i] = the filters in `union` that row rows[i] fails, for i < n; when c0 >= 0
-    the rows are c0, c0 + 1, ... (a sequential pass: the tests vectorize)."""
+    """fail[i] = the filters in `union` that row i of the chunk fails, for i < n: its keys
+    are at column rows[i] of `keys`, or at c0 + i when c0 >= 0 (a sequential pass: the
+    tests vectorize); its raw values are always at rows[i] (a clustered copy's keys are
+    in another order than the shard's raw values)."""
     tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
     draw = L[12]
     for i in range(n):
@@ -100,10 +102,9 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                             rc = draw[d]
                             vlo, vhi = tvlo[t], tvhi[t]
                             for i in range(n):
-                                r = c0 + i if c0 >= 0 else rows[i]
-                                k = np.int64(keys[d, r])
+                                k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
                                 if k in (elo, ehi):
-                                    x = raw[rc, r]
+                                    x = raw[rc, rows[i]]
                                     if (k == elo and x < vlo) or (k == ehi and x > vhi):
                                         fail[i] |= bit
                 elif mode == 2:
@@ -160,11 +161,11 @@ def _bars(keys, rows, c0, n, v, L, out):
 
 @njit(nogil=True, cache=True)
 def _measures(keys, meas, rows, c0, n, v, L, out):
-    """out[i] = view v's measure of row i of the chunk (NaN: missing)."""
+    """out[i] = view v's measure of row i of the chunk (NaN: missing); keys and stored
+    measures are found as in `_fails`."""
     kind, md, mc, mo, mluts = L[7][v], L[8][v], L[9][v], L[10][v], L[11]
     for i in range(n):
-        r = c0 + i if c0 >= 0 else rows[i]
-        out[i] = mluts[mo + keys[md, r]] if kind == 1 else meas[mc, r]
+        out[i] = mluts[mo + keys[md, c0 + i if c0 >= 0 else rows[i]]] if kind == 1 else meas[mc, rows[i]]
 
 
 @njit(nogil=True, cache=True)
@@ -329,6 +330,8 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
+            for i in range(cn):  # where raw values and stored measures are read
+                rows[i] = c0 + i
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
             if dead2 or common:  # rows that count in no view are dropped before counting
                 m = 0
@@ -448,6 +451,80 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
 
 
 @njit(nogil=True, cache=True)
+def cluster(keys, d, nkeys, out, rows, starts):
+    """A clustered copy of one shard for dim d (engine/copies.py), by a counting sort:
+    rows[p] is the shard row at position p of the rows ordered by their key on d (then by
+    row), out[e, p] its key on kept dim e, and the rows of key k are positions
+    starts[k] .. starts[k + 1] - 1 (k = nkeys: no value). `rows` may be empty: not kept."""
+    n = keys.shape[1]
+    starts[:] = 0
+    col = keys[d]
+    for r in range(n):
+        starts[np.int64(col[r]) + 1] += 1
+    for k in range(nkeys + 1):
+        starts[k + 1] += starts[k]
+    fill = starts[:nkeys + 1].copy()
+    perm = np.empty(n, np.int64)
+    for r in range(n):
+        k = np.int64(col[r])
+        perm[fill[k]] = r
+        fill[k] += 1
+    for e in range(keys.shape[0]):
+        src = keys[e]
+        dst = out[e]
+        for p in range(n):
+            dst[p] = src[perm[p]]
+    if rows.shape[0]:
+        for p in range(n):
+            rows[p] = perm[p]
+
+
+@njit(nogil=True, cache=True)
+def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views, need, b0, b1,
+                      counts, sums, oks):
+    """As `by_keys`, over the shard's clustered copy for the ranges' dim (C, crow, starts:
+    `cluster`): the rows of a key range are one run of positions, read sequentially, of
+    which this call takes those in [b0, b1) x block size (so that threads split them as
+    they split blocks); raw values and stored measures are read at the shard rows `crow`
+    names. Cost: O(rows in the ranges x (filters + views)), sequential."""
+    raw, meas = S[1], S[2]
+    n = C.shape[1]
+    bsize = L[14]
+    lo_pos, hi_pos = b0 * bsize, min(n, b1 * bsize)
+    nstart = starts.shape[0] - 1
+    union = np.uint64(0)
+    for j in range(views.shape[0]):
+        union |= need[views[j]]
+    mbit = np.uint64(1) << np.uint64(mf) if mf >= 0 else np.uint64(0)
+    fail = np.empty(CHUNK, np.uint64)
+    fnow = np.empty(CHUNK, np.uint64)
+    fwas = np.empty(CHUNK, np.uint64)
+    rows = np.zeros(CHUNK, np.int64)
+    wts = np.empty(CHUNK, np.int64)
+    bars = np.empty(CHUNK, np.int64)
+    xs = np.empty(CHUNK, np.float64)
+    for p in range(kranges.shape[0]):
+        a = max(lo_pos, starts[min(max(kranges[p, 0], 0), nstart)])
+        z = min(hi_pos, starts[min(max(kranges[p, 1] + 1, 0), nstart)])
+        for c0 in range(a, z, CHUNK):
+            cn = min(CHUNK, z - c0)
+            if crow.shape[0]:
+                for i in range(cn):
+                    rows[i] = crow[c0 + i]
+            if mf >= 0:  # +1: passes the moving filter now and did not before, -1: the reverse
+                _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow)
+                _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas)
+                for i in range(cn):
+                    wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
+            else:
+                for i in range(cn):
+                    wts[i] = signs[p]
+            _fails(C, raw, rows, c0, cn, union, L, Q, fail)
+            _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
+                         bars, xs)
+
+
+@njit(nogil=True, cache=True)
 def _candidates(keys, order, optr, fences, slot, bsize, n, b, d, kranges, buf) -> np.int64:
     """Rows of block b (shard rows) whose key on dim d is in `kranges`, in rid order, into
     `buf`; returns how many."""
@@ -564,6 +641,8 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks)
         e = min(n, (b + 1) * bsize)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
+            for i in range(cn):
+                rows[i] = c0 + i
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
             kd = keys[d, c0:c0 + cn]
             m = 0

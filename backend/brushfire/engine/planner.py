@@ -17,9 +17,11 @@ Costs are nanoseconds from the constants below (measured with perf/calibrate.py 
 in a view in about 1 ns; a row reached through the index costs about 6 ns plus 1.3 per
 view, and the memory lines it reads: where the rows are sparse (a few percent of a
 block) each one reads its own line per column, about 80 ns a row at 30M rows (from a few
-percent on, the rows share their lines). Only their ratios matter. Every
-method's cost is bounded by a scan, so the worst update is a parallel sequential pass
-over the compact per-row keys.
+percent on, the rows share their lines). Where the dim has a clustered copy
+(engine/copies.py) its rows are read sequentially instead, one run per key range and
+shard, at a scan's cost per row. Only the ratios matter. Every method's cost is
+bounded by a scan, so the worst update is a parallel sequential pass over the compact
+per-row keys.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ SCAN_ROW_FILTER = 0.4  # ... for each filter tested
 SCAN_ROW_VIEW = 1.2  # ... for each view counted
 BLOCK_SEARCH = 1000.0  # a key range found in one block's key order (fences, then its rows)
 CELL = 1.0  # a bar read from a cube or tile
+RUN_SEARCH = 20.0  # a key range's run in a clustered copy, per block (a shard's two lookups)
+RUN_ROW = 1.0  # a row of a clustered copy: its place in the shard, its weight
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Work:
     prefer: str | None = None  # tests: take this method whenever it applies
     scan_rows: tuple[int, ...] | None = None  # per view, the rows a scan reads for it
     # (zone maps skip blocks); None: every row for every view
+    clustered: frozenset[str] = frozenset()  # filters whose rows are read from a clustered
+    # copy; "" stands for the moving filter's changed keys (incremental and tile edges)
 
 
 @dataclass(frozen=True)
@@ -67,11 +73,16 @@ class Choice:
 
 
 def index_cost(rows: int, ranges: int, n_blocks: int, views: int, n_rows: int,
-               filters: int = 0) -> float:
+               filters: int = 0, clustered: bool = False) -> float:
     """`rows` of `n_rows` reached through the index, counted in `views`, tested on
     `filters`: per row, per key range and block searched, and per memory line read — of
     the columns read (a crossfilter's views and filters share theirs), the lines holding
-    at least one of the rows (all of them once the rows are a few percent)."""
+    at least one of the rows (all of them once the rows are a few percent). From a
+    clustered copy: per row as a scan (and the moving filter's old and new tests), per
+    key range a run per shard."""
+    if clustered:
+        return (rows * (RUN_ROW + SCAN_ROW_FILTER * (filters + 2) + SCAN_ROW_VIEW * views)
+                + ranges * n_blocks * RUN_SEARCH)
     density = rows / max(1, n_rows)
     lines = n_rows / ROWS_PER_LINE * -math.expm1(-ROWS_PER_LINE * density)
     return (rows * (INDEX_ROW + INDEX_ROW_VIEW * views) + lines * (max(views, filters) + 1) * LINE
@@ -93,10 +104,11 @@ def choose(w: Work) -> Choice:
     options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv, w.scan_rows))]
     if w.delta_rows is not None:
         options.append(Choice("incremental", index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, nv,
-                                                        w.n_rows, w.n_filters)))
+                                                        w.n_rows, w.n_filters, "" in w.clustered)))
     if w.tile_rows is not None:
         options.append(Choice("tile", w.tile_cells * CELL
-                              + index_cost(w.tile_rows, 4, w.n_blocks, nv, w.n_rows, w.n_filters)))
+                              + index_cost(w.tile_rows, 4, w.n_blocks, nv, w.n_rows, w.n_filters,
+                                           "" in w.clustered)))
     if w.drivers and all(w.needs.get(v) for v in w.views):
         drivers = {v: min((g for g in w.needs[v] if g in w.drivers), key=lambda g: w.drivers[g][0],
                           default=None) for v in w.views}
@@ -104,7 +116,8 @@ def choose(w: Work) -> Choice:
             groups: dict[str, int] = {}
             for _v, g in drivers.items():
                 groups[g] = groups.get(g, 0) + 1
-            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters)
+            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters,
+                                  g in w.clustered)
                        for g, k in groups.items())
             options.append(Choice("recompute", cost, drivers))
     for c in options:

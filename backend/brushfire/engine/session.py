@@ -30,6 +30,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine import parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
+from brushfire.engine.copies import Copies, Copy, choose_dims, default_cap, row_bytes
 from brushfire.engine.state import (
     FilterState,
     Selection,
@@ -156,6 +157,25 @@ class _Store:
         self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
         self._store = store
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._copies: Copies | None = None
+        self._copies_lock = threading.Lock()
+
+    def copies(self, pool: parallel.Pool) -> Copies:
+        """The store's clustered key copies, their build started on the first call: the
+        filters' indexed dims with per-row keys, in the layout's order, under the memory
+        cap (the updates read rows through them; lineage queries, rarer, go without)."""
+        with self._copies_lock:
+            if self._copies is None:
+                lay = self._store.layout
+                candidates = [d for d in dict.fromkeys(d for f in lay.filters for d in f.dims)
+                              if d < lay.row_dims and lay.dims[d].indexed]
+                # shard rows are kept where raw values or stored measures are read
+                rows_kept = bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
+                dims = choose_dims(candidates, self._store.n_rows, row_bytes(lay.row_dims, rows_kept),
+                                   default_cap())
+                self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept)
+                self._copies.start(pool)
+            return self._copies
 
     def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
@@ -188,14 +208,16 @@ class Session:
     """Filter state of one user; answers every interaction from the store."""
 
     def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
-                 prefer: str | None = None) -> None:
+                 prefer: str | None = None, copies: bool = True) -> None:
         """`prefer` (tests): a method the planner takes whenever it applies (incremental,
         recompute, scan or tile; with tile, conditional cubes are built on every update
-        under several filters)."""
+        under several filters). `copies`: read rows through clustered key copies once
+        built (engine/copies.py); False (tests): only through the store's own order."""
         self.store, self.plan, self.layout = store, plan, store.layout
         self._prefer = prefer
         self._s = _Store.of(store)
         self._pool = pool or parallel.pool()
+        self._copies = self._s.copies(self._pool) if copies else None
         self._filters = {f.name: f for f in plan.filters}
         self._fi = {f.name: i for i, f in enumerate(self.layout.filters)}
         self._vindex = {v.name: i for i, v in enumerate(self.layout.views)}
@@ -212,6 +234,11 @@ class Session:
         self._idle: parallel.Later | None = None
         self._drag: tuple[str, tuple, int] | None = None  # the filter dragged, others' key, moves
         self._lock = threading.Lock()  # one interaction at a time
+
+    def wait_for_copies(self, timeout: float | None = None) -> bool:
+        """Wait until the store's clustered key copies are built (a warm-up before serving;
+        interactions never wait, they read the store's own order meanwhile)."""
+        return self._copies is None or self._copies.wait(timeout)
 
     # --- public interactions --------------------------------------------------------
 
@@ -403,7 +430,7 @@ class Session:
             rows = self._rows_of(d, kr)
             agg = Aggregates.zeros(self._s.nslots)
             if P.index_cost(rows, len(kr), self._s.blocks, len(views), self.store.n_rows,
-                            len(self.active) + 1) < \
+                            len(self.active) + 1, self._copy(d) is not None) < \
                     P.scan_cost(self.store.n_rows, len(self.active) + 1, len(views)):
                 self._by_keys(d, kr, np.ones(len(kr), np.int64), -1, None, vi, need, agg)
             else:
@@ -490,11 +517,14 @@ class Session:
         if tile is None or tile.key != key or not set(views) <= set(tile.views) or new is None:
             tile = None
         drivers = {}
+        clustered = {""} if all(self._copy(d) is not None for d, _, _, _ in steps) else set()
         for g in self.active:
             sel = self.active[g]
             d = sel.tests[0].dim
             kr = sel.tests[0].key_ranges(self.layout.dims[d].nkeys)
             drivers[g] = (self._rows_of(d, kr), max(1, len(kr)))
+            if self._copy(d) is not None:
+                clustered.add(g)
         work = P.Work(
             n_rows=self.store.n_rows, n_blocks=self._s.blocks, views=tuple(views),
             scan_rows=tuple(self._scan_rows([self._need(v) for v in views])),
@@ -503,7 +533,7 @@ class Session:
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
             tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
-            threads=self._pool.workers + 1)
+            threads=self._pool.workers + 1, clustered=frozenset(clustered))
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
@@ -846,14 +876,23 @@ class Session:
         q = self.state.q if q is None else q
         q_old = q if q_old is None else q_old
         shards, L = self.store.shards, self._s.L
+        copy = self._copy(d)
 
         def units(us, c, s, o):
             for i, b0, b1 in us:
-                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                if copy is not None:
+                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts, L,
+                                        q, q_old, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                else:
+                    K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
         cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
-                            self.store.n_rows, len(self.active))
+                            self.store.n_rows, len(self.active), copy is not None)
         self._run(units, agg, self._threads(cost))
+
+    def _copy(self, d: int) -> list[Copy] | None:
+        """Dim d's clustered copy per shard, when built (and this session uses copies)."""
+        return self._copies.of(d) if self._copies is not None and d in self._copies.dims else None
 
     def _scan(self, vi, need, agg: Aggregates) -> None:
         self._rows_guard(-1, vi, need)

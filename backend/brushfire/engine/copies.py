@@ -1,0 +1,108 @@
+"""Clustered key copies: Smoke's backward index stored with its payload.
+
+The store keeps each row's keys once, in row order, and per indexed dim a block-wise key
+order. Rows reached through that order (an update's changed keys, a filter's rows) are
+spread over the shard: at 30M rows a move reaches about 1 % of them, and each costs one
+memory line per column it reads, about 80 ns. A clustered copy of a shard for dim d holds
+every kept dim's keys with the shard's rows ordered by their key on d, the shard row of
+each position (only when raw values or stored measures are read), and where each key's
+rows start. A key range of d is then one run per shard, read sequentially: about what a
+row costs in a scan.
+
+Copies are optional: built in the background (a shard per chunk, never ahead of a reply)
+when the store is first used, for the filters' dims, under a memory cap; `by_keys` uses a
+dim's copy once all of its shards are done, and the store's own order until then.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from brushfire.engine import kernels as K
+from brushfire.engine import parallel
+
+COPY_MEMORY_ENV = "BRUSHFIRE_COPY_MEMORY"  # e.g. "4GB"; "0" builds none
+
+
+def default_cap() -> int:
+    """Bytes the copies may take: $BRUSHFIRE_COPY_MEMORY, else a quarter of the memory."""
+    text = os.environ.get(COPY_MEMORY_ENV)
+    if text:
+        from brushfire.capture.budget import parse_size
+
+        return parse_size(text)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 2 << 30
+
+
+def row_bytes(row_dims: int, rows_kept: bool) -> int:
+    """Bytes per row of one copy: a key per kept dim, and the shard row when kept."""
+    return 2 * row_dims + (4 if rows_kept else 0)
+
+
+def choose_dims(candidates: list[int], n_rows: int, per_row: int, cap: int) -> list[int]:
+    """The dims that get a copy: `candidates` in order (filter dims first), while their
+    copies (`per_row` bytes per row each) fit in `cap` bytes. Pure."""
+    each = per_row * n_rows
+    if each == 0:
+        return []
+    return candidates[:max(0, cap // each)]
+
+
+class Copy:
+    """One dim's clustered copy of one shard (kernels.cluster)."""
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
+        self.keys, self.rows, self.starts = keys, rows, starts
+
+    @property
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.rows.nbytes + self.starts.nbytes
+
+
+class Copies:
+    """The clustered copies of one store, shared by its sessions."""
+
+    def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool) -> None:
+        self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
+        self.dims = dims
+        self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
+        self._left = {d: len(shards) for d in dims}
+        self._ready: set[int] = {d for d in dims if not shards}
+        self._lock = threading.Lock()
+        self.job: parallel.Job | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for cs in self._copies.values() for c in cs if c is not None)
+
+    def of(self, d: int) -> list[Copy] | None:
+        """Dim d's copy per shard, once every shard's is built; else None."""
+        return self._copies[d] if d in self._ready else None  # type: ignore[return-value]
+
+    def start(self, pool: parallel.Pool) -> None:
+        """Build the copies on the pool's background work (inline without workers)."""
+        chunks = (lambda d=d, i=i: self._build(d, i) for d in self.dims for i in range(len(self._shards)))
+        self.job = pool.background(parallel.Job(chunks, lambda: None))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for every copy (warm-up: before a dashboard is served); True when built."""
+        return self.job is None or self.job.finished.wait(timeout)
+
+    def _build(self, d: int, i: int) -> None:
+        """Shard i's copy for dim d; the dim's last shard makes it usable."""
+        keys = self._shards[i].arrays[0]
+        n = keys.shape[1]
+        copy = Copy(np.empty_like(keys), np.empty(n if self._rows_kept else 0, np.uint32),
+                    np.empty(self._nkeys[d] + 2, np.int64))
+        K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts)
+        with self._lock:
+            self._copies[d][i] = copy
+            self._left[d] -= 1
+            if self._left[d] == 0:
+                self._ready.add(d)
