@@ -86,10 +86,12 @@ class Dashboard:
         kept = self.store.layout.row_dims
         return "rows" if kept == len(self.store.layout.dims) else "cubes" if kept == 0 else "partial"
 
-    def warm_up(self) -> float:
+    def warm_up(self, freeze: bool = True) -> float:
         """Load every kernel numba compiled (from its on-disk cache), touch the store and
         wait for its clustered key copies (engine/copies.py), so the first user
-        interaction pays for none of them. Returns the seconds taken."""
+        interaction pays for none of them. `freeze` (a server's process, not a notebook's):
+        keep the objects alive now out of the garbage collector's sight. Returns the
+        seconds taken."""
         t0 = time.perf_counter()
         warm_kernels(self.store)
         s = self.session()
@@ -105,8 +107,9 @@ class Dashboard:
         # what is alive now lives as long as the server: out of the collector's sight, so a
         # full collection during a reply scans what replies allocate, not every object
         # loaded (tens of milliseconds at 30M rows, measured on the human workload)
-        gc.collect()
-        gc.freeze()
+        if freeze:
+            gc.collect()
+            gc.freeze()
         return time.perf_counter() - t0
 
     @property

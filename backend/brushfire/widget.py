@@ -76,7 +76,8 @@ def widget(spec: str | Path | dict | m.DashboardSpec | Dashboard | None = None, 
         return DashboardWidget(spec)
     dash = Dashboard.open(spec, cache_dir=cache_dir, spark=spark, spark_master=spark_master,
                           progress=_Progress())
-    dash.warm_up()  # load the compiled kernels now, not on the first brush
+    # the kernels loaded now, not on the first brush; the notebook's objects not frozen
+    dash.warm_up(freeze=False)
     return DashboardWidget(dash)
 
 

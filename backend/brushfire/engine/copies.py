@@ -46,7 +46,7 @@ def row_bytes(row_dims: int, rows_kept: bool) -> int:
 
 
 def choose_dims(candidates: list[int], n_rows: int, per_row: int, cap: int) -> list[int]:
-    """The dims that get a copy: `candidates` in order (filter dims first), while their
+    """The dims that get a copy: `candidates` in order, while their
     copies (`per_row` bytes per row each) fit in `cap` bytes. Pure."""
     each = per_row * n_rows
     if each == 0:

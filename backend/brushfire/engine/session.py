@@ -11,7 +11,8 @@ method (engine/planner.py): its base result, a group-by push-down cube, a condit
 cube of the moving filter (built in the background while it is dragged or the user
 pauses, never on the reply path), only the rows whose membership changed, the rows of
 its most selective filter, or a sequential scan — every one bounded by a parallel pass
-over the compact per-row keys. A session keeps no per-row state: a filter's state is a
+over the compact per-row keys. Rows reached through a filter dim's keys are read from
+its clustered copy once built (engine/copies.py), else through the store's key order. A session keeps no per-row state: a filter's state is a
 key range or key set per dim (engine/state.py).
 """
 
