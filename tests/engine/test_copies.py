@@ -1,0 +1,87 @@
+"""Clustered key copies (engine/copies.py): which dims get one, and that a session answers
+the same whether they are built before it starts, arrive in the middle of a drag, or are
+never built (a session without them reads the store's own key order; that one is checked
+against DuckDB in test_session_oracle.py)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from brushfire import protocol
+from brushfire.bench import workloads
+from brushfire.capture.local import capture_table
+from brushfire.dashboard import Dashboard
+from brushfire.describe import describe_dashboard
+from brushfire.engine.copies import choose_dims, row_bytes
+from brushfire.engine.parallel import Job, Pool
+from brushfire.engine.session import Session
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
+
+
+def test_copies_are_chosen_in_order_while_they_fit():
+    per_row = row_bytes(8, rows_kept=True)
+    assert per_row == 20
+    assert choose_dims([3, 1, 2], 1000, per_row, 60_000) == [3, 1, 2]
+    assert choose_dims([3, 1, 2], 1000, per_row, 59_999) == [3, 1]
+    assert choose_dims([3, 1, 2], 1000, per_row, 0) == []
+    assert choose_dims([3, 1, 2], 0, per_row, 0) == []  # no rows: nothing to copy
+    assert row_bytes(8, rows_kept=False) == 16
+
+
+class HeldPool(Pool):
+    """A pool whose background jobs wait until the test releases them."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.held: list[Job] = []
+
+    def background(self, job: Job) -> Job:
+        self.held.append(job)
+        return job
+
+    def release(self) -> None:
+        for job in self.held:
+            self._finish_inline(job)
+        self.held.clear()
+
+
+@pytest.fixture(scope="module")
+def rich(small_parquet, tmp_path_factory):
+    """The server tests' dashboard (every kind of filter, a mean), over several unequal
+    and empty shards, captured without Spark."""
+    from server.conftest import rich_spec
+
+    spec = parse_dashboard(rich_spec(small_parquet))
+    plan = plan_capture(spec)
+    store = capture_table(plan, pq.read_table(small_parquet), tmp_path_factory.mktemp("copies"),
+                          partitions=[1200, 0, 700, 1100])
+    return Dashboard(spec, plan, store)
+
+
+def comparable(reply: dict) -> dict:
+    return {k: v for k, v in reply.items() if k not in ("ms", "methods")}
+
+
+def test_copies_arriving_mid_drag_change_no_reply(rich):
+    pool = HeldPool()  # the store's first session: its pool builds the store's copies
+    with_copies = Session(rich.store, rich.plan, pool=pool, prefer="incremental")
+    info = workloads.DashboardInfo.from_description(describe_dashboard(rich))
+    trace = workloads.human(info, events=400, seed=3)
+    without = Session(rich.store, rich.plan, pool=Pool(0), prefer="incremental", copies=False)
+    arrived = len(trace.events) // 2
+    used = False
+    for i, ev in enumerate(trace.events):
+        if i == arrived:
+            assert not any(with_copies._copy(d) for d in with_copies._copies.dims)
+            pool.release()  # the copies arrive while the user brushes
+            assert with_copies._copies.dims
+            assert all(with_copies._copy(d) is not None for d in with_copies._copies.dims)
+        a = protocol.handle(with_copies, ev.message)
+        b = protocol.handle(without, ev.message)
+        assert comparable(a) == comparable(b), (i, ev.message)
+        used |= i >= arrived and "incremental" in str(a.get("methods"))
+    assert used
