@@ -19,10 +19,10 @@ view, and the memory lines it reads: where the rows are sparse (a few percent of
 block) each one reads its own line per column, about 80 ns a row at 30M rows (from a few
 percent on, the rows share their lines). Where the dim has a clustered copy
 (engine/copies.py) its rows are read sequentially instead, one run per key range and
-shard, at a scan's cost per row and a little more (RUN_ROW, MOVE_TEST: fitted within 20 %
-to the slowest updates of the human workload at 30M, each method forced). Only the ratios matter. Every method's cost is
-bounded by a scan, so the worst update is a parallel sequential pass over the compact
-per-row keys.
+shard, at a scan's cost per row and a little more (RUN_ROW, MOVE_TEST: fitted within
+20 % to the slowest updates of the human workload at 30M, each method forced). Only the
+ratios matter. Every method's cost is bounded by a scan, so the worst update is a
+parallel sequential pass over the compact per-row keys.
 """
 
 from __future__ import annotations
