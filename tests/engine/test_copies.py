@@ -32,6 +32,24 @@ def test_copies_are_chosen_in_order_while_they_fit():
     assert row_bytes(8, rows_kept=False) == 16
 
 
+def test_the_stores_of_a_process_share_one_cap(monkeypatch):
+    """A server of many dashboards: each store's copies count against what is left."""
+    import gc
+
+    from brushfire.engine import copies as C
+
+    monkeypatch.setenv(C.COPY_MEMORY_ENV, str(C._reserved[0] + 60_000))
+    first, size = C.reserve([0, 1, 2], 1000, 20)
+    assert (first, size) == ([0, 1, 2], 60_000)
+    assert C.reserve([0, 1], 1000, 20) == ([], 0)  # the cap is taken
+    copies = C.Copies([], [4, 4, 4], first, rows_kept=True, reserved=size)
+    del copies
+    gc.collect()  # the copies are gone: their bytes are free again
+    second, size2 = C.reserve([0, 1], 1000, 20)
+    assert second == [0, 1]
+    C._release(size2)
+
+
 class HeldPool(Pool):
     """A pool whose background jobs wait until the test releases them."""
 

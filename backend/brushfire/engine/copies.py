@@ -10,14 +10,16 @@ rows start. A key range of d is then one run per shard, read sequentially: about
 row costs in a scan.
 
 Copies are optional: built in the background (a shard per chunk, never ahead of a reply)
-when the store is first used, for the filters' dims, under a memory cap; `by_keys` uses a
-dim's copy once all of its shards are done, and the store's own order until then.
+when the store is first used, for the filters' dims, under a memory cap shared by the
+process's stores; `by_keys` uses a dim's copy once all of its shards are done, and the
+store's own order until then.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -27,8 +29,29 @@ from brushfire.engine import parallel
 COPY_MEMORY_ENV = "BRUSHFIRE_COPY_MEMORY"  # e.g. "4GB"; "0" builds none
 
 
+_reserved = [0]  # bytes the process's copies take, all stores together
+_reserved_lock = threading.Lock()
+
+
+def reserve(candidates: list[int], n_rows: int, per_row: int) -> tuple[list[int], int]:
+    """The dims of one store that get a copy (`choose_dims`) under what is left of the
+    process's cap once other stores' copies are counted (a server of many dashboards
+    shares one cap), and the bytes reserved for them."""
+    with _reserved_lock:
+        dims = choose_dims(candidates, n_rows, per_row, max(0, default_cap() - _reserved[0]))
+        size = len(dims) * n_rows * per_row
+        _reserved[0] += size
+    return dims, size
+
+
+def _release(size: int) -> None:
+    with _reserved_lock:
+        _reserved[0] -= size
+
+
 def default_cap() -> int:
-    """Bytes the copies may take: $BRUSHFIRE_COPY_MEMORY, else a quarter of the memory."""
+    """Bytes the copies of the process may take: $BRUSHFIRE_COPY_MEMORY, else a quarter
+    of the memory."""
     text = os.environ.get(COPY_MEMORY_ENV)
     if text:
         from brushfire.capture.budget import parse_size
@@ -68,9 +91,12 @@ class Copy:
 class Copies:
     """The clustered copies of one store, shared by its sessions."""
 
-    def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool) -> None:
+    def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool,
+                 reserved: int = 0) -> None:
+        """`reserved`: bytes `reserve` counted for these copies, given back when they go."""
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
         self.dims = dims
+        weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
         self._left = {d: len(shards) for d in dims}
         self._ready: set[int] = {d for d in dims if not shards}

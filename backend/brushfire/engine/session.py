@@ -31,7 +31,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine import parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
-from brushfire.engine.copies import Copies, Copy, choose_dims, default_cap, row_bytes
+from brushfire.engine.copies import Copies, Copy, reserve, row_bytes
 from brushfire.engine.state import (
     FilterState,
     Selection,
@@ -172,9 +172,9 @@ class _Store:
                               if d < lay.row_dims and lay.dims[d].indexed]
                 # shard rows are kept where raw values or stored measures are read
                 rows_kept = bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
-                dims = choose_dims(candidates, self._store.n_rows, row_bytes(lay.row_dims, rows_kept),
-                                   default_cap())
-                self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept)
+                dims, size = reserve(candidates, self._store.n_rows, row_bytes(lay.row_dims, rows_kept))
+                self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
+                                      size)
                 self._copies.start(pool)
             return self._copies
 
