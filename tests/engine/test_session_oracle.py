@@ -154,7 +154,8 @@ def new_session(dash, policy):
     method, _, order = (policy or "").partition(", ")
     session = Session(dash.store, dash.plan, pool=Pool(0), prefer=method or None,
                       copies=not order)
-    if not order:  # every filter dim has its copy (built inline)
+    if not order:  # every filter dim has its copy (inline, or by an earlier session's pool)
+        assert session.wait_for_copies(60)
         dims = {d for f in dash.store.layout.filters for d in f.dims}
         assert all(session._copy(d) is not None for d in dims)
     return session
