@@ -19,6 +19,18 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _unfreeze_at_exit():
+    """Dashboards warmed up in this process froze the objects alive then (gc.freeze, as a
+    server does): give them back to the collector before the interpreter exits, so that
+    what they hold is finalized (DuckDB reports its objects still alive as leaks)."""
+    yield
+    import gc
+
+    gc.unfreeze()
+    gc.collect()
+
+
 @pytest.fixture(scope="session")
 def spark():
     from brushfire.capture.spark import get_spark
