@@ -296,7 +296,7 @@ class Session:
         if name:
             self._filter(name, None)
         elif self.active:  # every filter off: every view is its base result
-            with self._lock:
+            with self._lock, self._pool.replying():
                 t0 = time.perf_counter()
                 for n in list(self.active):
                     self.state.set(self._fi[n], None)
@@ -335,7 +335,7 @@ class Session:
         """rids behind bars of a view as currently shown (rows in the bars passing the
         view's other filters), or behind the current selection (rows passing every active
         filter) when `view` is None; in rid order, `offset` / `limit` page."""
-        with self._lock:
+        with self._lock, self._pool.replying():
             need, driver = self._lineage_source(view, bars)
             limit = self.store.n_rows if limit is None else max(0, min(int(limit), self.store.n_rows))
             offset = max(0, int(offset))
@@ -364,7 +364,7 @@ class Session:
         if view is not None and bars is None:
             self._view_index(view)
             return int(stats.bar_counts(self.layout.view(view), self.agg).sum())
-        with self._lock:
+        with self._lock, self._pool.replying():
             need, (d, kr) = self._lineage_source(view, bars)
             skip = need & ~np.uint64(1 << self.state.adhoc)
 
@@ -419,7 +419,7 @@ class Session:
         if not targets:
             msg = f"no highlight from view {source!r} is declared"
             raise NotCapturedError(msg)
-        with self._lock:
+        with self._lock, self._pool.replying():
             views = list(dict.fromkeys(targets))
             self._require_rows([source, *views], list(self.active), f"highlighting from {source!r}")
             adhoc, (d, kr) = self._bars_adhoc(source, bars)
@@ -467,7 +467,7 @@ class Session:
                                if v != ALL else f"the selection of {', '.join(others)}")
 
     def _apply(self, name: str, new: Selection | None) -> Update:
-        with self._lock:
+        with self._lock, self._pool.replying():
             self._check_capturable(name, new)
             t0 = time.perf_counter()
             f = self._fi[name]
