@@ -253,8 +253,8 @@ def test_frames_over_the_transport_limit_close_only_their_connection(server):
         _ask(bystander, {"type": "brush", "id": 1, "view": "hx", "interval": [0, 30]})
         for frame in ["x" * (MAX_FRAME_BYTES + 1), b"\x00" * (2 * MAX_FRAME_BYTES)]:
             with connect(f"ws://{server}/ws/rich", max_size=None) as ws:
-                ws.send(frame)
-                with pytest.raises(ConnectionClosed) as closed:
+                with pytest.raises(ConnectionClosed) as closed:  # on sending it, or after
+                    ws.send(frame)
                     ws.recv(timeout=REPLY_TIMEOUT)
                 assert closed.value.rcvd.code == 1009
         state = json.loads(_ask(bystander, {"type": "state", "id": 2}))

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from brushfire.dashboard import DEFAULT_CACHE, Dashboard
     from brushfire.server import create_app
+    from brushfire.server.app import uvicorn_options
 
     try:
         t0 = time.perf_counter()
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench server: {served.name} on {args.engine}, ready in "
           f"{time.perf_counter() - t0:.1f} s (warm-up {warm:.2f} s)", file=sys.stderr, flush=True)
     uvicorn.run(create_app({served.name: served}), host=args.host, port=args.port,
-                log_level="warning")
+                log_level="warning", **uvicorn_options())
     return 0
 
 
