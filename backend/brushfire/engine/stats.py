@@ -134,8 +134,9 @@ def view_data(v: ViewLayout, agg: Aggregates, dim: Dim | None = None,
         for kb, b in clamps:
             n[b] += agg.counts[v.bar_off + kb]
     cav = _plain_caveats(v, agg)
-    if v.op == "count":
-        return ViewData(v.name, v.labels, n.tolist(), n.astype(float).tolist(), cav)
+    if v.op == "count":  # the values are the counts (integers: half the JSON of floats)
+        counts = n.tolist()
+        return ViewData(v.name, v.labels, counts, counts.copy(), cav)
     sums, k = agg.sums[sl], agg.oks[sl]
     if clamps:
         sums, k = sums.copy(), k.copy()
