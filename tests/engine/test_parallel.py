@@ -99,3 +99,15 @@ def test_cancelled_timer_calls_are_not_made():
     first.cancel()
     time.sleep(0.2)
     assert made == ["second"]
+
+
+def test_jobs_cancelled_while_waiting_are_let_go():
+    pool = Pool(1)
+    log: list = []
+    with pool.replying():
+        first = pool.background(job_of(3, log))
+        first.cancel()
+        second = pool.background(job_of(1, log))
+        assert first.finished.is_set() and list(pool._jobs) == [second]
+    assert second.finished.wait(5)
+    assert [e[0] for e in log] == [0, "done"]
