@@ -480,16 +480,19 @@ class Session:
             self.state.set(f, new)
             methods: dict[str, str] = {}
             multi: list[str] = []
+            by_cube: dict[str, list[str]] = {}  # filter -> the views its cubes answer
             for v in fl.views + ([ALL] if self._has_all else []):
                 others = self._others(v)
                 if not others:
                     self.agg.set(self._s.base, self._vl(v).all_slots)
                     methods[v] = "base"
                 elif len(others) == 1 and self._cube(others[0], v) is not None:
-                    self._from_cube(others[0], [v])
+                    by_cube.setdefault(others[0], []).append(v)
                     methods[v] = "cube"
                 else:
                     multi.append(v)
+            for g, views in by_cube.items():  # together: the edge rows read once for all
+                self._from_cube(g, views)
             methods.pop(ALL, None)
             if multi:
                 methods.update(self._update_multi(name, f, old, new, multi))
