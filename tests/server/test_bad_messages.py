@@ -179,10 +179,12 @@ def test_a_frame_over_the_transport_limit_closes_with_1009(server):
     uvicorn's is 16 MiB): the server closes the connection with 1009, message too big."""
     with connect(f"ws://{server}/ws/rich", max_size=None) as ws:
         assert "over the 65,536-byte limit" in ask(ws, "x" * (MAX_FRAME_BYTES - 100))["message"]
-        with pytest.raises(ConnectionClosed) as closed:  # the frame fits the socket's buffers
+        with pytest.raises(ConnectionClosed) as closed:  # on sending it, or after
             ws.send("x" * (MAX_FRAME_BYTES + 1024))
             ws.recv(timeout=30)
-        assert closed.value.rcvd.code == 1009
+        # the server closes with 1009 at once, the frame's bytes unread: its reset can
+        # overtake its close frame (seen on a loaded machine)
+        assert closed.value.rcvd is None or closed.value.rcvd.code == 1009
     with connect(f"ws://{server}/ws/rich") as ws:  # the server is fine
         assert ask(ws, {"type": "state"})["type"] == "state"
 
