@@ -81,6 +81,10 @@ class Oracle:
     def where(self, view: str | None) -> str:
         return sql.where_sql(self.dash, self.filters, view)
 
+    def selected(self) -> int:
+        """Rows passing every filter: the selection's size."""
+        return self.con.execute(f"SELECT count(*) FROM src WHERE {self.where(None)}").fetchone()[0]
+
     def view(self, name: str, extra: str = "TRUE") -> dict:
         """{bar label key: (count, sum, mean, statistic)} for bars with rows; the
         statistic is an order-statistic view's (median, quantile, min, max, distinct;

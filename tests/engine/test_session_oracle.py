@@ -276,6 +276,8 @@ def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle
 
 
 def check_all(dash, oracle, session, context) -> None:
+    # the selection's size: kept by the same updates as the views (or summed from one)
+    assert session.count_selected() == oracle.selected(), (context, "selected")
     for v in dash.spec.views:
         vd = session.view(v.name)
         assert_view_matches(vd, oracle.view(v.name), v.aggregate.op, v.type, context, oracle)

@@ -333,20 +333,38 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
             for i in range(cn):  # where raw values and stored measures are read
                 rows[i] = c0 + i
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
-            if dead2 or common:  # rows that count in no view are dropped before counting
-                m = 0
+            if (dead2 or common) and _mostly_dead(fail, wts, cn, common, dead2, nv):
+                m = 0  # rows that count in no view are dropped before counting
                 for i in range(cn):
                     f = fail[i]
                     rows2[m] = c0 + i
                     fail2[m] = f
-                    dead = (f & common) != 0 or (dead2 and (f & (f - np.uint64(1))) != 0)
-                    m += 0 if dead else 1
-                if m < (cn * 5) // 8:  # worth counting through the gathered rows
-                    _count_chunk(keys, meas, rows2, -1, m, fail2, wts, vb, need, L, counts,
-                                 sums, oks, bars, xs)
-                    continue
+                    m += 0 if _dead(f, 1, common, dead2) else 1
+                _count_chunk(keys, meas, rows2, -1, m, fail2, wts, vb, need, L, counts,
+                             sums, oks, bars, xs)
+                continue
             _count_chunk(keys, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
                          bars, xs)
+
+
+@njit(nogil=True, cache=True)
+def _dead(f, w, common, dead2) -> bool:
+    """Does a row failing filters `f`, of weight w, count in no view? (`common`: filters
+    every view needs; dead2: no view leaves out two filters.)"""
+    return w == 0 or (f & common) != 0 or (dead2 and (f & (f - np.uint64(1))) != 0)
+
+
+@njit(nogil=True, cache=True)
+def _mostly_dead(fail, wts, n, common, dead2, nv) -> bool:
+    """Would gathering the chunk's rows that count somewhere and counting them in `nv` views
+    through their positions beat counting every row sequentially? Estimated per row: 1 ns
+    to gather, 1.5 ns a view through positions, 1.2 ns a view in sequence — with one
+    view, when under 13 % of the rows count; with five, under 67 %. A pass without stores
+    (it vectorizes), so that a chunk where most rows count pays little for asking."""
+    alive = 0
+    for i in range(n):
+        alive += 0 if _dead(fail[i], wts[i], common, dead2) else 1
+    return alive * 15 * nv < n * (12 * nv - 10)
 
 
 @njit(nogil=True, cache=True)
@@ -486,15 +504,25 @@ def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views,
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
     they split blocks); raw values and stored measures are read at the shard rows `crow`
-    names. Cost: O(rows in the ranges x (filters + views)), sequential."""
+    names. As in `scan`, the rows that count in no view (or whose weight is 0) are dropped
+    before counting, where no view reads stored measures (those are read at shard rows,
+    not at copy positions). Cost: O(rows in the ranges x (filters + views)), sequential."""
     raw, meas = S[1], S[2]
     n = C.shape[1]
     bsize = L[14]
     lo_pos, hi_pos = b0 * bsize, min(n, b1 * bsize)
     nstart = starts.shape[0] - 1
     union = np.uint64(0)
+    common = ~np.uint64(0)  # filters every view needs: a row failing one counts in none
+    stored = False
     for j in range(views.shape[0]):
         union |= need[views[j]]
+        common &= need[views[j]]
+        stored |= L[7][views[j]] == 2
+    dead2 = union != 0 and _dead_when_two_fail(union, views, need)
+    pos2 = np.empty(CHUNK, np.int64)
+    fail2 = np.empty(CHUNK, np.uint64)
+    wts2 = np.empty(CHUNK, np.int64)
     mbit = np.uint64(1) << np.uint64(mf) if mf >= 0 else np.uint64(0)
     fail = np.empty(CHUNK, np.uint64)
     fnow = np.empty(CHUNK, np.uint64)
@@ -520,6 +548,17 @@ def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views,
                 for i in range(cn):
                     wts[i] = signs[p]
             _fails(C, raw, rows, c0, cn, union, L, Q, fail)
+            if not stored and _mostly_dead(fail, wts, cn, common, dead2, views.shape[0]):
+                m = 0
+                for i in range(cn):
+                    f = fail[i]
+                    pos2[m] = c0 + i
+                    fail2[m] = f
+                    wts2[m] = wts[i]
+                    m += 0 if _dead(f, wts[i], common, dead2) else 1
+                _count_chunk(C, meas, pos2, -1, m, fail2, wts2, views, need, L, counts, sums,
+                             oks, bars, xs)
+                continue
             _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
                          bars, xs)
 

@@ -510,7 +510,13 @@ class Session:
 
     def _update_multi(self, name: str, f: int, old: Selection | None, new: Selection | None,
                       views: list[str]) -> dict[str, str]:
-        """Views under several filters, by the planner's cheapest exact method."""
+        """Views under several filters, by the planner's cheapest exact method. ALL is not
+        counted when a view every active filter applies to (and no brush of its own) is
+        among them: the rows passing every filter are then that view's rows, all its slots
+        summed — one view fewer for every row an update reads."""
+        whole = self._whole_view(views)
+        if whole is not None:
+            views = [v for v in views if v != ALL]
         key = self._others_key(name)
         drag = self._drag
         moves = drag[2] + 1 if drag and drag[0] == name and drag[1] == key else 1
@@ -567,7 +573,20 @@ class Session:
         if choice.method != "tile" and new is not None and (
                 P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
             self._start_tile(name, key, views)
+        if whole is not None:
+            counts = self.agg.counts
+            slots = self._s.all.all_slots
+            counts[slots] = 0
+            counts[slots.start] = counts[self._vl(whole).all_slots].sum()
         return dict.fromkeys(views, METHODS[choice.method])
+
+    def _whole_view(self, views: list[str]) -> str | None:
+        """A view of `views` that counts exactly ALL's rows: every active filter applies to
+        it (none is its own) — when ALL is among `views`."""
+        if ALL not in views:
+            return None
+        need = self._need(ALL)
+        return next((v for v in views if v != ALL and self._need(v) == need), None)
 
     def _incremental_steps(self, f: int, old: Selection | None, new: Selection | None) -> list:
         """The steps of an incremental update of filter f, one per test: (dim, candidate key
