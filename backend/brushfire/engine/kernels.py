@@ -79,34 +79,46 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                             fail[i] |= bit
                         continue
                     span = np.uint64(hi - lo)
-                    if c0 >= 0:  # branchless: (k - lo) as unsigned > span  <=>  k outside lo..hi
-                        kd = keys[d, c0:c0 + n]
-                        for i in range(n):
-                            fail[i] |= bit * np.uint64(np.uint64(np.int64(kd[i]) - lo) > span)
-                    else:
-                        for i in range(n):
-                            fail[i] |= bit * np.uint64(np.uint64(np.int64(keys[d, rows[i]]) - lo) > span)
                     elo, ehi = telo[t], tehi[t]
-                    if (elo >= 0 or ehi >= 0) and draw[d] >= 0:  # fine dims: edge buckets by raw value
-                        hits = 0  # buckets hold few rows: most chunks have none
-                        if c0 >= 0:
+                    fine = (elo >= 0 or ehi >= 0) and draw[d] >= 0
+                    if not fine:
+                        if c0 >= 0:  # branchless: (k - lo) as unsigned > span  <=>  k outside lo..hi
                             kd = keys[d, c0:c0 + n]
                             for i in range(n):
-                                k = np.int64(kd[i])
-                                hits += (k == elo) | (k == ehi)
+                                fail[i] |= bit * np.uint64(np.uint64(np.int64(kd[i]) - lo) > span)
                         else:
                             for i in range(n):
-                                k = np.int64(keys[d, rows[i]])
-                                hits += (k == elo) | (k == ehi)
-                        if hits:
-                            rc = draw[d]
-                            vlo, vhi = tvlo[t], tvhi[t]
-                            for i in range(n):
-                                k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
-                                if k in (elo, ehi):
-                                    x = raw[rc, rows[i]]
-                                    if (k == elo and x < vlo) or (k == ehi and x > vhi):
-                                        fail[i] |= bit
+                                fail[i] |= bit * np.uint64(np.uint64(np.int64(keys[d, rows[i]]) - lo) > span)
+                        continue
+                    # fine dims: the rows of the edge buckets elo, ehi are decided by their raw
+                    # values; they are few, so the test's pass also finds the span from the
+                    # first to the last, and only that span is read again
+                    e0 = np.uint16(elo if elo >= 0 else 65535)  # 65535: no uint16 key
+                    e1 = np.uint16(ehi if ehi >= 0 else 65535)
+                    first, last = n, -1  # the span of the chunk's edge-bucket rows
+                    if c0 >= 0:
+                        kd = keys[d, c0:c0 + n]
+                        for i in range(n):
+                            k = kd[i]
+                            fail[i] |= bit * np.uint64(np.uint64(np.int64(k) - lo) > span)
+                            h = (k == e0) | (k == e1)
+                            first = min(first, i if h else n)
+                            last = max(last, i if h else -1)
+                    else:
+                        for i in range(n):
+                            k = keys[d, rows[i]]
+                            fail[i] |= bit * np.uint64(np.uint64(np.int64(k) - lo) > span)
+                            h = (k == e0) | (k == e1)
+                            first = min(first, i if h else n)
+                            last = max(last, i if h else -1)
+                    rc = draw[d]
+                    vlo, vhi = tvlo[t], tvhi[t]
+                    for i in range(first, last + 1):
+                        k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
+                        if k == elo or k == ehi:
+                            x = raw[rc, rows[i]]
+                            if (k == elo and x < vlo) or (k == ehi and x > vhi):
+                                fail[i] |= bit
                 elif mode == 2:
                     row = tbits[t]
                     for i in range(n):
