@@ -115,7 +115,7 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                     vlo, vhi = tvlo[t], tvhi[t]
                     for i in range(first, last + 1):
                         k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
-                        if k == elo or k == ehi:
+                        if k in (elo, ehi):
                             x = raw[rc, rows[i]]
                             if (k == elo and x < vlo) or (k == ehi and x > vhi):
                                 fail[i] |= bit
