@@ -322,6 +322,7 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     xs = np.empty(CHUNK, np.float64)
     rows2 = np.empty(CHUNK, np.int64)
     fail2 = np.empty(CHUNK, np.uint64)
+    wts2 = np.empty(CHUNK, np.int64)
     here = np.empty(views.shape[0], np.int64)
     for b in range(b0, b1):
         nv = 0
@@ -346,13 +347,8 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
                 rows[i] = c0 + i
             _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
             if (dead2 or common) and _mostly_dead(fail, wts, cn, common, dead2, nv):
-                m = 0  # rows that count in no view are dropped before counting
-                for i in range(cn):
-                    f = fail[i]
-                    rows2[m] = c0 + i
-                    fail2[m] = f
-                    m += 0 if _dead(f, 1, common, dead2) else 1
-                _count_chunk(keys, meas, rows2, -1, m, fail2, wts, vb, need, L, counts,
+                m = _alive(fail, wts, c0, cn, common, dead2, rows2, fail2, wts2)
+                _count_chunk(keys, meas, rows2, -1, m, fail2, wts2, vb, need, L, counts,
                              sums, oks, bars, xs)
                 continue
             _count_chunk(keys, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
@@ -377,6 +373,20 @@ def _mostly_dead(fail, wts, n, common, dead2, nv) -> bool:
     for i in range(n):
         alive += 0 if _dead(fail[i], wts[i], common, dead2) else 1
     return alive * 15 * nv < n * (12 * nv - 10)
+
+
+@njit(nogil=True, cache=True)
+def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2) -> np.int64:
+    """Gather the chunk's rows (at c0 + i) that count in some view: their positions, fails
+    and weights into pos, fail2, wts2; returns how many."""
+    m = 0
+    for i in range(n):
+        f = fail[i]
+        pos[m] = c0 + i
+        fail2[m] = f
+        wts2[m] = wts[i]
+        m += 0 if _dead(f, wts[i], common, dead2) else 1
+    return m
 
 
 @njit(nogil=True, cache=True)
@@ -561,13 +571,7 @@ def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views,
                     wts[i] = signs[p]
             _fails(C, raw, rows, c0, cn, union, L, Q, fail)
             if not stored and _mostly_dead(fail, wts, cn, common, dead2, views.shape[0]):
-                m = 0
-                for i in range(cn):
-                    f = fail[i]
-                    pos2[m] = c0 + i
-                    fail2[m] = f
-                    wts2[m] = wts[i]
-                    m += 0 if _dead(f, wts[i], common, dead2) else 1
+                m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2)
                 _count_chunk(C, meas, pos2, -1, m, fail2, wts2, views, need, L, counts, sums,
                              oks, bars, xs)
                 continue
