@@ -5,6 +5,7 @@ against DuckDB in test_session_oracle.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -103,3 +104,27 @@ def test_copies_arriving_mid_drag_change_no_reply(rich):
         assert comparable(a) == comparable(b), (i, ev.message)
         used |= i >= arrived and "incremental" in str(a.get("methods"))
     assert used
+
+
+@pytest.mark.parametrize("prefer", ["recompute", "complement", "incremental"])
+def test_passes_over_copies_split_among_threads_change_no_reply(rich, monkeypatch, prefer):
+    """Passes over clustered copies split among threads by their runs' rows (a thread per
+    share of them, `Session._split_runs`) answer what one thread does."""
+    from brushfire.engine import session as S
+
+    monkeypatch.setattr(S, "SMALL_WORK", 0.0)  # every pass on every thread
+    threaded = Session(rich.store, rich.plan, pool=Pool(2), prefer=prefer)
+    serial = Session(rich.store, rich.plan, pool=Pool(0), prefer=prefer)
+    assert threaded.wait_for_copies(60) and serial.wait_for_copies(60)
+    info = workloads.DashboardInfo.from_description(describe_dashboard(rich))
+    for ev in workloads.human(info, events=300, seed=5).events:
+        assert comparable(protocol.handle(threaded, ev.message)) == comparable(
+            protocol.handle(serial, ev.message)), ev.message
+    d = rich.store.layout.filters[0].dims[0]
+    copy = threaded._copy(d)
+    nkeys = rich.store.layout.dims[d].nkeys
+    for n in (2, 3):
+        for kr in ([[0, nkeys // 3]], [[1, 2], [nkeys // 2, nkeys]]):
+            split = threaded._split_runs(copy, np.asarray(kr, np.int64), n)
+            blocks = sorted((i, b) for units in split for i, b0, b1 in units for b in range(b0, b1))
+            assert blocks == sorted((i, b) for i, nb in threaded._s.units for b in range(nb))

@@ -87,13 +87,14 @@ def test_every_cost_is_bounded_by_a_scan():
         assert P.choose(w).cost <= P.scan_cost(w.n_rows, w.n_filters, len(w.views))
 
 
-@pytest.mark.parametrize(("moves", "per_move", "build"), [
-    (1, 10e6, False),  # a first move: not a drag yet
-    (2, 10e6, True),  # dragged, and each move costs 10 ms of work
-    (5, 100_000, False),  # dragged, but moves are already cheap
+@pytest.mark.parametrize(("moves", "per_move", "pause", "build"), [
+    (1, 10e6, 0.015, False),  # a first move: not a drag yet
+    (2, 10e6, 0.015, True),  # dragged at 60 Hz, and each move costs 10 ms of work
+    (5, 100_000, 0.015, False),  # dragged, but moves are already cheap
+    (5, 10e6, 0.0005, False),  # sent back to back: no room to build it in
 ])
-def test_when_a_conditional_cube_is_built(moves, per_move, build):
-    assert P.worth_a_tile(moves, per_move) is build
+def test_when_a_conditional_cube_is_built(moves, per_move, pause, build):
+    assert P.worth_a_tile(moves, per_move, pause, quiet=0.004) is build
 
 
 def test_a_clustered_copy_reads_rows_at_a_scans_cost():
@@ -103,3 +104,42 @@ def test_a_clustered_copy_reads_rows_at_a_scans_cost():
     move = P.index_cost(N // 100, 2, BLOCKS, 6, N, 5, clustered=True)
     assert move < P.scan_cost(N, 5, 6) / 50
     assert move < P.index_cost(N // 100, 2, BLOCKS, 6, N, 5) / 5
+
+
+ALL_COPIES = frozenset({"", "A", "B", "C"})
+
+
+def test_a_jump_between_wide_filters_takes_a_cube_less_the_few_failing_rows():
+    """Two wide filters: the rows passing either are most rows (recompute, incremental), the
+    rows failing the wider one are few. Each view starts from the cube of the filter that
+    fails the most rows (B) and loses the rows failing A."""
+    needs = {v: ("A", "B") for v in ("c", "d", "e")}
+    w = work(views=("c", "d", "e"), needs=needs, n_filters=2, clustered=ALL_COPIES,
+             delta_rows=N * 7 // 10, drivers={"A": (N * 7 // 10, 1), "B": (N * 6 // 10, 1)},
+             fails={"A": (N * 3 // 10, 1), "B": (N * 4 // 10, 1)},
+             cubes=dict.fromkeys(needs, ("A", "B")), cube_rows={"A": N // 100, "B": N // 100})
+    choice = P.choose(w)
+    assert choice.method == "complement"
+    assert choice.bases == {"c": "B", "d": "B", "e": "B"} and not choice.drivers
+    assert choice.view_methods() == dict.fromkeys(needs, "complement")
+    # without cubes to the views there is nothing to take the rows from
+    assert P.choose(Work(**{**w.__dict__, "cubes": {}})).method != "complement"
+
+
+def test_a_complement_plan_recomputes_the_views_a_selective_filter_applies_to():
+    """C keeps 5 % of the rows: the views it applies to are recomputed from its rows; view
+    c, which it does not filter, is B's cube less the rows failing A."""
+    drivers = {"A": (N * 7 // 10, 1), "B": (N * 6 // 10, 1), "C": (N // 20, 1)}
+    fails = {g: (N - r, 1) for g, (r, _) in drivers.items()}
+    w = work(clustered=ALL_COPIES, delta_rows=N * 7 // 10, drivers=drivers, fails=fails,
+             cubes=NEEDS, cube_rows=dict.fromkeys("ABC", N // 100))
+    choice = P.choose(w)
+    assert choice.method == "complement"
+    assert choice.drivers == {"a": "C", "b": "C", "d": "C", "e": "C"}
+    assert choice.bases == {"c": "B"}
+    assert choice.view_methods() == {"a": "recompute", "b": "recompute", "c": "complement",
+                                     "d": "recompute", "e": "recompute"}
+    # forced (the oracle tests), every view takes the complement
+    forced = P.choose(Work(**{**w.__dict__, "prefer": "complement"}))
+    assert not forced.drivers and set(forced.bases) == set(VIEWS)
+    assert all(b in NEEDS[v] for v, b in forced.bases.items())

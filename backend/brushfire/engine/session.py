@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +123,7 @@ def tile_starts(keyprefix: np.ndarray, nkeys: int, max_blocks: int) -> np.ndarra
 
 # the planner's methods as replies name them
 METHODS = {"incremental": "incremental", "tile": "conditional cube", "recompute": "recompute",
-           "scan": "scan"}
+           "scan": "scan", "complement": "cube less complement"}
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
@@ -234,6 +235,12 @@ class Session:
         self._recent: list[str] = []  # filters, most recently changed first
         self._idle: parallel.Later | None = None
         self._drag: tuple[str, tuple, int] | None = None  # the filter dragged, others' key, moves
+        self._rows_cache: dict[str, tuple] = {}  # filter -> (selection, _filter_rows of it)
+        self._answered: float | None = None  # when the last filter change was answered
+        self._pauses: deque[float] = deque(maxlen=16)  # seconds from each to the next
+        self._zone_cache: dict[str, tuple] = {}  # filter -> (selection, _zone_keep of it)
+        self._applies = {f.name: frozenset(f.views) for f in self.layout.filters}
+        self._cubes_of: dict[tuple, dict] = {}  # (active filters, views) -> view -> cube filters
         self._lock = threading.Lock()  # one interaction at a time
 
     def wait_for_copies(self, timeout: float | None = None) -> bool:
@@ -470,6 +477,8 @@ class Session:
         with self._lock, self._pool.replying():
             self._check_capturable(name, new)
             t0 = time.perf_counter()
+            if self._answered is not None:
+                self._pauses.append(t0 - self._answered)
             f = self._fi[name]
             fl = self.layout.filter(name)
             old = self.active.get(name)
@@ -506,7 +515,8 @@ class Session:
             if self.active:
                 self._idle = self._pool.after(IDLE_SECONDS, self._speculate)
             changed = {v: self._view_data(v) for v in fl.views}
-            return Update(changed, methods, time.perf_counter() - t0)
+            self._answered = time.perf_counter()
+            return Update(changed, methods, self._answered - t0)
 
     def _update_multi(self, name: str, f: int, old: Selection | None, new: Selection | None,
                       views: list[str]) -> dict[str, str]:
@@ -526,15 +536,20 @@ class Session:
         tile = self._tiles.get(name)
         if tile is None or tile.key != key or not set(views) <= set(tile.views) or new is None:
             tile = None
-        drivers = {}
+        drivers, fails, cube_rows = {}, {}, {}
         clustered = {""} if all(self._copy(d) is not None for d, _, _, _ in steps) else set()
-        for g in self.active:
-            sel = self.active[g]
-            d = sel.tests[0].dim
-            kr = sel.tests[0].key_ranges(self.layout.dims[d].nkeys)
-            drivers[g] = (self._rows_of(d, kr), max(1, len(kr)))
-            if self._copy(d) is not None:
+        for g, sel in self.active.items():
+            drivers[g], fails[g], edge = self._filter_rows(g, sel)
+            if edge is not None:
+                cube_rows[g] = edge
+            if all(self._copy(t.dim) is not None for t in sel.tests):
                 clustered.add(g)
+        ckey = (tuple(self.active), tuple(views))
+        cubes = self._cubes_of.get(ckey)
+        if cubes is None:
+            cubes = self._cubes_of[ckey] = {
+                v: tuple(g for g in self._others(v) if len(self.active[g].tests) == 1
+                         and self._cube(g, v) is not None) for v in views}
         work = P.Work(
             n_rows=self.store.n_rows, n_blocks=self._s.blocks, views=tuple(views),
             scan_rows=tuple(self._scan_rows([self._need(v) for v in views])),
@@ -543,7 +558,8 @@ class Session:
             drivers=drivers, needs={v: tuple(self._others(v)) for v in views},
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
             tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
-            threads=self._pool.workers + 1, clustered=frozenset(clustered))
+            threads=self._pool.workers + 1, clustered=frozenset(clustered),
+            fails=fails, cubes=cubes, cube_rows=cube_rows)
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
@@ -556,29 +572,88 @@ class Session:
                     self._by_keys(d, kr, np.ones(len(kr), np.int64), f, q_old, vi, need, self.agg,
                                   q=q_new)
         elif choice.method == "recompute":
-            by: dict[str, list[str]] = {}
-            for v, g in choice.drivers.items():
-                by.setdefault(g, []).append(v)
-            for g, group in by.items():
-                for v in group:
-                    self.agg.clear(self._vl(v).all_slots)
-                t = self.active[g].tests[0]
-                kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
-                self._by_keys(t.dim, kr, np.ones(len(kr), np.int64), -1, None, self._vi(group),
-                              self._needs(group), self.agg)
+            self._recompute(choice.drivers)
+        elif choice.method == "complement":
+            self._recompute(choice.drivers)
+            self._complement(choice.bases)
         else:
             for v in views:
                 self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
         if choice.method != "tile" and new is not None and (
-                P.worth_a_tile(moves, choice.cost) or self._prefer == "tile"):
+                P.worth_a_tile(moves, choice.cost, self._pause(), parallel.QUIET)
+                or self._prefer == "tile"):
             self._start_tile(name, key, views)
         if whole is not None:
             counts = self.agg.counts
             slots = self._s.all.all_slots
             counts[slots] = 0
             counts[slots.start] = counts[self._vl(whole).all_slots].sum()
-        return dict.fromkeys(views, METHODS[choice.method])
+        return {**dict.fromkeys(views, METHODS[choice.method]),
+                **{v: METHODS[m] for v, m in choice.view_methods().items()}}
+
+    def _recompute(self, drivers: dict[str, str]) -> None:
+        """Each view from the rows passing its driver filter, found through that filter's
+        index, counted where they pass the view's other filters."""
+        by: dict[str, list[str]] = {}
+        for v, g in drivers.items():
+            by.setdefault(g, []).append(v)
+        for g, group in by.items():
+            for v in group:
+                self.agg.clear(self._vl(v).all_slots)
+            t = self.active[g].tests[0]
+            kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
+            self._by_keys(t.dim, kr, np.ones(len(kr), np.int64), -1, None, self._vi(group),
+                          self._needs(group), self.agg)
+
+    def _complement(self, bases: dict[str, str]) -> None:
+        """Each view from its base filter's cube (its rows under that filter alone), then,
+        filter by filter of its others, less the rows that fail that filter and pass the
+        base and the others before it: each row failing some filter is taken away once.
+        The rows failing a filter are those an incremental update switching it on from
+        inactive reads (its changed keys: the rest of its keys, its fine edge buckets)."""
+        by: dict[str, list[str]] = {}
+        for v, b in bases.items():
+            by.setdefault(b, []).append(v)
+        for b, group in by.items():
+            self._from_cube(b, group)
+        need = np.zeros(len(self._vindex), np.uint64)
+        for v, b in bases.items():
+            need[self._vindex[v]] = np.uint64(1 << self._fi[b])
+        for c in self.active:
+            fc = self._fi[c]
+            part = [v for v, b in bases.items() if c != b and c in self._others(v)]
+            if not part:
+                continue
+            vi = self._vi(part)
+            for d, kr, q_new, q_old in self._incremental_steps(fc, None, self.active[c]):
+                if kr:
+                    self._by_keys(d, kr, np.ones(len(kr), np.int64), fc, q_old, vi, need, self.agg,
+                                  q=q_new)
+            need[vi] |= np.uint64(1 << fc)
+
+    def _filter_rows(self, g: str, sel: Selection) -> tuple:
+        """What the planner needs of active filter g, kept while its selection stays:
+        (rows, key ranges) passing it and where it may fail, and its cubes' edge rows
+        (None: no cube)."""
+        cached = self._rows_cache.get(g)
+        if cached is not None and cached[0] is sel:
+            return cached[1]
+        t = sel.tests[0]
+        kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
+        fkr = [changed_keys(None, u, self.layout.dims[u.dim].nkeys) for u in sel.tests]
+        out = ((self._rows_of(t.dim, kr), max(1, len(kr))),
+               (sum(self._rows_of(u.dim, k) for u, k in zip(sel.tests, fkr, strict=True)),
+                max(1, sum(len(k) for k in fkr))),
+               self._edge_rows(t, self._cube_starts(t.dim))
+               if len(sel.tests) == 1 and self.layout.dims[t.dim].cube_starts is not None else None)
+        self._rows_cache[g] = (sel, out)
+        return out
+
+    def _pause(self) -> float:
+        """The typical pause between a filter change's answer and the next (seconds; the
+        median of the last 16): a person's frames leave ~15 ms, a replay almost none."""
+        return sorted(self._pauses)[len(self._pauses) // 2] if self._pauses else math.inf
 
     def _whole_view(self, views: list[str]) -> str | None:
         """A view of `views` that counts exactly ALL's rows: every active filter applies to
@@ -613,8 +688,7 @@ class Session:
 
     def _from_cube(self, g: str, views: list[str]) -> None:
         cubes = {v: self._cube(g, v) for v in views}
-        d = self.active[g].tests[0].dim
-        starts = np.asarray(self.layout.dims[d].cube_starts, np.int64)
+        starts = self._cube_starts(self.active[g].tests[0].dim)
         self._from_prefix(g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},
                           starts, others=False)
 
@@ -677,14 +751,21 @@ class Session:
                           need, self.agg)
 
     def _tile_edge_rows(self, tile: Tile) -> int:
-        test = self.active[tile.filter].tests[0]
+        return self._edge_rows(self.active[tile.filter].tests[0], tile.starts)
+
+    def _edge_rows(self, test: Test, starts: np.ndarray) -> int:
+        """About the rows `_from_prefix` reads for `test` over blocks `starts`: half a block
+        per range end, and the fine edge buckets."""
         d = test.dim
         rows = 0
         for a, b in test.inner_ranges():
             for k in (a, b):
-                j = int(np.searchsorted(tile.starts, k, "right")) - 1
-                rows += self._rows_of(d, [(int(tile.starts[j]), int(tile.starts[j + 1]) - 1)]) // 2
+                j = int(np.searchsorted(starts, k, "right")) - 1
+                rows += self._rows_of(d, [(int(starts[j]), int(starts[j + 1]) - 1)]) // 2
         return rows + sum(self._rows_of(d, [(k, k)]) for k in test.edge_keys())
+
+    def _cube_starts(self, d: int) -> np.ndarray:
+        return np.asarray(self.layout.dims[d].cube_starts, np.int64)
 
     # --- background: conditional cubes ------------------------------------------------
 
@@ -856,8 +937,9 @@ class Session:
                     room = per
         return [u for u in out if u]
 
-    def _run(self, kernel_units, agg: Aggregates, threads: int) -> None:
-        """Run `kernel_units(units, counts, sums, oks)` over the blocks, on `threads`."""
+    def _run(self, kernel_units, agg: Aggregates, threads: int, split=None) -> None:
+        """Run `kernel_units(units, counts, sums, oks)` over the blocks, on `threads` (or
+        on one thread per list of `split`)."""
         if threads <= 1:
             kernel_units(self._split(1)[0] if self._s.units else [], agg.counts, agg.sums, agg.oks)
             return
@@ -868,7 +950,7 @@ class Session:
             kernel_units(units, c, s, o)
             return c, s, o
 
-        for c, s, o in self._pool.run([lambda u=u: task(u) for u in self._split(threads)]):
+        for c, s, o in self._pool.run([lambda u=u: task(u) for u in split or self._split(threads)]):
             agg.counts += c
             agg.sums += s
             agg.oks += o
@@ -911,7 +993,38 @@ class Session:
 
         cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
                             self.store.n_rows, len(self.active), copy is not None)
-        self._run(units, agg, self._threads(cost))
+        threads = self._threads(cost)
+        split = self._split_runs(copy, kr, threads) if copy is not None and threads > 1 else None
+        self._run(units, agg, threads, split)
+
+    def _split_runs(self, copy: list[Copy], kr: np.ndarray, n: int) -> list[list[tuple[int, int, int]]]:
+        """The blocks of clustered copies as `n` lists of (shard, first block, end block)
+        holding about equally many rows of the key ranges' runs. A copy's rows are in key
+        order, so a range's run sits in a few of its blocks: split by blocks alone, one
+        thread could get a whole run and the other none."""
+        bsize = self.layout.block_rows
+        per_shard = []  # (shard, run rows before each block boundary)
+        for i, nb in self._s.units:
+            starts = copy[i].starts
+            last = len(starts) - 1
+            a = starts[np.clip(kr[:, 0], 0, last)]
+            z = starts[np.clip(kr[:, 1] + 1, 0, last)]
+            bounds = np.minimum(np.arange(nb + 1, dtype=np.int64) * bsize, starts[-1])
+            per_shard.append((i, (np.clip(bounds[:, None], a, z) - a).sum(axis=1)))
+        total = sum(int(c[-1]) for _, c in per_shard)
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        done = 0
+        for i, cum in per_shard:
+            # block b's rows belong to the thread whose share holds the block's middle row
+            mid = done + (cum[:-1] + cum[1:]) / 2
+            owner = np.minimum((mid * n / max(1, total)).astype(np.int64), n - 1)
+            b = 0
+            while b < len(owner):
+                e = b + int(np.searchsorted(owner[b:], owner[b], "right"))
+                out[owner[b]].append((i, b, e))
+                b = e
+            done += int(cum[-1])
+        return [u for u in out if u]
 
     def _copy(self, d: int) -> list[Copy] | None:
         """Dim d's clustered copy per shard, when built (and this session uses copies)."""
@@ -933,19 +1046,31 @@ class Session:
         """Per need mask, the rows a scan reads for it: those of the blocks its zone maps
         cannot skip (one of its filters selects no key of the block). Data sorted by a
         brushed field skips most."""
-        tests = {g: [(t.dim, t.lo, t.hi) for t in sel.tests if t.mode == 1]
-                 for g, sel in self.active.items()}
-        per = [[x for g in tests if int(nd) >> self._fi[g] & 1 for x in tests[g]] for nd in needs]
-        if not any(per):
-            return [self.store.n_rows] * len(needs)
-        zmin, zmax, sizes = self._s.zones()
-        out = []
-        for ts in per:
+        keeps = {g: self._zone_keep(g, sel) for g, sel in self.active.items()}
+        out: dict[int, int] = {}
+        for nd in needs:
+            nd = int(nd)
+            if nd not in out:
+                masks = [k for g, k in keeps.items() if k is not None and nd >> self._fi[g] & 1]
+                out[nd] = int(self._s.zones()[2][np.logical_and.reduce(masks)].sum()) if masks \
+                    else self.store.n_rows
+        return [out[int(nd)] for nd in needs]
+
+    def _zone_keep(self, g: str, sel: Selection) -> np.ndarray | None:
+        """The blocks active filter g's interval tests cannot skip (None: no interval test),
+        kept while its selection stays."""
+        cached = self._zone_cache.get(g)
+        if cached is not None and cached[0] is sel:
+            return cached[1]
+        keep = None
+        tests = [t for t in sel.tests if t.mode == 1]
+        if tests:
+            zmin, zmax, sizes = self._s.zones()
             keep = np.ones(len(sizes), bool)
-            for d, lo, hi in ts:
-                keep &= (zmax[d] >= lo) & (zmin[d] <= hi)
-            out.append(int(sizes[keep].sum()))
-        return out
+            for t in tests:
+                keep &= (zmax[t.dim] >= t.lo) & (zmin[t.dim] <= t.hi)
+        self._zone_cache[g] = (sel, keep)
+        return keep
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -1033,7 +1158,7 @@ class Session:
         applies to ALL)."""
         if view == ALL:
             return list(self.active)
-        return [g for g in self.active if view in self.layout.filter(g).views]
+        return [g for g in self.active if view in self._applies[g]]
 
     def _vl(self, view: str) -> ViewLayout:
         return self._s.all if view == ALL else self.layout.view(view)
@@ -1042,10 +1167,7 @@ class Session:
         return tuple((g, s.tests) for g, s in self.active.items() if g != name)
 
     def _need(self, view: str) -> np.uint64:
-        need = np.uint64(0)
-        for g in self._others(view):
-            need |= np.uint64(1 << self._fi[g])
-        return need
+        return np.uint64(sum(1 << self._fi[g] for g in self._others(view)))
 
     def _needs(self, views: list[str]) -> np.ndarray:
         out = np.zeros(len(self._vindex), np.uint64)
