@@ -155,6 +155,9 @@ def warm_kernels(store: LineageStore) -> None:
                   np.zeros(0, np.uint32), starts)
         K.by_keys_clustered(S, S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, L, q, q, kr,
                             np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
+        none = np.zeros(0, np.int64)
+        K.split_runs(np.zeros((1, 2), np.int64), none, none, none, none, none, kr, 2,
+                     np.zeros((0, 4), np.int64))
         K.rows_passing(S, L, q, np.uint64(0), d, kr, 0, 0, 0, 0, np.zeros(0, np.int64), 0)
         K.count_passing(S, L, q, np.uint64(0), d, kr, 0, 0, np.uint64(0))
         K.tile(S, L, q, views, need, np.zeros(0, np.int64), d,

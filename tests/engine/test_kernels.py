@@ -412,3 +412,38 @@ def test_gather_writes_the_measures_of_wanted_codes(case, use_index):
     assert list(fill) == [len(w) for w in want]
     for t in range(ntargets):
         assert np.array_equal(np.sort(out[offs[t]:offs[t + 1]]), want[t])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_split_runs_gives_every_block_once_and_the_run_rows_evenly(seed, n):
+    """Blocks of several shards' clustered copies, shared among n threads by the rows of
+    random key ranges' runs: each block goes to one thread, in runs of blocks, and each
+    thread's rows are its even share, within one block's rows (plain numpy counts them)."""
+    rng = np.random.default_rng(seed)
+    bsize, nkeys = int(rng.integers(1, 9)), int(rng.integers(1, 12))
+    sizes = rng.integers(0, 40, int(rng.integers(1, 5)))
+    starts = np.zeros((len(sizes), nkeys + 2), np.int64)
+    units = [(i, -(-int(m) // bsize)) for i, m in enumerate(sizes) if m]
+    for i, m in enumerate(sizes):  # rows per key, as kernels.cluster counts them
+        starts[i, 1:] = np.cumsum(rng.multinomial(m, np.ones(nkeys + 1) / (nkeys + 1)))
+    if not units:
+        return
+    at = np.concatenate([np.full(nb, i) for i, nb in units])
+    block = np.concatenate([np.arange(nb) for _, nb in units])
+    lo = np.minimum(block * bsize, starts[at, -1])
+    hi = np.minimum(lo + bsize, starts[at, -1])
+    cuts = np.sort(rng.choice(nkeys + 3, int(rng.integers(1, 3)) * 2, replace=False)) - 1
+    kr = cuts.reshape(-1, 2).astype(np.int64)  # disjoint ranges, some past either end
+    segs = np.empty((len(at), 4), np.int64)
+    m = K.split_runs(starts, at, lo, hi, at.copy(), block, kr, n, segs)
+    got = sorted((i, b) for _, i, b0, b1 in segs[:m] for b in range(b0, b1))
+    assert got == sorted(zip(at.tolist(), block.tolist(), strict=True))
+    member = np.zeros((len(sizes), max(sizes) + 1), bool)
+    for i in range(len(sizes)):
+        for a, z in kr:
+            member[i, starts[i, np.clip(a, 0, nkeys + 1)]:starts[i, np.clip(z + 1, 0, nkeys + 1)]] = True
+    share = np.zeros(n, np.int64)
+    for t, i, b0, b1 in segs[:m]:
+        share[t] += member[i, b0 * bsize:b1 * bsize].sum()
+    assert np.all(np.abs(share - share.sum() / n) <= bsize)

@@ -580,6 +580,36 @@ def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views,
 
 
 @njit(nogil=True, cache=True)
+def split_runs(starts, at, lo, hi, shard, block, kr, n, segs) -> np.int64:
+    """Blocks of a dim's clustered copies shared among n threads by the rows of the key
+    ranges' runs they hold: block j (positions lo[j]..hi[j] of the copy whose key starts
+    are starts[at[j]]; shard[j], number block[j]) goes to the thread whose equal share
+    of those rows holds the block's middle one. Writes (thread, shard, first block, end
+    block) per run of blocks to segs; returns how many."""
+    nb = at.shape[0]
+    last = starts.shape[1] - 1
+    rows = np.zeros(nb, np.int64)
+    total = 0
+    for j in range(nb):
+        for p in range(kr.shape[0]):
+            a = starts[at[j], min(max(kr[p, 0], 0), last)]
+            z = starts[at[j], min(max(kr[p, 1] + 1, 0), last)]
+            rows[j] += max(0, min(z, hi[j]) - max(a, lo[j]))
+        total += rows[j]
+    m = 0
+    acc = 0
+    for j in range(nb):
+        t = min((2 * acc + rows[j]) * n // max(1, 2 * total), n - 1)
+        acc += rows[j]
+        if m and segs[m - 1, 0] == t and segs[m - 1, 1] == shard[j] and segs[m - 1, 3] == block[j]:
+            segs[m - 1, 3] = block[j] + 1
+        else:
+            segs[m, 0], segs[m, 1], segs[m, 2], segs[m, 3] = t, shard[j], block[j], block[j] + 1
+            m += 1
+    return m
+
+
+@njit(nogil=True, cache=True)
 def _candidates(keys, order, optr, fences, slot, bsize, n, b, d, kranges, buf) -> np.int64:
     """Rows of block b (shard rows) whose key on dim d is in `kranges`, in rid order, into
     `buf`; returns how many."""

@@ -239,6 +239,7 @@ class Session:
         self._answered: float | None = None  # when the last filter change was answered
         self._pauses: deque[float] = deque(maxlen=16)  # seconds from each to the next
         self._zone_cache: dict[str, tuple] = {}  # filter -> (selection, _zone_keep of it)
+        self._run_layouts: dict[int, tuple] = {}  # id of a dim's copies -> (them, _run_layout)
         self._applies = {f.name: frozenset(f.views) for f in self.layout.filters}
         self._cubes_of: dict[tuple, dict] = {}  # (active filters, views) -> view -> cube filters
         self._lock = threading.Lock()  # one interaction at a time
@@ -544,7 +545,7 @@ class Session:
                 cube_rows[g] = edge
             if all(self._copy(t.dim) is not None for t in sel.tests):
                 clustered.add(g)
-        ckey = (tuple(self.active), tuple(views))
+        ckey = (tuple((g, len(sel.tests)) for g, sel in self.active.items()), tuple(views))
         cubes = self._cubes_of.get(ckey)
         if cubes is None:
             cubes = self._cubes_of[ckey] = {
@@ -1002,29 +1003,31 @@ class Session:
         holding about equally many rows of the key ranges' runs. A copy's rows are in key
         order, so a range's run sits in a few of its blocks: split by blocks alone, one
         thread could get a whole run and the other none."""
-        bsize = self.layout.block_rows
-        per_shard = []  # (shard, run rows before each block boundary)
-        for i, nb in self._s.units:
-            starts = copy[i].starts
-            last = len(starts) - 1
-            a = starts[np.clip(kr[:, 0], 0, last)]
-            z = starts[np.clip(kr[:, 1] + 1, 0, last)]
-            bounds = np.minimum(np.arange(nb + 1, dtype=np.int64) * bsize, starts[-1])
-            per_shard.append((i, (np.clip(bounds[:, None], a, z) - a).sum(axis=1)))
-        total = sum(int(c[-1]) for _, c in per_shard)
+        starts, at, lo, hi, shard, block = self._run_layout(copy)
+        segs = np.empty((len(at), 4), np.int64)
+        m = K.split_runs(starts, at, lo, hi, shard, block, kr, n, segs)
         out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        done = 0
-        for i, cum in per_shard:
-            # block b's rows belong to the thread whose share holds the block's middle row
-            mid = done + (cum[:-1] + cum[1:]) / 2
-            owner = np.minimum((mid * n / max(1, total)).astype(np.int64), n - 1)
-            b = 0
-            while b < len(owner):
-                e = b + int(np.searchsorted(owner[b:], owner[b], "right"))
-                out[owner[b]].append((i, b, e))
-                b = e
-            done += int(cum[-1])
+        for t, i, b0, b1 in segs[:m].tolist():
+            out[t].append((i, b0, b1))
         return [u for u in out if u]
+
+    def _run_layout(self, copy: list[Copy]) -> tuple:
+        """A dim's copies' key starts side by side (shards x keys) and, per block of every
+        shard with blocks: its shard's row there, its first and end position, its shard and
+        its number in it."""
+        cached = self._run_layouts.get(id(copy))
+        if cached is None or cached[0] is not copy:
+            bsize = self.layout.block_rows
+            units = self._s.units
+            starts = np.stack([copy[i].starts for i, _ in units])
+            at = np.concatenate([np.full(nb, j) for j, (_, nb) in enumerate(units)])
+            block = np.concatenate([np.arange(nb, dtype=np.int64) for _, nb in units])
+            shard = np.concatenate([np.full(nb, i) for i, nb in units])
+            ends = starts[at, -1]
+            lo = np.minimum(block * bsize, ends)
+            hi = np.minimum(lo + bsize, ends)
+            cached = self._run_layouts[id(copy)] = (copy, (starts, at, lo, hi, shard, block))
+        return cached[1]
 
     def _copy(self, d: int) -> list[Copy] | None:
         """Dim d's clustered copy per shard, when built (and this session uses copies)."""
