@@ -238,9 +238,10 @@ class Session:
         self._rows_cache: dict[str, tuple] = {}  # filter -> (selection, _filter_rows of it)
         self._answered: float | None = None  # when the last filter change was answered
         self._pauses: deque[float] = deque(maxlen=16)  # seconds from each to the next
-        self._zone_cache: dict[str, tuple] = {}  # filter -> (selection, _zone_keep of it)
         self._run_layouts: dict[int, tuple] = {}  # id of a dim's copies -> (them, _run_layout)
         self._applies = {f.name: frozenset(f.views) for f in self.layout.filters}
+        self._cube_starts = {d: np.asarray(dim.cube_starts, np.int64)  # dim -> its cube blocks
+                             for d, dim in enumerate(self.layout.dims) if dim.cube_starts is not None}
         self._cubes_of: dict[tuple, dict] = {}  # (active filters, views) -> view -> cube filters
         self._lock = threading.Lock()  # one interaction at a time
 
@@ -540,7 +541,7 @@ class Session:
         drivers, fails, cube_rows = {}, {}, {}
         clustered = {""} if all(self._copy(d) is not None for d, _, _, _ in steps) else set()
         for g, sel in self.active.items():
-            drivers[g], fails[g], edge = self._filter_rows(g, sel)
+            drivers[g], fails[g], edge, _ = self._filter_rows(g, sel)
             if edge is not None:
                 cube_rows[g] = edge
             if all(self._copy(t.dim) is not None for t in sel.tests):
@@ -635,19 +636,27 @@ class Session:
 
     def _filter_rows(self, g: str, sel: Selection) -> tuple:
         """What the planner needs of active filter g, kept while its selection stays:
-        (rows, key ranges) passing it and where it may fail, and its cubes' edge rows
-        (None: no cube)."""
+        (rows, key ranges) passing it and where it may fail, its cubes' edge rows (None: no
+        cube), and the blocks its interval tests cannot skip (None: no interval test)."""
         cached = self._rows_cache.get(g)
         if cached is not None and cached[0] is sel:
             return cached[1]
         t = sel.tests[0]
         kr = t.key_ranges(self.layout.dims[t.dim].nkeys)
         fkr = [changed_keys(None, u, self.layout.dims[u.dim].nkeys) for u in sel.tests]
+        keep = None
+        if any(u.mode == 1 for u in sel.tests):
+            zmin, zmax, sizes = self._s.zones()
+            keep = np.ones(len(sizes), bool)
+            for u in sel.tests:
+                if u.mode == 1:
+                    keep &= (zmax[u.dim] >= u.lo) & (zmin[u.dim] <= u.hi)
         out = ((self._rows_of(t.dim, kr), max(1, len(kr))),
                (sum(self._rows_of(u.dim, k) for u, k in zip(sel.tests, fkr, strict=True)),
                 max(1, sum(len(k) for k in fkr))),
-               self._edge_rows(t, self._cube_starts(t.dim))
-               if len(sel.tests) == 1 and self.layout.dims[t.dim].cube_starts is not None else None)
+               self._edge_rows(t, self._cube_starts[t.dim])
+               if len(sel.tests) == 1 and t.dim in self._cube_starts else None,
+               keep)
         self._rows_cache[g] = (sel, out)
         return out
 
@@ -689,7 +698,7 @@ class Session:
 
     def _from_cube(self, g: str, views: list[str]) -> None:
         cubes = {v: self._cube(g, v) for v in views}
-        starts = self._cube_starts(self.active[g].tests[0].dim)
+        starts = self._cube_starts[self.active[g].tests[0].dim]
         self._from_prefix(g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},
                           starts, others=False)
 
@@ -764,9 +773,6 @@ class Session:
                 j = int(np.searchsorted(starts, k, "right")) - 1
                 rows += self._rows_of(d, [(int(starts[j]), int(starts[j + 1]) - 1)]) // 2
         return rows + sum(self._rows_of(d, [(k, k)]) for k in test.edge_keys())
-
-    def _cube_starts(self, d: int) -> np.ndarray:
-        return np.asarray(self.layout.dims[d].cube_starts, np.int64)
 
     # --- background: conditional cubes ------------------------------------------------
 
@@ -1049,7 +1055,7 @@ class Session:
         """Per need mask, the rows a scan reads for it: those of the blocks its zone maps
         cannot skip (one of its filters selects no key of the block). Data sorted by a
         brushed field skips most."""
-        keeps = {g: self._zone_keep(g, sel) for g, sel in self.active.items()}
+        keeps = {g: self._filter_rows(g, sel)[3] for g, sel in self.active.items()}
         out: dict[int, int] = {}
         for nd in needs:
             nd = int(nd)
@@ -1058,22 +1064,6 @@ class Session:
                 out[nd] = int(self._s.zones()[2][np.logical_and.reduce(masks)].sum()) if masks \
                     else self.store.n_rows
         return [out[int(nd)] for nd in needs]
-
-    def _zone_keep(self, g: str, sel: Selection) -> np.ndarray | None:
-        """The blocks active filter g's interval tests cannot skip (None: no interval test),
-        kept while its selection stays."""
-        cached = self._zone_cache.get(g)
-        if cached is not None and cached[0] is sel:
-            return cached[1]
-        keep = None
-        tests = [t for t in sel.tests if t.mode == 1]
-        if tests:
-            zmin, zmax, sizes = self._s.zones()
-            keep = np.ones(len(sizes), bool)
-            for t in tests:
-                keep &= (zmax[t.dim] >= t.lo) & (zmin[t.dim] <= t.hi)
-        self._zone_cache[g] = (sel, keep)
-        return keep
 
     # --- helpers ----------------------------------------------------------------------
 
