@@ -104,6 +104,29 @@ def main() -> None:
     print(f"sparse index ({srows:,} rows of {store.n_rows:,}): {per_row:.1f} ns per row, "
           f"{line:.1f} ns per memory line of a column ({cols} columns)")
 
+    # clustered copies: every row of d's copy (one run), as a recompute reads it, against a
+    # scan counting the same views; and an incremental pass over the same rows, the moving
+    # filter d's own (decided per chunk by its keys when it has one interval test)
+    copy = s._copy(d)
+    if copy is not None:
+        i = store.shards.index(shard)
+        C, crow, starts = copy[i].keys, copy[i].rows, copy[i].starts
+        one = np.ones(1, np.int64)
+
+        def clustered(views_, mf=-1, q_old=q):
+            return lambda: K.by_keys_clustered(S, C, crow, starts, d, L, q, q_old, kr, one, mf, views_,
+                                               need, 0, shard.nblocks, c, sm, o)
+
+        crows = int(starts[-2])
+        t_scan, t_clu = best(scan(vi, need)), best(clustered(vi))
+        run_row = (t_clu / crows - t_scan / n) * 1e9 + 0.4  # planner.SCAN_ROW
+        f = next(store.layout.filters.index(x) for x in interval if x.dims[0] == d)
+        q_off = s.state.copy_with(f, None)
+        t_inc = best(clustered(vi, f, q_off))
+        print(f"clustered copy ({crows:,} rows): {t_clu / crows * 1e9:.2f} ns per row against a "
+              f"scan's {t_scan / n * 1e9:.2f} (RUN_ROW {run_row:.2f}); incremental, filter "
+              f"{store.layout.filters[f].name} switched on: {t_inc / crows * 1e9:.2f} ns per row")
+
 
 if __name__ == "__main__":
     main()

@@ -256,13 +256,17 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered):
                      for i, (new, old) in enumerate(zip(Q, Qold, strict=True)))
         Qold[0][2 * mf:2 * mf + 2] = np.where(Q[10][2 * mf:2 * mf + 2] >= 0, Qold[0][2 * mf:2 * mf + 2], 0)
         need = need & ~np.uint64(1 << mf)
+        if indexed[Q[10][2 * mf]] and rng.random() < 0.7:  # as sessions do: the filter's own dim,
+            d = int(Q[10][2 * mf])  # whose copy's keys decide most chunks' weights
+            kr = _kranges(rng, nkeys[d])
+            signs = np.ones(len(kr), np.int64)
     got = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
     if clustered:
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
         K.cluster(S[0], d, nkeys[d], C, crow, starts)
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
-            K.by_keys_clustered(S, C, crow, starts, L, Q, Qold, kr, signs, mf, views, need, b0, b1,
+            K.by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kr, signs, mf, views, need, b0, b1,
                                 *got)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)

@@ -46,8 +46,22 @@ CASES = [
                                            "C": (N * 8 // 10, 1)}), "incremental"),
     # ... and a filter's rows beat the changed ones when they are fewer, copy or not
     ("jump with a selective filter, clustered",
-     work(delta_rows=N // 2, clustered=frozenset({"", "B"}),
+     work(delta_rows=N // 2, clustered=frozenset({"", "B", "C"}),
           drivers={"A": (N // 2, 1), "B": (N // 10, 1), "C": (N // 10, 1)}), "recompute"),
+    # a moving brush of one interval test: its copy's keys decide each chunk's weight, no row
+    # is tested on it, so its changed rows beat slightly more rows of a selective filter ...
+    ("changed rows decided by their keys",
+     work(delta_rows=N * 14 // 100, clustered=frozenset({"", "A", "B", "C"}),
+          drivers={"A": (N // 2, 1), "B": (N // 8, 1), "C": (N // 8, 1)}), "incremental"),
+    # ... which win when each changed row must be tested on it (a rect brush, a set)
+    ("changed rows tested one by one",
+     work(delta_rows=N * 14 // 100, clustered=frozenset({"", "A", "B", "C"}), tested=frozenset({""}),
+          drivers={"A": (N // 2, 1), "B": (N // 8, 1), "C": (N // 8, 1)}), "recompute"),
+    # a selective filter B (1 %) drives four views; the fifth (b) leaves B out and would be
+    # recomputed from A's 40 %: it is updated from A's 2 % changed rows instead
+    ("mixed: one view incremental, the others recomputed",
+     work(delta_rows=N // 50, clustered=frozenset({"", "A", "B", "C"}),
+          drivers={"A": (N * 4 // 10, 1), "B": (N // 100, 1), "C": (N // 2, 1)}), "mixed"),
 ]
 
 
@@ -143,3 +157,13 @@ def test_a_complement_plan_recomputes_the_views_a_selective_filter_applies_to():
     forced = P.choose(Work(**{**w.__dict__, "prefer": "complement"}))
     assert not forced.drivers and set(forced.bases) == set(VIEWS)
     assert all(b in NEEDS[v] for v, b in forced.bases.items())
+
+
+def test_a_mixed_plan_recomputes_the_views_of_its_drivers_and_moves_the_rest():
+    w = work(delta_rows=N // 50, clustered=frozenset({"", "A", "B", "C"}),
+             drivers={"A": (N * 4 // 10, 1), "B": (N // 100, 1), "C": (N // 2, 1)})
+    c = P.choose(w)
+    assert c.drivers == {"a": "B", "c": "B", "d": "B", "e": "B"}
+    assert c.view_methods() == dict.fromkeys("acde", "recompute")  # b: the plan's incremental pass
+    cost = {m: P.choose(work(**{**w.__dict__, "prefer": m})).cost for m in ("incremental", "recompute")}
+    assert c.cost < min(cost.values())

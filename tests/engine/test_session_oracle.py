@@ -138,7 +138,7 @@ def captured(request, spark, small_parquet, tmp_path_factory):
 
 # the planner's choice, or a method whenever it applies; the index methods read rows from
 # clustered key copies, or (", store order") through the store's own key order
-POLICIES = {None: 150, "incremental": 40, "incremental, store order": 20, "recompute": 40,
+POLICIES = {None: 150, "incremental": 40, "incremental, store order": 20, "recompute": 40, "mixed": 40,
             "complement": 40, "complement, store order": 20,
             "recompute, store order": 20, "scan": 30, "tile": 40}
 

@@ -46,17 +46,26 @@ from numba import njit
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
+_NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _shard_row(rows, crow, c0, i) -> np.int64:
+    """The shard row of chunk row i, where raw values and stored measures are: crow[c0 + i]
+    on a clustered copy's positions (c0 >= 0, crow not empty: read only where a value is),
+    else rows[i]."""
+    return np.int64(crow[c0 + i]) if c0 >= 0 and crow.shape[0] else rows[i]
+
+
 @njit(nogil=True, cache=True)
-def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
+def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow):
     """fail[i] = the filters in `union` that row i of the chunk fails, for i < n: its keys
     are at column rows[i] of `keys`, or at c0 + i when c0 >= 0 (a sequential pass: the
-    tests vectorize); its raw values are always at rows[i] (a clustered copy's keys are
-    in another order than the shard's raw values)."""
+    tests vectorize); its raw values at `_shard_row` (a clustered copy's keys are in
+    another order than the shard's raw values)."""
     tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
     draw = L[12]
     for i in range(n):
@@ -116,7 +125,7 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
                     for i in range(first, last + 1):
                         k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
                         if k in (elo, ehi):
-                            x = raw[rc, rows[i]]
+                            x = raw[rc, _shard_row(rows, crow, c0, i)]
                             if (k == elo and x < vlo) or (k == ehi and x > vhi):
                                 fail[i] |= bit
                 elif mode == 2:
@@ -142,7 +151,7 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail):
 def _passes(keys, raw, rows, n, f, L, Q, out):
     """out[i] = does row rows[i] pass filter f?"""
     fail = np.empty(n, np.uint64)
-    _fails(keys, raw, rows, -1, n, np.uint64(1) << np.uint64(f), L, Q, fail)
+    _fails(keys, raw, rows, -1, n, np.uint64(1) << np.uint64(f), L, Q, fail, _NO_ROWS)
     for i in range(n):
         out[i] = fail[i] == 0
 
@@ -172,16 +181,18 @@ def _bars(keys, rows, c0, n, v, L, out):
 
 
 @njit(nogil=True, cache=True)
-def _measures(keys, meas, rows, c0, n, v, L, out):
+def _measures(keys, meas, rows, c0, n, v, L, out, crow):
     """out[i] = view v's measure of row i of the chunk (NaN: missing); keys and stored
     measures are found as in `_fails`."""
     kind, md, mc, mo, mluts = L[7][v], L[8][v], L[9][v], L[10][v], L[11]
     for i in range(n):
-        out[i] = mluts[mo + keys[md, c0 + i if c0 >= 0 else rows[i]]] if kind == 1 else meas[mc, rows[i]]
+        out[i] = (mluts[mo + keys[md, c0 + i if c0 >= 0 else rows[i]]] if kind == 1
+                  else meas[mc, _shard_row(rows, crow, c0, i)])
 
 
 @njit(nogil=True, cache=True)
-def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs):
+def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs,
+                 crow):
     """Add each row i of the chunk wts[i] times to its bar of each view v it passes
     (fail[i] & need[v] == 0). Views with few bars count without a branch per row (rows
     that fail go to a spare bar) into four copies of their bars, so that rows landing in
@@ -215,7 +226,7 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
                 if (fail[q] & nv) == 0:
                     counts[base + bars[q]] += wts[q]
         if mkind[v] != 0:
-            _measures(keys, meas, rows, c0, n, v, L, xs)
+            _measures(keys, meas, rows, c0, n, v, L, xs, crow)
             for q in range(n):
                 x = xs[q]
                 if (fail[q] & nv) == 0 and x == x:  # failed rows' bars may be the spare one
@@ -318,11 +329,11 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     fail = np.empty(CHUNK, np.uint64)
     rows = np.empty(CHUNK, np.int64)
     wts = np.ones(CHUNK, np.int64)
-    bars = np.empty(CHUNK, np.int64)
-    xs = np.empty(CHUNK, np.float64)
-    rows2 = np.empty(CHUNK, np.int64)
-    fail2 = np.empty(CHUNK, np.uint64)
-    wts2 = np.empty(CHUNK, np.int64)
+    rows2 = np.empty(2 * CHUNK, np.int64)
+    fail2 = np.empty(2 * CHUNK, np.uint64)
+    wts2 = np.empty(2 * CHUNK, np.int64)
+    bars = np.empty(2 * CHUNK, np.int64)
+    xs = np.empty(2 * CHUNK, np.float64)
     here = np.empty(views.shape[0], np.int64)
     for b in range(b0, b1):
         nv = 0
@@ -341,18 +352,21 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
             common &= need[vb[j]]
         dead2 = union != 0 and _dead_when_two_fail(union, vb, need)
         e = min(n, (b + 1) * bsize)
+        m = 0  # rows gathered, not yet counted (the block's views count them)
         for c0 in range(b * bsize, e, CHUNK):
             cn = min(CHUNK, e - c0)
             for i in range(cn):  # where raw values and stored measures are read
                 rows[i] = c0 + i
-            _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
-            if (dead2 or common) and _mostly_dead(fail, wts, cn, common, dead2, nv):
-                m = _alive(fail, wts, c0, cn, common, dead2, rows2, fail2, wts2)
-                _count_chunk(keys, meas, rows2, -1, m, fail2, wts2, vb, need, L, counts,
-                             sums, oks, bars, xs)
+            _fails(keys, raw, rows, c0, cn, union, L, Q, fail, _NO_ROWS)
+            alive = _alive_count(fail, wts, cn, common, dead2) if dead2 or common else cn
+            if _worth_gathering(alive, cn, nv):
+                m = _alive(fail, wts, c0, cn, common, dead2, rows2, fail2, wts2, m, alive)
+                m = _flush(keys, meas, rows2, m, False, fail2, wts2, vb, need, L, counts, sums,
+                           oks, bars, xs)
                 continue
             _count_chunk(keys, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
-                         bars, xs)
+                         bars, xs, _NO_ROWS)
+        _flush(keys, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks, bars, xs)
 
 
 @njit(nogil=True, cache=True)
@@ -363,23 +377,41 @@ def _dead(f, w, common, dead2) -> bool:
 
 
 @njit(nogil=True, cache=True)
-def _mostly_dead(fail, wts, n, common, dead2, nv) -> bool:
-    """Would gathering the chunk's rows that count somewhere and counting them in `nv` views
-    through their positions beat counting every row sequentially? Estimated per row: 1 ns
-    to gather, 1.5 ns a view through positions, 1.2 ns a view in sequence — with one
-    view, when under 13 % of the rows count; with five, under 67 %. A pass without stores
-    (it vectorizes), so that a chunk where most rows count pays little for asking."""
+def _alive_count(fail, wts, n, common, dead2) -> np.int64:
+    """How many of the chunk's rows count in some view: a pass without stores (it
+    vectorizes), so that a chunk where most rows count pays little for asking."""
     alive = 0
     for i in range(n):
         alive += 0 if _dead(fail[i], wts[i], common, dead2) else 1
+    return alive
+
+
+@njit(nogil=True, cache=True)
+def _worth_gathering(alive, n, nv) -> bool:
+    """Would gathering a chunk's `alive` rows of n that count somewhere and counting them in
+    `nv` views through their positions beat counting every row sequentially? Estimated per
+    row: 1 ns to gather, 1.5 ns a view through positions, 1.2 ns a view in sequence — with
+    one view, when under 13 % of the rows count; with five, under 67 %."""
     return alive * 15 * nv < n * (12 * nv - 10)
 
 
 @njit(nogil=True, cache=True)
-def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2) -> np.int64:
-    """Gather the chunk's rows (at c0 + i) that count in some view: their positions, fails
-    and weights into pos, fail2, wts2; returns how many."""
-    m = 0
+def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2, m, alive) -> np.int64:
+    """Gather the chunk's rows (at c0 + i) that count in some view (`alive` of them): their
+    positions, fails and weights into pos, fail2, wts2 from index m on; returns the new
+    end. Few: a branch per row, rarely taken; else without a branch, every row stored and
+    the dead ones overwritten (a branch taken at random costs more than the stores).
+    Callers gather from several chunks before counting (`_flush`): counting has a cost
+    per call."""
+    if alive * 8 < n:
+        for i in range(n):
+            f = fail[i]
+            if not _dead(f, wts[i], common, dead2):
+                pos[m] = c0 + i
+                fail2[m] = f
+                wts2[m] = wts[i]
+                m += 1
+        return m
     for i in range(n):
         f = fail[i]
         pos[m] = c0 + i
@@ -387,6 +419,17 @@ def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2) -> np.int64:
         wts2[m] = wts[i]
         m += 0 if _dead(f, wts[i], common, dead2) else 1
     return m
+
+
+@njit(nogil=True, cache=True)
+def _flush(keys, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs) -> np.int64:
+    """Count the gathered rows once there are a chunk's worth (or any, with `force`);
+    returns how many are left gathered (0 or m). `pos` etc. hold 2 x CHUNK."""
+    if m == 0 or (m < CHUNK and not force):
+        return m
+    _count_chunk(keys, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+                 _NO_ROWS)
+    return 0
 
 
 @njit(nogil=True, cache=True)
@@ -486,8 +529,9 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
         _passes(keys, raw, rows, cn, mf, L, Qold, was)
         for i in range(cn):
             wts[i] = np.int64(now[i]) - np.int64(was[i])
-    _fails(keys, raw, rows, -1, cn, union, L, Q, fail)
-    _count_chunk(keys, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs)
+    _fails(keys, raw, rows, -1, cn, union, L, Q, fail, _NO_ROWS)
+    _count_chunk(keys, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs,
+                 _NO_ROWS)
 
 
 @njit(nogil=True, cache=True)
@@ -520,9 +564,40 @@ def cluster(keys, d, nkeys, out, rows, starts):
 
 
 @njit(nogil=True, cache=True)
-def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views, need, b0, b1,
+def _key_pass(L, Q, t, k0, k1) -> np.int64:
+    """Do all rows with keys k0..k1 on test t's dim pass it (1), all fail (0), or does it
+    depend on the row (-1: a fine edge bucket, a bound inside, a set or bar test)? As
+    `_fails` decides."""
+    mode = Q[0][t]
+    if mode == 0:
+        return 1
+    if mode != 1:
+        return -1
+    lo, hi = Q[1][t], Q[2][t]
+    if hi < lo:
+        return 0
+    elo, ehi = Q[3][t], Q[4][t]
+    if L[12][Q[10][t]] >= 0 and ((k0 <= elo <= k1) or (k0 <= ehi <= k1)):
+        return -1
+    if k1 < lo or k0 > hi:
+        return 0
+    return 1 if lo <= k0 and k1 <= hi else -1
+
+
+@njit(nogil=True, cache=True)
+def _key_move(L, Q, Qold, t, k0, k1) -> np.int64:
+    """The weight every row with keys k0..k1 on test t's dim gets in an incremental update
+    of its filter, when that is its only test (pass now - pass before: -1, 0, 1), or 2 when
+    it depends on the row: a clustered copy's chunk lies in a few keys, so most chunks are
+    decided without a test of their rows."""
+    now, was = _key_pass(L, Q, t, k0, k1), _key_pass(L, Qold, t, k0, k1)
+    return 2 if now < 0 or was < 0 else now - was
+
+
+@njit(nogil=True, cache=True)
+def by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kranges, signs, mf, views, need, b0, b1,
                       counts, sums, oks):
-    """As `by_keys`, over the shard's clustered copy for the ranges' dim (C, crow, starts:
+    """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
     they split blocks); raw values and stored measures are read at the shard rows `crow`
@@ -542,41 +617,48 @@ def by_keys_clustered(S, C, crow, starts, L, Q, Qold, kranges, signs, mf, views,
         common &= need[views[j]]
         stored |= L[7][views[j]] == 2
     dead2 = union != 0 and _dead_when_two_fail(union, views, need)
-    pos2 = np.empty(CHUNK, np.int64)
-    fail2 = np.empty(CHUNK, np.uint64)
-    wts2 = np.empty(CHUNK, np.int64)
+    pos2 = np.empty(2 * CHUNK, np.int64)
+    fail2 = np.empty(2 * CHUNK, np.uint64)
+    wts2 = np.empty(2 * CHUNK, np.int64)
     mbit = np.uint64(1) << np.uint64(mf) if mf >= 0 else np.uint64(0)
     fail = np.empty(CHUNK, np.uint64)
     fnow = np.empty(CHUNK, np.uint64)
     fwas = np.empty(CHUNK, np.uint64)
-    rows = np.zeros(CHUNK, np.int64)
+    rows = np.zeros(CHUNK, np.int64)  # unread: shard rows come from crow, where needed
     wts = np.empty(CHUNK, np.int64)
-    bars = np.empty(CHUNK, np.int64)
-    xs = np.empty(CHUNK, np.float64)
+    bars = np.empty(2 * CHUNK, np.int64)
+    xs = np.empty(2 * CHUNK, np.float64)
+    m = 0  # rows gathered, not yet counted
+    # a moving filter of one test on the copy's dim: the keys decide most chunks
+    keyed = mf >= 0 and Q[10][2 * mf] == d and Q[10][2 * mf + 1] < 0
     for p in range(kranges.shape[0]):
         a = max(lo_pos, starts[min(max(kranges[p, 0], 0), nstart)])
         z = min(hi_pos, starts[min(max(kranges[p, 1] + 1, 0), nstart)])
         for c0 in range(a, z, CHUNK):
             cn = min(CHUNK, z - c0)
-            if crow.shape[0]:
-                for i in range(cn):
-                    rows[i] = crow[c0 + i]
             if mf >= 0:  # +1: passes the moving filter now and did not before, -1: the reverse
-                _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow)
-                _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas)
-                for i in range(cn):
-                    wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
+                w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c0 + cn - 1]) if keyed else 2
+                if w == 0:
+                    continue
+                if w != 2:
+                    wts[:cn] = w
+                else:
+                    _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow)
+                    _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow)
+                    for i in range(cn):
+                        wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
             else:
-                for i in range(cn):
-                    wts[i] = signs[p]
-            _fails(C, raw, rows, c0, cn, union, L, Q, fail)
-            if not stored and _mostly_dead(fail, wts, cn, common, dead2, views.shape[0]):
-                m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2)
-                _count_chunk(C, meas, pos2, -1, m, fail2, wts2, views, need, L, counts, sums,
-                             oks, bars, xs)
+                wts[:cn] = signs[p]
+            _fails(C, raw, rows, c0, cn, union, L, Q, fail, crow)
+            alive = cn if stored else _alive_count(fail, wts, cn, common, dead2)
+            if _worth_gathering(alive, cn, views.shape[0]):
+                m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
+                m = _flush(C, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
+                           oks, bars, xs)
                 continue
             _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
-                         bars, xs)
+                         bars, xs, crow)
+    _flush(C, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
 
 
 @njit(nogil=True, cache=True)
@@ -649,7 +731,7 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
     fail = np.empty(bsize, np.uint64)
     for b in range(b0, b1):
         m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
-        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail, _NO_ROWS)
         for q in range(m):
             if fail[q]:
                 continue
@@ -678,7 +760,7 @@ def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
         if d < 0 and skip and _block_skipped(zmin, zmax, b, skip, Q):
             continue
         m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
-        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail, _NO_ROWS)
         for q in range(m):
             total += 1 if fail[q] == 0 else 0
     return total
@@ -728,7 +810,7 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks)
             cn = min(CHUNK, e - c0)
             for i in range(cn):
                 rows[i] = c0 + i
-            _fails(keys, raw, rows, c0, cn, union, L, Q, fail)
+            _fails(keys, raw, rows, c0, cn, union, L, Q, fail, _NO_ROWS)
             kd = keys[d, c0:c0 + cn]
             m = 0
             for i in range(cn):  # the rows that count somewhere, with their tile block
@@ -749,7 +831,7 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks)
                 for q in range(m):
                     counts[bars[q]] += 1
                 if mkind[v] != 0:
-                    _measures(keys, meas, rows2, -1, m, v, L, xs)
+                    _measures(keys, meas, rows2, -1, m, v, L, xs, _NO_ROWS)
                     for q in range(m):
                         x = xs[q]
                         if bars[q] != spare and x == x:
@@ -784,7 +866,7 @@ def gather(S, L, Q, v, need, d, kranges, md, wanted, offs, fill, out, b0, b1):
         m = _candidates(keys, order, optr, S[7], slot, bsize, n, b, d, kranges, buf)
         if m == 0:
             continue
-        _fails(keys, raw, buf, -1, m, need, L, Q, fail)
+        _fails(keys, raw, buf, -1, m, need, L, Q, fail, _NO_ROWS)
         _bars(keys, buf, -1, m, v, L, codes)
         for q in range(m):
             if fail[q]:

@@ -11,6 +11,9 @@ and for the views under several filters, one plan for all of them:
 - incremental: only the rows whose pass/fail on A changed, found through A's index;
 - recompute: each view from the rows of one of its filters (the most selective), found
   through that filter's index;
+- mixed: some views recomputed so, the others updated incrementally — where one view's
+  most selective filter keeps more rows than A changed (typically the most selective
+  filter's own view, whose next best filter is far wider) or the reverse;
 - scan: every row, sequentially;
 - complement: each view from a cube of one of its filters (its rows under that filter
   alone), less the rows failing its other filters, found through each of those filters'
@@ -24,9 +27,9 @@ view, and the memory lines it reads: where the rows are sparse (a few percent of
 block) each one reads its own line per column, about 80 ns a row at 30M rows (from a few
 percent on, the rows share their lines). Where the dim has a clustered copy
 (engine/copies.py) its rows are read sequentially instead, one run per key range and
-shard, at a scan's cost per row and a little more (RUN_ROW, MOVE_TEST: fitted within
-20 % to the slowest updates of the human workload at 30M, each method forced). Only the
-ratios matter. Every method's cost is bounded by a scan, so the worst update is a
+shard, at a scan's cost per row (RUN_ROW, perf/calibrate.py); an incremental pass tests
+the moving filter on each row only where its copy's keys do not decide it (MOVE_TEST:
+not one interval test, or a fine edge bucket). Only the ratios matter. Every method's cost is bounded by a scan, so the worst update is a
 parallel sequential pass over the compact per-row keys.
 """
 
@@ -46,8 +49,9 @@ SCAN_ROW_VIEW = 1.2  # ... for each view counted
 BLOCK_SEARCH = 1000.0  # a key range found in one block's key order (fences, then its rows)
 CELL = 1.0  # a bar read from a cube or tile
 RUN_SEARCH = 20.0  # a key range's run in a clustered copy, per block (a shard's two lookups)
-RUN_ROW = 2.0  # a row of a clustered copy: its place in the shard, its weight
-MOVE_TEST = 2.0  # ... in an incremental update: the moving filter tested before and after
+RUN_ROW = 0.5  # a row of a clustered copy: its weight
+MOVE_TEST = 1.0  # ... in an incremental update: the moving filter tested before and after,
+# where its keys do not decide it
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class Work:
     # (zone maps skip blocks); None: every row for every view
     clustered: frozenset[str] = frozenset()  # filters whose rows are read from a clustered
     # copy; "" stands for the moving filter's changed keys (incremental and tile edges)
+    tested: frozenset[str] = frozenset()  # filters ("": the moving one) an incremental pass
+    # tests on every row: not one interval test, which a clustered copy's keys decide
     fails: dict[str, tuple[int, int]] = field(default_factory=dict)  # filter -> (rows, ranges)
     # of the keys where it may fail (every row failing it, and its fine edge buckets)
     cubes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # view -> its filters
@@ -79,13 +85,16 @@ class Work:
 
 @dataclass(frozen=True)
 class Choice:
-    method: str  # tile | incremental | recompute | scan | complement
+    method: str  # tile | incremental | recompute | mixed | scan | complement
     cost: float  # estimated nanoseconds of work (before dividing among threads)
-    drivers: dict[str, str] = field(default_factory=dict)  # recompute: view -> driver filter
+    drivers: dict[str, str] = field(default_factory=dict)  # recompute, mixed: view -> driver filter
     bases: dict[str, str] = field(default_factory=dict)  # complement: view -> its cube's filter
 
     def view_methods(self) -> dict[str, str]:
-        """The method of each view: a complement plan recomputes some of its views."""
+        """The method of each view, where a plan mixes them: a complement plan recomputes
+        some of its views, a mixed one updates those it does not recompute incrementally."""
+        if self.method == "mixed":
+            return dict.fromkeys(self.drivers, "recompute")
         if self.method != "complement":
             return {}
         return {**dict.fromkeys(self.drivers, "recompute"), **dict.fromkeys(self.bases, "complement")}
@@ -121,9 +130,7 @@ def choose(w: Work) -> Choice:
     nv = len(w.views)
     options: list[Choice] = [Choice("scan", scan_cost(w.n_rows, w.n_filters, nv, w.scan_rows))]
     if w.delta_rows is not None:
-        moving = w.delta_rows * MOVE_TEST if "" in w.clustered else 0.0
-        options.append(Choice("incremental", moving + index_cost(w.delta_rows, w.delta_ranges, w.n_blocks,
-                                                                 nv, w.n_rows, w.n_filters, "" in w.clustered)))
+        options.append(Choice("incremental", incremental_cost(w, nv)))
     if w.tile_rows is not None:
         options.append(Choice("tile", w.tile_cells * CELL
                               + index_cost(w.tile_rows, 4, w.n_blocks, nv, w.n_rows, w.n_filters,
@@ -135,15 +142,40 @@ def choose(w: Work) -> Choice:
             groups: dict[str, int] = {}
             for _v, g in drivers.items():
                 groups[g] = groups.get(g, 0) + 1
-            cost = sum(index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters,
-                                  g in w.clustered)
-                       for g, k in groups.items())
-            options.append(Choice("recompute", cost, drivers))
+            costs = {g: index_cost(w.drivers[g][0], w.drivers[g][1], w.n_blocks, k, w.n_rows, w.n_filters,
+                                   g in w.clustered) for g, k in groups.items()}
+            options.append(Choice("recompute", sum(costs.values()), drivers))
+            if w.delta_rows is not None:
+                options += mixed_plans(w, drivers, groups, costs)
     options += complement_plans(w)
     for c in options:
         if c.method == w.prefer:
             return c
     return min(options, key=lambda c: c.cost)
+
+
+def incremental_cost(w: Work, views: int) -> float:
+    """A's changed rows read once, counted in `views`."""
+    moving = w.delta_rows * MOVE_TEST if "" in w.clustered and "" in w.tested else 0.0
+    return moving + index_cost(w.delta_rows, w.delta_ranges, w.n_blocks, views, w.n_rows, w.n_filters,
+                               "" in w.clustered)
+
+
+def mixed_plans(w: Work, drivers: dict[str, str], groups: dict[str, int],
+                costs: dict[str, float]) -> list[Choice]:
+    """Mixed plans: the views of some driver filters recomputed from its rows, the others
+    counted in one incremental pass over A's changed rows — every split of the driver
+    filters into the two (of the six dearest, past six: the others stay recomputed)."""
+    names = sorted(groups, key=lambda g: -costs[g])[:6]
+    out = []
+    for mask in range(1, 1 << len(names)):
+        moved = sum(groups[g] for i, g in enumerate(names) if mask >> i & 1)
+        if moved == len(drivers):  # every view: the incremental plan
+            continue
+        kept = set(groups) - {g for i, g in enumerate(names) if mask >> i & 1}
+        cost = sum(costs[g] for g in kept) + incremental_cost(w, moved)
+        out.append(Choice("mixed", cost, {v: g for v, g in drivers.items() if g in kept}))
+    return out
 
 
 def plan_cost(w: Work, drivers: dict[str, str], bases: dict[str, str]) -> float:
@@ -168,7 +200,7 @@ def plan_cost(w: Work, drivers: dict[str, str], bases: dict[str, str]) -> float:
             cost += k * cells + index_cost(w.cube_rows.get(g, 0), 4, w.n_blocks, k, w.n_rows, w.n_filters, cl)
         else:
             rows, ranges = w.fails[g]
-            cost += (rows * MOVE_TEST if cl else 0.0) + index_cost(rows, ranges, w.n_blocks, k, w.n_rows,
+            cost += (rows * MOVE_TEST if cl and g in w.tested else 0.0) + index_cost(rows, ranges, w.n_blocks, k, w.n_rows,
                                                                    w.n_filters, cl)
     return cost
 

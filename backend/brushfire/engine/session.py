@@ -123,7 +123,7 @@ def tile_starts(keyprefix: np.ndarray, nkeys: int, max_blocks: int) -> np.ndarra
 
 # the planner's methods as replies name them
 METHODS = {"incremental": "incremental", "tile": "conditional cube", "recompute": "recompute",
-           "scan": "scan", "complement": "cube less complement"}
+           "scan": "scan", "complement": "cube less complement", "mixed": "incremental"}
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
@@ -540,12 +540,15 @@ class Session:
             tile = None
         drivers, fails, cube_rows = {}, {}, {}
         clustered = {""} if all(self._copy(d) is not None for d, _, _, _ in steps) else set()
+        tested = set() if all(_keyed(x) for x in (old, new)) else {""}
         for g, sel in self.active.items():
             drivers[g], fails[g], edge, _ = self._filter_rows(g, sel)
             if edge is not None:
                 cube_rows[g] = edge
             if all(self._copy(t.dim) is not None for t in sel.tests):
                 clustered.add(g)
+            if not _keyed(sel):
+                tested.add(g)
         ckey = (tuple((g, len(sel.tests)) for g, sel in self.active.items()), tuple(views))
         cubes = self._cubes_of.get(ckey)
         if cubes is None:
@@ -561,18 +564,19 @@ class Session:
             tile_rows=self._tile_edge_rows(tile) if tile is not None else None,
             tile_cells=sum(self._vl(v).nslots for v in views), prefer=self._prefer,
             threads=self._pool.workers + 1, clustered=frozenset(clustered),
-            fails=fails, cubes=cubes, cube_rows=cube_rows)
+            fails=fails, cubes=cubes, cube_rows=cube_rows, tested=frozenset(tested))
         choice = P.choose(work)
         if choice.method == "tile":
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
-        elif choice.method == "incremental":
-            vi = self._vi(views)
-            bit = np.uint64(1 << f)
-            need = self._needs(views) & ~bit
+        elif choice.method in ("incremental", "mixed"):
+            moved = [v for v in views if v not in choice.drivers]
+            vi = self._vi(moved)
+            need = self._needs(moved) & ~np.uint64(1 << f)
             for d, kr, q_new, q_old in steps:
                 if kr:
                     self._by_keys(d, kr, np.ones(len(kr), np.int64), f, q_old, vi, need, self.agg,
                                   q=q_new)
+            self._recompute(choice.drivers)
         elif choice.method == "recompute":
             self._recompute(choice.drivers)
         elif choice.method == "complement":
@@ -993,7 +997,7 @@ class Session:
         def units(us, c, s, o):
             for i, b0, b1 in us:
                 if copy is not None:
-                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts, L,
+                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts, d, L,
                                         q, q_old, kr, signs, mf, vi, need, b0, b1, c, s, o)
                 else:
                     K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
@@ -1260,6 +1264,12 @@ class Session:
         except InteractionError as e:
             msg = f"{what} of {view!r}: {e}"
             raise InteractionError(msg) from None
+
+
+def _keyed(sel: Selection | None) -> bool:
+    """Does a clustered copy's keys decide, chunk by chunk, whether rows pass `sel` (none
+    or one interval test), so that an incremental pass tests no row on it?"""
+    return sel is None or (len(sel.tests) == 1 and sel.tests[0].mode == 1)
 
 
 def tile_prefix(tile: Tile) -> dict[str, tuple]:
