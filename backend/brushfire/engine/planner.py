@@ -200,8 +200,8 @@ def plan_cost(w: Work, drivers: dict[str, str], bases: dict[str, str]) -> float:
             cost += k * cells + index_cost(w.cube_rows.get(g, 0), 4, w.n_blocks, k, w.n_rows, w.n_filters, cl)
         else:
             rows, ranges = w.fails[g]
-            cost += (rows * MOVE_TEST if cl and g in w.tested else 0.0) + index_cost(rows, ranges, w.n_blocks, k, w.n_rows,
-                                                                   w.n_filters, cl)
+            moving = rows * MOVE_TEST if cl and g in w.tested else 0.0
+            cost += moving + index_cost(rows, ranges, w.n_blocks, k, w.n_rows, w.n_filters, cl)
     return cost
 
 
