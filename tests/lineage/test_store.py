@@ -71,7 +71,8 @@ def test_reopening_loads_the_cache_without_spark(cached, small_parquet):
     again = Dashboard.open(parse_dashboard(spec(small_parquet)), spark=None, cache_dir=cache)
     assert again.from_cache and not dash.from_cache
     assert_same_store(dash.store, again.store)
-    assert isinstance(again.store.shards[0].arrays[0], np.memmap)  # mapped, not copied
+    keys = again.store.shards[0].arrays[0]  # mapped, not copied: a view of the file's map
+    assert isinstance(keys.base, np.memmap) and not keys.flags.writeable
     s1, s2 = dash.session(), again.session()
     assert s1.brush("hx", (20, 55)).views["cat"].counts == s2.brush("hx", (20, 55)).views["cat"].counts
     meta = json.loads((again.store.directory / "manifest.json").read_text())

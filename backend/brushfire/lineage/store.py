@@ -416,16 +416,22 @@ def _all_files(directory: Path, meta: dict) -> list[tuple[Path, dict]]:
     return out
 
 
+def _mapped(path: Path) -> np.ndarray:
+    """A stored array, its pages read from the file as used (read-only), as a plain ndarray:
+    np.memmap's Python hooks run on every slice, ~1 µs each, tens of times per update."""
+    return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+
+
 def _store_from(directory: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     def arr(name: str) -> np.ndarray:
-        return np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        return _mapped(directory / f"{name}.npy")
 
     layout_arrays = {k: np.asarray(arr(f"layout.{k}")) for k in meta["layout_arrays"]}
     layout = Layout.from_json(meta["layout"], layout_arrays)
     shards = []
     for s in meta["shards"]:
         sd = directory / SHARDS / s["name"]
-        arrays = tuple(np.load(sd / f"{p}.npy", mmap_mode="r", allow_pickle=False)
+        arrays = tuple(_mapped(sd / f"{p}.npy")
                        for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences"))
         n = s["n_rows"]
         assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
