@@ -113,10 +113,11 @@ def main() -> None:
         i = store.shards.index(shard)
         C, crow, starts = copy[i].keys, copy[i].rows, copy[i].starts
         one = np.ones(1, np.int64)
+        no_hist = np.zeros((0, 0), np.uint16)  # every row counted: no chunk complemented
 
         def clustered(views_, mf=-1, q_old=q, need_=need):
-            return lambda: K.by_keys_clustered(S, C, crow, starts, d, L, q, q_old, kr, one, mf, views_,
-                                               need_, 0, shard.nblocks, c, sm, o)
+            return lambda: K.by_keys_clustered(S, C, crow, starts, no_hist, K.CHUNK, d, L, q, q_old, kr,
+                                               one, mf, views_, need_, 0, shard.nblocks, c, sm, o)
 
         crows = int(starts[-2])
         t_scan, t_clu = best(scan(vi, need)), best(clustered(vi))

@@ -235,12 +235,16 @@ def _kranges(rng, nkeys):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=CASE, moving=st.booleans(), clustered=st.booleans())
-def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered):
-    """As the store's key order reaches them, or as a clustered copy (engine/copies.py)."""
+@given(case=CASE, moving=st.booleans(), clustered=st.booleans(), grid=st.sampled_from([0, 1, 5, 64]))
+def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
+    """As the store's key order reaches them, or as a clustered copy (engine/copies.py):
+    without chunk histograms (grid 0), or with them on a grid of `grid` rows, where chunks
+    that mostly pass are counted as their histogram less their failing rows."""
     seed, n, bsize = case
     rng = np.random.default_rng(seed)
     S, L, Q, nf, nkeys, nslots, indexed = make_case(rng, n, bsize)
+    if grid and rng.random() < 0.6:  # count views only: chunks may be complemented
+        L = (*L[:7], np.zeros_like(L[7]), *L[8:])
     nv = len(L[5])
     d = int(rng.choice(np.flatnonzero(indexed)))
     kr = _kranges(rng, nkeys[d])
@@ -264,10 +268,13 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered):
     if clustered:
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
         K.cluster(S[0], d, nkeys[d], C, crow, starts)
+        hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
+        if grid:
+            K.chunk_hist(C, L, grid, hist)
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
-            K.by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kr, signs, mf, views, need, b0, b1,
-                                *got)
+            K.by_keys_clustered(S, C, crow, starts, hist, grid or K.CHUNK, d, L, Q, Qold, kr, signs,
+                                mf, views, need, b0, b1, *got)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
     want = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
@@ -303,6 +310,20 @@ def test_cluster_orders_the_shards_rows_by_key(case, keep_rows):
         assert np.array_equal(crow, perm)
     want = np.concatenate([[0], np.cumsum(np.bincount(keys[d], minlength=nkeys[d] + 1))])
     assert np.array_equal(starts, want)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=CASE, grid=st.sampled_from([1, 7, 64, 2048]))
+def test_chunk_hist_counts_every_views_bar_per_grid_chunk(case, grid):
+    seed, n, bsize = case
+    rng = np.random.default_rng(seed)
+    S, L, _, _, _, nslots, _ = make_case(rng, n, bsize)
+    out = np.zeros((-(-n // grid), nslots), np.uint16)
+    K.chunk_hist(S[0], L, grid, out)
+    want = np.zeros((len(out), nslots), np.int64)
+    for v in range(len(L[5])):
+        np.add.at(want, (np.arange(n) // grid, L[6][v] + ref_bars(S, L, v)), 1)
+    assert np.array_equal(out, want)
 
 
 def _swap_filter(new, old, f):

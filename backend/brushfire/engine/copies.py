@@ -63,9 +63,23 @@ def default_cap() -> int:
         return 2 << 30
 
 
-def row_bytes(row_dims: int, rows_kept: bool) -> int:
-    """Bytes per row of one copy: a key per kept dim, and the shard row when kept."""
-    return 2 * row_dims + (4 if rows_kept else 0)
+def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0) -> int:
+    """Bytes per row of one copy (rounded up): a key per kept dim, the shard row when kept,
+    and its share of the grid chunks' histograms (`hist_slots` uint16 counts per CHUNK
+    rows)."""
+    return 2 * row_dims + (4 if rows_kept else 0) + -(-2 * hist_slots // K.CHUNK)
+
+
+HIST_SLOTS = 2048  # the most slots (all views' bars) a copy keeps chunk histograms of: 2 B/row
+
+
+def hist_slots(L: tuple) -> int:
+    """The slots a copy's chunk histograms hold for layout arrays L (every view's bars and
+    its dropped rows), or 0 where they would take more than HIST_SLOTS (large 2-D views:
+    their complements are left to the cubes)."""
+    nbars, bar_off = L[5], L[6]
+    slots = int(bar_off[-1] + nbars[-1] + 1) if len(nbars) else 0
+    return slots if slots <= HIST_SLOTS else 0
 
 
 def choose_dims(candidates: list[int], n_rows: int, per_row: int, cap: int) -> list[int]:
@@ -78,23 +92,30 @@ def choose_dims(candidates: list[int], n_rows: int, per_row: int, cap: int) -> l
 
 
 class Copy:
-    """One dim's clustered copy of one shard (kernels.cluster)."""
+    """One dim's clustered copy of one shard (kernels.cluster), with the histogram of
+    every CHUNK positions (kernels.chunk_hist; empty: none)."""
 
-    def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray,
+                 hist: np.ndarray | None = None) -> None:
         self.keys, self.rows, self.starts = keys, rows, starts
+        self.hist = np.zeros((0, 0), np.uint16) if hist is None else hist
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.rows.nbytes + self.starts.nbytes
+        return self.keys.nbytes + self.rows.nbytes + self.starts.nbytes + self.hist.nbytes
 
 
 class Copies:
     """The clustered copies of one store, shared by its sessions."""
 
     def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool,
-                 reserved: int = 0) -> None:
-        """`reserved`: bytes `reserve` counted for these copies, given back when they go."""
+                 reserved: int = 0, L: tuple | None = None) -> None:
+        """`reserved`: bytes `reserve` counted for these copies, given back when they go;
+        `L`: the layout arrays the chunk histograms count (None, or no `hist_slots`:
+        none)."""
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
+        self._L = L
+        self._slots = hist_slots(L) if L is not None else 0
         self.dims = dims
         weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
@@ -127,6 +148,9 @@ class Copies:
         copy = Copy(np.empty_like(keys), np.empty(n if self._rows_kept else 0, np.uint32),
                     np.empty(self._nkeys[d] + 2, np.int64))
         K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts)
+        if self._slots:
+            copy.hist = np.zeros((-(-n // K.CHUNK), self._slots), np.uint16)
+            K.chunk_hist(copy.keys, self._L, K.CHUNK, copy.hist)
         with self._lock:
             self._copies[d][i] = copy
             self._left[d] -= 1

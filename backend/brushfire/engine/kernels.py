@@ -47,6 +47,7 @@ from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
 _NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
+_NO_ROWS64 = np.empty(0, np.int64)  # rows unread: a sequential chunk's keys are at c0 + i
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
@@ -192,11 +193,12 @@ def _measures(keys, meas, rows, c0, n, v, L, out, crow):
 
 @njit(nogil=True, cache=True)
 def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs,
-                 crow):
+                 crow, inv=False):
     """Add each row i of the chunk wts[i] times to its bar of each view v it passes
-    (fail[i] & need[v] == 0). Views with few bars count without a branch per row (rows
-    that fail go to a spare bar) into four copies of their bars, so that rows landing in
-    the same bar one after another do not wait for each other's store."""
+    (fail[i] & need[v] == 0; with `inv`, each view it fails instead: a complement). Views
+    with few bars count without a branch per row (rows that do not count go to a spare
+    bar) into four copies of their bars, so that rows landing in the same bar one after
+    another do not wait for each other's store."""
     bar_off, nbars, mkind = L[6], L[5], L[7]
     for j in range(views.shape[0]):
         v = views[j]
@@ -207,7 +209,7 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
             # rows that fail go to a spare bar: the loop below stores unconditionally
             spare = nb + 1
             for q in range(n):
-                bars[q] = bars[q] if (fail[q] & nv) == 0 else spare
+                bars[q] = bars[q] if ((fail[q] & nv) == 0) != inv else spare
             h = np.zeros((4, nb + 2), np.int64)
             q = 0
             while q + 4 <= n:
@@ -223,13 +225,13 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
                 counts[base + b] += h[0, b] + h[1, b] + h[2, b] + h[3, b]
         else:
             for q in range(n):
-                if (fail[q] & nv) == 0:
+                if ((fail[q] & nv) == 0) != inv:
                     counts[base + bars[q]] += wts[q]
         if mkind[v] != 0:
             _measures(keys, meas, rows, c0, n, v, L, xs, crow)
             for q in range(n):
                 x = xs[q]
-                if (fail[q] & nv) == 0 and x == x:  # failed rows' bars may be the spare one
+                if ((fail[q] & nv) == 0) != inv and x == x:  # others' bars may be the spare one
                     sums[base + bars[q]] += wts[q] * x
                     oks[base + bars[q]] += wts[q]
 
@@ -422,14 +424,70 @@ def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2, m, alive) -> np.in
 
 
 @njit(nogil=True, cache=True)
-def _flush(keys, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs) -> np.int64:
-    """Count the gathered rows once there are a chunk's worth (or any, with `force`);
-    returns how many are left gathered (0 or m). `pos` etc. hold 2 x CHUNK."""
+def _flush(keys, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+           inv=False) -> np.int64:
+    """Count the gathered rows (`inv`: as a complement) once there are a chunk's worth (or
+    any, with `force`); returns how many are left gathered (0 or m). `pos` etc. hold
+    2 x CHUNK."""
     if m == 0 or (m < CHUNK and not force):
         return m
     _count_chunk(keys, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
-                 _NO_ROWS)
+                 _NO_ROWS, inv)
     return 0
+
+
+@njit(nogil=True, cache=True)
+def _failing_count(fail, n) -> np.int64:
+    """How many of the chunk's rows fail some filter (vectorizes)."""
+    k = 0
+    for i in range(n):
+        k += 1 if fail[i] != 0 else 0
+    return k
+
+
+@njit(nogil=True, cache=True)
+def _failing(fail, c0, n, w, pos, fail2, wts2, m) -> np.int64:
+    """Gather the chunk's rows (at c0 + i) that fail some filter, with weight w, into pos,
+    fail2, wts2 from index m on (every row stored, the passing ones overwritten); returns
+    the new end."""
+    for i in range(n):
+        f = fail[i]
+        pos[m] = c0 + i
+        fail2[m] = f
+        wts2[m] = w
+        m += 1 if f != 0 else 0
+    return m
+
+
+@njit(nogil=True, cache=True)
+def _add_hist(hist, c, w, views, L, counts) -> None:
+    """Add w times grid chunk c's histogram (every row of it, unfiltered) to the views'
+    bars."""
+    bar_off, nbars = L[6], L[5]
+    for j in range(views.shape[0]):
+        v = views[j]
+        base = bar_off[v]
+        for b in range(nbars[v] + 1):
+            counts[base + b] += w * np.int64(hist[c, base + b])
+
+
+@njit(nogil=True, cache=True)
+def chunk_hist(C, L, grid, out):
+    """out[c, s] (zeroed by the caller) = how many rows of positions [c * grid, (c + 1) *
+    grid) of a clustered copy fall in slot s: every view's bar of every row, unfiltered.
+    `by_keys_clustered` counts a chunk where most rows pass as this less the rows that
+    fail."""
+    n = C.shape[1]
+    bar_off = L[6]
+    bars = np.empty(grid, np.int64)
+    for c in range(out.shape[0]):
+        c0 = c * grid
+        cn = min(grid, n - c0)
+        for v in range(L[5].shape[0]):
+            _bars(C, _NO_ROWS64, c0, cn, v, L, bars)
+            base = bar_off[v]
+            for i in range(cn):
+                out[c, base + bars[i]] += 1
 
 
 @njit(nogil=True, cache=True)
@@ -595,15 +653,19 @@ def _key_move(L, Q, Qold, t, k0, k1) -> np.int64:
 
 
 @njit(nogil=True, cache=True)
-def by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kranges, signs, mf, views, need, b0, b1,
-                      counts, sums, oks):
+def by_keys_clustered(S, C, crow, starts, hist, grid, d, L, Q, Qold, kranges, signs, mf, views,
+                      need, b0, b1, counts, sums, oks):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
     they split blocks); raw values and stored measures are read at the shard rows `crow`
     names. As in `scan`, the rows that count in no view (or whose weight is 0) are dropped
     before counting, where no view reads stored measures (those are read at shard rows,
-    not at copy positions). Cost: O(rows in the ranges x (filters + views)), sequential."""
+    not at copy positions).
+    Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `hist` (`chunk_hist`, not
+    empty) and only count views, a whole grid chunk whose rows share one weight and mostly
+    pass is counted as a complement: its histogram, less the rows failing (fewer to count).
+    Cost: O(rows in the ranges x (filters + views)), sequential."""
     raw, meas = S[1], S[2]
     n = C.shape[1]
     bsize = L[14]
@@ -612,14 +674,21 @@ def by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kranges, signs, mf, vie
     union = np.uint64(0)
     common = ~np.uint64(0)  # filters every view needs: a row failing one counts in none
     stored = False
+    measured = False
     for j in range(views.shape[0]):
         union |= need[views[j]]
         common &= need[views[j]]
         stored |= L[7][views[j]] == 2
+        measured |= L[7][views[j]] != 0
+    complements = hist.shape[0] > 0 and not measured  # a histogram has no sums
     dead2 = union != 0 and _dead_when_two_fail(union, views, need)
     pos2 = np.empty(2 * CHUNK, np.int64)
     fail2 = np.empty(2 * CHUNK, np.uint64)
     wts2 = np.empty(2 * CHUNK, np.int64)
+    pos3 = np.empty(2 * CHUNK, np.int64)  # rows of complemented chunks
+    fail3 = np.empty(2 * CHUNK, np.uint64)
+    wts3 = np.empty(2 * CHUNK, np.int64)
+    m3 = 0
     mbit = np.uint64(1) << np.uint64(mf) if mf >= 0 else np.uint64(0)
     fail = np.empty(CHUNK, np.uint64)
     fnow = np.empty(CHUNK, np.uint64)
@@ -634,14 +703,19 @@ def by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kranges, signs, mf, vie
     for p in range(kranges.shape[0]):
         a = max(lo_pos, starts[min(max(kranges[p, 0], 0), nstart)])
         z = min(hi_pos, starts[min(max(kranges[p, 1] + 1, 0), nstart)])
-        for c0 in range(a, z, CHUNK):
-            cn = min(CHUNK, z - c0)
+        c0 = a
+        while c0 < z:
+            cn = min(z, (c0 // grid + 1) * grid) - c0  # up to the grid's next line
+            c1 = c0 + cn
+            wu = 0  # the weight every row of the chunk has (0: they differ)
             if mf >= 0:  # +1: passes the moving filter now and did not before, -1: the reverse
-                w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c0 + cn - 1]) if keyed else 2
+                w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c1 - 1]) if keyed else 2
                 if w == 0:
+                    c0 = c1
                     continue
                 if w != 2:
                     wts[:cn] = w
+                    wu = w
                 else:
                     _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow)
                     _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow)
@@ -649,16 +723,24 @@ def by_keys_clustered(S, C, crow, starts, d, L, Q, Qold, kranges, signs, mf, vie
                         wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
             else:
                 wts[:cn] = signs[p]
+                wu = signs[p]
             _fails(C, raw, rows, c0, cn, union, L, Q, fail, crow)
             alive = cn if stored else _alive_count(fail, wts, cn, common, dead2)
-            if _worth_gathering(alive, cn, views.shape[0]):
+            if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
+                _add_hist(hist, c0 // grid, wu, views, L, counts)
+                m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
+                m3 = _flush(C, meas, pos3, m3, False, fail3, wts3, views, need, L, counts, sums,
+                            oks, bars, xs, True)
+            elif _worth_gathering(alive, cn, views.shape[0]):
                 m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
                 m = _flush(C, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
                            oks, bars, xs)
-                continue
-            _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
-                         bars, xs, crow)
+            else:
+                _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
+                             bars, xs, crow)
+            c0 = c1
     _flush(C, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
+    _flush(C, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars, xs, True)
 
 
 @njit(nogil=True, cache=True)

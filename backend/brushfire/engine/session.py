@@ -32,7 +32,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine import parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
-from brushfire.engine.copies import Copies, Copy, reserve, row_bytes
+from brushfire.engine.copies import Copies, Copy, hist_slots, reserve, row_bytes
 from brushfire.engine.state import (
     FilterState,
     Selection,
@@ -173,9 +173,10 @@ class _Store:
                               if d < lay.row_dims and lay.dims[d].indexed]
                 # shard rows are kept where raw values or stored measures are read
                 rows_kept = bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
-                dims, size = reserve(candidates, self._store.n_rows, row_bytes(lay.row_dims, rows_kept))
+                dims, size = reserve(candidates, self._store.n_rows,
+                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L)))
                 self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
-                                      size)
+                                      size, self.L)
                 self._copies.start(pool)
             return self._copies
 
@@ -997,8 +998,9 @@ class Session:
         def units(us, c, s, o):
             for i, b0, b1 in us:
                 if copy is not None:
-                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts, d, L,
-                                        q, q_old, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts,
+                                        copy[i].hist, K.CHUNK, d, L, q, q_old, kr, signs, mf, vi, need,
+                                        b0, b1, c, s, o)
                 else:
                     K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
