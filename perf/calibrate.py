@@ -113,10 +113,10 @@ def main() -> None:
         i = store.shards.index(shard)
         C, crow, starts = copy[i].keys, copy[i].rows, copy[i].starts
         one = np.ones(1, np.int64)
-        no_hist = np.zeros((0, 0), np.uint16)  # every row counted: no chunk complemented
+        none = np.zeros((0, 0), np.uint16)  # no chunk zone maps or histograms: every row read
 
         def clustered(views_, mf=-1, q_old=q, need_=need):
-            return lambda: K.by_keys_clustered(S, C, crow, starts, no_hist, K.CHUNK, d, L, q, q_old, kr,
+            return lambda: K.by_keys_clustered(S, C, crow, starts, none, none, K.CHUNK, d, L, q, q_old, kr,
                                                one, mf, views_, need_, 0, shard.nblocks, c, sm, o)
 
         crows = int(starts[-2])

@@ -269,12 +269,14 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
         K.cluster(S[0], d, nkeys[d], C, crow, starts)
         hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
+        zones = np.zeros((len(hist), 2 * len(nkeys)), np.uint16)
         if grid:
             K.chunk_hist(C, L, grid, hist)
+            K.chunk_zones(C, grid, zones)
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
-            K.by_keys_clustered(S, C, crow, starts, hist, grid or K.CHUNK, d, L, Q, Qold, kr, signs,
-                                mf, views, need, b0, b1, *got)
+            K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, L, Q, Qold, kr,
+                                signs, mf, views, need, b0, b1, *got)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
     want = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
@@ -310,6 +312,19 @@ def test_cluster_orders_the_shards_rows_by_key(case, keep_rows):
         assert np.array_equal(crow, perm)
     want = np.concatenate([[0], np.cumsum(np.bincount(keys[d], minlength=nkeys[d] + 1))])
     assert np.array_equal(starts, want)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=CASE, grid=st.sampled_from([1, 7, 64, 2048]))
+def test_chunk_zones_are_each_grid_chunks_least_and_greatest_keys(case, grid):
+    seed, n, bsize = case
+    rng = np.random.default_rng(seed)
+    S, _, _, _, nkeys, _, _ = make_case(rng, n, bsize)
+    out = np.zeros((-(-n // grid), 2 * len(nkeys)), np.uint16)
+    K.chunk_zones(S[0], grid, out)
+    for c in range(len(out)):
+        part = S[0][:, c * grid:(c + 1) * grid]
+        assert np.array_equal(out[c], np.concatenate([part.min(axis=1), part.max(axis=1)]))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

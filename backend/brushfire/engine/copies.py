@@ -65,9 +65,9 @@ def default_cap() -> int:
 
 def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0) -> int:
     """Bytes per row of one copy (rounded up): a key per kept dim, the shard row when kept,
-    and its share of the grid chunks' histograms (`hist_slots` uint16 counts per CHUNK
-    rows)."""
-    return 2 * row_dims + (4 if rows_kept else 0) + -(-2 * hist_slots // K.CHUNK)
+    and its share of the grid chunks' zone maps and histograms (two uint16 keys per dim and
+    `hist_slots` uint16 counts per CHUNK rows)."""
+    return 2 * row_dims + (4 if rows_kept else 0) + -(-2 * (2 * row_dims + hist_slots) // K.CHUNK)
 
 
 HIST_SLOTS = 2048  # the most slots (all views' bars) a copy keeps chunk histograms of: 2 B/row
@@ -92,17 +92,18 @@ def choose_dims(candidates: list[int], n_rows: int, per_row: int, cap: int) -> l
 
 
 class Copy:
-    """One dim's clustered copy of one shard (kernels.cluster), with the histogram of
-    every CHUNK positions (kernels.chunk_hist; empty: none)."""
+    """One dim's clustered copy of one shard (kernels.cluster), with the zone maps and the
+    histogram of every CHUNK positions (kernels.chunk_zones, chunk_hist; empty: none)."""
 
-    def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray,
-                 hist: np.ndarray | None = None) -> None:
+    def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
         self.keys, self.rows, self.starts = keys, rows, starts
-        self.hist = np.zeros((0, 0), np.uint16) if hist is None else hist
+        self.zones = np.zeros((0, 0), np.uint16)
+        self.hist = np.zeros((0, 0), np.uint16)
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.rows.nbytes + self.starts.nbytes + self.hist.nbytes
+        return (self.keys.nbytes + self.rows.nbytes + self.starts.nbytes + self.zones.nbytes
+                + self.hist.nbytes)
 
 
 class Copies:
@@ -148,8 +149,11 @@ class Copies:
         copy = Copy(np.empty_like(keys), np.empty(n if self._rows_kept else 0, np.uint32),
                     np.empty(self._nkeys[d] + 2, np.int64))
         K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts)
+        chunks = -(-n // K.CHUNK)
+        copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
+        K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
         if self._slots:
-            copy.hist = np.zeros((-(-n // K.CHUNK), self._slots), np.uint16)
+            copy.hist = np.zeros((chunks, self._slots), np.uint16)
             K.chunk_hist(copy.keys, self._L, K.CHUNK, copy.hist)
         with self._lock:
             self._copies[d][i] = copy

@@ -472,6 +472,60 @@ def _add_hist(hist, c, w, views, L, counts) -> None:
 
 
 @njit(nogil=True, cache=True)
+def chunk_zones(C, grid, out):
+    """Zone maps of a clustered copy's grid chunks: out[c, e] and out[c, D + e] = the least
+    and greatest key on dim e of positions [c * grid, (c + 1) * grid). On a dim correlated
+    with the copy's (air time with distance, arrival with departure) a chunk's keys span
+    little, so that a filter on it passes or fails the whole chunk."""
+    nd, n = C.shape
+    for c in range(out.shape[0]):
+        c0 = c * grid
+        c1 = min(n, c0 + grid)
+        for e in range(nd):
+            col = C[e, c0:c1]
+            lo, hi = col[0], col[0]
+            for i in range(1, c1 - c0):
+                lo = min(lo, col[i])
+                hi = max(hi, col[i])
+            out[c, e] = lo
+            out[c, nd + e] = hi
+
+
+@njit(nogil=True, cache=True)
+def _decided(L, Q, union, zones, c) -> tuple:
+    """Of the filters in `union`, (those every row of grid chunk c passes, those every
+    row fails), as the chunk's zone maps decide them (`_key_pass` on each test)."""
+    nd = zones.shape[1] // 2
+    tdim = Q[10]
+    passing = np.uint64(0)
+    failing = np.uint64(0)
+    f = 0
+    m = union
+    while m:
+        if m & np.uint64(1):
+            bit = np.uint64(1) << np.uint64(f)
+            verdict = 1
+            for j in range(2):
+                t = 2 * f + j
+                d = tdim[t]
+                if d < 0:
+                    break
+                k = _key_pass(L, Q, t, zones[c, d], zones[c, nd + d])
+                if k == 0:
+                    verdict = 0
+                    break
+                if k < 0:
+                    verdict = -1
+            if verdict == 1:
+                passing |= bit
+            elif verdict == 0:
+                failing |= bit
+        m >>= np.uint64(1)
+        f += 1
+    return passing, failing
+
+
+@njit(nogil=True, cache=True)
 def chunk_hist(C, L, grid, out):
     """out[c, s] (zeroed by the caller) = how many rows of positions [c * grid, (c + 1) *
     grid) of a clustered copy fall in slot s: every view's bar of every row, unfiltered.
@@ -653,8 +707,8 @@ def _key_move(L, Q, Qold, t, k0, k1) -> np.int64:
 
 
 @njit(nogil=True, cache=True)
-def by_keys_clustered(S, C, crow, starts, hist, grid, d, L, Q, Qold, kranges, signs, mf, views,
-                      need, b0, b1, counts, sums, oks):
+def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf,
+                      views, need, b0, b1, counts, sums, oks):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
@@ -662,7 +716,9 @@ def by_keys_clustered(S, C, crow, starts, hist, grid, d, L, Q, Qold, kranges, si
     names. As in `scan`, the rows that count in no view (or whose weight is 0) are dropped
     before counting, where no view reads stored measures (those are read at shard rows,
     not at copy positions).
-    Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `hist` (`chunk_hist`, not
+    Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `zones` (`chunk_zones`,
+    not empty), a filter that a chunk's zone maps decide is not tested on its rows, and a
+    chunk failing one that every view needs is skipped. With `hist` (`chunk_hist`, not
     empty) and only count views, a whole grid chunk whose rows share one weight and mostly
     pass is counted as a complement: its histogram, less the rows failing (fewer to count).
     Cost: O(rows in the ranges x (filters + views)), sequential."""
@@ -724,7 +780,17 @@ def by_keys_clustered(S, C, crow, starts, hist, grid, d, L, Q, Qold, kranges, si
             else:
                 wts[:cn] = signs[p]
                 wu = signs[p]
-            _fails(C, raw, rows, c0, cn, union, L, Q, fail, crow)
+            tested, failing = union, np.uint64(0)
+            if zones.shape[0]:
+                passing, failing = _decided(L, Q, union, zones, c0 // grid)
+                if failing & common:  # counts in no view
+                    c0 = c1
+                    continue
+                tested = union & ~(passing | failing)
+            _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow)
+            if failing:
+                for i in range(cn):
+                    fail[i] |= failing
             alive = cn if stored else _alive_count(fail, wts, cn, common, dead2)
             if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
                 _add_hist(hist, c0 // grid, wu, views, L, counts)

@@ -999,8 +999,8 @@ class Session:
             for i, b0, b1 in us:
                 if copy is not None:
                     K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts,
-                                        copy[i].hist, K.CHUNK, d, L, q, q_old, kr, signs, mf, vi, need,
-                                        b0, b1, c, s, o)
+                                        copy[i].hist, copy[i].zones, K.CHUNK, d, L, q, q_old, kr, signs,
+                                        mf, vi, need, b0, b1, c, s, o)
                 else:
                     K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
