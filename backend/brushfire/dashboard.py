@@ -18,6 +18,7 @@ import numpy as np
 
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
+from brushfire.engine.copies import typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
@@ -147,6 +148,7 @@ def warm_kernels(store: LineageStore) -> None:
     c, s, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
     S = shard.arrays
     K.scan(S, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
+    K.scan_units(typed_list([S]), np.zeros((0, 3), np.int64), L, q, views, need, np.uint64(0), c, s, o)
     d = next((i for i, dim in enumerate(store.layout.dims) if dim.indexed), -1)
     if d >= 0:
         K.by_keys(S, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
@@ -159,6 +161,9 @@ def warm_kernels(store: LineageStore) -> None:
         K.by_keys_clustered(S, S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none,
                             K.CHUNK, d, L, q, q, kr, np.zeros(0, np.int64), -1, views, need, 0, 0,
                             c, s, o)
+        copies = typed_list([(S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none)])
+        K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, L, q, q, kr,
+                          np.zeros(0, np.int64), -1, views, need, c, s, o)
         none = np.zeros(0, np.int64)
         K.split_runs(np.zeros((1, 2), np.int64), none, none, none, none, none, kr, 2,
                      np.zeros((0, 4), np.int64))

@@ -25,12 +25,13 @@ pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
 
 def test_copies_are_chosen_in_order_while_they_fit():
     per_row = row_bytes(8, rows_kept=True)
-    assert per_row == 20
-    assert choose_dims([3, 1, 2], 1000, per_row, 60_000) == [3, 1, 2]
-    assert choose_dims([3, 1, 2], 1000, per_row, 59_999) == [3, 1]
+    assert per_row == 21  # 8 keys, the shard row, a chunk's zone maps (32 B per 2,048 rows)
+    assert choose_dims([3, 1, 2], 1000, per_row, 63_000) == [3, 1, 2]
+    assert choose_dims([3, 1, 2], 1000, per_row, 62_999) == [3, 1]
     assert choose_dims([3, 1, 2], 1000, per_row, 0) == []
     assert choose_dims([3, 1, 2], 0, per_row, 0) == []  # no rows: nothing to copy
-    assert row_bytes(8, rows_kept=False) == 16
+    assert row_bytes(8, rows_kept=False) == 17
+    assert row_bytes(8, rows_kept=False, hist_slots=2048) == 19  # + 4 KB of histogram per chunk
 
 
 def test_the_stores_of_a_process_share_one_cap(monkeypatch):

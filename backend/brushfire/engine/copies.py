@@ -22,6 +22,7 @@ import threading
 import weakref
 
 import numpy as np
+from numba.typed import List
 
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
@@ -120,6 +121,7 @@ class Copies:
         self.dims = dims
         weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
+        self._typed: dict[int, List] = {}  # d -> its copies' arrays, for kernels.clustered_units
         self._left = {d: len(shards) for d in dims}
         self._ready: set[int] = {d for d in dims if not shards}
         self._lock = threading.Lock()
@@ -132,6 +134,11 @@ class Copies:
     def of(self, d: int) -> list[Copy] | None:
         """Dim d's copy per shard, once every shard's is built; else None."""
         return self._copies[d] if d in self._ready else None  # type: ignore[return-value]
+
+    def typed(self, d: int) -> List:
+        """Dim d's copies as kernels.clustered_units takes them (once `of(d)` is not None):
+        per shard (keys, rows, starts, hist, zones) in a typed list."""
+        return self._typed[d]
 
     def start(self, pool: parallel.Pool) -> None:
         """Build the copies on the pool's background work (inline without workers)."""
@@ -158,5 +165,18 @@ class Copies:
         with self._lock:
             self._copies[d][i] = copy
             self._left[d] -= 1
-            if self._left[d] == 0:
+            done = self._left[d] == 0
+        if done:
+            self._typed[d] = typed_list((c.keys, c.rows, c.starts, c.hist, c.zones)
+                                        for c in self._copies[d])  # type: ignore[union-attr]
+            with self._lock:
                 self._ready.add(d)
+
+
+def typed_list(items) -> List:
+    """`items` (tuples of arrays of one type) in a numba typed list: a kernel takes it
+    without unpacking each array on every call."""
+    out = List()
+    for x in items:
+        out.append(x)
+    return out

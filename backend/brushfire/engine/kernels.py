@@ -372,6 +372,14 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
 
 
 @njit(nogil=True, cache=True)
+def scan_units(shards, units, L, Q, views, need, skip, counts, sums, oks):
+    """`scan` over units (shard, first block, end block), shards[i] the shard's arrays in a
+    typed list: one call for many shards (see `clustered_units`)."""
+    for u in range(units.shape[0]):
+        scan(shards[units[u, 0]], L, Q, views, need, skip, units[u, 1], units[u, 2], counts, sums, oks)
+
+
+@njit(nogil=True, cache=True)
 def _dead(f, w, common, dead2) -> bool:
     """Does a row failing filters `f`, of weight w, count in no view? (`common`: filters
     every view needs; dead2: no view leaves out two filters.)"""
@@ -707,8 +715,42 @@ def _key_move(L, Q, Qold, t, k0, k1) -> np.int64:
 
 
 @njit(nogil=True, cache=True)
+def _scratch() -> tuple:
+    """Buffers of a clustered pass (`_clustered`), allocated once per kernel call."""
+    return (np.empty(2 * CHUNK, np.int64), np.empty(2 * CHUNK, np.uint64), np.empty(2 * CHUNK, np.int64),
+            np.empty(2 * CHUNK, np.int64), np.empty(2 * CHUNK, np.uint64), np.empty(2 * CHUNK, np.int64),
+            np.empty(CHUNK, np.uint64), np.empty(CHUNK, np.uint64), np.empty(CHUNK, np.uint64),
+            np.zeros(CHUNK, np.int64), np.empty(CHUNK, np.int64), np.empty(2 * CHUNK, np.int64),
+            np.empty(2 * CHUNK, np.float64))
+
+
+@njit(nogil=True, cache=True)
 def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf,
                       views, need, b0, b1, counts, sums, oks):
+    """`_clustered` over one shard's copy."""
+    _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf, views,
+               need, b0, b1, counts, sums, oks, _scratch())
+
+
+@njit(nogil=True, cache=True)
+def clustered_units(shards, copies, units, d, L, Q, Qold, kranges, signs, mf, views, need, counts,
+                    sums, oks):
+    """`_clustered` over units (shard, first block, end block) of rows: shards[i] the
+    shard's arrays, copies[i] its copy for d (keys, rows, starts, hist, zones), both typed
+    lists. One call for many shards: a call costs ~9 us to unpack its arguments' arrays,
+    and a pass's buffers are allocated once."""
+    buf = _scratch()
+    for u in range(units.shape[0]):
+        i = units[u, 0]
+        S = shards[i]
+        c = copies[i]
+        _clustered(S, c[0], c[1], c[2], c[3], c[4], CHUNK, d, L, Q, Qold, kranges, signs, mf, views,
+                   need, units[u, 1], units[u, 2], counts, sums, oks, buf)
+
+
+@njit(nogil=True, cache=True)
+def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf, views,
+               need, b0, b1, counts, sums, oks, buf):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
@@ -738,21 +780,10 @@ def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kran
         measured |= L[7][views[j]] != 0
     complements = hist.shape[0] > 0 and not measured  # a histogram has no sums
     dead2 = union != 0 and _dead_when_two_fail(union, views, need)
-    pos2 = np.empty(2 * CHUNK, np.int64)
-    fail2 = np.empty(2 * CHUNK, np.uint64)
-    wts2 = np.empty(2 * CHUNK, np.int64)
-    pos3 = np.empty(2 * CHUNK, np.int64)  # rows of complemented chunks
-    fail3 = np.empty(2 * CHUNK, np.uint64)
-    wts3 = np.empty(2 * CHUNK, np.int64)
+    # pos3 etc.: the rows of complemented chunks; rows: unread (shard rows come from crow)
+    pos2, fail2, wts2, pos3, fail3, wts3, fail, fnow, fwas, rows, wts, bars, xs = buf
     m3 = 0
     mbit = np.uint64(1) << np.uint64(mf) if mf >= 0 else np.uint64(0)
-    fail = np.empty(CHUNK, np.uint64)
-    fnow = np.empty(CHUNK, np.uint64)
-    fwas = np.empty(CHUNK, np.uint64)
-    rows = np.zeros(CHUNK, np.int64)  # unread: shard rows come from crow, where needed
-    wts = np.empty(CHUNK, np.int64)
-    bars = np.empty(2 * CHUNK, np.int64)
-    xs = np.empty(2 * CHUNK, np.float64)
     m = 0  # rows gathered, not yet counted
     # a moving filter of one test on the copy's dim: the keys decide most chunks
     keyed = mf >= 0 and Q[10][2 * mf] == d and Q[10][2 * mf + 1] < 0

@@ -32,7 +32,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine import parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
-from brushfire.engine.copies import Copies, Copy, hist_slots, reserve, row_bytes
+from brushfire.engine.copies import Copies, Copy, hist_slots, reserve, row_bytes, typed_list
 from brushfire.engine.state import (
     FilterState,
     Selection,
@@ -161,6 +161,7 @@ class _Store:
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
+        self._shard_list = None
 
     def copies(self, pool: parallel.Pool) -> Copies:
         """The store's clustered key copies, their build started on the first call: the
@@ -179,6 +180,12 @@ class _Store:
                                       size, self.L)
                 self._copies.start(pool)
             return self._copies
+
+    def shard_list(self):
+        """The shards' arrays in a typed list (kernels' *_units), made on first use."""
+        if self._shard_list is None:
+            self._shard_list = typed_list(s.arrays for s in self._store.shards)
+        return self._shard_list
 
     def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
@@ -995,14 +1002,15 @@ class Session:
         shards, L = self.store.shards, self._s.L
         copy = self._copy(d)
 
+        typed = (self._s.shard_list(), self._copies.typed(d)) if copy is not None else None
+
         def units(us, c, s, o):
+            if typed is not None:
+                if us:
+                    K.clustered_units(*typed, _units(us), d, L, q, q_old, kr, signs, mf, vi, need, c, s, o)
+                return
             for i, b0, b1 in us:
-                if copy is not None:
-                    K.by_keys_clustered(shards[i].arrays, copy[i].keys, copy[i].rows, copy[i].starts,
-                                        copy[i].hist, copy[i].zones, K.CHUNK, d, L, q, q_old, kr, signs,
-                                        mf, vi, need, b0, b1, c, s, o)
-                else:
-                    K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
 
         cost = P.index_cost(self._rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
                             self.store.n_rows, len(self.active), copy is not None)
@@ -1048,11 +1056,12 @@ class Session:
     def _scan(self, vi, need, agg: Aggregates) -> None:
         self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
-        shards, L, q = self.store.shards, self._s.L, self.state.q
+        L, q = self._s.L, self.state.q
+        shards = self._s.shard_list() if self._s.units else None
 
         def units(us, c, s, o):
-            for i, b0, b1 in us:
-                K.scan(shards[i].arrays, L, q, vi, need, skip, b0, b1, c, s, o)
+            if us:
+                K.scan_units(shards, _units(us), L, q, vi, need, skip, c, s, o)
 
         cost = P.scan_cost(self.store.n_rows, len(self.active), len(vi))
         self._run(units, agg, self._threads(cost))
@@ -1266,6 +1275,11 @@ class Session:
         except InteractionError as e:
             msg = f"{what} of {view!r}: {e}"
             raise InteractionError(msg) from None
+
+
+def _units(us: list[tuple[int, int, int]]) -> np.ndarray:
+    """(shard, first block, end block) units as the kernels' *_units take them."""
+    return np.array(us, np.int64).reshape(-1, 3)
 
 
 def _keyed(sel: Selection | None) -> bool:
