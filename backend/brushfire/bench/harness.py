@@ -5,7 +5,6 @@ Brushfire's ratio to each baseline (JSON, a table, PNGs)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -247,12 +246,13 @@ def _target(args, engine: str):
                describe_dashboard(_open_here(args, "brushfire")))
         return
     from brushfire.bench.replay import replay
+    from brushfire.bench.replay import run as run_replay
 
     with serve(args, engine) as url:
         name = _only_dashboard(url) if not args.trace else load_trace(args.trace).dashboard
         description = _get_json(url, f"/api/dashboards/{name}")
-        yield (lambda trace, clients, keep: asyncio.run(replay(url, trace, clients, args.paced,
-                                                               keep_replies=keep)), description)
+        yield (lambda trace, clients, keep: run_replay(replay(url, trace, clients, args.paced,
+                                                              keep_replies=keep)), description)
 
 
 _opened: dict = {}  # (spec, engine) -> the dashboard served in this process

@@ -26,6 +26,16 @@ from brushfire.bench.trace import Trace
 from brushfire.errors import BrushfireError
 
 
+def run(coro):
+    """Run a replay on uvloop (a dependency where it builds: not on Windows), else on
+    asyncio's loop: the client's own event loop is part of every latency it measures."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
 class ReplayError(BrushfireError):
     """The server could not be reached or stopped answering."""
 
