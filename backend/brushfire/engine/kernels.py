@@ -760,9 +760,10 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, si
     not at copy positions).
     Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `zones` (`chunk_zones`,
     not empty), a filter that a chunk's zone maps decide is not tested on its rows, and a
-    chunk failing one that every view needs is skipped. With `hist` (`chunk_hist`, not
-    empty) and only count views, a whole grid chunk whose rows share one weight and mostly
-    pass is counted as a complement: its histogram, less the rows failing (fewer to count).
+    chunk failing one that every view needs (or two, in a crossfilter) is skipped. With
+    `hist` (`chunk_hist`, not empty) and only count views, a whole grid chunk whose rows
+    share one weight and mostly pass is counted as a complement: its histogram, less the
+    rows failing (fewer to count).
     Cost: O(rows in the ranges x (filters + views)), sequential."""
     raw, meas = S[1], S[2]
     n = C.shape[1]
@@ -814,8 +815,8 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, si
             tested, failing = union, np.uint64(0)
             if zones.shape[0]:
                 passing, failing = _decided(L, Q, union, zones, c0 // grid)
-                if failing & common:  # counts in no view
-                    c0 = c1
+                if failing & common or (dead2 and failing & (failing - np.uint64(1))):
+                    c0 = c1  # counts in no view (`_dead`)
                     continue
                 tested = union & ~(passing | failing)
             _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow)
