@@ -1002,7 +1002,7 @@ class Session:
         shards, L = self.store.shards, self._s.L
         copy = self._copy(d)
 
-        typed = (self._s.shard_list(), self._copies.typed(d)) if copy is not None else None
+        typed = (self._s.shard_list(), self._copies.typed(d)) if copy else None  # none: no shards
 
         def units(us, c, s, o):
             if typed is not None:
