@@ -147,7 +147,6 @@ def warm_kernels(store: LineageStore) -> None:
     kr = np.zeros((0, 2), np.int64)
     c, s, o = np.zeros(store.nslots, np.int64), np.zeros(store.nslots), np.zeros(store.nslots, np.int64)
     S = shard.arrays
-    K.scan(S, L, q, views, need, np.uint64(0), 0, 0, c, s, o)
     K.scan_units(typed_list([S]), np.zeros((0, 3), np.int64), L, q, views, need, np.uint64(0), c, s, o)
     d = next((i for i, dim in enumerate(store.layout.dims) if dim.indexed), -1)
     if d >= 0:
@@ -158,9 +157,6 @@ def warm_kernels(store: LineageStore) -> None:
         none = np.zeros((0, 0), np.uint16)
         K.chunk_hist(S[0][:, :0].copy(), L, K.CHUNK, none)
         K.chunk_zones(S[0][:, :0].copy(), K.CHUNK, none)
-        K.by_keys_clustered(S, S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none,
-                            K.CHUNK, d, L, q, q, kr, np.zeros(0, np.int64), -1, views, need, 0, 0,
-                            c, s, o)
         copies = typed_list([(S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none)])
         K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)

@@ -161,7 +161,8 @@ class _Store:
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
-        self._shard_list = None
+        # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
+        self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
 
     def copies(self, pool: parallel.Pool) -> Copies:
         """The store's clustered key copies, their build started on the first call: the
@@ -180,12 +181,6 @@ class _Store:
                                       size, self.L)
                 self._copies.start(pool)
             return self._copies
-
-    def shard_list(self):
-        """The shards' arrays in a typed list (kernels' *_units), made on first use."""
-        if self._shard_list is None:
-            self._shard_list = typed_list(s.arrays for s in self._store.shards)
-        return self._shard_list
 
     def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
@@ -1002,7 +997,7 @@ class Session:
         shards, L = self.store.shards, self._s.L
         copy = self._copy(d)
 
-        typed = (self._s.shard_list(), self._copies.typed(d)) if copy else None  # none: no shards
+        typed = (self._s.shard_list, self._copies.typed(d)) if copy else None  # none: no shards
 
         def units(us, c, s, o):
             if typed is not None:
@@ -1057,7 +1052,7 @@ class Session:
         self._rows_guard(-1, vi, need)
         skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
         L, q = self._s.L, self.state.q
-        shards = self._s.shard_list() if self._s.units else None
+        shards = self._s.shard_list
 
         def units(us, c, s, o):
             if us:
