@@ -18,6 +18,7 @@ from brushfire.bench.workloads import (
     multi,
     params,
     slide,
+    wide,
 )
 
 DAYS = [f"2001-01-{d:02d}T00:00:00+00:00" for d in range(1, 31)]
@@ -334,6 +335,27 @@ def test_human_needs_a_brushable_view_and_known_views():
         human(SIX_INFO, views=["distance", "origin"])
     only = human(SIX_INFO, views=["distance", "air_time"], events=500)
     assert {e.message["view"] for e in only.events if e.message["type"] == "brush"} == {"distance", "air_time"}
+
+
+def test_wide_keeps_every_view_brushed_and_jumps_one_at_a_time():
+    trace = wide(TAXI_INFO, seed=5, events=1_000)
+    assert trace == wide(TAXI_INFO, seed=5, events=1_000) and trace != wide(TAXI_INFO, seed=6, events=1_000)
+    parse_trace(trace.to_json())
+    messages = [e.message for e in trace.events]
+    names = [v.name for v in TAXI_INFO.views]
+    assert [m["view"] for m in messages[:5]] == names  # every view brushed first
+    assert len(messages) == 1_000 and messages[-1] == {"type": "clear"}
+    assert all(m["type"] == "brush" for m in messages[:-1])  # then never cleared
+    shares = {"whole": 0, "zero-width": 0}
+    for m in messages[5:-1]:
+        lo, hi = _extent(TAXI_INFO, m["view"]) if "y" not in m else (-74.05, -73.75)
+        assert lo <= m["interval"][0] <= m["interval"][1] <= hi + 1e-9
+        shares["whole"] += m["interval"] == pytest.approx([lo, hi])
+        shares["zero-width"] += m["interval"][0] == m["interval"][1]
+        assert ("y" in m) == (m["view"] in ("pickup", "dropoff"))
+    assert 0.2 < shares["whole"] / 995 < 0.3 and 0.1 < shares["zero-width"] / 995 < 0.2
+    with pytest.raises(ValueError, match="wide workload needs an interval- or rect-brushable view"):
+        wide(DashboardInfo("d", INFO.views[1:2], ()))
 
 
 def test_fixed_states_are_seeded_tagged_brushes_on_pixel_edges():

@@ -50,7 +50,7 @@ def add_arguments(p) -> None:
     what.add_argument("--trace", help="replay this trace file (docs/trace.md)")
     what.add_argument("--workload", default="slide", choices=sorted(workloads.WORKLOADS),
                       help="generate the trace from the dashboard (default slide)")
-    what.add_argument("--views", help="comma-separated views for slide / multi / human (default: all)")
+    what.add_argument("--views", help="comma-separated views for slide / multi / human / wide (default: all)")
     what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human")
     what.add_argument("--events", type=int, default=None,
                       help="events of multi, clicks, params, human, lookups (default 600, 200, 100, "
@@ -187,7 +187,7 @@ def _nth(reply: tuple[int, int, dict], every: int) -> bool:
 def _generate(args, description: dict) -> Trace:
     info = workloads.DashboardInfo.from_description(description)
     kwargs: dict = {}
-    if args.views and args.workload in ("slide", "multi", "human"):
+    if args.views and args.workload in ("slide", "multi", "human", "wide"):
         kwargs["views"] = args.views.split(",")
     if args.workload != "slide":
         kwargs["seed"] = args.seed

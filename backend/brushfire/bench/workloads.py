@@ -11,6 +11,9 @@
 - params: dropdown parameter changes while a brush is held;
 - human:  how people brush a crossfilter dashboard of many views (below);
 - lookups: lineage queries (details pages, linked highlighting) among random filters.
+- wide:   the engine's worst case, not a person: every brushable view brushed at once,
+          most brushes wide, and each event re-placing one view's brush in one jump
+          (below).
 `fixed_state` makes a selection state of brushes held at random places, for a trace to
 start from (`brushfire bench --state`; perf/bench_engine.py slides among them).
 The brush edges of slide, multi and params lie on pixel edges (`pixels.edges`); human's
@@ -503,6 +506,21 @@ class _Human:
         self.clock.add({"type": "parameter", "name": p.name, "value": value}, rng.uniform(300, 1200))
 
 
+def _brushable(info: DashboardInfo, views: list[str] | None, workload: str) -> list[ViewInfo]:
+    """The interval and rect views a workload brushes (`views`: only those)."""
+    brushable = [v for v in info.views if v.labels and v.brush in ("interval", "rect")]
+    if views is not None:
+        unknown = set(views) - {v.name for v in brushable}
+        if unknown:
+            msg = f"not interval- or rect-brushable views: {sorted(unknown)}"
+            raise ValueError(msg)
+        brushable = [v for v in brushable if v.name in views]
+    if not brushable:
+        msg = f"the {workload} workload needs an interval- or rect-brushable view"
+        raise ValueError(msg)
+    return brushable
+
+
 def _pointer(rng: random.Random, start: float, end: float, n: int) -> list[float]:
     """n pointer positions after `start`, along a minimum-jerk path to `end`, with a
     little tremor (sub-pixel)."""
@@ -524,17 +542,7 @@ def human(info: DashboardInfo, *, seed: int = 7, events: int = 50_000,
     """A session of `events` messages brushed as people do (the model is in the module
     docstring); the last is a clear of everything."""
     rng = random.Random(seed)
-    brushable = [v for v in info.views if v.labels and v.brush in ("interval", "rect")]
-    if views is not None:
-        unknown = set(views) - {v.name for v in brushable}
-        if unknown:
-            msg = f"not interval- or rect-brushable views: {sorted(unknown)}"
-            raise ValueError(msg)
-        brushable = [v for v in brushable if v.name in views]
-    if not brushable:
-        msg = "the human workload needs an interval- or rect-brushable view"
-        raise ValueError(msg)
-    user = _Human(info, rng, brushable, n_pixels, max_brushes)
+    user = _Human(info, rng, _brushable(info, views, "human"), n_pixels, max_brushes)
     while len(user.clock.events) < events - 1:
         user.step()
     del user.clock.events[max(events - 1, 0):]
@@ -542,6 +550,54 @@ def human(info: DashboardInfo, *, seed: int = 7, events: int = 50_000,
     user.clock.add({"type": "clear"}, PAUSE_MS)
     return Trace(info.name, tuple(user.clock.events),
                  {"workload": "human", "seed": seed, "pixels": n_pixels, "max_brushes": max_brushes})
+
+
+# wide: the shapes a jump re-places a brush with, and how often
+WIDE_SHAPES = {"whole": 0.25, "wide": 0.25, "zero-width": 0.15, "middle": 0.20, "narrow": 0.15}
+
+
+def _wide_pair(rng: random.Random, shape: str, n: int) -> tuple[float, float]:
+    """A brush of `shape` along an axis of n pixels, as its (first, last) pixel: the whole
+    extent, 0-20 % to 80-100 %, [a, a], 10-50 % wide, or 5 % wide."""
+    if shape == "whole":
+        return 0.0, float(n)
+    if shape == "wide":
+        return rng.uniform(0, 0.2) * n, rng.uniform(0.8, 1.0) * n
+    if shape == "zero-width":
+        a = rng.uniform(0, n)
+        return a, a
+    a = rng.uniform(0, 0.5 if shape == "middle" else 0.95) * n
+    return a, min(float(n), a + (rng.uniform(0.1, 0.5) if shape == "middle" else 0.05) * n)
+
+
+def wide(info: DashboardInfo, *, seed: int = 7, events: int = 2_000,
+         views: list[str] | None = None, n_pixels: int = pixels.PIXELS) -> Trace:
+    """The worst case of a crossfilter: first every interval and rect view is brushed wide,
+    then each event re-places a random view's brush in one jump, each axis with a shape of
+    WIDE_SHAPES (a quarter the whole extent, a quarter wide, some zero-width), while all
+    the other brushes stay, mostly wide: every update reads most rows under several
+    filters. No person brushes like this (`human` is how people do)."""
+    rng = random.Random(seed)
+    brushable = _brushable(info, views, "wide")
+
+    def brush(view: ViewInfo, shapes: list[str]) -> dict:
+        axes = axes_of(view, n_pixels)
+        pairs = [_wide_pair(rng, shape, n_pixels) for shape in shapes[:len(axes)]]
+        message = {"type": "brush", "view": view.name,
+                   "interval": [axes[0].value(pairs[0][0]), axes[0].value(pairs[0][1])]}
+        if len(axes) == 2:
+            message["y"] = [axes[1].value(pairs[1][0]), axes[1].value(pairs[1][1])]
+        return message
+
+    clock = _Clock()
+    for view in brushable:
+        clock.add(brush(view, ["wide", "wide"]), PAUSE_MS)
+    shapes, weights = list(WIDE_SHAPES), list(WIDE_SHAPES.values())
+    while len(clock.events) < events - 1:
+        view = rng.choice(brushable)
+        clock.add(brush(view, rng.choices(shapes, weights, k=2)), PAUSE_MS)
+    clock.add({"type": "clear"}, PAUSE_MS)
+    return Trace(info.name, tuple(clock.events), {"workload": "wide", "seed": seed, "pixels": n_pixels})
 
 
 def fixed_state(info: DashboardInfo, *, brushes: int = 2, points: int = 0, exclude: str | None = None,
@@ -588,4 +644,5 @@ def lookups(info: DashboardInfo, *, seed: int = 7, events: int = 20) -> Trace:
 
 
 WORKLOADS: dict[str, Callable[..., Trace]] = {"slide": slide, "multi": multi, "clicks": clicks,
-                                               "params": params, "human": human, "lookups": lookups}
+                                               "params": params, "human": human, "lookups": lookups,
+                                               "wide": wide}
