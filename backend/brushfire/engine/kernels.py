@@ -204,12 +204,22 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
         v = views[j]
         nv = need[v]
         base, nb = bar_off[v], nbars[v]
-        _bars(keys, rows, c0, n, v, L, bars)
         if nb < 256:
             # rows that fail go to a spare bar: the loop below stores unconditionally
             spare = nb + 1
-            for q in range(n):
-                bars[q] = bars[q] if ((fail[q] & nv) == 0) != inv else spare
+            if L[1][v] < 0:  # one dim: its bar looked up and the spare chosen in one loop
+                d0, lut = L[0][v], L[4][L[2][v]:]
+                if c0 >= 0:
+                    k0 = keys[d0, c0:c0 + n]
+                    for q in range(n):
+                        bars[q] = lut[k0[q]] if ((fail[q] & nv) == 0) != inv else spare
+                else:
+                    for q in range(n):
+                        bars[q] = lut[keys[d0, rows[q]]] if ((fail[q] & nv) == 0) != inv else spare
+            else:
+                _bars(keys, rows, c0, n, v, L, bars)
+                for q in range(n):
+                    bars[q] = bars[q] if ((fail[q] & nv) == 0) != inv else spare
             h = np.zeros((4, nb + 2), np.int64)
             q = 0
             while q + 4 <= n:
@@ -224,6 +234,7 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
             for b in range(nb + 1):
                 counts[base + b] += h[0, b] + h[1, b] + h[2, b] + h[3, b]
         else:
+            _bars(keys, rows, c0, n, v, L, bars)
             for q in range(n):
                 if ((fail[q] & nv) == 0) != inv:
                     counts[base + bars[q]] += wts[q]
