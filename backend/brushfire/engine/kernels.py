@@ -211,11 +211,13 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
                 d0, lut = L[0][v], L[4][L[2][v]:]
                 if c0 >= 0:
                     k0 = keys[d0, c0:c0 + n]
-                    for q in range(n):
-                        bars[q] = lut[k0[q]] if ((fail[q] & nv) == 0) != inv else spare
+                    for q in range(n):  # the bar read for every row: a select, no branch
+                        b = lut[k0[q]]
+                        bars[q] = b if ((fail[q] & nv) == 0) != inv else spare
                 else:
                     for q in range(n):
-                        bars[q] = lut[keys[d0, rows[q]]] if ((fail[q] & nv) == 0) != inv else spare
+                        b = lut[keys[d0, rows[q]]]
+                        bars[q] = b if ((fail[q] & nv) == 0) != inv else spare
             else:
                 _bars(keys, rows, c0, n, v, L, bars)
                 for q in range(n):
