@@ -51,10 +51,10 @@ def add_arguments(p) -> None:
     what.add_argument("--workload", default="slide", choices=sorted(workloads.WORKLOADS),
                       help="generate the trace from the dashboard (default slide)")
     what.add_argument("--views", help="comma-separated views for slide / multi / human / wide (default: all)")
-    what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human")
+    what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human, lookups, wide")
     what.add_argument("--events", type=int, default=None,
-                      help="events of multi, clicks, params, human, lookups (default 600, 200, 100, "
-                           "50000, 20)")
+                      help="events of multi, clicks, params, human, lookups, wide (default 600, 200, "
+                           "100, 50000, 20, 2000)")
     what.add_argument("--limit", type=int, default=None,
                       help="replay at most N events, evenly spaced over the trace")
     what.add_argument("--state", help="start every session from this selection state: tagged "

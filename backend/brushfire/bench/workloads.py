@@ -13,7 +13,7 @@
 - lookups: lineage queries (details pages, linked highlighting) among random filters.
 - wide:   the engine's worst case, not a person: every brushable view brushed at once,
           most brushes wide, and each event re-placing one view's brush in one jump
-          (below).
+          (`wide`, WIDE_SHAPES).
 `fixed_state` makes a selection state of brushes held at random places, for a trace to
 start from (`brushfire bench --state`; perf/bench_engine.py slides among them).
 The brush edges of slide, multi and params lie on pixel edges (`pixels.edges`); human's
