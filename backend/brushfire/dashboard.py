@@ -153,12 +153,12 @@ def warm_kernels(store: LineageStore) -> None:
         K.by_keys(S, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
         starts = np.zeros(store.layout.dims[d].nkeys + 2, np.int64)  # clustered copies, of no rows
         K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, S[0][:, :0].copy(),
-                  np.zeros(0, np.uint32), starts)
+                  np.zeros(0, np.uint32), starts, np.zeros(0))
         none = np.zeros((0, 0), np.uint16)
         K.chunk_hist(S[0][:, :0].copy(), L, K.CHUNK, none)
         K.chunk_zones(S[0][:, :0].copy(), K.CHUNK, none)
         copies = typed_list([(S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none)])
-        K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, L, q, q, kr,
+        K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)
         none = np.zeros(0, np.int64)
         K.split_runs(np.zeros((1, 2), np.int64), none, none, none, none, none, kr, 2,

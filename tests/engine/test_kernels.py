@@ -267,7 +267,9 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
     got = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]
     if clustered:
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
-        K.cluster(S[0], d, nkeys[d], C, crow, starts)
+        by_raw = rng.random() < 0.7  # a fine dim's copy in raw order within keys: edge buckets searched
+        raw = S[1][L[12][d]] if by_raw and L[12][d] >= 0 else np.zeros(0)
+        cdim = d if K.cluster(S[0], d, nkeys[d], C, crow, starts, raw) else -1
         hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
         zones = np.zeros((len(hist), 2 * len(nkeys)), np.uint16)
         if grid:
@@ -275,7 +277,7 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
             K.chunk_zones(C, grid, zones)
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
-            K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, L, Q, Qold, kr,
+            K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, cdim, L, Q, Qold, kr,
                                 signs, mf, views, need, b0, b1, *got)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
@@ -296,17 +298,26 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=CASE, keep_rows=st.booleans())
-def test_cluster_orders_the_shards_rows_by_key(case, keep_rows):
+@given(case=CASE, keep_rows=st.booleans(), by_raw=st.booleans(), nan=st.booleans())
+def test_cluster_orders_the_shards_rows_by_key(case, keep_rows, by_raw, nan):
+    """By key, then (given a fine dim's raw values) by raw value, then by row; a NaN among
+    the rows of a key (not the no-value key) leaves them in row order, and says so."""
     seed, n, bsize = case
     rng = np.random.default_rng(seed)
-    S, _, _, _, nkeys, _, _ = make_case(rng, n, bsize)
+    S, L, _, _, nkeys, _, _ = make_case(rng, n, bsize)
     d = int(rng.integers(0, len(nkeys)))
     keys = S[0]
+    raw = np.round(S[1][L[12][d]], 1) if by_raw and L[12][d] >= 0 else np.zeros(0)  # with ties
+    if raw.size and nan:
+        raw[rng.integers(0, n)] = np.nan
     C, crow, starts = np.empty_like(keys), np.empty(n if keep_rows else 0, np.uint32), \
         np.empty(nkeys[d] + 2, np.int64)
-    K.cluster(keys, d, nkeys[d], C, crow, starts)
-    perm = np.argsort(keys[d], kind="stable")
+    sorted_ = K.cluster(keys, d, nkeys[d], C, crow, starts, raw)
+    valued = keys[d] < nkeys[d]
+    want_sorted = raw.size > 0 and not np.isnan(raw[valued]).any()
+    assert sorted_ == want_sorted
+    within = np.where(valued, raw, 0) if want_sorted else np.zeros(n)  # the no-value key: by row
+    perm = np.lexsort((within, keys[d]))
     assert np.array_equal(C, keys[:, perm])
     if keep_rows:
         assert np.array_equal(crow, perm)

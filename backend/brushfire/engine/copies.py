@@ -4,9 +4,10 @@ The store keeps each row's keys once, in row order, and per indexed dim a block-
 order. Rows reached through that order (an update's changed keys, a filter's rows) are
 spread over the shard: at 30M rows a move reaches about 1 % of them, and each costs one
 memory line per column it reads, about 80 ns. A clustered copy of a shard for dim d holds
-every kept dim's keys with the shard's rows ordered by their key on d, the shard row of
-each position (only when raw values or stored measures are read), and where each key's
-rows start. A key range of d is then one run per shard, read sequentially: about what a
+every kept dim's keys with the shard's rows ordered by their key on d (a fine dim's: then
+by raw value, so that a bound inside a key splits its run in two), the shard row of each
+position (only when raw values or stored measures are read), and where each key's rows
+start. A key range of d is then one run per shard, read sequentially: about what a
 row costs in a scan.
 
 Copies are optional: built in the background (a shard per chunk, never ahead of a reply)
@@ -30,6 +31,7 @@ from brushfire.engine import parallel
 COPY_MEMORY_ENV = "BRUSHFIRE_COPY_MEMORY"  # e.g. "4GB"; "0" builds none
 
 
+_NO_RAW = np.empty(0, np.float64)  # a copy not sorted by raw value within its keys
 _reserved = [0]  # bytes the process's copies take, all stores together
 _reserved_lock = threading.Lock()
 
@@ -98,6 +100,7 @@ class Copy:
 
     def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
         self.keys, self.rows, self.starts = keys, rows, starts
+        self.by_raw = False  # each key's rows in raw order (a fine dim's copy with rows kept)
         self.zones = np.zeros((0, 0), np.uint16)
         self.hist = np.zeros((0, 0), np.uint16)
 
@@ -114,7 +117,8 @@ class Copies:
                  reserved: int = 0, L: tuple | None = None) -> None:
         """`reserved`: bytes `reserve` counted for these copies, given back when they go;
         `L`: the layout arrays the chunk histograms count (None, or no `hist_slots`:
-        none)."""
+        none), and whose raw rows (L[12]) name the fine dims, whose copies keep each key's
+        rows in raw order when the shard rows are kept."""
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
         self._L = L
         self._slots = hist_slots(L) if L is not None else 0
@@ -140,6 +144,11 @@ class Copies:
         per shard (keys, rows, starts, hist, zones) in a typed list."""
         return self._typed[d]
 
+    def cdim(self, d: int) -> int:
+        """kernels.clustered_units' cdim for dim d's copies (once `of(d)` is not None): d
+        when every shard's keeps each key's rows in raw order, else -1."""
+        return d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
+
     def start(self, pool: parallel.Pool) -> None:
         """Build the copies on the pool's background work (inline without workers)."""
         chunks = (lambda d=d, i=i: self._build(d, i) for d in self.dims for i in range(len(self._shards)))
@@ -155,7 +164,9 @@ class Copies:
         n = keys.shape[1]
         copy = Copy(np.empty_like(keys), np.empty(n if self._rows_kept else 0, np.uint32),
                     np.empty(self._nkeys[d] + 2, np.int64))
-        K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts)
+        rc = int(self._L[12][d]) if self._L is not None and self._rows_kept else -1
+        raw = self._shards[i].arrays[1][rc] if rc >= 0 else _NO_RAW
+        copy.by_raw = bool(K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts, raw))
         chunks = -(-n // K.CHUNK)
         copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
         K.chunk_zones(copy.keys, K.CHUNK, copy.zones)

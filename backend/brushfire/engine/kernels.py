@@ -62,11 +62,12 @@ def _shard_row(rows, crow, c0, i) -> np.int64:
 
 
 @njit(nogil=True, cache=True)
-def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow):
+def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow, cdim=-1):
     """fail[i] = the filters in `union` that row i of the chunk fails, for i < n: its keys
     are at column rows[i] of `keys`, or at c0 + i when c0 >= 0 (a sequential pass: the
     tests vectorize); its raw values at `_shard_row` (a clustered copy's keys are in
-    another order than the shard's raw values)."""
+    another order than the shard's raw values). cdim: the fine dim whose clustered copy
+    `keys` is, its keys' rows in raw order (`cluster`), else -1."""
     tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
     draw = L[12]
     for i in range(n):
@@ -123,6 +124,9 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow):
                             last = max(last, i if h else -1)
                     rc = draw[d]
                     vlo, vhi = tvlo[t], tvhi[t]
+                    if d == cdim and c0 >= 0:
+                        _edge_runs(keys[d], raw[rc], crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail)
+                        continue
                     for i in range(first, last + 1):
                         k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
                         if k in (elo, ehi):
@@ -146,6 +150,42 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow):
                         fail[i] |= bit * np.uint64(not bits[row, bars[i] // w])
         m >>= np.uint64(1)
         f += 1
+
+
+@njit(nogil=True, cache=True)
+def _edge_runs(kd, rawd, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail) -> None:
+    """`_fails`' fine edge buckets on the dim's own clustered copy (`cluster`: a key's rows
+    in raw order): chunk rows first..last, at positions c0 + i, hold runs of one key each;
+    in key elo's run the rows with raw < vlo are a prefix, in key ehi's those with
+    raw > vhi a suffix, each found by a binary search that reads a few raw values instead
+    of every row's (scattered over the shard: ~75 ns each)."""
+    i = first
+    while i <= last:
+        k = np.int64(kd[c0 + i])
+        j = i + 1
+        while j <= last and kd[c0 + j] == kd[c0 + i]:
+            j += 1
+        if k == elo:  # the first row of the run with raw >= vlo
+            a, z = i, j
+            while a < z:
+                mid = (a + z) // 2
+                if rawd[crow[c0 + mid]] < vlo:
+                    a = mid + 1
+                else:
+                    z = mid
+            for r in range(i, a):
+                fail[r] |= bit
+        if k == ehi:  # the first row of the run with raw > vhi
+            a, z = i, j
+            while a < z:
+                mid = (a + z) // 2
+                if rawd[crow[c0 + mid]] > vhi:
+                    z = mid
+                else:
+                    a = mid + 1
+            for r in range(a, j):
+                fail[r] |= bit
+        i = j
 
 
 @njit(nogil=True, cache=True)
@@ -668,11 +708,14 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
 
 
 @njit(nogil=True, cache=True)
-def cluster(keys, d, nkeys, out, rows, starts):
+def cluster(keys, d, nkeys, out, rows, starts, raw) -> bool:
     """A clustered copy of one shard for dim d (engine/copies.py), by a counting sort:
-    rows[p] is the shard row at position p of the rows ordered by their key on d (then by
-    row), out[e, p] its key on kept dim e, and the rows of key k are positions
-    starts[k] .. starts[k + 1] - 1 (k = nkeys: no value). `rows` may be empty: not kept."""
+    rows[p] is the shard row at position p of the rows ordered by their key on d, then by
+    their raw value on d (`raw`, a fine dim's values; empty: not sorted), then by row;
+    out[e, p] is its key on kept dim e, and the rows of key k are positions
+    starts[k] .. starts[k + 1] - 1 (k = nkeys: no value). `rows` may be empty: not kept.
+    True when the rows of every key are in raw order (no NaN among them): a fine edge
+    bucket's rows failing its test are then a prefix or a suffix of the bucket's run."""
     n = keys.shape[1]
     starts[:] = 0
     col = keys[d]
@@ -686,6 +729,18 @@ def cluster(keys, d, nkeys, out, rows, starts):
         k = np.int64(col[r])
         perm[fill[k]] = r
         fill[k] += 1
+    by_raw = raw.shape[0] == n and n > 0
+    if by_raw:
+        for p in range(starts[nkeys]):  # the no-value key's rows (last) may be NaN
+            if np.isnan(raw[perm[p]]):
+                by_raw = False
+                break
+    if by_raw:
+        for k in range(nkeys):
+            a, z = starts[k], starts[k + 1]
+            if z - a > 1:
+                run = perm[a:z].copy()
+                perm[a:z] = run[np.argsort(raw[run], kind="mergesort")]  # stable: then by row
     for e in range(keys.shape[0]):
         src = keys[e]
         dst = out[e]
@@ -694,6 +749,7 @@ def cluster(keys, d, nkeys, out, rows, starts):
     if rows.shape[0]:
         for p in range(n):
             rows[p] = perm[p]
+    return by_raw
 
 
 @njit(nogil=True, cache=True)
@@ -738,39 +794,40 @@ def _scratch() -> tuple:
 
 
 @njit(nogil=True, cache=True)
-def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf,
-                      views, need, b0, b1, counts, sums, oks):
+def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs,
+                      mf, views, need, b0, b1, counts, sums, oks):
     """`_clustered` over one shard's copy."""
-    _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf, views,
-               need, b0, b1, counts, sums, oks, _scratch())
+    _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs, mf,
+               views, need, b0, b1, counts, sums, oks, _scratch())
 
 
 @njit(nogil=True, cache=True)
-def clustered_units(shards, copies, units, d, L, Q, Qold, kranges, signs, mf, views, need, counts,
-                    sums, oks):
+def clustered_units(shards, copies, units, d, cdim, L, Q, Qold, kranges, signs, mf, views, need,
+                    counts, sums, oks):
     """`_clustered` over units (shard, first block, end block) of rows: shards[i] the
     shard's arrays, copies[i] its copy for d (keys, rows, starts, hist, zones), both typed
-    lists. One call for many shards: a call costs ~9 us to unpack its arguments' arrays,
+    lists; cdim: d when the copies keep each key's rows in raw order (`cluster`), else -1. One call for many shards: a call costs ~9 us to unpack its arguments' arrays,
     and a pass's buffers are allocated once."""
     buf = _scratch()
     for u in range(units.shape[0]):
         i = units[u, 0]
         S = shards[i]
         c = copies[i]
-        _clustered(S, c[0], c[1], c[2], c[3], c[4], CHUNK, d, L, Q, Qold, kranges, signs, mf, views,
-                   need, units[u, 1], units[u, 2], counts, sums, oks, buf)
+        _clustered(S, c[0], c[1], c[2], c[3], c[4], CHUNK, d, cdim, L, Q, Qold, kranges, signs, mf,
+                   views, need, units[u, 1], units[u, 2], counts, sums, oks, buf)
 
 
 @njit(nogil=True, cache=True)
-def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, signs, mf, views,
-               need, b0, b1, counts, sums, oks, buf):
+def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs, mf,
+               views, need, b0, b1, counts, sums, oks, buf):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
     they split blocks); raw values and stored measures are read at the shard rows `crow`
-    names. As in `scan`, the rows that count in no view (or whose weight is 0) are dropped
-    before counting, where no view reads stored measures (those are read at shard rows,
-    not at copy positions).
+    names (d's own fine edge buckets by a binary search when cdim == d: `_edge_runs`). As
+    in `scan`, the rows that count in no view (or whose weight is 0) are dropped before
+    counting, where no view reads stored measures (those are read at shard rows, not at
+    copy positions).
     Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `zones` (`chunk_zones`,
     not empty), a filter that a chunk's zone maps decide is not tested on its rows, and a
     chunk failing one that every view needs (or two, in a crossfilter) is skipped. With
@@ -818,8 +875,8 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, si
                     wts[:cn] = w
                     wu = w
                 else:
-                    _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow)
-                    _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow)
+                    _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow, cdim)
+                    _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow, cdim)
                     for i in range(cn):
                         wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
             else:
@@ -832,7 +889,7 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, L, Q, Qold, kranges, si
                     c0 = c1  # counts in no view (`_dead`)
                     continue
                 tested = union & ~(passing | failing)
-            _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow)
+            _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow, cdim)
             if failing:
                 for i in range(cn):
                     fail[i] |= failing
