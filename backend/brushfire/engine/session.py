@@ -22,6 +22,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,6 +160,7 @@ class _Store:
         self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
         self._store = store
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
@@ -199,6 +201,16 @@ class _Store:
                               for i in (5, 6))
                 self._zones = (zmin, zmax, np.concatenate(sizes))
         return self._zones
+
+    def rows_in_blocks(self, mask: int) -> int:
+        """The rows of the blocks of `zones` whose bits `mask` sets: a block's rows, less
+        what the short ones (a shard's last) lack."""
+        if self._short is None:
+            sizes = self.zones()[2]
+            full = int(sizes.max()) if len(sizes) else 0
+            self._short = (full, [(int(j), full - int(sizes[j])) for j in np.flatnonzero(sizes < full)])
+        full, short = self._short
+        return full * mask.bit_count() - sum(lack for j, lack in short if mask >> j & 1)
 
     @staticmethod
     def of(store: LineageStore) -> _Store:
@@ -246,6 +258,8 @@ class Session:
         self._cube_starts = {d: np.asarray(dim.cube_starts, np.int64)  # dim -> its cube blocks
                              for d, dim in enumerate(self.layout.dims) if dim.cube_starts is not None}
         self._cubes_of: dict[tuple, dict] = {}  # (active filters, views) -> view -> cube filters
+        self._others_of: dict[tuple, tuple] = {}  # (active filters, view) -> _filters_of(view)
+        self._splits: dict[int, list] = {}  # n -> _split(n)
         self._lock = threading.Lock()  # one interaction at a time
 
     def wait_for_copies(self, timeout: float | None = None) -> bool:
@@ -452,7 +466,7 @@ class Session:
 
     # --- the update machinery -------------------------------------------------------
 
-    def _require_rows(self, views: list[str], filters: list[str], what: str) -> None:
+    def _require_rows(self, views: Sequence[str], filters: Sequence[str], what: str) -> None:
         """NotCapturedError unless the views can be counted and the filters tested row by
         row (over the memory budget some dims keep cubes only)."""
         lay = self.layout
@@ -644,7 +658,8 @@ class Session:
     def _filter_rows(self, g: str, sel: Selection) -> tuple:
         """What the planner needs of active filter g, kept while its selection stays:
         (rows, key ranges) passing it and where it may fail, its cubes' edge rows (None: no
-        cube), and the blocks its interval tests cannot skip (None: no interval test)."""
+        cube), and the blocks its interval tests cannot skip (bit j: block j of
+        `_Store.zones`; None: no interval test)."""
         cached = self._rows_cache.get(g)
         if cached is not None and cached[0] is sel:
             return cached[1]
@@ -654,10 +669,11 @@ class Session:
         keep = None
         if any(u.mode == 1 for u in sel.tests):
             zmin, zmax, sizes = self._s.zones()
-            keep = np.ones(len(sizes), bool)
+            kept = np.ones(len(sizes), bool)
             for u in sel.tests:
                 if u.mode == 1:
-                    keep &= (zmax[u.dim] >= u.lo) & (zmin[u.dim] <= u.hi)
+                    kept &= (zmax[u.dim] >= u.lo) & (zmin[u.dim] <= u.hi)
+            keep = int.from_bytes(np.packbits(kept, bitorder="little").tobytes(), "little")
         out = ((self._rows_of(t.dim, kr), max(1, len(kr))),
                (sum(self._rows_of(u.dim, k) for u, k in zip(sel.tests, fkr, strict=True)),
                 max(1, sum(len(k) for k in fkr))),
@@ -933,7 +949,14 @@ class Session:
         return 1 if cost < SMALL_WORK else self._pool.workers + 1
 
     def _split(self, n: int) -> list[list[tuple[int, int, int]]]:
-        """The store's blocks as `n` lists of (shard, first block, end block), about equal."""
+        """The store's blocks as `n` lists of (shard, first block, end block), about equal
+        (the same lists every time: callers only read them)."""
+        out = self._splits.get(n)
+        if out is None:
+            out = self._splits[n] = self._split_blocks(n)
+        return out
+
+    def _split_blocks(self, n: int) -> list[list[tuple[int, int, int]]]:
         units = self._s.units
         total = self._s.blocks
         per = max(1, math.ceil(total / max(1, n)))
@@ -1067,14 +1090,17 @@ class Session:
         """Per need mask, the rows a scan reads for it: those of the blocks its zone maps
         cannot skip (one of its filters selects no key of the block). Data sorted by a
         brushed field skips most."""
-        keeps = {g: self._filter_rows(g, sel)[3] for g, sel in self.active.items()}
+        keeps = [(self._fi[g], k) for g, sel in self.active.items()
+                 if (k := self._filter_rows(g, sel)[3]) is not None]
         out: dict[int, int] = {}
         for nd in needs:
             nd = int(nd)
             if nd not in out:
-                masks = [k for g, k in keeps.items() if k is not None and nd >> self._fi[g] & 1]
-                out[nd] = int(self._s.zones()[2][np.logical_and.reduce(masks)].sum()) if masks \
-                    else self.store.n_rows
+                mask = -1  # every block
+                for f, k in keeps:
+                    if nd >> f & 1:
+                        mask &= k
+                out[nd] = self._s.rows_in_blocks(mask) if mask != -1 else self.store.n_rows
         return [out[int(nd)] for nd in needs]
 
     # --- helpers ----------------------------------------------------------------------
@@ -1134,7 +1160,7 @@ class Session:
         kr = merge_ranges([(int(k), int(k)) for k in keys])
         return test, (d, np.asarray(kr, np.int64).reshape(-1, 2))
 
-    def _driver(self, names: list[str]) -> tuple[int, list]:
+    def _driver(self, names: Sequence[str]) -> tuple[int, list]:
         """The indexed dim and key ranges of the most selective of filters `names`, or
         (-1, []) when scanning every row is cheaper."""
         best, best_rows = (-1, []), self.store.n_rows // 4
@@ -1158,12 +1184,22 @@ class Session:
         p = self._s.keyprefix[d]
         return int(sum(p[b + 1] - p[a] for a, b in kranges))
 
-    def _others(self, view: str) -> list[str]:
+    def _others(self, view: str) -> tuple[str, ...]:
         """Active filters that apply to `view` (its own brush never does; every one
         applies to ALL)."""
-        if view == ALL:
-            return list(self.active)
-        return [g for g in self.active if view in self._applies[g]]
+        return self._filters_of(view)[0]
+
+    def _filters_of(self, view: str) -> tuple[tuple[str, ...], np.uint64]:
+        """`_others(view)` and their bits (`_need`), kept per set of active filters: an
+        update asks for them a few dozen times (~2 us each, computed)."""
+        key = (tuple(self.active), view)
+        hit = self._others_of.get(key)
+        if hit is None:
+            others = tuple(g for g in self.active if view == ALL or view in self._applies[g])
+            if len(self._others_of) >= 4096:  # many filters, set in many orders
+                self._others_of.clear()
+            hit = self._others_of[key] = (others, np.uint64(sum(1 << self._fi[g] for g in others)))
+        return hit
 
     def _vl(self, view: str) -> ViewLayout:
         return self._s.all if view == ALL else self.layout.view(view)
@@ -1172,7 +1208,7 @@ class Session:
         return tuple((g, s.tests) for g, s in self.active.items() if g != name)
 
     def _need(self, view: str) -> np.uint64:
-        return np.uint64(sum(1 << self._fi[g] for g in self._others(view)))
+        return self._filters_of(view)[1]
 
     def _needs(self, views: list[str]) -> np.ndarray:
         out = np.zeros(len(self._vindex), np.uint64)
