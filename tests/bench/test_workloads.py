@@ -16,6 +16,7 @@ from brushfire.bench.workloads import (
     human,
     lookups,
     multi,
+    options,
     params,
     slide,
     wide,
@@ -377,3 +378,11 @@ def test_lookups_page_details_and_highlight_among_random_filters():
     assert kinds == ["filters", "details", "details", "highlight"] * 4 + ["clear"]
     with pytest.raises(ValueError, match="needs details or highlight declared"):
         lookups(INFO)
+
+
+def test_options_are_read_from_each_generators_signature():
+    """The harness passes --views, --seed and --events only to a workload that takes them."""
+    assert options("slide") == {"views": None}
+    assert options("clicks") == {"seed": 7, "events": 200}
+    assert options("human") == {"views": None, "seed": 7, "events": 50_000}
+    assert options("wide")["events"] == 2_000

@@ -50,11 +50,14 @@ def add_arguments(p) -> None:
     what.add_argument("--trace", help="replay this trace file (docs/trace.md)")
     what.add_argument("--workload", default="slide", choices=sorted(workloads.WORKLOADS),
                       help="generate the trace from the dashboard (default slide)")
-    what.add_argument("--views", help="comma-separated views for slide / multi / human / wide (default: all)")
-    what.add_argument("--seed", type=int, default=7, help="seed of multi, clicks, params, human, lookups, wide")
+    takes = {w: workloads.options(w) for w in sorted(workloads.WORKLOADS)}
+    what.add_argument("--views", help="comma-separated views for "
+                      f"{' / '.join(w for w, o in takes.items() if 'views' in o)} (default: all)")
+    what.add_argument("--seed", type=int, default=7,
+                      help=f"seed of {', '.join(w for w, o in takes.items() if 'seed' in o)} (default 7)")
     what.add_argument("--events", type=int, default=None,
-                      help="events of multi, clicks, params, human, lookups, wide (default 600, 200, "
-                           "100, 50000, 20, 2000)")
+                      help="events of " + ", ".join(f"{w} (default {o['events']})"
+                                                    for w, o in takes.items() if "events" in o))
     what.add_argument("--limit", type=int, default=None,
                       help="replay at most N events, evenly spaced over the trace")
     what.add_argument("--state", help="start every session from this selection state: tagged "
@@ -186,13 +189,10 @@ def _nth(reply: tuple[int, int, dict], every: int) -> bool:
 
 def _generate(args, description: dict) -> Trace:
     info = workloads.DashboardInfo.from_description(description)
-    kwargs: dict = {}
-    if args.views and args.workload in ("slide", "multi", "human", "wide"):
-        kwargs["views"] = args.views.split(",")
-    if args.workload != "slide":
-        kwargs["seed"] = args.seed
-        if args.events:
-            kwargs["events"] = args.events
+    takes = workloads.options(args.workload)
+    given = {"views": args.views.split(",") if args.views else None, "seed": args.seed,
+             "events": args.events or None}
+    kwargs = {k: v for k, v in given.items() if k in takes and v is not None}
     try:
         return workloads.WORKLOADS[args.workload](info, **kwargs)
     except ValueError as e:

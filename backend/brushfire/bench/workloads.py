@@ -52,6 +52,7 @@ the extent. Heatmaps get rect brushes (`interval` and `y`), each axis drawn as a
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable
@@ -646,3 +647,10 @@ def lookups(info: DashboardInfo, *, seed: int = 7, events: int = 20) -> Trace:
 WORKLOADS: dict[str, Callable[..., Trace]] = {"slide": slide, "multi": multi, "clicks": clicks,
                                                "params": params, "human": human, "lookups": lookups,
                                                "wide": wide}
+
+
+def options(workload: str) -> dict[str, object]:
+    """The harness's options (views, seed, events) the workload's generator takes, with
+    its defaults: read from its signature, so a new workload needs no other list."""
+    params = inspect.signature(WORKLOADS[workload]).parameters
+    return {name: params[name].default for name in ("views", "seed", "events") if name in params}
