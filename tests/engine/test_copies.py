@@ -17,6 +17,7 @@ from brushfire.describe import describe_dashboard
 from brushfire.engine.copies import choose_dims, row_bytes
 from brushfire.engine.parallel import Job, Pool
 from brushfire.engine.session import Session
+from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
 
@@ -129,3 +130,39 @@ def test_passes_over_copies_split_among_threads_change_no_reply(rich, monkeypatc
             split = threaded._split_runs(copy, np.asarray(kr, np.int64), n)
             blocks = sorted((i, b) for units in split for i, b0, b1 in units for b in range(b0, b1))
             assert blocks == sorted((i, b) for i, nb in threaded._s.units for b in range(nb))
+
+
+@pytest.fixture(scope="module")
+def rich_fine(small_parquet, tmp_path_factory):
+    """`rich` with fields of over 40 distinct values in fine keys (raw values decide the
+    rows of a bound's bucket)."""
+    from server.conftest import rich_spec
+
+    spec = parse_dashboard(rich_spec(small_parquet))
+    plan = plan_capture(spec)
+    store = capture_table(plan, pq.read_table(small_parquet), tmp_path_factory.mktemp("copies-fine"),
+                          CaptureConfig(block_rows=64, shard_rows=320, max_keys=40),
+                          partitions=[1200, 0, 700, 1100])
+    return Dashboard(spec, plan, store)
+
+
+def test_a_fine_dims_copies_keep_each_keys_rows_in_raw_order(rich_fine):
+    """So that the rows of a bound's bucket failing it are a prefix or a suffix of the
+    bucket's run, found by a binary search (kernels._edge_runs): the replies are those of a
+    session without copies."""
+    with_copies = Session(rich_fine.store, rich_fine.plan, pool=Pool(0))
+    assert with_copies.wait_for_copies(60)
+    lay = rich_fine.store.layout
+    fine = [d for d in with_copies._copies.dims if lay.dims[d].kind == "fine"]
+    assert fine
+    for d in fine:
+        assert with_copies._copies.cdim(d) == d
+        for shard, copy in zip(rich_fine.store.shards, with_copies._copies.of(d), strict=True):
+            raw = np.asarray(shard.arrays[1][lay.dims[d].raw])[copy.rows]
+            for k in range(lay.dims[d].nkeys):
+                assert (np.diff(raw[copy.starts[k]:copy.starts[k + 1]]) >= 0).all()
+    without = Session(rich_fine.store, rich_fine.plan, pool=Pool(0), copies=False)
+    info = workloads.DashboardInfo.from_description(describe_dashboard(rich_fine))
+    for ev in workloads.human(info, events=400, seed=11).events:
+        assert comparable(protocol.handle(with_copies, ev.message)) == comparable(
+            protocol.handle(without, ev.message)), ev.message

@@ -126,6 +126,7 @@ class Copies:
         weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
         self._typed: dict[int, List] = {}  # d -> its copies' arrays, for kernels.clustered_units
+        self._cdim: dict[int, int] = {}  # d -> cdim(d)
         self._left = {d: len(shards) for d in dims}
         self._ready: set[int] = {d for d in dims if not shards}
         self._lock = threading.Lock()
@@ -147,7 +148,7 @@ class Copies:
     def cdim(self, d: int) -> int:
         """kernels.clustered_units' cdim for dim d's copies (once `of(d)` is not None): d
         when every shard's keeps each key's rows in raw order, else -1."""
-        return d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
+        return self._cdim.get(d, -1)
 
     def start(self, pool: parallel.Pool) -> None:
         """Build the copies on the pool's background work (inline without workers)."""
@@ -166,7 +167,8 @@ class Copies:
                     np.empty(self._nkeys[d] + 2, np.int64))
         rc = int(self._L[12][d]) if self._L is not None and self._rows_kept else -1
         raw = self._shards[i].arrays[1][rc] if rc >= 0 else _NO_RAW
-        copy.by_raw = bool(K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts, raw))
+        by_raw = K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts, raw)
+        copy.by_raw = rc >= 0 and bool(by_raw)
         chunks = -(-n // K.CHUNK)
         copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
         K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
@@ -180,6 +182,7 @@ class Copies:
         if done:
             self._typed[d] = typed_list((c.keys, c.rows, c.starts, c.hist, c.zones)
                                         for c in self._copies[d])  # type: ignore[union-attr]
+            self._cdim[d] = d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
             with self._lock:
                 self._ready.add(d)
 

@@ -714,8 +714,9 @@ def cluster(keys, d, nkeys, out, rows, starts, raw) -> bool:
     their raw value on d (`raw`, a fine dim's values; empty: not sorted), then by row;
     out[e, p] is its key on kept dim e, and the rows of key k are positions
     starts[k] .. starts[k + 1] - 1 (k = nkeys: no value). `rows` may be empty: not kept.
-    True when the rows of every key are in raw order (no NaN among them): a fine edge
-    bucket's rows failing its test are then a prefix or a suffix of the bucket's run."""
+    True when the rows of every key are in raw order (`raw` given and no NaN among them;
+    vacuously with no rows): a fine edge bucket's rows failing its test are then a prefix
+    or a suffix of the bucket's run."""
     n = keys.shape[1]
     starts[:] = 0
     col = keys[d]
@@ -729,7 +730,7 @@ def cluster(keys, d, nkeys, out, rows, starts, raw) -> bool:
         k = np.int64(col[r])
         perm[fill[k]] = r
         fill[k] += 1
-    by_raw = raw.shape[0] == n and n > 0
+    by_raw = raw.shape[0] == n
     if by_raw:
         for p in range(starts[nkeys]):  # the no-value key's rows (last) may be NaN
             if np.isnan(raw[perm[p]]):
