@@ -126,7 +126,7 @@ def run(args) -> int:
                     warm = subsample(trace, args.warmup)
                     play(Trace(warm.dashboard, warm.events[:args.warmup]), 1, False)
                 load_before = os.getloadavg()
-                result = play(trace, args.clients, args.check)
+                result = play(trace, args.clients, args.check_every if args.check else 0)
                 load_after = os.getloadavg()
         except BrushfireError as e:  # this engine failed; the others still run and are reported
             failures[engine] = str(e)
@@ -143,7 +143,9 @@ def run(args) -> int:
               flush=True)
         if args.check:
             checker = checker or _checker(args, description)
-            picked = [x for x in result.replies if _nth(x, args.check_every)]
+            from brushfire.bench.replay import loads
+
+            picked = [(c, i, loads(text)) for c, i, text in result.replies]
             t0 = time.perf_counter()
             check = checker.check(picked)
             runs[engine]["check"] = check.to_json()
@@ -181,10 +183,6 @@ def run(args) -> int:
 def _engines(text: str) -> list[str]:
     engines = list(ENGINES) if text == "all" else [e.strip() for e in text.split(",") if e.strip()]
     return engines
-
-
-def _nth(reply: tuple[int, int, dict], every: int) -> bool:
-    return reply[1] % every == 0
 
 
 def _generate(args, description: dict) -> Trace:
@@ -235,7 +233,7 @@ def _checker(args, description: dict):
 
 @contextlib.contextmanager
 def _target(args, engine: str):
-    """(play(trace, clients, keep_replies) -> ReplayResult, the dashboard's description):
+    """(play(trace, clients, keep_every) -> ReplayResult, the dashboard's description):
     over WebSockets to a server (--url, or one started for `engine`), or in this process."""
     if args.in_process:
         from brushfire.bench.local import replay_in_process
@@ -252,7 +250,7 @@ def _target(args, engine: str):
         name = _only_dashboard(url) if not args.trace else load_trace(args.trace).dashboard
         description = _get_json(url, f"/api/dashboards/{name}")
         yield (lambda trace, clients, keep: run_replay(replay(url, trace, clients, args.paced,
-                                                              keep_replies=keep)), description)
+                                                              keep_every=keep)), description)
 
 
 _opened: dict = {}  # (spec, engine) -> the dashboard served in this process

@@ -14,19 +14,22 @@ import threading
 import time
 
 from brushfire import protocol
-from brushfire.bench.replay import ReplayError, ReplayResult, _record
+from brushfire.bench.replay import ReplayError, ReplayResult, _record, kept
 from brushfire.bench.trace import Trace
 
 
-def replay_in_process(served, trace: Trace, clients: int = 1, keep_replies: bool = False) -> ReplayResult:
-    """Replay `trace` on `clients` sessions of `served` (a Dashboard, or a baseline's)."""
+def replay_in_process(served, trace: Trace, clients: int = 1, keep_every: int = 0) -> ReplayResult:
+    """Replay `trace` on `clients` sessions of `served` (a Dashboard, or a baseline's),
+    keeping the update replies to every `keep_every`-th event (0: none) as JSON text, as
+    they are sent: kept as dicts, their lists made the collector pause the replay for up
+    to 0.7 s (250,000 rows, two heatmaps of 20,000 and 30,000 cells, 3,000 events)."""
     t0 = time.perf_counter()
     results: list = [None] * clients
     errors: list[BaseException] = []
 
     def play(client: int) -> None:
         try:
-            results[client] = _play(served, trace, client, t0, keep_replies)
+            results[client] = _play(served, trace, client, t0, keep_every)
         except BaseException as e:  # noqa: BLE001 - reported by the caller's thread
             errors.append(e)
 
@@ -42,7 +45,7 @@ def replay_in_process(served, trace: Trace, clients: int = 1, keep_replies: bool
                         [x for _, reps in results for x in reps])
 
 
-def _play(served, trace: Trace, client: int, t0: float, keep: bool):
+def _play(served, trace: Trace, client: int, t0: float, keep: int):
     session = served.session()
     start = trace.start_message()
     if start is not None:
@@ -56,6 +59,6 @@ def _play(served, trace: Trace, client: int, t0: float, keep: bool):
         reply = protocol.handle(session, {**ev.message, "id": i})
         received = time.perf_counter()
         records.append(_record(client, i, ev.message, sent, received, reply, t0))
-        if keep and reply.get("type") == "update":
-            replies.append((client, i, reply))
+        if kept(i, keep, reply):
+            replies.append((client, i, protocol.dumps(reply)))
     return records, replies

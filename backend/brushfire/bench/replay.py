@@ -60,7 +60,9 @@ class Record:
 class ReplayResult:
     records: list[Record]
     seconds: float  # wall time of the whole replay, all clients
-    replies: list[tuple[int, int, dict]] = field(default_factory=list)  # (client, index, update reply)
+    # (client, index, update reply as JSON text) of the events kept: text, which the
+    # collector does not walk (a 2,000-cell view is a list of 2,000 numbers to it)
+    replies: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 def ws_url(url: str, dashboard: str) -> str:
@@ -69,15 +71,16 @@ def ws_url(url: str, dashboard: str) -> str:
 
 
 async def replay(url: str, trace: Trace, clients: int = 1, paced: bool = False,
-                 keep_replies: bool = False, timeout: float = 3600.0) -> ReplayResult:
-    """Replay `trace` on `clients` concurrent sessions of the server at `url`."""
+                 keep_every: int = 0, timeout: float = 3600.0) -> ReplayResult:
+    """Replay `trace` on `clients` concurrent sessions of the server at `url`, keeping the
+    update replies to every `keep_every`-th event (0: none)."""
     target = ws_url(url, trace.dashboard)
     play = _paced if paced else _fast
     collecting = gc.isenabled()
     gc.disable()  # this client's own collections (its records grow by the event) are not replies'
     try:
         t0 = time.perf_counter()
-        results = await asyncio.gather(*(play(target, trace, c, t0, keep_replies, timeout)
+        results = await asyncio.gather(*(play(target, trace, c, t0, keep_every, timeout)
                                          for c in range(clients)))
         seconds = time.perf_counter() - t0
     finally:
@@ -105,7 +108,7 @@ async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
         return
     await ws.send(json.dumps({**message, "id": "start"}))
     while True:
-        reply = _loads(await asyncio.wait_for(ws.recv(), timeout))
+        reply = loads(await asyncio.wait_for(ws.recv(), timeout))
         if reply.get("id") == "start" or (reply.get("type") == "error" and reply.get("id") is None):
             break
     if reply.get("type") == "error":
@@ -113,7 +116,7 @@ async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
         raise ReplayError(msg)
 
 
-def _loads(raw):
+def loads(raw):
     """A reply's JSON: orjson (a reply with two heatmaps is 100 KB: the standard library
     takes 3-8 ms of the client's time), the standard library for what orjson refuses."""
     try:
@@ -132,7 +135,16 @@ def _record(client: int, index: int, message: dict, sent: float, received: float
                   ",".join(f"{k}:{counts[k]}" for k in sorted(counts)) if counts else None)
 
 
-async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
+def kept(index: int, keep_every: int, reply: dict) -> bool:
+    """Is the reply to event `index` one a replay keeps (an update, every keep_every-th)?"""
+    return keep_every > 0 and index % keep_every == 0 and reply.get("type") == "update"
+
+
+def _text(raw: str | bytes) -> str:
+    return raw if isinstance(raw, str) else raw.decode()
+
+
+async def _fast(target: str, trace: Trace, client: int, t0: float, keep: int, timeout: float):
     records, replies = [], []
     try:
         async with _connect(target) as ws:
@@ -144,7 +156,7 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, t
                 while True:
                     raw = await asyncio.wait_for(ws.recv(), timeout)
                     received = time.perf_counter()
-                    reply = _loads(raw)
+                    reply = loads(raw)
                     if reply.get("type") == "working":  # a lazy answer's progress, not its reply
                         continue
                     if reply.get("id") == i:
@@ -153,15 +165,15 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: bool, t
                         msg = f"{target}: {reply.get('message')}"
                         raise ReplayError(msg)
                 records.append(_record(client, i, ev.message, sent, received, reply, t0))
-                if keep and reply.get("type") == "update":
-                    replies.append((client, i, reply))
+                if kept(i, keep, reply):
+                    replies.append((client, i, _text(raw)))
     except (OSError, TimeoutError, WebSocketException) as e:
         msg = f"replay on {target} failed: {e or type(e).__name__}"
         raise ReplayError(msg) from None
     return records, replies
 
 
-async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, timeout: float):
+async def _paced(target: str, trace: Trace, client: int, t0: float, keep: int, timeout: float):
     records, replies = [], []
     sent: dict[int, float] = {}
     try:
@@ -183,7 +195,7 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
                 while answered < len(trace.events):
                     raw = await asyncio.wait_for(ws.recv(), timeout)
                     received = time.perf_counter()
-                    reply = _loads(raw)
+                    reply = loads(raw)
                     if reply.get("type") == "working":  # a lazy answer's progress, not its reply
                         continue
                     answered += 1
@@ -193,8 +205,8 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: bool, 
                         raise ReplayError(msg)
                     records.append(_record(client, i, trace.events[i].message, sent[i], received,
                                            reply, t0))
-                    if keep and reply.get("type") == "update":
-                        replies.append((client, i, reply))
+                    if kept(i, keep, reply):
+                        replies.append((client, i, _text(raw)))
                 await task
             finally:
                 task.cancel()
