@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from brushfire import charts, protocol, versions
 from brushfire.spec.models import brush_of
-from brushfire.views import view_type
+from brushfire.views import bins_record, view_type
 
 if TYPE_CHECKING:
     from brushfire.dashboard import Dashboard
@@ -60,6 +60,7 @@ def _describe(dash: Dashboard) -> dict:
                       "bounds": view_type(v).bound(v),
                       "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
+                      "bins": bins_record(v),
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "caveats": initial[v.name].caveats,
                       "spec": charts.view_spec(v, layout, full[v.name].values, brush)})

@@ -244,3 +244,20 @@ def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path
                                "events": [{"t": 0, "message": {"type": "brush", "view": "hx"}}]}))
     assert main(["bench", "--spec", str(spec), "--trace", str(bad)]) == 1
     assert "bad.json: events[0].message: brush.interval: missing; brush takes:" in capsys.readouterr().err
+
+
+def test_the_check_bins_a_maxbins_view_as_its_capture_did(spark, small_parquet, tmp_path, capsys):
+    """The SQL needs a step and an extent: the served description's `bins` give them."""
+    spec = bench_spec(small_parquet)
+    spec["name"] = "benchy_maxbins"
+    spec["views"][1]["bin"] = {"maxbins": 13}
+    path = tmp_path / "maxbins.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    cache = tmp_path / "cache"
+    Dashboard.open(path, spark=spark, cache_dir=cache)
+    code, out = run_bench(capsys, "--spec", str(path), "--cache-dir", str(cache), "--in-process",
+                          "--workload", "multi", "--events", "40", "--check", "--no-plots",
+                          "--out-dir", str(tmp_path), "--name", "maxbins")
+    assert code == 0, out
+    run = json.loads((tmp_path / "maxbins.json").read_text())["engines"]["brushfire"]
+    assert run["check"]["mismatches"] == 0 and run["check"]["checked"] > 20

@@ -220,12 +220,15 @@ def _checker(args, description: dict):
         msg = "--check needs DuckDB: pip install 'brushfire[bench]'"
         raise BenchError(msg) from None
     from brushfire.spec import load_dashboard
+    from brushfire.views import with_recorded_bins
 
     if not args.spec:
         msg = "--check needs --spec too: the SQL runs on the spec's source"
         raise BenchError(msg)
     labels = {v["name"]: v["labels"] for v in description["views"]}
-    return Checker(load_dashboard(args.spec), labels, cache_dir=args.cache_dir)
+    # `maxbins` bins as the served capture chose them (the SQL needs a step and extent)
+    spec = with_recorded_bins(load_dashboard(args.spec), {v["name"]: v["bins"] for v in description["views"]})
+    return Checker(spec, labels, cache_dir=args.cache_dir)
 
 
 # --- servers -------------------------------------------------------------------------
