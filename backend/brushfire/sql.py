@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from brushfire import values as V
 from brushfire.errors import InteractionError
 from brushfire.spec import models as m
@@ -251,6 +253,8 @@ def lit(x, d: Dialect = DUCKDB) -> str:
     if isinstance(x, str):
         escaped = x.replace("\\", "\\\\") if d is SPARK else x
         return "'" + escaped.replace("'", d.quote_escape) + "'"
+    if isinstance(x, (bool, np.bool_)):  # a boolean category or parameter value
+        return "TRUE" if x else "FALSE"
     return num(_number(x))
 
 

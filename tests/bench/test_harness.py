@@ -261,3 +261,33 @@ def test_the_check_bins_a_maxbins_view_as_its_capture_did(spark, small_parquet, 
     assert code == 0, out
     run = json.loads((tmp_path / "maxbins.json").read_text())["engines"]["brushfire"]
     assert run["check"]["mismatches"] == 0 and run["check"]["checked"] > 20
+
+
+def test_the_check_agrees_on_boolean_bars_and_empty_distinct_bars(spark, tmp_path):
+    """Two false mismatches the oracle reported on new data: a boolean category (SQL
+    spells its bars `true` / `false`) and a `distinct` bar with no rows (SQL has no group
+    for it; count(DISTINCT) of no values is 0, as the engine says)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 400
+    x = [float(i % 100) for i in range(n)]
+    data = pa.table({"x": x, "ok": [i % 3 == 0 for i in range(n)],
+                     "s": [f"s{i % 7}" if i % 5 else None for i in range(n)]})
+    path = tmp_path / "b.parquet"
+    pq.write_table(data, path)
+    spec = {"name": "booly", "source": {"path": str(path)},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+                      {"name": "ok", "type": "categorical", "field": "ok"},
+                      {"name": "kinds", "type": "histogram", "field": "x", "brush": "none",
+                       "bin": {"step": 10, "extent": [0, 100]}, "aggregate": {"op": "distinct", "field": "s"}}],
+            "interactions": {"crossfilter": [{"views": ["hx", "ok", "kinds"]}]}}
+    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    checker = Checker(dash.spec, {v.name: v.labels for v in dash.store.views})
+    session = dash.session()
+    for msg in ({"type": "select", "view": "ok", "values": [True]},
+                {"type": "brush", "view": "hx", "interval": [20, 35]}):  # empties most of kinds' bars
+        reply = protocol.handle(session, msg)
+        assert reply["type"] == "update", reply
+        assert checker.compare(reply) == [], msg
+    assert reply["views"]["kinds"]["values"][0] == 0

@@ -144,7 +144,9 @@ class Checker:
         keys = view_type(v).label_keys(v, labels)
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
-        want_stat: list = [None] * len(labels)
+        op = v.aggregate.op
+        # a bar SQL has no group for: no rows, so no value, but count(DISTINCT) of none is 0
+        want_stat: list = [0 if op == "distinct" else None] * len(labels)
         problems = []
         for key, (n, s, k, stat) in expected.items():
             if key is None:
@@ -157,7 +159,6 @@ class Checker:
         counts, values = got.get("counts", []), got.get("values", [])
         if len(counts) != len(labels) or len(values) != len(labels):
             return [f"{view}: {len(counts)} counts / {len(values)} values for {len(labels)} bars"]
-        op = v.aggregate.op
         for i, label in enumerate(labels):
             if counts[i] != want_n[i]:
                 problems.append(f"{view}[{label}]: count {counts[i]}, SQL {want_n[i]}")

@@ -43,7 +43,9 @@ class Categorical(ViewType):
         return sql.ident(view.field, d)  # the value: the top N is left to the caller
 
     def label_keys(self, view: m.CategoricalView, labels: list) -> list:
-        return [str(x) for x in labels]
+        """A bar's key as `key_sql` spells it: CAST(value AS string), which writes a
+        boolean as `true` / `false` in both dialects."""
+        return [str(x).lower() if isinstance(x, (bool, np.bool_)) else str(x) for x in labels]
 
     def caveats(self, view: m.CategoricalView) -> dict[str, str]:
         f = view.field
