@@ -124,7 +124,7 @@ def run(args) -> int:
                       f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
                 if args.warmup:  # untimed, on its own session: loads code paths, not session state
                     warm = subsample(trace, args.warmup)
-                    play(Trace(warm.dashboard, warm.events[:args.warmup]), 1, False)
+                    play(Trace(warm.dashboard, warm.events[:args.warmup]), 1, 0)
                 load_before = os.getloadavg()
                 result = play(trace, args.clients, args.check_every if args.check else 0)
                 load_after = os.getloadavg()
