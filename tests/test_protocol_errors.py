@@ -75,6 +75,14 @@ CATALOGUE = [
      "highlight.source: no highlight from view 'hx' is declared; sources: cat"),
     ('{"type": "highlight", "source": "cat", "bars": ["a"]}',
      "highlight.bars[0]: 'a' is not a bar number (an integer >= 0)"),
+    ('{"type": "highlight", "source": "cat", "bars": [true]}',
+     "highlight.bars[0]: True is not a bar number (an integer >= 0)"),
+    ('{"type": "forward", "rids": [1.5]}',
+     "forward.rids[0]: 1.5 is not a row id (an integer >= 0)"),
+    ('{"type": "forward", "rids": [false]}',
+     "forward.rids[0]: False is not a row id (an integer >= 0)"),
+    (json.dumps({"type": "forward", "rids": list(range(10_001))}),
+     "forward.rids: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, … has 10001 items; rids is a list of at most 10,000 row ids"),
     ('{"type": "details", "page": -1}',
      'details.page: -1 is below 0; page is an integer from 0 to 2,147,483,647'),
     ('{"type": "details", "page": 10000000000}',
@@ -160,3 +168,5 @@ def test_no_reply_is_raw_validator_text(session):
 def test_the_error_echoes_the_id(session):
     assert protocol.handle(session, {"type": "zoom", "id": 4})["id"] == 4
     assert protocol.handle(session, json.dumps({"type": "filters", "id": "f", "filters": {"hx": [1, 2]}}))["id"] == "f"
+    too_many = json.dumps({"type": "forward", "id": 9, "rids": list(range(10_001))})  # 48,9xx bytes
+    assert protocol.handle(session, too_many)["id"] == 9

@@ -38,6 +38,15 @@ log = logging.getLogger("brushfire.protocol")
 
 # Values are taken as sent (no coercion: `true` stays a boolean, `"3"` a string) and checked
 # by each message's `check` with brushfire.values, whose errors say which bound or value is wrong.
+def _not_bool(x: Any) -> Any:
+    """JSON's true and false are not numbers (pydantic's lax int would take them as 1, 0)."""
+    if isinstance(x, bool):
+        msg = "not an integer"
+        raise ValueError(msg)
+    return x
+
+
+Index = Annotated[int, pydantic.BeforeValidator(_not_bool)]  # a bar number or row id
 Bound = Any  # a number, an ISO time on temporal views, or None for an open end
 Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
 
@@ -177,7 +186,7 @@ class Highlight(Message):
 
     type: Literal["highlight"]
     source: str
-    bars: list[int]
+    bars: list[Index]
     targets: list[str] | None = None
 
     def check(self, session: SessionAPI) -> None:
@@ -236,7 +245,7 @@ class Details(Message):
 
     type: Literal["details"]
     view: str | None = None
-    bars: list[int] | None = None
+    bars: list[Index] | None = None
     page: int = Field(0, ge=0, le=MAX_PAGE)
     page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
@@ -268,7 +277,7 @@ class Forward(Message):
     details row)."""
 
     type: Literal["forward"]
-    rids: list[int] = Field(max_length=MAX_FORWARD_RIDS)
+    rids: list[Index] = Field(max_length=MAX_FORWARD_RIDS)
 
     def run(self, session: SessionAPI) -> dict:
         return forward_reply(session, self.rids)
@@ -310,10 +319,12 @@ FIELD_SHAPES = {
     "source": "a view's name (a string)", "name": "a parameter's name (a string)",
     "interval": "[lo, hi] (null for an open end)", "y": "[lo, hi] (null for an open end)",
     "values": "a list of values", "bars": "a list of bar numbers", "columns": "a list of column names",
+    "rids": f"a list of at most {MAX_FORWARD_RIDS:,} row ids",
     "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
 }
-ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)"}
+ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)",
+               "rids": "a row id (an integer >= 0)"}
 
 
 def message_problem(errors: list[dict], raw: dict) -> str:
@@ -346,12 +357,16 @@ def message_problem(errors: list[dict], raw: dict) -> str:
     if kind in ("less_than_equal", "greater_than_equal"):
         limit = err["ctx"]["le" if kind == "less_than_equal" else "ge"]
         how = "over" if kind == "less_than_equal" else "below"
-        return f"{path}: {V.show(value)} is {how} {limit:,}; {field} is {FIELD_SHAPES[field]}"
+        return f"{path}: {V.show(value)} is {how} {limit:,}; {field} is {_shape(field)}"
     if kind in ("too_long", "too_short"):
-        return f"{path}: {V.show(value)} has {len(value)} items; {field} is {FIELD_SHAPES[field]}"
+        return f"{path}: {V.show(value)} has {len(value)} items; {field} is {_shape(field)}"
     if isinstance(loc[-1], int) and field in ITEM_SHAPES:
         return f"{path}: {V.show(value)} is not {ITEM_SHAPES[field]}"
-    return f"{path}: {V.show(value)} is not {FIELD_SHAPES.get(field, 'valid here')}"
+    return f"{path}: {V.show(value)} is not {_shape(field)}"
+
+
+def _shape(field: str) -> str:
+    return FIELD_SHAPES.get(field, "valid here")
 
 
 def decode_message(raw: str | bytes | bytearray) -> dict:
@@ -444,9 +459,13 @@ def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
     """Apply one client message to the session and return the reply. Never raises: bad
     input gets `{"type": "error", ...}` and leaves the session unchanged, and so does an
     unexpected failure (logged with its traceback)."""
-    msg_id = echo_id(raw.get("id")) if isinstance(raw, dict) else None
+    msg_id = None
     kind = "message"
     try:
+        if isinstance(raw, (str, bytes, bytearray)):
+            raw = decode_message(raw)
+        if isinstance(raw, dict):  # echoed by every reply from here on, errors included
+            msg_id = echo_id(raw.get("id"))
         msg = parse(raw)
         msg_id, kind = msg.id, msg.type
         t0 = time.perf_counter()
