@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from brushfire import values as V
+from brushfire.engine.state import category_keys
 from brushfire.errors import InteractionError
 
 DAY = 86_400_000_000
@@ -141,6 +142,14 @@ def test_unknown_choices_name_the_valid_ones(choices, value, expected):
     with pytest.raises(InteractionError) as e:
         V.Choices(choices, extra=("(other)",)).check(value)
     assert expected in str(e.value)
+
+
+def test_a_nan_category_is_named_by_nan_or_by_null_as_json_writes_it():
+    labels = [1.5, float("nan"), 2.5]
+    for value in (float("nan"), np.float32("nan"), None):
+        assert value in V.Choices(labels)
+        assert category_keys(labels, [value, 2.5]) == [1, 2]
+    assert None not in V.Choices([1.5, 2.5])  # no NaN bar: null names none
 
 
 def test_an_unhashable_value_is_not_a_choice():

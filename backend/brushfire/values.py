@@ -179,7 +179,10 @@ def did_you_mean(value, choices: list) -> list:
 
 def choice_key(v) -> tuple:
     """The key under which `v` matches a choice (Choices' equality: 3 == 3.0, '3' != 3,
-    True != 1)."""
+    True != 1). NaN matches NaN, and null names it: a NaN category is a bar (Spark groups
+    NaN with NaN) that JSON, having no NaN, writes as null; a null category never is one."""
+    if v is None or (isinstance(v, Real) and v != v):
+        return ("nan",)
     if isinstance(v, str):
         return ("str", v)
     if isinstance(v, bool):

@@ -37,6 +37,13 @@ def test_a_trace_round_trips(tmp_path):
     assert json.loads((tmp_path / "again.json").read_text())["format"] == "brushfire-trace"
 
 
+def test_a_saved_trace_is_json_with_a_nan_category_as_null(tmp_path):
+    trace = Trace("sensors", (Event(0.0, {"type": "select", "view": "level", "values": [float("nan")]}),))
+    text = save_trace(trace, tmp_path / "nan.json").read_text()
+    assert "NaN" not in text
+    assert load_trace(tmp_path / "nan.json").events[0].message["values"] == [None]
+
+
 def test_a_trace_may_start_from_a_selection_state(tmp_path):
     state = {"delay": {"interval": [-20, None]}, "origin": {"values": ["ORD"]},
              "destination": {"parameter": "LAX"}, "map": {"rect": {"x": [0, 1], "y": [2, 3]}}}
