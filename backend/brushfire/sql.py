@@ -98,21 +98,29 @@ def part_sql(unit: str, col: str, d: Dialect = DUCKDB) -> str:
     return f"(weekday({t}) + 1)" if d is SPARK else f"isodow({t})"  # Spark: weekday 0 = Monday
 
 
+def summed_sql(field: str, d: Dialect = DUCKDB) -> str:
+    """A measure as sum and mean take it (docs/spec.md): NULL when null, NaN or ±inf (the
+    engine keeps prefix sums, where inf - inf is NaN), else the value in its own type, so
+    integer and decimal sums stay exact. `abs(x) < inf` is false for NaN in both dialects
+    (NaN is above every number there)."""
+    x = ident(field, d)
+    return f"CASE WHEN abs(CAST({x} AS DOUBLE)) < {num(math.inf)} THEN {x} END"
+
+
 def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -> str:
     """A view's aggregate over one bar's rows: count(*), or the op over the measure with
-    null and NaN skipped (docs/spec.md). `kind`: the measure's type (number, temporal or
-    string): only numbers can be NaN. Spark has no quantile_disc: discrete quantiles are
-    `percentile_disc(p) WITHIN GROUP (ORDER BY x)` there."""
+    null and NaN skipped, and for sum and mean ±inf too (docs/spec.md). `kind`: the
+    measure's type (number, temporal or string): only numbers can be NaN. Spark has no
+    quantile_disc: discrete quantiles are `percentile_disc(p) WITHIN GROUP (ORDER BY x)`
+    there."""
     if agg.op == "count" or not agg.field:
         return "count(*)"
+    if agg.op in ("sum", "mean"):
+        return f"{'sum' if agg.op == 'sum' else 'avg'}({summed_sql(agg.field, d)})"
     x = ident(agg.field, d)
     if kind == "number":
         x = f"CASE WHEN isnan(CAST({x} AS DOUBLE)) THEN NULL ELSE {x} END"
     op, p = agg.op, (0.5 if agg.op == "median" else agg.p)
-    if op == "sum":
-        return f"sum({x})"
-    if op == "mean":
-        return f"avg({x})"
     if op in ("min", "max"):
         return f"{op}({x})"
     if op == "distinct":

@@ -1,9 +1,13 @@
 """The correctness check (bench/check.py) on a dashboard whose derived columns mean
 different things in Spark SQL and DuckDB's SQL, with a float32 column brushed at bounds a
-float cannot hold: no false mismatches, and the DuckDB baselines agree too (issue 12)."""
+float cannot hold: no false mismatches, and the DuckDB baselines agree too (issue 12).
+Then, without Spark (captured in this process), measures and categories the check once
+got wrong: NaN and infinite measures, decimal measures, a NaN category."""
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 
 import numpy as np
@@ -14,9 +18,9 @@ import pytest
 from brushfire import Dashboard, protocol
 from brushfire.baselines import with_engine
 from brushfire.bench.check import Checker
+from brushfire.capture.local import capture_table
+from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
-
-pytestmark = pytest.mark.spark
 
 MAG = np.float32(17.247666)  # a float32 value: 17.247665405273438 as a double
 
@@ -87,6 +91,7 @@ def messages() -> list[dict]:
     ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("engine", ["brushfire", "duckdb", "preagg"])
 def test_no_false_mismatches_on_spark_semantics(dialect, engine):
     dash, checker, _ = dialect
@@ -101,6 +106,7 @@ def test_no_false_mismatches_on_spark_semantics(dialect, engine):
     assert result.mismatches == 0, result.examples
 
 
+@pytest.mark.spark
 def test_the_float32_edge_is_compared_as_spark_compares(dialect):
     dash, checker, _ = dialect
     session = dash.session()
@@ -118,6 +124,7 @@ def test_the_float32_edge_is_compared_as_spark_compares(dialect):
     assert checker.compare(reply) == []
 
 
+@pytest.mark.spark
 def test_derived_columns_are_spark_values_in_the_check(dialect):
     dash, checker, _ = dialect
     rows = checker.con.execute("SELECT px, ipx, z, lz FROM chk").fetchall()
@@ -125,9 +132,8 @@ def test_derived_columns_are_spark_values_in_the_check(dialect):
     assert all(lz is None for _, _, z, lz in rows if z <= 0)  # NULL, not -inf
 
 
+@pytest.mark.spark
 def test_a_failing_engine_is_reported_under_its_name_with_its_log(dialect, tmp_path, capsys):
-    import json
-
     import yaml
 
     from brushfire.cli import main
@@ -148,3 +154,67 @@ def test_a_failing_engine_is_reported_under_its_name_with_its_log(dialect, tmp_p
     assert "local[two]" in result["engines"]["lazy"]["error"]
     assert result["engines"]["brushfire"]["check"]["mismatches"] == 0  # the other engine ran
     assert "lazy       FAILED: the lazy server exited (1):" in result["table"]
+
+
+# --- without Spark: values the check once got wrong ----------------------------------------
+
+
+def awkward_rows(n: int = 400) -> pa.Table:
+    """Bars g 0-3 of measures with NaN, ±inf and nulls (bar 3: none finite)."""
+    rng = np.random.default_rng(5)
+    g = np.arange(n) % 4
+    m = rng.normal(100, 50, n).round(3)
+    m[g == 3] = np.resize([math.nan, math.inf, -math.inf], int((g == 3).sum()))
+    m[[0, 1, 2]] = [math.nan, math.inf, -math.inf]  # bar 0 has a few among its values
+    return pa.table({
+        "g": g,
+        "x": rng.uniform(0, 10, n),
+        "m": pa.array(m, mask=np.arange(n) % 37 == 5),
+    })
+
+
+def captured(tmp_path, rows: pa.Table, views: list[dict]) -> tuple[Dashboard, Checker]:
+    """`views` (and `hx`, a histogram of x to brush) over `rows`, captured in this process,
+    with a check of it."""
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    views = [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
+             *views]
+    spec = parse_dashboard({"name": "awkward", "source": {"path": str(tmp_path / "rows.parquet")},
+                            "views": views,
+                            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, rows, tmp_path / "cache"))
+    return dash, Checker(spec, {v.name: v.labels for v in dash.store.views})
+
+
+def played(dash: Dashboard, messages: list[dict]) -> list[tuple[int, int, dict]]:
+    """The update replies to `messages`, as a client reads them (JSON: NaN is null)."""
+    session = dash.session()
+    replies = [json.loads(protocol.dumps(protocol.handle(session, msg))) for msg in messages]
+    assert [r["type"] for r in replies] == ["update"] * len(replies), replies
+    return [(0, i, r) for i, r in enumerate(replies)]
+
+
+BRUSHES = [{"type": "brush", "view": "hx", "interval": [2, 7.5]},
+           {"type": "brush", "view": "hx", "interval": [None, 4]},
+           {"type": "clear", "view": "hx"}]
+
+
+def test_nan_and_infinite_measures_are_skipped_as_the_engine_skips_them(tmp_path):
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    ops = [{"op": "sum"}, {"op": "mean"}, {"op": "min"}, {"op": "max"}, {"op": "median"},
+           {"op": "quantile", "p": 0.9, "method": "discrete"}, {"op": "distinct"}]
+    dash, checker = captured(tmp_path, awkward_rows(), [
+        {**by_g, "name": f"{a['op']}_m", "aggregate": {**a, "field": "m"}} for a in ops])
+    replies = played(dash, BRUSHES)
+    result = checker.check(replies)
+    assert result.checked == 3
+    assert result.mismatches == 0, result.examples
+    last = replies[-1][2]["views"]
+    assert last["sum_m"]["values"][3] is None  # no finite measure: no sum, as SQL's NULL
+    assert last["max_m"]["values"][3] is None  # inf is a value of order statistics (null in JSON)
+    # a bar with an inf among its measures still has a finite tolerance: a wrong sum is caught
+    wrong = copy.deepcopy(replies[-1][2])
+    wrong["views"]["sum_m"]["values"][0] += 1.0
+    problems = checker.compare(wrong)
+    assert len(problems) == 1 and problems[0].startswith("sum_m[[0.0, 1.0]]: sum "), problems

@@ -13,6 +13,7 @@ Replies with the same filters and views share one evaluation.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -60,9 +61,10 @@ class Checker:
             if mf and not v.aggregate.order:  # sums and means: their rounding tolerance
                 t = types.get(mf, "")  # DESCRIBE's names as the source spells them
                 self.integer[v.name] = t in INTEGER_TYPES or (t.startswith("DECIMAL") and t.endswith(",0)"))
+                # over the measures the sum takes: a NaN or inf would make the bound NaN or inf
                 self.abs_sums[v.name] = dict(self.con.execute(
-                    f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.ident(mf)} AS DOUBLE))) FROM chk "
-                    "GROUP BY 1").fetchall())
+                    f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.summed_sql(mf)} AS DOUBLE))) "
+                    "FROM chk GROUP BY 1").fetchall())
         self._cache: dict[str, tuple[dict, int]] = {}
         self.problems_once: list[str] = self._label_problems()
 
@@ -113,7 +115,7 @@ class Checker:
             cols = [self.column[v] for v in group]
             measures = sorted({self.spec.view(v).aggregate.field for v in group
                                if not self.spec.view(v).aggregate.order} - {None})
-            aggs = "".join(f", sum({sql.ident(f)}), count({sql.ident(f)})" for f in measures)
+            aggs = "".join(f", sum({x}), count({x})" for x in map(sql.summed_sql, measures))
             stats = [v for v in group if self.spec.view(v).aggregate.order]
             aggs += "".join(f", {sql.aggregate_sql(self.spec.view(v).aggregate, self._kind(v))}"
                             for v in stats)
@@ -155,7 +157,7 @@ class Checker:
             if i is None:
                 problems.append(f"{view}: SQL has {n} rows in bar {key!r}, which the view lacks")
                 continue
-            want_n[i], want_s[i], want_k[i], want_stat[i] = n, s or 0.0, k, _instant(stat)
+            want_n[i], want_s[i], want_k[i], want_stat[i] = n, s or 0.0, k, _as_reply(stat)
         counts, values = got.get("counts", []), got.get("values", [])
         if len(counts) != len(labels) or len(values) != len(labels):
             return [f"{view}: {len(counts)} counts / {len(values)} values for {len(labels)} bars"]
@@ -193,8 +195,12 @@ class Checker:
         return out
 
 
-def _instant(x):
-    """SQL's timestamps as the engine writes them (ISO, UTC)."""
+def _as_reply(x):
+    """An order statistic from SQL as a reply writes it: times as ISO text in UTC, NaN and
+    ±inf as null (JSON has neither: protocol.dumps; an order statistic takes ±inf as a
+    value, and the median of -inf and inf is NaN)."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
     return x
