@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -218,3 +219,28 @@ def test_nan_and_infinite_measures_are_skipped_as_the_engine_skips_them(tmp_path
     wrong["views"]["sum_m"]["values"][0] += 1.0
     problems = checker.compare(wrong)
     assert len(problems) == 1 and problems[0].startswith("sum_m[[0.0, 1.0]]: sum "), problems
+
+
+def test_decimal_measures_are_compared_as_the_doubles_the_engine_reads(tmp_path):
+    """DuckDB sums decimals exactly, as decimals; the engine reads each value as its nearest
+    double (capture/columns.py). The check compares them as doubles, not as Decimal."""
+    rng = np.random.default_rng(6)
+    n = 300
+    cents = rng.integers(-50_000, 500_000, n)
+    rows = pa.table({
+        "g": np.arange(n) % 4,
+        "x": rng.uniform(0, 10, n),
+        "price": pa.array([Decimal(int(c)).scaleb(-2) for c in cents], pa.decimal128(10, 2),
+                          mask=np.arange(n) % 29 == 3),
+        "big": pa.array([Decimal(int(c) * 10_007) for c in cents], pa.decimal128(20, 0)),
+    })
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    aggs = [{"op": "sum", "field": "price"}, {"op": "mean", "field": "price"},
+            {"op": "min", "field": "price"}, {"op": "quantile", "field": "price", "p": 0.3,
+                                               "method": "discrete"},
+            {"op": "sum", "field": "big"}, {"op": "mean", "field": "big"}]
+    dash, checker = captured(tmp_path, rows, [
+        {**by_g, "name": f"{a['op']}_{a['field']}", "aggregate": a} for a in aggs])
+    result = checker.check(played(dash, BRUSHES))
+    assert result.checked == 3
+    assert result.mismatches == 0, result.examples

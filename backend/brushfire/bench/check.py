@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from brushfire import sql
 from brushfire.baselines.duckdb import connect_source
@@ -136,7 +137,7 @@ class Checker:
                 s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) \
                     if mf in measures else (None, 0)
                 stat = rest[2 * len(measures) + stats.index(group[i])] if group[i] in stats else None
-                found[group[i]][keys[i]] = (n, s, k, stat)
+                found[group[i]][keys[i]] = (n, _double(s), k, stat)
             out.update(found)
         return out, selected
 
@@ -198,9 +199,16 @@ class Checker:
 def _as_reply(x):
     """An order statistic from SQL as a reply writes it: times as ISO text in UTC, NaN and
     ±inf as null (JSON has neither: protocol.dumps; an order statistic takes ±inf as a
-    value, and the median of -inf and inf is NaN)."""
+    value, and the median of -inf and inf is NaN), decimals as doubles."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
     if isinstance(x, float) and not math.isfinite(x):
         return None
-    return x
+    return _double(x)
+
+
+def _double(x):
+    """A DECIMAL from SQL as the engine reads decimals: the nearest double (float() rounds
+    once, as capture/columns.py does); a Decimal neither subtracts from a float nor
+    equals the double of a value such as 0.1."""
+    return float(x) if isinstance(x, Decimal) else x
