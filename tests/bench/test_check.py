@@ -174,15 +174,17 @@ def awkward_rows(n: int = 400) -> pa.Table:
     })
 
 
-def captured(tmp_path, rows: pa.Table, views: list[dict]) -> tuple[Dashboard, Checker]:
-    """`views` (and `hx`, a histogram of x to brush) over `rows`, captured in this process,
-    with a check of it."""
+def captured(tmp_path, rows: pa.Table, views: list[dict],
+             parameters: tuple[dict, ...] = ()) -> tuple[Dashboard, Checker]:
+    """`views` (and `hx`, a histogram of x to brush) and `parameters` over `rows`, captured
+    in this process, with a check of it."""
     pq.write_table(rows, tmp_path / "rows.parquet")
     views = [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
              *views]
     spec = parse_dashboard({"name": "awkward", "source": {"path": str(tmp_path / "rows.parquet")},
                             "views": views,
-                            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}]}})
+                            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}],
+                                             "parameters": list(parameters)}})
     plan = plan_capture(spec)
     dash = Dashboard(spec, plan, capture_table(plan, rows, tmp_path / "cache"))
     return dash, Checker(spec, {v.name: v.labels for v in dash.store.views})
@@ -244,3 +246,43 @@ def test_decimal_measures_are_compared_as_the_doubles_the_engine_reads(tmp_path)
     result = checker.check(played(dash, BRUSHES))
     assert result.checked == 3
     assert result.mismatches == 0, result.examples
+
+
+def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
+    """A float field's NaN is one of its values, as in the engine: a categorical view's bar
+    and a dropdown's choice, which select its rows; a reply's JSON writes it as null (no
+    bar or choice is null)."""
+    rng = np.random.default_rng(7)
+    n = 300
+    level = rng.choice([math.nan, 1.5, 0.5, 2.5], n, p=[0.4, 0.3, 0.2, 0.1])
+    rows = pa.table({"x": rng.uniform(0, 10, n), "level": pa.array(level, mask=np.arange(n) % 31 == 4),
+                     "m": rng.normal(10, 3, n)})
+    dash, checker = captured(tmp_path, rows, [
+        {"name": "level", "type": "categorical", "field": "level", "top": 2},
+        {"name": "sum_by_level", "type": "categorical", "field": "level", "top": 2, "brush": "none",
+         "aggregate": {"op": "sum", "field": "m"}}],
+        [{"name": "plevel", "field": "level", "widget": "dropdown"},
+         {"name": "plevels", "field": "level", "widget": "dropdown", "multiple": True}])
+    labels = dash.store.view("level").labels
+    nan = labels[0]  # this very object: the engine refuses any other NaN (values.Choices: a set)
+    assert math.isnan(nan) and labels[1:] == [1.5, "(other)"]
+    replies = played(dash, [{"type": "select", "view": "level", "values": [nan]},
+                            {"type": "brush", "view": "hx", "interval": [1, 6]},
+                            {"type": "select", "view": "level", "values": [nan, "(other)"]},
+                            {"type": "select", "view": "level", "values": ["(other)"]},
+                            {"type": "clear"},
+                            {"type": "parameter", "name": "plevel", "value": nan},
+                            {"type": "parameter", "name": "plevel", "value": 1.5},
+                            {"type": "parameter", "name": "plevels", "value": [0.5, nan]}])
+    assert replies[0][2]["filters"]["level"] == {"values": [None]}
+    assert replies[5][2]["filters"]["plevel"] == {"parameter": None}
+    assert replies[5][2]["selected"] == replies[0][2]["selected"]
+    assert replies[0][2]["selected"] == int(np.isnan(level[np.arange(n) % 31 != 4]).sum())
+    # the labels as the engine holds them, and as a client reads them (NaN as null)
+    as_read = json.loads(protocol.dumps({v.name: v.labels for v in dash.store.views}))
+    for labels in ({v.name: v.labels for v in dash.store.views}, as_read):
+        checker = Checker(dash.spec, labels)
+        assert checker.problems_once == []
+        result = checker.check(replies)
+        assert result.checked == 8
+        assert result.mismatches == 0, result.examples

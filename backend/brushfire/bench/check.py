@@ -44,7 +44,9 @@ class Checker:
     """DuckDB over the dashboard's source: the expected bars for given filters."""
 
     def __init__(self, spec: m.DashboardSpec, labels: dict[str, list], cache_dir: str | None = None) -> None:
-        self.spec, self.labels = spec, labels
+        self.spec = spec
+        self.labels = {n: _nan_for_null(ls) if view_type(spec.view(n)).value_bars else ls
+                       for n, ls in labels.items()}
         self.con = connect_source(spec, cache_dir=cache_dir)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                      for v in spec.views if view_type(v).value_bars}
@@ -104,7 +106,7 @@ class Checker:
         return self._cache[key]
 
     def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
-        preds = {n: filter_sql(self.spec, n, v, self.tops) for n, v in filters.items()}
+        preds = {n: filter_sql(self.spec, n, self._with_nan(n, v), self.tops) for n, v in filters.items()}
         by_where: dict[str, list[str]] = {sql.where_sql(self.spec, preds, None): []}
         for v in views:
             by_where.setdefault(sql.where_sql(self.spec, preds, v), []).append(v)
@@ -179,6 +181,20 @@ class Checker:
                 problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want}")
         return problems
 
+    def _with_nan(self, name: str, entry):
+        """A reply's filter with its NaN values: JSON writes NaN as null (protocol.dumps),
+        and a categorical view's values and a dropdown's choices, NaN among them, are never
+        null (null rows are in no bar and no choice), so a null there is NaN."""
+        if not isinstance(entry, dict):
+            return entry
+        if isinstance(entry.get("values"), list):
+            return {"values": _nan_for_null(entry["values"])}
+        dropdowns = {p.name for p in self.spec.interactions.parameters if p.widget == "dropdown"}
+        if "parameter" in entry and name in dropdowns:
+            v = entry["parameter"]
+            return {"parameter": _nan_for_null(v) if isinstance(v, list) else math.nan if v is None else v}
+        return entry
+
     def _kind(self, view: str) -> str:
         """The measure's type, coarsely: number, temporal or string."""
         mf = self.spec.view(view).aggregate.field
@@ -191,9 +207,19 @@ class Checker:
         out = []
         for name, top in self.tops.items():
             got = [x for x in self.labels[name] if x != sql.OTHER]
-            if got != top:
+            if len(got) != len(top) or not all(map(_same, got, top)):
                 out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
         return out
+
+
+def _same(a, b) -> bool:
+    """Equal values, NaN as equal to NaN (as in SQL's GROUP BY and the engine's bars)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def _nan_for_null(values: list) -> list:
+    """A field's values with JSON's nulls back as NaN (why: `Checker._with_nan`)."""
+    return [math.nan if x is None else x for x in values]
 
 
 def _as_reply(x):
