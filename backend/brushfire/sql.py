@@ -98,21 +98,29 @@ def part_sql(unit: str, col: str, d: Dialect = DUCKDB) -> str:
     return f"(weekday({t}) + 1)" if d is SPARK else f"isodow({t})"  # Spark: weekday 0 = Monday
 
 
+def summed_sql(field: str, d: Dialect = DUCKDB) -> str:
+    """A measure as sum and mean take it (docs/spec.md): NULL when null, NaN or ±inf (the
+    engine keeps prefix sums, where inf - inf is NaN), else the value in its own type, so
+    integer and decimal sums stay exact. `abs(x) < inf` is false for NaN in both dialects
+    (NaN is above every number there)."""
+    x = ident(field, d)
+    return f"CASE WHEN abs(CAST({x} AS DOUBLE)) < {num(math.inf)} THEN {x} END"
+
+
 def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -> str:
     """A view's aggregate over one bar's rows: count(*), or the op over the measure with
-    null and NaN skipped (docs/spec.md). `kind`: the measure's type (number, temporal or
-    string): only numbers can be NaN. Spark has no quantile_disc: discrete quantiles are
-    `percentile_disc(p) WITHIN GROUP (ORDER BY x)` there."""
+    null and NaN skipped, and for sum and mean ±inf too (docs/spec.md). `kind`: the
+    measure's type (number, temporal or string): only numbers can be NaN. Spark has no
+    quantile_disc: discrete quantiles are `percentile_disc(p) WITHIN GROUP (ORDER BY x)`
+    there."""
     if agg.op == "count" or not agg.field:
         return "count(*)"
+    if agg.op in ("sum", "mean"):
+        return f"{'sum' if agg.op == 'sum' else 'avg'}({summed_sql(agg.field, d)})"
     x = ident(agg.field, d)
     if kind == "number":
         x = f"CASE WHEN isnan(CAST({x} AS DOUBLE)) THEN NULL ELSE {x} END"
     op, p = agg.op, (0.5 if agg.op == "median" else agg.p)
-    if op == "sum":
-        return f"sum({x})"
-    if op == "mean":
-        return f"avg({x})"
     if op in ("min", "max"):
         return f"{op}({x})"
     if op == "distinct":
@@ -186,23 +194,24 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
     parts = []
     plain = [x for x in values if x != OTHER]
     if plain:
-        parts.append(f"{ident(view.field, d)} IN ({', '.join(lit(x, d) for x in plain)})")
+        parts.append(f"{ident(view.field, d)} IN ({', '.join(value_lit(x, d) for x in plain)})")
     if OTHER in values:
-        tops = ", ".join(lit(x, d) for x in top or []) or "NULL"
+        tops = ", ".join(value_lit(x, d) for x in top or []) or "NULL"
         f = ident(view.field, d)
         parts.append(f"({f} IS NOT NULL AND {f} NOT IN ({tops}))")
     return " OR ".join(parts) or "FALSE"
 
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
-    """`field <op> value` (range ops on numbers never pass NaN; a time is text, compared
-    with the time column as a time); op between: lo <= field <= hi for a value [lo, hi];
-    a dropdown with `multiple`: field IN (values)."""
+    """`field <op> value` (a dropdown's choices are the field's values, NaN among them:
+    `value_lit`; range ops on numbers never pass NaN; a time is text, compared with the
+    time column as a time); op between: lo <= field <= hi for a value [lo, hi]; a dropdown
+    with `multiple`: field IN (values)."""
     if p.multiple:  # any of a list of values
         if not isinstance(value, (list, tuple)):
             msg = f"parameter {p.name!r} takes a list of values, got {value!r}"
             raise InteractionError(msg)
-        return f"{ident(p.field, d)} IN ({', '.join(lit(x, d) for x in value)})" if value else "FALSE"
+        return f"{ident(p.field, d)} IN ({', '.join(value_lit(x, d) for x in value)})" if value else "FALSE"
     if p.op == "between":
         lo, hi = pair(value)
         return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
@@ -210,7 +219,7 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
     x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
-    return f"{x} {op} {lit(value, d)}{guard}"
+    return f"{x} {op} {value_lit(value, d) if p.op == 'eq' else lit(value, d)}{guard}"
 
 
 def applies(dash: m.DashboardSpec, f: str, view: str) -> bool:
@@ -256,6 +265,16 @@ def lit(x, d: Dialect = DUCKDB) -> str:
     if isinstance(x, (bool, np.bool_)):  # a boolean category or parameter value
         return "TRUE" if x else "FALSE"
     return num(_number(x))
+
+
+def value_lit(x, d: Dialect = DUCKDB) -> str:
+    """One of a field's values as a literal (a categorical view's bar, a dropdown's choice),
+    NaN too: a float field's NaN is one of its values (non-null), a bar and a choice of its
+    own, as in the engine. DuckDB and Spark take NaN = NaN, so `=` and `IN` find its rows.
+    `lit` refuses NaN: no bound is NaN."""
+    if isinstance(x, float) and math.isnan(x):
+        return "CAST('NaN' AS DOUBLE)"
+    return lit(x, d)
 
 
 def _number(x) -> float | int:

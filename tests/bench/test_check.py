@@ -1,10 +1,15 @@
 """The correctness check (bench/check.py) on a dashboard whose derived columns mean
 different things in Spark SQL and DuckDB's SQL, with a float32 column brushed at bounds a
-float cannot hold: no false mismatches, and the DuckDB baselines agree too (issue 12)."""
+float cannot hold: no false mismatches, and the DuckDB baselines agree too (issue 12).
+Then, without Spark (captured in this process), measures and categories the check once
+got wrong: NaN and infinite measures, decimal measures, a NaN category."""
 
 from __future__ import annotations
 
+import copy
+import json
 import math
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -14,9 +19,9 @@ import pytest
 from brushfire import Dashboard, protocol
 from brushfire.baselines import with_engine
 from brushfire.bench.check import Checker
+from brushfire.capture.local import capture_table
+from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
-
-pytestmark = pytest.mark.spark
 
 MAG = np.float32(17.247666)  # a float32 value: 17.247665405273438 as a double
 
@@ -87,6 +92,7 @@ def messages() -> list[dict]:
     ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("engine", ["brushfire", "duckdb", "preagg"])
 def test_no_false_mismatches_on_spark_semantics(dialect, engine):
     dash, checker, _ = dialect
@@ -101,6 +107,7 @@ def test_no_false_mismatches_on_spark_semantics(dialect, engine):
     assert result.mismatches == 0, result.examples
 
 
+@pytest.mark.spark
 def test_the_float32_edge_is_compared_as_spark_compares(dialect):
     dash, checker, _ = dialect
     session = dash.session()
@@ -118,6 +125,7 @@ def test_the_float32_edge_is_compared_as_spark_compares(dialect):
     assert checker.compare(reply) == []
 
 
+@pytest.mark.spark
 def test_derived_columns_are_spark_values_in_the_check(dialect):
     dash, checker, _ = dialect
     rows = checker.con.execute("SELECT px, ipx, z, lz FROM chk").fetchall()
@@ -125,9 +133,8 @@ def test_derived_columns_are_spark_values_in_the_check(dialect):
     assert all(lz is None for _, _, z, lz in rows if z <= 0)  # NULL, not -inf
 
 
+@pytest.mark.spark
 def test_a_failing_engine_is_reported_under_its_name_with_its_log(dialect, tmp_path, capsys):
-    import json
-
     import yaml
 
     from brushfire.cli import main
@@ -148,3 +155,134 @@ def test_a_failing_engine_is_reported_under_its_name_with_its_log(dialect, tmp_p
     assert "local[two]" in result["engines"]["lazy"]["error"]
     assert result["engines"]["brushfire"]["check"]["mismatches"] == 0  # the other engine ran
     assert "lazy       FAILED: the lazy server exited (1):" in result["table"]
+
+
+# --- without Spark: values the check once got wrong ----------------------------------------
+
+
+def awkward_rows(n: int = 400) -> pa.Table:
+    """Bars g 0-3 of measures with NaN, ±inf and nulls (bar 3: none finite)."""
+    rng = np.random.default_rng(5)
+    g = np.arange(n) % 4
+    m = rng.normal(100, 50, n).round(3)
+    m[g == 3] = np.resize([math.nan, math.inf, -math.inf], int((g == 3).sum()))
+    m[[0, 1, 2]] = [math.nan, math.inf, -math.inf]  # bar 0 has a few among its values
+    return pa.table({
+        "g": g,
+        "x": rng.uniform(0, 10, n),
+        "m": pa.array(m, mask=np.arange(n) % 37 == 5),
+    })
+
+
+def captured(tmp_path, rows: pa.Table, views: list[dict],
+             parameters: tuple[dict, ...] = ()) -> tuple[Dashboard, Checker]:
+    """`views` (and `hx`, a histogram of x to brush) and `parameters` over `rows`, captured
+    in this process, with a check of it."""
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    views = [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
+             *views]
+    spec = parse_dashboard({"name": "awkward", "source": {"path": str(tmp_path / "rows.parquet")},
+                            "views": views,
+                            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}],
+                                             "parameters": list(parameters)}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, rows, tmp_path / "cache"))
+    return dash, Checker(spec, {v.name: v.labels for v in dash.store.views})
+
+
+def played(dash: Dashboard, messages: list[dict]) -> list[tuple[int, int, dict]]:
+    """The update replies to `messages`, as a client reads them (JSON: NaN is null)."""
+    session = dash.session()
+    replies = [json.loads(protocol.dumps(protocol.handle(session, msg))) for msg in messages]
+    assert [r["type"] for r in replies] == ["update"] * len(replies), replies
+    return [(0, i, r) for i, r in enumerate(replies)]
+
+
+BRUSHES = [{"type": "brush", "view": "hx", "interval": [2, 7.5]},
+           {"type": "brush", "view": "hx", "interval": [None, 4]},
+           {"type": "clear", "view": "hx"}]
+
+
+def test_nan_and_infinite_measures_are_skipped_as_the_engine_skips_them(tmp_path):
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    ops = [{"op": "sum"}, {"op": "mean"}, {"op": "min"}, {"op": "max"}, {"op": "median"},
+           {"op": "quantile", "p": 0.9, "method": "discrete"}, {"op": "distinct"}]
+    dash, checker = captured(tmp_path, awkward_rows(), [
+        {**by_g, "name": f"{a['op']}_m", "aggregate": {**a, "field": "m"}} for a in ops])
+    replies = played(dash, BRUSHES)
+    result = checker.check(replies)
+    assert result.checked == 3
+    assert result.mismatches == 0, result.examples
+    last = replies[-1][2]["views"]
+    assert last["sum_m"]["values"][3] is None  # no finite measure: no sum, as SQL's NULL
+    assert last["max_m"]["values"][3] is None  # inf is a value of order statistics (null in JSON)
+    # a bar with an inf among its measures still has a finite tolerance: a wrong sum is caught
+    wrong = copy.deepcopy(replies[-1][2])
+    wrong["views"]["sum_m"]["values"][0] += 1.0
+    problems = checker.compare(wrong)
+    assert len(problems) == 1 and problems[0].startswith("sum_m[[0.0, 1.0]]: sum "), problems
+
+
+def test_decimal_measures_are_compared_as_the_doubles_the_engine_reads(tmp_path):
+    """DuckDB sums decimals exactly, as decimals; the engine reads each value as its nearest
+    double (capture/columns.py). The check compares them as doubles, not as Decimal."""
+    rng = np.random.default_rng(6)
+    n = 300
+    cents = rng.integers(-50_000, 500_000, n)
+    rows = pa.table({
+        "g": np.arange(n) % 4,
+        "x": rng.uniform(0, 10, n),
+        "price": pa.array([Decimal(int(c)).scaleb(-2) for c in cents], pa.decimal128(10, 2),
+                          mask=np.arange(n) % 29 == 3),
+        "big": pa.array([Decimal(int(c) * 10_007) for c in cents], pa.decimal128(20, 0)),
+    })
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    aggs = [{"op": "sum", "field": "price"}, {"op": "mean", "field": "price"},
+            {"op": "min", "field": "price"}, {"op": "quantile", "field": "price", "p": 0.3,
+                                               "method": "discrete"},
+            {"op": "sum", "field": "big"}, {"op": "mean", "field": "big"}]
+    dash, checker = captured(tmp_path, rows, [
+        {**by_g, "name": f"{a['op']}_{a['field']}", "aggregate": a} for a in aggs])
+    result = checker.check(played(dash, BRUSHES))
+    assert result.checked == 3
+    assert result.mismatches == 0, result.examples
+
+
+def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
+    """A float field's NaN is one of its values, as in the engine: a categorical view's bar
+    and a dropdown's choice, which select its rows; a reply's JSON writes it as null (no
+    bar or choice is null)."""
+    rng = np.random.default_rng(7)
+    n = 300
+    level = rng.choice([math.nan, 1.5, 0.5, 2.5], n, p=[0.4, 0.3, 0.2, 0.1])
+    rows = pa.table({"x": rng.uniform(0, 10, n), "level": pa.array(level, mask=np.arange(n) % 31 == 4),
+                     "m": rng.normal(10, 3, n)})
+    dash, checker = captured(tmp_path, rows, [
+        {"name": "level", "type": "categorical", "field": "level", "top": 2},
+        {"name": "sum_by_level", "type": "categorical", "field": "level", "top": 2, "brush": "none",
+         "aggregate": {"op": "sum", "field": "m"}}],
+        [{"name": "plevel", "field": "level", "widget": "dropdown"},
+         {"name": "plevels", "field": "level", "widget": "dropdown", "multiple": True}])
+    labels = dash.store.view("level").labels
+    nan = labels[0]  # this very object: the engine refuses any other NaN (values.Choices: a set)
+    assert math.isnan(nan) and labels[1:] == [1.5, "(other)"]
+    replies = played(dash, [{"type": "select", "view": "level", "values": [nan]},
+                            {"type": "brush", "view": "hx", "interval": [1, 6]},
+                            {"type": "select", "view": "level", "values": [nan, "(other)"]},
+                            {"type": "select", "view": "level", "values": ["(other)"]},
+                            {"type": "clear"},
+                            {"type": "parameter", "name": "plevel", "value": nan},
+                            {"type": "parameter", "name": "plevel", "value": 1.5},
+                            {"type": "parameter", "name": "plevels", "value": [0.5, nan]}])
+    assert replies[0][2]["filters"]["level"] == {"values": [None]}
+    assert replies[5][2]["filters"]["plevel"] == {"parameter": None}
+    assert replies[5][2]["selected"] == replies[0][2]["selected"]
+    assert replies[0][2]["selected"] == int(np.isnan(level[np.arange(n) % 31 != 4]).sum())
+    # the labels as the engine holds them, and as a client reads them (NaN as null)
+    as_read = json.loads(protocol.dumps({v.name: v.labels for v in dash.store.views}))
+    for labels in ({v.name: v.labels for v in dash.store.views}, as_read):
+        checker = Checker(dash.spec, labels)
+        assert checker.problems_once == []
+        result = checker.check(replies)
+        assert result.checked == 8
+        assert result.mismatches == 0, result.examples

@@ -13,8 +13,10 @@ Replies with the same filters and views share one evaluation.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from brushfire import sql
 from brushfire.baselines.duckdb import connect_source
@@ -42,7 +44,9 @@ class Checker:
     """DuckDB over the dashboard's source: the expected bars for given filters."""
 
     def __init__(self, spec: m.DashboardSpec, labels: dict[str, list], cache_dir: str | None = None) -> None:
-        self.spec, self.labels = spec, labels
+        self.spec = spec
+        self.labels = {n: _nan_for_null(ls) if view_type(spec.view(n)).value_bars else ls
+                       for n, ls in labels.items()}
         self.con = connect_source(spec, cache_dir=cache_dir)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                      for v in spec.views if view_type(v).value_bars}
@@ -60,9 +64,10 @@ class Checker:
             if mf and not v.aggregate.order:  # sums and means: their rounding tolerance
                 t = types.get(mf, "")  # DESCRIBE's names as the source spells them
                 self.integer[v.name] = t in INTEGER_TYPES or (t.startswith("DECIMAL") and t.endswith(",0)"))
+                # over the measures the sum takes: a NaN or inf would make the bound NaN or inf
                 self.abs_sums[v.name] = dict(self.con.execute(
-                    f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.ident(mf)} AS DOUBLE))) FROM chk "
-                    "GROUP BY 1").fetchall())
+                    f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.summed_sql(mf)} AS DOUBLE))) "
+                    "FROM chk GROUP BY 1").fetchall())
         self._cache: dict[str, tuple[dict, int]] = {}
         self.problems_once: list[str] = self._label_problems()
 
@@ -101,7 +106,7 @@ class Checker:
         return self._cache[key]
 
     def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
-        preds = {n: filter_sql(self.spec, n, v, self.tops) for n, v in filters.items()}
+        preds = {n: filter_sql(self.spec, n, self._with_nan(n, v), self.tops) for n, v in filters.items()}
         by_where: dict[str, list[str]] = {sql.where_sql(self.spec, preds, None): []}
         for v in views:
             by_where.setdefault(sql.where_sql(self.spec, preds, v), []).append(v)
@@ -113,7 +118,7 @@ class Checker:
             cols = [self.column[v] for v in group]
             measures = sorted({self.spec.view(v).aggregate.field for v in group
                                if not self.spec.view(v).aggregate.order} - {None})
-            aggs = "".join(f", sum({sql.ident(f)}), count({sql.ident(f)})" for f in measures)
+            aggs = "".join(f", sum({x}), count({x})" for x in map(sql.summed_sql, measures))
             stats = [v for v in group if self.spec.view(v).aggregate.order]
             aggs += "".join(f", {sql.aggregate_sql(self.spec.view(v).aggregate, self._kind(v))}"
                             for v in stats)
@@ -134,7 +139,7 @@ class Checker:
                 s, k = (rest[2 * measures.index(mf)], rest[2 * measures.index(mf) + 1]) \
                     if mf in measures else (None, 0)
                 stat = rest[2 * len(measures) + stats.index(group[i])] if group[i] in stats else None
-                found[group[i]][keys[i]] = (n, s, k, stat)
+                found[group[i]][keys[i]] = (n, _double(s), k, stat)
             out.update(found)
         return out, selected
 
@@ -155,7 +160,7 @@ class Checker:
             if i is None:
                 problems.append(f"{view}: SQL has {n} rows in bar {key!r}, which the view lacks")
                 continue
-            want_n[i], want_s[i], want_k[i], want_stat[i] = n, s or 0.0, k, _instant(stat)
+            want_n[i], want_s[i], want_k[i], want_stat[i] = n, s or 0.0, k, _as_reply(stat)
         counts, values = got.get("counts", []), got.get("values", [])
         if len(counts) != len(labels) or len(values) != len(labels):
             return [f"{view}: {len(counts)} counts / {len(values)} values for {len(labels)} bars"]
@@ -176,6 +181,20 @@ class Checker:
                 problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want}")
         return problems
 
+    def _with_nan(self, name: str, entry):
+        """A reply's filter with its NaN values: JSON writes NaN as null (protocol.dumps),
+        and a categorical view's values and a dropdown's choices, NaN among them, are never
+        null (null rows are in no bar and no choice), so a null there is NaN."""
+        if not isinstance(entry, dict):
+            return entry
+        if isinstance(entry.get("values"), list):
+            return {"values": _nan_for_null(entry["values"])}
+        dropdowns = {p.name for p in self.spec.interactions.parameters if p.widget == "dropdown"}
+        if "parameter" in entry and name in dropdowns:
+            v = entry["parameter"]
+            return {"parameter": _nan_for_null(v) if isinstance(v, list) else math.nan if v is None else v}
+        return entry
+
     def _kind(self, view: str) -> str:
         """The measure's type, coarsely: number, temporal or string."""
         mf = self.spec.view(view).aggregate.field
@@ -188,13 +207,34 @@ class Checker:
         out = []
         for name, top in self.tops.items():
             got = [x for x in self.labels[name] if x != sql.OTHER]
-            if got != top:
+            if len(got) != len(top) or not all(map(_same, got, top)):
                 out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
         return out
 
 
-def _instant(x):
-    """SQL's timestamps as the engine writes them (ISO, UTC)."""
+def _same(a, b) -> bool:
+    """Equal values, NaN as equal to NaN (as in SQL's GROUP BY and the engine's bars)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def _nan_for_null(values: list) -> list:
+    """A field's values with JSON's nulls back as NaN (why: `Checker._with_nan`)."""
+    return [math.nan if x is None else x for x in values]
+
+
+def _as_reply(x):
+    """An order statistic from SQL as a reply writes it: times as ISO text in UTC, NaN and
+    ±inf as null (JSON has neither: protocol.dumps; an order statistic takes ±inf as a
+    value, and the median of -inf and inf is NaN), decimals as doubles."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
-    return x
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return _double(x)
+
+
+def _double(x):
+    """A DECIMAL from SQL as the engine reads decimals: the nearest double (float() rounds
+    once, as capture/columns.py does); a Decimal neither subtracts from a float nor
+    equals the double of a value such as 0.1."""
+    return float(x) if isinstance(x, Decimal) else x

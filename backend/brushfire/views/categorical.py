@@ -33,7 +33,7 @@ class Categorical(ViewType):
         return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
 
     def key_sql(self, view: m.CategoricalView, top, d: sql.Dialect = sql.DUCKDB) -> str:
-        tops = ", ".join(sql.lit(x, d) for x in top or []) or "NULL"
+        tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         other = sql.lit(OTHER, d) if view.other else "NULL"
         f = sql.ident(view.field, d)
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
