@@ -48,10 +48,13 @@ def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     temporal = [f for n in needs for f in n.get("ranges", [])]
     values = plan.value_fields
     counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
+    # an order statistic's measure needs its values (numbers and times) even when a
+    # categorical view or dropdown also counts it: value counts alone would key it by
+    # frequency, not by value (strings, counted either way, are only counted once)
     return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
-                       measures=tuple(f for f in plan.order_fields if f not in values + counts),
+                       measures=tuple(f for f in plan.order_fields if f not in values),
                        extents=tuple(maxbins_fields(dash)))
 
 
@@ -289,27 +292,30 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
     Returns whether the values are read from the dim (no rows needed)."""
     agg = view.aggregate
     f = agg.field
-    d = dim_of.get(f"value:{f}", dim_of.get(f"dict:{f}"))
-    if d is None:
-        if f in profile.values:
-            st = profile.values[f]
-            if st.dense:
-                d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
-                            values=st.values.tolist()))
-            else:
-                edges = fine_edges(st, config.max_keys)
-                d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,
-                            edges=edges))
+    # numbers and times are keyed by value (a value dim: its keys in value order, as ranks
+    # need); only strings by a dict dim, whose keys are in no order (distinct needs none)
+    d = dim_of.get(f"value:{f}")
+    if d is None and f in profile.values:
+        st = profile.values[f]
+        if st.dense:
+            d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
+                        values=st.values.tolist()))
         else:
-            values, counts = profile.counts[f]
-            if len(values) > config.max_keys:
-                msg = (f"view {view.name}: aggregate op 'distinct' needs every value of {f!r} "
-                       f"as a key, but it has {len(values):,} distinct values (at most "
-                       f"{config.max_keys:,})")
-                raise CaptureError(msg)
-            order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
-            d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
-                        values=[values[i] for i in order]))
+            edges = fine_edges(st, config.max_keys)
+            d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,
+                        edges=edges))
+    if d is None:
+        d = dim_of.get(f"dict:{f}")
+    if d is None:
+        values, counts = profile.counts[f]
+        if len(values) > config.max_keys:
+            msg = (f"view {view.name}: aggregate op {agg.op!r} needs every value of {f!r} "
+                   f"as a key, but it has {len(values):,} distinct values (at most "
+                   f"{config.max_keys:,})")
+            raise CaptureError(msg)
+        order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+        d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
+                    values=[values[i] for i in order]))
     dim = dims[d]
     nkeys = dim.nkeys
     if agg.op == "distinct" and (dim.kind == "fine" or v.kbars * (nkeys + 1) > config.max_cells):

@@ -73,6 +73,8 @@ def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> d
         out["values"][f] = _value_stats(table[f], spec.max_keys)
     for f in spec.measures:
         if C.kind_of(table[f].type) == "string":
+            if f in spec.counts:
+                continue  # counted below
             col = table[f]
             vc = pc.value_counts(col.drop_null() if col.null_count else col)
             out["counts"][f] = (vc.field("values"), np.asarray(vc.field("counts"), np.int64))
@@ -137,11 +139,14 @@ def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
         pieces = [p["counts"][f] for p in parts if f in p["counts"]]
         counts[f] = _merge_counts(pieces)
     for f in spec.measures:  # numbers and times as values, strings as counts
-        if any(f in p["counts"] for p in parts):
-            counts[f] = _merge_counts([p["counts"][f] for p in parts if f in p["counts"]])
-        else:
+        if any(f in p["values"] for p in parts):
             values[f] = _merge_values([p["values"][f] for p in parts if f in p["values"]],
                                       spec.max_keys)
+        elif any(f in p["counts"] for p in parts):
+            if f not in counts:
+                counts[f] = _merge_counts([p["counts"][f] for p in parts if f in p["counts"]])
+        else:  # no rows at all
+            values[f] = _merge_values([], spec.max_keys)
     ranges = {}
     for f in spec.ranges:
         lo = [p["ranges"][f][0] for p in parts if f in p["ranges"] and p["ranges"][f][0] is not None]
