@@ -82,6 +82,28 @@ def test_the_base_queries_of_order_statistics_of_times(spark, small_parquet):
         {k: format_instant(datetime_micros(s)) for k, (_, s) in first.items()}
 
 
+def test_time_fields_as_categories_and_dropdowns_capture_as_in_process(spark, tmp_path):
+    """Spark's profile gives a time field's value counts as instants too (it gave datetimes,
+    which no manifest stores), and profiles the max's measure by value though a categorical
+    view counts it (else 'aggregate op 'distinct' needs every value of 'ts'')."""
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.lineage.layout import CaptureConfig
+    from views.test_categorical import rows, spec
+
+    pq.write_table(rows(), tmp_path / "rows.parquet")
+    plan = plan_capture(parse_dashboard(spec(tmp_path / "rows.parquet")))
+    config = CaptureConfig(max_keys=6)  # ts has 7 values: a fine dim for the max
+    on_spark = capture_dashboard(plan, spark=spark, cache_dir=tmp_path / "spark", config=config)
+    local = capture_table(plan, rows(), tmp_path / "local", config)
+    assert [(v.labels, v.value_type) for v in on_spark.views] == \
+        [(v.labels, v.value_type) for v in local.views]
+    assert on_spark.view("tcat").value_type == "temporal"
+    assert on_spark.parameter_domain("pday") == local.parameter_domain("pday")
+    assert on_spark.base.counts.tolist() == local.base.counts.tolist()
+
+
 def test_derived_columns_and_static_filters_are_applied(spark, small_parquet):
     d = views_spec(small_parquet, columns={"x": "x * 0 + 5"}, filters=["cat = 'c00'"])
     store = capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)

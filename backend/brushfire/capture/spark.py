@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire.capture import columns as C
-from brushfire.capture.profile import Profile, ProfileSpec, value_stats
+from brushfire.capture.profile import Profile, ProfileSpec, count_values, value_stats
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
@@ -159,7 +159,9 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         t = tables[c]
         ok = t.column(0).is_valid()
         kept = t.filter(ok)
-        out.counts[c] = (kept.column(0).to_pylist(), np.asarray(kept.column(1), np.int64))
+        out.counts[c] = (count_values(kept.column(0)), np.asarray(kept.column(1), np.int64))
+        if C.kind_of(kept.column(0).type) == "temporal":
+            out.times.add(c)
     for i, c in enumerate(ranges):
         lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
         out.ranges[c] = (None, None) if lo is None else tuple(
