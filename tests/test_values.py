@@ -163,7 +163,8 @@ def test_a_time_choice_is_any_spelling_of_its_instant(value, label):
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ("2024-01-03", "'2024-01-03' is not one of the values: '2024-01-02T00:00:00+00:00', "),
+    ("2024-01-03", "'2024-01-03' is not one of the values: '2024-01-02T00:00:00+00:00', "
+                   "'2024-01-01T00:00:00+00:00', '2024-01-01T06:30:00.000001+00:00', '(other)'"),
     ("soon", "'soon' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
     (3, "3 is a number, not a time; temporal bounds are ISO times"),
     (None, "null is not a time; write e.g. 2021-03-01"),

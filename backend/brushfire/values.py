@@ -181,12 +181,13 @@ class Choices:
             return
         if self.times:
             self._as_choice(value)  # not a time at all: say so
-        shown = ", ".join(show(c, 30) for c in self.values[:CHOICES_SHOWN])
+        width = 34 if self.times else 30  # (an instant to the microsecond, whole)
+        shown = ", ".join(show(c, width) for c in self.values[:CHOICES_SHOWN])
         more = f", … ({len(self.values):,} in all)" if len(self.values) > CHOICES_SHOWN else ""
         msg = f"{show(value)} is not one of the values: {shown or 'none'}{more}"
         guess = did_you_mean(value, self.values)
         if guess:
-            msg += f"; did you mean {', '.join(show(g, 30) for g in guess)}?"
+            msg += f"; did you mean {', '.join(show(g, width) for g in guess)}?"
         raise InteractionError(msg)
 
 
