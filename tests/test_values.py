@@ -158,6 +158,33 @@ def test_an_unhashable_value_is_not_a_choice():
         V.Choices([1, 2]).check([1])
 
 
+DAYS = ["2024-01-02T00:00:00+00:00", "2024-01-01T00:00:00+00:00", "2024-01-01T06:30:00.000001+00:00"]
+
+
+@pytest.mark.parametrize(("value", "label"), [
+    ("2024-01-02", DAYS[0]), ("2024-01-02T00:00:00Z", DAYS[0]), (DAYS[0], DAYS[0]),
+    ("2024-01-01T08:30:00.000001+02:00", DAYS[2]), (date(2024, 1, 1), DAYS[1]),
+    (datetime(2024, 1, 1, 6, 30, 0, 1), DAYS[2]), ("2024-01-01T00:00:00.0000009", DAYS[1]),
+])
+def test_a_time_choice_is_any_spelling_of_its_instant(value, label):
+    assert V.time_choice(value) == label
+    assert value in V.Choices(DAYS, extra=("(other)",), times=True)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("2024-01-03", "'2024-01-03' is not one of the values: '2024-01-02T00:00:00+00:00', "
+                   "'2024-01-01T00:00:00+00:00', '2024-01-01T06:30:00.000001+00:00', '(other)'"),
+    ("soon", "'soon' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    (3, "3 is a number, not a time; temporal bounds are ISO times"),
+    (None, "null is not a time; write e.g. 2021-03-01"),
+])
+def test_a_time_choice_that_is_none_of_them_is_refused(value, expected):
+    with pytest.raises(InteractionError) as e:
+        V.Choices(DAYS, extra=("(other)",), times=True).check(value)
+    assert str(e.value).startswith(expected)
+    V.Choices(DAYS, extra=("(other)",), times=True).check("(other)")  # (text choices as they are)
+
+
 @pytest.mark.parametrize(("x", "expected"), [
     (10**50, "an integer of 51 digits"), ("a" * 100, "'" + "a" * 38 + "…"), (1.5, "1.5"),
 ])

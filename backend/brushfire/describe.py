@@ -81,5 +81,5 @@ def _parameter_json(dash: Dashboard, p) -> dict:
     kind, domain = dash.store.parameter_domain(p.name)
     return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op,
             "multiple": p.multiple, "default": p.default,
-            "values": domain if kind == "values" else None,
+            "values": domain if kind in ("values", "times") else None,
             "range": domain if kind == "range" and domain else None}

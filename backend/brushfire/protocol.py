@@ -569,8 +569,11 @@ def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> Non
 
 
 def _check_values(session: SessionAPI, view: str, values: list, where: str) -> None:
-    """Categories of a categorical view: values of its field, or '(other)'."""
-    choices = _choices(session.view(view).labels)
+    """Categories of a categorical view: values of its field (of a time field, ISO times),
+    or '(other)'."""
+    layout = next((v for v in session.store.views if v.name == view), None)
+    times = layout is not None and layout.value_type == "temporal"
+    choices = _choices(session.view(view).labels, times)
     for i, x in enumerate(values):
         _check(lambda x=x: choices.check(x), f"{where}[{i}]")
 
@@ -580,15 +583,16 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
     if value is None:
         return
     kind, domain = session.store.parameter_domain(name)
-    if kind == "values" and session.plan.filter(name).op == "in":  # multiple: a list
+    dropdown = kind in ("values", "times")  # (times: a time field's, any ISO spelling)
+    if dropdown and session.plan.filter(name).op == "in":  # multiple: a list
         if not isinstance(value, list):
             msg = f"{where}: parameter {name!r} takes a list of values, got {V.show(value)}"
             raise InteractionError(msg)
         for i, x in enumerate(value):
-            _check(lambda x=x: _choices(domain).check(x), f"{where}[{i}]")
+            _check(lambda x=x: _choices(domain, kind == "times").check(x), f"{where}[{i}]")
         return
-    if kind == "values":
-        _check(lambda: _choices(domain).check(value), where)
+    if dropdown:
+        _check(lambda: _choices(domain, kind == "times").check(value), where)
         return
     temporal = _is_temporal(session, name)
     bound = V.time_bound if temporal else V.number_bound
@@ -623,16 +627,16 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 
-_choice_sets: dict[int, tuple[object, V.Choices]] = {}  # id(domain) -> (domain, its Choices)
+_choice_sets: dict[tuple[int, bool], tuple[object, V.Choices]] = {}  # -> (domain, its Choices)
 
 
-def _choices(domain: list) -> V.Choices:
+def _choices(domain: list, times: bool = False) -> V.Choices:
     """The values a categorical view (its bars) or a dropdown parameter takes, built once
-    per domain list."""
-    cached = _choice_sets.get(id(domain))
+    per domain list; `times`: ISO instants of a time field, matched as instants."""
+    cached = _choice_sets.get((id(domain), times))
     if cached is None or cached[0] is not domain:
-        cached = (domain, V.Choices(list(domain)))
-        _choice_sets[id(domain)] = cached
+        cached = (domain, V.Choices(list(domain), times=times))
+        _choice_sets[(id(domain), times)] = cached
     return cached[1]
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date
 
 import numpy as np
 
@@ -187,18 +187,23 @@ def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB
 
 
 def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str:
-    """The rows whose value is in `values` ('(other)': non-null and not in `top`)."""
+    """The rows whose value is in `values` ('(other)': non-null and not in `top`). When
+    `top` holds times (datetimes or dates: a categorical view over a time field), values
+    are times too (ISO text or datetimes) and compared as UTC microseconds."""
     if not isinstance(values, (list, tuple)):
         msg = f"select takes a list of values, got {values!r}"
         raise InteractionError(msg)
     parts = []
     plain = [x for x in values if x != OTHER]
+    f = ident(view.field, d)
+    times = are_times(top)
+    x, literal = (time_us(view.field, d), lambda v: str(micros(v))) if times else \
+        (f, lambda v: value_lit(v, d))
     if plain:
-        parts.append(f"{ident(view.field, d)} IN ({', '.join(value_lit(x, d) for x in plain)})")
+        parts.append(f"{x} IN ({', '.join(literal(v) for v in plain)})")
     if OTHER in values:
-        tops = ", ".join(value_lit(x, d) for x in top or []) or "NULL"
-        f = ident(view.field, d)
-        parts.append(f"({f} IS NOT NULL AND {f} NOT IN ({tops}))")
+        tops = ", ".join(literal(v) for v in top or []) or "NULL"
+        parts.append(f"({f} IS NOT NULL AND {x} NOT IN ({tops}))")
     return " OR ".join(parts) or "FALSE"
 
 
@@ -240,11 +245,18 @@ def where_sql(dash: m.DashboardSpec, preds: dict[str, str], view: str | None) ->
 
 
 def micros(x) -> int:
-    """A time bound as UTC microseconds: ISO text or datetime (naive = UTC), converted by
-    brushfire.values (the one rounding rule), or a number already in microseconds."""
-    if isinstance(x, (str, datetime)):
+    """A time bound as UTC microseconds: ISO text, a datetime (naive = UTC) or a date,
+    converted by brushfire.values (the one rounding rule), or a number already in
+    microseconds."""
+    if isinstance(x, (str, date)):
         return V.time_bound(x)
     return int(_number(x))
+
+
+def are_times(values: list | None) -> bool:
+    """Are these a time field's values (datetimes or dates), as a categorical view over a
+    time gives its top values to SQL?"""
+    return any(isinstance(x, date) for x in values or ())
 
 
 def num(x) -> str:

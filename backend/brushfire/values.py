@@ -9,7 +9,8 @@
   a silent empty selection); `int_bound` turns a number into the equivalent bound on an
   integer column (ceil / floor), clamped to int64.
 - Choices: `Choices.check` accepts a value of a categorical view or dropdown parameter,
-  or says which values exist (with a "did you mean").
+  or says which values exist (with a "did you mean"). Over a time field the choices are
+  ISO instants (`format_instant`) and a value is any spelling of one (`time_choice`).
 
 Every problem raises `InteractionError` with a message that names the value and says
 what is expected; callers add where the value came from (view, bound).
@@ -74,6 +75,22 @@ def format_instant(micros: int) -> str:
         raise InteractionError(msg) from None
 
 
+def time_choice(x) -> str:
+    """A time given for a categorical view's bar or a dropdown's value over a time field, as
+    those spell their values: the ISO instant of ISO text, a datetime (naive = UTC) or a
+    date, so '2024-01-01', '2024-01-01T00:00:00Z' and the bar's own label
+    '2024-01-01T00:00:00+00:00' all name one bar."""
+    if x is None:
+        msg = f"null is not a time; write e.g. {ISO_EXAMPLE}"
+        raise InteractionError(msg)
+    return format_instant(time_bound(x))
+
+
+def instant_datetime(text: str) -> datetime:
+    """The UTC datetime of an ISO instant (exact: through microseconds)."""
+    return EPOCH + timedelta(microseconds=parse_instant(text))
+
+
 # --- bounds -----------------------------------------------------------------------------
 
 
@@ -135,10 +152,13 @@ class Choices:
     """The values a categorical view or dropdown parameter takes (plus `extra`, e.g.
     '(other)'), for O(1) checks. Equality is Python's (3 == 3.0) except that a string
     never equals a number and a boolean never equals an integer: '3' is refused where 3
-    is a choice, and the error says so."""
+    is a choice, and the error says so. With `times`, the values are ISO instants of a
+    time field (and other text such as '(other)', matched as it is), and a value matches
+    as the instant it names (`time_choice`); a value that is no time is refused as such."""
 
-    def __init__(self, values, extra: tuple = ()) -> None:
+    def __init__(self, values, extra: tuple = (), times: bool = False) -> None:
         self.values = [*values, *extra]
+        self.times = times
         self._keys = set()
         for v in self.values:
             with contextlib.suppress(TypeError):  # unhashable: never a JSON scalar, never matched
@@ -146,20 +166,28 @@ class Choices:
 
     def __contains__(self, value) -> bool:
         try:
-            return choice_key(value) in self._keys
-        except TypeError:
+            return choice_key(self._as_choice(value)) in self._keys
+        except (TypeError, InteractionError):
             return False
+
+    def _as_choice(self, value):
+        if not self.times or (isinstance(value, str) and ("str", value) in self._keys):
+            return value
+        return time_choice(value)
 
     def check(self, value) -> None:
         """Raise unless `value` is a choice, naming the first choices and the closest."""
         if value in self:
             return
-        shown = ", ".join(show(c, 30) for c in self.values[:CHOICES_SHOWN])
+        if self.times:
+            self._as_choice(value)  # not a time at all: say so
+        width = 34 if self.times else 30  # (an instant to the microsecond, whole)
+        shown = ", ".join(show(c, width) for c in self.values[:CHOICES_SHOWN])
         more = f", … ({len(self.values):,} in all)" if len(self.values) > CHOICES_SHOWN else ""
         msg = f"{show(value)} is not one of the values: {shown or 'none'}{more}"
         guess = did_you_mean(value, self.values)
         if guess:
-            msg += f"; did you mean {', '.join(show(g, 30) for g in guess)}?"
+            msg += f"; did you mean {', '.join(show(g, width) for g in guess)}?"
         raise InteractionError(msg)
 
 

@@ -85,3 +85,45 @@ def test_calendar_parts_alone_need_no_time_range(tmp_path):
     days = [sum(1 for x in t if x.isoweekday() == k) for k in range(1, 8)]
     hours = [sum(1 for x in t if x.hour == h) for h in range(24)]
     assert base == {"dow": days, "hod": hours}
+
+
+def test_an_order_statistic_keys_its_measure_by_value_when_a_categorical_view_counts_it(tmp_path):
+    """A categorical view over the measure of a max view (or a dropdown over it) has the
+    profile count its values; the max still needs them as a value dim, in value order, not
+    the dict of the most frequent first (whose limit is a distinct's: the op was misnamed,
+    and hit at 7 values here)."""
+    from brushfire.dashboard import Dashboard
+
+    k = [1] * 6 + [5] * 3 + [9] + [2] * 4 + [7] + [3, 4]
+    rows = pa.table({"x": [float(i % 3) for i in range(len(k))], "g": ["a"] * 10 + ["b"] * 7,
+                     "k": k})
+    aggs = {"mx": "max", "mn": "min", "md": "median"}
+    s = {"name": "t", "source": {"path": "t.parquet"},
+         "views": [{"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 3]}},
+                   {"name": "kc", "type": "categorical", "field": "k", "top": 3},
+                   *({"name": n, "type": "categorical", "field": "g", "brush": "none",
+                      "aggregate": {"op": op, "field": "k"}} for n, op in aggs.items())],
+         "interactions": {"crossfilter": [{"views": ["x", "kc", *aggs]}]}}
+    dash = parse_dashboard(s)
+    plan = plan_capture(dash)
+    store = capture_table(plan, rows, tmp_path, CaptureConfig(max_keys=5))  # k: 7 values
+    for name in aggs:
+        assert store.layout.dims[store.layout.view(name).mdim].name == "value:k"
+    session = Dashboard(dash, plan, store).session()
+    views = session.views()
+    assert [views[n].values for n in aggs] == [[9, 7, None], [1, 2, None], [1.0, 2.0, None]]
+    views = session.brush("x", [1, 2]).views  # rows 1, 2, 4, 5, 7, 8, ...
+    want = {g: sorted(v for i, v in enumerate(k) if i % 3 and rows["g"][i].as_py() == g) for g in "ab"}
+    assert views["mx"].values == [want["a"][-1], want["b"][-1], None]
+    assert views["mn"].values == [want["a"][0], want["b"][0], None]
+
+
+def test_a_dict_keyed_measure_over_its_limit_names_its_op(tmp_path):
+    rows = pa.table({"x": [0.0] * 8, "s": [f"s{i}" for i in range(8)]})
+    s = {"name": "t", "source": {"path": "t.parquet"},
+         "views": [{"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 3]}},
+                   {"name": "v", "type": "histogram", "field": "x", "brush": "none",
+                    "bin": {"step": 1, "extent": [0, 3]}, "aggregate": {"op": "distinct", "field": "s"}}],
+         "interactions": {"crossfilter": [{"views": ["x", "v"]}]}}
+    with pytest.raises(CaptureError, match="view v: aggregate op 'distinct' needs every value of 's'"):
+        capture_table(plan_capture(parse_dashboard(s)), rows, tmp_path, CaptureConfig(max_keys=5))

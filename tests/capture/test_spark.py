@@ -59,6 +59,51 @@ def test_captured_base_views_equal_the_plain_spark_queries(spark, small_parquet)
                     assert sums[k] == pytest.approx(s or 0.0)
 
 
+def test_the_base_queries_of_order_statistics_of_times(spark, small_parquet):
+    """The plain base query of a min / max view computes its op (it summed the measure cast
+    to a double, which Spark refuses for a timestamp: `capture` failed after capturing)."""
+    d = views_spec(small_parquet)
+    d["views"] += [{"name": "last_t", "type": "categorical", "field": "dest", "brush": "none",
+                    "aggregate": {"op": "max", "field": "t"}},
+                   {"name": "first_t", "type": "histogram", "field": "x", "brush": "none",
+                    "bin": {"step": 10, "extent": [0, 100], "clamp": True},
+                    "aggregate": {"op": "min", "field": "t"}}]
+    plan = plan_capture(parse_dashboard(d))
+    store = capture_dashboard(plan, spark=spark, baseline=True)
+    from brushfire.dashboard import Dashboard
+    from brushfire.values import datetime_micros, format_instant
+
+    views = Dashboard(plan.dashboard, plan, store).session().views()
+    last = store.base_query_results["last_t"]
+    assert views["last_t"].values[:5] == [format_instant(datetime_micros(last[k][1]))
+                                          for k in views["last_t"].labels[:5]]
+    first = store.base_query_results["first_t"]
+    assert {i: x for i, x in enumerate(views["first_t"].values) if x is not None} == \
+        {k: format_instant(datetime_micros(s)) for k, (_, s) in first.items()}
+
+
+def test_time_fields_as_categories_and_dropdowns_capture_as_in_process(spark, tmp_path):
+    """Spark's profile gives a time field's value counts as instants too (it gave datetimes,
+    which no manifest stores), and profiles the max's measure by value though a categorical
+    view counts it (else 'aggregate op 'distinct' needs every value of 'ts'')."""
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.lineage.layout import CaptureConfig
+    from views.test_categorical import rows, spec
+
+    pq.write_table(rows(), tmp_path / "rows.parquet")
+    plan = plan_capture(parse_dashboard(spec(tmp_path / "rows.parquet")))
+    config = CaptureConfig(max_keys=6)  # ts has 7 values: a fine dim for the max
+    on_spark = capture_dashboard(plan, spark=spark, cache_dir=tmp_path / "spark", config=config)
+    local = capture_table(plan, rows(), tmp_path / "local", config)
+    assert [(v.labels, v.value_type) for v in on_spark.views] == \
+        [(v.labels, v.value_type) for v in local.views]
+    assert on_spark.view("tcat").value_type == "temporal"
+    assert on_spark.parameter_domain("pday") == local.parameter_domain("pday")
+    assert on_spark.base.counts.tolist() == local.base.counts.tolist()
+
+
 def test_derived_columns_and_static_filters_are_applied(spark, small_parquet):
     d = views_spec(small_parquet, columns={"x": "x * 0 + 5"}, filters=["cat = 'c00'"])
     store = capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)

@@ -48,6 +48,9 @@ VIEWS = [
     {"type": "temporal", "name": "dow", "field": "t", "unit": "day_of_week"},
     {"type": "categorical", "name": "c", "field": "k", "top": 2},
     {"type": "categorical", "name": "c2", "field": "k", "top": 3, "other": False, "sort": "name"},
+    # a time field's values as bars: ISO instants, matched as UTC microseconds
+    {"type": "categorical", "name": "ct", "field": "t", "top": 4},
+    {"type": "categorical", "name": "ct2", "field": "t", "top": 3, "other": False, "sort": "name"},
 ]
 
 
@@ -57,18 +60,24 @@ def test_capture_and_sql_put_each_row_in_the_same_bar(spec: dict) -> None:
     vt, table = view_type(view), _table()
     us = np.array([x for x in table["t"].cast(pa.int64()).to_pylist() if x is not None])
     values, counts = np.unique(np.array([x for x in table["k"].to_pylist() if x]), return_counts=True)
+    times, per_time = np.unique(us, return_counts=True)
     profile = SimpleNamespace(values={}, ranges={"t": (int(us.min()), int(us.max()))},
-                              counts={"k": (list(values), counts)})
+                              counts={"k": (list(values), counts), "t": (times.tolist(), per_time)},
+                              times={"t"})
     labels = vt.labels(view, profile)
-    vl = ViewLayout(view.name, view.type, "count", len(labels), 0, labels, reasons=vt.reasons(view))
+    kind = "temporal" if vt.value_bars and view.field == "t" else "values"
+    vl = ViewLayout(view.name, view.type, "count", len(labels), 0, labels, reasons=vt.reasons(view),
+                    value_type=kind)
     got = vt.row_codes(view, vl, _Rows(table))
-    bar_of = {k: i for i, k in enumerate(vt.label_keys(view, labels))}
-    top = [x for x in labels if x != "(other)"] if vt.value_bars else None
+    bar_of = {k: i for i, k in enumerate(vt.label_keys(view, vt.sql_values(vl)))}
+    top = [x for x in vt.sql_values(vl) if x != "(other)"] if vt.value_bars else None
     con = duckdb.connect()
     con.register("src", table)
     keys = [r[0] for r in con.execute(f"SELECT {vt.key_sql(view, top)} FROM src").fetchall()]
     want = [bar_of[k] if k is not None else None for k in keys]
     assert [_shown_in(int(c), vl) for c in got] == want
+    if kind == "temporal":  # labelled as temporal views label their bars
+        assert all(x == "(other)" or x.endswith("+00:00") for x in labels) and len(labels) > 2
 
 
 def _shown_in(code: int, vl: ViewLayout) -> int | None:

@@ -72,9 +72,9 @@ class Backend(ABC):
     def __init__(self, spec: m.DashboardSpec, layouts: list[ViewLayout]) -> None:
         self.spec = spec
         self.layouts = {v.name: v for v in layouts}
-        # each categorical view's top values are its bars (as captured)
-        self.tops = {v.name: [x for x in v.labels if x != sql.OTHER] for v in layouts
-                     if view_type(v).value_bars}
+        # each categorical view's top values are its bars (as captured; times as datetimes)
+        self.tops = {v.name: [x for x in view_type(v).sql_values(v) if x != sql.OTHER]
+                     for v in layouts if view_type(v).value_bars}
         self.keys = {v.name: _key_index(spec.view(v.name), v) for v in layouts}
         self.bar_sql = {v.name: key_sql(v, self.tops.get(v.name), self.dialect)
                         for v in spec.views}
@@ -281,7 +281,8 @@ class BaselineDashboard:
 
 def _key_index(view, layout: ViewLayout) -> dict:
     """Bar key as the view type's `key_sql` gives it -> bar number."""
-    return {k: i for i, k in enumerate(view_type(view).label_keys(view, layout.labels))}
+    vt = view_type(view)
+    return {k: i for i, k in enumerate(vt.label_keys(view, vt.sql_values(layout)))}
 
 
 def _norm_key(key):

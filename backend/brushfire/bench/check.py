@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from brushfire import sql
+from brushfire import values as V
 from brushfire.baselines.duckdb import connect_source
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, key_sql, view_type
@@ -56,6 +57,9 @@ class Checker:
         self.con.execute(f"CREATE TABLE chk AS SELECT *, {bars} FROM src")
         self.column = {v.name: f"__bar{i}" for i, v in enumerate(spec.views)}
         types = dict(self.con.execute("SELECT column_name, column_type FROM (DESCRIBE chk)").fetchall())
+        # categorical views over a time field: their labels are ISO instants, read as times
+        self.times = {v.name for v in spec.views
+                      if view_type(v).value_bars and _is_time(types.get(v.field, ""))}
         # per measured view: is the measure an integer, and Σ|x| per bar over all rows
         self.integer: dict[str, bool] = {}
         self.abs_sums: dict[str, dict] = {}
@@ -146,7 +150,7 @@ class Checker:
     def _compare_view(self, view: str, got: dict, expected: dict) -> list[str]:
         labels = self.labels[view]
         v = self.spec.view(view)
-        keys = view_type(v).label_keys(v, labels)
+        keys = view_type(v).label_keys(v, self._typed(view, labels))
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
         op = v.aggregate.op
@@ -200,16 +204,27 @@ class Checker:
         mf = self.spec.view(view).aggregate.field
         t = self.con.execute(f"SELECT typeof({sql.ident(mf)}) FROM chk LIMIT 1").fetchone()
         t = t[0] if t else ""
-        return "temporal" if t.startswith(("TIMESTAMP", "DATE")) else "string" if t == "VARCHAR" \
-            else "number"
+        return "temporal" if _is_time(t) else "string" if t == "VARCHAR" else "number"
+
+    def _typed(self, view: str, labels: list) -> list:
+        """A view's labels as its SQL takes them: a time field's ISO instants as datetimes."""
+        if view not in self.times:
+            return labels
+        return [x if x == sql.OTHER else V.instant_datetime(x) for x in labels]
 
     def _label_problems(self) -> list[str]:
         out = []
         for name, top in self.tops.items():
-            got = [x for x in self.labels[name] if x != sql.OTHER]
-            if len(got) != len(top) or not all(map(_same, got, top)):
+            got = [x for x in self._typed(name, self.labels[name]) if x != sql.OTHER]
+            same = [sql.micros(x) for x in got] == [sql.micros(x) for x in top] \
+                if name in self.times else len(got) == len(top) and all(map(_same, got, top))
+            if not same:
                 out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
         return out
+
+
+def _is_time(duckdb_type: str) -> bool:
+    return duckdb_type.startswith(("TIMESTAMP", "DATE"))
 
 
 def _same(a, b) -> bool:

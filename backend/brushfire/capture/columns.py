@@ -96,9 +96,16 @@ def to_numpy(col, dtype, fill) -> np.ndarray:
 
 
 def lookup(col: pa.Array | pa.ChunkedArray, values: list) -> np.ndarray:
-    """Position of each row's value in `values` (int64), -1 for null or absent values."""
+    """Position of each row's value in `values` (int64), -1 for null or absent values. A
+    time column's rows match as UTC microseconds (`values`: ints), as `numbers` gives them."""
     if not values:
         return np.full(len(col), -1, np.int64)
+    if kind_of(col.type) == "temporal":
+        us, valid = numbers(col)
+        want = np.asarray(values, np.int64)
+        order = np.argsort(want, kind="stable")
+        i = np.minimum(np.searchsorted(want[order], us), len(want) - 1)
+        return np.where(valid & (want[order][i] == us), order[i], -1).astype(np.int64)
     value_set = pa.array(values, type=_set_type(col.type, values))
     if value_set.type != col.type:
         col = pc.cast(col, value_set.type)

@@ -5,7 +5,9 @@ and the shard job.
 - every value field (brushed, rect axis, range parameter) gets a dense dim when it has
   at most `max_keys` distinct values, else a fine dim (bucket key + raw value);
 - every dropdown field gets a dict dim; every categorical view that is brushed, needs
-  bars per row or maps bars back to rows gets a bars dim (key = its bar);
+  bars per row or maps bars back to rows gets a bars dim (key = its bar); a time field's
+  values (a dropdown's choices, a categorical view's bars) are ISO instants, marked
+  `value_type` 'temporal';
 - a histogram, temporal or heatmap view reads its bar from its field's dense dims through
   a lookup table when it can, else gets a bars dim when its bars are needed per row, else
   keeps only its base result;
@@ -38,6 +40,7 @@ from brushfire.lineage.layout import (
 )
 from brushfire.plan import CapturePlan
 from brushfire.spec import models as m
+from brushfire.values import format_instant, parse_instant
 from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
 
 
@@ -48,10 +51,13 @@ def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     temporal = [f for n in needs for f in n.get("ranges", [])]
     values = plan.value_fields
     counts = tuple(dict.fromkeys(cats + list(plan.dict_fields)))
+    # an order statistic's measure needs its values (numbers and times) even when a
+    # categorical view or dropdown also counts it: value counts alone would key it by
+    # frequency, not by value (strings, counted either way, are only counted once)
     return ProfileSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
-                       measures=tuple(f for f in plan.order_fields if f not in values + counts),
+                       measures=tuple(f for f in plan.order_fields if f not in values),
                        extents=tuple(maxbins_fields(dash)))
 
 
@@ -96,8 +102,9 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
                    f"holds at most {config.max_keys:,}")
             raise CaptureError(msg)
         order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
-        add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), True,
-                values=[values[i] for i in order]))
+        kind, shown = ("temporal", format_instant) if f in profile.times else ("values", None)
+        add(Dim(f"dict:{f}", "dict", f, None, kind, len(values), True,
+                values=[shown(values[i]) if shown else values[i] for i in order]))
 
     views: list[ViewLayout] = []
     off = 0
@@ -110,8 +117,10 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         if nbars > 65_534:
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
+        times = view_type(v).value_bars and v.field in profile.times  # bars are instants
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
-                              reasons=view_type(v).reasons(v), bins=bins_record(v))
+                              reasons=view_type(v).reasons(v), bins=bins_record(v),
+                              value_type="temporal" if times else "values")
         order = v.aggregate.op in m.ORDER_OPS
         exact = True
         if order:
@@ -251,7 +260,8 @@ def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
     if d.kind == "dict":
         values, counts = profile.counts[d.field]
         pos = {v: i for i, v in enumerate(values)}
-        return np.array([counts[pos[v]] for v in d.values], np.float64)
+        keys = [parse_instant(x) for x in d.values] if d.value_type == "temporal" else d.values
+        return np.array([counts[pos[v]] for v in keys], np.float64)
     return np.ones(d.nkeys, np.float64)  # fine buckets are about equally full; bars unknown
 
 
@@ -289,27 +299,30 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
     Returns whether the values are read from the dim (no rows needed)."""
     agg = view.aggregate
     f = agg.field
-    d = dim_of.get(f"value:{f}", dim_of.get(f"dict:{f}"))
-    if d is None:
-        if f in profile.values:
-            st = profile.values[f]
-            if st.dense:
-                d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
-                            values=st.values.tolist()))
-            else:
-                edges = fine_edges(st, config.max_keys)
-                d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,
-                            edges=edges))
+    # numbers and times are keyed by value (a value dim: its keys in value order, as ranks
+    # need); only strings by a dict dim, whose keys are in no order (distinct needs none)
+    d = dim_of.get(f"value:{f}")
+    if d is None and f in profile.values:
+        st = profile.values[f]
+        if st.dense:
+            d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
+                        values=st.values.tolist()))
         else:
-            values, counts = profile.counts[f]
-            if len(values) > config.max_keys:
-                msg = (f"view {view.name}: aggregate op 'distinct' needs every value of {f!r} "
-                       f"as a key, but it has {len(values):,} distinct values (at most "
-                       f"{config.max_keys:,})")
-                raise CaptureError(msg)
-            order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
-            d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
-                        values=[values[i] for i in order]))
+            edges = fine_edges(st, config.max_keys)
+            d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,
+                        edges=edges))
+    if d is None:
+        d = dim_of.get(f"dict:{f}")
+    if d is None:
+        values, counts = profile.counts[f]
+        if len(values) > config.max_keys:
+            msg = (f"view {view.name}: aggregate op {agg.op!r} needs every value of {f!r} "
+                   f"as a key, but it has {len(values):,} distinct values (at most "
+                   f"{config.max_keys:,})")
+            raise CaptureError(msg)
+        order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+        d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
+                    values=[values[i] for i in order]))
     dim = dims[d]
     nkeys = dim.nkeys
     if agg.op == "distinct" and (dim.kind == "fine" or v.kbars * (nkeys + 1) > config.max_cells):

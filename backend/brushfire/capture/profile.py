@@ -59,6 +59,7 @@ class Profile:
     ranges: dict[str, tuple[int | None, int | None]]  # field -> (first, last) UTC microseconds
     # field -> (min, max) of its finite values, (None, None) without any (bins.nice_bin)
     extents: dict[str, tuple] = field(default_factory=dict)
+    times: set[str] = field(default_factory=set)  # `counts` fields of times: UTC microseconds
 
 
 def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> dict:
@@ -73,6 +74,8 @@ def profile_partition(batches: Iterable[pa.RecordBatch], spec: ProfileSpec) -> d
         out["values"][f] = _value_stats(table[f], spec.max_keys)
     for f in spec.measures:
         if C.kind_of(table[f].type) == "string":
+            if f in spec.counts:
+                continue  # counted below
             col = table[f]
             vc = pc.value_counts(col.drop_null() if col.null_count else col)
             out["counts"][f] = (vc.field("values"), np.asarray(vc.field("counts"), np.int64))
@@ -132,16 +135,21 @@ def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
     n = sum(p["n_rows"] for p in parts)
     values = {f: _merge_values([p["values"][f] for p in parts if f in p["values"]], spec.max_keys)
               for f in spec.values}
-    counts = {}
+    counts, times = {}, set()
     for f in spec.counts:
         pieces = [p["counts"][f] for p in parts if f in p["counts"]]
         counts[f] = _merge_counts(pieces)
+        if pieces and C.kind_of(pieces[0][0].type) == "temporal":
+            times.add(f)
     for f in spec.measures:  # numbers and times as values, strings as counts
-        if any(f in p["counts"] for p in parts):
-            counts[f] = _merge_counts([p["counts"][f] for p in parts if f in p["counts"]])
-        else:
+        if any(f in p["values"] for p in parts):
             values[f] = _merge_values([p["values"][f] for p in parts if f in p["values"]],
                                       spec.max_keys)
+        elif any(f in p["counts"] for p in parts):
+            if f not in counts:
+                counts[f] = _merge_counts([p["counts"][f] for p in parts if f in p["counts"]])
+        else:  # no rows at all
+            values[f] = _merge_values([], spec.max_keys)
     ranges = {}
     for f in spec.ranges:
         lo = [p["ranges"][f][0] for p in parts if f in p["ranges"] and p["ranges"][f][0] is not None]
@@ -151,7 +159,7 @@ def merge_profiles(parts: list[dict], spec: ProfileSpec) -> Profile:
     for f in spec.extents:
         got = [p["extents"][f] for p in parts if p["extents"].get(f, (None, None))[0] is not None]
         extents[f] = (min(e[0] for e in got), max(e[1] for e in got)) if got else (None, None)
-    return Profile(n, values, counts, ranges, extents)
+    return Profile(n, values, counts, ranges, extents, times)
 
 
 def _merge_values(stats: list[ValueStats], max_keys: int) -> ValueStats:
@@ -172,7 +180,15 @@ def _merge_counts(pieces: list[tuple]) -> tuple[list, np.ndarray]:
     values = pa.concat_arrays([_plain(v) for v, _ in pieces])
     counts = np.concatenate([c for _, c in pieces])
     table = pa.table({"v": values, "n": counts}).group_by("v").aggregate([("n", "sum")])
-    return table["v"].to_pylist(), np.asarray(table["n_sum"], np.int64)
+    return count_values(table["v"]), np.asarray(table["n_sum"], np.int64)
+
+
+def count_values(col: pa.Array | pa.ChunkedArray) -> list:
+    """The distinct values of value counts as Python values; times (timestamps, dates) as
+    UTC microseconds, as every other step keys them (a datetime is no manifest's value)."""
+    if C.kind_of(col.type) == "temporal":
+        return C.numbers(col)[0].tolist()
+    return col.to_pylist()
 
 
 def _plain(values: pa.Array) -> pa.Array:

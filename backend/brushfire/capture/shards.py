@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from brushfire import bins
+from brushfire import values as V
 from brushfire.capture import columns as C
 from brushfire.lineage.layout import FENCE, KEY_DTYPE, Layout, ViewLayout
 from brushfire.spec import models as m
@@ -115,7 +116,7 @@ class _Rows:
 
     def positions(self, field: str, values: list) -> tuple[np.ndarray, np.ndarray]:
         """Each row's position of its value in `values` (-1: not there), and whether it
-        has a value (not null)."""
+        has a value (not null); a time column's values are UTC microseconds."""
         if self.n == 0:
             return np.zeros(0, np.int64), np.zeros(0, bool)
         col = self.table[field]
@@ -150,7 +151,9 @@ def shard_arrays(table: pa.Table, layout: Layout, dash: m.DashboardSpec) -> dict
             if d.raw >= 0:  # kept per row
                 raw[d.raw] = np.where(ok, v.astype(np.float64), np.nan)
         elif d.kind == "dict":
-            pos = C.lookup(table[d.field], d.values) if n else np.zeros(0, np.int64)
+            choices = d.values if d.value_type != "temporal" else \
+                [V.parse_instant(x) for x in d.values]  # times match as UTC microseconds
+            pos = C.lookup(table[d.field], choices) if n else np.zeros(0, np.int64)
             keys[i] = np.where(pos >= 0, pos, d.nkeys)
         else:  # bars of a view, and its reasons
             view = dash.view(d.view)

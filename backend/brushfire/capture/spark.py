@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire.capture import columns as C
-from brushfire.capture.profile import Profile, ProfileSpec, value_stats
+from brushfire.capture.profile import Profile, ProfileSpec, count_values, value_stats
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
@@ -159,7 +159,9 @@ def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
         t = tables[c]
         ok = t.column(0).is_valid()
         kept = t.filter(ok)
-        out.counts[c] = (kept.column(0).to_pylist(), np.asarray(kept.column(1), np.int64))
+        out.counts[c] = (count_values(kept.column(0)), np.asarray(kept.column(1), np.int64))
+        if C.kind_of(kept.column(0).type) == "temporal":
+            out.times.add(c)
     for i, c in enumerate(ranges):
         lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
         out.ranges[c] = (None, None) if lo is None else tuple(
@@ -240,18 +242,25 @@ def shard_job(df, columns: list[str], layout: Layout, dash: m.DashboardSpec, sha
 
 def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]:
     """Each view's plain aggregate query on Spark, one job per view, as a dashboard
-    without lineage would run them. Returns (seconds, {view: {key: (count, sum)}}) with
+    without lineage would run them. Returns (seconds, {view: {key: (count, value)}}) with
     key = bar number (histogram, heatmap, calendar part), bar start in UTC microseconds (temporal) or
-    value (categorical; the top N is left to the caller)."""
+    value (categorical; the top N is left to the caller), and value the sum of the
+    measure (sum and mean views), the view's order statistic (median, quantile, min, max,
+    distinct: of any measure type, times too), or None (count views)."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
+    kinds = schema_kinds(df)
     out = {}
     for v in dash.views:
         key = F.expr(view_type(v).base_key_sql(v, sql.SPARK))
         aggs = [F.count(F.lit(1)).alias("n")]
-        if v.aggregate.field:
-            aggs.append(F.sum(F.col(v.aggregate.field).cast("double")).alias("s"))
+        agg = v.aggregate
+        if agg.field and agg.order:  # (a sum of a time has no meaning: Spark refuses the cast)
+            aggs.append(F.expr(sql.aggregate_sql(agg, kinds.get(agg.field, "number"), sql.SPARK))
+                        .alias("s"))
+        elif agg.field:
+            aggs.append(F.sum(F.col(agg.field).cast("double")).alias("s"))
         with spark_errors(f"running the base query of view {v.name}"):
             rows = df.groupBy(key.alias("key")).agg(*aggs).collect()
         out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)

@@ -47,8 +47,9 @@ class Update:
 
 class StoreInfo(Protocol):
     """What every session's `store` tells about the dashboard's data: each view's bars
-    (`views[i].name`, `.labels`, `.nbars`), the rows, and each parameter's domain:
-    ('values', choices) of a dropdown, ('range', [lo, hi]) of a slider (times as ISO)."""
+    (`views[i].name`, `.labels`, `.nbars`, `.value_type`), the rows, and each parameter's
+    domain: ('values', choices) of a dropdown, ('times', ISO instants) of a dropdown over a
+    time field, ('range', [lo, hi]) of a slider (times as ISO)."""
 
     n_rows: int
 

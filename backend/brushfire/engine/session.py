@@ -40,8 +40,10 @@ from brushfire.engine.state import (
     Test,
     bars_test,
     category_keys,
+    category_values,
     changed_keys,
     dict_key,
+    dict_value,
     interval_test,
     layout_arrays,
     merge_ranges,
@@ -290,8 +292,10 @@ class Session:
         top N). An empty list selects nothing; an unknown value is an error."""
         f = self._filter(view, ("points",))
         fl = self.layout.filter(f.name)
-        keys = category_keys(self.layout.view(view).labels, values)
-        return self._apply(f.name, Selection((set_test(fl.dims[0], keys),), list(values)))
+        vl = self.layout.view(view)
+        values = category_values(values, vl.value_type == "temporal")  # times as the bars spell them
+        keys = category_keys(vl.labels, values)
+        return self._apply(f.name, Selection((set_test(fl.dims[0], keys),), values))
 
     def set_parameter(self, name: str, value) -> Update:
         """Set a parameter's value; None makes it inactive."""
@@ -304,8 +308,10 @@ class Session:
             if not isinstance(value, (list, tuple)):
                 msg = f"parameter {name!r} takes a list of values, got {V.show(value)}"
                 raise InteractionError(msg)
+            value = [dict_value(self.layout.dims[d], x) for x in value]  # times as the choices
             test = set_test(d, [dict_key(self.layout.dims[d], x) for x in value])
         elif f.kind == "param_eq":
+            value = dict_value(self.layout.dims[d], value)
             test = set_test(d, [dict_key(self.layout.dims[d], value)])
         elif fl.op == "between":  # [lo, hi], inclusive, as a brush
             test = self._interval(name, d, value, "value")

@@ -17,7 +17,7 @@ import numpy as np
 
 from brushfire import values as V
 from brushfire.errors import InteractionError
-from brushfire.lineage.layout import Dim, Layout
+from brushfire.lineage.layout import OTHER, Dim, Layout
 
 
 @dataclass(frozen=True)
@@ -174,9 +174,28 @@ def bars_test(dim: int, view: int, bars) -> Test:
     return Test(3, dim, keys=tuple(sorted(set(int(b) for b in bars))), view=view)
 
 
+def category_values(values, times: bool) -> list:
+    """The values a select names, as a categorical view's labels spell them: over a time
+    field (`times`), each the ISO instant it names (`values.time_choice`; '(other)' as it
+    is), else as given. An error says which value is not a time."""
+    if not isinstance(values, (list, tuple)):
+        msg = f"select takes a list of values, got {V.show(values)}"
+        raise InteractionError(msg)
+    if not times:
+        return list(values)
+    out = []
+    for i, x in enumerate(values):
+        try:
+            out.append(x if isinstance(x, str) and x == OTHER else V.time_choice(x))
+        except InteractionError as e:
+            msg = f"values[{i}]: {e}"
+            raise InteractionError(msg) from None
+    return out
+
+
 def category_keys(labels: list, values) -> list[int]:
-    """Bars of a categorical view named by `values` ('(other)' included when it is a bar);
-    an unknown value is an error naming the bars."""
+    """Bars of a categorical view named by `values` ('(other)' included when it is a bar),
+    spelt as its labels (`category_values`); an unknown value is an error naming the bars."""
     if not isinstance(values, (list, tuple)):
         msg = f"select takes a list of values, got {V.show(values)}"
         raise InteractionError(msg)
@@ -194,8 +213,15 @@ def category_keys(labels: list, values) -> list[int]:
     return out
 
 
+def dict_value(d: Dim, value):
+    """A dropdown's value as its choices spell it: over a time field, the ISO instant it
+    names (`values.time_choice`), else as given."""
+    return V.time_choice(value) if d.value_type == "temporal" else value
+
+
 def dict_key(d: Dim, value) -> int:
-    """A dropdown's key for `value`; an error naming the choices when it is not one."""
+    """A dropdown's key for `value` (spelt as `dict_value` gives it); an error naming the
+    choices when it is not one."""
     k = _position(_positions(d.values), value)
     if k is None:
         V.Choices(d.values).check(value)

@@ -87,11 +87,12 @@ class Dim:
     kind: str  # dense | fine | dict | bars
     field: str | None  # source column (dense, fine, dict; bars of a view: None)
     view: str | None  # bars dims: the view whose bar is the key
-    value_type: str  # int | float | temporal (dense, fine), the values' type (dict), bars
+    # int | float | temporal (dense, fine); dict: values, or temporal (ISO instants); bars
+    value_type: str
     nkeys: int
     indexed: bool
     raw: int = -1  # fine dims: row of the shard's `raw` array
-    values: list | None = None  # dense: sorted distinct values; dict: the choices
+    values: list | None = None  # dense: sorted distinct values; dict: the choices (times as ISO)
     edges: list | None = None  # fine: bucket starts, edges[0] = -inf
     cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
     rows: bool = True  # per-row keys kept (False: over the memory budget; cubes only)
@@ -123,6 +124,9 @@ class ViewLayout:
     # histogram, heatmap: [step, start, stop] of each bin (x, y) as capture had them, so a
     # `maxbins` bin reads as the step and extent chosen from the data (bins.py)
     bins: list[list[float]] = field(default_factory=list)
+    # categorical: 'values' (labels are the field's values), or 'temporal' (a time field's,
+    # labelled as ISO instants in UTC, values.format_instant)
+    value_type: str = "values"
 
     @property
     def kbars(self) -> int:

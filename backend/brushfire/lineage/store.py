@@ -36,7 +36,8 @@ from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 8  # 8: fence keys of the block orders (fences.npy)
+FORMAT_VERSION = 9  # 9: a time field's categorical bars and dropdown choices as ISO
+# instants (the layout's value_type 'temporal'); 8: fence keys of the block orders
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 SNAPSHOT = "snapshot.arrow"
@@ -96,14 +97,14 @@ class LineageStore:
         return bool(self.layout.detail_columns)
 
     def parameter_domain(self, name: str) -> tuple[str, list]:
-        """('values', choices) of a dropdown parameter, ('range', [lo, hi]) of a slider
-        (times as ISO strings)."""
+        """('values', choices) of a dropdown parameter, ('times', ISO instants) of a
+        dropdown over a time field, ('range', [lo, hi]) of a slider (times as ISO strings)."""
         cache = self.__dict__.setdefault("_domains", {})
         if name not in cache:  # one list per parameter: callers may key on it
             f = self.layout.filter(name)
             d = self.layout.dims[f.dims[0]]
             if d.kind == "dict":
-                cache[name] = ("values", list(d.values))
+                cache[name] = ("times" if d.value_type == "temporal" else "values", list(d.values))
             else:
                 lo, hi = self.value_range(f.dims[0])
                 ends = [] if lo is None else [format_instant(lo), format_instant(hi)] \

@@ -120,8 +120,13 @@ class ViewType:
         return self.key_sql(view, None, d)
 
     def label_keys(self, view: Any, labels: list) -> list:
-        """Each bar's key as `key_sql` computes it."""
+        """Each bar's key as `key_sql` computes it (`labels` as `sql_values` gives them)."""
         return list(range(len(labels)))
+
+    def sql_values(self, layout: ViewLayout) -> list:
+        """The captured view's labels as its SQL takes them: as `label_keys`' labels and
+        (value bars) `key_sql`'s top values."""
+        return list(layout.labels)
 
     def brush_sql(self, view: Any, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
         """The rows an interval (or, with y, rect) brush selects."""

@@ -1,11 +1,21 @@
 """Categorical: the `top` most frequent values of a field, plus one '(other)' bar;
-brushed by points (a values selection)."""
+brushed by points (a values selection).
+
+Over a time field (a timestamp or date) the bars are instants: labelled as ISO instants
+in UTC (`values.format_instant`, as temporal views label theirs; the layout's
+`value_type` 'temporal'), keyed per row by UTC microseconds. In SQL the values of such a
+view (its top values, and its labels for `label_keys`) are given as datetimes or dates:
+the key is then the instant's microseconds as text, never the engine's spelling of it.
+"""
 
 from __future__ import annotations
+
+from datetime import date
 
 import numpy as np
 
 from brushfire import bins, sql
+from brushfire import values as V
 from brushfire.lineage.layout import OTHER
 from brushfire.spec import models as m
 from brushfire.views.base import ViewType
@@ -19,23 +29,33 @@ class Categorical(ViewType):
         return {"counts": [view.field]}
 
     def labels(self, view: m.CategoricalView, profile) -> list:
-        values, counts = profile.counts[view.field]
-        return bins.top_labels(values, counts, view.top, view.other, view.sort)
+        values, counts = profile.counts[view.field]  # (times: UTC microseconds, in time order)
+        labels = bins.top_labels(values, counts, view.top, view.other, view.sort)
+        if view.field in profile.times:
+            return [x if x == OTHER else V.format_instant(x) for x in labels]
+        return labels
 
     def reasons(self, view: m.CategoricalView) -> list[str]:
         return ["null"] + ([] if view.other else ["beyond_top"])
 
     def row_codes(self, view: m.CategoricalView, vl, rows) -> np.ndarray:
         top = [x for x in vl.labels if x != OTHER] if view.other else list(vl.labels)
+        if vl.value_type == "temporal":  # matched as UTC microseconds
+            top = [V.parse_instant(x) for x in top]
         pos, valid = rows.positions(view.field, top)
         nb = vl.nbars
         beyond = len(top) if view.other else nb + 1  # '(other)', or reason 1: beyond the top N
         return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
 
     def key_sql(self, view: m.CategoricalView, top, d: sql.Dialect = sql.DUCKDB) -> str:
-        tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         other = sql.lit(OTHER, d) if view.other else "NULL"
         f = sql.ident(view.field, d)
+        if sql.are_times(top):  # a time field: compared and keyed as UTC microseconds
+            us = sql.time_us(view.field, d)
+            tops = ", ".join(str(sql.micros(x)) for x in top)
+            return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {us} IN ({tops}) "
+                    f"THEN CAST({us} AS {d.string}) ELSE {other} END")
+        tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
                 f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
@@ -44,8 +64,17 @@ class Categorical(ViewType):
 
     def label_keys(self, view: m.CategoricalView, labels: list) -> list:
         """A bar's key as `key_sql` spells it: CAST(value AS string), which writes a
-        boolean as `true` / `false` in both dialects."""
-        return [str(x).lower() if isinstance(x, (bool, np.bool_)) else str(x) for x in labels]
+        boolean as `true` / `false` in both dialects; a time (a datetime or date label) as
+        its UTC microseconds."""
+        return [str(sql.micros(x)) if isinstance(x, date) else
+                str(x).lower() if isinstance(x, (bool, np.bool_)) else str(x) for x in labels]
+
+    def sql_values(self, layout) -> list:
+        """The view's labels as its SQL takes them (`key_sql`'s top values, `label_keys`):
+        a time field's as UTC datetimes, '(other)' as it is."""
+        if layout.value_type != "temporal":
+            return list(layout.labels)
+        return [x if x == OTHER else V.instant_datetime(x) for x in layout.labels]
 
     def caveats(self, view: m.CategoricalView) -> dict[str, str]:
         f = view.field
