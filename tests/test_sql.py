@@ -60,6 +60,8 @@ def test_infinite_values_fall_in_no_bin_or_the_clamped_edges():
     (3.0, 4, "count", 0, 0, False, False),
     (10.0, 10, "sum", 3, 30, True, True),  # integer measures: exact
     (10.000000001, 10, "sum", 3, 30, True, False),
+    (2.0**53 + 2, 2**53 + 1, "sum", 3, 2.0**53 + 9, True, True),  # beyond 2^53: within the bound
+    (2.0**53 + 2e8, 2**53 + 1, "sum", 3, 2.0**53 + 9, True, False),
     (100.0 + 2e-8, 100.0, "sum", 10, 1e2, False, True),  # 1e-9 × Σ|x| = 1e-7
     (100.0 + 2e-7, 100.0, "sum", 10, 1e2, False, False),
     (0.0 + 5e-7, 0.0, "sum", 10, 1e3, False, True),  # cancellation: relative to Σ|x|, not the sum

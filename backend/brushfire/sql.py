@@ -309,16 +309,20 @@ def pair(interval) -> tuple:
 # --- the numeric guarantee (docs/spec.md, "What 'equal to SQL' means for numbers") -----
 
 SUM_TOLERANCE = 1e-9  # of the sum of |x| over the bar's rows, for non-integer measures
+# integer measures add exactly in doubles while every partial sum is below 2^53; Σ|x| over
+# the bar's rows bounds them all, in any order
+EXACT_BELOW = 2.0**53
 
 
 def value_agrees(got, want, op: str, count: int = 0, abs_sum: float = 0.0,
                  integer: bool = False) -> bool:
     """Does a bar's value from an engine equal SQL's, as documented: counts, and sums and
-    means of integer measures, exactly; other sums within SUM_TOLERANCE × Σ|x| (the bar's
-    rows, filters aside), means within that divided by the bar's count."""
+    means of integer measures whose Σ|x| is below 2^53, exactly; other sums within
+    SUM_TOLERANCE × Σ|x| (the bar's rows, filters aside), means within that divided by
+    the bar's count."""
     if want is None or got is None:
         return got is None and want is None
-    if op == "count" or integer:
+    if op == "count" or (integer and abs_sum < EXACT_BELOW):
         return got == want
     bound = SUM_TOLERANCE * abs_sum / (count if op == "mean" and count else 1)
     return abs(got - want) <= bound
