@@ -46,6 +46,7 @@ class Checker:
 
     def __init__(self, spec: m.DashboardSpec, labels: dict[str, list], cache_dir: str | None = None) -> None:
         self.spec = spec
+        # as a client reads them, a float field's NaN category is null (`_with_nan`)
         self.labels = {n: _nan_for_null(ls) if view_type(spec.view(n)).value_bars else ls
                        for n, ls in labels.items()}
         self.con = connect_source(spec, cache_dir=cache_dir)
