@@ -1277,12 +1277,19 @@ class Session:
             cost = P.scan_cost(self.store.n_rows, len(self.active), 1)
         parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(cost))]) \
             if self._s.units else []
+        sizes = np.diff(offs)
+        if len(parts) == 1 and np.array_equal(parts[0][1], sizes):  # one task read them all
+            return parts[0][0]
+        # each part's first fill[t] values of target t follow the earlier parts' (vector
+        # operations over the values: a heatmap has tens of thousands of targets)
         result = np.empty(total, np.float64)
         at = offs[:-1].copy()
+        tpos = np.repeat(np.arange(ntargets), sizes)  # the target of each value
+        k = np.arange(total) - offs[tpos]  # and its place in the target's values
         for out, fill in parts:
-            for t in np.flatnonzero(fill):
-                result[at[t]:at[t] + fill[t]] = out[offs[t]:offs[t] + fill[t]]
-                at[t] += fill[t]
+            ok = k < fill[tpos]
+            result[at[tpos[ok]] + k[ok]] = out[ok]
+            at += fill
         if not np.array_equal(at, offs[1:]):
             msg = f"view {v.name}: the rows gathered disagree with the counts"
             raise RuntimeError(msg)
