@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,6 +163,7 @@ class _Store:
         self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
+        self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
         self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
 
@@ -211,6 +212,16 @@ class _Store:
             self._short = (full, [(int(j), full - int(sizes[j])) for j in np.flatnonzero(sizes < full)])
         full, short = self._short
         return full * mask.bit_count() - sum(lack for j, lack in short if mask >> j & 1)
+
+    def base_view(self, name: str, compute: Callable[[], ViewData]) -> ViewData:
+        """A view's base result as shown, `compute()`d on first use and kept: the same for
+        every session, and an order statistic's costs a read of the rows (each reply gets
+        its own lists, so that no caller can change the kept one)."""
+        kept = self._base_views.get(name)
+        if kept is None:  # two sessions at once may both compute it: the same result
+            kept = self._base_views[name] = compute()
+        return ViewData(kept.name, kept.labels, list(kept.counts), list(kept.values),
+                        dict(kept.caveats))
 
     @staticmethod
     def of(store: LineageStore) -> _Store:
@@ -1226,7 +1237,10 @@ class Session:
         return self._vindex[name]
 
     def _view_data(self, name: str) -> ViewData:
-        return self._data(self.layout.view(name), self.agg, self._need(name))
+        v, need = self.layout.view(name), self._need(name)
+        if not need:  # no active filter applies to it: its base result, kept per store
+            return self._s.base_view(name, lambda: self._data(v, self._s.base, need))
+        return self._data(v, self.agg, need)
 
     def _data(self, v: ViewLayout, agg: Aggregates, need: np.uint64) -> ViewData:
         """A view's bars as shown (engine/stats.py) from `agg`; an order statistic whose
