@@ -5,6 +5,9 @@ from lookups or stored columns (NaN included), and random filter states of every
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -498,3 +501,68 @@ def test_split_runs_gives_every_block_once_and_the_run_rows_evenly(seed, n):
     for t, i, b0, b1 in segs[:m]:
         share[t] += member[i, b0 * bsize:b1 * bsize].sum()
     assert np.all(np.abs(share - share.sum() / n) <= bsize)
+
+
+# --- order statistics -------------------------------------------------------------------------
+
+
+def _segment(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
+    """n values of one cell's block: many ties, or sorted, reversed, all equal, or spread."""
+    shape = int(rng.integers(0, 5))
+    x = rng.integers(-3, 4, n) if shape == 0 else rng.normal(0, 10, n).round(int(rng.integers(0, 3)))
+    if shape == 1:
+        x = np.sort(x)
+    elif shape == 2:
+        x = np.sort(x)[::-1]
+    elif shape == 3:
+        x = np.full(n, x[0] if n else 0)
+    return np.asarray(x).astype(dtype)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), integers=st.booleans())
+def test_select_ranks_equals_sorting_each_segment(seed, integers):
+    """Ranks in segments of ties, sorted and reversed runs, one value or many (empty
+    segments among them, never asked): each equals its segment sorted by numpy."""
+    rng = np.random.default_rng(seed)
+    dtype = np.int64 if integers else np.float64
+    sizes = rng.choice([0, 1, 2, 3, 5, 17, 200], int(rng.integers(1, 30)))
+    segs = [_segment(rng, int(m), dtype) for m in sizes]
+    values = np.concatenate(segs).astype(dtype)
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    full = np.flatnonzero(sizes)
+    if not len(full):
+        return
+    targets = rng.choice(full, int(rng.integers(1, 3 * len(full) + 1))).astype(np.int64)
+    ranks = (rng.random(len(targets)) * sizes[targets]).astype(np.int64)
+    out = np.empty(len(targets), dtype)
+    K.select_ranks(values, offs, targets, ranks, out)
+    want = [np.sort(segs[t])[r] for t, r in zip(targets, ranks, strict=True)]
+    assert out.tolist() == [x.item() for x in want]
+    for t in range(len(sizes)):  # each segment keeps its values, only reordered
+        assert np.array_equal(np.sort(values[offs[t]:offs[t + 1]]), np.sort(segs[t]))
+
+
+def ref_interpolate(lo: float, hi: float, d: float) -> float:
+    """quantile_cont's lo (1 - d) + hi d in rationals, rounded once (plain Python)."""
+    if d == 0:
+        return lo
+    b, a = hi * d, 1.0 - d
+    if not (math.isfinite(lo) and math.isfinite(a) and math.isfinite(b)):
+        return lo * a + b
+    return float(Fraction(lo) * Fraction(a) + Fraction(b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6),
+                          st.one_of(st.just(0.0), st.floats(0, 1, exclude_max=True))),
+                min_size=1, max_size=20))
+def test_interpolate_rounds_once(rows):
+    """Subnormals, signed zeros, exact cancellations (hypothesis' favourite floats), and
+    random bars of a quantile: bit for bit the rational computation, rounded once."""
+    rows += [(0.1, 0.1 * 3, 0.5), (-0.0, -0.0, 0.25), (-0.0, 5e-324, 0.5), (1e308, 1e308, 0.5)]
+    lo, hi, d = (np.array(c, np.float64) for c in zip(*rows, strict=True))
+    out = np.empty(len(lo))
+    K.interpolate(lo, hi, d, out)
+    want = np.array([ref_interpolate(*r) for r in rows])
+    assert out.view(np.int64).tolist() == want.view(np.int64).tolist()

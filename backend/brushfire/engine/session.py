@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,6 +165,7 @@ class _Store:
         self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
+        self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
         self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
 
@@ -213,6 +214,16 @@ class _Store:
             self._short = (full, [(int(j), full - int(sizes[j])) for j in np.flatnonzero(sizes < full)])
         full, short = self._short
         return full * mask.bit_count() - sum(lack for j, lack in short if mask >> j & 1)
+
+    def base_view(self, name: str, compute: Callable[[], ViewData]) -> ViewData:
+        """A view's base result as shown, `compute()`d on first use and kept: the same for
+        every session, and an order statistic's costs a read of the rows (each reply gets
+        its own lists, so that no caller can change the kept one)."""
+        kept = self._base_views.get(name)
+        if kept is None:  # two sessions at once may both compute it: the same result
+            kept = self._base_views[name] = compute()
+        return ViewData(kept.name, kept.labels, list(kept.counts), list(kept.values),
+                        dict(kept.caveats))
 
     @staticmethod
     def of(store: LineageStore) -> _Store:
@@ -1232,7 +1243,10 @@ class Session:
         return self._vindex[name]
 
     def _view_data(self, name: str) -> ViewData:
-        return self._data(self.layout.view(name), self.agg, self._need(name))
+        v, need = self.layout.view(name), self._need(name)
+        if not need:  # no active filter applies to it: its base result, kept per store
+            return self._s.base_view(name, lambda: self._data(v, self._s.base, need))
+        return self._data(v, self.agg, need)
 
     def _data(self, v: ViewLayout, agg: Aggregates, need: np.uint64) -> ViewData:
         """A view's bars as shown (engine/stats.py) from `agg`; an order statistic whose
@@ -1283,12 +1297,19 @@ class Session:
             cost = P.scan_cost(self.store.n_rows, len(self.active), 1)
         parts = self._pool.run([lambda u=u: task(u) for u in self._split(self._threads(cost))]) \
             if self._s.units else []
+        sizes = np.diff(offs)
+        if len(parts) == 1 and np.array_equal(parts[0][1], sizes):  # one task read them all
+            return parts[0][0]
+        # each part's first fill[t] values of target t follow the earlier parts' (vector
+        # operations over the values: a heatmap has tens of thousands of targets)
         result = np.empty(total, np.float64)
         at = offs[:-1].copy()
+        tpos = np.repeat(np.arange(ntargets), sizes)  # the target of each value
+        k = np.arange(total) - offs[tpos]  # and its place in the target's values
         for out, fill in parts:
-            for t in np.flatnonzero(fill):
-                result[at[t]:at[t] + fill[t]] = out[offs[t]:offs[t] + fill[t]]
-                at[t] += fill[t]
+            ok = k < fill[tpos]
+            result[at[tpos[ok]] + k[ok]] = out[ok]
+            at += fill
         if not np.array_equal(at, offs[1:]):
             msg = f"view {v.name}: the rows gathered disagree with the counts"
             raise RuntimeError(msg)
