@@ -61,7 +61,7 @@ class DuckDBBackend(Backend):
 
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
-        mf = mf and sql.ident(mf)
+        mf = mf and sql.summed_sql(mf)  # null, NaN and ±inf skipped, as the engine skips them
         order = self.spec.view(view).aggregate.order
         agg = f"sum({mf}), count({mf})" if mf and not order else "NULL, 0"
         q = (f"SELECT {self.bar_sql[view]} AS k, count(*), {agg}, {self.stat_sql(view)} FROM src "

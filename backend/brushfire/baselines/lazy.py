@@ -33,7 +33,7 @@ class SparkBackend(Backend):
 
     def groups(self, view: str, where: str, cursor=None) -> Groups:
         mf = self.spec.view(view).aggregate.field
-        mf = mf and sql.ident(mf, sql.SPARK)
+        mf = mf and sql.summed_sql(mf, sql.SPARK)  # null, NaN and ±inf skipped, as the engine
         order = self.spec.view(view).aggregate.order
         agg = f"sum(CAST({mf} AS DOUBLE)), count({mf})" if mf and not order else "CAST(NULL AS DOUBLE), 0"
         q = (f"SELECT {self.bar_sql[view]} AS k, count(*), {agg}, {self.stat_sql(view)} "

@@ -90,7 +90,7 @@ class PreaggBackend(DuckDBBackend):
         parts = []
         for i, (t, where) in enumerate(targets.items()):
             mf = self.spec.view(t).aggregate.field
-            mf = mf and not self.spec.view(t).aggregate.order and sql.ident(mf)
+            mf = mf and not self.spec.view(t).aggregate.order and sql.summed_sql(mf)  # as the engine
             agg = f"sum({mf}), count({mf})" if mf else "0.0, 0"
             parts.append(f"SELECT {i}, __slot, CAST({self.bar_sql[t]} AS VARCHAR), count(*), {agg} "
                          f"FROM ({self.slotted_sql(active, where)}) GROUP BY ALL")
