@@ -38,6 +38,10 @@ log = logging.getLogger("brushfire.protocol")
 
 # Values are taken as sent (no coercion: `true` stays a boolean, `"3"` a string) and checked
 # by each message's `check` with brushfire.values, whose errors say which bound or value is wrong.
+Bound = Any  # a number, an ISO time on temporal views, or None for an open end
+Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
+
+
 def _not_bool(x: Any) -> Any:
     """JSON's true and false are not numbers (pydantic's lax int would take them as 1, 0)."""
     if isinstance(x, bool):
@@ -47,8 +51,6 @@ def _not_bool(x: Any) -> Any:
 
 
 Index = Annotated[int, pydantic.BeforeValidator(_not_bool)]  # a bar number or row id
-Bound = Any  # a number, an ISO time on temporal views, or None for an open end
-Value = Any  # a category, a dropdown choice, or a slider's number or ISO time
 
 
 class Message(BaseModel):
