@@ -72,3 +72,16 @@ def test_infinite_values_fall_in_no_bin_or_the_clamped_edges():
 ])
 def test_value_agrees_is_the_documented_guarantee(got, want, op, count, abs_sum, integer, ok):
     assert sql.value_agrees(got, want, op, count, abs_sum, integer) is ok
+
+
+def test_null_names_the_nan_category_as_in_replies():
+    """A float field's NaN bar is labelled null in replies (JSON has no NaN): selecting
+    null, or a dropdown set to it, finds the NaN rows, as the engine does."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE src AS SELECT * FROM (VALUES ('NaN'::DOUBLE), (NULL), (2.0)) t(x)")
+    view = m.CategoricalView(name="c", type="categorical", field="x")
+    p = m.Parameter(name="p", field="x")
+    for where in (sql.select_sql(view, [None], [2.0, math.nan]), sql.select_sql(view, [math.nan], None),
+                  sql.parameter_sql(p, math.nan),
+                  sql.parameter_sql(m.Parameter(name="q", field="x", multiple=True), [None])):
+        assert con.execute(f"SELECT count(*), count(x) FROM src WHERE {where}").fetchone() == (1, 1), where

@@ -283,8 +283,9 @@ def value_lit(x, d: Dialect = DUCKDB) -> str:
     """One of a field's values as a literal (a categorical view's bar, a dropdown's choice),
     NaN too: a float field's NaN is one of its values (non-null), a bar and a choice of its
     own, as in the engine. DuckDB and Spark take NaN = NaN, so `=` and `IN` find its rows.
-    `lit` refuses NaN: no bound is NaN."""
-    if isinstance(x, float) and math.isnan(x):
+    Null names NaN, as in replies (JSON has no NaN) and `values.choice_key`: no bar or choice
+    is null. `lit` refuses NaN: no bound is NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
         return "CAST('NaN' AS DOUBLE)"
     return lit(x, d)
 
