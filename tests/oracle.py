@@ -93,7 +93,8 @@ class Oracle:
         key = self.bar_sql(v)
         mf = v.aggregate.field and sql.ident(v.aggregate.field)
         order = v.aggregate.op in m.ORDER_OPS
-        agg = f", sum({mf}), count({mf})" if mf and not order else ", NULL, 0"
+        x = mf and sql.summed_sql(v.aggregate.field)  # NaN and ±inf skipped, as the engine does
+        agg = f", sum({x}), count({x})" if mf and not order else ", NULL, 0"
         agg += f", {sql.aggregate_sql(v.aggregate, self.kind(v.aggregate.field))}" if order else ", NULL"
         q = (f"SELECT {key} AS bar, count(*){agg} FROM src WHERE ({self.where(name)}) "
              f"AND ({extra}) GROUP BY 1 HAVING bar IS NOT NULL")
@@ -160,7 +161,8 @@ class Oracle:
             t = self.con.execute(f"SELECT typeof({mf}) FROM src LIMIT 1").fetchall()
             integer = bool(t) and (t[0][0].endswith("INT") or t[0][0] in ("INTEGER", "HUGEINT")
                                    or (t[0][0].startswith("DECIMAL") and t[0][0].endswith(",0)")))
-            q = (f"SELECT {self.bar_sql(v)} AS bar, sum(abs(CAST({mf} AS DOUBLE))), count({mf}) "
+            x = sql.summed_sql(v.aggregate.field)
+            q = (f"SELECT {self.bar_sql(v)} AS bar, sum(abs(CAST({x} AS DOUBLE))), count({x}) "
                  f"FROM src GROUP BY 1")
             self._measures[name] = (integer, {r[0]: r[1] or 0.0 for r in self.con.execute(q).fetchall()})
         integer, abs_sums = self._measures[name]
