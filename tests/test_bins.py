@@ -104,3 +104,24 @@ def test_resolve_bins_replaces_only_maxbins_bins() -> None:
     # what the layout records brings the same bins back to the spec as written
     recorded = {v.name: views.bins_record(v) for v in got.views}
     assert views.with_recorded_bins(dash, recorded) == got
+
+
+@pytest.mark.parametrize("sort", ["count", "name"])
+@pytest.mark.parametrize("top", [1, 2, 3, 4])
+def test_top_values_with_nan_are_ordered_as_sql_orders_them(sort, top):
+    """NaN is a category of its own; SQL orders it after every number (DuckDB, Spark), so
+    ties at the top-N cut and `sort: name` put it where `sql.top_sql` does."""
+    import duckdb
+    import numpy as np
+
+    from brushfire import sql
+
+    values, counts = [math.nan, 2.5, -1.0, 7.0], np.array([3, 3, 5, 3])
+    con = duckdb.connect()
+    rows = [(x,) for x, c in zip(values, counts, strict=True) for _ in range(c)]
+    con.execute("CREATE TABLE src (x DOUBLE)")
+    con.executemany("INSERT INTO src VALUES (?)", rows)
+    view = m.CategoricalView(name="c", type="categorical", field="x", top=top, sort=sort)
+    want = [r[0] for r in con.execute(sql.top_sql(view)).fetchall()]
+    got = bins.top_labels(values, counts, top, False, sort)
+    assert [("nan" if x != x else x) for x in got] == [("nan" if x != x else x) for x in want]

@@ -173,11 +173,18 @@ def iso_label(us: int) -> str:
 def top_labels(values: list, counts: np.ndarray, top: int, other: bool, sort: str = "count") -> list:
     """The `top` values by count (descending) then value, ordered so (`sort: count`) or by
     value (`sort: name`), plus '(other)' when kept."""
-    order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+    order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), _value_order(values[i])))
     labels = [values[i] for i in order[:top]]
     if sort == "name":
-        labels.sort()
+        labels.sort(key=_value_order)
     return labels + ([OTHER] if other else [])
+
+
+def _value_order(x) -> tuple:
+    """A value's place in SQL's ascending order: NaN after every number, as DuckDB and
+    Spark order it (Python's comparisons with NaN are all false: no order at all)."""
+    nan = isinstance(x, (float, np.floating)) and math.isnan(x)
+    return (nan, 0.0 if nan else x)
 
 
 def heat_labels(v: m.HeatmapView) -> list:
