@@ -97,6 +97,8 @@ CATALOGUE = [
      "details.columns[0]: 'nope' is not a details column; columns: x, cat, t"),
     ('{"type": "state", "id": [1]}',
      'id: [1] is not a number or a string'),
+    ('{"type": "state", "id": true}',
+     'id: True is not a number or a string'),
     ('{"type": "state", "extra": 1}',
      "state.extra: unknown field 'extra'; state takes: id"),
     ('{"type": "filters"}',
@@ -170,3 +172,10 @@ def test_the_error_echoes_the_id(session):
     assert protocol.handle(session, json.dumps({"type": "filters", "id": "f", "filters": {"hx": [1, 2]}}))["id"] == "f"
     too_many = json.dumps({"type": "forward", "id": 9, "rids": list(range(10_001))})  # 48,9xx bytes
     assert protocol.handle(session, too_many)["id"] == 9
+
+
+@pytest.mark.parametrize("msg_id", [1.5, 2.0, 1e300, -3, "a"])
+def test_any_number_or_string_is_an_id_and_echoed_as_sent(session, msg_id):
+    reply = protocol.handle(session, json.dumps({"type": "state", "id": msg_id}))
+    assert reply["type"] == "state"
+    assert reply["id"] == msg_id and type(reply["id"]) is type(msg_id)

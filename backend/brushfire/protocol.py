@@ -59,7 +59,8 @@ class Message(BaseModel):
     (the engine call and the reply). Adding a message type is adding a class here."""
 
     model_config = ConfigDict(extra="forbid")
-    id: int | str | None = None
+    # any JSON number (1.5 too, as docs/protocol.md says), echoed as sent; true is no number
+    id: Annotated[int | float | str | None, pydantic.BeforeValidator(_not_bool)] = None
 
     def check(self, session: SessionAPI) -> None:
         """Raise InteractionError naming the bad part; the session is not touched."""
