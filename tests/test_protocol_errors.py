@@ -77,6 +77,12 @@ CATALOGUE = [
      "highlight.bars[0]: 'a' is not a bar number (an integer >= 0)"),
     ('{"type": "highlight", "source": "cat", "bars": [true]}',
      "highlight.bars[0]: True is not a bar number (an integer >= 0)"),
+    ('{"type": "highlight", "source": "cat", "bars": [0], "targets": "hx"}',
+     "highlight.targets: 'hx' is not a list of view names"),
+    ('{"type": "highlight", "source": "cat", "bars": [0], "targets": [1]}',
+     "highlight.targets[0]: 1 is not a view's name (a string)"),
+    ('{"type": "filter", "column": 3, "interval": [1, 2]}',
+     "filter.column: 3 is not a source column's name (a string)"),
     ('{"type": "forward", "rids": [1.5]}',
      "forward.rids[0]: 1.5 is not a row id (an integer >= 0)"),
     ('{"type": "forward", "rids": [false]}',
@@ -164,7 +170,7 @@ def test_no_reply_is_raw_validator_text(session):
     for message, _ in CATALOGUE:
         text = protocol.handle(session, message)["message"]
         assert not any(raw in text for raw in ("Input tag", "Input should", "Field required",
-                                               "Extra inputs", "validation error")), text
+                                               "Extra inputs", "validation error", "valid here")), text
 
 
 def test_the_error_echoes_the_id(session):
@@ -179,3 +185,10 @@ def test_any_number_or_string_is_an_id_and_echoed_as_sent(session, msg_id):
     reply = protocol.handle(session, json.dumps({"type": "state", "id": msg_id}))
     assert reply["type"] == "state"
     assert reply["id"] == msg_id and type(reply["id"]) is type(msg_id)
+
+
+def test_every_checked_field_has_a_shape_for_its_errors():
+    """A field without one was answered '... is not valid here' (filter.column, highlight.targets)."""
+    fields = {f for m in protocol.MESSAGES for f, info in m.model_fields.items()
+              if f != "type" and info.annotation is not protocol.Value}
+    assert fields - set(protocol.FIELD_SHAPES) == set()

@@ -320,6 +320,7 @@ def parse(raw: str | bytes | dict) -> Message:
 FIELD_SHAPES = {
     "id": "a number or a string", "view": "a view's name (a string)",
     "source": "a view's name (a string)", "name": "a parameter's name (a string)",
+    "column": "a source column's name (a string)", "targets": "a list of view names",
     "interval": "[lo, hi] (null for an open end)", "y": "[lo, hi] (null for an open end)",
     "values": "a list of values", "bars": "a list of bar numbers", "columns": "a list of column names",
     "rids": f"a list of at most {MAX_FORWARD_RIDS:,} row ids",
@@ -327,6 +328,7 @@ FIELD_SHAPES = {
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
 }
 ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)",
+               "targets": "a view's name (a string)",
                "rids": "a row id (an integer >= 0)"}
 
 
