@@ -50,7 +50,15 @@ def _not_bool(x: Any) -> Any:
     return x
 
 
-Index = Annotated[int, pydantic.BeforeValidator(_not_bool)]  # a bar number or row id
+def _number(x: Any) -> Any:
+    """Neither are strings (pydantic's lax int would take "1" as 1)."""
+    if isinstance(x, str):
+        msg = "not an integer"
+        raise ValueError(msg)
+    return _not_bool(x)
+
+
+Index = Annotated[int, pydantic.BeforeValidator(_number)]  # a bar number, row id or page
 
 
 class Message(BaseModel):
@@ -249,8 +257,8 @@ class Details(Message):
     type: Literal["details"]
     view: str | None = None
     bars: list[Index] | None = None
-    page: int = Field(0, ge=0, le=MAX_PAGE)
-    page_size: int | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+    page: Index = Field(0, ge=0, le=MAX_PAGE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
 
     def check(self, session: SessionAPI) -> None:
