@@ -400,6 +400,12 @@ bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes
     ("parameter_between_empty.yaml", """\
 bad/parameter_between_empty.yaml:15: interactions.parameters[0].default: the range [60, 0] is empty: lo must not be above hi
     hint: write default: [lo, hi] with lo <= hi"""),
+    ("parameter_between_huge_integer.yaml", """\
+bad/parameter_between_huge_integer.yaml:15: interactions.parameters[0].default: an integer of 401 digits is not a finite number
+    hint: a slider's default is a double, at most ±1.8e308 (1.0e+400 reads as infinity)"""),
+    ("parameter_slider_nan.yaml", """\
+bad/parameter_slider_nan.yaml:15: interactions.parameters[0].default: nan is not a finite number
+    hint: a slider's default is a double, at most ±1.8e308 (1.0e+400 reads as infinity)"""),
     ("parameter_between_one_value.yaml", """\
 bad/parameter_between_one_value.yaml:15: interactions.parameters[0].default: op 'between' takes a range [lo, hi], got 30
     hint: op between takes default: [lo, hi]; the other ops one value"""),

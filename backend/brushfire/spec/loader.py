@@ -912,6 +912,8 @@ def _value_hint(loc: Loc, msg: str) -> str:
         return "write default: [ORD, ATL] (a list, even of one value: [ORD])"
     if loc[-1:] == ("multiple",):
         return "leave multiple out, or use widget: dropdown"
+    if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "finite" in msg:
+        return "a slider's default is a double, at most ±1.8e308 (1.0e+400 reads as infinity)"
     if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",) and "empty" in msg:
         return "write default: [lo, hi] with lo <= hi"
     if loc[-1:] == ("default",) and loc[-3:-2] == ("parameters",):

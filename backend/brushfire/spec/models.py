@@ -322,18 +322,30 @@ class Parameter(Model):
                 msg = f"a dropdown with multiple: true takes a list of values, got {_show(v)}"
                 raise ValueError(msg)
             return v
-        if op == "between":
-            if not (isinstance(v, list) and len(v) == 2):
-                msg = f"op 'between' takes a range [lo, hi], got {_show(v)}"
-                raise ValueError(msg)
-            lo, hi = v
-            if all(isinstance(x, (int, float)) for x in v) and lo > hi:
-                msg = f"the range [{lo:g}, {hi:g}] is empty: lo must not be above hi"
-                raise ValueError(msg)
-        elif isinstance(v, list):
+        if op == "between" and not (isinstance(v, list) and len(v) == 2):
+            msg = f"op 'between' takes a range [lo, hi], got {_show(v)}"
+            raise ValueError(msg)
+        if op != "between" and isinstance(v, list):
             msg = f"expected a string or a number, got {_show(v)}"
             raise ValueError(msg)
+        # a slider compares doubles: NaN, infinities and integers beyond ±1.8e308 are none
+        # (refused here, before capture, not when a session applies the default)
+        for x in v if isinstance(v, list) else [v]:
+            if op != "eq" and isinstance(x, (int, float)) and not _finite(x):
+                shown = _show(x) if isinstance(x, float) else f"an integer of {len(str(abs(x)))} digits"
+                msg = f"{shown} is not a finite number"
+                raise ValueError(msg)
+        if op == "between" and all(isinstance(x, (int, float)) for x in v) and v[0] > v[1]:
+            msg = f"the range [{v[0]:g}, {v[1]:g}] is empty: lo must not be above hi"
+            raise ValueError(msg)
         return v
+
+
+def _finite(x: float) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int too large for a double
+        return False
 
 
 def _show(v) -> str:
