@@ -428,6 +428,12 @@ bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsuppo
     ("parameter_missing_field.yaml", """\
 bad/parameter_missing_field.yaml:11: interactions.parameters[0].field: missing required key 'field'
     Parameter requires: name, field"""),
+    ("view_name_path.yaml", """\
+bad/view_name_path.yaml:8: views[1].name: 'delay/hour' is not a valid name
+    hint: start with a letter or '_', then use letters, digits, '_' or '-'"""),
+    ("parameter_name_column.yaml", """\
+bad/parameter_name_column.yaml:11: interactions.parameters[0].name: 'column:dest' is not a valid name
+    hint: start with a letter or '_', then use letters, digits, '_' or '-'"""),
     ("parameter_duplicate_name.yaml", """\
 bad/parameter_duplicate_name.yaml:12: interactions.parameters[1].name: parameter name 'dest' is already used by parameters[0]
     hint: parameters and views need distinct names"""),
@@ -700,3 +706,12 @@ def test_a_profile_view_may_not_shadow_a_source_column() -> None:
     assert str(info.value) == """\
 prof.yaml:10: profile.fd[0]: its view's name 'k' is a column of the source already
     hint: give the check another name: name: <identifier>"""
+
+
+def test_a_view_name_longer_than_a_file_name_allows_is_an_error() -> None:
+    spec = {"name": "d", "source": {"path": "x.parquet"},
+            "views": [{"name": "v" * 300, "type": "categorical", "field": "origin"}]}
+    with pytest.raises(SpecError) as e:
+        parse_dashboard(spec)
+    assert str(e.value) == ("<spec>: views[0].name: 'vvvvvvvvvvvvvvvvvvvv…' is 300 characters long; at most 100\n"
+                            "    hint: use a shorter name, and a title for the words")

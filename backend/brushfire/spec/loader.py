@@ -254,6 +254,7 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     names += [n for n in profile_columns(dash) if n not in names]  # the checks' views
     first: dict[str, int] = {}
     for i, v in enumerate(dash.views):
+        out += _name_problems(("views", i, "name"), v.name)
         if v.name in first:
             msg = f"duplicate view name {v.name!r}"
             out.append((("views", i, "name"), msg,
@@ -288,6 +289,7 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             ref(("interactions", "highlight", h, "targets", j), name, "a highlight target")
     pnames = [p.name for p in ix.parameters]
     for i, p in enumerate(ix.parameters):
+        out += _name_problems(("interactions", "parameters", i, "name"), p.name)
         if p.name in names:
             msg = f"parameter name {p.name!r} is already used by a view"
         elif pnames.index(p.name) != i:
@@ -297,6 +299,22 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
         out.append((("interactions", "parameters", i, "name"), msg,
                     "parameters and views need distinct names"))
     return out
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+MAX_NAME = 100  # characters; names make up file names of the lineage store (at most 255 bytes)
+
+
+def _name_problems(loc: Loc, name: str) -> list[tuple[Loc, str, str]]:
+    """A view's or parameter's name is an identifier, as the dashboard's: names key the
+    lineage store's files ('a/b' crashed capture, after its Spark job) and the selection
+    state (where 'column:x' is a filter on a source column)."""
+    if not _NAME.match(name):
+        return [(loc, f"{_show(name)} is not a valid name", _NAME_RULE)]
+    if len(name) > MAX_NAME:
+        return [(loc, f"{_show(name[:20] + '…')} is {len(name)} characters long; at most {MAX_NAME}",
+                 "use a shorter name, and a title for the words")]
+    return []
 
 
 def check_limits(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
