@@ -365,6 +365,12 @@ bad/bin_extent_words.yaml:8: views[0].bin.extent[0]: expected a number, got 'low
 bad/bin_extent_words.yaml:8: views[0].bin.extent[1]: expected a number, got 'high'"""),
     ("bin_step_word.yaml", """\
 bad/bin_step_word.yaml:8: views[0].bin.step: expected a number, got 'ten'"""),
+    ("bin_step_boolean.yaml", """\
+bad/bin_step_boolean.yaml:8: views[0].bin.step: expected a number, got true
+    hint: YAML reads yes/no/on/off/true/false as booleans, not numbers"""),
+    ("categorical_top_boolean.yaml", """\
+bad/categorical_top_boolean.yaml:8: views[0].top: expected a whole number, got true
+    hint: YAML reads yes/no/on/off/true/false as booleans, not numbers"""),
     ("bin_clamp_word.yaml", """\
 bad/bin_clamp_word.yaml:8: views[0].bin.clamp: expected true or false, got 'maybe'"""),
     ("categorical_top_zero.yaml", """\

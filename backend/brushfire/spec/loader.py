@@ -881,6 +881,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
             msg += _choices(f"{_model_name(model)} accepts", list(model.model_fields))
         if kind == "string_type" and isinstance(value, bool):
             hint = "YAML reads yes/no/on/off/true/false as booleans: quote the value"
+        elif isinstance(value, bool):  # a number's key (models.Float, models.Int)
+            hint = "YAML reads yes/no/on/off/true/false as booleans, not numbers"
         elif kind == "string_type" and isinstance(value, (int, float)):
             hint = f"quote it to make it a string: '{value}'"
     elif kind in _BOUNDS:

@@ -12,7 +12,16 @@ import math
 import sys
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from brushfire.limits import MAX_BARS, MAX_TOP
 
@@ -32,6 +41,22 @@ CALENDAR_PARTS: dict[str, tuple[int, tuple[str, ...]]] = {
 BrushType = Literal["interval", "points", "rect", "none"]
 ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
+
+
+def _not_bool(v: object, kind: str) -> object:
+    """YAML's true and false (yes, no, on, off) are not numbers; pydantic's lax float and
+    int would take them as 1 and 0 (`step: yes` was a step of 1)."""
+    if isinstance(v, bool):
+        raise PydanticCustomError(kind, "not a number")
+    return v
+
+
+Float = Annotated[float, BeforeValidator(lambda v: _not_bool(v, "float_type"))]
+_NOT_BOOL_INT = BeforeValidator(lambda v: _not_bool(v, "int_type"))
+# ints with their bounds inside the check (where the JSON Schema shows them as minimum, maximum)
+MaxBins = Annotated[int, Field(ge=2, le=MAX_BARS), _NOT_BOOL_INT]
+Top = Annotated[int, Field(ge=1, le=MAX_TOP), _NOT_BOOL_INT]
+PageSize = Annotated[int, Field(ge=1, le=100_000), _NOT_BOOL_INT]
 
 
 class Model(BaseModel):
@@ -60,9 +85,9 @@ class Bin(Model):
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step", "extent"]},
                                                            {"required": ["maxbins"]}]})
 
-    step: float | None = None
-    extent: tuple[float, float] | None = None
-    maxbins: int | None = Field(None, ge=2, le=MAX_BARS)  # at most this many bars (a range
+    step: Float | None = None
+    extent: tuple[Float, Float] | None = None
+    maxbins: MaxBins | None = None  # at most this many bars (a range
     # across 0 takes two whole steps)
     clamp: bool = False  # values outside the extent go to the edge bins instead of none
 
@@ -127,7 +152,7 @@ class Aggregate(Model):
     # the error names `aggregate.field` rather than the whole mapping.
     field: str | None = Field(None, validate_default=True)
     # quantile: the fraction in [0, 1] (required); checked even when left out
-    p: float | None = Field(None, validate_default=True)
+    p: Float | None = Field(None, validate_default=True)
     # median and quantile: interpolated (SQL quantile_cont) or a value of the bar (quantile_disc)
     method: Literal["continuous", "discrete"] | None = Field(None, validate_default=True)
 
@@ -219,7 +244,7 @@ class CategoricalView(_ViewBase):
 
     type: Literal["categorical"]
     field: str
-    top: int = Field(20, ge=1, le=MAX_TOP)
+    top: Top = 20
     other: bool = True
     sort: Literal["count", "name"] = "count"
 
@@ -271,7 +296,7 @@ class Details(Model):
     """Details on demand: the input rows behind a selection, paged."""
 
     columns: list[str] = Field(min_length=1)
-    page_size: int = Field(100, ge=1, le=100_000)
+    page_size: PageSize = 100
 
 
 Scalar = str | float | int
