@@ -202,6 +202,7 @@ class Highlight(Message):
 
     def check(self, session: SessionAPI) -> None:
         _check_view(session, "highlight.source", self.source)
+        _check_bars(session, "highlight.bars", self.source, self.bars)
         for i, t in enumerate(self.targets or ()):
             _check_view(session, f"highlight.targets[{i}]", t)
         if answers_lazily(session):
@@ -264,6 +265,10 @@ class Details(Message):
     def check(self, session: SessionAPI) -> None:
         if self.view is not None:
             _check_view(session, "details.view", self.view)
+            _check_bars(session, "details.bars", self.view, self.bars or [])
+        elif self.bars is not None:
+            msg = "details.bars: bars need a view; give view with bars, or neither for the rows of the selection"
+            raise InteractionError(msg)
         if answers_lazily(session):  # unlisted columns are read on Spark (checked there)
             return
         declared = session.plan.dashboard.interactions.details
@@ -289,6 +294,14 @@ class Forward(Message):
 
     type: Literal["forward"]
     rids: list[Index] = Field(max_length=MAX_FORWARD_RIDS)
+
+    def check(self, session: SessionAPI) -> None:
+        rows = getattr(session.store, "n_rows", None)
+        valid = f"row ids are 0 to {rows - 1:,}" if rows is not None else "a row id is an integer >= 0"
+        for i, r in enumerate(self.rids):
+            if r < 0 or (rows is not None and r >= rows):
+                msg = f"forward.rids[{i}]: {r} is not a row id; {valid}"
+                raise InteractionError(msg)
 
     def run(self, session: SessionAPI) -> dict:
         return forward_reply(session, self.rids)
@@ -571,6 +584,16 @@ def _check_view(session: SessionAPI, where: str, name: str) -> None:
         msg = (f"{where}: {V.show(name)} is not a view of this dashboard; views: {', '.join(views)}"
                + S.did_you_mean(name, views))
         raise InteractionError(msg)
+
+
+def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> None:
+    """Bar numbers of a view: 0 to its number of bars - 1 (a heatmap's: its cells)."""
+    layout = next((v for v in session.store.views if v.name == view), None)
+    valid = f"its bars are 0 to {layout.nbars - 1}" if layout is not None else "a bar is an integer >= 0"
+    for i, b in enumerate(bars):
+        if b < 0 or (layout is not None and b >= layout.nbars):
+            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; {valid}"
+            raise InteractionError(msg)
 
 
 def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> None:
