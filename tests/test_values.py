@@ -71,8 +71,8 @@ def test_time_bounds(value, micros):
 @pytest.mark.parametrize(("value", "expected"), [
     (1, "1 is a number, not a time; temporal bounds are ISO times"),
     (1.5e15, "is a number, not a time"),
-    (True, "True is a number, not a time"),
-    ([2021, 3], "[2021, 3] is list, not a time"),
+    (True, "True is a boolean, not a time"),  # JSON true is no number (docs/protocol.md)
+    ([2021, 3], "[2021, 3] is a list, not a time"),
     ("yesterday", "'yesterday' is not an ISO time"),
 ])
 def test_numbers_are_not_times(value, expected):

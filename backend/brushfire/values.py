@@ -127,7 +127,10 @@ def time_bound(x):
         return datetime_micros(x)
     if hasattr(x, "to_pydatetime"):  # pandas.Timestamp subclasses datetime; numpy's do not
         return datetime_micros(x.to_pydatetime())
-    kind = "a number" if isinstance(x, Real) else type(x).__name__
+    # (as JSON names them: true is no number, [1] a list, not "list")
+    kind = ("a boolean" if isinstance(x, bool) else "a number" if isinstance(x, Real)
+            else "a list" if isinstance(x, (list, tuple)) else "an object" if isinstance(x, dict)
+            else type(x).__name__)
     msg = f"{show(x)} is {kind}, not a time; temporal bounds are ISO times, e.g. {ISO_EXAMPLE}"
     raise InteractionError(msg)
 
