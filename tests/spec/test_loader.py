@@ -714,6 +714,16 @@ prof.yaml:10: profile.fd[0]: its view's name 'k' is a column of the source alrea
     hint: give the check another name: name: <identifier>"""
 
 
+def test_a_dashboard_name_longer_than_a_file_name_allows_is_an_error() -> None:
+    """The name makes up the lineage cache entry's folder name (at most 255 bytes there)."""
+    spec = {"name": "d" * 300, "source": {"path": "x.parquet"},
+            "views": [{"name": "v", "type": "categorical", "field": "origin"}]}
+    with pytest.raises(SpecError) as e:
+        parse_dashboard(spec)
+    assert str(e.value) == ("<spec>: name: 'dddddddddddddddddddd…' is 300 characters long; at most 100\n"
+                            "    hint: use a shorter name, and a title for the words")
+
+
 def test_a_view_name_longer_than_a_file_name_allows_is_an_error() -> None:
     spec = {"name": "d", "source": {"path": "x.parquet"},
             "views": [{"name": "v" * 300, "type": "categorical", "field": "origin"}]}

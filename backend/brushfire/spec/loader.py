@@ -252,6 +252,7 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     out: list[tuple[Loc, str, str]] = []
     names = [v.name for v in dash.views]
     names += [n for n in profile_columns(dash) if n not in names]  # the checks' views
+    out += _name_problems(("name",), dash.name)  # (its characters: the model's pattern)
     first: dict[str, int] = {}
     for i, v in enumerate(dash.views):
         out += _name_problems(("views", i, "name"), v.name)
