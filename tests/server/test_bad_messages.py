@@ -49,7 +49,7 @@ BAD = [
     (brush("week", '["2009-13-01", null]'), "brush on view 'week': interval[0]: '2009-13-01' is not an ISO time"),
     (brush("week", '[null, "2021-02-30T00:00:00"]'), "interval[1]: '2021-02-30T00:00:00' is not an ISO time"),
     (brush("week", "[1, 2]"), "interval[0]: 1 is a number, not a time; temporal bounds are ISO times"),
-    (brush("week", '["2021-01-01", true]'), "interval[1]: True is a number, not a time"),
+    (brush("week", '["2021-01-01", true]'), "interval[1]: True is a boolean, not a time"),
     ('{"type": "parameter", "name": "pt", "value": "noon"}', "parameter 'pt': 'noon' is not an ISO time"),
     ('{"type": "parameter", "name": "pt", "value": 1612137600000000}', "parameter 'pt': 1612137600000000 is a number"),
     # categories and dropdown values
@@ -76,8 +76,8 @@ BAD = [
      "details.page: 1000000000000000000000000000000 is over 2,147,483,647"),
     ('{"type": "details", "page_size": 10001}', "details.page_size: 10001 is over 10,000"),
     ('{"type": "details", "page": -1}', "details.page: -1 is below 0"),
-    ('{"type": "highlight", "source": "cat", "bars": [1000000000000000000000000000000]}', "out of range"),
-    ('{"type": "details", "view": "hx", "bars": [-1]}', "out of range"),
+    ('{"type": "highlight", "source": "cat", "bars": [1000000000000000000000000000000]}', "highlight.bars[0]: 1000000000000000000000000000000 is not a bar of view 'cat'"),
+    ('{"type": "details", "view": "hx", "bars": [-1]}', "details.bars[0]: -1 is not a bar of view 'hx'"),
     # wrong types, unknown names
     ('{"type": "brush", "view": 5, "interval": [1, 2]}', "brush.view: 5 is not a view's name (a string)"),
     ('{"type": "select", "view": "cat", "values": "c01"}', "select.values: 'c01' is not a list of values"),
