@@ -586,9 +586,14 @@ def _check_view(session: SessionAPI, where: str, name: str) -> None:
         raise InteractionError(msg)
 
 
+def _layout(session: SessionAPI, view: str):
+    """The store's layout of a view (None: no such view)."""
+    return next((v for v in session.store.views if v.name == view), None)
+
+
 def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> None:
     """Bar numbers of a view: 0 to its number of bars - 1 (a heatmap's: its cells)."""
-    layout = next((v for v in session.store.views if v.name == view), None)
+    layout = _layout(session, view)
     valid = f"its bars are 0 to {layout.nbars - 1}" if layout is not None else "a bar is an integer >= 0"
     for i, b in enumerate(bars):
         if b < 0 or (layout is not None and b >= layout.nbars):
@@ -607,7 +612,7 @@ def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> Non
 def _check_values(session: SessionAPI, view: str, values: list, where: str) -> None:
     """Categories of a categorical view: values of its field (of a time field, ISO times),
     or '(other)'."""
-    layout = next((v for v in session.store.views if v.name == view), None)
+    layout = _layout(session, view)
     times = layout is not None and layout.value_type == "temporal"
     choices = _choices(session.view(view).labels, times)
     for i, x in enumerate(values):

@@ -230,7 +230,7 @@ def order_values(v: ViewLayout, cells: np.ndarray, dim: Dim | None, gather: Gath
         out[has] = interpolate(xl.astype(np.float64), xh.astype(np.float64), d)
     elif dim is not None and dim.value_type == "temporal":
         out[has] = [format_instant(int(x)) for x in xl.tolist()]
-    elif dim is not None and dim.value_type in ("int", "temporal"):
+    elif dim is not None and dim.value_type == "int":
         out[has] = _ints(xl)
     else:
         out[has] = xl.astype(np.float64)
@@ -268,10 +268,8 @@ def _gathered(v: ViewLayout, dim: Dim | None, bars: np.ndarray, jl, rl, jh, rh, 
         return None
     w = v.width
     cell_l, cell_h = bars * w + jl, bars * w + jh
+    tcells = np.unique(np.concatenate([cell_l, cell_h]))  # the targets' cells, in cell order
     table = np.full(v.nbars * w, -1, np.int64)  # cell of a bar -> its target
-    table[cell_l] = 0
-    table[cell_h] = 0
-    tcells = np.flatnonzero(table == 0)
     table[tcells] = np.arange(len(tcells))
     where = shown(v)
     wanted = np.full(v.ncodes + 1, -1, np.int64)

@@ -302,7 +302,7 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     return out
 
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_NAME = re.compile(m.NAME_PATTERN)
 MAX_NAME = 100  # characters; names make up file names of the lineage store (at most 255 bytes)
 
 

@@ -43,6 +43,11 @@ ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
 
 
+# a name: the dashboard's, a view's, a parameter's (spec/loader.py checks those two), an
+# fd check's; names make up the lineage store's file names and selection-state keys
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+
+
 def _not_bool(v: object, kind: str) -> object:
     """YAML's true and false (yes, no, on, off) are not numbers; pydantic's lax float and
     int would take them as 1 and 0 (`step: yes` was a step of 1)."""
@@ -413,7 +418,7 @@ class FunctionalDependency(Model):
     lhs: list[str] = Field(min_length=1)
     rhs: list[str] = Field(min_length=1)
     # the linked view's name (and its column's); default fd_<lhs>__<rhs>
-    name: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    name: str | None = Field(None, pattern=NAME_PATTERN)
 
     @model_validator(mode="before")
     @classmethod
@@ -448,7 +453,7 @@ class DashboardSpec(Model):
 
     model_config = ConfigDict(title="Dashboard")  # as messages name it: the YAML's top level
 
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    name: str = Field(pattern=NAME_PATTERN)
     title: str | None = None
     source: Source
     views: list[View] = Field(min_length=1)
