@@ -7,6 +7,7 @@ and how a relative path was resolved) when the source came from a spec file.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -65,6 +66,33 @@ def _data_files(directory: Path):
     for p in directory.rglob("*"):
         if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts):
             yield p
+
+
+def file_record(uri: str) -> dict:
+    """A source file as capture keys it: {"uri", "path", "size", "mtime_ns"} (the uri as
+    Spark spells it, the local path it names, and what tells a change)."""
+    from urllib.parse import unquote, urlparse
+
+    path = unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+    st = os.stat(path)
+    return {"uri": uri, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def local_files(source: m.Source) -> list[dict] | None:
+    """The source's data files as capture keys them (`file_record`), listed as Spark does
+    (names starting with '_' or '.' are not data), without Spark; None for remote paths."""
+    if not is_local(source.path):
+        return None
+    path = Path(source.path.removeprefix("file://")).absolute()
+    files = sorted(_data_files(path)) if path.is_dir() else [path] if path.exists() else []
+    return [file_record(f.as_uri()) for f in files]
+
+
+def same_files(a: list[dict], b: list[dict]) -> bool:
+    """Do two listings name the same files, of the same sizes and modification times?"""
+    def key(fs):
+        return sorted((f["path"], f["size"], f["mtime_ns"]) for f in fs)
+    return key(a) == key(b)
 
 
 def read_types(source: m.Source) -> dict[str, str] | None:

@@ -41,18 +41,34 @@ log = logging.getLogger("brushfire.spec")
 Warn = Callable[[str], None]
 
 
-def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
+def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
+    """The source's files as Spark reads them (no derived columns, no filters): all of
+    them, or `paths` of them (with `schema`, the whole source's, so that a subset is read
+    with the types the whole has)."""
+    reader = spark.read.format(src.resolved_format).options(**src.options)
+    if paths is None:
+        return reader.load(src.path)
+    if Path(src.path.removeprefix("file://")).is_dir() or "://" in src.path:
+        reader = reader.option("basePath", src.path)  # partition columns from the folders
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.load(paths)
+
+
+def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
+                   paths: list[str] | None = None, schema=None):
     """The source as a DataFrame (derived columns added, static filters applied), every
     part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
-    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger)."""
+    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger).
+    `paths`, `schema`: only those of the source's files (`read_raw`)."""
     from pyspark.sql import functions as F
 
     warn = warn or log.warning
     src = dash.source
-    if read_types(src) is not None:  # local Parquet / ORC: footers read with pyarrow, not Spark
+    if paths is None and read_types(src) is not None:  # local Parquet / ORC: footers, not Spark
         check_temporal_bars(dash, time_ranges(src, temporal_fields(dash)))
     with _spark_problem(lambda text: source_error(src, text, _read_hint(text, src))):
-        df = spark.read.format(src.resolved_format).options(**src.options).load(src.path)
+        df = read_raw(spark, src, paths, schema)
         _ = df.schema
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
     for name, text in src.columns.items():
@@ -72,8 +88,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
     check_columns(dash, {c: _fine_kind(t) for c, t in fields.items()}, derived=derived)
     types = {name: fields[name].simpleString().upper() for name in src.columns}
-    for w in expression_warnings(dash, source_kinds, types):
-        warn(w.render())
+    if paths is None:  # (said once, for the whole source)
+        for w in expression_warnings(dash, source_kinds, types):
+            warn(w.render())
     return add_profile_columns(df, dash)  # the spec's profiling checks (capture/profiling.py)
 
 
@@ -83,11 +100,13 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
     source version and spec source (the entry is reused while both are unchanged).
     Returns the files in row order."""
     from brushfire.capture import spark as sp
-    from brushfire.lineage.store import source_fingerprint
+    from brushfire.lineage.store import files_fingerprint
+    from brushfire.source import local_files
 
     src = dash.source
     checks = [dash.profile.model_dump(mode="json")] if dash.profile else []  # their columns too
-    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), source_fingerprint(src.path), *checks],
+    files = files_fingerprint(local_files(src) or [])
+    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), files, *checks],
                                     sort_keys=True, default=str).encode()).hexdigest()[:20]
     entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"
     if not (entry / "_SUCCESS").exists():
