@@ -59,9 +59,9 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", "8")
-            # small input splits: many small task results instead of a few huge ones,
-            # which at 30M rows ran the driver out of heap while collecting
-            .config("spark.sql.files.maxPartitionBytes", "32m")
+            # input splits of 8 MB: every core busy on a small file too (capture's scan
+            # gives each split a task of its own, whatever the size of the source)
+            .config("spark.sql.files.maxPartitionBytes", "8m")
         )
         for key, value in extra.items():
             builder = builder.config(key, value)
@@ -184,7 +184,7 @@ class SparkRunner:
         from brushfire.capture.scan import FILE_COLUMN, START_COLUMN
 
         every = {f["uri"] for f in files} == {f["uri"] for f in self.files()}
-        df = self.df if every else analyze_source(self.spark, self.dash, paths=[f["uri"] for f in files],
+        df = self.df if every else analyze_source(self.spark, self.dash, paths=[f["path"] for f in files],
                                                   schema=self.raw_schema)
         columns = [F.col(_quoted(c)) for c in dict.fromkeys(spec.fields + spec.snapshot)]
         df = df.select(*columns, F.hash(F.input_file_name()).alias(FILE_COLUMN),

@@ -67,6 +67,9 @@ class Shard:
     n_rows: int
     arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax, fences), as the kernels take them
     snapshot: pa.Table | None
+    # the input file (as Spark names it) and split (its byte offset) the rows come from:
+    # rids follow (file, split, position), whichever capture scanned each shard
+    source: tuple[str | None, int] = (None, 0)
 
     @property
     def nblocks(self) -> int:
@@ -491,7 +494,7 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
                     for name in snapshot_files(s, layout.detail_columns)]
             snapshot = pa.table(dict(zip(layout.detail_columns, cols, strict=True)))
             assert snapshot.num_rows == n, f"shard {s['name']} snapshot rows"
-        shards.append(Shard(s["name"], start, n, arrays, snapshot))
+        shards.append(Shard(s["name"], start, n, arrays, snapshot, (s["file"], s["split"])))
         start += n
     cubes = {}
     for f, t in meta["cubes"]:
