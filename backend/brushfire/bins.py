@@ -100,6 +100,59 @@ def hist_slot(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:
     return code.astype(np.int64)
 
 
+def hist_order(x: np.ndarray, b: m.Bin) -> np.ndarray:
+    """A histogram's bar per value as a non-decreasing function of the value: -1 below the
+    extent, the bar, nbars above (clamped or not: `hist_slot`'s reasons, in value order)."""
+    nb = b.count
+    slot = hist_slot(x, np.ones(len(x), bool), b)
+    return np.where(slot == nb + 1, -1, np.where(slot == nb + 2, nb, slot))
+
+
+def change_points(code, lo: float, hi: float, integral: bool) -> list[float]:
+    """The values in (lo, hi] at which `code` (a non-decreasing function of a number,
+    vectorized over numpy arrays) changes: each the smallest value (an integer when
+    `integral`, else any double) with a larger code than the values before it. Found by
+    bisection over the values' order (doubles through their bits), so exactly."""
+    if not (lo < hi):
+        return []
+    out: list[float] = []
+
+    def keys_of(v: np.ndarray) -> np.ndarray:  # values to integers in the same order
+        if integral:
+            return v.astype(np.int64)
+        bits = v.astype(np.float64).view(np.int64)
+        return np.where(bits < 0, np.int64(-(2**63)) - bits, bits)
+
+    def values_of(k: np.ndarray) -> np.ndarray:
+        if integral:
+            return k.astype(np.float64)
+        bits = np.where(k < 0, np.int64(-(2**63)) - k, k)
+        return bits.view(np.float64)
+
+    a, b = keys_of(np.array([lo])), keys_of(np.array([hi]))
+    first = code(values_of(a))[0]
+    last = code(values_of(b))[0]
+    probe = (np.linspace(0.0, 1.0, 4097) * (b[0] / 2 - a[0] / 2) * 2 + a[0]).astype(np.int64)
+    targets = np.unique(code(values_of(np.clip(probe, a[0], b[0]))))
+    targets = np.union1d(targets, np.arange(first, last + 1)) if last - first < 100_000 else targets
+    targets = targets[targets > first]
+    if not len(targets):
+        return out
+    left = np.full(len(targets), a[0], np.int64)  # code(left) < target <= code(right)
+    right = np.full(len(targets), b[0], np.int64)
+    while True:  # (distances as unsigned: the keys span all of int64)
+        open_ = right.view(np.uint64) - left.view(np.uint64) > 1
+        if not open_.any():
+            break
+        mid = (left >> 1) + (right >> 1) + (left & right & 1)
+        below = code(values_of(mid)) < targets
+        left = np.where(open_ & below, mid, left)
+        right = np.where(open_ & ~below, mid, right)
+    found = values_of(right)
+    reached = code(found) >= targets
+    return sorted({float(x) for x in found[reached]})
+
+
 def hist_labels(b: m.Bin) -> list[list[float]]:
     lo, step = b.extent[0], b.step
     return [[lo + i * step, min(lo + (i + 1) * step, b.extent[1])] for i in range(b.count)]

@@ -12,16 +12,14 @@ executors, capture/spark.py, or this process, capture/local.py):
    (capture/stats.py), `maxbins` bins chosen, then how each need of the plan is stored
    (capture/layout.py);
 4. the key job (executors): each shard's per-row lineage and partial results, from its
-   encoded fields, for whatever the layout changed (capture/keys.py; `part_hashes` says
-   what each part depends on);
+   encoded fields, for whatever the layout changed (capture/keys.py; capture/parts.py
+   says what each part depends on);
 5. the manifest (driver): the partial results summed into base results and cubes, the
    manifest replaced atomically, and what no manifest uses removed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 import tempfile
 import time
@@ -35,8 +33,8 @@ from typing import Protocol
 import numpy as np
 
 from brushfire import versions
-from brushfire.capture.keys import partial_names
 from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
+from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
 from brushfire.capture.scan import ScanSpec
 from brushfire.capture.stats import merge_stats
 from brushfire.errors import CaptureError
@@ -184,86 +182,6 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
     return out
 
 
-# --- 4. what each part of the lineage depends on --------------------------------------
-
-
-@dataclass(frozen=True)
-class PartHashes:
-    rows: str  # a shard's per-row arrays
-    partials: dict[str, str]  # partial result -> hash
-
-
-def part_hashes(layout: Layout, dash) -> PartHashes:
-    """A hash per part of a shard's lineage of everything it is computed from (besides
-    the shard's own encoded fields): a part whose hash did not change is reused."""
-    spec_views = {v.name: v.model_dump(mode="json", exclude={"title", "scale", "reverse"})
-                  for v in dash.views}
-
-    def arr(name: str) -> str:
-        a = layout.arrays.get(name)
-        return "" if a is None else hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
-
-    def bars(v) -> dict:
-        """What decides a row's bar in view v (not how its codes are stored)."""
-        return {"spec": spec_views[v.name], "labels": v.labels, "reasons": v.reasons,
-                "value_type": v.value_type, "bins": v.bins}
-
-    dims: dict[int, str] = {}
-
-    def dim(i: int) -> str:
-        if i not in dims:
-            d = layout.dims[i]
-            what = {k: getattr(d, k) for k in ("name", "kind", "field", "view", "value_type",
-                                               "nkeys", "part")}
-            what["values"] = _list_hash(d.values)
-            what["edges"] = _list_hash(d.edges)
-            if d.view:
-                what["bars"] = bars(layout.view(d.view))
-            dims[i] = _hash(what)
-        return dims[i]
-
-    def code(v) -> str:
-        what = {k: getattr(v, k) for k in ("name", "type", "op", "nbars", "measure", "reasons",
-                                           "width", "mstarts", "p", "method", "value_type")}
-        what["bars"] = bars(v)
-        what["code_dims"] = [dim(i) for i in v.code_dims]
-        what["mdim"] = dim(v.mdim) if v.mdim >= 0 else None
-        what["mcol"] = layout.measure_fields[v.mcol] if v.mcol >= 0 else None
-        what["arrays"] = [arr(f"lut.{v.name}.0"), arr(f"lut.{v.name}.1"), arr(f"mlut.{v.name}"),
-                          arr(f"mblock.{v.name}")]
-        return _hash(what)
-
-    kept = [[dim(i), layout.dims[i].indexed, layout.dims[i].raw] for i in range(layout.row_dims)]
-    rows = _hash([kept, layout.measure_fields, layout.block_rows])
-    out = {}
-    for name in partial_names(layout):
-        kind, _, rest = name.partition(".")
-        if kind == "base":
-            out[name] = code(layout.view(rest))
-        elif kind == "keycount":
-            out[name] = dim(layout.dim_index(rest))
-        else:
-            fname, _, t = rest.partition(".")
-            f = layout.filter(fname)
-            out[name] = _hash([dim(f.dims[0]), layout.dims[f.dims[0]].cube_starts,
-                               code(layout.view(t))])
-    return PartHashes(rows, out)
-
-
-def _hash(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
-def _list_hash(values: list | None) -> str | None:
-    """A hash of a dim's values or edges (floats by their bits, so -0.0 is not 0.0)."""
-    if values is None:
-        return None
-    a = np.asarray(values)
-    if a.dtype.kind in "iufb":
-        return hashlib.sha256(a.dtype.str.encode() + a.tobytes()).hexdigest()
-    return _hash([repr(x) for x in values])
-
-
 # --- the pipeline ---------------------------------------------------------------------------
 
 
@@ -298,6 +216,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         if reuse.scan:
             progress("scan: the source's rows encoded by the executors", 0.0)
             new = runner.scan(reuse.scan, spec, shards_dir, run)
+            info.seconds["scan, executors' cpu"] = sum(s.get("cpu", 0.0) for s in new)
             shards += [_record(s, spec, definitions) for s in _sequenced(new)]
         for i, ((fields, snap), fs) in enumerate(reuse.columns.items()):
             progress(f"scan: {', '.join(fields + snap)} over files captured before", 0.0)
@@ -314,16 +233,18 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         t0 = time.perf_counter()
         stats = merge_stats(stats_spec(plan, config), shards, _reader(shards_dir))
         binned = resolve_plan(plan, stats)  # the spec's bins, maxbins chosen
-        layout = make_layout(binned, stats, config)
+        layout = make_layout(binned, stats, config, _previous_layout(old, entry))
         hashes = part_hashes(layout, binned.dashboard)
+        reuse_rows = _reusable_rows(old, layout, hashes)
         info.seconds["statistics and layout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        tasks = _key_tasks(shards, hashes, run)
+        tasks = _key_tasks(shards, hashes, run, reuse_rows)
         rebuilt_rows = sum(1 for t in tasks if t["rows"])
         if tasks:
             progress("key job: lineage built by the executors", 0.0)
             results = runner.key(tasks, layout, binned.dashboard, shards_dir)
+            info.seconds["key job, executors' cpu"] = sum(r.get("cpu", 0.0) for r in results)
             for t, r in zip(tasks, results, strict=True):
                 s = next(s for s in shards if s["name"] == t["name"])
                 s["files"].update(r["files"])
@@ -379,6 +300,16 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     store = st.load_store(entry, dash, verify=False)
     store.info.nbytes = store.nbytes()
     return store
+
+
+def _previous_layout(old: dict | None, entry: Path) -> Layout | None:
+    """The layout of the entry's last capture (its decisions are kept where they hold)."""
+    if old is None:
+        return None
+    try:
+        return Layout.from_json(old["layout"], {})
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _sound(old: dict | None, entry: Path) -> dict | None:
@@ -465,15 +396,30 @@ def _reader(shards_dir: Path):
     return read
 
 
-def _key_tasks(shards: list[dict], hashes: PartHashes, run: str) -> list[dict]:
+def _key_tasks(shards: list[dict], hashes: PartHashes, run: str, reuse_rows: dict) -> list[dict]:
     tasks = []
     for s in shards:
         rows = s.get("rows_key") != hashes.rows
         wanted = [p for p, h in hashes.partials.items() if s["partials"].get(p, [None, None])[1] != h]
         if rows or wanted:
+            previous = {"tag": s["rows"], "dims": reuse_rows} if rows and s.get("rows") else None
             tasks.append({"name": s["name"], "n_rows": s["n_rows"], "fields": s["fields"],
-                          "tag": run, "rows": rows, "wanted": wanted})
+                          "tag": run, "rows": rows, "wanted": wanted, "previous": previous})
     return tasks
+
+
+def _reusable_rows(old: dict | None, layout: Layout, hashes: PartHashes) -> dict:
+    """Which dims' per-row arrays the shards captured before hold already (parts.py)."""
+    if old is None:
+        return {}
+    try:
+        from brushfire.spec import parse_dashboard
+
+        before = Layout.from_json(old["layout"], {})
+        old_hashes = part_hashes(before, parse_dashboard(old["resolved_spec"]))
+    except Exception:  # (a manifest of another version's spec: nothing reused)  # noqa: BLE001
+        return {}
+    return reusable_rows(before, old_hashes.dims, layout, hashes.dims)
 
 
 def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes) -> list[str]:
@@ -505,5 +451,4 @@ def _writable(cache_dir: str | Path | None) -> Path:
     return Path(tempfile.mkdtemp(prefix="brushfire-cache-"))
 
 
-__all__ = ["PartHashes", "Reuse", "Runner", "capture_dashboard", "part_hashes", "plan_reuse",
-           "run_capture", "scan_spec"]
+__all__ = ["Reuse", "Runner", "capture_dashboard", "plan_reuse", "run_capture", "scan_spec"]

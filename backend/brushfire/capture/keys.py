@@ -23,6 +23,7 @@ cells, which the driver sums over shards (lineage/store.py). Pure numpy and pyar
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ import pyarrow as pa
 from brushfire import bins
 from brushfire import values as V
 from brushfire.capture import columns as C
+from brushfire.capture import kernels
 from brushfire.capture.scan import Encoded, block_order, encode_column
 from brushfire.lineage.files import part_name, read_arrow, read_npy, write_bytes, write_npy
 from brushfire.lineage.layout import FENCE, KEY_DTYPE, Dim, Layout, ViewLayout
@@ -247,9 +249,12 @@ def raw_values(fields: ShardFields, f: str) -> np.ndarray:
     return of_numbers(fields, f, lambda v, ok: np.where(ok, v.astype(np.float64), np.nan))
 
 
-def backward_index(keys: np.ndarray, fields: ShardFields, layout: Layout, bsize: int) -> dict:
+def backward_index(keys: np.ndarray, fields: ShardFields, layout: Layout, bsize: int,
+                   previous: dict | None = None, old: dict | None = None) -> dict:
     """Per indexed dim and block: positions in the block ordered by key (fine dims: by raw
-    value, which orders keys too; ties by position). Identity blocks are not stored."""
+    value, which orders keys too; ties by position). Identity blocks are not stored.
+    `previous` {dim: (keys row, raw row, index slot)}: dims whose blocks' orders are taken
+    from the `old` arrays of the shard."""
     n = keys.shape[1]
     nb = -(-n // bsize)
     idims = layout.indexed_dims
@@ -257,13 +262,22 @@ def backward_index(keys: np.ndarray, fields: ShardFields, layout: Layout, bsize:
     pieces, total = [], 0
     for j, i in enumerate(idims):
         d = layout.dims[i]
+        reused = previous is not None and i in previous
         by_value = d.kind == "fine" or (d.kind == "dense" and not d.part)
-        if by_value:  # the field's own order by value (the scan's, or made here)
+        if reused:
+            slot = previous[i][2]
+        elif by_value:  # the field's own order by value (the scan's, or made here)
             enc = fields.field(d.field)
             order_all = enc.order if enc.order is not None else block_order(enc, bsize)
         for b in range(nb):
             s, e = b * bsize, min(n, (b + 1) * bsize)
-            order = order_all[s:e] if by_value else np.argsort(keys[i, s:e], kind="stable")
+            if reused:
+                at = old["optr"][slot, b]
+                if at < 0:
+                    continue
+                order = old["order"][at:at + e - s]
+            else:
+                order = order_all[s:e] if by_value else np.argsort(keys[i, s:e], kind="stable")
             if _identity(order):
                 continue
             optr[j, b] = total
@@ -333,7 +347,6 @@ class Keyed:
         self._keys: dict[int, np.ndarray] = {}
         self._meas: dict[int, np.ndarray] = {}
         self._codes: dict[str, np.ndarray] = {}
-        self._blocks: dict[tuple, np.ndarray] = {}
 
     def key(self, i: int) -> np.ndarray:
         if i not in self._keys:
@@ -353,6 +366,13 @@ class Keyed:
             self._codes[v.name] = self._view_code(v)
         return self._codes[v.name]
 
+    def code32(self, v: ViewLayout) -> np.ndarray:
+        """`code` as int32 (what the cube kernels read), kept for the shard's other cubes."""
+        key = f"{v.name}\0int32"
+        if key not in self._codes:
+            self._codes[key] = self.code(v).astype(np.int32)
+        return self._codes[key]
+
     def _view_code(self, v: ViewLayout) -> np.ndarray:
         layout = self.layout
         if v.code_dims:
@@ -365,15 +385,6 @@ class Keyed:
             block = layout.mblock(v.name)[self.key(v.mdim)]
             return np.where(code >= 0, code * v.width + block, v.ncodes)
         return np.where(code >= 0, code, v.ncodes)
-
-    def cube_block(self, name: str, width: int) -> np.ndarray:
-        """Each row's cube block of filter `name`, times `width` (a target's slots)."""
-        key = (name, width)
-        if key not in self._blocks:
-            f = self.layout.filter(name)
-            lut = cube_block_lut(self.layout.dims[f.dims[0]]) * width
-            self._blocks[key] = lut[self.key(f.dims[0])]
-        return self._blocks[key]
 
     def value(self, v: ViewLayout) -> np.ndarray | None:
         """The view's measure per row (float64, NaN = missing), or None (no measure)."""
@@ -398,13 +409,30 @@ def partials(k: Keyed, wanted: list[str]) -> dict[str, np.ndarray]:
     """A shard's partial results named in `wanted` (`partial_names`): `base.<view>` (3,
     nslots: rows, sum of measures, measures present), `keycount.<dim>` and, for
     `cube.<filter>.<target>`, arrays `.counts`, `.sums`, `.oks` of cells (cube block x the
-    target's slots, the no-value block last)."""
+    target's slots, the no-value block last). A filter's cubes are counted in one pass
+    (capture/kernels.py); a view's base result is its cube's cells summed over blocks when
+    one is counted here."""
     layout = k.layout
     out: dict[str, np.ndarray] = {}
+    by_filter: dict[str, list[str]] = {}
+    for name in wanted:
+        if name.startswith("cube."):
+            fname, t = _cube_parts(layout, name[len("cube."):])
+            by_filter.setdefault(fname, []).append(t)
+    for fname, targets in by_filter.items():
+        out.update(_cubes(k, fname, targets))
     for name in wanted:
         kind, _, rest = name.partition(".")
         if kind == "base":
             v = layout.view(rest)
+            cube = next((f"cube.{f}.{rest}" for f, ts in by_filter.items() if rest in ts), None)
+            if cube is not None:  # every row is in one of the cube's blocks (no value too)
+                base = np.zeros((3, v.nslots), np.float64)
+                for row, part in enumerate(("counts", "sums", "oks")):
+                    if f"{cube}.{part}" in out:
+                        base[row] = out[f"{cube}.{part}"].reshape(-1, v.nslots).sum(axis=0)
+                out[name] = base
+                continue
             c, x = k.code(v), k.value(v)
             base = np.zeros((3, v.nslots), np.float64)
             base[0] = np.bincount(c, minlength=v.nslots)
@@ -416,19 +444,32 @@ def partials(k: Keyed, wanted: list[str]) -> dict[str, np.ndarray]:
         elif kind == "keycount":
             i = layout.dim_index(rest)
             out[name] = np.bincount(k.key(i), minlength=layout.dims[i].nkeys + 1).astype(np.int64)
-        else:
-            fname, t = _cube_parts(layout, rest)
-            f = layout.filter(fname)
-            d = layout.dims[f.dims[0]]
-            tv = layout.view(t)
-            cell = k.cube_block(fname, tv.nslots) + k.code(tv)
-            size = len(d.cube_starts) * tv.nslots  # cube blocks + the no-value block
-            out[f"{name}.counts"] = np.bincount(cell, minlength=size).astype(np.int64)
-            x = k.value(tv)
-            if x is not None:
-                ok = ~np.isnan(x)
-                out[f"{name}.sums"] = np.bincount(cell[ok], weights=x[ok], minlength=size)
-                out[f"{name}.oks"] = np.bincount(cell[ok], minlength=size).astype(np.int64)
+    return out
+
+
+def _cubes(k: Keyed, fname: str, targets: list[str]) -> dict[str, np.ndarray]:
+    """The cells of filter `fname`'s cubes towards `targets`, counted in one pass."""
+    layout = k.layout
+    f = layout.filter(fname)
+    d = layout.dims[f.dims[0]]
+    block = cube_block_lut(d)[k.key(f.dims[0])]
+    nblocks = len(d.cube_starts)  # cube blocks + the no-value block
+    views = [layout.view(t) for t in targets]
+    widths = np.array([v.nslots for v in views], np.int64)
+    sizes = nblocks * widths
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    codes = np.stack([k.code32(v) for v in views]) if views else np.zeros((0, k.fields.n), np.int32)
+    cells = np.zeros(int(sizes.sum()), np.int64)
+    kernels.cube_counts(block, codes, widths, offsets, cells)
+    out = {}
+    for j, (t, v) in enumerate(zip(targets, views, strict=True)):
+        name = f"cube.{fname}.{t}"
+        out[f"{name}.counts"] = cells[offsets[j]:offsets[j] + sizes[j]]
+        x = k.value(v)
+        if x is not None:
+            sums, oks = np.zeros(sizes[j], np.float64), np.zeros(sizes[j], np.int64)
+            kernels.cube_sums(block, codes[j], int(widths[j]), x, sums, oks)
+            out[f"{name}.sums"], out[f"{name}.oks"] = sums, oks
     return out
 
 
@@ -438,39 +479,55 @@ def _cube_parts(layout: Layout, rest: str) -> tuple[str, str]:
     return fname, t
 
 
-def row_arrays(k: Keyed) -> dict[str, np.ndarray]:
-    """A shard's per-row arrays (module docstring), as the engine reads them."""
+def row_arrays(k: Keyed, previous: dict | None = None, old: dict | None = None) -> dict[str, np.ndarray]:
+    """A shard's per-row arrays (module docstring), as the engine reads them. `previous`
+    {dim: (keys row, raw row, index slot)}: dims whose keys, raw values and order are
+    copied from the shard's `old` arrays (an earlier capture's, whose keys they are)."""
     layout, fields = k.layout, k.fields
     n, bsize = fields.n, layout.block_rows
     kept = layout.row_dims  # dims kept per row come first; the others feed cubes only
+    previous = previous or {}
     keys = np.empty((kept, n), KEY_DTYPE)
     raw = np.empty((layout.n_raw, n), np.float64)
     for i in range(kept):
         d = layout.dims[i]
-        keys[i] = k.key(i)
+        if i in previous:
+            keys[i] = old["keys"][previous[i][0]]
+            k._keys[i] = keys[i]  # (and the partial results read these)
+        else:
+            keys[i] = k.key(i)
         if d.kind == "fine" and d.raw >= 0:
-            raw[d.raw] = raw_values(fields, d.field)
+            raw[d.raw] = old["raw"][previous[i][1]] if i in previous else raw_values(fields, d.field)
     meas = np.empty((layout.n_meas, n), np.float64)
     for j in range(layout.n_meas):
         meas[j] = k.meas(j)
     out = {"keys": keys, "raw": raw, "meas": meas}
-    out.update(backward_index(keys, fields, layout, bsize))
+    out.update(backward_index(keys, fields, layout, bsize, previous, old))
     out["zmin"], out["zmax"] = zone_maps(keys, [d.nkeys for d in layout.dims[:kept]], bsize)
     return out
 
 
 def key_shard(directory: Path, n_rows: int, fields: dict[str, dict], layout: Layout,
-              dash: m.DashboardSpec, tag: str, rows: bool, wanted: list[str]) -> dict:
+              dash: m.DashboardSpec, tag: str, rows: bool, wanted: list[str],
+              previous: dict | None = None) -> dict:
     """The key job's work on one shard: its per-row arrays (when `rows`) as
     `<array>-<tag>.npy` and the partial results `wanted` in `partials-<tag>.npz`; returns
-    {"files": {file: {size, crc32}}, "partials": [names written]}."""
+    {"files": {file: {size, crc32}}, "partials": [names written]}. `previous`: {"tag": of
+    the shard's arrays from an earlier capture, "dims": {dim: (keys row, raw row, index
+    slot)}} whose keys are copied from them (capture/parts.py, `reusable_rows`)."""
+    cpu = time.process_time()
     k = Keyed(ShardFields.read(directory, n_rows, fields), layout, dash)
     files = {}
     if rows:
-        for name, arr in row_arrays(k).items():
+        old = reuse = None
+        if previous and previous["dims"]:
+            old = {a: read_npy(directory / f"{a}-{previous['tag']}.npy")
+                   for a in ("keys", "raw", "order", "optr")}
+            reuse = {int(i): tuple(v) for i, v in previous["dims"].items()}
+        for name, arr in row_arrays(k, reuse, old).items():
             files[f"{name}-{tag}.npy"] = write_npy(directory / f"{name}-{tag}.npy", arr)
     if wanted:
         buf = io.BytesIO()
         np.savez(buf, **partials(k, wanted))
         files[f"partials-{tag}.npz"] = write_bytes(directory / f"partials-{tag}.npz", buf.getvalue())
-    return {"files": files, "partials": list(wanted)}
+    return {"files": files, "partials": list(wanted), "cpu": time.process_time() - cpu}

@@ -69,8 +69,15 @@ def resolve_plan(plan: CapturePlan, stats: SourceStats) -> CapturePlan:
     return plan if dash is plan.dashboard else replace(plan, dashboard=dash)
 
 
-def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) -> Layout:
+def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
+                previous: Layout | None = None) -> Layout:
+    """The layout of `plan` over data of `stats`. With the `previous` capture's layout
+    (of the same entry), decisions the new data leave sound are kept: a fine dim's bucket
+    edges while their buckets stay about equally full, a dropdown's order of choices, a
+    filter's cube blocks (as values), so that appended rows re-key no shard captured
+    before."""
     dash = plan.dashboard
+    before = {d.name: d for d in previous.dims} if previous is not None else {}
     dims: list[Dim] = []
     arrays: dict[str, np.ndarray] = {}
     dim_of: dict[str, int] = {}
@@ -87,9 +94,9 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) ->
             add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), True,
                     values=st.values.tolist()))
         else:
-            edges = fine_edges(st, config.max_keys)
+            edges, aligned, reps = _fine_buckets(dash, f, st, stats, config, before.get(f"value:{f}"))
             add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=n_raw,
-                    edges=edges))
+                    edges=edges, aligned=aligned, reps=reps))
             n_raw += 1
     for f, part in plan.part_dims:  # every value of the part is a key, whatever the data
         values = bins.part_values(part)
@@ -103,8 +110,14 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) ->
             raise CaptureError(msg)
         order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
         kind, shown = ("temporal", format_instant) if f in stats.times else ("values", None)
-        add(Dim(f"dict:{f}", "dict", f, None, kind, len(values), True,
-                values=[shown(values[i]) if shown else values[i] for i in order]))
+        choices = [shown(values[i]) if shown else values[i] for i in order]
+        old = before.get(f"dict:{f}")
+        if old is not None and old.kind == "dict":  # the earlier order, new choices after it
+            present = set(map(repr, choices))
+            kept = [x for x in old.values if repr(x) in present]
+            known = set(map(repr, kept))
+            choices = kept + [x for x in choices if repr(x) not in known]
+        add(Dim(f"dict:{f}", "dict", f, None, kind, len(values), True, values=choices))
 
     views: list[ViewLayout] = []
     off = 0
@@ -127,7 +140,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) ->
             exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays)
         off += layout_v.nslots
         needed = vp.forward or vp.bar_index
-        luts = _luts(v, dims, dim_of, nbars)
+        luts = _luts(v, dims, dim_of, nbars, labels)
         if order and luts is not None and len(luts) > 1:
             luts = None  # a heatmap's cell, then its measure: the cell needs a key of its own
         w = layout_v.width
@@ -138,8 +151,10 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) ->
                 arrays[f"lut.{v.name}.{part}"] = _cells(lut, layout_v) if order else lut
         elif needed or (m.brush_of(v) == "points" and brushed) or (order and not exact):
             # (an order statistic gathering values from rows needs each row's cell)
+            # indexed when bars map back to rows, or a points brush selects by bar (an
+            # interval brush selects by the field's own value dim)
             d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", layout_v.kbars,
-                        vp.bar_index or brushed))
+                        vp.bar_index or (brushed and m.brush_of(v) == "points")))
             layout_v.code_dims = [d]
             arrays[f"lut.{v.name}.0"] = _identity_lut(layout_v.kbars) * w
         if order and layout_v.code_dims:
@@ -187,7 +202,8 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) ->
             width = sum(layout.view(t).nslots for t in f.cube_targets)
             rowless = []
         if d.rows and not rowless:
-            d.cube_starts = cube_blocks(_key_weights(d, stats), width, config)
+            d.cube_starts = _sticky_blocks(d, before.get(d.name), width, config) or \
+                cube_blocks(_key_weights(d, stats), width, config)
         elif d.kind != "fine" and (d.nkeys + 1) * width * 8 <= budget.EXACT_CUBE_BYTES:
             d.cube_starts = list(range(d.nkeys + 1))  # a block per key: exact with no rows
             if not d.rows:
@@ -265,9 +281,77 @@ def _key_weights(d: Dim, stats: SourceStats) -> np.ndarray:
     return np.ones(d.nkeys, np.float64)  # fine buckets are about equally full; bars unknown
 
 
-def _luts(v, dims: list[Dim], dim_of: dict[str, int], nbars: int) -> list[tuple[int, np.ndarray]] | None:
-    """(dim, lookup table) parts giving the view's bar from dense keys, or None."""
-    parts = view_type(v).key_codes(v, dims, dim_of, nbars)
+def _sticky_blocks(d: Dim, old: Dim | None, width: int, config: CaptureConfig) -> list[int] | None:
+    """The previous capture's cube blocks of a dim, as the same values over its keys now
+    (a dense dim's new values fall into the blocks around them), when it had some and they
+    fit; else None (chosen afresh)."""
+    if old is None or old.cube_starts is None or old.kind != d.kind or d.kind not in ("dense", "fine"):
+        return None
+    limit = max(1, min(config.max_cube_blocks, config.cube_bytes // (8 * max(1, width))))
+    if len(old.cube_starts) - 1 > limit:
+        return None
+    if d.kind == "fine":
+        if old.edges != d.edges:
+            return None
+        return list(old.cube_starts)
+    if old.part != d.part or not d.values:
+        return None
+    at = [old.values[s] for s in old.cube_starts[1:-1] if s < len(old.values)]  # inner starts
+    starts = np.searchsorted(np.asarray(d.values), np.asarray(at, np.asarray(d.values).dtype), "left")
+    starts = np.unique(np.concatenate([[0], starts, [d.nkeys]])).astype(int)
+    return [int(x) for x in starts]
+
+
+def _balanced(edges: list[float], st: ValueStats) -> bool:
+    """Do the data of `st` fill the buckets of `edges` about equally (none over four times
+    the mean, or 64 rows)?"""
+    if not len(st.values):
+        return True
+    bucket = np.searchsorted(np.asarray(edges, np.float64), st.values.astype(np.float64), "right") - 1
+    weights = np.bincount(bucket, weights=st.counts, minlength=len(edges))
+    return bool(weights.max() <= max(4 * weights.sum() / len(edges), 64))
+
+
+def _fine_buckets(dash: m.DashboardSpec, f: str, st: ValueStats, stats: SourceStats,
+                  config: CaptureConfig, old: Dim | None = None) -> tuple[list[float], list[str], list]:
+    """A fine dim's bucket edges (about equally many rows per bucket), cut also wherever
+    the bar of a view over the field changes (`ViewType.monotone_code`) within the data's
+    range, so those views read their bar from the bucket; the views so served; and a value
+    per bucket that has the bar of all its values (its first; bucket 0: the largest value
+    below the next edge)."""
+    lo, hi = stats.bounds.get(f, (None, None))
+    integral = st.type in ("int", "temporal")
+    cuts: set[float] = set()
+    aligned = []
+    for v in dash.views:
+        code = view_type(v).monotone_code(v, f)
+        if code is None or lo is None:
+            continue
+        at = bins.change_points(code, float(lo), float(hi), integral)
+        if len(cuts | set(at)) + 2 > config.max_keys:  # (no room: its bars kept per row)
+            continue
+        cuts |= set(at)
+        aligned.append(v.name)
+    if old is not None and old.kind == "fine" and len(set(old.edges) | cuts) <= config.max_keys \
+            and _balanced(old.edges, st):  # the earlier buckets hold the data well: kept
+        edges = old.edges
+    else:
+        edges = fine_edges(st, max(1, config.max_keys - len(cuts)))
+    edges = [-np.inf] + sorted(set(edges[1:]) | cuts)
+    if not aligned:
+        return edges, [], []
+    first = np.nextafter(edges[1], -np.inf) if len(edges) > 1 else float(lo)
+    reps = np.array([first, *edges[1:]], np.float64)
+    if integral:
+        reps = np.concatenate([[np.ceil(edges[1]) - 1 if len(edges) > 1 else lo],
+                               np.ceil(edges[1:])]).astype(np.int64)
+    return edges, aligned, reps.tolist()
+
+
+def _luts(v, dims: list[Dim], dim_of: dict[str, int], nbars: int,
+          labels: list) -> list[tuple[int, np.ndarray]] | None:
+    """(dim, lookup table) parts giving the view's bar from keys, or None."""
+    parts = view_type(v).key_codes(v, dims, dim_of, nbars, labels)
     return None if parts is None else [(d, _lut(codes, nbars, nbars)) for d, codes in parts]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,7 +72,9 @@ def scan_partition(batches: Iterable[pa.RecordBatch], spec: ScanSpec, shards_dir
     try:
         for seq, (file, start, table) in enumerate(_shards(batches, spec.shard_rows)):
             name = f"{run}-{pid:05d}-{seq:04d}"
+            cpu = time.process_time()
             summary = encode_shard(table, spec, attempt / name)
+            summary["cpu"] = time.process_time() - cpu  # (the task's own, not Spark's)
             final = Path(shards_dir) / name
             if final.exists():
                 shutil.rmtree(final)
@@ -134,7 +137,7 @@ def encode_shard(table: pa.Table, spec: ScanSpec, directory: Path) -> dict:
     fields = {}
     for f in spec.fields:
         enc = encode_column(table[f] if table.num_rows else _empty(table, f),
-                            f in spec.ordered, spec.block_rows, f in spec.exact)
+                            f in spec.ordered, spec.block_rows, f in spec.exact, spec.sample_keys)
         stem = part_name(f)
         if enc.values is not None:  # mostly distinct numbers: the values, and which are valid
             files[f"{stem}.values.npy"] = write_npy(directory / f"{stem}.values.npy", enc.values)
@@ -238,14 +241,15 @@ def weighted_sample(values: np.ndarray, counts: np.ndarray, points: int) -> tupl
 
 
 def encode_column(col: pa.Array | pa.ChunkedArray, ordered: bool, block_rows: int,
-                  exact: bool = True) -> Encoded:
-    """A column as its own dictionary and each row's code (module docstring), or, numbers
-    that are mostly distinct when not `exact`, as they are; `ordered`: with each block's
-    positions ordered by value."""
+                  exact: bool = True, max_keys: int = 65_534) -> Encoded:
+    """A column as its own dictionary and each row's code (module docstring), or, when not
+    `exact`, numbers with more than `max_keys` mostly distinct values as they are;
+    `ordered`: with each block's positions ordered by value."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     kind = C.kind_of(col.type)
-    enc = _encode_values(col) if kind == "string" else _encode_numbers(col, kind, exact, block_rows)
+    enc = _encode_values(col) if kind == "string" else \
+        _encode_numbers(col, kind, exact, block_rows, max_keys)
     if ordered and enc.order is None:
         enc.order = block_order(enc, block_rows)
     return enc
@@ -260,7 +264,7 @@ def _encode_values(col: pa.Array) -> Encoded:
     return Encoded("string", dictionary, codes.astype(dtype), counts, None)
 
 
-def _encode_numbers(col: pa.Array, kind: str, exact: bool, block_rows: int) -> Encoded:
+def _encode_numbers(col: pa.Array, kind: str, exact: bool, block_rows: int, max_keys: int) -> Encoded:
     values, _ = C.numbers(col)  # (a float's NaN and null both not valid there: told apart here)
     notnull = C.valid_mask(col)
     n = len(values)
@@ -272,7 +276,7 @@ def _encode_numbers(col: pa.Array, kind: str, exact: bool, block_rows: int) -> E
         nan = None
         present = notnull
     x = values[present]
-    if not exact and _mostly_distinct(x, kind):
+    if not exact and _mostly_distinct(x, kind, max_keys):
         return _encode_distinct(values, present, kind, block_rows)
     dictionary, codes_present = _dictionary(x, kind)
     has_nan = nan is not None and bool(nan.any())
@@ -287,15 +291,20 @@ def _encode_numbers(col: pa.Array, kind: str, exact: bool, block_rows: int) -> E
     return Encoded(kind, dictionary, codes, counts, None, has_nan)
 
 
-def _mostly_distinct(x: np.ndarray, kind: str) -> bool:
-    """Are most values distinct (a dictionary would be as large as the column)? Judged on
-    an even sample; integers of a small range never are (they are counted)."""
+def _mostly_distinct(x: np.ndarray, kind: str, max_keys: int) -> bool:
+    """Would the dictionary have more than `max_keys` entries and be about as large as the
+    column? Judged on an even sample of 4,096 values by Chao's estimate of the distinct
+    values (seen, plus those seen once squared over twice those seen twice); integers of a
+    small range never are (they are counted)."""
     if len(x) < 256:
         return False
     if kind != "float" and int(x.max()) - int(x.min()) < max(1 << 20, 4 * len(x)):
         return False
     probe = x[:: max(1, len(x) // 4096)]
-    return len(np.unique(probe)) >= 0.5 * len(probe)
+    _, seen = np.unique(probe, return_counts=True)
+    once, twice = int(np.count_nonzero(seen == 1)), int(np.count_nonzero(seen == 2))
+    estimate = len(seen) + (once * once / (2 * twice) if twice else once * (once - 1) / 2)
+    return estimate > min(max_keys, len(x) // 4)
 
 
 def _encode_distinct(values: np.ndarray, present: np.ndarray, kind: str, block_rows: int) -> Encoded:

@@ -238,7 +238,8 @@ class SparkRunner:
 
             for t in items:
                 yield t["name"], key_shard(Path(directory) / t["name"], t["n_rows"], t["fields"],
-                                           layout, dash, t["tag"], t["rows"], t["wanted"])
+                                           layout, dash, t["tag"], t["rows"], t["wanted"],
+                                           t.get("previous"))
 
         sc = self.spark.sparkContext
         with spark_errors("building the lineage"), \

@@ -66,6 +66,8 @@ class SourceStats:
     extents: dict[str, tuple] = field(default_factory=dict)
     times: set[str] = field(default_factory=set)  # `counts` fields of times: UTC microseconds
     kinds: dict[str, str] = field(default_factory=dict)  # field -> int | float | temporal | string
+    # number and time fields -> (min, max) of their values (inf too, NaN not), (None, None)
+    bounds: dict[str, tuple] = field(default_factory=dict)
 
 
 # (shard, field, what) -> (values, rows per value): a shard's dictionary ("dict") or its
@@ -85,6 +87,9 @@ def merge_stats(spec: StatsSpec, shards: list[dict], read: Reader) -> SourceStat
         numbers = kind != "string"
         if f in spec.values or (f in spec.measures and numbers):
             out.values[f] = _merge_values(parts, f, kind, spec.max_keys, read)
+            lo = [s["fields"][f]["min"] for s in parts if s["fields"][f].get("min") is not None]
+            hi = [s["fields"][f]["max"] for s in parts if s["fields"][f].get("max") is not None]
+            out.bounds[f] = (min(lo), max(hi)) if lo else (None, None)
         if f in spec.counts or (f in spec.measures and not numbers):
             out.counts[f] = _merge_counts(parts, f, read)
             if kind == "temporal":

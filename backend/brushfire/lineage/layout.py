@@ -97,6 +97,10 @@ class Dim:
     cube_starts: list[int] | None = None  # cube blocks: keys [s[j], s[j+1]) (1-dim filters)
     rows: bool = True  # per-row keys kept (False: over the memory budget; cubes only)
     part: str | None = None  # dense dims of a calendar part: `values` are the part's of `field`
+    # fine dims whose buckets were cut at some views' bar changes: those views, and a value
+    # per key (bucket) that has the bar of all of the bucket's values (views.key_values)
+    aligned: list[str] | None = None
+    reps: list | None = None
 
     @property
     def exact(self) -> bool:

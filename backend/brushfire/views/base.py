@@ -94,11 +94,19 @@ class ViewType:
         order of its pseudo-bars (lineage/layout.py): caveat names (`caveats`)."""
         return ["null"]
 
+    def monotone_code(self, view: Any, field: str):
+        """The view's bar as a non-decreasing function of `field`'s values (numbers, times
+        as UTC microseconds; a function of a float64 array), when the field's value alone
+        decides it, in value order; else None. Capture cuts a field of many values into
+        buckets at the function's changes, so that the bar is a function of the bucket
+        (`key_values`) and no bar per row is kept."""
+        return None
+
     def key_codes(self, view: Any, dims: list[Dim], dim_of: dict[str, int],
-                  nbars: int) -> list[tuple[int, np.ndarray]] | None:
-        """The bar (or nbars + reason) per key of dense dims: (dim, code per key) parts whose
-        sum is the bar, or None when the dims do not decide it (capture computes the bar
-        per row instead: `row_codes`)."""
+                  nbars: int, labels: list) -> list[tuple[int, np.ndarray]] | None:
+        """The bar (or nbars + reason) per key of the dims that decide it (`key_values`):
+        (dim, code per key) parts whose sum is the bar, or None when no dims decide it
+        (capture computes the bar per row instead: `row_codes`)."""
         return None
 
     def row_codes(self, view: Any, vl: ViewLayout, rows: Any) -> np.ndarray:
@@ -178,7 +186,19 @@ def interval_only(view: Any, y) -> None:
         raise InteractionError(msg)
 
 
-def dense_dim(dims: list[Dim], dim_of: dict[str, int], field: str) -> int | None:
-    """The dense dim of a field's values (one key per distinct value), if capture made one."""
+def key_values(dims: list[Dim], dim_of: dict[str, int], field: str,
+               view: str) -> tuple[int, np.ndarray] | None:
+    """The dim of `field`'s values whose key decides view `view`'s bar, and a value per key
+    that stands for all of the key's values: a dense dim (each key one value), or a fine
+    dim whose buckets capture cut at the view's bar changes (`Dim.aligned`); else None."""
+    import numpy as np
+
     i = dim_of.get(f"value:{field}")
-    return i if i is not None and dims[i].kind == "dense" else None
+    if i is None:
+        return None
+    d = dims[i]
+    if d.kind == "dense":
+        return i, np.asarray(d.values)
+    if d.kind == "fine" and d.aligned and view in d.aligned:
+        return i, np.asarray(d.reps)
+    return None

@@ -8,7 +8,7 @@ import numpy as np
 from brushfire import bins, sql
 from brushfire.errors import InteractionError
 from brushfire.spec import models as m
-from brushfire.views.base import NUMBER_HINTS, BinnedAxis, FieldNeed, ViewType, dense_dim
+from brushfire.views.base import NUMBER_HINTS, BinnedAxis, FieldNeed, ViewType, key_values
 
 
 class Heatmap(ViewType):
@@ -38,11 +38,18 @@ class Heatmap(ViewType):
     def reasons(self, view: m.HeatmapView) -> list[str]:
         return []
 
-    def key_codes(self, view: m.HeatmapView, dims, dim_of, nbars):
-        dx, dy = dense_dim(dims, dim_of, view.x.field), dense_dim(dims, dim_of, view.y.field)
-        if dx is None or dy is None or dx == dy:
+    def monotone_code(self, view: m.HeatmapView, field: str):
+        if view.x.field == view.y.field:  # (one field on both axes: its cells are no order)
             return None
-        xv, yv = np.asarray(dims[dx].values), np.asarray(dims[dy].values)
+        axis = view.x if field == view.x.field else view.y if field == view.y.field else None
+        return None if axis is None else (lambda x: bins.hist_order(x, axis.bin))
+
+    def key_codes(self, view: m.HeatmapView, dims, dim_of, nbars, labels):
+        kx = key_values(dims, dim_of, view.x.field, view.name)
+        ky = key_values(dims, dim_of, view.y.field, view.name)
+        if kx is None or ky is None or kx[0] == ky[0]:
+            return None
+        (dx, xv), (dy, yv) = kx, ky
         cx = bins.hist_code(xv, np.ones(len(xv), bool), view.x.bin)
         cy = bins.hist_code(yv, np.ones(len(yv), bool), view.y.bin)
         # x part: x bar * ny (-1 dropped); y part: y bar (-1 dropped)

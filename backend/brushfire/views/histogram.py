@@ -11,8 +11,8 @@ from brushfire.views.base import (
     BinnedAxis,
     FieldNeed,
     ViewType,
-    dense_dim,
     interval_only,
+    key_values,
 )
 
 
@@ -34,11 +34,14 @@ class Histogram(ViewType):
     def reasons(self, view: m.HistogramView) -> list[str]:
         return ["null"] + (["clamped_below", "clamped_above"] if view.bin.clamp else ["below", "above"])
 
-    def key_codes(self, view: m.HistogramView, dims, dim_of, nbars):
-        d = dense_dim(dims, dim_of, view.field)
-        if d is None:
+    def monotone_code(self, view: m.HistogramView, field: str):
+        return (lambda x: bins.hist_order(x, view.bin)) if field == view.field else None
+
+    def key_codes(self, view: m.HistogramView, dims, dim_of, nbars, labels):
+        kv = key_values(dims, dim_of, view.field, view.name)
+        if kv is None:
             return None
-        x = np.asarray(dims[d].values)
+        d, x = kv
         return [(d, bins.hist_slot(x, np.ones(len(x), bool), view.bin))]
 
     def row_codes(self, view: m.HistogramView, vl, rows) -> np.ndarray:

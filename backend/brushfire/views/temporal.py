@@ -9,7 +9,7 @@ import numpy as np
 from brushfire import bins, sql
 from brushfire import values as V
 from brushfire.spec import models as m
-from brushfire.views.base import FieldNeed, ViewType, dense_dim, interval_only
+from brushfire.views.base import FieldNeed, ViewType, interval_only, key_values
 
 
 class Temporal(ViewType):
@@ -31,15 +31,21 @@ class Temporal(ViewType):
             return bins.calendar_labels(view.unit, None, None)
         return bins.calendar_labels(view.unit, *_time_range(view.field, stats))
 
-    def key_codes(self, view: m.TemporalView, dims, dim_of, nbars):
+    def monotone_code(self, view: m.TemporalView, field: str):
+        if view.part or field != view.field:  # (a calendar part goes round: no order)
+            return None
+        return lambda x: bins.calendar_key(view.unit, x.astype(np.int64))
+
+    def key_codes(self, view: m.TemporalView, dims, dim_of, nbars, labels):
         if view.part:  # the part's dim: its key is the bar
             d = dim_of.get(f"part:{view.unit}:{view.field}")
             return None if d is None else [(d, np.arange(nbars))]
-        d = dense_dim(dims, dim_of, view.field)
-        if d is None or dims[d].value_type != "temporal":
+        kv = key_values(dims, dim_of, view.field, view.name)
+        if kv is None or dims[kv[0]].value_type != "temporal":
             return None
-        x = np.asarray(dims[d].values, np.int64)
-        first = int(x[0]) if len(x) else None
+        d, x = kv
+        x = np.asarray(x, np.int64)
+        first = V.parse_instant(labels[0]) if labels else None
         return [(d, bins.calendar_code(view.unit, x, np.ones(len(x), bool), first))]
 
     def row_codes(self, view: m.TemporalView, vl, rows) -> np.ndarray:
