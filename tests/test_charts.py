@@ -116,6 +116,23 @@ def test_a_heatmap_hides_empty_cells_uses_viridis_and_reverses_y():
     assert spec["datasets"]["bars"][1]["label"] == "c 0 – 1, g 1 – 2"
 
 
+@pytest.mark.parametrize(("axes", "reversed_"), [
+    ({"x": {"reverse": True}}, {"x": True, "y": False}),
+    ({"y": {"reverse": True}}, {"x": False, "y": True}),
+    ({"x": {"reverse": True}, "reverse": ["y"]}, {"x": True, "y": True}),
+    ({}, {"x": False, "y": False}),
+], ids=str)
+def test_a_heatmap_axis_takes_reverse_of_its_own(axes, reversed_):
+    """Image-like data (screen rows, sky coordinates) reverse one axis: `x: {reverse: true}`
+    or the view's `reverse: [x]`, either."""
+    x = {"field": "c", "bin": {"step": 1, "extent": [0, 2]}, **axes.get("x", {})}
+    y = {"field": "g", "bin": {"step": 1, "extent": [0, 3]}, **axes.get("y", {})}
+    v = view(type="heatmap", x=x, y=y, reverse=axes.get("reverse", []))
+    labels = [[[a, a + 1.0], [b, b + 1.0]] for a in (0.0, 1.0) for b in (0.0, 1.0, 2.0)]
+    (chart,) = layers(spec_of(v, labels, [0, 1, 2, 3, 4, 5], "rect"))
+    assert {c: chart["encoding"][c]["scale"]["reverse"] for c in "xy"} == reversed_
+
+
 @pytest.mark.parametrize(("labels", "shape"), [
     (["ORD", "ATL", "(other)"], "bars"),
     ([f"c{i}" for i in range(24)], "bars"),

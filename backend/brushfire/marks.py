@@ -134,7 +134,7 @@ def heatmap(view, full: list, brush: str | None):
 
     def position(axis: m.Axis, name: str):
         return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
-                         reverse=name in view.reverse)
+                         reverse=axis.reverse or name in view.reverse)
 
     ctype = "temporal" if _temporal_measure(full) else "quantitative"
     color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME)

@@ -41,7 +41,7 @@ bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
     hint: 'top' is a key of CategoricalView, not HistogramView"""),
     ("unknown_key_heatmap_axis.yaml", """\
 bad/unknown_key_heatmap_axis.yaml:11: views[0].y.clamp: unknown key 'clamp'
-    Axis accepts: field, bin
+    Axis accepts: field, bin, reverse
     hint: 'clamp' is a key of Bin, not Axis"""),
     # --- interactions naming views that do not exist
     ("unknown_view_crossfilter.yaml", """\

@@ -255,8 +255,13 @@ class CategoricalView(_ViewBase):
 
 
 class Axis(Model):
+    """A heatmap axis: a binned field. `reverse` (display only) draws it reversed, as
+    image-like data (screen rows, sky coordinates) needs; the same as listing the axis in
+    the view's `reverse`."""
+
     field: str
     bin: Bin
+    reverse: bool = False
 
 
 class HeatmapView(_ViewBase):
