@@ -57,6 +57,7 @@ def _describe(dash: Dashboard) -> dict:
         brush = brush_of(v) if lazy else brush
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type,
                       "unit": getattr(v, "unit", None), "brush": brush,
+                      "snap": getattr(v, "snap", False),
                       "bounds": view_type(v).bound(v),
                       "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,

@@ -21,7 +21,7 @@ BAD = [
     # --- unknown keys: the accepted keys, and a hint (a close match, or where it belongs)
     ("unknown_key_view.yaml", """\
 bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
@@ -37,7 +37,7 @@ bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
     hint: 'top' is a key of CategoricalView, not HistogramView"""),
     ("unknown_key_heatmap_axis.yaml", """\
 bad/unknown_key_heatmap_axis.yaml:11: views[0].y.clamp: unknown key 'clamp'
@@ -119,6 +119,14 @@ bad/brush_interval_on_categorical.yaml:8: views[0].brush: a categorical view can
 bad/brush_rect_on_temporal.yaml:11: views[1].brush: a temporal view cannot take a 'rect' brush
     temporal views take: interval, none
     hint: leave brush out to get the default 'interval'; 'rect' brushes are for heatmap views"""),
+    # --- snap: interval and rect brushes only
+    ("snap_without_brush.yaml", """\
+bad/snap_without_brush.yaml:10: views[0].snap: snap is for a brush, and this view's brush is 'none'
+    hint: remove snap, or the brush: none that keeps the view from being brushed"""),
+    ("snap_on_categorical.yaml", """\
+bad/snap_on_categorical.yaml:8: views[0].snap: unknown key 'snap'
+    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
+    hint: 'snap' is a key of HistogramView, TemporalView, HeatmapView, not CategoricalView"""),
     # --- view types
     ("view_type_unknown.yaml", """\
 bad/view_type_unknown.yaml:6: views[0].type: unknown view type 'pie'

@@ -269,6 +269,9 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             hint = (f"leave brush out to get the default {allowed[0]!r}; {v.brush!r} brushes"
                     f" are for {' and '.join(takers)} views")
             out.append((("views", i, "brush"), msg, hint))
+        if getattr(v, "snap", False) and m.brush_of(v) == "none":
+            out.append((("views", i, "snap"), "snap is for a brush, and this view's brush is 'none'",
+                        "remove snap, or the brush: none that keeps the view from being brushed"))
 
     def ref(loc: Loc, name: str, role: str) -> None:
         if name not in names:

@@ -220,6 +220,9 @@ class HistogramView(_ViewBase):
     type: Literal["histogram"]
     field: str
     bin: Bin
+    # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
 
 class TemporalView(_ViewBase):
@@ -230,6 +233,9 @@ class TemporalView(_ViewBase):
     type: Literal["temporal"]
     field: str
     unit: TimeUnit = "day"
+    # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
     @property
     def part(self) -> bool:
@@ -270,6 +276,9 @@ class HeatmapView(_ViewBase):
     type: Literal["heatmap"]
     x: Axis
     y: Axis
+    # display only: a rect brush snaps to whole cells (a drag selects exactly the cells it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
 
 View = Annotated[
