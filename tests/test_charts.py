@@ -107,7 +107,8 @@ def test_a_heatmap_hides_empty_cells_uses_viridis_and_reverses_y():
     spec = spec_of(v, labels, [0, 1, 2, 3, 4, 5], "rect")
     (chart,) = layers(spec)
     enc = chart["encoding"]
-    assert enc["color"]["scale"] == {"type": "log", "scheme": "viridis", "nice": False}
+    assert enc["color"]["scale"] == {"type": "log", "scheme": "viridis", "nice": False,
+                                     "domainRaw": {"expr": "fit_domain"}}
     assert enc["y"]["scale"]["reverse"] is True and enc["x"]["scale"]["round"] is True
     (blank,) = chart["transform"]
     assert "datum.value !== 0" in blank["filter"] and "datum.value > 0" in blank["filter"]
@@ -144,9 +145,34 @@ def test_categoricals_with_many_or_long_labels_are_rows(labels, shape):
     spec = spec_of(v, labels, [10] * len(labels))
     assert spec["usermeta"]["brushfire"]["shape"] == shape
     if shape == "rows":
-        assert spec["params"] == [{"name": "top_shown", "value": marks.TOP_SHOWN}]
+        assert {"name": "top_shown", "value": marks.TOP_SHOWN} in spec["params"]
         assert "height" not in spec  # one step per shown row
         assert spec["layer"][0]["encoding"]["y"]["field"] == "label"
+
+
+@pytest.mark.parametrize(("kind", "channel"), [("bars", "y"), ("rows", "x"), ("cells", "color")])
+def test_the_measure_scale_takes_the_domain_a_client_fits_to_the_selection(kind, channel):
+    """Scale to the selection: every view has the parameter `fit_domain` (null: the scale
+    of all rows), its measure's scale takes it as `domainRaw`, bars are clipped to the
+    plot (the bars of all rows then end there), and `usermeta` names the channel."""
+    if kind == "cells":
+        v = view(type="heatmap", x={"field": "c", "bin": {"step": 1, "extent": [0, 2]}},
+                 y={"field": "g", "bin": {"step": 1, "extent": [0, 1]}})
+        spec = spec_of(v, [[[0.0, 1.0], [0.0, 1.0]], [[1.0, 2.0], [0.0, 1.0]]], [3, 4], "rect")
+    elif kind == "rows":
+        labels = [f"c{i}" for i in range(30)]
+        spec = spec_of(view(type="categorical", field="o", top=30, other=False), labels, [10] * 30)
+    else:
+        spec = spec_of(view(**HIST), HIST_LABELS, [5, 40, 3, 0], "interval")
+    assert {"name": "fit_domain", "value": None} in spec["params"]
+    assert spec["usermeta"]["brushfire"]["fit"] == channel
+    scales = [ly["encoding"][channel]["scale"] for ly in layers(spec)
+              if channel in ly.get("encoding", {}) and "scale" in ly["encoding"][channel]]
+    assert scales and all(sc["domainRaw"] == {"expr": "fit_domain"} for sc in scales)
+    assert all(ly["mark"].get("clip") is True for ly in layers(spec) if ly["mark"]["type"] == "bar")
+    times = ["2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00", None, None]
+    minimum = view(**HIST, aggregate={"op": "min", "field": "t"})
+    assert spec_of(minimum, HIST_LABELS, times)["usermeta"]["brushfire"]["fit"] is None  # a time axis
 
 
 def test_a_dwarfing_other_bar_is_clipped_and_labelled():

@@ -17,7 +17,9 @@ show the picked bars through the optional field `sel` (false: not picked).
 Each view type (views/) draws its chart from the marks of brushfire/marks.py and says
 its bars' geometry, labels, caveats and description; this module puts them together with
 the layout hints for clients (`usermeta`: the view's shape, its heatmap cells, how many
-rows of a long categorical to show). Clients size the views to the page.
+rows of a long categorical to show, `fit`: the channel of the measure's scale). Clients
+size the views to the page, and may scale the measure to the selection by setting the
+parameter `fit_domain` to a domain (null: the scale of all rows).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from brushfire.spec import models as m
 from brushfire.views import view_type
 
 WIDTH, HEIGHT = 360, 160  # defaults; the page fits each view to its card
+FIT_CHANNEL = {"bars": "y", "rows": "x", "cells": "color"}  # the measure's channel, by shape
 
 
 def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
@@ -46,6 +49,9 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     # no per-mark ARIA texts: they are SVG-only, and Vega-Lite would format one for every
     # changed bar on every update; the page describes each view itself
     spec = chart.properties(**props).configure(aria=False).to_dict()
+    # scale to the selection: the client sets the measure scale's domain (null: all rows)
+    meta["fit"] = None if marks.temporal_measure(full) else FIT_CHANNEL[meta["shape"]]
+    spec["params"] = [*spec.get("params", []), {"name": "fit_domain", "value": None}]
     spec["datasets"] = {"bars": rows}
     spec["description"] = describe_view(view, layout)
     spec["usermeta"] = {"brushfire": meta}

@@ -5,7 +5,9 @@ assembles a view's spec. The browser and the Jupyter widget render them with veg
 
 The marks read the named dataset `bars` and the fields charts.py documents (geometry,
 `label`, `full`, `value`, `hl`, `sel`, `clamp`); they apply the spec's display options
-(`scale`, `reverse`).
+(`scale`, `reverse`). The measure's scale takes its domain from the parameter
+`fit_domain` when a client sets it (scale to the selection; null: the scale of all rows),
+and bars are clipped to the plot, where the bars of all rows then end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ MAX_COLUMNS = 24  # categoricals with more bars (or long labels) are drawn as ro
 MAX_COLUMN_LABEL = 8  # characters
 TOP_SHOWN = 30  # rows of a long categorical shown at first; the page offers more
 OTHER = "(other)"
+FIT = {"expr": "fit_domain"}  # a measure scale's domain when the client sets one (charts.py)
 
 
 def as_rows(labels: list) -> bool:
@@ -48,12 +51,14 @@ def binned(view, full: list, brush: str | None, x, spacing: int, clamp_marker: b
     y, base_y, keep = _measure(view, full, "y", measure_title(view))
     # y2 = the baseline: bars with x, x2 and y alone are drawn as horizontal ranges
     base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip())
-    full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing).encode(y=y)
+    full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing, clip=True).encode(y=y)
     if brush == "interval":
         full_layer = full_layer.add_params(alt.selection_interval(name="brush", encodings=["x"]))
-    vtype = "temporal" if _temporal_measure(full) else "quantitative"
-    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing).encode(y=alt.Y("value", type=vtype))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing).encode(y=alt.Y("hl", type=vtype))
+    vtype = "temporal" if temporal_measure(full) else "quantitative"
+    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing, clip=True).encode(
+        y=alt.Y("value", type=vtype))
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing, clip=True).encode(
+        y=alt.Y("hl", type=vtype))
     layers = _kept(full_layer, value, hl, keep=keep)
     if clamp_marker:
         # a marker on an edge bar holding clamped rows: its tooltip says how many
@@ -114,17 +119,17 @@ def _dwarfing(view: m.View, full: list, other: int | None) -> bool:
 
 def _category_layers(base, measure, channel: str, other: int | None, clip: bool):
     enc = alt.X if channel == "x" else alt.Y
-    full = base.mark_bar(color=FULL_COLOR, clip=clip).encode(**{channel: measure})
+    full = base.mark_bar(color=FULL_COLOR, clip=True).encode(**{channel: measure})
     # picked bars: `sel` is false for the bars left out of a pick (absent: none is picked);
     # `cur`: the bar the keyboard is on
     color = alt.condition("datum.sel === false", alt.value(MUTED_COLOR), alt.value(VALUE_COLOR))
     cursor = alt.condition("datum.cur === true", alt.value("#1f2328"), alt.value(None))
-    value = base.mark_bar(strokeWidth=1.5, clip=clip).encode(
+    value = base.mark_bar(strokeWidth=1.5, clip=True).encode(
         **{channel: enc("value:Q")}, color=color, stroke=cursor)
     if other is not None:  # '(other)' is not a category but everything else: lighter
         value = value.encode(opacity=alt.condition(f"datum.bar === {other}", alt.value(0.6),
                                                    alt.value(1)))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=clip).encode(**{channel: enc("hl:Q")})
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=True).encode(**{channel: enc("hl:Q")})
     return full, value, hl
 
 
@@ -136,10 +141,11 @@ def heatmap(view, full: list, brush: str | None):
         return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
                          reverse=axis.reverse or name in view.reverse)
 
-    ctype = "temporal" if _temporal_measure(full) else "quantitative"
-    color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME)
+    ctype = "temporal" if temporal_measure(full) else "quantitative"
+    fit = {} if ctype == "temporal" else {"domainRaw": FIT}
+    color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME, **fit)
     if view.scale == "log":
-        color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False)
+        color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False, **fit)
     # empty cells stay blank: no rows (count 0), no measure (null), or off a log scale
     blank = ("isValid(datum.value) && (isString(datum.value) || isFinite(datum.value))"
              + (" && datum.value !== 0" if op == "count" else "")
@@ -163,7 +169,7 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     the scale can show (log: positive ones). Counts get a fixed domain, [0, the largest
     full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
     op, kind = view.aggregate.op, view.scale
-    if _temporal_measure(full):  # min / max of times: a time axis, bars from its start
+    if temporal_measure(full):  # min / max of times: a time axis, bars from its start
         enc = alt.X if channel == "x" else alt.Y
         scale = alt.Scale(type="utc", reverse=reverse_key in view.reverse)
         return enc("full:T", scale=scale, axis=alt.Axis(title=title)), \
@@ -171,7 +177,7 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     finite = [v for i, v in enumerate(full) if i != skip and isinstance(v, (int, float))
               and math.isfinite(v)]
     # whole pixels: crisp bar ends, and a change too small to move one draws nothing
-    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True}
+    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True, "domainRaw": FIT}
     if op == "count" and finite:
         top = max(max(finite), 1)
         scale["domain"] = [0.5, top] if kind == "log" else [0, top]
@@ -226,7 +232,7 @@ def measure_title(view: m.View) -> str:
     return f"{agg.op} of {agg.field}"
 
 
-def _temporal_measure(full: list) -> bool:
+def temporal_measure(full: list) -> bool:
     """Are the values times (min / max of a timestamp: ISO text)?"""
     return any(isinstance(x, str) for x in full)
 

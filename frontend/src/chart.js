@@ -23,7 +23,7 @@
 // clamped edge bar. The engine answers `lo <= x <= hi` on raw values either way.
 
 import embed from "vega-embed";
-import { changeset, Error as VEGA_ERRORS_ONLY } from "vega";
+import { changeset, scale as vegaScale, Error as VEGA_ERRORS_ONLY } from "vega";
 import {
   formatAtStep, formatMeasure, formatNumber, formatTimeEdge, formatValue, isoJustBefore, nextDown,
   roundToStep, stepFor, timeStepFor,
@@ -61,6 +61,7 @@ export class Chart {
     this.quiet = 0; // > 0 while we set the brush ourselves: its signal is not the user's
     this.picked = new Set();
     this.cursor = null; // keyboard position among categorical bars
+    this.fit = false; // the measure scaled to the selection (`fit_domain`), not to all rows
   }
 
   rows() {
@@ -120,6 +121,7 @@ export class Chart {
     }
     head.append(this.readout);
     if (this.meta.shape === "rows") head.append(this.topControl());
+    if (this.meta.fit) head.append(this.fitButton());
     head.append(this.clearButton);
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
     about.id = `${id}-about`;
@@ -249,8 +251,58 @@ export class Chart {
         changed++;
       }
     }
+    if (this.fit) {
+      const domain = this.fitDomain();
+      if (JSON.stringify(domain) !== JSON.stringify(this.view.signal("fit_domain"))) {
+        this.quiet++; // (the brush does not move: this only rescales the measure)
+        try { this.view.signal("fit_domain", domain); } finally { this.quiet--; }
+        changed++;
+      }
+    }
     if (!changed) return Promise.resolve();
     return this.view.change("bars", cs).runAsync();
+  }
+
+  // --- scale to the selection -------------------------------------------------------
+
+  fitButton() {
+    const b = el("button", "bf-view-fit", "⤢");
+    b.dataset.action = "fit";
+    b.title = "Scale to the selection: the measure's axis fits the selected rows (the bars of all rows are cut off); again: all rows";
+    b.setAttribute("aria-label", `Scale ${this.description.title} to the selection`);
+    b.setAttribute("aria-pressed", "false");
+    b.onclick = () => this.setFit(!this.fit);
+    this.fitToggle = b;
+    return b;
+  }
+
+  // Scale the measure to the selection (`on`), or back to all rows.
+  async setFit(on) {
+    if (!this.meta.fit || this.fit === on) return;
+    this.fit = on;
+    this.fitToggle?.setAttribute("aria-pressed", String(on));
+    this.fitToggle?.classList.toggle("bf-on", on);
+    this.card?.classList.toggle("bf-fitted", on);
+    if (this.view) await this.quietly(() => this.view.signal("fit_domain", this.fitDomain()));
+  }
+
+  // The measure's domain for the selected rows (and the highlighted ones): from 0 (or the
+  // smallest value below it) to the largest, made nice; on a log scale, the positive
+  // values'; null (all rows) when it is not scaled to the selection or has no values.
+  fitDomain() {
+    if (!this.fit) return null;
+    const skip = this.meta.other_clipped ? this.meta.other : null;
+    const values = [...this.values, ...(this.highlight ?? [])]
+      .filter((v, i) => typeof v === "number" && Number.isFinite(v) && i % this.values.length !== skip);
+    const kind = this.view.scale(this.meta.fit).type;
+    const shown = kind === "log" ? values.filter((v) => v > 0) : values;
+    if (!shown.length) return null;
+    let lo = Math.min(...shown);
+    let hi = Math.max(...shown);
+    if (kind !== "log") [lo, hi] = [Math.min(0, lo), Math.max(0, hi)];
+    if (hi === lo) hi = lo + (kind === "log" ? lo : 1);
+    if (kind === "log") return [lo, hi];
+    return vegaScale(kind === "sqrt" ? "sqrt" : "linear")().domain([lo, hi]).nice().domain();
   }
 
   // Mark `bars` (forward lineage of a hovered row: the bars it falls in) in the highlight

@@ -11,7 +11,7 @@
 
 import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
-import { formatNumber, roundForSpan } from "./format.js";
+import { formatNumber, formatShare, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
 import { parameterValue } from "./selection.js";
 
@@ -108,9 +108,24 @@ export class DashboardUI {
     clear.dataset.action = "clear-all";
     this.recordButton = button("● Record", () => this.toggleRecording());
     this.recordButton.dataset.action = "record";
-    h.append(this.statusLine, this.latencyLine, clear, this.recordButton);
+    h.append(this.statusLine, this.latencyLine, clear, this.fitAllControl(), this.recordButton);
     if (d.version) h.append(versionNote(d.version));
     return h;
+  }
+
+  // "Scale to selection": every view's measure fits the selected rows (each view's ⤢
+  // does it for that view alone).
+  fitAllControl() {
+    const label = el("label", "bf-fit-all", "");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.dataset.action = "fit-all";
+    box.onchange = () => Promise.all([...this.charts.values()].map((c) => c.setFit(box.checked)));
+    label.title = "Scale every view's measure to the selected rows (small selections stay visible); "
+      + "the bars of all rows are then cut off at the top";
+    label.append(box, " Scale to selection");
+    this.fitAll = box;
+    return label;
   }
 
   parameterBar() {
@@ -456,9 +471,8 @@ export class DashboardUI {
   showStatus(reply) {
     if (reply.selected === undefined) return;
     this.selected = reply.selected;
-    const share = this.description.rows ? (100 * reply.selected) / this.description.rows : 0;
     this.statusLine.textContent =
-      `${fmt.format(reply.selected)} selected (${share.toFixed(1)} %)`;
+      `${fmt.format(reply.selected)} selected (${formatShare(reply.selected, this.description.rows)})`;
   }
 
   showError(message) {

@@ -26,7 +26,16 @@ from brushfire.server import create_app
 from brushfire.spec import parse_dashboard
 from live_server import live_server
 from oracle import Oracle
-from pages import IDLE, assert_views_match, brush_pixels, drag, scale_pixels, selected
+from pages import (
+    IDLE,
+    assert_views_match,
+    brush_pixels,
+    drag,
+    drawn_items,
+    scale_pixels,
+    selected,
+    shown,
+)
 
 
 def analyst_spec(path) -> dict:
@@ -227,3 +236,49 @@ def test_a_heatmap_axis_reversed_on_its_own_is_drawn_and_brushed_reversed(page, 
     oracle.brush("cmd", tuple(rect["x"]), tuple(rect["y"]))
     assert_views_match(page, oracle, dash)
     assert readout(page, "cmd") == "x 0 – 1.5, y 2 – 9"
+
+
+# --- item 7: scale to the selection; small shares -------------------------------------
+
+
+def chart(page, view: str, expr: str):
+    return page.evaluate(f"(() => {{ const c = window.brushfire.ui.charts.get('{view}'), v = c.view; return {expr}; }})()")
+
+
+def test_a_small_selection_scaled_to_the_selection_stays_visible_and_its_share_has_digits(page, served, oracle):
+    _, dash = served
+    page.evaluate("window.brushfire.ui.setFilters({mag: {interval: [12.5, 13.2]}, parallax: {interval: [0, 0.5]}})")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.parallax")
+    oracle.brush("mag", (12.5, 13.2))
+    oracle.brush("parallax", (0, 0.5))
+    n = sql_count(oracle)
+    assert 0 < n < 200 and selected(page) == n
+    share = 100 * n / dash.store.n_rows
+    status = page.inner_text(".bf-status")
+    assert status.startswith(f"{n:,} selected (0.") and "(0.0 %)" not in status, status
+    shown_share = float(status.split("(")[1].split(" %")[0])
+    assert abs(shown_share - share) / share < 0.05  # two significant digits at least
+    # the day view: a few rows a day among ~30: bars of a pixel or two, until scaled
+    full_top = chart(page, "day", "v.scale('y').domain()[1]")
+    page.click("[data-view=day] [data-action=fit]")
+    page.wait_for_function("window.brushfire.ui.charts.get('day').view.signal('fit_domain') !== null")
+    lo, hi = chart(page, "day", "v.scale('y').domain()")
+    top = max(shown(page, "day"))
+    assert lo == 0 and top <= hi < min(2 * top + 1, full_top), (hi, top, full_top)
+    height = chart(page, "day", "v.height()")
+    tallest = max(b["h"] for b in drawn_items(page, "day")[1])  # the value layer
+    assert tallest >= height / 2
+    assert page.get_attribute("[data-view=day] [data-action=fit]", "aria-pressed") == "true"
+    # a new filter: the scale follows the selection
+    page.evaluate("window.brushfire.ui.setFilters({mag: {interval: [12.5, 13.2]}})")
+    page.wait_for_function(f"{IDLE} && !window.brushfire.ui.filters.parallax")
+    assert chart(page, "day", "v.scale('y').domain()[1]") >= max(shown(page, "day"))
+    # all views at once, and back to all rows
+    page.check("[data-action=fit-all]")
+    page.wait_for_function("[...window.brushfire.ui.charts.values()].every(c => !c.meta.fit || c.view.signal('fit_domain') !== null)")
+    assert chart(page, "cmd", "v.scale('color').domain()[1]") <= max(v or 0 for v in shown(page, "cmd")) * 2
+    page.uncheck("[data-action=fit-all]")
+    page.wait_for_function("[...window.brushfire.ui.charts.values()].every(c => c.view.signal('fit_domain') === null)")
+    assert chart(page, "day", "v.scale('y').domain()[1]") == full_top
+    oracle.clear("parallax")
+    assert_views_match(page, oracle, dash)
