@@ -175,16 +175,41 @@ def test_the_measure_scale_takes_the_domain_a_client_fits_to_the_selection(kind,
     assert spec_of(minimum, HIST_LABELS, times)["usermeta"]["brushfire"]["fit"] is None  # a time axis
 
 
-def test_a_dwarfing_other_bar_is_clipped_and_labelled():
+def test_a_dwarfing_other_bar_is_drawn_on_its_own_scale_and_labelled():
+    """The '(other)' bar of 1,400 rows beside categories of 150: the scale ends at 150,
+    and '(other)' is drawn scaled by `other_k` (its bar of all rows as long as the plot),
+    so the share of it that is selected shows; the client rescales it with the measure."""
     v = view(type="categorical", field="o", top=2)
     spec = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 1400])
-    full = spec["layer"][0]
+    full, value, hl = spec["layer"][:3]
     assert full["encoding"]["y"]["scale"]["domain"] == [0, 150]
     assert full["mark"]["clip"] is True
+    assert [ly["encoding"]["y"]["field"] for ly in (full, value, hl)] == ["pf", "pv", "ph"]
+    calc = {t["as"]: t["calculate"] for t in full["transform"]}
+    assert calc["pv"] == "isValid(datum.value) && datum.bar === 2 ? datum.value * other_k : datum.value"
+    assert {"name": "other_k", "value": 150 / 1400} in spec["params"]
     assert spec["layer"][-1]["mark"]["type"] == "text"
+    meta = spec["usermeta"]["brushfire"]
+    assert (meta["other"], meta["other_clipped"], meta["other_top"]) == (2, True, 150)
     calm = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 200])
     assert calm["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 200]
-    assert len(calm["layer"]) == 3
+    assert len(calm["layer"]) == 3 and calm["layer"][1]["encoding"]["y"]["field"] == "value"
+    assert calm["usermeta"]["brushfire"]["other_clipped"] is False
+
+
+def test_categorical_columns_have_rows_for_narrow_cards():
+    """On a phone 21 rotated labels crowd: a view drawn as columns also has a spec drawn
+    as rows, which the page uses on a narrow card; views drawn one way only have none."""
+    v = view(type="categorical", field="o", top=2)
+    narrow = charts.narrow_spec(v, layout(v, ["ORD", "ATL", "(other)"]), [150, 100, 1400], "points")
+    assert narrow["usermeta"]["brushfire"]["shape"] == "rows"
+    assert narrow["usermeta"]["brushfire"]["other_clipped"] is True
+    assert narrow["layer"][0]["encoding"]["y"]["field"] == "label"
+    many = view(type="categorical", field="o", top=30, other=False)
+    labels = [f"c{i}" for i in range(30)]
+    assert charts.narrow_spec(many, layout(many, labels), [10] * 30, "points") is None
+    hist = view(**HIST)
+    assert charts.narrow_spec(hist, layout(hist, HIST_LABELS), [5, 40, 3, 0], "interval") is None
 
 
 def test_order_statistics_are_plain_numbers_or_times():

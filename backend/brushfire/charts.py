@@ -38,10 +38,26 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     """The Vega-Lite spec of one view, its `bars` dataset filled with the full-data values."""
     vt = view_type(view)
     rows = bar_rows(view, layout, full)
+    return _spec(view, layout, full, rows, vt.chart(view, layout, full, brush, rows), width, height)
+
+
+def narrow_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
+                width: int = WIDTH, height: int = HEIGHT) -> dict | None:
+    """The spec of the view for a narrow card (a phone), if it draws differently there
+    (`ViewType.narrow_chart`); clients switch by the card's width."""
+    vt = view_type(view)
+    rows = bar_rows(view, layout, full)
+    drawn = vt.narrow_chart(view, layout, full, brush, rows)
+    return None if drawn is None else _spec(view, layout, full, rows, drawn, width, height)
+
+
+def _spec(view: m.View, layout: ViewLayout, full: list, rows: list[dict], drawn: tuple,
+          width: int, height: int) -> dict:
+    vt = view_type(view)
     meta: dict = {"shape": "bars", "bars": len(rows),
                   "tooltip": {"key": vt.tooltip_key(view), "measure": marks.measure_title(view)},
                   "caveats": caveat_texts(view), "clamped": {}}
-    chart, more = vt.chart(view, layout, full, brush, rows)
+    chart, more = drawn
     meta.update(more)
     props = {"title": view.title or view.name, "width": width}
     if meta["shape"] != "rows":  # rows: one step per shown bar

@@ -64,7 +64,8 @@ def _describe(dash: Dashboard) -> dict:
                       "bins": bins_record(v),
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "caveats": initial[v.name].caveats,
-                      "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
+                      "spec": charts.view_spec(v, layout, full[v.name].values, brush),
+                      "narrow_spec": charts.narrow_spec(v, layout, full[v.name].values, brush)})
     details = dash.spec.interactions.details
     return {
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,

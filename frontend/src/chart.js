@@ -36,6 +36,7 @@ const KEY_HELP = {
   points: "Arrow keys walk the bars; Enter or Space picks or unpicks the bar; Escape clears the pick.",
 };
 const MIN_WIDTH = 200;
+const NARROW_BAR = 15; // px per column below which a categorical is drawn as rows (its narrow spec)
 const HOLD_MS = 40; // longest wait of a view's own redraw for the answer to its filter
 
 export class Chart {
@@ -43,7 +44,7 @@ export class Chart {
     this.description = description; // one entry of the server's `views`
     this.name = description.name;
     this.kind = description.brush; // interval, rect, points or null
-    this.meta = description.spec.usermeta?.brushfire ?? { shape: "bars" };
+    this.meta = metaOf(description.spec); // of the spec drawn (`embedView` may pick the narrow one)
     // brush ends are times (ISO instants) or numbers (a calendar part's view: its values)
     this.temporal = description.bounds === "time";
     this.snap = Boolean(description.snap); // brushes snap to whole bars (Shift: the other way)
@@ -120,12 +121,13 @@ export class Chart {
       head.append(note);
     }
     head.append(this.readout);
-    if (this.meta.shape === "rows") head.append(this.topControl());
+    this.topSelect = null; // a rows view's "top N" control (placed by `embedView`)
     if (this.meta.fit) head.append(this.fitButton());
     head.append(this.clearButton);
+    this.head = head;
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
     about.id = `${id}-about`;
-    this.body = el("div", `bf-chart bf-shape-${this.meta.shape}`);
+    this.body = el("div", "bf-chart");
     this.body.tabIndex = 0;
     this.body.setAttribute("role", "group");
     this.body.setAttribute("aria-roledescription", "chart");
@@ -148,14 +150,43 @@ export class Chart {
     this.note.setAttribute("aria-live", "polite");
     card.replaceChildren(head, this.body, this.note, about);
     this.showCaveats();
+    await this.embedView();
+  }
 
-    const spec = structuredClone(this.description.spec);
+  // The spec to draw at `width`: the narrow one (categorical columns as rows) when the
+  // columns would be narrower than NARROW_BAR.
+  variantFor(width) {
+    const narrow = this.description.narrow_spec;
+    const bars = metaOf(this.description.spec).bars ?? 1;
+    return narrow && (width - 60) / bars < NARROW_BAR ? "narrow" : "wide";
+  }
+
+  // Embed the view's spec for the card's width (again when the card crosses NARROW_BAR),
+  // with the bars, picks, highlight and scale it has now.
+  async embedView() {
+    const width = this.availableWidth();
+    this.variant = this.variantFor(width);
+    const spec = structuredClone(this.variant === "narrow" ? this.description.narrow_spec : this.description.spec);
+    this.meta = metaOf(spec);
+    this.body.className = `bf-chart bf-shape-${this.meta.shape}`;
+    if (this.meta.shape === "rows" && !this.topSelect) {
+      this.topSelect = this.topControl();
+      this.readout.after(this.topSelect);
+    } else if (this.meta.shape !== "rows" && this.topSelect) {
+      this.topSelect.remove();
+      this.topSelect = null;
+    }
     delete spec.title; // the card's heading
     spec.datasets.bars = this.rows();
-    const width = this.availableWidth();
     spec.width = width;
     spec.autosize = { type: "fit-x", contains: "padding" };
     if (this.meta.shape === "bars") spec.height = barHeight(width);
+    for (const p of spec.params ?? []) {
+      if (p.name === "fit_domain" || p.name === "other_k") p.value = this.fitSignals()[p.name] ?? p.value;
+    }
+    this.view?.finalize();
+    this.renderNow = null; // (holdRedraw wraps the new view's renderer)
+    this.holding = false;
     const result = await embed(this.body, spec, {
       actions: false, renderer: "canvas", logLevel: VEGA_ERRORS_ONLY,
       tooltip: { formatTooltip: (bar) => this.tooltip(bar) },
@@ -196,11 +227,17 @@ export class Chart {
     await this.quietly(() => this.view.height(height));
   }
 
-  // The card was resized: fit the view to it and redraw the brush at its new pixels.
+  // The card was resized: fit the view to it and redraw the brush at its new pixels (or
+  // embed the other spec, when the card crossed NARROW_BAR).
   async resize() {
     if (!this.view) return;
     const width = this.availableWidth();
     if (width === this.width) return;
+    if (this.variantFor(width) !== this.variant) {
+      await this.embedView();
+      this.onResize(this);
+      return;
+    }
     this.width = width;
     await this.quietly(() => {
       this.view.width(width);
@@ -252,12 +289,8 @@ export class Chart {
       }
     }
     if (this.fit) {
-      const domain = this.fitDomain();
-      if (JSON.stringify(domain) !== JSON.stringify(this.view.signal("fit_domain"))) {
-        this.quiet++; // (the brush does not move: this only rescales the measure)
-        try { this.view.signal("fit_domain", domain); } finally { this.quiet--; }
-        changed++;
-      }
+      this.quiet++; // (the brush does not move: this only rescales the measure)
+      try { changed += this.setSignals(this.fitSignals()); } finally { this.quiet--; }
     }
     if (!changed) return Promise.resolve();
     return this.view.change("bars", cs).runAsync();
@@ -283,14 +316,36 @@ export class Chart {
     this.fitToggle?.setAttribute("aria-pressed", String(on));
     this.fitToggle?.classList.toggle("bf-on", on);
     this.card?.classList.toggle("bf-fitted", on);
-    if (this.view) await this.quietly(() => this.view.signal("fit_domain", this.fitDomain()));
+    if (this.view) await this.quietly(() => this.setSignals(this.fitSignals()));
+  }
+
+  // The signals scaling the measure: `fit_domain`, and for a dwarfed '(other)' bar drawn
+  // on its own scale, `other_k` (its bar of all rows as long as the plot).
+  fitSignals() {
+    const out = { fit_domain: this.fitDomain() };
+    if (this.meta.other_clipped) {
+      const top = out.fit_domain ? out.fit_domain[1] : this.meta.other_top;
+      out.other_k = top / (this.base[this.meta.other].full || 1);
+    }
+    return out;
+  }
+
+  // Set the signals that changed; how many did.
+  setSignals(signals) {
+    let changed = 0;
+    for (const [name, value] of Object.entries(signals)) {
+      if (JSON.stringify(value) === JSON.stringify(this.view.signal(name))) continue;
+      this.view.signal(name, value);
+      changed++;
+    }
+    return changed;
   }
 
   // The measure's domain for the selected rows (and the highlighted ones): from 0 (or the
   // smallest value below it) to the largest, made nice; on a log scale, the positive
   // values'; null (all rows) when it is not scaled to the selection or has no values.
   fitDomain() {
-    if (!this.fit) return null;
+    if (!this.fit || !this.view) return null;
     const skip = this.meta.other_clipped ? this.meta.other : null;
     const values = [...this.values, ...(this.highlight ?? [])]
       .filter((v, i) => typeof v === "number" && Number.isFinite(v) && i % this.values.length !== skip);
@@ -746,6 +801,11 @@ function stepSpan([a, b], step, last, resize) {
 
 function escape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// A spec's hints for clients (charts.py: `usermeta.brushfire`).
+function metaOf(spec) {
+  return spec.usermeta?.brushfire ?? { shape: "bars" };
 }
 
 function same(a, b) {

@@ -35,6 +35,7 @@ from pages import (
     scale_pixels,
     selected,
     shown,
+    to_pixel,
 )
 
 
@@ -54,9 +55,12 @@ def analyst_spec(path) -> dict:
             {"name": "cluster", "title": "Cluster", "type": "categorical", "field": "cluster", "top": 20},
             {"name": "day", "title": "Observations per day", "type": "temporal", "field": "t", "unit": "day"},
             {"name": "dow", "title": "Day of week", "type": "temporal", "field": "t", "unit": "day_of_week"},
+            # short labels, 21 columns, and an '(other)' bar of almost every row
+            {"name": "nobs", "title": "Most frequent observation counts", "type": "categorical",
+             "field": "n_obs", "top": 20},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["cmd", "mag", "parallax", "cluster", "day", "dow"]}],
+            "crossfilter": [{"views": ["cmd", "mag", "parallax", "cluster", "day", "dow", "nobs"]}],
             "details": {"columns": ["color", "mag", "parallax", "cluster", "t", "n_obs"], "page_size": 20},
             "parameters": [
                 {"name": "in_cluster", "field": "cluster"},
@@ -282,3 +286,54 @@ def test_a_small_selection_scaled_to_the_selection_stays_visible_and_its_share_h
     assert chart(page, "day", "v.scale('y').domain()[1]") == full_top
     oracle.clear("parallax")
     assert_views_match(page, oracle, dash)
+
+
+# --- item 8: the '(other)' bar; narrow screens ----------------------------------------------
+
+
+def test_the_other_bar_shows_its_selected_share_and_a_phone_gets_rows(page, served, oracle):
+    _, dash = served
+    other = chart(page, "nobs", "c.meta.other")
+    assert chart(page, "nobs", "c.meta.shape") == "bars" and chart(page, "nobs", "c.meta.other_clipped")
+    plot = chart(page, "nobs", "v.height()")
+
+    def other_bar(layer: int, size: str = "h") -> float:  # '(other)' drawn (0: all rows, 1: selected)
+        return next(b[size] for b in drawn_items(page, "nobs")[layer] if b["bar"] == other)
+
+    assert other_bar(0) == pytest.approx(plot, abs=1)  # all its rows: the plot's height
+    page.evaluate("window.brushfire.ui.setFilters({mag: {interval: [2, 6]}})")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.mag")
+    values, full = shown(page, "nobs"), shown(page, "nobs", "full")
+    share = values[other] / full[other]
+    assert 0.1 < share < 0.9
+    assert other_bar(1) == pytest.approx(plot * share, abs=1.5)  # the selected share, visible
+    page.click("[data-view=nobs] [data-action=fit]")  # scaled to the selection: still its share
+    page.wait_for_function("window.brushfire.ui.charts.get('nobs').view.signal('fit_domain') !== null")
+    assert other_bar(0) == pytest.approx(plot, abs=1)
+    assert other_bar(1) == pytest.approx(plot * share, abs=1.5)
+    oracle.brush("mag", (2, 6))
+    assert_views_match(page, oracle, dash)  # the data are the counts; only the drawing scales
+    # a phone: 21 rotated labels would crowd; the view is drawn as rows, readable
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("window.brushfire.ui.charts.get('nobs').meta.shape === 'rows'")
+    assert chart(page, "nobs", "c.variant") == "narrow"
+    assert chart(page, "nobs", "v.scale('y').step()") >= 14
+    labels = chart(page, "nobs", "v.scale('y').domain()")
+    assert labels[-1] == "(other)"
+    box = page.locator("[data-view=nobs] canvas").bounding_box()
+    card = page.locator("[data-view=nobs]").bounding_box()
+    assert box["x"] >= card["x"] and box["x"] + box["width"] <= card["x"] + card["width"] + 1
+    assert other_bar(0, "w") == pytest.approx(chart(page, "nobs", "v.width()"), abs=1)
+    assert other_bar(1, "w") == pytest.approx(chart(page, "nobs", "v.width()") * share, abs=1.5)
+    # picking a row works as on the columns, and equals SQL
+    label = labels[1]
+    page.locator("[data-view=nobs] canvas").scroll_into_view_if_needed()
+    x, y = to_pixel(page, "nobs", 0, label)
+    page.mouse.click(x + 3, y)
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.nobs")
+    assert page.evaluate("window.brushfire.ui.filters.nobs") == {"values": [int(label)]}
+    oracle.select("nobs", [int(label)])
+    assert_views_match(page, oracle, dash)
+    page.set_viewport_size({"width": 1400, "height": 1100})  # and back to columns
+    page.wait_for_function("window.brushfire.ui.charts.get('nobs').meta.shape === 'bars'")
+    assert shown(page, "nobs", "sel")[1] is True
