@@ -29,7 +29,7 @@ bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
-    Dashboard accepts: name, title, source, views, interactions, profile
+    Dashboard accepts: name, title, source, views, interactions, profile, layout
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
@@ -119,6 +119,19 @@ bad/brush_interval_on_categorical.yaml:8: views[0].brush: a categorical view can
 bad/brush_rect_on_temporal.yaml:11: views[1].brush: a temporal view cannot take a 'rect' brush
     temporal views take: interval, none
     hint: leave brush out to get the default 'interval'; 'rect' brushes are for heatmap views"""),
+    # --- layout: sections of rows of views, each view once
+    ("layout_unknown_view.yaml", """\
+bad/layout_unknown_view.yaml:9: layout[0].rows[0][1]: unknown view 'orgin'
+    views: delay, origin
+    hint: did you mean 'origin'?"""),
+    ("layout_view_twice.yaml", """\
+bad/layout_view_twice.yaml:11: layout[1].rows[0][0]: view 'delay' is placed twice
+    hint: it is at layout[0].rows[0][0] already: remove one"""),
+    ("layout_empty_row.yaml", """\
+bad/layout_empty_row.yaml:9: layout[0].rows[0]: needs at least 1 item, got 0"""),
+    ("layout_rows_as_names.yaml", """\
+bad/layout_rows_as_names.yaml:7: layout[0]: expected a mapping, got ['delay']
+    Section accepts: title, rows"""),
     # --- snap: interval and rect brushes only
     ("snap_without_brush.yaml", """\
 bad/snap_without_brush.yaml:10: views[0].snap: snap is for a brush, and this view's brush is 'none'
@@ -181,15 +194,15 @@ bad/yaml_two_documents.yaml:4: not valid YAML: expected a single document in the
     hint: a spec file holds one dashboard: remove the second '---'"""),
     ("not_mapping_list.yaml", """\
 bad/not_mapping_list.yaml:1: the document is a list, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_scalar.yaml", """\
 bad/not_mapping_scalar.yaml:2: the document is a string, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_empty.yaml", """\
 bad/not_mapping_empty.yaml:1: the document is empty, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     # --- YAML the loader refuses before walking it: alias bombs and cycles, deep nesting, bad bytes
     ("yaml_alias_bomb.yaml", """\

@@ -461,6 +461,16 @@ class Profile(Model):
         return [v] if _is_fd_pair(v) else v  # one pair alone: a list of one
 
 
+Row = Annotated[list[str], Field(min_length=1)]  # views side by side, left to right
+
+
+class Section(Model):
+    """Rows of views under an optional title (display only)."""
+
+    title: str | None = None
+    rows: list[Row] = Field(min_length=1)
+
+
 class DashboardSpec(Model):
     """A whole dashboard's spec: its source, its views and the interactions it allows.
     (`brushfire.Dashboard` is the opened dashboard: this spec, its plan and its lineage.)"""
@@ -473,6 +483,9 @@ class DashboardSpec(Model):
     views: list[View] = Field(min_length=1)
     interactions: Interactions = Interactions()
     profile: Profile | None = None
+    # display only: where the page puts the views (sections of rows); views it leaves out
+    # follow, in spec order
+    layout: list[Section] | None = None
 
     def view(self, name: str) -> HistogramView | TemporalView | CategoricalView | HeatmapView:
         for v in self.views:
