@@ -31,6 +31,9 @@ from brushfire.views import view_type
 
 WIDTH, HEIGHT = 360, 160  # defaults; the page fits each view to its card
 FIT_CHANNEL = {"bars": "y", "rows": "x", "cells": "color"}  # the measure's channel, by shape
+# what the bars' colours mean, for the page's legend
+COLORS = {"full": marks.FULL_COLOR, "value": marks.VALUE_COLOR, "muted": marks.MUTED_COLOR,
+          "highlight": marks.HIGHLIGHT_COLOR}
 
 
 def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,

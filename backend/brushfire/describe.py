@@ -30,9 +30,10 @@ def frontend_dist() -> Path:
 
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
-    full-data bars), its labels and initial values (after default parameters), its brush
-    (`lazy`: not captured, answered on Spark by brushfire/fallback.py); the parameters
-    with their choices; the highlight and details declarations; the version served
+    full-data bars; and for a narrow card, when it differs), its labels and initial values
+    (after default parameters), its brush (`lazy`: not captured, answered on Spark by
+    brushfire/fallback.py; `snap`); the parameters with their choices; the highlight and
+    details declarations; the layout; the bars' colours; the version served
     (brushfire/versions.py). Computed once per open dashboard (the store is read-only),
     and forgotten with it."""
     with _lock:
@@ -75,6 +76,8 @@ def _describe(dash: Dashboard) -> dict:
         "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
+        "layout": [s.model_dump() for s in dash.spec.layout] if dash.spec.layout else None,
+        "colors": charts.COLORS,
     }
 
 

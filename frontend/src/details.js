@@ -2,6 +2,11 @@
 // (backward lineage), refreshed after each update while it is open. Values are formatted
 // by type (format.js): numbers right-aligned without float noise, instants readable.
 // "Download rows" saves all of them (CSV or Parquet), streamed by the server.
+//
+// Its controls ("Show rows", "Download rows" and the format) go where the page keeps its
+// actions (`controls`, the header); the table opens in `element`, a panel along the
+// bottom of the window (in a notebook, below the views), so the views stay in sight while
+// hovering a row marks its bars.
 
 import { el } from "./dashboard.js";
 import { formatValue } from "./format.js";
@@ -21,17 +26,26 @@ export class DetailsTable {
     this.open = false;
     this.seq = 0;
     this.element = el("div", "bf-details");
+    this.element.setAttribute("role", "region");
+    this.element.setAttribute("aria-label", "Rows behind the selection");
+    this.element.hidden = true;
     const bar = el("div", "bf-details-bar");
     this.toggle = el("button", "", "Show rows");
     this.toggle.dataset.action = "details";
+    this.toggle.title = "List the rows behind the selection (hover one to mark its bars)";
+    this.toggle.setAttribute("aria-expanded", "false");
     this.toggle.onclick = () => this.setOpen(!this.open);
     this.prev = el("button", "", "‹ Prev");
     this.prev.onclick = () => this.show(this.page - 1);
     this.next = el("button", "", "Next ›");
     this.next.onclick = () => this.show(this.page + 1);
     this.info = el("span", "bf-details-info", "");
-    bar.append(this.toggle, this.prev, this.next, this.info);
-    if (download) bar.append(...this.downloadControl(download));
+    const close = el("button", "bf-details-close", "×");
+    close.title = "Hide the rows";
+    close.setAttribute("aria-label", "Hide the rows");
+    close.onclick = () => this.setOpen(false);
+    bar.append(el("strong", "", "Rows behind the selection"), this.prev, this.next, this.info, close);
+    this.controls = [this.toggle, ...(download ? this.downloadControl(download) : [])];
     this.table = el("table", "bf-table");
     this.table.onmouseleave = () => this.onHoverRow(null);
     this.element.append(bar, this.table);
@@ -59,6 +73,9 @@ export class DetailsTable {
   setOpen(open) {
     this.open = open;
     this.toggle.textContent = open ? "Hide rows" : "Show rows";
+    this.toggle.setAttribute("aria-expanded", String(open));
+    this.element.hidden = !open;
+    this.element.closest(".bf-dashboard")?.classList.toggle("bf-details-open", open);
     if (open) this.show(0);
     else {
       this.table.replaceChildren();

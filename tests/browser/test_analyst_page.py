@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
@@ -67,6 +68,10 @@ def analyst_spec(path) -> dict:
                 {"name": "surveys", "field": "survey", "multiple": True},
             ],
         },
+        "layout": [
+            {"rows": [["cmd", "mag", "parallax"]]},
+            {"title": "Who and when", "rows": [["cluster", "nobs"], ["day"]]},
+        ],  # dow left out: it follows
     }
 
 
@@ -337,3 +342,75 @@ def test_the_other_bar_shows_its_selected_share_and_a_phone_gets_rows(page, serv
     page.set_viewport_size({"width": 1400, "height": 1100})  # and back to columns
     page.wait_for_function("window.brushfire.ui.charts.get('nobs').meta.shape === 'bars'")
     assert shown(page, "nobs", "sel")[1] is True
+
+
+# --- item 9: visible help, a legend, a clean header --------------------------------------
+
+
+def test_the_page_says_how_to_use_it_what_colours_mean_and_keeps_hashes_out_of_the_header(
+        chromium, served, page):
+    addr, dash = served
+    help_text = page.inner_text(".bf-help")
+    for words in ("Drag across a chart to brush", "double-click clears", "Shift snaps",
+                  "click bars to pick", "Shift-click adds", "drag a box on a heatmap", "× clears",
+                  "Show rows", "arrow keys"):
+        assert words in help_text, words
+    legend = page.eval_on_selector_all(".bf-legend-item", """items => items.map(i => [
+        i.textContent, getComputedStyle(i.querySelector('.bf-swatch')).backgroundColor])""")
+    from brushfire import marks
+    rgb = lambda c: f"rgb({int(c[1:3], 16)}, {int(c[3:5], 16)}, {int(c[5:7], 16)})"  # noqa: E731
+    assert legend[:3] == [["all rows", rgb(marks.FULL_COLOR)],
+                          ["selected: passing the other charts' filters", rgb(marks.VALUE_COLOR)],
+                          ["not picked", rgb(marks.MUTED_COLOR)]]
+    assert legend[3][1] == rgb(marks.HIGHLIGHT_COLOR)  # (hovered rows of the details mark bars)
+    header = page.inner_text(".bf-header")
+    assert not re.search(r"[0-9a-f]{8}", header) and not re.search(r"\d\d:\d\d:\d\d", header), header
+    footer = page.inner_text(".bf-footer .bf-version")
+    assert re.match(r"^captured \d{4}-\d\d-\d\d \d\d:\d\d UTC · spec [0-9a-f]{8} · ", footer), footer
+    # the help hides with its ×, stays hidden on the next visit, and "?" brings it back
+    page.click(".bf-help-close")
+    assert page.locator(".bf-help").is_hidden()
+    page.reload()
+    page.wait_for_function("window.brushfire.ready")
+    assert page.locator(".bf-help").is_hidden()
+    page.click("[data-action=help]")
+    assert page.locator(".bf-help").is_visible()
+
+
+# --- item 10: the spec's layout; actions in reach ----------------------------------------
+
+
+def test_views_sit_where_the_layout_puts_them_and_the_actions_stay_in_reach(page, served, oracle):
+    _, dash = served
+
+    def boxes() -> dict:
+        return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.bf-view')]
+            .map(c => [c.dataset.view, (({x, y, width}) => ({x, y, width}))(c.getBoundingClientRect())]))""")
+
+    b = boxes()
+    assert b["cmd"]["y"] == b["mag"]["y"] == b["parallax"]["y"]  # one row, left to right
+    assert b["cmd"]["x"] < b["mag"]["x"] < b["parallax"]["x"]
+    assert b["cluster"]["y"] == b["nobs"]["y"] > b["cmd"]["y"] and b["cluster"]["x"] < b["nobs"]["x"]
+    assert b["day"]["y"] > b["cluster"]["y"] and b["day"]["width"] > 2 * b["cluster"]["width"] - 20  # alone in its row
+    assert b["dow"]["y"] > b["day"]["y"]  # left out of the layout: after it
+    title = page.locator(".bf-section-title")
+    assert title.inner_text() == "Who and when"
+    assert title.bounding_box()["y"] < b["cluster"]["y"]
+    # at the foot of the page, the actions are still at hand; the rows open over the views' foot
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_function("window.scrollY > 300")
+    assert page.locator(".bf-header").bounding_box()["y"] == 0
+    page.click("[data-action=details]")
+    page.wait_for_selector(".bf-table tr:nth-child(2)")
+    panel = page.locator(".bf-details").bounding_box()
+    viewport = page.viewport_size
+    assert panel["y"] >= viewport["height"] * 0.5 and panel["y"] + panel["height"] <= viewport["height"] + 1
+    assert f"of {dash.store.n_rows:,}" in page.inner_text(".bf-details-info")
+    page.click(".bf-details-close")
+    assert page.locator(".bf-details").is_hidden()
+    # a phone: each row's views stack
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("""() => { const r = (n) => document.querySelector(`[data-view=${n}]`).getBoundingClientRect();
+        return r('mag').y > r('cmd').y && r('parallax').y > r('mag').y; }""")
+    b = boxes()
+    assert abs(b["cmd"]["x"] - b["mag"]["x"]) < 1 and b["cmd"]["width"] > 300
