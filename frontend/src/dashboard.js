@@ -16,6 +16,7 @@ import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
 import { formatNumber, formatShare, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
+import { ValuePicker } from "./picker.js";
 import { parameterValue } from "./selection.js";
 
 const fmt = new Intl.NumberFormat("en-US");
@@ -236,11 +237,14 @@ export class DashboardUI {
     const bar = el("div", "bf-parameters");
     this.parameterInputs = new Map();
     for (const p of this.description.parameters) {
-      const label = el("label", "bf-parameter", "");
+      const searchable = p.widget === "dropdown" && (p.multiple || p.values.length > PLAIN_DROPDOWN);
+      const label = el(searchable ? "div" : "label", "bf-parameter", ""); // (a label would forward clicks)
       label.append(el("span", "bf-parameter-name", p.name));
       let input;
-      if (p.widget === "dropdown" && p.multiple) {
-        input = this.multiSelect(p, label);
+      if (searchable) {
+        input = new ValuePicker(p, (value) => this.filter({ type: "parameter", name: p.name, value }));
+        input.show(p.default ?? null);
+        label.append(input.element);
       } else if (p.widget === "dropdown") {
         input = document.createElement("select");
         input.append(new Option("(all)", ""));
@@ -256,7 +260,7 @@ export class DashboardUI {
       } else {
         input = this.slider(p, label);
       }
-      input.name = p.name;
+      if (!(input instanceof ValuePicker)) input.name = p.name;
       bar.append(label);
       this.parameterInputs.set(p.name, input);
     }
@@ -294,27 +298,6 @@ export class DashboardUI {
     };
     input.show(p.default);
     label.append(input, readout, reset);
-    return input;
-  }
-
-  // A dropdown with `multiple`: a list box (Ctrl- or Shift-click picks several); its
-  // value is the list picked, null (inactive) when none is.
-  multiSelect(p, label) {
-    const input = document.createElement("select");
-    input.multiple = true;
-    input.size = Math.min(6, Math.max(2, p.values.length));
-    for (const v of p.values) input.append(new Option(String(v), String(v)));
-    input.show = (value) => {
-      const picked = new Set((value ?? []).map(String));
-      for (const o of input.options) o.selected = picked.has(o.value);
-    };
-    input.onchange = () => {
-      const picked = new Set([...input.selectedOptions].map((o) => o.value));
-      const value = p.values.filter((v) => picked.has(String(v)));
-      this.filter({ type: "parameter", name: p.name, value: value.length ? value : null });
-    };
-    input.show(p.default);
-    label.append(input);
     return input;
   }
 
@@ -598,6 +581,7 @@ function versionNote(v) {
 }
 
 const ROW = 4; // px: the grid's row unit (style.css: grid-auto-rows)
+const PLAIN_DROPDOWN = 12; // values a dropdown lists plainly; more: a searchable picker
 const GAP = 12; // px: space below a card (style.css: .bf-view margin-bottom)
 
 export function el(tag, className = "", text = "") {

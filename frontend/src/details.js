@@ -23,6 +23,7 @@ export class DetailsTable {
     this.request = request;
     this.onHoverRow = onHoverRow;
     this.page = 0;
+    this.order = null; // {column, descending}: the rows in that column's order; null: rid order
     this.open = false;
     this.seq = 0;
     this.element = el("div", "bf-details");
@@ -91,15 +92,35 @@ export class DetailsTable {
   async show(page) {
     const seq = ++this.seq;
     const t0 = performance.now();
-    const reply = await this.request({ type: "details", page, page_size: this.pageSize });
+    const order = this.order ? { order_by: this.order.column, descending: this.order.descending } : {};
+    const reply = await this.request({ type: "details", page, page_size: this.pageSize, ...order });
     if (seq !== this.seq || reply.type !== "details") return; // a newer request won
     this.page = page;
     this.render(reply, performance.now() - t0);
   }
 
+  // Order the rows by a column: ascending, then descending, then back to rid order (the
+  // engine orders all the selected rows, as SQL's ORDER BY ... NULLS LAST, rid).
+  sortBy(column) {
+    const o = this.order;
+    if (column === "rid" || (o?.column === column && o.descending)) this.order = null;
+    else this.order = { column, descending: o?.column === column };
+    this.show(0);
+  }
+
   render(reply, ms) {
     const head = el("tr");
-    for (const c of ["rid", ...this.columns]) head.append(el("th", "", c));
+    for (const c of ["rid", ...this.columns]) {
+      const th = el("th");
+      const sorted = c === "rid" ? !this.order : this.order?.column === c;
+      th.setAttribute("aria-sort", !sorted ? "none" : this.order?.descending ? "descending" : "ascending");
+      const b = el("button", "", c);
+      b.dataset.sort = c;
+      b.title = c === "rid" ? "Rows in their order in the source" : `Order the rows by ${c} (again: the other way)`;
+      b.onclick = () => this.sortBy(c);
+      th.append(b);
+      head.append(th);
+    }
     const rows = reply.rows.map((r) => {
       const tr = el("tr");
       tr.dataset.rid = r.rid;

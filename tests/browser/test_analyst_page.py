@@ -414,3 +414,84 @@ def test_views_sit_where_the_layout_puts_them_and_the_actions_stay_in_reach(page
         return r('mag').y > r('cmd').y && r('parallax').y > r('mag').y; }""")
     b = boxes()
     assert abs(b["cmd"]["x"] - b["mag"]["x"]) < 1 and b["cmd"]["width"] > 300
+
+
+# --- item 11: a searchable (and multi-select) parameter picker; a sortable details table ----
+
+
+def test_a_long_parameter_is_searchable_and_a_multiple_one_picks_several(page, served, oracle):
+    _, dash = served
+    box = page.locator("input[name=in_cluster]")
+    assert box.get_attribute("role") == "combobox"
+    box.click()  # 1,400 values: the first listed, the rest a search away
+    assert "more: type to narrow" in page.inner_text("[data-parameter=in_cluster] .bf-picker-more")
+    box.fill("uster-139")
+    options = page.eval_on_selector_all("[data-parameter=in_cluster] [role=option]", "os => os.map(o => o.textContent)")
+    assert options[0] == "(all)" and sorted(options[1:]) == [f"cluster-139{i}" for i in range(10)]
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")  # (all), then the first two found
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.in_cluster")
+    assert page.evaluate("window.brushfire.ui.filters.in_cluster") == {"parameter": options[2]}
+    assert box.input_value() == options[2] and box.get_attribute("aria-expanded") == "false"
+    oracle.set_parameter("in_cluster", options[2])
+    assert_views_match(page, oracle, dash)
+    page.click("[data-parameter=in_cluster] .bf-reset")
+    page.wait_for_function(f"{IDLE} && !window.brushfire.ui.filters.in_cluster")
+    oracle.clear("in_cluster")
+    # several surveys: typed and picked with Enter, shown as chips; Backspace drops the last
+    many = page.locator("input[name=surveys]")
+    many.click()
+    many.fill("GAI")
+    page.keyboard.press("Enter")
+    many.fill("ss")  # sdss and 2mass: Enter picks the first listed
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.surveys?.parameter?.length === 2")
+    picked = page.evaluate("window.brushfire.ui.filters.surveys.parameter")
+    values = dash.store.parameter_domain("surveys")[1]
+    first_ss = next(v for v in values if "ss" in v)
+    assert sorted(picked) == sorted(["gaia", first_ss])
+    assert page.eval_on_selector_all("[data-parameter=surveys] .bf-chip", "cs => cs.length") == 2
+    oracle.set_parameter("surveys", picked)
+    assert_views_match(page, oracle, dash)
+    page.keyboard.press("Backspace")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.surveys?.parameter?.length === 1")
+    assert page.evaluate("window.brushfire.ui.filters.surveys.parameter") == [picked[0]]
+
+
+def test_the_details_table_sorts_all_the_selected_rows_by_a_column(page, served, oracle, stars_parquet):
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+    _, dash = served
+    drag(page, "mag", 2, 9)
+    lo, hi = page.evaluate("window.brushfire.ui.filters.mag.interval")
+    oracle.brush("mag", (lo, hi))
+    src = pq.read_table(stars_parquet)
+    con = duckdb.connect()
+    con.register("src", src.append_column("rid", pa.array(np.arange(src.num_rows))))
+
+    def want(order: str, offset: int = 0) -> list[int]:
+        q = f"SELECT rid FROM src WHERE {oracle.where(None)} ORDER BY {order} LIMIT 20 OFFSET {offset}"
+        return [r[0] for r in con.sql(q).fetchall()]
+
+    def rids() -> list[int]:
+        return page.eval_on_selector_all(".bf-table tr[data-rid]", "trs => trs.map(tr => +tr.dataset.rid)")
+
+    page.click("[data-action=details]")
+    page.wait_for_selector(".bf-table tr:nth-child(2)")
+    assert rids() == want("rid")
+    for order, sort in [("parallax ASC NULLS LAST, rid", "ascending"), ("parallax DESC NULLS LAST, rid", "descending")]:
+        page.click(".bf-table th button[data-sort=parallax]")
+        page.wait_for_function(f"document.querySelector('.bf-table th:nth-child(4)').getAttribute('aria-sort') === '{sort}'")
+        assert rids() == want(order), order
+    page.click(".bf-table th button[data-sort=t]")
+    page.wait_for_function("document.querySelector('.bf-table th:nth-child(6)').getAttribute('aria-sort') === 'ascending'")
+    assert rids() == want("t ASC NULLS LAST, rid")
+    page.click("text=Next ›")  # the next page continues the order
+    page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('rows 21')")
+    assert rids() == want("t ASC NULLS LAST, rid", 20)
+    page.click(".bf-table th button[data-sort=rid]")
+    page.wait_for_function("document.querySelector('.bf-table th:nth-child(1)').getAttribute('aria-sort') === 'ascending'")
+    assert rids() == want("rid")
