@@ -40,7 +40,7 @@ const NARROW_BAR = 15; // px per column below which a categorical is drawn as ro
 const HOLD_MS = 40; // longest wait of a view's own redraw for the answer to its filter
 
 export class Chart {
-  constructor(description, { onFilter, onHover, onResize = () => {} }) {
+  constructor(description, { onFilter, onHover, onResize = () => {}, fileName = null }) {
     this.description = description; // one entry of the server's `views`
     this.name = description.name;
     this.kind = description.brush; // interval, rect, points or null
@@ -52,6 +52,7 @@ export class Chart {
     this.onFilter = onFilter;
     this.onHover = onHover;
     this.onResize = onResize;
+    this.fileName = fileName ?? description.name; // of exported images, without extension
     this.base = description.spec.datasets.bars; // bar geometry, labels and `full`
     this.values = description.values;
     this.counts = description.counts ?? []; // rows per bar (shown beside an order statistic)
@@ -123,7 +124,7 @@ export class Chart {
     head.append(this.readout);
     this.topSelect = null; // a rows view's "top N" control (placed by `embedView`)
     if (this.meta.fit) head.append(this.fitButton());
-    head.append(this.clearButton);
+    head.append(this.exportControl(), this.clearButton);
     this.head = head;
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
     about.id = `${id}-about`;
@@ -294,6 +295,72 @@ export class Chart {
     }
     if (!changed) return Promise.resolve();
     return this.view.change("bars", cs).runAsync();
+  }
+
+  // --- export -------------------------------------------------------------------------
+
+  // "⤓": a menu saving the view as drawn (bars, brush, scale) as PNG or SVG, under its
+  // title and filter.
+  exportControl() {
+    const box = el("span", "bf-export");
+    const b = el("button", "bf-view-export", "⤓");
+    b.dataset.action = "export";
+    b.title = "Save this view as an image (PNG or SVG)";
+    b.setAttribute("aria-label", `Save ${this.description.title} as an image`);
+    b.setAttribute("aria-haspopup", "menu");
+    b.setAttribute("aria-expanded", "false");
+    const menu = el("span", "bf-export-menu");
+    menu.setAttribute("role", "menu");
+    menu.hidden = true;
+    for (const format of ["png", "svg"]) {
+      const item = el("button", "", format.toUpperCase());
+      item.setAttribute("role", "menuitem");
+      item.dataset.format = format;
+      item.onclick = async () => {
+        menu.hidden = true;
+        b.setAttribute("aria-expanded", "false");
+        save(await this.imageURL(format), `${this.fileName}.${format}`);
+      };
+      menu.append(item);
+    }
+    b.onclick = () => {
+      menu.hidden = !menu.hidden;
+      b.setAttribute("aria-expanded", String(!menu.hidden));
+    };
+    box.append(b, menu);
+    return box;
+  }
+
+  // The view as an image URL (a PNG at twice the pixels, or SVG), with its title and
+  // filter written above it.
+  async imageURL(format) {
+    const heading = [this.description.title, this.filter === null ? "" : this.describeFilter(this.filter)]
+      .filter(Boolean).join(" · ");
+    const top = 24;
+    if (format === "svg") {
+      const svg = await this.view.toSVG();
+      const size = /<svg[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"/.exec(svg);
+      const [w, h] = size ? [+size[1], +size[2]] : [this.view.width(), this.view.height()];
+      const text = heading.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+      const whole = `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + top}" viewBox="0 0 ${w} ${h + top}">`
+        + `<rect width="100%" height="100%" fill="#fff"/>`
+        + `<text x="4" y="16" font-family="sans-serif" font-size="13" font-weight="600" fill="#222">${text}</text>`
+        + `<g transform="translate(0, ${top})">${svg}</g></svg>`;
+      return URL.createObjectURL(new Blob([whole], { type: "image/svg+xml" }));
+    }
+    const scale = 2;
+    const chart = await this.view.toCanvas(scale);
+    const canvas = document.createElement("canvas");
+    canvas.width = chart.width;
+    canvas.height = chart.height + top * scale;
+    const g = canvas.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, canvas.width, canvas.height);
+    g.fillStyle = "#222";
+    g.font = `600 ${13 * scale}px sans-serif`;
+    g.fillText(heading, 4 * scale, 16 * scale);
+    g.drawImage(chart, 0, top * scale);
+    return canvas.toDataURL("image/png");
   }
 
   // --- scale to the selection -------------------------------------------------------
@@ -801,6 +868,17 @@ function stepSpan([a, b], step, last, resize) {
 
 function escape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// Save a URL as a file (the browser's download).
+function save(url, name) {
+  const a = el("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  if (url.startsWith("blob:")) setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 // A spec's hints for clients (charts.py: `usermeta.brushfire`).

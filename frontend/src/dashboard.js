@@ -24,13 +24,16 @@ const fmt = new Intl.NumberFormat("en-US");
 export class DashboardUI {
   // `send(message) -> Promise<reply>`; `onFilters(state)` after every change of the
   // filters; `exportURL(format, state)`: where the rows behind a selection download from
-  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control).
-  constructor(root, description, send, { onFilters = () => {}, exportURL = null } = {}) {
+  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control);
+  // `linkOf(state)`: the page's address showing a selection state, or null (no "Copy
+  // link").
+  constructor(root, description, send, { onFilters = () => {}, exportURL = null, linkOf = null } = {}) {
     this.root = root;
     this.description = description;
     this.send = send;
     this.onFilters = onFilters;
     this.exportURL = exportURL;
+    this.linkOf = linkOf;
     this.recorder = new Recorder(description.name);
     this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
@@ -66,6 +69,7 @@ export class DashboardUI {
         onFilter: (msg) => this.filter(msg),
         onHover: (view, bar) => this.hover(view, bar),
         onResize: (chart) => this.pack(chart.card),
+        fileName: `${d.name}-${v.name}`,
       }));
     }
     // cards first (so each knows its width), then the views, all at once
@@ -149,6 +153,7 @@ export class DashboardUI {
     clear.dataset.action = "clear-all";
     clear.title = "Drop every filter: brushes, picks and parameters";
     actions.append(clear, this.fitAllControl(), ...(this.details?.controls ?? []));
+    if (this.linkOf) actions.append(this.copyLinkButton());
     this.recordButton = button("● Record", () => this.toggleRecording());
     this.recordButton.dataset.action = "record";
     this.recordButton.title = "Record the session's interactions and download them as a trace (for the benchmark)";
@@ -160,6 +165,30 @@ export class DashboardUI {
     actions.append(this.recordButton, help);
     h.append(facts, actions);
     return h;
+  }
+
+  // "Copy link": the address of the page showing the current selection, to the
+  // clipboard (or, where the browser keeps the clipboard from the page, shown to copy).
+  copyLinkButton() {
+    const b = button("Copy link", async () => {
+      const link = this.linkOf(this.filters);
+      let copied = false;
+      try {
+        await navigator.clipboard.writeText(link);
+        copied = true;
+      } catch {
+        copied = copyByHand(link);
+      }
+      if (copied) {
+        b.textContent = "Link copied ✓";
+        setTimeout(() => { b.textContent = "Copy link"; }, 1500);
+      } else {
+        window.prompt("Copy this link to the selection:", link);
+      }
+    });
+    b.dataset.action = "copy-link";
+    b.title = "Copy a link to this page showing the current selection (it carries no access token)";
+    return b;
   }
 
   // What to do with the views, said in a line (by the kinds of view and interaction the
@@ -177,6 +206,7 @@ export class DashboardUI {
       tips.push(`hover the bars of ${d.highlight.map((x) => titleOf(d, x.source)).join(" or ")} to highlight their share`);
     }
     if (d.details) tips.push("Show rows lists the rows behind the selection");
+    tips.push("a chart's ⤢ scales it to the selection, ⤓ saves it as an image");
     tips.push("Tab and the arrow keys work too");
     const box = el("div", "bf-help");
     box.setAttribute("role", "note");
@@ -589,6 +619,25 @@ export function el(tag, className = "", text = "") {
   if (className) e.className = className;
   if (text) e.textContent = text;
   return e;
+}
+
+// Copy text through a selected text box (browsers without the clipboard API, or an
+// address that is not a secure context); whether it worked.
+function copyByHand(text) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
 }
 
 // A view's title, by name.

@@ -495,3 +495,44 @@ def test_the_details_table_sorts_all_the_selected_rows_by_a_column(page, served,
     page.click(".bf-table th button[data-sort=rid]")
     page.wait_for_function("document.querySelector('.bf-table th:nth-child(1)').getAttribute('aria-sort') === 'ascending'")
     assert rids() == want("rid")
+
+
+# --- item 12: a view as PNG or SVG; a link to the selection ----------------------------------
+
+
+def test_a_view_saves_as_png_or_svg_and_a_link_to_the_selection_copies(chromium, served, page, tmp_path):
+    addr, dash = served
+    state = {"mag": {"interval": [2, 6]}, "cluster": {"values": ["cluster-0001"]}}
+    page.evaluate(f"window.brushfire.ui.setFilters({json.dumps(state)})")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.cluster")
+    page.click("[data-view=mag] [data-action=export]")
+    with page.expect_download() as png:
+        page.click("[data-view=mag] [data-format=png]")
+    assert png.value.suggested_filename == "analyst-mag.png"
+    png.value.save_as(tmp_path / "mag.png")
+    data = (tmp_path / "mag.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    canvas = page.evaluate("window.brushfire.ui.charts.get('mag').view.container().querySelector('canvas').width")
+    assert width >= 2 * canvas * 0.9 and height > 2 * 100  # twice the pixels, with the heading
+    page.click("[data-view=mag] [data-action=export]")
+    with page.expect_download() as svg:
+        page.click("[data-view=mag] [data-format=svg]")
+    assert svg.value.suggested_filename == "analyst-mag.svg"
+    svg.value.save_as(tmp_path / "mag.svg")
+    text = (tmp_path / "mag.svg").read_text()
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(text)  # well-formed
+    assert root.tag.endswith("svg") and "Magnitude · 2 – 6" in text
+    assert text.count("<path") + text.count("<rect") > 30  # the bars are drawn
+    # copy link: the address of this selection (no token), which opens the same selection
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=f"http://{addr}")
+    page.click("[data-action=copy-link]")
+    page.wait_for_function("document.querySelector('[data-action=copy-link]').textContent.startsWith('Link copied')")
+    link = page.evaluate("navigator.clipboard.readText()")
+    assert link.startswith(f"http://{addr}/?dashboard=analyst#filters=") and "token" not in link
+    assert json.loads(unquote(link.split("#filters=", 1)[1])) == state
+    with open_page(chromium, addr, "analyst", "copied-link", hash=link.split("?dashboard=analyst", 1)[1]) as other:
+        other.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.cluster")
+        assert other.evaluate("window.brushfire.ui.filters") == state
+        assert selected(other) == selected(page)
