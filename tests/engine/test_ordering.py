@@ -29,11 +29,13 @@ def columns(rng: np.random.Generator, n: int) -> dict[str, pa.Array]:
                       mask=rng.random(n) < 0.1),
         "f": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
         "nothing": pa.nulls(n, pa.float64()),
+        "c": pa.array(rng.integers(0, 3, n)),  # no nulls
+        "y": pa.array(rng.choice([-1.5, 0.0, 2.25], n)),  # no nulls, no NaN
     }
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("column", ["x", "k", "s", "t", "f", "nothing"])
+@pytest.mark.parametrize("column", ["x", "k", "s", "t", "f", "nothing", "c", "y"])
 @pytest.mark.parametrize("descending", [False, True])
 def test_a_page_in_a_columns_order_is_sqls(seed, column, descending):
     rng = np.random.default_rng(seed)

@@ -27,11 +27,15 @@ def page_order(values: pa.Array | pa.ChunkedArray, descending: bool, offset: int
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     order = "descending" if descending else "ascending"
-    keys = {"null": pc.is_null(values)}
-    sort = [("null", "ascending")]  # nulls last either way
+    keys, sort = {}, []  # (keys only a column with nulls, or NaN, needs)
+    if values.null_count:
+        keys["null"] = pc.is_null(values)
+        sort.append(("null", "ascending"))  # nulls last either way
     if pa.types.is_floating(values.type):  # NaN: the largest value
-        keys["nan"] = pc.fill_null(pc.is_nan(values), False)
-        sort.append(("nan", order))
+        nan = pc.fill_null(pc.is_nan(values), False)
+        if pc.any(nan).as_py():
+            keys["nan"] = nan
+            sort.append(("nan", order))
     keys["value"] = values
     keys["position"] = pa.array(np.arange(n, dtype=np.int64))
     sort += [("value", order), ("position", "ascending")]  # ties: rid order
