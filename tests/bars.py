@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 from brushfire import Dashboard
+from brushfire.spec.models import is_part
+from brushfire.views import view_type
 from oracle import Oracle
 
 
@@ -14,9 +16,10 @@ def sql_values(oracle: Oracle, dash: Dashboard, view: str, extra: str = "TRUE") 
     layout, v = dash.store.view(view), dash.spec.view(view)
     got = oracle.view(view, extra)
     out = []
+    keys = view_type(v).label_keys(v, view_type(v).sql_values(layout))  # as SQL spells them
     for i, label in enumerate(layout.labels):
-        key = label.replace("+00:00", "") if v.type == "temporal" else \
-            label if v.type == "categorical" else i
+        key = label.replace("+00:00", "") if v.type == "temporal" and not is_part(v) else \
+            keys[i] if v.type == "categorical" else i  # (a calendar part's key: its bar)
         count, total, mean, stat = got.get(key, (0, None, None, None))
         out.append({"count": count, "sum": total, "mean": mean}.get(v.aggregate.op, stat))
     return out

@@ -30,7 +30,18 @@ def to_pixel(page, view: str, x, y=None) -> tuple[float, float]:
     }""", [view, x, y]))
 
 
+def into_view(page, view: str) -> None:
+    """Scroll a view's chart into the window's middle unless all of it is in sight (below
+    the header, which stays at the top)."""
+    page.evaluate("""(name) => {
+        const body = window.brushfire.ui.charts.get(name).body, r = body.getBoundingClientRect();
+        const top = document.querySelector('.bf-header')?.getBoundingClientRect().bottom ?? 0;
+        if (r.top < top || r.bottom > window.innerHeight) body.scrollIntoView({block: 'center'});
+    }""", view)
+
+
 def drag(page, view: str, x0, x1, y0=None, y1=None, steps: int = 12) -> None:
+    into_view(page, view)
     (ax, ay), (bx, by) = to_pixel(page, view, x0, y0), to_pixel(page, view, x1, y1)
     page.mouse.move(ax, ay)
     page.mouse.down()

@@ -107,13 +107,31 @@ def test_a_heatmap_hides_empty_cells_uses_viridis_and_reverses_y():
     spec = spec_of(v, labels, [0, 1, 2, 3, 4, 5], "rect")
     (chart,) = layers(spec)
     enc = chart["encoding"]
-    assert enc["color"]["scale"] == {"type": "log", "scheme": "viridis", "nice": False}
+    assert enc["color"]["scale"] == {"type": "log", "scheme": "viridis", "nice": False,
+                                     "domainRaw": {"expr": "fit_domain"}}
     assert enc["y"]["scale"]["reverse"] is True and enc["x"]["scale"]["round"] is True
     (blank,) = chart["transform"]
     assert "datum.value !== 0" in blank["filter"] and "datum.value > 0" in blank["filter"]
     assert chart["mark"]["strokeWidth"] == 0
     assert spec["usermeta"]["brushfire"]["cells"] == [2, 3]
     assert spec["datasets"]["bars"][1]["label"] == "c 0 – 1, g 1 – 2"
+
+
+@pytest.mark.parametrize(("axes", "reversed_"), [
+    ({"x": {"reverse": True}}, {"x": True, "y": False}),
+    ({"y": {"reverse": True}}, {"x": False, "y": True}),
+    ({"x": {"reverse": True}, "reverse": ["y"]}, {"x": True, "y": True}),
+    ({}, {"x": False, "y": False}),
+], ids=str)
+def test_a_heatmap_axis_takes_reverse_of_its_own(axes, reversed_):
+    """Image-like data (screen rows, sky coordinates) reverse one axis: `x: {reverse: true}`
+    or the view's `reverse: [x]`, either."""
+    x = {"field": "c", "bin": {"step": 1, "extent": [0, 2]}, **axes.get("x", {})}
+    y = {"field": "g", "bin": {"step": 1, "extent": [0, 3]}, **axes.get("y", {})}
+    v = view(type="heatmap", x=x, y=y, reverse=axes.get("reverse", []))
+    labels = [[[a, a + 1.0], [b, b + 1.0]] for a in (0.0, 1.0) for b in (0.0, 1.0, 2.0)]
+    (chart,) = layers(spec_of(v, labels, [0, 1, 2, 3, 4, 5], "rect"))
+    assert {c: chart["encoding"][c]["scale"]["reverse"] for c in "xy"} == reversed_
 
 
 @pytest.mark.parametrize(("labels", "shape"), [
@@ -127,21 +145,71 @@ def test_categoricals_with_many_or_long_labels_are_rows(labels, shape):
     spec = spec_of(v, labels, [10] * len(labels))
     assert spec["usermeta"]["brushfire"]["shape"] == shape
     if shape == "rows":
-        assert spec["params"] == [{"name": "top_shown", "value": marks.TOP_SHOWN}]
+        assert {"name": "top_shown", "value": marks.TOP_SHOWN} in spec["params"]
         assert "height" not in spec  # one step per shown row
         assert spec["layer"][0]["encoding"]["y"]["field"] == "label"
 
 
-def test_a_dwarfing_other_bar_is_clipped_and_labelled():
+@pytest.mark.parametrize(("kind", "channel"), [("bars", "y"), ("rows", "x"), ("cells", "color")])
+def test_the_measure_scale_takes_the_domain_a_client_fits_to_the_selection(kind, channel):
+    """Scale to the selection: every view has the parameter `fit_domain` (null: the scale
+    of all rows), its measure's scale takes it as `domainRaw`, bars are clipped to the
+    plot (the bars of all rows then end there), and `usermeta` names the channel."""
+    if kind == "cells":
+        v = view(type="heatmap", x={"field": "c", "bin": {"step": 1, "extent": [0, 2]}},
+                 y={"field": "g", "bin": {"step": 1, "extent": [0, 1]}})
+        spec = spec_of(v, [[[0.0, 1.0], [0.0, 1.0]], [[1.0, 2.0], [0.0, 1.0]]], [3, 4], "rect")
+    elif kind == "rows":
+        labels = [f"c{i}" for i in range(30)]
+        spec = spec_of(view(type="categorical", field="o", top=30, other=False), labels, [10] * 30)
+    else:
+        spec = spec_of(view(**HIST), HIST_LABELS, [5, 40, 3, 0], "interval")
+    assert {"name": "fit_domain", "value": None} in spec["params"]
+    assert spec["usermeta"]["brushfire"]["fit"] == channel
+    scales = [ly["encoding"][channel]["scale"] for ly in layers(spec)
+              if channel in ly.get("encoding", {}) and "scale" in ly["encoding"][channel]]
+    assert scales and all(sc["domainRaw"] == {"expr": "fit_domain"} for sc in scales)
+    assert all(ly["mark"].get("clip") is True for ly in layers(spec) if ly["mark"]["type"] == "bar")
+    times = ["2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00", None, None]
+    minimum = view(**HIST, aggregate={"op": "min", "field": "t"})
+    assert spec_of(minimum, HIST_LABELS, times)["usermeta"]["brushfire"]["fit"] is None  # a time axis
+
+
+def test_a_dwarfing_other_bar_is_drawn_on_its_own_scale_and_labelled():
+    """The '(other)' bar of 1,400 rows beside categories of 150: the scale ends at 150,
+    and '(other)' is drawn scaled by `other_k` (its bar of all rows as long as the plot),
+    so the share of it that is selected shows; the client rescales it with the measure."""
     v = view(type="categorical", field="o", top=2)
     spec = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 1400])
-    full = spec["layer"][0]
+    full, value, hl = spec["layer"][:3]
     assert full["encoding"]["y"]["scale"]["domain"] == [0, 150]
     assert full["mark"]["clip"] is True
+    assert [ly["encoding"]["y"]["field"] for ly in (full, value, hl)] == ["pf", "pv", "ph"]
+    calc = {t["as"]: t["calculate"] for t in full["transform"]}
+    assert calc["pv"] == "isValid(datum.value) && datum.bar === 2 ? datum.value * other_k : datum.value"
+    assert {"name": "other_k", "value": 150 / 1400} in spec["params"]
     assert spec["layer"][-1]["mark"]["type"] == "text"
+    meta = spec["usermeta"]["brushfire"]
+    assert (meta["other"], meta["other_clipped"], meta["other_top"]) == (2, True, 150)
     calm = spec_of(v, ["ORD", "ATL", "(other)"], [150, 100, 200])
     assert calm["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 200]
-    assert len(calm["layer"]) == 3
+    assert len(calm["layer"]) == 3 and calm["layer"][1]["encoding"]["y"]["field"] == "value"
+    assert calm["usermeta"]["brushfire"]["other_clipped"] is False
+
+
+def test_categorical_columns_have_rows_for_narrow_cards():
+    """On a phone 21 rotated labels crowd: a view drawn as columns also has a spec drawn
+    as rows, which the page uses on a narrow card; views drawn one way only have none."""
+    v = view(type="categorical", field="o", top=2)
+    narrow = charts.narrow_spec(v, layout(v, ["ORD", "ATL", "(other)"]), [150, 100, 1400], "points")
+    assert narrow["usermeta"]["brushfire"]["shape"] == "rows"
+    assert narrow["usermeta"]["brushfire"]["other_clipped"] is True
+    assert narrow["layer"][0]["encoding"]["y"]["field"] == "label"
+    many = view(type="categorical", field="o", top=30, other=False)
+    labels = [f"c{i}" for i in range(30)]
+    assert charts.narrow_spec(many, layout(many, labels), [10] * 30, "points") is None
+    hist = view(**HIST)
+    assert charts.narrow_spec(hist, layout(hist, HIST_LABELS), [5, 40, 3, 0], "interval") is None
 
 
 def test_order_statistics_are_plain_numbers_or_times():

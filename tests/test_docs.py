@@ -15,7 +15,7 @@ README = (ROOT / "README.md").read_text()
 
 MODELS = [m.DashboardSpec, m.Source, m.Bin, m.Aggregate, m.HistogramView, m.TemporalView,
           m.CategoricalView, m.HeatmapView, m.Axis, m.CrossfilterGroup, m.Highlight, m.Details,
-          m.Parameter, m.Interactions, m.Profile, m.FunctionalDependency]
+          m.Parameter, m.Interactions, m.Profile, m.FunctionalDependency, m.Section]
 
 
 @pytest.mark.parametrize("key", sorted({k for model in MODELS for k in model.model_fields}))

@@ -17,7 +17,9 @@ show the picked bars through the optional field `sel` (false: not picked).
 Each view type (views/) draws its chart from the marks of brushfire/marks.py and says
 its bars' geometry, labels, caveats and description; this module puts them together with
 the layout hints for clients (`usermeta`: the view's shape, its heatmap cells, how many
-rows of a long categorical to show). Clients size the views to the page.
+rows of a long categorical to show, `fit`: the channel of the measure's scale). Clients
+size the views to the page, and may scale the measure to the selection by setting the
+parameter `fit_domain` to a domain (null: the scale of all rows).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from brushfire.spec import models as m
 from brushfire.views import view_type
 
 WIDTH, HEIGHT = 360, 160  # defaults; the page fits each view to its card
+FIT_CHANNEL = {"bars": "y", "rows": "x", "cells": "color"}  # the measure's channel, by shape
+# what the bars' colours mean, for the page's legend
+COLORS = {"full": marks.FULL_COLOR, "value": marks.VALUE_COLOR, "muted": marks.MUTED_COLOR,
+          "highlight": marks.HIGHLIGHT_COLOR}
 
 
 def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
@@ -35,10 +41,26 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     """The Vega-Lite spec of one view, its `bars` dataset filled with the full-data values."""
     vt = view_type(view)
     rows = bar_rows(view, layout, full)
+    return _spec(view, layout, full, rows, vt.chart(view, layout, full, brush, rows), width, height)
+
+
+def narrow_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
+                width: int = WIDTH, height: int = HEIGHT) -> dict | None:
+    """The spec of the view for a narrow card (a phone), if it draws differently there
+    (`ViewType.narrow_chart`); clients switch by the card's width."""
+    vt = view_type(view)
+    rows = bar_rows(view, layout, full)
+    drawn = vt.narrow_chart(view, layout, full, brush, rows)
+    return None if drawn is None else _spec(view, layout, full, rows, drawn, width, height)
+
+
+def _spec(view: m.View, layout: ViewLayout, full: list, rows: list[dict], drawn: tuple,
+          width: int, height: int) -> dict:
+    vt = view_type(view)
     meta: dict = {"shape": "bars", "bars": len(rows),
                   "tooltip": {"key": vt.tooltip_key(view), "measure": marks.measure_title(view)},
                   "caveats": caveat_texts(view), "clamped": {}}
-    chart, more = vt.chart(view, layout, full, brush, rows)
+    chart, more = drawn
     meta.update(more)
     props = {"title": view.title or view.name, "width": width}
     if meta["shape"] != "rows":  # rows: one step per shown bar
@@ -46,6 +68,9 @@ def view_spec(view: m.View, layout: ViewLayout, full: list, brush: str | None,
     # no per-mark ARIA texts: they are SVG-only, and Vega-Lite would format one for every
     # changed bar on every update; the page describes each view itself
     spec = chart.properties(**props).configure(aria=False).to_dict()
+    # scale to the selection: the client sets the measure scale's domain (null: all rows)
+    meta["fit"] = None if marks.temporal_measure(full) else FIT_CHANNEL[meta["shape"]]
+    spec["params"] = [*spec.get("params", []), {"name": "fit_domain", "value": None}]
     spec["datasets"] = {"bars": rows}
     spec["description"] = describe_view(view, layout)
     spec["usermeta"] = {"brushfire": meta}

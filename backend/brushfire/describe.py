@@ -30,9 +30,10 @@ def frontend_dist() -> Path:
 
 def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
-    full-data bars), its labels and initial values (after default parameters), its brush
-    (`lazy`: not captured, answered on Spark by brushfire/fallback.py); the parameters
-    with their choices; the highlight and details declarations; the version served
+    full-data bars; and for a narrow card, when it differs), its labels and initial values
+    (after default parameters), its brush (`lazy`: not captured, answered on Spark by
+    brushfire/fallback.py; `snap`); the parameters with their choices; the highlight and
+    details declarations; the layout; the bars' colours; the version served
     (brushfire/versions.py). Computed once per open dashboard (the store is read-only),
     and forgotten with it."""
     with _lock:
@@ -57,13 +58,15 @@ def _describe(dash: Dashboard) -> dict:
         brush = brush_of(v) if lazy else brush
         views.append({"name": v.name, "title": v.title or v.name, "type": v.type,
                       "unit": getattr(v, "unit", None), "brush": brush,
+                      "snap": getattr(v, "snap", False),
                       "bounds": view_type(v).bound(v),
                       "lazy": lazy,
                       "aggregate": v.aggregate.op, "labels": layout.labels,
                       "bins": bins_record(v),
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "caveats": initial[v.name].caveats,
-                      "spec": charts.view_spec(v, layout, full[v.name].values, brush)})
+                      "spec": charts.view_spec(v, layout, full[v.name].values, brush),
+                      "narrow_spec": charts.narrow_spec(v, layout, full[v.name].values, brush)})
     details = dash.spec.interactions.details
     return {
         "name": dash.name, "title": dash.spec.title or dash.name, "rows": dash.store.n_rows,
@@ -73,6 +76,8 @@ def _describe(dash: Dashboard) -> dict:
         "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
+        "layout": [s.model_dump() for s in dash.spec.layout] if dash.spec.layout else None,
+        "colors": charts.COLORS,
     }
 
 

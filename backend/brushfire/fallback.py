@@ -367,17 +367,20 @@ class FallbackSession:
     # --- lineage queries -------------------------------------------------------------------
 
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
+                page_size: int | None = None, columns: list[str] | None = None,
+                order_by: str | None = None, descending: bool = False) -> pa.Table:
         declared = self.spec.interactions.details
-        listed = declared is not None and set(columns or declared.columns) <= set(declared.columns)
+        named = {*(columns or (declared.columns if declared else [])), *([order_by] if order_by else [])}
+        listed = declared is not None and named <= set(declared.columns)
         if listed and not self.lazy:  # the engine's, unless the view's bars were not indexed
             try:
-                return self.inner.details(view, bars, page, page_size, columns)
+                return self.inner.details(view, bars, page, page_size, columns, order_by, descending)
             except NotCapturedError:
                 pass
         self.source.start()
         columns = list(dict.fromkeys(columns or (declared.columns if declared else self.source.columns)))
-        unknown = [c for c in columns if c not in self.source.columns]
+        unknown = [c for c in [*columns, *([order_by] if order_by is not None else [])]
+                   if c not in self.source.columns]
         if unknown:
             msg = f"no column {unknown[0]!r} in the source; columns: {', '.join(sorted(self.source.columns))}"
             raise InteractionError(msg)
@@ -390,8 +393,11 @@ class FallbackSession:
         try:
             table = self.source.rid_table(group)
             cols = ", ".join(sql.ident(c, sql.SPARK) for c in columns)
+            # as engine/ordering.py: NULLS LAST, NaN the largest (as Spark orders it), then rid
+            order = "__rid" if order_by is None else \
+                f"{sql.ident(order_by, sql.SPARK)} {'DESC' if descending else 'ASC'} NULLS LAST, __rid"
             rows = self._spark(f"SELECT __rid AS rid, {cols} FROM ({table}) AS t WHERE {where} "
-                               f"ORDER BY __rid LIMIT {size} OFFSET {page * size}",
+                               f"ORDER BY {order} LIMIT {size} OFFSET {page * size}",
                                "finding the rows behind the selection", group)
         finally:
             self._end(group)

@@ -5,7 +5,9 @@ assembles a view's spec. The browser and the Jupyter widget render them with veg
 
 The marks read the named dataset `bars` and the fields charts.py documents (geometry,
 `label`, `full`, `value`, `hl`, `sel`, `clamp`); they apply the spec's display options
-(`scale`, `reverse`).
+(`scale`, `reverse`). The measure's scale takes its domain from the parameter
+`fit_domain` when a client sets it (scale to the selection; null: the scale of all rows),
+and bars are clipped to the plot, where the bars of all rows then end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ MAX_COLUMNS = 24  # categoricals with more bars (or long labels) are drawn as ro
 MAX_COLUMN_LABEL = 8  # characters
 TOP_SHOWN = 30  # rows of a long categorical shown at first; the page offers more
 OTHER = "(other)"
+FIT = {"expr": "fit_domain"}  # a measure scale's domain when the client sets one (charts.py)
 
 
 def as_rows(labels: list) -> bool:
@@ -48,12 +51,14 @@ def binned(view, full: list, brush: str | None, x, spacing: int, clamp_marker: b
     y, base_y, keep = _measure(view, full, "y", measure_title(view))
     # y2 = the baseline: bars with x, x2 and y alone are drawn as horizontal ranges
     base = alt.Chart(data).encode(x=x, x2="x1", y2=base_y, tooltip=_tooltip())
-    full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing).encode(y=y)
+    full_layer = base.mark_bar(color=FULL_COLOR, binSpacing=spacing, clip=True).encode(y=y)
     if brush == "interval":
         full_layer = full_layer.add_params(alt.selection_interval(name="brush", encodings=["x"]))
-    vtype = "temporal" if _temporal_measure(full) else "quantitative"
-    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing).encode(y=alt.Y("value", type=vtype))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing).encode(y=alt.Y("hl", type=vtype))
+    vtype = "temporal" if temporal_measure(full) else "quantitative"
+    value = base.mark_bar(color=VALUE_COLOR, binSpacing=spacing, clip=True).encode(
+        y=alt.Y("value", type=vtype))
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, binSpacing=spacing, clip=True).encode(
+        y=alt.Y("hl", type=vtype))
     layers = _kept(full_layer, value, hl, keep=keep)
     if clamp_marker:
         # a marker on an edge bar holding clamped rows: its tooltip says how many
@@ -70,15 +75,17 @@ def categorical_columns(view, full: list, other: int | None):
     x = alt.X("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse),
               axis=alt.Axis(labelAngle=-45, labelLimit=80))
-    clip = _dwarfing(view, full, other)
-    y, base_y, keep = _measure(view, full, "y", measure_title(view), skip=other if clip else None)
-    base = alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip())
+    clip = dwarfing(view, full, other)
+    y, base_y, keep = _measure(view, full, "y", measure_title(view), skip=other if clip else None,
+                               field="pf" if clip else "full")
+    base = _scaled_other(alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip()), other, clip)
     layers = _kept(*_category_layers(base, y, "y", other, clip), keep=keep)
-    if clip:  # the clipped '(other)' bar says how tall it is
+    if clip:  # the '(other)' bar says how many rows it has selected
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
             baseline="top", dy=2, fontSize=10, color="#333").encode(
             x=x, y=alt.value(0), text=alt.Text("value:Q", format=".3~s")))
-    return alt.layer(*layers)
+    chart = alt.layer(*layers)
+    return chart.add_params(alt.param(name="other_k", value=other_scale(full, other))) if clip else chart
 
 
 def categorical_rows(view, full: list, other: int | None):
@@ -88,43 +95,69 @@ def categorical_rows(view, full: list, other: int | None):
     y = alt.Y("label:N", sort=None, title=None,
               scale=alt.Scale(reverse="x" in view.reverse, paddingInner=0.15),
               axis=alt.Axis(labelLimit=180, labelOverlap=False))
-    clip = _dwarfing(view, full, other)
+    clip = dwarfing(view, full, other)
     x, base_x, keep = _measure(view, full, "x", measure_title(view), reverse_key="y",
-                               skip=other if clip else None)
-    base = alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip())
+                               skip=other if clip else None, field="pf" if clip else "full")
+    base = _scaled_other(alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip()), other, clip)
     layers = _kept(*_category_layers(base, x, "x", other, clip), keep=keep)
     if clip:
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
             align="right", dx=-3, fontSize=10, color="#333").encode(
             y=y, x=alt.value({"expr": "width"}), text=alt.Text("value:Q", format=".3~s")))
     shown = "datum.bar < top_shown" + (f" || datum.bar === {other}" if other is not None else "")
-    return alt.layer(*layers).add_params(
-        alt.param(name="top_shown", value=TOP_SHOWN)).transform_filter(shown)
+    params = [alt.param(name="top_shown", value=TOP_SHOWN)]
+    if clip:
+        params.append(alt.param(name="other_k", value=other_scale(full, other)))
+    return alt.layer(*layers).add_params(*params).transform_filter(shown)
 
 
-def _dwarfing(view: m.View, full: list, other: int | None) -> bool:
+def dwarfing(view: m.View, full: list, other: int | None) -> bool:
     """Whether the '(other)' bar would flatten the categories' bars (on a linear or sqrt
-    count scale): then the scale ends at the largest category and '(other)' is clipped,
-    with its value written on it."""
+    count scale): then the scale ends at the largest category (`other_top`) and '(other)'
+    is drawn on a scale of its own, as long as the plot (`_scaled_other`), with its value
+    written on it."""
     if other is None or view.scale == "log" or view.aggregate.op != "count":
         return False
     rest = [v for i, v in enumerate(full) if i != other and v is not None]
     return bool(rest) and full[other] is not None and full[other] > 1.5 * max(max(rest), 1)
 
 
+def other_top(full: list, other: int) -> float:
+    """The end of a dwarfed categorical's count scale: its largest category (at least 1)."""
+    return max(max((v for i, v in enumerate(full) if i != other and v is not None), default=1), 1)
+
+
+def other_scale(full: list, other: int) -> float:
+    """The factor drawing a dwarfed '(other)' bar of all rows as long as the plot."""
+    return other_top(full, other) / full[other]
+
+
+def _scaled_other(base, other: int | None, clip: bool):
+    """Bars drawn from `pf`, `pv`, `ph`: `full`, `value` and `hl`, except the dwarfed
+    '(other)' bar's, which are scaled by the parameter `other_k` (its bar of all rows as
+    long as the plot; the client rescales it with the measure), so the share of it that is
+    selected or highlighted shows, rather than a bar cut off at the top."""
+    if not clip:
+        return base
+    scaled = {f"p{f[0]}": f"isValid(datum.{f}) && datum.bar === {other} ? datum.{f} * other_k : datum.{f}"
+              for f in ("full", "value", "hl")}
+    return base.transform_calculate(**scaled)
+
+
 def _category_layers(base, measure, channel: str, other: int | None, clip: bool):
     enc = alt.X if channel == "x" else alt.Y
-    full = base.mark_bar(color=FULL_COLOR, clip=clip).encode(**{channel: measure})
+    full = base.mark_bar(color=FULL_COLOR, clip=True).encode(**{channel: measure})
     # picked bars: `sel` is false for the bars left out of a pick (absent: none is picked);
     # `cur`: the bar the keyboard is on
     color = alt.condition("datum.sel === false", alt.value(MUTED_COLOR), alt.value(VALUE_COLOR))
     cursor = alt.condition("datum.cur === true", alt.value("#1f2328"), alt.value(None))
-    value = base.mark_bar(strokeWidth=1.5, clip=clip).encode(
-        **{channel: enc("value:Q")}, color=color, stroke=cursor)
+    v, h = ("pv", "ph") if clip else ("value", "hl")
+    value = base.mark_bar(strokeWidth=1.5, clip=True).encode(
+        **{channel: enc(f"{v}:Q")}, color=color, stroke=cursor)
     if other is not None:  # '(other)' is not a category but everything else: lighter
         value = value.encode(opacity=alt.condition(f"datum.bar === {other}", alt.value(0.6),
                                                    alt.value(1)))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=clip).encode(**{channel: enc("hl:Q")})
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=True).encode(**{channel: enc(f"{h}:Q")})
     return full, value, hl
 
 
@@ -134,12 +167,13 @@ def heatmap(view, full: list, brush: str | None):
 
     def position(axis: m.Axis, name: str):
         return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
-                         reverse=name in view.reverse)
+                         reverse=axis.reverse or name in view.reverse)
 
-    ctype = "temporal" if _temporal_measure(full) else "quantitative"
-    color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME)
+    ctype = "temporal" if temporal_measure(full) else "quantitative"
+    fit = {} if ctype == "temporal" else {"domainRaw": FIT}
+    color_scale = alt.Scale(type=view.scale, scheme=HEATMAP_SCHEME, **fit)
     if view.scale == "log":
-        color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False)
+        color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False, **fit)
     # empty cells stay blank: no rows (count 0), no measure (null), or off a log scale
     blank = ("isValid(datum.value) && (isString(datum.value) || isFinite(datum.value))"
              + (" && datum.value !== 0" if op == "count" else "")
@@ -158,12 +192,12 @@ def heatmap(view, full: list, brush: str | None):
 
 
 def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: str = "y",
-             skip: int | None = None):
+             skip: int | None = None, field: str = "full"):
     """The measure's position encoding (of `full`), its baseline and which layers' values
     the scale can show (log: positive ones). Counts get a fixed domain, [0, the largest
     full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
     op, kind = view.aggregate.op, view.scale
-    if _temporal_measure(full):  # min / max of times: a time axis, bars from its start
+    if temporal_measure(full):  # min / max of times: a time axis, bars from its start
         enc = alt.X if channel == "x" else alt.Y
         scale = alt.Scale(type="utc", reverse=reverse_key in view.reverse)
         return enc("full:T", scale=scale, axis=alt.Axis(title=title)), \
@@ -171,7 +205,7 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     finite = [v for i, v in enumerate(full) if i != skip and isinstance(v, (int, float))
               and math.isfinite(v)]
     # whole pixels: crisp bar ends, and a change too small to move one draws nothing
-    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True}
+    scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True, "domainRaw": FIT}
     if op == "count" and finite:
         top = max(max(finite), 1)
         scale["domain"] = [0.5, top] if kind == "log" else [0, top]
@@ -182,11 +216,12 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
         axis = alt.Axis(title=title)
     elif kind == "log":  # decades only
         axis = alt.Axis(title=title, format="~s", tickCount=3)
-    else:  # 0, 200k, 1.4M, 2B
+    else:  # 0, 200k, 1.4M, 2B; whole numbers of rows even when scaled to a small selection
         axis = alt.Axis(title=title, labelExpr=(
-            "datum.value === 0 ? '0' : replace(format(datum.value, '~s'), 'G', 'B')"))
+            "datum.value === 0 ? '0' : replace(format(datum.value, '~s'), 'G', 'B')"),
+            **({"tickMinStep": 1} if op in ("count", "distinct") else {}))
     enc = alt.X if channel == "x" else alt.Y
-    measure = enc("full:Q", scale=alt.Scale(**scale), axis=axis)
+    measure = enc(f"{field}:Q", scale=alt.Scale(**scale), axis=axis)
     # no zero on a log scale: there, bars start at the plot's edge
     baseline = _log_baseline(channel, scale["reverse"]) if kind == "log" else alt.datum(0)
     keep = "datum.{f} > 0" if kind == "log" else None
@@ -226,7 +261,7 @@ def measure_title(view: m.View) -> str:
     return f"{agg.op} of {agg.field}"
 
 
-def _temporal_measure(full: list) -> bool:
+def temporal_measure(full: list) -> bool:
     """Are the values times (min / max of a timestamp: ISO text)?"""
     return any(isinstance(x, str) for x in full)
 

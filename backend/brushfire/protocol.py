@@ -261,8 +261,13 @@ class Details(Message):
     page: Index = Field(0, ge=0, le=MAX_PAGE)
     page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
     columns: list[str] | None = None
+    order_by: str | None = None  # a details column: rows in its order (else rid order)
+    descending: pydantic.StrictBool = False
 
     def check(self, session: SessionAPI) -> None:
+        if self.descending and self.order_by is None:
+            msg = "details.descending: orders by order_by, which is missing; give the column to order by"
+            raise InteractionError(msg)
         if self.view is not None:
             _check_view(session, "details.view", self.view)
             _check_bars(session, "details.bars", self.view, self.bars or [])
@@ -275,14 +280,16 @@ class Details(Message):
         if declared is None:
             msg = "details: details on demand is not declared in this dashboard's interactions"
             raise NotCapturedError(msg)
-        for i, c in enumerate(self.columns or ()):
+        named = [(f"columns[{i}]", c) for i, c in enumerate(self.columns or ())]
+        for where, c in named + ([("order_by", self.order_by)] if self.order_by is not None else []):
             if c not in declared.columns:
-                msg = (f"details.columns[{i}]: {V.show(c)} is not a details column; columns: "
+                msg = (f"details.{where}: {V.show(c)} is not a details column; columns: "
                        f"{', '.join(declared.columns)}" + S.did_you_mean(c, declared.columns))
                 raise InteractionError(msg)
 
     def run(self, session: SessionAPI) -> dict:
-        table = session.details(self.view, self.bars, self.page, self.page_size, self.columns)
+        table = session.details(self.view, self.bars, self.page, self.page_size, self.columns,
+                                self.order_by, self.descending)
         total = session.count_selected(self.view, self.bars)
         return {"type": "details", "page": self.page, "total": total,
                 "rows": _jsonable_rows(table.to_pylist())}
@@ -347,6 +354,7 @@ FIELD_SHAPES = {
     "rids": f"a list of at most {MAX_FORWARD_RIDS:,} row ids",
     "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
+    "order_by": "a details column's name (a string)", "descending": "true or false",
 }
 ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)",
                "targets": "a view's name (a string)",

@@ -13,31 +13,46 @@
 // views are picked by click (shift-click adds or removes). `onFilter` receives protocol
 // messages. The keyboard moves (arrows) and resizes (shift + arrows) a brush by whole
 // bars, or walks and picks categorical bars.
+//
+// A drag's ends are where the pointer was, rounded to the view's precision: a power of
+// ten (or a second, minute, hour or day) no larger than one pixel, so the brush sent, the
+// readout and the address agree and carry no float noise (0.2, not 0.1567). A brush that
+// snaps (the spec's `snap`, or Shift while dragging; the keyboard's always) covers whole
+// bars and selects exactly their rows: from a bar's start to just below the next bar's
+// start (the largest double, or the last microsecond, below it), with open ends over a
+// clamped edge bar. The engine answers `lo <= x <= hi` on raw values either way.
 
 import embed from "vega-embed";
-import { changeset, Error as VEGA_ERRORS_ONLY } from "vega";
-import { formatInstant, formatMeasure, formatNumber, formatValue } from "./format.js";
+import { changeset, scale as vegaScale, Error as VEGA_ERRORS_ONLY } from "vega";
+import {
+  formatAtStep, formatMeasure, formatNumber, formatTimeEdge, formatValue, isoJustBefore, nextDown,
+  roundToStep, stepFor, timeStepFor,
+} from "./format.js";
 import { filterOfMessage, pickedValues, xInterval, yInterval } from "./selection.js";
 
 const KEY_HELP = {
-  interval: "Left and right arrows move the brush by one bar; with Shift they resize it; Escape clears it.",
-  rect: "Arrow keys move the brush by one cell; with Shift they resize it; Escape clears it.",
+  interval: "Left and right arrows brush one bar and move the brush by one bar; with Shift they resize it; Escape clears it.",
+  rect: "Arrow keys brush one cell and move the brush by one cell; with Shift they resize it; Escape clears it.",
   points: "Arrow keys walk the bars; Enter or Space picks or unpicks the bar; Escape clears the pick.",
 };
 const MIN_WIDTH = 200;
+const NARROW_BAR = 15; // px per column below which a categorical is drawn as rows (its narrow spec)
 const HOLD_MS = 40; // longest wait of a view's own redraw for the answer to its filter
 
 export class Chart {
-  constructor(description, { onFilter, onHover, onResize = () => {} }) {
+  constructor(description, { onFilter, onHover, onResize = () => {}, fileName = null }) {
     this.description = description; // one entry of the server's `views`
     this.name = description.name;
     this.kind = description.brush; // interval, rect, points or null
-    this.meta = description.spec.usermeta?.brushfire ?? { shape: "bars" };
+    this.meta = metaOf(description.spec); // of the spec drawn (`embedView` may pick the narrow one)
     // brush ends are times (ISO instants) or numbers (a calendar part's view: its values)
     this.temporal = description.bounds === "time";
+    this.snap = Boolean(description.snap); // brushes snap to whole bars (Shift: the other way)
+    this.shift = false; // Shift held during the current drag
     this.onFilter = onFilter;
     this.onHover = onHover;
     this.onResize = onResize;
+    this.fileName = fileName ?? description.name; // of exported images, without extension
     this.base = description.spec.datasets.bars; // bar geometry, labels and `full`
     this.values = description.values;
     this.counts = description.counts ?? []; // rows per bar (shown beside an order statistic)
@@ -48,6 +63,7 @@ export class Chart {
     this.quiet = 0; // > 0 while we set the brush ourselves: its signal is not the user's
     this.picked = new Set();
     this.cursor = null; // keyboard position among categorical bars
+    this.fit = false; // the measure scaled to the selection (`fit_domain`), not to all rows
   }
 
   rows() {
@@ -106,29 +122,72 @@ export class Chart {
       head.append(note);
     }
     head.append(this.readout);
-    if (this.meta.shape === "rows") head.append(this.topControl());
-    head.append(this.clearButton);
+    this.topSelect = null; // a rows view's "top N" control (placed by `embedView`)
+    if (this.meta.fit) head.append(this.fitButton());
+    head.append(this.exportControl(), this.clearButton);
+    this.head = head;
     const about = el("p", "bf-sr", `${this.description.spec.description ?? ""} ${KEY_HELP[this.kind] ?? ""}`);
     about.id = `${id}-about`;
-    this.body = el("div", `bf-chart bf-shape-${this.meta.shape}`);
+    this.body = el("div", "bf-chart");
     this.body.tabIndex = 0;
     this.body.setAttribute("role", "group");
     this.body.setAttribute("aria-roledescription", "chart");
     this.body.setAttribute("aria-labelledby", title.id);
     this.body.setAttribute("aria-describedby", about.id);
     this.body.addEventListener("keydown", (e) => this.onKey(e));
+    for (const type of ["pointerdown", "pointermove"]) {
+      this.body.addEventListener(type, (e) => {
+        this.shift = e.shiftKey;
+        if (type === "pointerdown") this.dragging = true;
+      }, true);
+    }
+    // a snapped brush is drawn on its bars once the drag ends (redrawn during it, the
+    // drag's start would move with each pixel rounding)
+    window.addEventListener("pointerup", () => {
+      this.dragging = false;
+      if (this.snapDue) this.redrawSnapped();
+    });
     this.note = el("p", "bf-caveats", "");
     this.note.setAttribute("aria-live", "polite");
     card.replaceChildren(head, this.body, this.note, about);
     this.showCaveats();
+    await this.embedView();
+  }
 
-    const spec = structuredClone(this.description.spec);
+  // The spec to draw at `width`: the narrow one (categorical columns as rows) when the
+  // columns would be narrower than NARROW_BAR.
+  variantFor(width) {
+    const narrow = this.description.narrow_spec;
+    const bars = metaOf(this.description.spec).bars ?? 1;
+    return narrow && (width - 60) / bars < NARROW_BAR ? "narrow" : "wide";
+  }
+
+  // Embed the view's spec for the card's width (again when the card crosses NARROW_BAR),
+  // with the bars, picks, highlight and scale it has now.
+  async embedView() {
+    const width = this.availableWidth();
+    this.variant = this.variantFor(width);
+    const spec = structuredClone(this.variant === "narrow" ? this.description.narrow_spec : this.description.spec);
+    this.meta = metaOf(spec);
+    this.body.className = `bf-chart bf-shape-${this.meta.shape}`;
+    if (this.meta.shape === "rows" && !this.topSelect) {
+      this.topSelect = this.topControl();
+      this.readout.after(this.topSelect);
+    } else if (this.meta.shape !== "rows" && this.topSelect) {
+      this.topSelect.remove();
+      this.topSelect = null;
+    }
     delete spec.title; // the card's heading
     spec.datasets.bars = this.rows();
-    const width = this.availableWidth();
     spec.width = width;
     spec.autosize = { type: "fit-x", contains: "padding" };
     if (this.meta.shape === "bars") spec.height = barHeight(width);
+    for (const p of spec.params ?? []) {
+      if (p.name === "fit_domain" || p.name === "other_k") p.value = this.fitSignals()[p.name] ?? p.value;
+    }
+    this.view?.finalize();
+    this.renderNow = null; // (holdRedraw wraps the new view's renderer)
+    this.holding = false;
     const result = await embed(this.body, spec, {
       actions: false, renderer: "canvas", logLevel: VEGA_ERRORS_ONLY,
       tooltip: { formatTooltip: (bar) => this.tooltip(bar) },
@@ -138,7 +197,13 @@ export class Chart {
     this.width = width;
     if (this.kind === "interval" || this.kind === "rect") {
       this.view.addSignalListener("brush", (_, value) => {
-        if (!this.quiet) this.sendFilter(this.brushMessage(value));
+        if (this.quiet) return;
+        const snapped = this.snap !== this.shift;
+        this.sendFilter(this.brushMessage(value, snapped));
+        if (snapped && this.filter) {
+          this.snapDue = true;
+          if (!this.dragging) this.redrawSnapped();
+        }
       });
     } else if (this.kind === "points") {
       this.view.addEventListener("click", (event, item) => this.click(event, item));
@@ -163,11 +228,17 @@ export class Chart {
     await this.quietly(() => this.view.height(height));
   }
 
-  // The card was resized: fit the view to it and redraw the brush at its new pixels.
+  // The card was resized: fit the view to it and redraw the brush at its new pixels (or
+  // embed the other spec, when the card crossed NARROW_BAR).
   async resize() {
     if (!this.view) return;
     const width = this.availableWidth();
     if (width === this.width) return;
+    if (this.variantFor(width) !== this.variant) {
+      await this.embedView();
+      this.onResize(this);
+      return;
+    }
     this.width = width;
     await this.quietly(() => {
       this.view.width(width);
@@ -218,8 +289,142 @@ export class Chart {
         changed++;
       }
     }
+    if (this.fit) {
+      this.quiet++; // (the brush does not move: this only rescales the measure)
+      try { changed += this.setSignals(this.fitSignals()); } finally { this.quiet--; }
+    }
     if (!changed) return Promise.resolve();
     return this.view.change("bars", cs).runAsync();
+  }
+
+  // --- export -------------------------------------------------------------------------
+
+  // "⤓": a menu saving the view as drawn (bars, brush, scale) as PNG or SVG, under its
+  // title and filter.
+  exportControl() {
+    const box = el("span", "bf-export");
+    const b = el("button", "bf-view-export", "⤓");
+    b.dataset.action = "export";
+    b.title = "Save this view as an image (PNG or SVG)";
+    b.setAttribute("aria-label", `Save ${this.description.title} as an image`);
+    b.setAttribute("aria-haspopup", "menu");
+    b.setAttribute("aria-expanded", "false");
+    const menu = el("span", "bf-export-menu");
+    menu.setAttribute("role", "menu");
+    menu.hidden = true;
+    for (const format of ["png", "svg"]) {
+      const item = el("button", "", format.toUpperCase());
+      item.setAttribute("role", "menuitem");
+      item.dataset.format = format;
+      item.onclick = async () => {
+        menu.hidden = true;
+        b.setAttribute("aria-expanded", "false");
+        save(await this.imageURL(format), `${this.fileName}.${format}`);
+      };
+      menu.append(item);
+    }
+    b.onclick = () => {
+      menu.hidden = !menu.hidden;
+      b.setAttribute("aria-expanded", String(!menu.hidden));
+    };
+    box.append(b, menu);
+    return box;
+  }
+
+  // The view as an image URL (a PNG at twice the pixels, or SVG), with its title and
+  // filter written above it.
+  async imageURL(format) {
+    const heading = [this.description.title, this.filter === null ? "" : this.describeFilter(this.filter)]
+      .filter(Boolean).join(" · ");
+    const top = 24;
+    if (format === "svg") {
+      const svg = await this.view.toSVG();
+      const size = /<svg[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"/.exec(svg);
+      const [w, h] = size ? [+size[1], +size[2]] : [this.view.width(), this.view.height()];
+      const text = heading.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+      const whole = `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + top}" viewBox="0 0 ${w} ${h + top}">`
+        + `<rect width="100%" height="100%" fill="#fff"/>`
+        + `<text x="4" y="16" font-family="sans-serif" font-size="13" font-weight="600" fill="#222">${text}</text>`
+        + `<g transform="translate(0, ${top})">${svg}</g></svg>`;
+      return URL.createObjectURL(new Blob([whole], { type: "image/svg+xml" }));
+    }
+    const scale = 2;
+    const chart = await this.view.toCanvas(scale);
+    const canvas = document.createElement("canvas");
+    canvas.width = chart.width;
+    canvas.height = chart.height + top * scale;
+    const g = canvas.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, canvas.width, canvas.height);
+    g.fillStyle = "#222";
+    g.font = `600 ${13 * scale}px sans-serif`;
+    g.fillText(heading, 4 * scale, 16 * scale);
+    g.drawImage(chart, 0, top * scale);
+    return canvas.toDataURL("image/png");
+  }
+
+  // --- scale to the selection -------------------------------------------------------
+
+  fitButton() {
+    const b = el("button", "bf-view-fit", "⤢");
+    b.dataset.action = "fit";
+    b.title = "Scale to the selection: the measure's axis fits the selected rows (the bars of all rows are cut off); again: all rows";
+    b.setAttribute("aria-label", `Scale ${this.description.title} to the selection`);
+    b.setAttribute("aria-pressed", "false");
+    b.onclick = () => this.setFit(!this.fit);
+    this.fitToggle = b;
+    return b;
+  }
+
+  // Scale the measure to the selection (`on`), or back to all rows.
+  async setFit(on) {
+    if (!this.meta.fit || this.fit === on) return;
+    this.fit = on;
+    this.fitToggle?.setAttribute("aria-pressed", String(on));
+    this.fitToggle?.classList.toggle("bf-on", on);
+    this.card?.classList.toggle("bf-fitted", on);
+    if (this.view) await this.quietly(() => this.setSignals(this.fitSignals()));
+  }
+
+  // The signals scaling the measure: `fit_domain`, and for a dwarfed '(other)' bar drawn
+  // on its own scale, `other_k` (its bar of all rows as long as the plot).
+  fitSignals() {
+    const out = { fit_domain: this.fitDomain() };
+    if (this.meta.other_clipped) {
+      const top = out.fit_domain ? out.fit_domain[1] : this.meta.other_top;
+      out.other_k = top / (this.base[this.meta.other].full || 1);
+    }
+    return out;
+  }
+
+  // Set the signals that changed; how many did.
+  setSignals(signals) {
+    let changed = 0;
+    for (const [name, value] of Object.entries(signals)) {
+      if (JSON.stringify(value) === JSON.stringify(this.view.signal(name))) continue;
+      this.view.signal(name, value);
+      changed++;
+    }
+    return changed;
+  }
+
+  // The measure's domain for the selected rows (and the highlighted ones): from 0 (or the
+  // smallest value below it) to the largest, made nice; on a log scale, the positive
+  // values'; null (all rows) when it is not scaled to the selection or has no values.
+  fitDomain() {
+    if (!this.fit || !this.view) return null;
+    const skip = this.meta.other_clipped ? this.meta.other : null;
+    const values = [...this.values, ...(this.highlight ?? [])]
+      .filter((v, i) => typeof v === "number" && Number.isFinite(v) && i % this.values.length !== skip);
+    const kind = this.view.scale(this.meta.fit).type;
+    const shown = kind === "log" ? values.filter((v) => v > 0) : values;
+    if (!shown.length) return null;
+    let lo = Math.min(...shown);
+    let hi = Math.max(...shown);
+    if (kind !== "log") [lo, hi] = [Math.min(0, lo), Math.max(0, hi)];
+    if (hi === lo) hi = lo + (kind === "log" ? lo : 1);
+    if (kind === "log") return [lo, hi];
+    return vegaScale(kind === "sqrt" ? "sqrt" : "linear")().domain([lo, hi]).nice().domain();
   }
 
   // Mark `bars` (forward lineage of a hovered row: the bars it falls in) in the highlight
@@ -273,6 +478,7 @@ export class Chart {
 
   showReadout() {
     this.readout.textContent = this.filter === null ? "" : this.describeFilter(this.filter);
+    this.readout.title = this.filter === null ? "" : this.exactText(this.filter);
     this.clearButton.hidden = this.filter === null;
   }
 
@@ -337,19 +543,71 @@ export class Chart {
     return [a, b];
   }
 
-  brushMessage(value) {
+  // The message for a drawn brush (`value`: the selection's data extents), its ends
+  // snapped to whole bars or rounded to the view's precision.
+  brushMessage(value, snapped = false) {
     const x = value?.x0;
     if (!x) return { type: "clear", view: this.name };
-    const msg = { type: "brush", view: this.name, interval: this.bounds(x) };
-    if (this.kind === "rect") msg.y = value.y0 ? value.y0.map(Number).sort((a, b) => a - b) : [null, null];
+    const msg = { type: "brush", view: this.name, interval: this.brushEnds("x", x, snapped) };
+    if (this.kind === "rect") msg.y = value.y0 ? this.brushEnds("y", value.y0, snapped) : [null, null];
     return msg;
   }
 
-  // Brush edges in data units: numbers, or ISO instants for temporal views.
-  bounds(x) {
-    const [lo, hi] = x.map(Number).sort((a, b) => a - b);
-    if (this.temporal) return [new Date(lo).toISOString(), new Date(hi).toISOString()];
+  // Brush ends in data units (numbers, or ISO instants on a time axis) for the data
+  // extent `ends` on a position channel.
+  brushEnds(channel, ends, snapped) {
+    const [lo, hi] = ends.map(Number).sort((a, b) => a - b);
+    const time = this.temporal && channel === "x";
+    if (snapped) {
+      const edges = this.edges(`${channel}0`, `${channel}1`);
+      // within half a pixel of an edge is on it (a brush drawn on edges reads back so),
+      // unless bars are that narrow
+      const narrowest = Math.min(...edges.slice(1).map((e, i) => e - edges[i]));
+      const slack = Math.min(this.dataPerPixel(channel) / 2, narrowest / 4);
+      return this.barEnds(channel, edges, ...barsCovering(edges, lo + slack, hi - slack));
+    }
+    if (time) {
+      const step = timeStepFor(this.dataPerPixel(channel));
+      return [lo, hi].map((t) => isoOf(Math.round(t / step) * step));
+    }
+    const step = stepFor(this.dataPerPixel(channel));
+    return [roundToStep(lo, step), roundToStep(hi, step)];
+  }
+
+  // Draw a snapped brush on the bars it selects (after the current pulse: Vega may be
+  // running it).
+  redrawSnapped() {
+    this.snapDue = false;
+    Promise.resolve().then(() => (this.filter ? this.drawBrush(this.filter) : null));
+  }
+
+  // The data span of one pixel along a position channel.
+  dataPerPixel(channel) {
+    const s = this.view.scale(channel);
+    const [d0, d1] = s.domain().map(Number);
+    const [r0, r1] = s.range();
+    return Math.abs(d1 - d0) / Math.max(1, Math.abs(r1 - r0));
+  }
+
+  // The brush ends that select exactly bars a to b - 1 (edge indices) along a channel:
+  // from bar a's start to just below bar b's (the last bar holds its end; over a
+  // clamped edge bar, an open end; calendar parts: values are whole, bars centred on them).
+  barEnds(channel, edges, a, b) {
+    const last = edges.length - 1;
+    const [clampLo, clampHi] = this.clamped(channel);
+    const time = this.temporal && channel === "x";
+    const lo = a === 0 && clampLo ? null : time ? isoOf(edges[a]) : edges[a];
+    let hi;
+    if (b === last && clampHi) hi = null;
+    else if (this.meta.part || (b === last && !time)) hi = edges[b];
+    else hi = time ? isoJustBefore(edges[b]) : nextDown(edges[b]);
     return [lo, hi];
+  }
+
+  // Whether the first and last bars along a channel hold the values beyond the extent.
+  clamped(channel) {
+    if (this.meta.shape === "cells") return Array(2).fill(Boolean(this.meta.clamp?.[channel === "x" ? 0 : 1]));
+    return Array(2).fill(channel === "x" && "clamp" in (this.base[0] ?? {}));
   }
 
   // --- categorical picks ------------------------------------------------------------
@@ -414,25 +672,24 @@ export class Chart {
     this.keyBrush(move, e.shiftKey);
   }
 
-  // Move (or with `resize`, grow/shrink at its far end) the brush by whole bars.
+  // Move (or with `resize`, grow/shrink at its far end) the brush by whole bars; the
+  // first key brushes one bar (cell), the first on screen in the arrow's direction. The
+  // brush selects exactly the bars it covers (`barEnds`).
   keyBrush([dx, dy], resize) {
-    const xEdges = this.edges("x0", "x1");
     const current = this.filter;
-    let x = spanOf(xEdges, xInterval(current), this.temporal);
-    let msg;
-    if (this.kind === "rect") {
-      const yEdges = this.edges("y0", "y1");
-      let y = spanOf(yEdges, yInterval(current), false, !current);
-      if (dx) x = stepSpan(x, dx * this.direction("x", xEdges), xEdges.length - 1, resize);
-      if (dy) y = stepSpan(y, dy * this.direction("y", yEdges, true), yEdges.length - 1, resize);
-      msg = { type: "brush", view: this.name, interval: [xEdges[x[0]], xEdges[x[1]]],
-              y: [yEdges[y[0]], yEdges[y[1]]] };
-    } else {
-      if (current) x = stepSpan(x, dx * this.direction("x", xEdges), xEdges.length - 1, resize);
-      const ends = [xEdges[x[0]], xEdges[x[1]]];
-      msg = { type: "brush", view: this.name,
-              interval: this.temporal ? ends.map((t) => new Date(t).toISOString()) : ends };
-    }
+    const along = (channel, step, interval, all) => {
+      const edges = this.edges(`${channel}0`, `${channel}1`);
+      const up = channel === "y";
+      let span;
+      if (!current) span = firstBar(edges, (step || 1) * this.direction(channel, edges, up));
+      else {
+        span = spanOf(edges, interval, this.temporal && !up, all);
+        if (step) span = stepSpan(span, step * this.direction(channel, edges, up), edges.length - 1, resize);
+      }
+      return this.barEnds(channel, edges, span[0], span[1]);
+    };
+    const msg = { type: "brush", view: this.name, interval: along("x", dx, xInterval(current), false) };
+    if (this.kind === "rect") msg.y = along("y", dy, yInterval(current), true);
     this.sendFilter(msg);
     this.drawBrush(this.filter);
   }
@@ -512,22 +769,75 @@ export class Chart {
     return select;
   }
 
+  // The readout of a filter, at the view's precision (a pixel's worth of digits; dates
+  // as dates; a calendar part's bars by name); its tooltip has the exact ends.
   describeFilter(filter) {
     if (this.kind === "points") {
       const values = pickedValues(filter);
       const shown = values.slice(0, 4).map(formatValue).join(", ");
       return values.length > 4 ? `${shown} +${values.length - 4} more` : shown;
     }
-    const span = ([lo, hi]) => `${this.edgeText(lo)} – ${this.edgeText(hi)}`;
-    if (this.kind === "rect") return `x ${span(xInterval(filter))}, y ${span(yInterval(filter) ?? [null, null])}`;
-    return span(xInterval(filter));
+    const span = (channel, interval) => {
+      const [lo, hi] = interval ?? [null, null];
+      if (this.meta.part && channel === "x") return this.partsText(lo, hi);
+      return `${this.edgeText(channel, lo)} – ${this.edgeText(channel, hi, true)}`;
+    };
+    if (this.kind === "rect") return `x ${span("x", xInterval(filter))}, y ${span("y", yInterval(filter))}`;
+    return span("x", xInterval(filter));
   }
 
-  edgeText(v) {
+  edgeText(channel, v, upper = false) {
     if (v === null || v === undefined) return "…";
-    if (this.temporal) return formatInstant(new Date(v).toISOString().replace(".000Z", "Z"));
-    return formatNumber(Math.abs(v) >= 100 ? Math.round(v * 100) / 100 : Number(v.toPrecision(4)));
+    if (this.temporal && channel === "x") {
+      const iso = new Date(v).toISOString();
+      if (upper && iso.endsWith("T23:59:59.999Z")) return iso.slice(0, 10); // through that day
+      const step = timeStepFor(this.dataPerPixel(channel));
+      return formatTimeEdge(isoOf(Math.round(+new Date(v) / step) * step));
+    }
+    return formatAtStep(+v, stepFor(this.dataPerPixel(channel)));
   }
+
+  // A calendar part's brush: the names of the bars whose values it holds ("Tue – Fri").
+  partsText(lo, hi) {
+    const inside = this.base.filter((r) => {
+      const v = (r.x0 + r.x1) / 2;
+      return (lo === null || v >= lo) && (hi === null || v <= hi);
+    });
+    if (!inside.length) return "none";
+    const first = inside[0].label;
+    const last = inside[inside.length - 1].label;
+    return first === last ? String(first) : `${first} – ${last}`;
+  }
+
+  // The exact filter, for the readout's tooltip.
+  exactText(filter) {
+    if (this.kind === "points" || filter === null) return "";
+    const span = (i) => (i ? `[${i.map((v) => (v === null ? "open" : v)).join(", ")}]` : "[open, open]");
+    const x = span(xInterval(filter));
+    return this.kind === "rect" ? `x ${x}, y ${span(yInterval(filter))}` : x;
+  }
+}
+
+// The edge indices [a, b] of the bars that the data interval [lo, hi] touches (at
+// least one bar).
+function barsCovering(edges, lo, hi) {
+  const last = edges.length - 1;
+  let a = 0;
+  while (a < last - 1 && edges[a + 1] <= lo) a++;
+  let b = last;
+  while (b > a + 1 && edges[b - 1] >= hi) b--;
+  return [a, b];
+}
+
+// One bar at the start (`direction` > 0: towards larger values) or the end of the edges.
+function firstBar(edges, direction) {
+  const last = edges.length - 1;
+  return direction > 0 ? [0, 1] : [last - 1, last];
+}
+
+// An instant (ms) as ISO, without a zero fraction.
+function isoOf(ms) {
+  return new Date(ms).toISOString().replace(".000Z", "Z");
 }
 
 // Bars: a height that suits the width, within bounds.
@@ -558,6 +868,22 @@ function stepSpan([a, b], step, last, resize) {
 
 function escape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// Save a URL as a file (the browser's download).
+function save(url, name) {
+  const a = el("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  if (url.startsWith("blob:")) setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+// A spec's hints for clients (charts.py: `usermeta.brushfire`).
+function metaOf(spec) {
+  return spec.usermeta?.brushfire ?? { shape: "bars" };
 }
 
 function same(a, b) {

@@ -1,18 +1,22 @@
 // A whole dashboard: views, parameter widgets, the status line (selected rows, latency of
-// the last interaction), clear-all, trace recording and the details table. It talks to
-// the engine only through `send(message) -> Promise<reply>` (docs/protocol.md), so the web
-// page (a WebSocket) and the Jupyter widget (the kernel) share it.
+// the last interaction), the actions (clear all, scale to selection, the rows behind the
+// selection, recording a trace), a line of help with the colours' legend, the details
+// table and which capture is served. It talks to the engine only through
+// `send(message) -> Promise<reply>` (docs/protocol.md), so the web page (a WebSocket) and
+// the Jupyter widget (the kernel) share it.
 //
-// Layout: the views sit in a grid whose columns follow the width of the page (one column
-// on a narrow window, as many as fit at about 440 px, never more than there are views);
-// each view fills its card's width, and cards pack downwards like masonry, so a tall
-// heatmap does not leave holes beside it. Every filter the session reports is drawn on
-// its view, wherever it came from.
+// Layout: the spec's `layout` puts views in rows (side by side, sharing the row's width;
+// stacked on a narrow window) under section titles; the views it leaves out, or all of
+// them without one, sit in a grid whose columns follow the width of the page (as many as
+// fit at about 440 px), cards packed downwards like masonry. Each view fills its card's
+// width. The header, with the actions, stays at the top of the window as the page
+// scrolls. Every filter the session reports is drawn on its view, wherever it came from.
 
 import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
-import { formatNumber, roundForSpan } from "./format.js";
+import { formatNumber, formatShare, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
+import { ValuePicker } from "./picker.js";
 import { parameterValue } from "./selection.js";
 
 const fmt = new Intl.NumberFormat("en-US");
@@ -20,13 +24,16 @@ const fmt = new Intl.NumberFormat("en-US");
 export class DashboardUI {
   // `send(message) -> Promise<reply>`; `onFilters(state)` after every change of the
   // filters; `exportURL(format, state)`: where the rows behind a selection download from
-  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control).
-  constructor(root, description, send, { onFilters = () => {}, exportURL = null } = {}) {
+  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control);
+  // `linkOf(state)`: the page's address showing a selection state, or null (no "Copy
+  // link").
+  constructor(root, description, send, { onFilters = () => {}, exportURL = null, linkOf = null } = {}) {
     this.root = root;
     this.description = description;
     this.send = send;
     this.onFilters = onFilters;
     this.exportURL = exportURL;
+    this.linkOf = linkOf;
     this.recorder = new Recorder(description.name);
     this.metrics = []; // per answered interaction: {type, view, total, roundTrip, render, engine}
     this.pending = new Map(); // view -> {message, t0}: the latest filter not yet sent
@@ -45,40 +52,71 @@ export class DashboardUI {
     const d = this.description;
     this.root.replaceChildren();
     this.root.classList.add("bf-dashboard");
-    this.root.append(this.header(), this.parameterBar());
-    this.grid = el("div", "bf-grid");
-    this.root.append(this.grid);
+    if (d.details) {
+      const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
+      this.details = new DetailsTable(d.details, (msg) => this.request(msg), download,
+        (rid) => this.hoverRow(rid));
+    }
+    this.views = el("div", "bf-views");
+    this.root.append(this.header(), this.helpBar(), this.parameterBar(), this.views);
+    const cardOf = this.placeCards();
     this.charts = new Map();
     const cards = [];
     for (const v of d.views) {
-      const card = el("section", "bf-view");
-      card.dataset.view = v.name;
-      this.grid.append(card);
+      const card = cardOf.get(v.name);
       cards.push(card);
       this.charts.set(v.name, new Chart(v, {
         onFilter: (msg) => this.filter(msg),
         onHover: (view, bar) => this.hover(view, bar),
         onResize: (chart) => this.pack(chart.card),
+        fileName: `${d.name}-${v.name}`,
       }));
     }
     // cards first (so each knows its width), then the views, all at once
     await Promise.all(d.views.map((v, i) => this.charts.get(v.name).mount(cards[i])));
     for (const card of cards) this.pack(card);
     this.watchSize();
-    if (d.details) {
-      const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
-      this.details = new DetailsTable(d.details, (msg) => this.request(msg), download,
-        (rid) => this.hoverRow(rid));
-      this.root.append(this.details.element);
-    }
+    if (this.details) this.root.append(this.details.element);
+    this.root.append(this.footer());
     const state = await this.request({ type: "state" });
     this.showStatus(state);
     this.showParameters(state.filters ?? {}); // parameter defaults: active from the start
     if (state.filters) await this.showFilters(state.filters);
   }
 
-  // Masonry: a card spans as many small grid rows as its height needs.
+  // A card per view, placed: in the spec's layout (sections of rows), then the rest in
+  // the masonry grid (`this.grid`, if any view is left).
+  placeCards() {
+    const cards = new Map();
+    const card = (name) => {
+      const c = el("section", "bf-view");
+      c.dataset.view = name;
+      cards.set(name, c);
+      return c;
+    };
+    for (const section of this.description.layout ?? []) {
+      const box = el("section", "bf-section");
+      if (section.title) box.append(el("h2", "bf-section-title", section.title));
+      for (const names of section.rows) {
+        const row = el("div", "bf-row");
+        row.append(...names.map(card));
+        box.append(row);
+      }
+      this.views.append(box);
+    }
+    const rest = this.description.views.filter((v) => !cards.has(v.name));
+    this.grid = null;
+    if (rest.length) {
+      this.grid = el("div", "bf-grid");
+      this.grid.append(...rest.map((v) => card(v.name)));
+      this.views.append(this.grid);
+    }
+    return cards;
+  }
+
+  // Masonry: a card of the grid spans as many small grid rows as its height needs.
   pack(card) {
+    if (card.parentElement !== this.grid) return;
     card.style.gridRowEnd = `span ${Math.ceil((card.offsetHeight + GAP) / ROW)}`;
   }
 
@@ -95,33 +133,148 @@ export class DashboardUI {
         for (const c of this.charts.values()) this.pack(c.card);
       });
     });
-    this.resizer.observe(this.grid);
+    this.resizer.observe(this.views);
   }
 
+  // The title, the selected rows and the last interaction's latency; the actions.
   header() {
     const d = this.description;
-    const h = el("div", "bf-header");
-    h.append(el("h1", "", d.title), el("span", "bf-rows", `${fmt.format(d.rows)} rows`));
+    const h = el("header", "bf-header");
+    const facts = el("div", "bf-facts");
+    facts.append(el("h1", "", d.title), el("span", "bf-rows", `${fmt.format(d.rows)} rows`));
     this.statusLine = el("span", "bf-status", "");
+    this.statusLine.setAttribute("role", "status");
     this.latencyLine = el("span", "bf-latency", "");
+    facts.append(this.statusLine, this.latencyLine);
+    const actions = el("div", "bf-actions");
+    actions.setAttribute("role", "toolbar");
+    actions.setAttribute("aria-label", "Dashboard actions");
     const clear = button("Clear all", () => this.clearAll());
     clear.dataset.action = "clear-all";
+    clear.title = "Drop every filter: brushes, picks and parameters";
+    actions.append(clear, this.fitAllControl(), ...(this.details?.controls ?? []));
+    if (this.linkOf) actions.append(this.copyLinkButton());
     this.recordButton = button("● Record", () => this.toggleRecording());
     this.recordButton.dataset.action = "record";
-    h.append(this.statusLine, this.latencyLine, clear, this.recordButton);
-    if (d.version) h.append(versionNote(d.version));
+    this.recordButton.title = "Record the session's interactions and download them as a trace (for the benchmark)";
+    const help = button("?", () => this.showHelp(this.helpBox.hidden));
+    help.dataset.action = "help";
+    help.title = "How to use this dashboard";
+    help.setAttribute("aria-label", "How to use this dashboard");
+    this.helpButton = help;
+    actions.append(this.recordButton, help);
+    h.append(facts, actions);
     return h;
+  }
+
+  // "Copy link": the address of the page showing the current selection, to the
+  // clipboard (or, where the browser keeps the clipboard from the page, shown to copy).
+  copyLinkButton() {
+    const b = button("Copy link", async () => {
+      const link = this.linkOf(this.filters);
+      let copied = false;
+      try {
+        await navigator.clipboard.writeText(link);
+        copied = true;
+      } catch {
+        copied = copyByHand(link);
+      }
+      if (copied) {
+        b.textContent = "Link copied ✓";
+        setTimeout(() => { b.textContent = "Copy link"; }, 1500);
+      } else {
+        window.prompt("Copy this link to the selection:", link);
+      }
+    });
+    b.dataset.action = "copy-link";
+    b.title = "Copy a link to this page showing the current selection (it carries no access token)";
+    return b;
+  }
+
+  // What to do with the views, said in a line (by the kinds of view and interaction the
+  // dashboard has), and what the bars' colours mean. Hidden with its ×, until "?" (the
+  // choice is kept in the browser).
+  helpBar() {
+    const d = this.description;
+    const kinds = new Set(d.views.map((v) => v.brush));
+    const tips = [];
+    if (kinds.has("interval")) tips.push("Drag across a chart to brush it (drag the brush to move it, double-click clears it, Shift snaps it to whole bars)");
+    if (kinds.has("rect")) tips.push("drag a box on a heatmap");
+    if (kinds.has("points")) tips.push("click bars to pick them (Shift-click adds one)");
+    if (kinds.has("interval") || kinds.has("rect") || kinds.has("points")) tips.push("a chart's × clears it, Clear all every filter");
+    if (d.highlight.length) {
+      tips.push(`hover the bars of ${d.highlight.map((x) => titleOf(d, x.source)).join(" or ")} to highlight their share`);
+    }
+    if (d.details) tips.push("Show rows lists the rows behind the selection");
+    tips.push("a chart's ⤢ scales it to the selection, ⤓ saves it as an image");
+    tips.push("Tab and the arrow keys work too");
+    const box = el("div", "bf-help");
+    box.setAttribute("role", "note");
+    const text = el("p", "bf-help-text", `${tips.join(" · ")}.`);
+    const colors = d.colors ?? {};
+    const legend = el("p", "bf-legend");
+    legend.setAttribute("aria-label", "Colours");
+    const swatch = (color, label) => {
+      const item = el("span", "bf-legend-item", "");
+      const chip = el("span", "bf-swatch");
+      chip.style.background = color;
+      item.append(chip, label);
+      legend.append(item);
+    };
+    if (colors.full) swatch(colors.full, "all rows");
+    if (colors.value) swatch(colors.value, "selected: passing the other charts' filters");
+    if (colors.muted && kinds.has("points")) swatch(colors.muted, "not picked");
+    if (colors.highlight && (d.highlight.length || d.details)) swatch(colors.highlight, "highlighted (hovered bar or row)");
+    const close = el("button", "bf-help-close", "×");
+    close.title = "Hide the help (? shows it again)";
+    close.setAttribute("aria-label", "Hide the help");
+    close.onclick = () => this.showHelp(false);
+    box.append(text, legend, close);
+    this.helpBox = box;
+    box.hidden = readSetting("help") === "hidden";
+    return box;
+  }
+
+  showHelp(show) {
+    this.helpBox.hidden = !show;
+    this.helpButton?.setAttribute("aria-expanded", String(show));
+    writeSetting("help", show ? "shown" : "hidden");
+  }
+
+  // Which capture is served, at the page's foot.
+  footer() {
+    const f = el("footer", "bf-footer");
+    if (this.description.version) f.append(versionNote(this.description.version));
+    return f;
+  }
+
+  // "Scale to selection": every view's measure fits the selected rows (each view's ⤢
+  // does it for that view alone).
+  fitAllControl() {
+    const label = el("label", "bf-fit-all", "");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.dataset.action = "fit-all";
+    box.onchange = () => Promise.all([...this.charts.values()].map((c) => c.setFit(box.checked)));
+    label.title = "Scale every view's measure to the selected rows (small selections stay visible); "
+      + "the bars of all rows are then cut off at the top";
+    label.append(box, " Scale to selection");
+    this.fitAll = box;
+    return label;
   }
 
   parameterBar() {
     const bar = el("div", "bf-parameters");
     this.parameterInputs = new Map();
     for (const p of this.description.parameters) {
-      const label = el("label", "bf-parameter", "");
+      const searchable = p.widget === "dropdown" && (p.multiple || p.values.length > PLAIN_DROPDOWN);
+      const label = el(searchable ? "div" : "label", "bf-parameter", ""); // (a label would forward clicks)
       label.append(el("span", "bf-parameter-name", p.name));
       let input;
-      if (p.widget === "dropdown" && p.multiple) {
-        input = this.multiSelect(p, label);
+      if (searchable) {
+        input = new ValuePicker(p, (value) => this.filter({ type: "parameter", name: p.name, value }));
+        input.show(p.default ?? null);
+        label.append(input.element);
       } else if (p.widget === "dropdown") {
         input = document.createElement("select");
         input.append(new Option("(all)", ""));
@@ -137,7 +290,7 @@ export class DashboardUI {
       } else {
         input = this.slider(p, label);
       }
-      input.name = p.name;
+      if (!(input instanceof ValuePicker)) input.name = p.name;
       bar.append(label);
       this.parameterInputs.set(p.name, input);
     }
@@ -175,27 +328,6 @@ export class DashboardUI {
     };
     input.show(p.default);
     label.append(input, readout, reset);
-    return input;
-  }
-
-  // A dropdown with `multiple`: a list box (Ctrl- or Shift-click picks several); its
-  // value is the list picked, null (inactive) when none is.
-  multiSelect(p, label) {
-    const input = document.createElement("select");
-    input.multiple = true;
-    input.size = Math.min(6, Math.max(2, p.values.length));
-    for (const v of p.values) input.append(new Option(String(v), String(v)));
-    input.show = (value) => {
-      const picked = new Set((value ?? []).map(String));
-      for (const o of input.options) o.selected = picked.has(o.value);
-    };
-    input.onchange = () => {
-      const picked = new Set([...input.selectedOptions].map((o) => o.value));
-      const value = p.values.filter((v) => picked.has(String(v)));
-      this.filter({ type: "parameter", name: p.name, value: value.length ? value : null });
-    };
-    input.show(p.default);
-    label.append(input);
     return input;
   }
 
@@ -456,9 +588,8 @@ export class DashboardUI {
   showStatus(reply) {
     if (reply.selected === undefined) return;
     this.selected = reply.selected;
-    const share = this.description.rows ? (100 * reply.selected) / this.description.rows : 0;
     this.statusLine.textContent =
-      `${fmt.format(reply.selected)} selected (${share.toFixed(1)} %)`;
+      `${fmt.format(reply.selected)} selected (${formatShare(reply.selected, this.description.rows)})`;
   }
 
   showError(message) {
@@ -466,19 +597,21 @@ export class DashboardUI {
   }
 }
 
-// Which capture is served (brushfire/versions.py): when, from which spec and source, by
-// which Brushfire; the full hashes in its tooltip.
+// Which capture is served (brushfire/versions.py): when (to the minute), from which spec
+// and source, by which Brushfire; the full hashes and time in its tooltip.
 function versionNote(v) {
   const short = (x) => (x ? String(x).slice(0, 8) : "?");
-  const when = v.created ? `captured ${v.created.replace("T", " ").replace("Z", "")} UTC` : "not cached";
+  const when = v.created ? `captured ${v.created.replace("T", " ").slice(0, 16)} UTC` : "not cached";
   const note = el("span", "bf-version",
     `${when} · spec ${short(v.spec_sha256)} · source ${short(v.source_fingerprint)} · Brushfire ${v.brushfire_version ?? "?"}`);
-  note.title = [`cache key: ${v.cache_key ?? "none"}`, `spec sha256: ${v.spec_sha256}`,
+  note.title = [`captured: ${v.created ?? "not cached"}`, `cache key: ${v.cache_key ?? "none"}`,
+    `spec sha256: ${v.spec_sha256}`,
     `source fingerprint: ${v.source_fingerprint ?? "?"}`, `mode: ${v.mode}`].join("\n");
   return note;
 }
 
 const ROW = 4; // px: the grid's row unit (style.css: grid-auto-rows)
+const PLAIN_DROPDOWN = 12; // values a dropdown lists plainly; more: a searchable picker
 const GAP = 12; // px: space below a card (style.css: .bf-view margin-bottom)
 
 export function el(tag, className = "", text = "") {
@@ -486,6 +619,47 @@ export function el(tag, className = "", text = "") {
   if (className) e.className = className;
   if (text) e.textContent = text;
   return e;
+}
+
+// Copy text through a selected text box (browsers without the clipboard API, or an
+// address that is not a secure context); whether it worked.
+function copyByHand(text) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+// A view's title, by name.
+function titleOf(description, name) {
+  return description.views.find((v) => v.name === name)?.title ?? name;
+}
+
+// A setting kept in the browser (localStorage; none in a sandboxed frame).
+function readSetting(key) {
+  try {
+    return globalThis.localStorage?.getItem(`brushfire.${key}`) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function writeSetting(key, value) {
+  try {
+    globalThis.localStorage?.setItem(`brushfire.${key}`, value);
+  } catch {
+    // (a sandboxed frame: the choice lasts as long as the page)
+  }
 }
 
 function button(text, onclick) {

@@ -2,6 +2,11 @@
 // (backward lineage), refreshed after each update while it is open. Values are formatted
 // by type (format.js): numbers right-aligned without float noise, instants readable.
 // "Download rows" saves all of them (CSV or Parquet), streamed by the server.
+//
+// Its controls ("Show rows", "Download rows" and the format) go where the page keeps its
+// actions (`controls`, the header); the table opens in `element`, a panel along the
+// bottom of the window (in a notebook, below the views), so the views stay in sight while
+// hovering a row marks its bars.
 
 import { el } from "./dashboard.js";
 import { formatValue } from "./format.js";
@@ -18,20 +23,30 @@ export class DetailsTable {
     this.request = request;
     this.onHoverRow = onHoverRow;
     this.page = 0;
+    this.order = null; // {column, descending}: the rows in that column's order; null: rid order
     this.open = false;
     this.seq = 0;
     this.element = el("div", "bf-details");
+    this.element.setAttribute("role", "region");
+    this.element.setAttribute("aria-label", "Rows behind the selection");
+    this.element.hidden = true;
     const bar = el("div", "bf-details-bar");
     this.toggle = el("button", "", "Show rows");
     this.toggle.dataset.action = "details";
+    this.toggle.title = "List the rows behind the selection (hover one to mark its bars)";
+    this.toggle.setAttribute("aria-expanded", "false");
     this.toggle.onclick = () => this.setOpen(!this.open);
     this.prev = el("button", "", "‹ Prev");
     this.prev.onclick = () => this.show(this.page - 1);
     this.next = el("button", "", "Next ›");
     this.next.onclick = () => this.show(this.page + 1);
     this.info = el("span", "bf-details-info", "");
-    bar.append(this.toggle, this.prev, this.next, this.info);
-    if (download) bar.append(...this.downloadControl(download));
+    const close = el("button", "bf-details-close", "×");
+    close.title = "Hide the rows";
+    close.setAttribute("aria-label", "Hide the rows");
+    close.onclick = () => this.setOpen(false);
+    bar.append(el("strong", "", "Rows behind the selection"), this.prev, this.next, this.info, close);
+    this.controls = [this.toggle, ...(download ? this.downloadControl(download) : [])];
     this.table = el("table", "bf-table");
     this.table.onmouseleave = () => this.onHoverRow(null);
     this.element.append(bar, this.table);
@@ -59,6 +74,9 @@ export class DetailsTable {
   setOpen(open) {
     this.open = open;
     this.toggle.textContent = open ? "Hide rows" : "Show rows";
+    this.toggle.setAttribute("aria-expanded", String(open));
+    this.element.hidden = !open;
+    this.element.closest(".bf-dashboard")?.classList.toggle("bf-details-open", open);
     if (open) this.show(0);
     else {
       this.table.replaceChildren();
@@ -74,15 +92,35 @@ export class DetailsTable {
   async show(page) {
     const seq = ++this.seq;
     const t0 = performance.now();
-    const reply = await this.request({ type: "details", page, page_size: this.pageSize });
+    const order = this.order ? { order_by: this.order.column, descending: this.order.descending } : {};
+    const reply = await this.request({ type: "details", page, page_size: this.pageSize, ...order });
     if (seq !== this.seq || reply.type !== "details") return; // a newer request won
     this.page = page;
     this.render(reply, performance.now() - t0);
   }
 
+  // Order the rows by a column: ascending, then descending, then back to rid order (the
+  // engine orders all the selected rows, as SQL's ORDER BY ... NULLS LAST, rid).
+  sortBy(column) {
+    const o = this.order;
+    if (column === "rid" || (o?.column === column && o.descending)) this.order = null;
+    else this.order = { column, descending: o?.column === column };
+    this.show(0);
+  }
+
   render(reply, ms) {
     const head = el("tr");
-    for (const c of ["rid", ...this.columns]) head.append(el("th", "", c));
+    for (const c of ["rid", ...this.columns]) {
+      const th = el("th");
+      const sorted = c === "rid" ? !this.order : this.order?.column === c;
+      th.setAttribute("aria-sort", !sorted ? "none" : this.order?.descending ? "descending" : "ascending");
+      const b = el("button", "", c);
+      b.dataset.sort = c;
+      b.title = c === "rid" ? "Rows in their order in the source" : `Order the rows by ${c} (again: the other way)`;
+      b.onclick = () => this.sortBy(c);
+      th.append(b);
+      head.append(th);
+    }
     const rows = reply.rows.map((r) => {
       const tr = el("tr");
       tr.dataset.rid = r.rid;

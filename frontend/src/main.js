@@ -65,8 +65,9 @@ async function main() {
   const rows = `api/dashboards/${encodeURIComponent(name)}/rows`;
   const exportURL = (format, state) => withToken(
     `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const linkOf = (state) => `${location.origin}${location.pathname}${location.search}${addressOf(state)}`;
   const ui = new DashboardUI(app, description, (msg) => connection.request(msg),
-    { onFilters: keepInAddress, exportURL });
+    { onFilters: keepInAddress, exportURL, linkOf });
   window.brushfire.ui = ui; // (before mount: `working` messages may come while filters are restored)
   await ui.mount();
   if (saved) await ui.setFilters(saved);

@@ -50,10 +50,10 @@ def test_a_parameter_default_is_active_from_the_start(paper, served_papers, expe
     assert f"{sql_count(expected):,} selected" in paper.inner_text(".bf-status")
 
 
-def test_the_version_served_is_in_the_header(paper, served_papers):
+def test_the_version_served_is_at_the_foot_of_the_page(paper, served_papers):
     _, dash = served_papers
     v = versions.served(dash)
-    text = paper.inner_text(".bf-version")
+    text = paper.inner_text(".bf-footer .bf-version")
     assert f"spec {v['spec_sha256'][:8]}" in text and f"source {v['source_fingerprint'][:8]}" in text
     assert f"Brushfire {v['brushfire_version']}" in text and "captured 20" in text
     assert v["cache_key"] in paper.get_attribute(".bf-version", "title")

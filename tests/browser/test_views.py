@@ -7,6 +7,7 @@ layout following the window; the favicon."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from urllib.parse import quote, unquote
 
@@ -101,24 +102,26 @@ def test_the_keyboard_moves_and_resizes_brushes_and_the_views_equal_sql(stars_pa
         for attr in ("aria-labelledby", "aria-describedby"):
             assert page.inner_text(f"#{body.get_attribute(attr)}").strip(), attr
     page.focus("[data-view=mag] .bf-chart")
-    page.keyboard.press("ArrowRight")  # a first brush: the first tenth of the bins
+    page.keyboard.press("ArrowRight")  # a first brush: the first bin
     for _ in range(3):
         page.keyboard.press("ArrowRight")  # one bin to the right, each
     for _ in range(2):
         page.keyboard.press("Shift+ArrowRight")  # one bin wider, each
     page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.mag")
-    assert page.evaluate("window.brushfire.ui.filters.mag") == {"interval": [0.5, 3.0]}
-    assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [0.5, 3.0]), abs=0.01)
-    # the heatmap's rect brush (its y axis reversed: larger magnitudes further down):
-    # right, its lower edge up by 40 cells (Shift moves the far edge), then down by 3
+    # whole bins, exactly: up to just below the next bin's start
+    assert page.evaluate("window.brushfire.ui.filters.mag") == {"interval": [0.5, math.nextafter(2.0, 0)]}
+    assert brush_pixels(page, "mag")["x"] == pytest.approx(scale_pixels(page, "mag", "x", [0.5, 2.0]), abs=0.01)
+    # the heatmap's rect brush (its y axis reversed: larger magnitudes further down): a
+    # first cell at the bottom left, right by one, up by 40 cells, then Shift moves its
+    # far (larger) edge down on screen by 3
     page.focus("[data-view=cmd] .bf-chart")
-    for key in ["ArrowRight"] * 2 + ["Shift+ArrowUp"] * 40 + ["ArrowDown"] * 3:
+    for key in ["ArrowRight"] * 2 + ["ArrowUp"] * 40 + ["Shift+ArrowDown"] * 3:
         page.keyboard.press(key)
     page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.cmd")
     rect = page.evaluate("window.brushfire.ui.filters.cmd.rect")
     (xlo, xhi), (ylo, yhi) = rect["x"], rect["y"]
-    assert (xlo, xhi) == pytest.approx((-0.4, -0.05)) and (ylo, yhi) == pytest.approx((-0.7, 9.4))
-    oracle.brush("mag", (0.5, 3.0))
+    assert (xlo, xhi) == pytest.approx((-0.45, -0.4)) and (ylo, yhi) == pytest.approx((9.0, 9.4))
+    oracle.brush("mag", (0.5, math.nextafter(2.0, 0)))
     oracle.brush("cmd", (xlo, xhi), (ylo, yhi))
     assert_views_match(page, oracle, dash)
     assert selected(page) == sql_count(oracle)

@@ -21,7 +21,7 @@ BAD = [
     # --- unknown keys: the accepted keys, and a hint (a close match, or where it belongs)
     ("unknown_key_view.yaml", """\
 bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
@@ -29,7 +29,7 @@ bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
-    Dashboard accepts: name, title, source, views, interactions, profile
+    Dashboard accepts: name, title, source, views, interactions, profile, layout
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
@@ -37,11 +37,11 @@ bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin
+    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
     hint: 'top' is a key of CategoricalView, not HistogramView"""),
     ("unknown_key_heatmap_axis.yaml", """\
 bad/unknown_key_heatmap_axis.yaml:11: views[0].y.clamp: unknown key 'clamp'
-    Axis accepts: field, bin
+    Axis accepts: field, bin, reverse
     hint: 'clamp' is a key of Bin, not Axis"""),
     # --- interactions naming views that do not exist
     ("unknown_view_crossfilter.yaml", """\
@@ -119,6 +119,27 @@ bad/brush_interval_on_categorical.yaml:8: views[0].brush: a categorical view can
 bad/brush_rect_on_temporal.yaml:11: views[1].brush: a temporal view cannot take a 'rect' brush
     temporal views take: interval, none
     hint: leave brush out to get the default 'interval'; 'rect' brushes are for heatmap views"""),
+    # --- layout: sections of rows of views, each view once
+    ("layout_unknown_view.yaml", """\
+bad/layout_unknown_view.yaml:9: layout[0].rows[0][1]: unknown view 'orgin'
+    views: delay, origin
+    hint: did you mean 'origin'?"""),
+    ("layout_view_twice.yaml", """\
+bad/layout_view_twice.yaml:11: layout[1].rows[0][0]: view 'delay' is placed twice
+    hint: it is at layout[0].rows[0][0] already: remove one"""),
+    ("layout_empty_row.yaml", """\
+bad/layout_empty_row.yaml:9: layout[0].rows[0]: needs at least 1 item, got 0"""),
+    ("layout_rows_as_names.yaml", """\
+bad/layout_rows_as_names.yaml:7: layout[0]: expected a mapping, got ['delay']
+    Section accepts: title, rows"""),
+    # --- snap: interval and rect brushes only
+    ("snap_without_brush.yaml", """\
+bad/snap_without_brush.yaml:10: views[0].snap: snap is for a brush, and this view's brush is 'none'
+    hint: remove snap, or the brush: none that keeps the view from being brushed"""),
+    ("snap_on_categorical.yaml", """\
+bad/snap_on_categorical.yaml:8: views[0].snap: unknown key 'snap'
+    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
+    hint: 'snap' is a key of HistogramView, TemporalView, HeatmapView, not CategoricalView"""),
     # --- view types
     ("view_type_unknown.yaml", """\
 bad/view_type_unknown.yaml:6: views[0].type: unknown view type 'pie'
@@ -173,15 +194,15 @@ bad/yaml_two_documents.yaml:4: not valid YAML: expected a single document in the
     hint: a spec file holds one dashboard: remove the second '---'"""),
     ("not_mapping_list.yaml", """\
 bad/not_mapping_list.yaml:1: the document is a list, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_scalar.yaml", """\
 bad/not_mapping_scalar.yaml:2: the document is a string, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_empty.yaml", """\
 bad/not_mapping_empty.yaml:1: the document is empty, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     # --- YAML the loader refuses before walking it: alias bombs and cycles, deep nesting, bad bytes
     ("yaml_alias_bomb.yaml", """\

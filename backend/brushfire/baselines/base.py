@@ -206,7 +206,8 @@ class SqlSession:
             return self.backend.count(sql.where_sql(self.spec, self.preds, None), self.cur)
         return self.backend.count(self._bars_where(view, bars), self.cur)
 
-    def details(self, view=None, bars=None, page=0, page_size=None, columns=None) -> pa.Table:
+    def details(self, view=None, bars=None, page=0, page_size=None, columns=None, order_by=None,
+                descending=False) -> pa.Table:
         msg = f"details on demand is not offered by the {self.engine} baseline"
         raise NotCapturedError(msg)
 

@@ -85,9 +85,13 @@ class DuckDBSession(SqlSession):
     engine = "duckdb"
 
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
-        """A page of the rows behind bars or the current selection, in rid order."""
+                page_size: int | None = None, columns: list[str] | None = None,
+                order_by: str | None = None, descending: bool = False) -> pa.Table:
+        """A page of the rows behind bars or the current selection, in rid order or by
+        `order_by` (NULLS LAST; DuckDB orders NaN as the largest value), then rid."""
         columns, size = details_request(self.plan, page, page_size, columns)
+        order = "rowid" if order_by is None else \
+            f"{sql.ident(order_by)} {'DESC' if descending else 'ASC'} NULLS LAST, rowid"
         q = (f"SELECT CAST(rowid AS INTEGER) AS rid, {', '.join(sql.ident(c) for c in columns)} FROM src "
-             f"WHERE {self._bars_where(view, bars)} ORDER BY rowid LIMIT {size} OFFSET {page * size}")
+             f"WHERE {self._bars_where(view, bars)} ORDER BY {order} LIMIT {size} OFFSET {page * size}")
         return self.cur.sql(q).to_arrow_table()

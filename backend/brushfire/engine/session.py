@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import kernels as K
-from brushfire.engine import parallel, stats
+from brushfire.engine import ordering, parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
 from brushfire.engine.copies import Copies, Copy, hist_slots, reserve, row_bytes, typed_list
@@ -418,14 +418,23 @@ class Session:
                 self._rows_cost(d, kr)))])))
 
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-                page_size: int | None = None, columns: list[str] | None = None) -> pa.Table:
+                page_size: int | None = None, columns: list[str] | None = None,
+                order_by: str | None = None, descending: bool = False) -> pa.Table:
         """A page of the input rows behind bars or the current selection (details on
-        demand), from the capture's snapshot, with their rids."""
+        demand), from the capture's snapshot, with their rids: in rid order, or ordered by
+        the details column `order_by` (engine/ordering.py: SQL's ORDER BY with NULLS LAST,
+        then rid)."""
         columns, size = details_request(self.plan, page, page_size, columns)
+        if order_by is not None:
+            details_request(self.plan, 0, None, [order_by])  # a details column
         if page * size >= self.store.n_rows:
             rids = np.zeros(0, np.int64)
-        else:
+        elif order_by is None:
             rids = self.backward_rids(view, bars, offset=page * size, limit=size)
+        else:  # every row behind the selection, then the page of them in that order
+            every = self.backward_rids(view, bars)
+            key = self.store.take(every, [order_by]).column(0)
+            rids = every[ordering.page_order(key, descending, page * size, size)]
         table = self.store.take(rids, columns)
         return table.add_column(0, "rid", pa.array(rids, pa.int64()))
 

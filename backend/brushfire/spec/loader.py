@@ -269,6 +269,9 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             hint = (f"leave brush out to get the default {allowed[0]!r}; {v.brush!r} brushes"
                     f" are for {' and '.join(takers)} views")
             out.append((("views", i, "brush"), msg, hint))
+        if getattr(v, "snap", False) and m.brush_of(v) == "none":
+            out.append((("views", i, "snap"), "snap is for a brush, and this view's brush is 'none'",
+                        "remove snap, or the brush: none that keeps the view from being brushed"))
 
     def ref(loc: Loc, name: str, role: str) -> None:
         if name not in names:
@@ -288,6 +291,16 @@ def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
         ref(("interactions", "highlight", h, "source"), hl.source, "a highlight source")
         for j, name in enumerate(hl.targets):
             ref(("interactions", "highlight", h, "targets", j), name, "a highlight target")
+    placed: dict[str, Loc] = {}
+    for k, section in enumerate(dash.layout or ()):
+        for r, row in enumerate(section.rows):
+            for j, name in enumerate(row):
+                loc = ("layout", k, "rows", r, j)
+                ref(loc, name, "a layout")
+                if name in placed:
+                    out.append((loc, f"view {name!r} is placed twice",
+                                f"it is at {_render(placed[name])} already: remove one"))
+                placed.setdefault(name, loc)
     pnames = [p.name for p in ix.parameters]
     for i, p in enumerate(ix.parameters):
         out += _name_problems(("interactions", "parameters", i, "name"), p.name)

@@ -220,6 +220,9 @@ class HistogramView(_ViewBase):
     type: Literal["histogram"]
     field: str
     bin: Bin
+    # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
 
 class TemporalView(_ViewBase):
@@ -230,6 +233,9 @@ class TemporalView(_ViewBase):
     type: Literal["temporal"]
     field: str
     unit: TimeUnit = "day"
+    # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
     @property
     def part(self) -> bool:
@@ -255,8 +261,13 @@ class CategoricalView(_ViewBase):
 
 
 class Axis(Model):
+    """A heatmap axis: a binned field. `reverse` (display only) draws it reversed, as
+    image-like data (screen rows, sky coordinates) needs; the same as listing the axis in
+    the view's `reverse`."""
+
     field: str
     bin: Bin
+    reverse: bool = False
 
 
 class HeatmapView(_ViewBase):
@@ -265,6 +276,9 @@ class HeatmapView(_ViewBase):
     type: Literal["heatmap"]
     x: Axis
     y: Axis
+    # display only: a rect brush snaps to whole cells (a drag selects exactly the cells it
+    # touches; Shift while dragging does the other)
+    snap: bool = False
 
 
 View = Annotated[
@@ -447,6 +461,16 @@ class Profile(Model):
         return [v] if _is_fd_pair(v) else v  # one pair alone: a list of one
 
 
+Row = Annotated[list[str], Field(min_length=1)]  # views side by side, left to right
+
+
+class Section(Model):
+    """Rows of views under an optional title (display only)."""
+
+    title: str | None = None
+    rows: list[Row] = Field(min_length=1)
+
+
 class DashboardSpec(Model):
     """A whole dashboard's spec: its source, its views and the interactions it allows.
     (`brushfire.Dashboard` is the opened dashboard: this spec, its plan and its lineage.)"""
@@ -459,6 +483,9 @@ class DashboardSpec(Model):
     views: list[View] = Field(min_length=1)
     interactions: Interactions = Interactions()
     profile: Profile | None = None
+    # display only: where the page puts the views (sections of rows); views it leaves out
+    # follow, in spec order
+    layout: list[Section] | None = None
 
     def view(self, name: str) -> HistogramView | TemporalView | CategoricalView | HeatmapView:
         for v in self.views:

@@ -173,6 +173,12 @@ class ViewType:
         `usermeta` adds (the chart's shape and layout hints)."""
         raise NotImplementedError
 
+    def narrow_chart(self, view: Any, layout: ViewLayout, full: list, brush: str | None,
+                     rows: list[dict]) -> tuple[Any, dict] | None:
+        """As `chart`, for a narrow card (a phone) when the view draws differently there
+        (categorical columns: rows); None when it does not."""
+        return None
+
 
 # hints for a key column that must be a number
 NUMBER_HINTS = {"string": "use a categorical view for strings, or derive a number in source.columns",

@@ -90,9 +90,36 @@ class Categorical(ViewType):
     def chart(self, view: m.CategoricalView, layout, full, brush, rows):
         from brushfire import marks
 
-        other = len(rows) - 1 if view.other and rows and rows[-1]["label"] == OTHER else None
         if marks.as_rows(layout.labels):
-            meta = {"shape": "rows", "top": min(marks.TOP_SHOWN, len(rows)), "other": other,
-                    "step": marks.ROW_STEP}
-            return marks.categorical_rows(view, full, other), meta
-        return marks.categorical_columns(view, full, other), {}
+            return self._rows(view, full, rows)
+        other = _other(view, rows)
+        return marks.categorical_columns(view, full, other), _other_meta(view, full, other)
+
+    def narrow_chart(self, view: m.CategoricalView, layout, full, brush, rows):
+        """Columns of labels crowd on a narrow card (a phone): rows instead."""
+        from brushfire import marks
+
+        return None if marks.as_rows(layout.labels) else self._rows(view, full, rows)
+
+    def _rows(self, view: m.CategoricalView, full, rows):
+        from brushfire import marks
+
+        other = _other(view, rows)
+        meta = {"shape": "rows", "top": min(marks.TOP_SHOWN, len(rows)), "step": marks.ROW_STEP,
+                **_other_meta(view, full, other)}
+        return marks.categorical_rows(view, full, other), meta
+
+
+def _other(view: m.CategoricalView, rows: list[dict]) -> int | None:
+    """The '(other)' bar's number, if the view has one."""
+    return len(rows) - 1 if view.other and rows and rows[-1]["label"] == OTHER else None
+
+
+def _other_meta(view: m.CategoricalView, full: list, other: int | None) -> dict:
+    """The '(other)' bar for clients: its number, and when it dwarfs the others (drawn on
+    its own scale, `marks.dwarfing`), the end of the others' count scale."""
+    from brushfire import marks
+
+    if not marks.dwarfing(view, full, other):
+        return {"other": other, "other_clipped": False}
+    return {"other": other, "other_clipped": True, "other_top": marks.other_top(full, other)}

@@ -101,4 +101,5 @@ class Heatmap(ViewType):
         from brushfire import marks
 
         return marks.heatmap(view, full, brush), {"shape": "cells",
-                                                  "cells": [view.x.bin.count, view.y.bin.count]}
+                                                  "cells": [view.x.bin.count, view.y.bin.count],
+                                                  "clamp": [view.x.bin.clamp, view.y.bin.clamp]}
