@@ -17,6 +17,18 @@ def test_titles_and_display_options_keep_the_key():
     assert cache_key(parse_dashboard(spec(title="A title", scale="log", reverse=["y"])), "fp") == base
     retitled = parse_dashboard({**spec(), "title": "Dashboard"})
     assert cache_key(retitled, "fp") == base
+    assert cache_key(parse_dashboard(spec(snap=True)), "fp") == base
+    laid_out = parse_dashboard({**spec(), "layout": [{"title": "All", "rows": [["h"]]}]})
+    assert cache_key(laid_out, "fp") == base
+
+
+def test_a_heatmap_axis_reversed_keeps_the_key():
+    def heat(reverse: bool) -> dict:
+        axis = {"field": "a", "bin": {"step": 1, "extent": [0, 10]}}
+        return {"name": "k", "source": {"path": "x.parquet", "columns": {"a": "x + 1", "b": "x * 2"}},
+                "views": [{"name": "h", "type": "heatmap", "x": {**axis, "reverse": reverse},
+                           "y": {**axis, "field": "b"}}]}
+    assert cache_key(parse_dashboard(heat(True)), "fp") == cache_key(parse_dashboard(heat(False)), "fp")
 
 
 def test_mapping_order_keeps_the_key_and_what_is_counted_changes_it():

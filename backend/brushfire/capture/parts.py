@@ -18,9 +18,8 @@ import numpy as np
 
 from brushfire.capture.keys import partial_names
 from brushfire.lineage.layout import Dim, Layout, ViewLayout
+from brushfire.lineage.store import view_definition
 from brushfire.spec import models as m
-
-DISPLAY_ONLY = {"title", "scale", "reverse"}
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def reusable_rows(old: Layout, old_dims: list[str], new: Layout, new_dims: list[
 class _Hasher:
     def __init__(self, layout: Layout, dash: m.DashboardSpec) -> None:
         self.layout = layout
-        self.spec_views = {v.name: v.model_dump(mode="json", exclude=DISPLAY_ONLY) for v in dash.views}
+        self.spec_views = {v.name: view_definition(v) for v in dash.views}
         self._dims: dict[int, str] = {}
 
     def bars(self, v: ViewLayout) -> dict:

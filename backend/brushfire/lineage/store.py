@@ -202,17 +202,27 @@ class LineageStore:
 
 # --- identities ---------------------------------------------------------------------------
 
-DISPLAY_ONLY = ("title", "scale", "reverse")  # how a view is drawn, never what it counts
+DISPLAY_ONLY = ("title", "scale", "reverse", "snap")  # how a view is drawn, never what it counts
+
+
+def view_definition(view) -> dict:
+    """What a view counts, as JSON: its spec without how it is drawn (title, scale,
+    reverse, snap; a heatmap axis's reverse)."""
+    v = view.model_dump(mode="json")
+    for k in DISPLAY_ONLY:
+        v.pop(k, None)
+    for axis in ("x", "y"):
+        if isinstance(v.get(axis), dict):
+            v[axis].pop("reverse", None)
+    return v
 
 
 def spec_hash(dash: DashboardSpec) -> str:
-    """A hash of what the spec asks to capture: titles and display options (scale,
-    reverse) left out, so editing them keeps the capture; keys sorted, so the order of a
-    mapping in the YAML does not matter."""
-    d = dash.model_dump(mode="json", exclude={"title"})
-    for v in d["views"]:
-        for k in DISPLAY_ONLY:
-            v.pop(k, None)
+    """A hash of what the spec asks to capture: titles, the page's layout and display
+    options (scale, reverse, snap) left out, so editing them keeps the capture; keys
+    sorted, so the order of a mapping in the YAML does not matter."""
+    d = dash.model_dump(mode="json", exclude={"title", "layout", "views"})
+    d["views"] = [view_definition(v) for v in dash.views]
     return _hash(d)
 
 
