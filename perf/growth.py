@@ -23,12 +23,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common import Progress, code_version, spark_session
+from common import Progress, TreeMemory, code_version, spark_session
 
 from brushfire.capture import capture_dashboard
 from brushfire.capture import spark as sp
@@ -39,45 +38,6 @@ from brushfire.spec.loader import load_dashboard
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class TreeMemory:
-    """Peak resident memory of a process and its descendants, sampled in a thread."""
-
-    def __init__(self, pid: int, every: float = 0.2) -> None:
-        self.pid, self.every, self.peak = pid, every, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> TreeMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.peak = max(self.peak, tree_rss(self.pid))
-
-
-def tree_rss(pid: int) -> int:
-    """Bytes resident in `pid` and every process below it."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            p = int(stat.parent.name)
-            children.setdefault(int(fields[1]), []).append(p)
-            rss[p] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            continue
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        total += rss.get(p, 0)
-        todo += children.get(p, [])
-    return total
 
 
 SERVE = r"""
