@@ -89,6 +89,8 @@ class LineageStore:
     directory: Path | None = None
     # the plain Spark queries' results when capture ran them for comparison (not persisted)
     base_query_results: dict[str, dict] | None = None
+    # the manifest it was loaded from, without its shards (which capture this is: versions.py)
+    manifest: dict | None = None
 
     @property
     def views(self) -> list[ViewLayout]:
@@ -516,7 +518,9 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
                       np.asarray(arr("base_oks")))
     keycounts = [np.asarray(arr(f"keycount.{d.name}")) for d in layout.dims]
     info = CaptureInfo(**meta["info"])
-    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry)
+    head = {k: v for k, v in meta.items() if k not in ("shards", "source", "files", "layout")}
+    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry,
+                        manifest=head)
 
 
 def _crc(path: Path) -> int:
