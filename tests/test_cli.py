@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pytest
@@ -287,3 +288,29 @@ def test_capture_progress_written_to_a_file_has_no_control_codes(spark, small_pa
     assert lines and all(re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line) for line in lines), lines
     phases = [line.split("] ", 1)[1].split(": ")[0].split(" (")[0] for line in lines]
     assert len(phases) == len(set(phases)), lines  # each phase once
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_parquet, tmp_path):
+    """`brushfire capture` in a process of its own, stderr to a pipe: Spark's driver starts
+    quiet (capture/log4j2.properties), so what is written is the progress, one line per
+    phase, and the JVM's own notice of the incubator module Spark's launcher adds."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: piped\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: hx, type: histogram, field: x, bin: {step: 10, extent: [0, 100]}}\n")
+    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
+    run = subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
+                          "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
+                          "--spark-master", "local[1]"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines()
+             if line != "WARNING: Using incubator modules: jdk.incubator.vector"]
+    assert lines and all(re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line) for line in lines), run.stderr
+    assert "lineage cached in" in run.stdout
