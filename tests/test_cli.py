@@ -314,3 +314,49 @@ def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_pa
              if line != "WARNING: Using incubator modules: jdk.incubator.vector"]
     assert lines and all(re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line) for line in lines), run.stderr
     assert "lineage cached in" in run.stdout
+
+
+# --- help texts ------------------------------------------------------------------------------
+
+
+def _help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    return capsys.readouterr().out
+
+
+def _commands(capsys) -> list[str]:
+    """The commands the parser takes, from its own usage error."""
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
+    return re.findall(r"'(\w+)'", capsys.readouterr().err.split("choose from", 1)[1])
+
+
+def test_the_help_says_what_brushfire_and_each_command_do(capsys):
+    commands = _commands(capsys)
+    text = _help([], capsys)
+    listed = dict(re.findall(r"^    (\w+) {2,}(\S.*)$", text, re.M))  # under "commands:"
+    assert list(listed) == commands and {"profile", "schema"} <= set(listed), text
+    assert all(len(what) > 20 for what in listed.values()), listed
+    assert "parse arguments" not in text and "brushfire serve SPEC" in text
+    assert re.search(r"^  BRUSHFIRE_CACHE +the lineage cache", text, re.M), text  # "environment:"
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "capture", "serve", "demo", "profile",
+                                     "schema", "bench"])
+def test_every_command_describes_itself_and_its_arguments(command, capsys):
+    text = _help([command], capsys)
+    description = text.split("\n\n", 2)[1]
+    assert len(description) > 40 and not description.startswith(("positional", "options")), text
+    positionals = text.split("positional arguments:\n", 1)[1].split("\n\n", 1)[0] \
+        if "positional arguments:" in text else ""
+    for line in positionals.splitlines():  # each with what it is, not its name alone
+        assert re.fullmatch(r"  \S+ +\S.*| {10,}\S.*", line), line
+
+
+def test_capture_help_describes_the_spec_and_the_cache(capsys):
+    text = " ".join(_help(["capture"], capsys).split())
+    assert "spec the dashboard's YAML spec (docs/spec.md)" in text
+    assert "--cache-dir CACHE_DIR lineage cache (default: $BRUSHFIRE_CACHE, else the user's cache " \
+           "directory; here " in text
