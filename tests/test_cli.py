@@ -360,3 +360,23 @@ def test_capture_help_describes_the_spec_and_the_cache(capsys):
     assert "spec the dashboard's YAML spec (docs/spec.md)" in text
     assert "--cache-dir CACHE_DIR lineage cache (default: $BRUSHFIRE_CACHE, else the user's cache " \
            "directory; here " in text
+
+
+@pytest.mark.parametrize(("written", "hint"), [
+    # absolute: where it stops existing and what is there; no "make it absolute"
+    ("{data}/flights.parquet", "{data} has no 'flights.parquet'; did you mean 'flights-3m.parquet'?"),
+    ("{data}/2001/flights.parquet", "{data} has no '2001'"),
+    # relative to the spec's folder: the same, and how to write it
+    ("data/flight-3m.parquet", "{data} has no 'flight-3m.parquet'; did you mean 'flights-3m.parquet'?"
+                               "; fix the path, or make it absolute"),
+])
+def test_a_missing_source_says_where_the_path_stops_existing(written, hint, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "flights-3m.parquet").write_bytes(b"")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {written.format(data=data)}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    assert main(["validate", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert err.endswith(f": no such file or directory\n    hint: {hint.format(data=data)}\n"), err
