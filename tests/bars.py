@@ -15,8 +15,8 @@ def sql_values(oracle: Oracle, dash: Dashboard, view: str, extra: str = "TRUE") 
     got = oracle.view(view, extra)
     out = []
     for i, label in enumerate(layout.labels):
-        key = label.replace("+00:00", "") if v.type == "temporal" else \
-            label if v.type == "categorical" else i
+        key = label.replace("+00:00", "") if v.type == "temporal" and not v.part else \
+            label if v.type == "categorical" else i  # (a calendar part: its bar number, as bar_sql)
         count, total, mean, stat = got.get(key, (0, None, None, None))
         out.append({"count": count, "sum": total, "mean": mean}.get(v.aggregate.op, stat))
     return out
