@@ -40,3 +40,14 @@ def test_serve_capture_and_notebooks_in_different_folders_share_one_cache(tmp_pa
                              capture_output=True, text=True, env={**env, "HOME": str(home)})
         seen.append(run.stdout.strip())
     assert seen == [str(home / ".cache" / "brushfire")] * 2
+
+
+def test_the_tests_capture_into_a_cache_of_their_own():
+    """A test run never writes into the user's cache directory (tests/conftest.py)."""
+    import tempfile
+
+    from brushfire.dashboard import DEFAULT_CACHE
+
+    assert os.environ["BRUSHFIRE_CACHE"] == DEFAULT_CACHE
+    assert os.path.basename(DEFAULT_CACHE).startswith("brushfire-test-cache-")
+    assert os.path.dirname(DEFAULT_CACHE) == tempfile.gettempdir()
