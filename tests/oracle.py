@@ -37,7 +37,10 @@ class Oracle:
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
         checks = [sql.ident(c) for c in profile_columns(dash)]
-        if dash.source.columns or dash.source.filters:
+        src = dash.source  # Spark's rows, in capture's order: with any derived column or
+        # static filter, and when the source is no single Parquet file (a folder, Delta)
+        if src.columns or src.filters or src.resolved_format != "parquet" or \
+                not Path(src.path).is_file():
             from brushfire.capture.analyze import materialize_source
 
             files = ", ".join(f"'{f}'" for f in materialize_source(dash, CACHE, spark))

@@ -11,8 +11,9 @@ import pytest
 
 from brushfire import Dashboard, __version__, versions
 from brushfire.cli import main
-from brushfire.lineage.store import source_fingerprint, spec_hash
+from brushfire.lineage.store import files_fingerprint, spec_hash
 from brushfire.server import create_app
+from brushfire.source import local_files
 from brushfire.spec import load_dashboard
 from live_server import live_server
 
@@ -55,7 +56,7 @@ def test_captures_are_versioned_and_listed(spark, small_parquet, tmp_path, capsy
     second = Dashboard.open(spec, spark=spark, cache_dir=cache)
     served = versions.served(second)
     assert served["spec_sha256"] == spec_hash(load_dashboard(spec))
-    assert served["source_fingerprint"] == source_fingerprint(str(small_parquet))
+    assert served["source_fingerprint"] == files_fingerprint(local_files(load_dashboard(spec).source))
     assert served["brushfire_version"] == __version__ and served["rows"] == 3000
     got = versions.history(cache, "v")
     assert [e["cached"] for e in got] == [True, False]
@@ -65,7 +66,7 @@ def test_captures_are_versioned_and_listed(spark, small_parquet, tmp_path, capsy
     assert out[0].startswith("captures of dashboard 'v' in ")
     assert out[2].endswith("cached  <- the spec and source as they are now")
     assert out[2].split()[2] == served["spec_sha256"][:8]
-    assert out[3].endswith("pruned")
+    assert out[3].endswith("replaced")
     # what clients are told
     with live_server(create_app([second])) as addr:
         listed = httpx.get(f"http://{addr}/api/dashboards").json()[0]["version"]

@@ -279,20 +279,20 @@ def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
     if not maxbins_fields(dash):
         return None
     from brushfire.capture.budget import parse_size
-    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, is_current
     from brushfire.errors import BrushfireError
     from brushfire.lineage.layout import CaptureConfig
-    from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint
+    from brushfire.lineage.store import entry_dir, read_manifest
 
-    # the entry `Dashboard.open` would load (the same key: the budget from the environment)
+    # the capture `Dashboard.open` would load (the same config: the budget from the environment)
     config = CaptureConfig(memory_budget=parse_size(DEFAULT_BUDGET) if DEFAULT_BUDGET else None)
     try:
-        fingerprint = source_fingerprint(dash.source.path)
-        directory = entry_dir(cache_dir or DEFAULT_CACHE, dash, fingerprint, config)
-        store = load_store(directory, dash, cache_key(dash, fingerprint, config), verify=False)
-    except (BrushfireError, OSError):  # no source, no capture or an unsound one
+        meta = read_manifest(entry_dir(cache_dir or DEFAULT_CACHE, dash))
+        if meta is None or not is_current(meta, dash, config):
+            return None
+        return {v["name"]: v["bins"] for v in meta["layout"]["views"]}
+    except (BrushfireError, OSError, KeyError, TypeError):  # no source, or an unsound capture
         return None
-    return {v.name: v.bins for v in store.layout.views}
 
 
 def _profile(args) -> int:
@@ -418,17 +418,15 @@ def render_history(dash, cache_dir) -> str:
     """`brushfire capture --history`: the dashboard's captures, newest first, and which of
     them matches the spec and source as they are now."""
     from brushfire import versions
-    from brushfire.errors import CaptureError
-    from brushfire.lineage.store import source_fingerprint, spec_hash
+    from brushfire.lineage.store import files_fingerprint, spec_hash
+    from brushfire.source import local_files
 
     entries = versions.history(cache_dir, dash.name)
-    try:
-        now = (spec_hash(dash), source_fingerprint(dash.source.path))
-    except CaptureError:  # the source is gone: no capture matches it
-        now = (spec_hash(dash), None)
+    files = local_files(dash.source)
+    now = (spec_hash(dash), files_fingerprint(files) if files else None)
     lines = [f"captures of dashboard '{dash.name}' in {cache_dir} (newest first; the history keeps "
-             f"the last {versions.HISTORY_KEEP}, the cache only the newest one's lineage: older "
-             "entries are pruned when a newer capture completes)"]
+             f"the last {versions.HISTORY_KEEP}, the cache the lineage of the newest one per "
+             "source: a newer capture replaces it, reusing what did not change)"]
     if not entries:
         lines.append("  none yet: brushfire capture SPEC captures it")
         return "\n".join(lines)
@@ -441,7 +439,7 @@ def render_history(dash, cache_dir) -> str:
         lines.append(f"  {created:<20} {(e.get('spec_sha256') or '?')[:8]:<9} "
                      f"{(e.get('source_fingerprint') or '?')[:8]:<9} "
                      f"{e.get('brushfire_version') or '?':<10} {rows:>12}  {e.get('mode') or '?':<5} "
-                     f"{'cached' if e['cached'] else 'pruned'}"
+                     f"{'cached' if e['cached'] else 'replaced'}"
                      + ("  <- the spec and source as they are now" if current else ""))
     return "\n".join(lines)
 

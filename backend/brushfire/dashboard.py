@@ -11,7 +11,7 @@ import gc
 import os
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +24,9 @@ from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
 from brushfire.lineage.layout import CaptureConfig
-from brushfire.lineage.store import LineageStore, cache_key, load_store, source_fingerprint
+from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
 from brushfire.plan import CapturePlan, plan_capture
+from brushfire.source import local_files, same_files
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
 from brushfire.views import with_recorded_bins
@@ -62,19 +63,21 @@ class Dashboard:
         config = config or CaptureConfig()
         if memory_budget is not None:
             config = replace(config, memory_budget=parse_size(memory_budget))
+        fresh = recapture
         if cache_dir is not None and not recapture:
-            fingerprint = source_fingerprint(dash.source.path)
-            key = cache_key(dash, fingerprint, config)
-            directory = Path(cache_dir) / f"{dash.name}-{key}"
-            if directory.exists() or directory.is_symlink():
+            directory = entry_dir(cache_dir, dash)
+            meta = read_manifest(directory)
+            if meta is not None and is_current(meta, dash, config):
                 try:
-                    return cls(dash, plan, load_store(directory, dash, key), from_cache=True)
+                    return cls(dash, plan, load_store(directory, dash, meta["cache_key"]),
+                               from_cache=True)
                 except CacheError as e:
-                    print(f"brushfire: {e}; recapturing", file=sys.stderr)
+                    print(f"brushfire: {e}; capturing again", file=sys.stderr)
+                    fresh = True  # nothing of an entry that failed its checks is reused
         from brushfire.capture import capture_dashboard
 
         store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress,
-                                  cache_dir=cache_dir, config=config)
+                                  cache_dir=cache_dir, config=config, fresh=fresh)
         return cls(dash, plan, store)
 
     def session(self) -> Session:
@@ -117,6 +120,15 @@ class Dashboard:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def is_current(meta: dict, dash: m.DashboardSpec, config: CaptureConfig) -> bool:
+    """Is an entry's capture (its manifest) one of `dash`'s spec with `config`, over the
+    source's files as they are now? (No Spark: a remote source is checked by capture.)"""
+    if meta.get("spec_sha256") != spec_hash(dash) or meta.get("config") != asdict(config):
+        return False
+    files = local_files(dash.source)
+    return files is not None and same_files(files, meta["source"]["files"])
 
 
 def apply_parameter_defaults(session, spec: m.DashboardSpec):

@@ -78,7 +78,8 @@ class SparkSource:
         (not kept: a source must not keep a dashboard's arrays alive)."""
         self.spec, self.master = spec, master
         self.n_rows = store.n_rows
-        self.shards = [(s.name, s.start, s.n_rows) for s in getattr(store, "shards", [])]
+        self.shards = [(*s.source, s.start, s.n_rows) for s in getattr(store, "shards", [])
+                       if s.n_rows]
         self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
         self.spark = None
@@ -89,11 +90,11 @@ class SparkSource:
         """The Spark session, and the source registered as a temporary view (first call)."""
         with self._lock:
             if self.spark is None:
-                from brushfire.capture.analyze import analyze_source
+                from brushfire.capture.analyze import analyze_source, with_row_origin
                 from brushfire.capture.spark import get_spark, schema_kinds
 
                 spark = get_spark(self.master)
-                df = analyze_source(spark, self.spec)
+                df = with_row_origin(analyze_source(spark, self.spec))
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
@@ -144,32 +145,35 @@ class SparkSource:
         return "running on Spark", (done / total if total else None)
 
     def rid_table(self, group: str) -> str:
-        """SQL of the source with each row's rid (`__rid`): its position in the partition
-        order capture numbers rows in. Checked against the store's shards once."""
+        """SQL of the source with each row's rid (`__rid`): its place in capture's order, by
+        input file, split and position (capture/analyze.py, `with_row_origin`). Checked
+        against the store's shards once."""
         if self._rid_sql is None:
+            from brushfire.capture.analyze import ORIGIN, rid_offsets
+
             self.start()
-            counts = self.run(group, f"SELECT spark_partition_id() AS p, count(1) AS n FROM "
-                                     f"{self.table} GROUP BY 1", "numbering the source's rows")
-            sizes = {int(r["p"]): int(r["n"]) for r in counts}
-            n = max(sizes, default=-1) + 1
-            offsets = np.concatenate([[0], np.cumsum([sizes.get(p, 0) for p in range(n)])])
+            file, start, pos = ORIGIN
+            counts = self.run(group, f"SELECT {file}, {start}, count(1) AS n FROM {self.table} "
+                                     "GROUP BY 1, 2", "numbering the source's rows")
+            sizes = {(r[0], int(r[1])): int(r["n"]) for r in counts}
+            offsets = rid_offsets(sizes)
             self._check_rids(sizes, offsets)
-            starts = ", ".join(str(int(x)) for x in offsets[:-1]) or "0"
-            self._rid_sql = (f"SELECT *, element_at(array({starts}), spark_partition_id() + 1) + "
-                             f"(monotonically_increasing_id() & {(1 << 33) - 1}) AS __rid "
-                             f"FROM {self.table}")
+            cases = " ".join(f"WHEN {file} = {sql.value_lit(f, sql.SPARK)} AND {start} = {s} THEN {o}"
+                             for (f, s), o in offsets.items()) or "WHEN false THEN 0"
+            self._rid_sql = (f"SELECT *, (CASE {cases} END) + row_number() OVER (PARTITION BY "
+                             f"{file}, {start} ORDER BY {pos}) - 1 AS __rid FROM {self.table}")
         return self._rid_sql
 
-    def _check_rids(self, sizes: dict[int, int], offsets: np.ndarray) -> None:
-        if int(offsets[-1]) != self.n_rows:
-            msg = (f"the source has {int(offsets[-1]):,} rows now, the capture {self.n_rows:,}: "
+    def _check_rids(self, sizes: dict[tuple, int], offsets: dict[tuple, int]) -> None:
+        total = sum(sizes.values())
+        if total != self.n_rows:
+            msg = (f"the source has {total:,} rows now, the capture {self.n_rows:,}: "
                    "recapture the dashboard to answer this")
             raise NotCapturedError(msg)
-        last = len(offsets) - 1
-        for name, start, n in self.shards:  # shard <partition>-<seq> holds rows of that partition
-            pid = int(name.split("-")[0])
-            if start < offsets[min(pid, last)] or start + n > offsets[min(pid + 1, last)]:
-                msg = ("Spark splits the source into other partitions than at capture (another "
+        for file, split, start, n in self.shards:  # a shard holds rows of one split
+            first = offsets.get((file, split))
+            if first is None or start < first or start + n > first + sizes[(file, split)]:
+                msg = ("Spark splits the source's files otherwise than at capture (another "
                        "spark.sql.files.maxPartitionBytes?): rows cannot be matched to rids")
                 raise NotCapturedError(msg)
 

@@ -8,6 +8,7 @@ and how a relative path was resolved) when the source came from a spec file.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -89,12 +90,79 @@ def _data_files(directory: Path):
             yield p
 
 
+def file_record(uri: str) -> dict:
+    """A source file as capture keys it: {"uri", "path", "size", "mtime_ns"} (the uri as
+    Spark spells it, the local path it names, and what tells a change)."""
+    from urllib.parse import unquote, urlparse
+
+    path = unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+    st = os.stat(path)
+    return {"uri": uri, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def local_files(source: m.Source) -> list[dict] | None:
+    """The source's data files as capture keys them (`file_record`), listed as Spark does
+    (names starting with '_' or '.' are not data), or, of a Delta table, as its log names
+    them for its latest version; without Spark. None for remote paths."""
+    if not is_local(source.path):
+        return None
+    if source.resolved_format == "delta":
+        return [file_record(Path(p).as_uri()) for p in delta_files(source)]
+    path = Path(source.path.removeprefix("file://")).absolute()
+    files = sorted(_data_files(path)) if path.is_dir() else [path] if path.exists() else []
+    return [file_record(f.as_uri()) for f in files]
+
+
+# Delta Lake reader features whose tables are read right from their Parquet files
+DELTA_READABLE = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "checkpointProtection"}
+
+
+def delta_table(source: m.Source):
+    """The source's Delta table at its latest version (the `deltalake` package reads the
+    log without Spark), checked to be readable from its Parquet files alone."""
+    try:
+        from deltalake import DeltaTable
+    except ImportError:
+        raise source_error(source, "reading a Delta table needs the deltalake package",
+                           "pip install deltalake") from None
+    path = source.path.removeprefix("file://")
+    try:
+        table = DeltaTable(path)
+    except Exception as e:  # deltalake raises its own TableNotFoundError, DeltaError, ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise source_error(source, f"not a Delta table: {first[:300]}",
+                           "source.path names the folder that holds _delta_log") from None
+    protocol = table.protocol()
+    features = set(protocol.reader_features or [])
+    if protocol.min_reader_version >= 2 and not features or features - DELTA_READABLE:
+        needs = ", ".join(sorted(features - DELTA_READABLE)) or "column mapping"
+        raise source_error(source, f"the Delta table (version {table.version()}) needs a reader "
+                           f"that knows {needs}; Brushfire reads a version's Parquet files as "
+                           "they are", "rewrite the table without them (e.g. REORG TABLE ... "
+                           "APPLY (PURGE) for deletion vectors)")
+    return table
+
+
+def delta_files(source: m.Source) -> list[str]:
+    """The Parquet files of the Delta table's latest version (local paths, sorted)."""
+    return sorted(delta_table(source).file_uris())
+
+
+def same_files(a: list[dict], b: list[dict]) -> bool:
+    """Do two listings name the same files, of the same sizes and modification times?"""
+    def key(fs):
+        return sorted((f["path"], f["size"], f["mtime_ns"]) for f in fs)
+    return key(a) == key(b)
+
+
 def read_types(source: m.Source) -> dict[str, str] | None:
     """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
     source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
     and for remote paths. Raises at source.path when the source cannot be read."""
     check_path(source)
     fmt = source.resolved_format
+    if fmt == "delta" and is_local(source.path):
+        return {f.name: fine_kind_of(f.type) for f in pa.schema(delta_table(source).schema().to_arrow())}
     if fmt not in FOOTER_FORMATS or not is_local(source.path):
         return None
     try:

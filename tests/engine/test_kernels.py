@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brushfire.capture.shards import block_fences
+from brushfire.capture.keys import block_fences
 from brushfire.engine import kernels as K
 
 pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache

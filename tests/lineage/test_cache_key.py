@@ -1,8 +1,8 @@
-"""What the cache key depends on: what the spec captures, not how it is drawn."""
+"""What identifies a capture: what the spec captures, not how it is drawn."""
 
 from __future__ import annotations
 
-from brushfire.lineage.store import cache_key
+from brushfire.lineage.store import capture_key as cache_key
 from brushfire.spec import parse_dashboard
 
 

@@ -1,5 +1,5 @@
-"""The lineage cache: round trips, invalidation by spec and source, corruption and misuse
-detection (a broken cache never costs the dashboard), pruning of superseded entries."""
+"""The lineage cache: round trips, an entry per dashboard and source, corruption and
+misuse detection (a broken cache never costs the dashboard), removal of unused parts."""
 
 from __future__ import annotations
 
@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 
 from brushfire import Dashboard, versions
-from brushfire.errors import CacheError, CaptureError
-from brushfire.lineage.store import cache_key, entry_dir, load_store, source_fingerprint
+from brushfire.errors import CacheError, CaptureError, SpecError
+from brushfire.lineage.store import (
+    capture_key,
+    entry_dir,
+    files_fingerprint,
+    load_store,
+    read_manifest,
+    spec_hash,
+)
+from brushfire.source import local_files
 from brushfire.spec import parse_dashboard
 
 pytestmark = pytest.mark.spark
@@ -47,9 +55,9 @@ def store_arrays(store) -> dict:
     out = {"base": store.base.counts, **{f"kc{i}": c for i, c in enumerate(store.keycounts)}}
     for k, c in store.cubes.items():
         out[f"cube{k}"] = c.counts
-    for s in store.shards:
-        for i, a in enumerate(s.arrays):
-            out[f"{s.name}.{i}"] = np.asarray(a)
+    for i, s in enumerate(store.shards):
+        for j, a in enumerate(s.arrays):
+            out[f"{i}.{j}"] = np.asarray(a)
     return out
 
 
@@ -76,25 +84,24 @@ def test_reopening_loads_the_cache_without_spark(cached, small_parquet):
     s1, s2 = dash.session(), again.session()
     assert s1.brush("hx", (20, 55)).views["cat"].counts == s2.brush("hx", (20, 55)).views["cat"].counts
     meta = json.loads((again.store.directory / "manifest.json").read_text())
-    assert meta["spec_sha256"] and meta["cache_key"] in again.store.directory.name
+    assert meta["spec_sha256"] == spec_hash(dash.spec) and meta["resolved_spec"]["name"] == "cache_test"
     assert versions.history(cache, "cache_test")[0]["rows"] == dash.store.n_rows
 
 
-def test_a_changed_spec_or_source_has_another_entry(cached, small_parquet, tmp_path):
+def test_what_identifies_a_capture(cached, small_parquet, tmp_path):
     dash, cache = cached
-    fp = source_fingerprint(str(small_parquet))
+    fp = files_fingerprint(local_files(dash.spec.source))
     other = parse_dashboard(spec(small_parquet, views=spec(small_parquet)["views"][:2],
                                  interactions={"crossfilter": [{"views": ["hx", "cat"]}]}))
-    assert cache_key(other, fp) != cache_key(dash.spec, fp)
+    assert capture_key(other, fp) != capture_key(dash.spec, fp)
+    assert entry_dir(cache, other) == entry_dir(cache, dash.spec)  # one entry: the same source
     copy = tmp_path / "copy.parquet"
     copy.write_bytes(small_parquet.read_bytes())
-    before = source_fingerprint(str(copy))
+    sample = parse_dashboard(spec(copy))
+    assert entry_dir(cache, sample) != entry_dir(cache, dash.spec)  # another source, another entry
+    before = files_fingerprint(local_files(sample.source))
     os.utime(copy, ns=(1, 1))  # the data "changed": new modification time
-    assert source_fingerprint(str(copy)) != before
-
-
-def _entry(path, d):
-    return entry_dir(path, d, source_fingerprint(d.source.path))
+    assert files_fingerprint(local_files(sample.source)) != before
 
 
 DAMAGES = ["flip_a_byte", "truncate", "remove_manifest", "remove_shard_file", "manifest_is_a_list",
@@ -107,8 +114,10 @@ def test_a_damaged_entry_is_detected_and_recaptured(spark, small_parquet, tmp_pa
     good = Dashboard.open(d, spark=spark, cache_dir=tmp_path)
     # copies: the store maps the files the damage below writes to
     want = {k: np.array(v) for k, v in store_arrays(good.store).items()}
-    entry = _entry(tmp_path, d)
-    victim = entry / "shards" / good.store.shards[0].name / "keys.npy"
+    entry = entry_dir(tmp_path, d)
+    meta = read_manifest(entry)
+    first = meta["shards"][0]
+    victim = entry / "shards" / first["name"] / f"keys-{first['rows']}.npy"
     manifest = entry / "manifest.json"
     if damage == "flip_a_byte":
         data = bytearray(victim.read_bytes())
@@ -123,7 +132,6 @@ def test_a_damaged_entry_is_detected_and_recaptured(spark, small_parquet, tmp_pa
     elif damage == "manifest_is_a_list":
         manifest.write_text("[]")
     elif damage == "manifest_without_files":
-        meta = json.loads(manifest.read_text())
         del meta["files"]
         manifest.write_text(json.dumps(meta))
     elif damage == "manifest_not_json":
@@ -141,35 +149,48 @@ def test_a_damaged_entry_is_detected_and_recaptured(spark, small_parquet, tmp_pa
 
 
 @pytest.mark.parametrize("how", ["copy", "symlink"])
-def test_an_entry_copied_from_another_spec_is_not_served(spark, small_parquet, tmp_path, how):
+def test_an_entry_of_another_spec_is_not_served(spark, small_parquet, tmp_path, how):
     a = parse_dashboard(spec(small_parquet))
-    b = parse_dashboard(spec(small_parquet, views=[{**spec(small_parquet)["views"][0],
-                                                    "bin": {"step": 5, "extent": [0, 100]}},
-                                                   *spec(small_parquet)["views"][1:]]))
     dash_a = Dashboard.open(a, spark=spark, cache_dir=tmp_path)
-    src, dst = _entry(tmp_path, a), _entry(tmp_path, b)
+    b = parse_dashboard(spec(small_parquet, name="other_test"))  # another dashboard's entry
+    src, dst = entry_dir(tmp_path, a), entry_dir(tmp_path, b)
     if how == "copy":
         shutil.copytree(src, dst)
     else:
         os.symlink(src, dst)
-    with pytest.raises(CacheError, match="another spec|cache key"):
-        load_store(dst, b, dst.name.split("-")[-1])
-    dash_b = Dashboard.open(b, spark=spark, cache_dir=tmp_path)
+    with pytest.raises(CacheError, match="another spec"):
+        load_store(dst, b)
+    edited = parse_dashboard(spec(small_parquet, views=[{**spec(small_parquet)["views"][0],
+                                                         "bin": {"step": 5, "extent": [0, 100]}},
+                                                        *spec(small_parquet)["views"][1:]]))
+    with pytest.raises(CacheError, match="another spec"):
+        load_store(src, edited)  # the entry holds spec a's capture
+    dash_b = Dashboard.open(edited, spark=spark, cache_dir=tmp_path)
     assert not dash_b.from_cache
     assert len(dash_b.store.view("hx").labels) == 20 != len(dash_a.store.view("hx").labels)
 
 
-def test_a_newer_capture_prunes_the_superseded_entry(spark, small_parquet, tmp_path):
+def test_an_edited_spec_updates_its_entry_and_other_sources_keep_theirs(spark, small_parquet,
+                                                                         tmp_path):
     first = parse_dashboard(spec(small_parquet))
-    Dashboard.open(first, spark=spark, cache_dir=tmp_path)
-    old = _entry(tmp_path, first)
-    assert old.exists()
+    a = Dashboard.open(first, spark=spark, cache_dir=tmp_path)
+    entry = entry_dir(tmp_path, first)
+    files_before = {p.relative_to(entry) for p in entry.rglob("*") if p.is_file()}
     edited = parse_dashboard(spec(small_parquet, title="edited", views=spec(small_parquet)["views"][:2],
                                   interactions={"crossfilter": [{"views": ["hx", "cat"]}]}))
-    Dashboard.open(edited, spark=spark, cache_dir=tmp_path)
-    assert not old.exists() and _entry(tmp_path, edited).exists()
-    entries = [p.name for p in tmp_path.iterdir() if p.name != versions.HISTORY_DIR]
-    assert entries == [_entry(tmp_path, edited).name]
+    b = Dashboard.open(edited, spark=spark, cache_dir=tmp_path)
+    assert entry_dir(tmp_path, edited) == entry and not b.from_cache
+    assert any("reused 1 of 1 input files" in c for c in b.store.info.changes)
+    files_after = {p.relative_to(entry) for p in entry.rglob("*") if p.is_file()}
+    assert files_after != files_before  # parts of the dropped view removed, new ones added
+    assert not any("mk" in str(p) for p in files_after if p.name.startswith("g-"))
+    copy = tmp_path / "sample.parquet"
+    shutil.copy(small_parquet, copy)
+    Dashboard.open(parse_dashboard(spec(copy)), spark=spark, cache_dir=tmp_path)
+    entries = sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and p.name != versions.HISTORY_DIR)
+    assert len(entries) == 2 and entry.name in entries  # a sample and the full data coexist
+    assert Dashboard.open(edited, spark=None, cache_dir=tmp_path).from_cache
+    assert a.store.n_rows == b.store.n_rows
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
@@ -193,5 +214,5 @@ def test_an_unwritable_cache_path_still_serves_the_dashboard(spark, small_parque
 
 def test_a_missing_source_is_a_clear_error(tmp_path):
     d = parse_dashboard(spec(tmp_path / "missing.parquet"))
-    with pytest.raises(CaptureError, match="missing.parquet does not exist"):
+    with pytest.raises((CaptureError, SpecError), match="missing.parquet.*no such file or directory"):
         Dashboard.open(d, cache_dir=tmp_path)

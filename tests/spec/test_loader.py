@@ -240,14 +240,14 @@ bad/crossfilter_names_not_groups.yaml:10: interactions.crossfilter[0]: expected 
     # --- the source
     ("source_format_unknown.yaml", """\
 bad/source_format_unknown.yaml:4: source.format: unsupported format 'xlsx'
-    format accepts: parquet, csv, json, orc"""),
+    format accepts: parquet, csv, json, orc, delta"""),
     ("source_extension_unknown.yaml", """\
 bad/source_extension_unknown.yaml:3: source.path: cannot tell the source's format: 'flights.txt' has extension '.txt'
-    formats: parquet, csv, json, orc
+    formats: parquet, csv, json, orc, delta
     hint: add format: parquet (or csv, json, orc) to source"""),
     ("source_directory_without_format.yaml", """\
 bad/source_directory_without_format.yaml:3: source.path: cannot tell the source's format: 'flights' has no extension
-    formats: parquet, csv, json, orc
+    formats: parquet, csv, json, orc, delta
     hint: add format: parquet (or csv, json, orc) to source"""),
     ("source_path_empty.yaml", """\
 bad/source_path_empty.yaml:3: source.path: the path is empty

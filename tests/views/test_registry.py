@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from brushfire.capture.shards import _Rows
+from brushfire.capture.keys import ShardFields, view_codes
 from brushfire.lineage.layout import ViewLayout
 from brushfire.spec import models as m
 from brushfire.views import VIEW_TYPES, view_type
@@ -68,7 +68,8 @@ def test_capture_and_sql_put_each_row_in_the_same_bar(spec: dict) -> None:
     kind = "temporal" if vt.value_bars and view.field == "t" else "values"
     vl = ViewLayout(view.name, view.type, "count", len(labels), 0, labels, reasons=vt.reasons(view),
                     value_type=kind)
-    got = vt.row_codes(view, vl, _Rows(table))
+    got = view_codes(view, vl, ShardFields.of_table(table))  # as the key job computes them
+    assert list(got) == list(vt.row_codes(view, vl, ShardFields.of_table(table).rows()))
     bar_of = {k: i for i, k in enumerate(vt.label_keys(view, vt.sql_values(vl)))}
     top = [x for x in vt.sql_values(vl) if x != "(other)"] if vt.value_bars else None
     con = duckdb.connect()

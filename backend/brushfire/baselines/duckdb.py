@@ -27,8 +27,10 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     Spark materialized, else from `sql.profile_sql`."""
     source = spec.source
     reader = READERS.get(source.resolved_format)
-    materialized = bool(source.columns or source.filters or reader is None)
-    if materialized:  # ORC, too: DuckDB does not read it
+    # ORC, too (DuckDB does not read it), and folders of files (rows in capture's order)
+    materialized = bool(source.columns or source.filters or reader is None
+                        or not os.path.isfile(source.path))
+    if materialized:
         from brushfire.cachedir import default_cache_dir
         from brushfire.capture.analyze import materialize_source
 

@@ -1,52 +1,92 @@
-"""Capture: run a CapturePlan on Spark into a cache entry of the lineage store.
+"""Capture: a CapturePlan run over the source into the dashboard's cache entry, reading
+only what changed since the entry's last capture.
 
-`capture_dashboard` is the whole pipeline, in order:
-1. check the spec's columns against the source schema (before any Spark job);
-2. the profile (Spark aggregations, no rows moved): each brushed field's distinct values
-   (or quantiles when there are many), each categorical and dropdown field's value
-   counts, each temporal field's range;
-3. the layout (driver, pure): `maxbins` bins chosen from the profile, then how each
-   need of the plan is stored (capture/layout.py);
-4. the shard job (executors): every partition's rows keyed, binned, indexed and
-   aggregated into shards written straight into the entry (capture/shards.py);
-5. the manifest (driver): the shards' partial aggregates summed into base results and
-   cubes, then the entry published atomically and older entries of the dashboard pruned.
+`run_capture` is the whole pipeline, in order (a `Runner` does the per-row work: Spark's
+executors, capture/spark.py, or this process, capture/local.py):
+1. what to reuse (`plan_reuse`, pure): the entry's shards of input files that did not
+   change, and of them the encoded fields the spec still reads;
+2. the scan (executors, the one pass over the source): new and changed files become
+   shards of encoded fields (capture/scan.py); fields the spec reads for the first time
+   are scanned alone, over the files captured before;
+3. the statistics and the layout (driver, pure): the shards' dictionaries merged
+   (capture/stats.py), `maxbins` bins chosen, then how each need of the plan is stored
+   (capture/layout.py);
+4. the key job (executors): each shard's per-row lineage and partial results, from its
+   encoded fields, for whatever the layout changed (capture/keys.py; `part_hashes` says
+   what each part depends on);
+5. the manifest (driver): the partial results summed into base results and cubes, the
+   manifest replaced atomically, and what no manifest uses removed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
+
+import numpy as np
 
 from brushfire import versions
-from brushfire.capture import spark as sp
-from brushfire.capture.analyze import analyze_source
-from brushfire.capture.layout import make_layout, profile_spec, resolve_plan
+from brushfire.capture.keys import partial_names
+from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
+from brushfire.capture.scan import ScanSpec
+from brushfire.capture.stats import merge_stats
+from brushfire.errors import CaptureError
 from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
-from brushfire.lineage.layout import CaptureConfig
+from brushfire.lineage.files import part_name, read_arrow, read_npy
+from brushfire.lineage.layout import CaptureConfig, Layout
 from brushfire.plan import CapturePlan
-from brushfire.source import read_schema
-from brushfire.spec.loader import check_columns
 from brushfire.views import source_fields
 
 Progress = Callable[[str, float | None], None]
 
 
+class Runner(Protocol):
+    """Where capture's per-row work runs: the source's files, the scan and the key job."""
+
+    master: str
+
+    def files(self) -> list[dict]:
+        """The source's input files now: {"uri", "size", "mtime_ns"} each."""
+
+    def definitions(self, columns: list[str]) -> dict[str, str]:
+        """A hash of what each column is (a source column's type, a derived column's
+        expression): an encoded field is reused only while its definition holds."""
+
+    def rows_identity(self) -> str:
+        """A hash of what decides a file's rows and shards (format, reader options,
+        static filters, the input split size)."""
+
+    def scan(self, files: list[dict], spec: ScanSpec, shards_dir: Path, run: str) -> list[dict]:
+        """Scan `files` into shards (capture/scan.py); summaries with `file` as a uri."""
+
+    def key(self, tasks: list[dict], layout: Layout, dash, shards_dir: Path) -> list[dict]:
+        """Run capture/keys.py's `key_shard` for each task."""
+
+
 def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
                       progress: Progress | None = None, baseline: bool = False,
                       cache_dir: str | Path | None = None,
-                      config: CaptureConfig | None = None) -> st.LineageStore:
-    """Capture the lineage `plan` asks for into an entry of `cache_dir` (a temporary
-    directory when None or not writable) and return the loaded store. With `baseline`,
-    also time the views' plain Spark queries on the same session. `config.memory_budget`
-    bounds the per-row lineage: over it, the most expensive dims keep cubes only
-    (capture/budget.py)."""
+                      config: CaptureConfig | None = None, fresh: bool = False) -> st.LineageStore:
+    """Capture the lineage `plan` asks for on Spark into the dashboard's entry of
+    `cache_dir` (a temporary directory when None or not writable), reusing what an
+    earlier capture of the entry left valid, and return the loaded store. With
+    `baseline`, also time, on the same session, the views' plain Spark queries (one job
+    each) and the one job a Spark user would write for all of them (GROUPING SETS).
+    `fresh`: reuse nothing of earlier captures."""
+    from brushfire.capture import spark as sp
+    from brushfire.source import read_schema
+    from brushfire.spec.loader import check_columns
+
     progress = progress or (lambda *_: None)
     config = config or CaptureConfig()
     dash = plan.dashboard
@@ -55,50 +95,397 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
         check_columns(dash, schema)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
-    t_all = time.perf_counter()  # capture time excludes starting the JVM, as base queries do
-    fingerprint = st.source_fingerprint(dash.source.path)
-    info = CaptureInfo(n_rows=0, spark_master=spark.sparkContext.master, source_fingerprint=fingerprint)
-    df = analyze_source(spark, dash)  # every spec error found before any job
-    check_columns(dash, sp.schema_kinds(df))  # now with derived columns' types
-    t0 = time.perf_counter()
-    pspec = profile_spec(plan, config)
-    profile = sp.profile_job(df, pspec, progress)
-    binned = resolve_plan(plan, profile).dashboard  # the spec's bins, maxbins chosen
-    layout = make_layout(replace(plan, dashboard=binned), profile, config)
-    info.seconds["profile job"] = time.perf_counter() - t0
-
-    cache = _writable(cache_dir)
-    staging = cache / f".partial-{uuid.uuid4().hex[:12]}"
-    shards_dir = staging / st.SHARDS
-    shards_dir.mkdir(parents=True)
-    try:
-        t0 = time.perf_counter()
-        columns = layout.source_columns({v.name: source_fields(v) for v in dash.views})
-        summaries = sp.shard_job(df, columns, layout, binned, config.shard_rows, str(shards_dir),
-                                 progress)
-        info.seconds["shard job"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        info.shards = len(summaries)
-        key = st.cache_key(dash, fingerprint, config)
-        meta = st.assemble(staging, layout, summaries, info, dash, key, progress)
-        info.seconds["manifest"] = time.perf_counter() - t0
-        info.seconds["capture"] = time.perf_counter() - t_all
-        meta["info"] = asdict(info)
-        st.write_manifest(staging, meta)
-        entry = st.publish(staging, cache / f"{dash.name}-{key}")
-    except BaseException:
-        st._remove(staging)
-        raise
-    st.prune(cache, dash.name, entry)
-    versions.record(cache, meta, entry)  # the dashboard's history outlives pruned entries
-    store = st.load_store(entry, dash, key, verify=False)
+    runner = sp.SparkRunner(spark, dash, config, progress)
+    store = run_capture(plan, runner, cache_dir, config, progress, fresh)
     if baseline:
         progress("running the base queries alone, for comparison", None)
-        seconds, results = sp.run_base_queries(df, binned)
+        df = runner.source()
+        seconds, results = sp.run_base_queries(df, store.dashboard)
         store.info.seconds["base queries"] = seconds
         store.base_query_results = results
+        progress("running every view's aggregate in one job, for comparison", None)
+        store.info.seconds["one aggregation job"] = sp.run_fused_query(df, store.dashboard)
+    return store
+
+
+def scan_spec(plan: CapturePlan, config: CaptureConfig) -> ScanSpec:
+    """What the scan encodes: every field a view or parameter reads (their order by value
+    for fields compared by value), and the detail columns as they are."""
+    dash = plan.dashboard
+    fields = [f for v in dash.views for f in source_fields(v)]
+    fields += [p.field for p in dash.interactions.parameters]
+    ordered = list(plan.value_fields) + [f for f in plan.order_fields if f not in plan.value_fields]
+    counted = stats_spec(plan, config).counts  # their value counts must be exact
+    return ScanSpec(fields=tuple(dict.fromkeys(fields)), ordered=tuple(dict.fromkeys(ordered)),
+                    snapshot=tuple(plan.detail_columns), block_rows=config.block_rows,
+                    shard_rows=config.shard_rows, sample_keys=config.max_keys,
+                    exact=tuple(counted))
+
+
+# --- 1. what to reuse ---------------------------------------------------------------------
+
+
+@dataclass
+class Reuse:
+    """What a capture takes from the entry's last one (`plan_reuse`)."""
+
+    keep: list[dict]  # shards of unchanged files (their records, as the manifest has them)
+    scan: list[dict]  # files to scan whole (new or changed)
+    columns: dict[tuple, list[dict]] = field(default_factory=dict)  # (fields, snapshot) -> files
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec,
+               definitions: dict[str, str]) -> Reuse:
+    """Which shards of the entry's last capture `old` stay (their input file has the same
+    size and modification time, and its rows are decided the same way), which files are
+    scanned, and which fields are scanned alone over files captured before. Pure."""
+    if old is None:
+        return Reuse([], list(files), notes=["no earlier capture in this entry: scanning every file"])
+    if old["source"]["rows_identity"] != rows_id:
+        return Reuse([], list(files), notes=[
+            "the source's format, reader options, static filters or input split size changed: "
+            "scanning every file"])
+    before = {f["uri"]: f for f in old["source"]["files"]}
+    shards = {s["name"]: s for s in old["shards"]}
+    out = Reuse([], [])
+    changed = added = 0
+    for f in files:
+        o = before.get(f["uri"])
+        if o is None:
+            added += 1
+            out.scan.append(f)
+            continue
+        if (o["size"], o["mtime_ns"]) != (f["size"], f["mtime_ns"]):
+            changed += 1
+            out.scan.append(f)
+            continue
+        kept = [shards[n] for n in o["shards"]]
+        out.keep += kept
+        fields = tuple(c for c in spec.fields if any(
+            s["fields"].get(c, {}).get("def") != definitions[c] for s in kept if s["n_rows"]))
+        snap = tuple(c for c in spec.snapshot if any(
+            s.get("snapshot", {}).get(c) != definitions[c] for s in kept if s["n_rows"]))
+        if fields or snap:
+            out.columns.setdefault((fields, snap), []).append(f)
+    removed = len(set(before) - {f["uri"] for f in files})
+    reused = len(files) - added - changed
+    rows = sum(s["n_rows"] for s in out.keep)
+    out.notes.append(f"reused {reused:,} of {len(files):,} input files ({rows:,} rows in "
+                     f"{len(out.keep):,} shards) captured before")
+    if added or changed:
+        out.notes.append(f"scanning {added:,} new and {changed:,} changed files")
+    if removed:
+        out.notes.append(f"{removed:,} files gone from the source: their rows dropped")
+    for (fields, snap), fs in out.columns.items():
+        what = ", ".join([*fields, *(f"{c} (details)" for c in snap)])
+        out.notes.append(f"scanning {what} alone over {len(fs):,} files captured before "
+                         "(new or redefined)")
+    return out
+
+
+# --- 4. what each part of the lineage depends on --------------------------------------
+
+
+@dataclass(frozen=True)
+class PartHashes:
+    rows: str  # a shard's per-row arrays
+    partials: dict[str, str]  # partial result -> hash
+
+
+def part_hashes(layout: Layout, dash) -> PartHashes:
+    """A hash per part of a shard's lineage of everything it is computed from (besides
+    the shard's own encoded fields): a part whose hash did not change is reused."""
+    spec_views = {v.name: v.model_dump(mode="json", exclude={"title", "scale", "reverse"})
+                  for v in dash.views}
+
+    def arr(name: str) -> str:
+        a = layout.arrays.get(name)
+        return "" if a is None else hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+    def bars(v) -> dict:
+        """What decides a row's bar in view v (not how its codes are stored)."""
+        return {"spec": spec_views[v.name], "labels": v.labels, "reasons": v.reasons,
+                "value_type": v.value_type, "bins": v.bins}
+
+    dims: dict[int, str] = {}
+
+    def dim(i: int) -> str:
+        if i not in dims:
+            d = layout.dims[i]
+            what = {k: getattr(d, k) for k in ("name", "kind", "field", "view", "value_type",
+                                               "nkeys", "part")}
+            what["values"] = _list_hash(d.values)
+            what["edges"] = _list_hash(d.edges)
+            if d.view:
+                what["bars"] = bars(layout.view(d.view))
+            dims[i] = _hash(what)
+        return dims[i]
+
+    def code(v) -> str:
+        what = {k: getattr(v, k) for k in ("name", "type", "op", "nbars", "measure", "reasons",
+                                           "width", "mstarts", "p", "method", "value_type")}
+        what["bars"] = bars(v)
+        what["code_dims"] = [dim(i) for i in v.code_dims]
+        what["mdim"] = dim(v.mdim) if v.mdim >= 0 else None
+        what["mcol"] = layout.measure_fields[v.mcol] if v.mcol >= 0 else None
+        what["arrays"] = [arr(f"lut.{v.name}.0"), arr(f"lut.{v.name}.1"), arr(f"mlut.{v.name}"),
+                          arr(f"mblock.{v.name}")]
+        return _hash(what)
+
+    kept = [[dim(i), layout.dims[i].indexed, layout.dims[i].raw] for i in range(layout.row_dims)]
+    rows = _hash([kept, layout.measure_fields, layout.block_rows])
+    out = {}
+    for name in partial_names(layout):
+        kind, _, rest = name.partition(".")
+        if kind == "base":
+            out[name] = code(layout.view(rest))
+        elif kind == "keycount":
+            out[name] = dim(layout.dim_index(rest))
+        else:
+            fname, _, t = rest.partition(".")
+            f = layout.filter(fname)
+            out[name] = _hash([dim(f.dims[0]), layout.dims[f.dims[0]].cube_starts,
+                               code(layout.view(t))])
+    return PartHashes(rows, out)
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _list_hash(values: list | None) -> str | None:
+    """A hash of a dim's values or edges (floats by their bits, so -0.0 is not 0.0)."""
+    if values is None:
+        return None
+    a = np.asarray(values)
+    if a.dtype.kind in "iufb":
+        return hashlib.sha256(a.dtype.str.encode() + a.tobytes()).hexdigest()
+    return _hash([repr(x) for x in values])
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
+                config: CaptureConfig, progress: Progress | None = None,
+                fresh: bool = False) -> st.LineageStore:
+    """Capture `plan` with `runner` into the dashboard's entry of `cache_dir` (module
+    docstring) and return the loaded store; `store.info.changes` says what was reused,
+    what was rebuilt and why. `fresh`: reuse nothing (the entry failed its checks)."""
+    progress = progress or (lambda *_: None)
+    dash = plan.dashboard
+    t_all = time.perf_counter()
+    cache = _writable(cache_dir)
+    entry = st.entry_dir(cache, dash)
+    if entry.is_symlink() or (entry.exists() and not entry.is_dir()):
+        entry.unlink()  # not an entry this cache made: replaced by one
+    info = CaptureInfo(n_rows=0, spark_master=runner.master)
+    with st.locked(entry):
+        old = None if fresh else _sound(st.read_manifest(entry), entry)
+        spec = scan_spec(plan, config)
+        files = runner.files()
+        definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot)))
+        rows_id = runner.rows_identity()
+        reuse = plan_reuse(old, files, rows_id, spec, definitions)
+        info.changes += reuse.notes
+        shards_dir = entry / st.SHARDS
+        shards_dir.mkdir(parents=True, exist_ok=True)
+        run = uuid.uuid4().hex[:8]
+
+        t0 = time.perf_counter()
+        shards = [dict(s) for s in reuse.keep]
+        if reuse.scan:
+            progress("scan: the source's rows encoded by the executors", 0.0)
+            new = runner.scan(reuse.scan, spec, shards_dir, run)
+            shards += [_record(s, spec, definitions) for s in _sequenced(new)]
+        for i, ((fields, snap), fs) in enumerate(reuse.columns.items()):
+            progress(f"scan: {', '.join(fields + snap)} over files captured before", 0.0)
+            part = ScanSpec(fields, tuple(c for c in fields if c in spec.ordered), snap,
+                            spec.block_rows, spec.shard_rows, spec.sample_keys, spec.exact)
+            got = runner.scan(fs, part, shards_dir, f"{run}c{i}")
+            _attach(shards, _sequenced(got), part, definitions, shards_dir)
+        # rid order: by input file and position in it (whichever capture scanned them);
+        # shards of no file (partitions without rows) only from this capture's scan
+        shards = sorted((s for s in shards if s["file"] is not None or s["name"].startswith(run)),
+                        key=lambda s: (s["file"] is None, s["file"] or "", s["split"], s["seq"]))
+        info.seconds["scan"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        stats = merge_stats(stats_spec(plan, config), shards, _reader(shards_dir))
+        binned = resolve_plan(plan, stats)  # the spec's bins, maxbins chosen
+        layout = make_layout(binned, stats, config)
+        hashes = part_hashes(layout, binned.dashboard)
+        info.seconds["statistics and layout"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        tasks = _key_tasks(shards, hashes, run)
+        rebuilt_rows = sum(1 for t in tasks if t["rows"])
+        if tasks:
+            progress("key job: lineage built by the executors", 0.0)
+            results = runner.key(tasks, layout, binned.dashboard, shards_dir)
+            for t, r in zip(tasks, results, strict=True):
+                s = next(s for s in shards if s["name"] == t["name"])
+                s["files"].update(r["files"])
+                if t["rows"]:
+                    s["rows"], s["rows_key"] = run, hashes.rows
+                for p in r["partials"]:
+                    s["partials"][p] = [f"partials-{run}.npz", hashes.partials[p]]
+        for s in shards:  # parts of views and filters the spec no longer has
+            s["partials"] = {p: v for p, v in s["partials"].items() if p in hashes.partials}
+        info.changes += _key_notes(shards, tasks, rebuilt_rows, hashes)
+        info.seconds["key job"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        tag = run
+        glob = st.assemble(entry, layout, shards, tag, progress)
+        for s in shards:  # the files this capture uses, and no other
+            s["fields"] = {f: v for f, v in s["fields"].items() if f in spec.fields}
+            s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
+            used = set(_field_files(s)) | set(st.shard_row_files(s)) | \
+                set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()}
+            s["files"] = {k: v for k, v in s["files"].items() if k in used}
+        info.n_rows = sum(s["n_rows"] for s in shards)
+        info.shards = len(shards)
+        fingerprint = st.files_fingerprint(files)
+        info.source_fingerprint = fingerprint
+        info.seconds["manifest"] = time.perf_counter() - t0
+        info.seconds["capture"] = time.perf_counter() - t_all
+        meta = {
+            "format_version": st.FORMAT_VERSION,
+            "dashboard": dash.name,
+            "cache_key": st.capture_key(dash, fingerprint, config),
+            "spec_sha256": st.spec_hash(dash),
+            "resolved_spec": binned.dashboard.model_dump(mode="json"),
+            "config": asdict(config),
+            "brushfire_version": st.brushfire_version(),
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "n_rows": info.n_rows,
+            "tag": tag,
+            "layout": layout.to_json(),
+            "layout_arrays": sorted(layout.arrays),
+            "cubes": glob["cubes"],
+            "files": glob["files"],
+            "info": asdict(info),
+            "source": {"rows_identity": rows_id,
+                       "files": [{**f, "shards": [s["name"] for s in shards if s["file"] == f["uri"]]}
+                                 for f in files]},
+            "shards": shards,
+        }
+        st.write_manifest(entry, meta)
+        st.collect_garbage(entry, meta)
+    st.prune_entries(cache, dash.name, entry)
+    versions.record(cache, meta, entry)
+    store = st.load_store(entry, dash, verify=False)
     store.info.nbytes = store.nbytes()
     return store
+
+
+def _sound(old: dict | None, entry: Path) -> dict | None:
+    """The entry's last capture without the input files whose shards lost a file or
+    changed its size (those files are scanned again); None when there is none."""
+    if old is None:
+        return None
+    shards = {s["name"]: s for s in old["shards"]}
+
+    def whole(f: dict) -> bool:
+        for name in f["shards"]:
+            for fname, want in shards[name]["files"].items():
+                try:
+                    if (entry / st.SHARDS / name / fname).stat().st_size != want["size"]:
+                        return False
+                except OSError:
+                    return False
+        return True
+    return {**old, "source": {**old["source"], "files": [f for f in old["source"]["files"] if whole(f)]}}
+
+
+def _sequenced(summaries: list[dict]) -> list[dict]:
+    """Number each shard within its input split (`seq`), in the order the task wrote them."""
+    out = sorted(summaries, key=lambda s: s["name"])
+    seen: dict[tuple, int] = {}
+    for s in out:
+        k = (s["file"], s["start"])
+        s["seq"] = seen.get(k, 0)
+        seen[k] = s["seq"] + 1
+    return out
+
+
+def _record(s: dict, spec: ScanSpec, definitions: dict[str, str]) -> dict:
+    """A shard's manifest record from its scan summary."""
+    return {"name": s["name"], "n_rows": s["n_rows"], "file": s["file"], "split": s["start"],
+            "seq": s["seq"], "fields": {f: {**info, "def": definitions[f]} for f, info in s["fields"].items()},
+            "snapshot": {c: definitions[c] for c in spec.snapshot}, "files": dict(s["files"]),
+            "rows": None, "rows_key": None, "partials": {}}
+
+
+def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: dict[str, str],
+            shards_dir: Path) -> None:
+    """Move the parts of a scan of some fields alone into the shards of the same rows."""
+    by_split = {(s["file"], s["split"], s["seq"]): s for s in shards}
+    for g in got:
+        if g["file"] is None:
+            continue
+        s = by_split.get((g["file"], g["start"], g["seq"]))
+        if s is None or s["n_rows"] != g["n_rows"]:
+            msg = (f"the rows of {g['file']} differ from its earlier capture although its size "
+                   "and modification time did not change; hint: capture again with --recapture")
+            raise CaptureError(msg)
+        for name, f in g["files"].items():
+            (shards_dir / g["name"] / name).replace(shards_dir / s["name"] / name)
+            s["files"][name] = f
+        for fld, info in g["fields"].items():
+            s["fields"][fld] = {**info, "def": definitions[fld]}
+        s.setdefault("snapshot", {}).update({c: definitions[c] for c in spec.snapshot})
+        st._remove(shards_dir / g["name"])
+
+
+def _field_files(s: dict) -> list[str]:
+    out = []
+    for f, info in s["fields"].items():
+        stem = part_name(f)
+        out += [f"{stem}.dict.{'arrow' if info['kind'] == 'string' else 'npy'}",
+                f"{stem}.codes.npy", f"{stem}.counts.npy", f"{stem}.order.npy",
+                f"{stem}.values.npy", f"{stem}.valid.npy", f"{stem}.sample.npy",
+                f"{stem}.weights.npy"]
+    return out
+
+
+def _reader(shards_dir: Path):
+    """A shard's dictionary of a field and its rows per entry ("dict"), or its weighted
+    sample ("sample"), as the scan wrote them (capture/stats.py)."""
+    def read(s: dict, f: str, what: str) -> tuple:
+        stem = shards_dir / s["name"] / part_name(f)
+        if what == "sample":
+            return read_npy(Path(f"{stem}.sample.npy")), read_npy(Path(f"{stem}.weights.npy"))
+        counts = read_npy(Path(f"{stem}.counts.npy"))
+        if s["fields"][f]["kind"] == "string":
+            return read_arrow(Path(f"{stem}.dict.arrow")).column("v").combine_chunks(), counts
+        return np.asarray(read_npy(Path(f"{stem}.dict.npy"))), counts
+    return read
+
+
+def _key_tasks(shards: list[dict], hashes: PartHashes, run: str) -> list[dict]:
+    tasks = []
+    for s in shards:
+        rows = s.get("rows_key") != hashes.rows
+        wanted = [p for p, h in hashes.partials.items() if s["partials"].get(p, [None, None])[1] != h]
+        if rows or wanted:
+            tasks.append({"name": s["name"], "n_rows": s["n_rows"], "fields": s["fields"],
+                          "tag": run, "rows": rows, "wanted": wanted})
+    return tasks
+
+
+def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes) -> list[str]:
+    if not tasks:
+        return ["lineage: every part reused (nothing the layout decides changed)"]
+    total = len(shards) * len(hashes.partials)
+    computed = sum(len(t["wanted"]) for t in tasks)
+    kinds = sorted({p.split(".")[0] for t in tasks for p in t["wanted"]})
+    return [f"per-row lineage built for {rebuilt_rows:,} of {len(shards):,} shards, reused for "
+            f"the others",
+            f"partial results: {computed:,} of {total:,} computed ({', '.join(kinds) or 'none'}), "
+            "the others reused"]
 
 
 def _writable(cache_dir: str | Path | None) -> Path:
@@ -116,3 +503,7 @@ def _writable(cache_dir: str | Path | None) -> Path:
             print(f"brushfire: the lineage cache {path} cannot be written ({e.strerror}); "
                   "capturing into a temporary directory instead", file=sys.stderr)
     return Path(tempfile.mkdtemp(prefix="brushfire-cache-"))
+
+
+__all__ = ["PartHashes", "Reuse", "Runner", "capture_dashboard", "part_hashes", "plan_reuse",
+           "run_capture", "scan_spec"]

@@ -41,18 +41,79 @@ log = logging.getLogger("brushfire.spec")
 Warn = Callable[[str], None]
 
 
-def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
+def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
+    """The source's files as Spark reads them (no derived columns, no filters): all of
+    them, or `paths` of them (with `schema`, the whole source's, so that a subset is read
+    with the types the whole has)."""
+    if src.resolved_format == "delta":  # the Parquet files its log names, as they are
+        return _read_delta(spark, src, paths)
+    reader = spark.read.format(src.resolved_format).options(**src.options)
+    if paths is None:
+        return reader.load(src.path)
+    if Path(src.path.removeprefix("file://")).is_dir() or "://" in src.path:
+        reader = reader.option("basePath", src.path)  # partition columns from the folders
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.load(paths)
+
+
+def _read_delta(spark, src: m.Source, paths: list[str] | None):
+    """A Delta table's latest version (or `paths` of its files) read from its Parquet
+    files; partition columns from the files' folders, typed as the table's schema says."""
+    from pyspark.sql import functions as F
+
+    from brushfire.capture.spark import _conf
+    from brushfire.source import delta_table
+
+    table = delta_table(src)
+    files = paths if paths is not None else sorted(table.file_uris())
+    if not files:
+        raise source_error(src, f"the Delta table's version {table.version()} has no files")
+    parts = table.metadata().partition_columns
+    with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
+        df = spark.read.format("parquet").options(**src.options) \
+            .option("basePath", src.path).load(files)
+    if parts:  # as strings from the folder names, then as the table types them
+        import pyarrow as pa
+
+        schema = pa.schema(table.schema().to_arrow())
+        for c in parts:
+            df = df.withColumn(c, F.col(c).cast(_spark_type(schema.field(c).type)))
+    return df
+
+
+def _spark_type(t) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_integer(t):
+        return "bigint" if t.bit_width == 64 else "int"
+    if pa.types.is_floating(t):
+        return "double"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    return "string"
+
+
+def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
+                   paths: list[str] | None = None, schema=None):
     """The source as a DataFrame (derived columns added, static filters applied), every
     part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
-    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger)."""
+    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger).
+    `paths`, `schema`: only those of the source's files (`read_raw`)."""
     from pyspark.sql import functions as F
 
     warn = warn or log.warning
     src = dash.source
-    if read_types(src) is not None:  # local Parquet / ORC: footers read with pyarrow, not Spark
+    if paths is None and read_types(src) is not None:  # local Parquet / ORC: footers, not Spark
         check_temporal_bars(dash, time_ranges(src, temporal_fields(dash)))
     with _spark_problem(lambda text: source_error(src, text, _read_hint(text, src))):
-        df = spark.read.format(src.resolved_format).options(**src.options).load(src.path)
+        df = read_raw(spark, src, paths, schema)
         _ = df.schema
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
     for name, text in src.columns.items():
@@ -72,9 +133,34 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None):
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
     check_columns(dash, {c: _fine_kind(t) for c, t in fields.items()}, derived=derived)
     types = {name: fields[name].simpleString().upper() for name in src.columns}
-    for w in expression_warnings(dash, source_kinds, types):
-        warn(w.render())
+    if paths is None:  # (said once, for the whole source)
+        for w in expression_warnings(dash, source_kinds, types):
+            warn(w.render())
     return add_profile_columns(df, dash)  # the spec's profiling checks (capture/profiling.py)
+
+
+ORIGIN = ("__bf_file", "__bf_split", "__bf_pos")  # where a row comes from (with_row_origin)
+
+
+def with_row_origin(df):
+    """`df` with where each row comes from: its input file, split and position in the
+    task that read it (ORIGIN), read before anything reorders rows. Capture numbers rows
+    (rids) by (file, split, position): `rid_offsets` gives each split's first rid."""
+    from pyspark.sql import functions as F
+
+    file, split, pos = ORIGIN
+    return df.select("*", F.input_file_name().alias(file), F.input_file_block_start().alias(split),
+                     F.monotonically_increasing_id().alias(pos))
+
+
+def rid_offsets(sizes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The first rid of each (file, split) given their rows: in file, then split order,
+    as capture orders its shards."""
+    out, at = {}, 0
+    for key in sorted(sizes):
+        out[key] = at
+        at += sizes[key]
+    return out
 
 
 def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None) -> list[str]:
@@ -83,11 +169,13 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
     source version and spec source (the entry is reused while both are unchanged).
     Returns the files in row order."""
     from brushfire.capture import spark as sp
-    from brushfire.lineage.store import source_fingerprint
+    from brushfire.lineage.store import files_fingerprint
+    from brushfire.source import local_files
 
     src = dash.source
     checks = [dash.profile.model_dump(mode="json")] if dash.profile else []  # their columns too
-    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), source_fingerprint(src.path), *checks],
+    files = files_fingerprint(local_files(src) or [])
+    key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), files, *checks],
                                     sort_keys=True, default=str).encode()).hexdigest()[:20]
     entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"
     if not (entry / "_SUCCESS").exists():
@@ -99,7 +187,10 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
         try:
             spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
             with sp.spark_errors("writing the source for the SQL check"):
-                df.write.mode("overwrite").parquet(str(tmp / "data"))
+                # in capture's row order: by input file, split and position (a range-
+                # partitioned sort writes its part files in that order)
+                df = with_row_origin(df)
+                df.orderBy(*ORIGIN).drop(*ORIGIN).write.mode("overwrite").parquet(str(tmp / "data"))
         finally:
             if conf is None:
                 spark.conf.unset("spark.sql.parquet.outputTimestampType")

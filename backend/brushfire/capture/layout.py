@@ -1,6 +1,6 @@
-"""From a capture plan and the source's profile to the store's layout (lineage/layout.py):
-how each need of the plan is stored. Pure; runs on the driver between the profile job
-and the shard job.
+"""From a capture plan and the source's statistics to the store's layout (lineage/layout.py):
+how each need of the plan is stored. Pure; runs on the driver between the scan and the
+key job.
 
 - every value field (brushed, rect axis, range parameter) gets a dense dim when it has
   at most `max_keys` distinct values, else a fine dim (bucket key + raw value);
@@ -29,7 +29,7 @@ import numpy as np
 
 from brushfire import bins
 from brushfire.capture import budget
-from brushfire.capture.profile import Profile, ProfileSpec, ValueStats, fine_edges
+from brushfire.capture.stats import SourceStats, StatsSpec, ValueStats, fine_edges
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import (
     CaptureConfig,
@@ -44,9 +44,9 @@ from brushfire.values import format_instant, parse_instant
 from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
 
 
-def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
+def stats_spec(plan: CapturePlan, config: CaptureConfig) -> StatsSpec:
     dash = plan.dashboard
-    needs = [view_type(v).profile_needs(v) for v in dash.views]
+    needs = [view_type(v).stats_needs(v) for v in dash.views]
     cats = [f for n in needs for f in n.get("counts", [])]
     temporal = [f for n in needs for f in n.get("ranges", [])]
     values = plan.value_fields
@@ -54,22 +54,22 @@ def profile_spec(plan: CapturePlan, config: CaptureConfig) -> ProfileSpec:
     # an order statistic's measure needs its values (numbers and times) even when a
     # categorical view or dropdown also counts it: value counts alone would key it by
     # frequency, not by value (strings, counted either way, are only counted once)
-    return ProfileSpec(values=values, counts=counts,
+    return StatsSpec(values=values, counts=counts,
                        ranges=tuple(f for f in dict.fromkeys(temporal) if f not in values),
                        max_keys=config.max_keys,
                        measures=tuple(f for f in plan.order_fields if f not in values),
                        extents=tuple(maxbins_fields(dash)))
 
 
-def resolve_plan(plan: CapturePlan, profile: Profile) -> CapturePlan:
-    """The plan over its dashboard with every `maxbins` bin chosen from the profile's
+def resolve_plan(plan: CapturePlan, stats: SourceStats) -> CapturePlan:
+    """The plan over its dashboard with every `maxbins` bin chosen from the stats's
     extents (bins.nice_bin): the layout, the shards and the base queries then see
     a plain step and extent, and the layout records them (`ViewLayout.bins`)."""
-    dash = resolve_bins(plan.dashboard, profile.extents)
+    dash = resolve_bins(plan.dashboard, stats.extents)
     return plan if dash is plan.dashboard else replace(plan, dashboard=dash)
 
 
-def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> Layout:
+def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig) -> Layout:
     dash = plan.dashboard
     dims: list[Dim] = []
     arrays: dict[str, np.ndarray] = {}
@@ -82,7 +82,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         return len(dims) - 1
 
     for f in plan.value_fields:
-        st = profile.values[f]
+        st = stats.values[f]
         if st.dense:
             add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), True,
                     values=st.values.tolist()))
@@ -96,13 +96,13 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         add(Dim(f"part:{part}:{f}", "dense", f, None, "int", len(values), True, values=values,
                 part=part))
     for f in plan.dict_fields:
-        values, counts = profile.counts[f]
+        values, counts = stats.counts[f]
         if len(values) > config.max_keys:
             msg = (f"parameter field {f!r} has {len(values):,} distinct values; a dropdown "
                    f"holds at most {config.max_keys:,}")
             raise CaptureError(msg)
         order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
-        kind, shown = ("temporal", format_instant) if f in profile.times else ("values", None)
+        kind, shown = ("temporal", format_instant) if f in stats.times else ("values", None)
         add(Dim(f"dict:{f}", "dict", f, None, kind, len(values), True,
                 values=[shown(values[i]) if shown else values[i] for i in order]))
 
@@ -112,19 +112,19 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
     for v in dash.views:
         vp = plan.view(v.name)
         brushed = plan.has_filter(v.name)
-        labels = view_type(v).labels(v, profile)
+        labels = view_type(v).labels(v, stats)
         nbars = len(labels)
         if nbars > 65_534:
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
-        times = view_type(v).value_bars and v.field in profile.times  # bars are instants
+        times = view_type(v).value_bars and v.field in stats.times  # bars are instants
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
                               reasons=view_type(v).reasons(v), bins=bins_record(v),
                               value_type="temporal" if times else "values")
         order = v.aggregate.op in m.ORDER_OPS
         exact = True
         if order:
-            exact = _order_statistic(v, layout_v, dims, add, dim_of, profile, config, arrays)
+            exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays)
         off += layout_v.nslots
         needed = vp.forward or vp.bar_index
         luts = _luts(v, dims, dim_of, nbars)
@@ -166,7 +166,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
         fdims = [dim_of[n] for n in f.dim_names]
         filters.append(FilterLayout(f.name, f.kind, fdims, list(f.filters_views),
                                     list(f.cube_targets), f.op))
-    choice = budget.choose(dims, profile.n_rows, config.memory_budget)
+    choice = budget.choose(dims, stats.n_rows, config.memory_budget)
     dims, views, filters, n_raw = _keep_rows_first(dims, views, filters, choice.kept)
     layout = Layout(dashboard=dash.name, block_rows=config.block_rows, dims=dims, views=views,
                     filters=filters, n_raw=n_raw, n_meas=len(measure_fields),
@@ -187,7 +187,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             width = sum(layout.view(t).nslots for t in f.cube_targets)
             rowless = []
         if d.rows and not rowless:
-            d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
+            d.cube_starts = cube_blocks(_key_weights(d, stats), width, config)
         elif d.kind != "fine" and (d.nkeys + 1) * width * 8 <= budget.EXACT_CUBE_BYTES:
             d.cube_starts = list(range(d.nkeys + 1))  # a block per key: exact with no rows
             if not d.rows:
@@ -200,7 +200,7 @@ def make_layout(plan: CapturePlan, profile: Profile, config: CaptureConfig) -> L
             f.cube_targets = []
         else:  # kept per row, but some targets are not: only an exact cube answers them
             f.cube_targets = [t for t in f.cube_targets if t not in rowless]
-            d.cube_starts = cube_blocks(_key_weights(d, profile), width, config)
+            d.cube_starts = cube_blocks(_key_weights(d, stats), width, config)
             layout.notes.append(f"filter {f.name}: views {', '.join(rowless)} not answered "
                                 "under it (an exact cube would be too large)")
     for v in views:
@@ -251,14 +251,14 @@ def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[
     return [int(s) for s in starts]
 
 
-def _key_weights(d: Dim, profile: Profile) -> np.ndarray:
+def _key_weights(d: Dim, stats: SourceStats) -> np.ndarray:
     """Estimated rows per key, for choosing cube blocks before the rows are keyed."""
     if d.kind == "dense" and d.part:
         return np.ones(d.nkeys, np.float64)  # (a block per key: few keys)
     if d.kind == "dense":
-        return profile.values[d.field].counts.astype(np.float64)
+        return stats.values[d.field].counts.astype(np.float64)
     if d.kind == "dict":
-        values, counts = profile.counts[d.field]
+        values, counts = stats.counts[d.field]
         pos = {v: i for i, v in enumerate(values)}
         keys = [parse_instant(x) for x in d.values] if d.value_type == "temporal" else d.values
         return np.array([counts[pos[v]] for v in keys], np.float64)
@@ -291,7 +291,7 @@ def _cells(lut: np.ndarray, v: ViewLayout) -> np.ndarray:
 
 
 def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str, int],
-                     profile: Profile, config: CaptureConfig, arrays: dict) -> bool:
+                     stats: SourceStats, config: CaptureConfig, arrays: dict) -> bool:
     """An order-statistic view's measure: a key dim of its field (a value dim, or a dict
     dim for strings) and blocks of its keys, M of them: every key its own block when
     bars x (keys + 1) cells fit `max_cells` (values read from the dim), else runs of keys
@@ -302,8 +302,8 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
     # numbers and times are keyed by value (a value dim: its keys in value order, as ranks
     # need); only strings by a dict dim, whose keys are in no order (distinct needs none)
     d = dim_of.get(f"value:{f}")
-    if d is None and f in profile.values:
-        st = profile.values[f]
+    if d is None and f in stats.values:
+        st = stats.values[f]
         if st.dense:
             d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
                         values=st.values.tolist()))
@@ -314,7 +314,7 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
     if d is None:
         d = dim_of.get(f"dict:{f}")
     if d is None:
-        values, counts = profile.counts[f]
+        values, counts = stats.counts[f]
         if len(values) > config.max_keys:
             msg = (f"view {view.name}: aggregate op {agg.op!r} needs every value of {f!r} "
                    f"as a key, but it has {len(values):,} distinct values (at most "
@@ -336,7 +336,7 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
         starts = list(range(nkeys + 1))
     else:
         blocks = max(1, min(nkeys, config.max_cells // max(1, v.kbars) - 1))
-        starts = _equi_depth(_key_weights(dim, profile), blocks)
+        starts = _equi_depth(_key_weights(dim, stats), blocks)
         dim.indexed = True  # the rows of a block, by the measure's index
     v.measure, v.mdim, v.mstarts = "cells", d, starts
     v.width = len(starts)  # blocks + 1 (no measure)
@@ -387,4 +387,4 @@ def _measure_lut(d: Dim) -> np.ndarray:
     return out
 
 
-__all__ = ["ValueStats", "cube_blocks", "make_layout", "profile_spec", "resolve_plan"]
+__all__ = ["ValueStats", "cube_blocks", "make_layout", "resolve_plan", "stats_spec"]

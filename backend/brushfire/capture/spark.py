@@ -1,11 +1,12 @@
-"""Spark: the session, the source as a DataFrame, and the capture's two jobs. The only
-module that imports pyspark.
+"""Spark: the session, the source as a DataFrame, and the capture's two jobs. With
+capture/analyze.py, the only module that imports pyspark.
 
-Both jobs run Brushfire's own Python on the executors (`mapInArrow`, Arrow batches in,
-one small row per task out): the profile job returns each partition's distinct values
-and value counts (capture/profile.py); the shard job turns each partition's rows into
-lineage shards written straight into the cache entry (capture/shards.py) and returns
-their summaries. The driver collects no per-row data.
+Both jobs run Brushfire's own Python on the executors: the scan (`mapInArrow`, Arrow
+batches in, one small row per task out) encodes each input split's rows into shards
+written straight into the cache entry (capture/scan.py) and returns their summaries; the
+key job (one task per shard) turns shards into lineage (capture/keys.py). The driver
+collects no per-row data. `run_base_queries` and `run_fused_query` are what capture is
+compared with.
 """
 
 from __future__ import annotations
@@ -19,12 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from brushfire import sql
-from brushfire.capture import columns as C
-from brushfire.capture.profile import Profile, ProfileSpec, count_values, value_stats
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
 from brushfire.spec import models as m
@@ -48,7 +46,7 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("BRUSHFIRE_SPARK_MASTER") or "local[*]"
-    # executors run Brushfire's Python (capture/shards.py): the same interpreter by default
+    # executors run Brushfire's Python (capture/scan.py, keys.py): the same interpreter by default
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     memory = driver_memory or os.environ.get("BRUSHFIRE_DRIVER_MEMORY", "8g")
     extra = {**parse_spark_conf(os.environ.get("BRUSHFIRE_SPARK_CONF", "")), **(conf or {})}
@@ -66,9 +64,9 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", "8")
-            # small input splits: many small task results instead of a few huge ones,
-            # which at 30M rows ran the driver out of heap while collecting
-            .config("spark.sql.files.maxPartitionBytes", "32m")
+            # input splits of 8 MB: every core busy on a small file too (capture's scan
+            # gives each split a task of its own, whatever the size of the source)
+            .config("spark.sql.files.maxPartitionBytes", "8m")
         )
         for key, value in extra.items():
             builder = builder.config(key, value)
@@ -125,124 +123,160 @@ def schema_kinds(df) -> dict[str, str]:
     return out
 
 
-def profile_job(df, spec: ProfileSpec, progress: Progress) -> Profile:
-    """The source's profile (capture/profile.py) from Spark aggregations, without moving
-    rows to Python: one job for the row count, approximate distinct counts and time
-    ranges; one GROUPING SETS job for the exact value counts of every field with few
-    enough distinct values (and of categorical and dropdown fields); one job for the
-    quantiles of fields with many (their bucket edges)."""
-    from pyspark.sql import functions as F
+class SparkRunner:
+    """capture.Runner on Spark: the source's files as Spark lists them, the scan as one
+    `mapInArrow` job over them, the key job as one task per shard. Executors run
+    Brushfire's own Python (capture/scan.py, capture/keys.py) and write into the cache
+    entry, which they must share with the driver; the driver collects small summaries."""
 
-    strings = [c for c in spec.measures if _kind(df, c) == "string"]  # order statistics'
-    values = list(dict.fromkeys(spec.values + tuple(c for c in spec.measures if c not in strings)))
-    counts, ranges = list(dict.fromkeys(spec.counts + tuple(strings))), list(spec.ranges)
-    grouped = list(dict.fromkeys(values + counts))
-    progress("profile: distinct values of the brushed fields", 0.0)
-    with spark_errors("profiling the source"), track_progress(df.sparkSession, progress,
-                                                              "profile: distinct values"):
-        aggs = [F.count(F.lit(1)).alias("__n")]
-        aggs += [F.approx_count_distinct(F.col(c)).alias(f"__d{i}") for i, c in enumerate(values)]
-        for i, c in enumerate(ranges):
-            aggs += [F.min(F.col(c)).alias(f"__lo{i}"), F.max(F.col(c)).alias(f"__hi{i}")]
-        for i, c in enumerate(spec.extents):  # finite values only, as doubles (bins are)
-            x = F.col(c).cast("double")
-            finite = F.when(~F.isnan(x) & (F.abs(x) < F.lit(float("inf"))), x)
-            aggs += [F.min(finite).alias(f"__elo{i}"), F.max(finite).alias(f"__ehi{i}")]
-        first = df.agg(*aggs).collect()[0]
-        approx = {c: first[f"__d{i}"] for i, c in enumerate(values)}
-        exact = [c for c in grouped if c in counts or approx[c] <= 1.2 * spec.max_keys + 100]
-        tables = _value_counts(df, exact) if exact else {}
-        many = [c for c in values if c not in exact]
-        edges = _quantiles(df, many, min(spec.max_keys, 16_384)) if many else {}
-    out = Profile(int(first["__n"]), {}, {}, {})
-    for c in values:
-        if c in tables:
-            out.values[c] = value_stats(tables[c], spec.max_keys)
-        else:
-            out.values[c] = value_stats(edges[c], spec.max_keys, sample=True, kind=_kind(df, c))
-    for c in counts:
-        t = tables[c]
-        ok = t.column(0).is_valid()
-        kept = t.filter(ok)
-        out.counts[c] = (count_values(kept.column(0)), np.asarray(kept.column(1), np.int64))
-        if C.kind_of(kept.column(0).type) == "temporal":
-            out.times.add(c)
-    for i, c in enumerate(ranges):
-        lo, hi = first[f"__lo{i}"], first[f"__hi{i}"]
-        out.ranges[c] = (None, None) if lo is None else tuple(
-            int(x) for x in C.numbers(pa.array([lo, hi]))[0])
-    out.extents = {c: (first[f"__elo{i}"], first[f"__ehi{i}"]) for i, c in enumerate(spec.extents)}
-    progress("profile: distinct values", 1.0)
-    return out
+    def __init__(self, spark, dash: m.DashboardSpec, config, progress: Progress) -> None:
+        from brushfire.capture.analyze import analyze_source, read_raw
+        from brushfire.spec.loader import check_columns
+
+        self.spark, self.dash, self.progress = spark, dash, progress
+        self.master = spark.sparkContext.master
+        self.df = analyze_source(spark, dash)  # every spec error found before any job
+        check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
+        self.raw_schema = read_raw(spark, dash.source).schema
+        self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
+        self._files: list[dict] | None = None
+
+    def source(self):
+        return self.df
+
+    def files(self) -> list[dict]:
+        from brushfire.source import file_record
+
+        if self._files is None:
+            with spark_errors("listing the source's files"):
+                uris = sorted(self.df.inputFiles())
+            out = []
+            for u in uris:
+                try:
+                    out.append(file_record(u))
+                except OSError:  # not a local file: never reused (no size or time known)
+                    out.append({"uri": u, "path": u, "size": -1, "mtime_ns": -1})
+            self._files = out
+        return self._files
+
+    def definitions(self, columns: list[str]) -> dict[str, str]:
+        from brushfire.lineage.store import files_fingerprint
+
+        types = {f.name: f.dataType.simpleString() for f in self.df.schema.fields}
+        src = self.dash.source
+        checks = {fd.view_name: fd.model_dump(mode="json") for fd in
+                  (self.dash.profile.fd if self.dash.profile else [])}
+        out = {}
+        for c in columns:
+            if c in checks:  # a profiling check's column depends on every row of the source
+                what = ["check", checks[c], files_fingerprint(self.files())]
+            elif c in src.columns:  # (derived columns may use each other: all of them)
+                what = ["derived", c, sorted(src.columns.items()), types.get(c)]
+            else:
+                what = ["column", c, types.get(c)]
+            out[c] = _digest(what)
+        return out
+
+    def rows_identity(self) -> str:
+        src = self.dash.source
+        return _digest([src.resolved_format, sorted(src.options.items()), src.filters,
+                        sorted(src.columns.items()) if src.filters else [], self.split])
+
+    def scan(self, files: list[dict], spec, shards_dir, run: str) -> list[dict]:
+        from pyspark.sql import functions as F
+
+        from brushfire.capture.analyze import analyze_source
+        from brushfire.capture.scan import FILE_COLUMN, START_COLUMN
+
+        every = {f["uri"] for f in files} == {f["uri"] for f in self.files()}
+        df = self.df if every else analyze_source(self.spark, self.dash, paths=[f["path"] for f in files],
+                                                  schema=self.raw_schema)
+        columns = [F.col(_quoted(c)) for c in dict.fromkeys(spec.fields + spec.snapshot)]
+        df = df.select(*columns, F.hash(F.input_file_name()).alias(FILE_COLUMN),
+                       F.input_file_block_start().alias(START_COLUMN))
+        directory = str(shards_dir)
+
+        def run_scan(batches):
+            import pickle
+
+            from pyspark import TaskContext
+
+            from brushfire.capture.scan import scan_partition
+
+            pid = TaskContext.get().partitionId()
+            out = scan_partition(batches, spec, directory, run, pid)
+            yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
+
+        # each input split its own partition (no packing of small files), so that a file's
+        # splits and shards are the same in every capture, whatever else the source holds
+        with spark_errors("scanning the source"), _conf(self.spark, {
+                "spark.sql.files.openCostInBytes": self.split}), \
+                track_progress(self.spark, self.progress, "scan: encoding the source's rows"):
+            rows = df.mapInArrow(run_scan, "payload binary").collect()
+        out = [s for r in rows for s in pickle.loads(r["payload"])]
+        uris = self._uri_hashes([f["uri"] for f in files])
+        for s in out:
+            if s["file"] is not None:
+                s["file"] = uris[s["file"]]
+        return out
+
+    def _uri_hashes(self, uris: list[str]) -> dict[int, str]:
+        """{Spark's hash of a file's name: the name} (the scan tags rows with the hash)."""
+        from pyspark.sql import functions as F
+
+        with spark_errors("listing the source's files"):
+            rows = self.spark.createDataFrame([(u,) for u in uris], "u string") \
+                .select("u", F.hash("u").alias("h")).collect()
+        out = {r["h"]: r["u"] for r in rows}
+        if len(out) != len(set(uris)):
+            msg = "two of the source's file names hash alike; rename one of them"
+            raise CaptureError(msg)
+        return out
+
+    def key(self, tasks: list[dict], layout: Layout, dash: m.DashboardSpec, shards_dir) -> list[dict]:
+        directory = str(shards_dir)
+
+        def run_key(items):
+            from pathlib import Path
+
+            from brushfire.capture.keys import key_shard
+
+            for t in items:
+                yield t["name"], key_shard(Path(directory) / t["name"], t["n_rows"], t["fields"],
+                                           layout, dash, t["tag"], t["rows"], t["wanted"])
+
+        sc = self.spark.sparkContext
+        with spark_errors("building the lineage"), \
+                track_progress(self.spark, self.progress, "key job: building the lineage"):
+            got = dict(sc.parallelize(tasks, max(1, len(tasks))).mapPartitions(run_key).collect())
+        return [got[t["name"]] for t in tasks]
 
 
-def _kind(df, c: str) -> str:
-    """'int', 'float', 'temporal' or 'string' of a column (as capture/columns.kind_of)."""
-    from pyspark.sql import types as T
-
-    t = df.schema[c].dataType
-    if isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-        return "temporal"
-    if isinstance(t, T.IntegralType):
-        return "int"
-    return "float" if isinstance(t, T.FractionalType) else "string"
+def _quoted(c: str) -> str:
+    return "`" + c.replace("`", "``") + "`"
 
 
-def _value_counts(df, cols: list[str]) -> dict[str, pa.Table]:
-    """{column: table (value, count)} of each column's distinct values, in one job."""
-    name = f"brushfire_profile_{abs(hash(tuple(cols)))}"
-    df.createOrReplaceTempView(name)
-    q = ", ".join(f"`{c}`" for c in cols)
-    sets = ", ".join(f"(`{c}`)" for c in cols)
-    table = df.sparkSession.sql(
-        f"SELECT {q}, grouping_id() AS __gid, count(*) AS __n FROM {name} "
-        f"GROUP BY GROUPING SETS ({sets})").toArrow()
-    k = len(cols)
-    gid = np.asarray(table["__gid"])
-    out = {}
-    for i, c in enumerate(cols):  # grouping_id: a 1 bit for each column not grouped
-        sel = np.flatnonzero(gid == (1 << k) - 1 - (1 << (k - 1 - i)))
-        out[c] = pa.table({"v": table[c].take(sel), "n": table["__n"].take(sel)})
-    return out
+def _digest(obj) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def _quantiles(df, cols: list[str], k: int) -> dict[str, pa.Table]:
-    """{column: table (value, weight)} of k approximate quantiles of each column."""
-    from pyspark.sql import functions as F
-
-    probs = [float(p) for p in np.linspace(0, 1, k + 1)]
-
-    def numeric(c):  # times as UTC microseconds, as the shards key them
-        return F.unix_micros(F.col(c).cast("timestamp")) if _kind(df, c) == "temporal" else F.col(c)
-
-    row = df.agg(*[F.percentile_approx(numeric(c).cast("double"), probs, 10_000).alias(f"__q{i}")
-                   for i, c in enumerate(cols)]).collect()[0]
-    return {c: pa.table({"v": pa.array(row[f"__q{i}"] or [], pa.float64()),
-                         "n": pa.array(np.ones(len(row[f"__q{i}"] or []), np.int64))})
-            for i, c in enumerate(cols)}
-
-
-def shard_job(df, columns: list[str], layout: Layout, dash: m.DashboardSpec, shard_rows: int,
-              shards_dir: str, progress: Progress) -> list:
-    """Job 2: every partition's rows turned into lineage shards by the executors
-    (capture/shards.py), written into `shards_dir`; returns the shards' summaries."""
-
-    def run(batches):
-        import pickle
-
-        from pyspark import TaskContext
-
-        from brushfire.capture.shards import build_partition
-
-        pid = TaskContext.get().partitionId()
-        out = build_partition(batches, layout, dash, shard_rows, shards_dir, pid)
-        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
-
-    progress("shard job: lineage built by the executors", 0.0)
-    with spark_errors("building lineage shards"), track_progress(df.sparkSession, progress,
-                                                                 "shard job: building lineage"):
-        rows = df.select(*columns).mapInArrow(run, "payload binary").collect()
-    return [s for r in rows for s in pickle.loads(r["payload"])]
+@contextlib.contextmanager
+def _conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """Spark SQL settings for the duration of a job, restored after."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]:
@@ -271,6 +305,37 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
         out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)
                        for r in rows if r["key"] is not None}
     return time.perf_counter() - t0, out
+
+
+def run_fused_query(df, dash: m.DashboardSpec) -> float:
+    """Every view's aggregate in one Spark job (one scan, GROUPING SETS over the views'
+    keys): the best a Spark user could write for the dashboard without lineage. Returns
+    its seconds."""
+    from pyspark.sql import functions as F
+
+    kinds = schema_kinds(df)
+    keys = [F.expr(view_type(v).base_key_sql(v, sql.SPARK)).alias(f"k{i}")
+            for i, v in enumerate(dash.views)]
+    measures = list(dict.fromkeys(v.aggregate.field for v in dash.views if v.aggregate.field))
+    name = f"brushfire_fused_{abs(hash(dash.name))}"
+    df.select(*keys, *[F.col(_quoted(f)) for f in measures]).createOrReplaceTempView(name)
+    select = ", ".join(f"k{i}" for i in range(len(dash.views)))
+    sets = ", ".join(f"(k{i})" for i in range(len(dash.views)))
+    aggs = "".join(_agg_sql(v, i, kinds) for i, v in enumerate(dash.views))
+    t0 = time.perf_counter()
+    with spark_errors("running every view's aggregate in one job"):
+        df.sparkSession.sql(f"SELECT {select}, grouping_id() AS g, count(1) AS n{aggs} FROM {name} "
+                            f"GROUP BY GROUPING SETS ({sets})").collect()
+    return time.perf_counter() - t0
+
+
+def _agg_sql(v, i: int, kinds: dict[str, str]) -> str:
+    agg = v.aggregate
+    if not agg.field:
+        return ""
+    if agg.order:
+        return f", {sql.aggregate_sql(agg, kinds.get(agg.field, 'number'), sql.SPARK)} AS s{i}"
+    return f", sum(CAST({_quoted(agg.field)} AS DOUBLE)) AS s{i}"
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ Arguments (built by engine/state.py from lineage/layout.py):
      key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1;
      fences[i, b, j] is the key at position j * FENCE of that order, so that a search of a
      block's order reads a short array, then a few of its rows, instead of sixteen rows
-     far apart (capture/shards.py writes them all).
+     far apart (capture/keys.py writes them all).
 - L  the layout: (vdim0, vdim1, vlut0, vlut1, luts, nbars, bar_off, mkind, mdim, mcol,
      moff, mluts, draw, dslot, bsize, width). A view v's code (its "bar" here: a bar, a
      reason pseudo-bar or a cell of either, lineage/layout.py) for row r is

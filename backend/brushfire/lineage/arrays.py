@@ -57,3 +57,4 @@ class CaptureInfo:
     caveats: list[str] = field(default_factory=list)  # data-quality notes (Vizier's caveats)
     shards: int = 0
     mode: str = "rows"  # rows (per-row lineage) or cubes (memory-budget mode)
+    changes: list[str] = field(default_factory=list)  # what was reused, what rebuilt, and why

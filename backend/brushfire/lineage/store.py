@@ -1,47 +1,53 @@
 """The lineage store: one captured dashboard's read-only arrays, shared by all sessions,
-kept in a cache entry keyed by the spec and a fingerprint of the source.
+kept in a cache entry per dashboard and source.
 
-An entry is a directory:
-- shards/<name>/*.npy, snapshot.arrow: per-row arrays, written by Spark's executors
-  (capture/shards.py), memory-mapped on load, so a restart copies nothing and the OS pages
-  in only what is touched;
-- base.npy, keycount.*.npy, cube.*.npy, layout.*.npy: the small global arrays the driver
-  sums from the shards' partial results;
-- manifest.json, written last: the layout, the shards, the size and CRC32 of every file,
-  the cache key and a hash of the spec.
-An entry is built in a `.partial-*` directory and renamed into place, so a partial entry
-is never seen; on load every file's size and checksum, and the key, are checked, and an
-entry that fails is never served.
+An entry (`<cache>/<dashboard>-<source key>/`) holds every capture of the dashboard over
+that source, as parts that later captures reuse:
+- shards/<shard>/: one shard per piece of an input file (capture/scan.py): its encoded
+  fields and detail columns, written by the scan; its per-row lineage (`keys-<tag>.npy`,
+  ... as the engine reads them) and partial results (`partials-<tag>.npz`), written by
+  the key job (capture/keys.py). A file is never rewritten: a new version gets a new tag;
+- g-<tag>.*.npy: the small global arrays (base results, rows per key, cubes, the layout's
+  lookups), sums of the shards' partial results in rid order;
+- manifest.json: the current capture, replaced atomically: the spec (as written and as
+  resolved), the layout, the source's files and their shards in rid order, and the size
+  and CRC32 of every file it uses.
+Loading checks the manifest and every file it maps (size and checksum), so an entry that
+fails is never served; a capture holds the entry's lock, then removes what no manifest
+uses. A process that still maps a removed file keeps reading it (Linux frees it on unmap).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import time
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from brushfire.errors import CacheError, CaptureError
+from brushfire.errors import CacheError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
+from brushfire.lineage.files import part_name, read_arrow, read_npy, write_npy
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
-from brushfire.spec.models import DashboardSpec
+from brushfire.spec.models import DashboardSpec, Source
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 9  # 9: a time field's categorical bars and dropdown choices as ISO
-# instants (the layout's value_type 'temporal'); 8: fence keys of the block orders
+FORMAT_VERSION = 10  # 10: entries per dashboard and source, shards per input file, reusable
+# parts; 9: a time field's categorical bars and dropdown choices as ISO instants
 MANIFEST = "manifest.json"
 SHARDS = "shards"
-SNAPSHOT = "snapshot.arrow"
-PARTIALS = "partials.npz"
+LOCK = ".lock"
+ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences")
 
 
 @dataclass
@@ -61,6 +67,9 @@ class Shard:
     n_rows: int
     arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax, fences), as the kernels take them
     snapshot: pa.Table | None
+    # the input file (as Spark names it) and split (its byte offset) the rows come from:
+    # rids follow (file, split, position), whichever capture scanned each shard
+    source: tuple[str | None, int] = (None, 0)
 
     @property
     def nblocks(self) -> int:
@@ -191,74 +200,176 @@ class LineageStore:
         return out
 
 
-# --- cache keys -------------------------------------------------------------------------
-
-
-def source_fingerprint(path: str) -> str:
-    """Names, sizes and modification times of the source file(s): changes when data does."""
-    p = Path(path)
-    if not p.exists():
-        msg = f"the source {path} does not exist (source.path in the spec)"
-        raise CaptureError(msg)
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    h = hashlib.sha256()
-    for f in files:
-        st = f.stat()
-        h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
+# --- identities ---------------------------------------------------------------------------
 
 DISPLAY_ONLY = ("title", "scale", "reverse")  # how a view is drawn, never what it counts
 
 
 def spec_hash(dash: DashboardSpec) -> str:
     """A hash of what the spec asks to capture: titles and display options (scale,
-    reverse) left out, so editing them keeps the cache; keys sorted, so the order of a
+    reverse) left out, so editing them keeps the capture; keys sorted, so the order of a
     mapping in the YAML does not matter."""
     d = dash.model_dump(mode="json", exclude={"title"})
     for v in d["views"]:
         for k in DISPLAY_ONLY:
             v.pop(k, None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+    return _hash(d)
 
 
-def cache_key(dash: DashboardSpec, fingerprint: str, config=None) -> str:
-    """The entry's key: format, spec, source and the capture's sizes (CaptureConfig)."""
+def source_key(source: Source) -> str:
+    """The entry of a dashboard's captures over `source`: where the rows come from (path,
+    format and reader options). Another sample of the data is another entry; derived
+    columns and filters are not part of it (a capture reuses what they leave unchanged)."""
+    path = source.path if "://" in source.path else os.path.abspath(source.path)
+    return _hash([path, source.resolved_format, source.options])[:16]
+
+
+def entry_dir(cache_dir: str | Path, dash: DashboardSpec) -> Path:
+    return Path(cache_dir) / f"{dash.name}-{source_key(dash.source)}"
+
+
+def files_fingerprint(files: list[dict]) -> str:
+    """Names, sizes and modification times of the source's files: changes when data does."""
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f["path"]):
+        h.update(f"{f['path']}|{f['size']}|{f['mtime_ns']}\n".encode())
+    return h.hexdigest()
+
+
+def capture_key(dash: DashboardSpec, fingerprint: str, config: CaptureConfig | None = None) -> str:
+    """What identifies a capture: format, spec, the source's files and the capture's sizes."""
     sizes = json.dumps(asdict(config or CaptureConfig()), sort_keys=True)
     text = f"{FORMAT_VERSION}|{spec_hash(dash)}|{fingerprint}|{sizes}"
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def entry_dir(cache_dir: str | Path, dash: DashboardSpec, fingerprint: str, config=None) -> Path:
-    return Path(cache_dir) / f"{dash.name}-{cache_key(dash, fingerprint, config)}"
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=_json_default).encode()).hexdigest()
 
 
-# --- write --------------------------------------------------------------------------------
+# --- the manifest ---------------------------------------------------------------------------
 
 
-def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
-             dash: DashboardSpec, key: str, progress=None) -> dict:
-    """Finish a cache entry whose shards the executors wrote into `staging/shards`: sum
-    the shards' partial results into the global arrays and write them; returns the
-    manifest for `write_manifest` (written last). Only the shards in `summaries` (the
-    tasks' reported outputs) are kept."""
-    shards_dir = staging / SHARDS
-    keep = {s.name for s in summaries}
-    for d in (shards_dir.iterdir() if shards_dir.exists() else []):
-        if d.name not in keep:  # a failed or speculative attempt's leftovers
-            shutil.rmtree(d, ignore_errors=True)
-    summaries = sorted(summaries, key=lambda s: s.name)
+def read_manifest(entry: Path) -> dict | None:
+    """The entry's current manifest, or None when there is none of this format."""
+    try:
+        meta = json.loads((Path(entry) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        return None
+    return meta
+
+
+def write_manifest(entry: Path, meta: dict) -> None:
+    """Replace the entry's manifest atomically (readers see the old one or the new one)."""
+    tmp = Path(entry) / f".{MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(meta, default=_json_default))
+    os.replace(tmp, Path(entry) / MANIFEST)
+
+
+@contextlib.contextmanager
+def locked(entry: Path) -> Iterator[None]:
+    """The entry for one capture at a time (other processes wait); readers never lock."""
+    Path(entry).mkdir(parents=True, exist_ok=True)
+    with open(Path(entry) / LOCK, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def collect_garbage(entry: Path, meta: dict) -> list[Path]:
+    """Remove every shard, shard file and global file of the entry that `meta` does not
+    use, and work directories older than a day; returns what was removed."""
+    removed: list[Path] = []
+    shards = {s["name"]: s for s in meta["shards"]}
+    shard_root = Path(entry) / SHARDS
+    for p in shard_root.iterdir() if shard_root.exists() else []:
+        if p.name.startswith("."):
+            if _age(p) > 24 * 3600:
+                removed.append(p)
+        elif p.name not in shards:
+            removed.append(p)
+        else:
+            used = set(shards[p.name]["files"])
+            removed += [f for f in p.iterdir() if f.name not in used and not f.name.startswith(".")]
+    for p in Path(entry).iterdir():
+        unused = p.name.startswith("g-") and p.name not in meta["files"]
+        stale = p.name.startswith((".partial-", f".{MANIFEST}.")) and _age(p) > 24 * 3600
+        if unused or stale:
+            removed.append(p)
+    for p in removed:
+        _remove(p)
+    return removed
+
+
+def prune_entries(cache_dir: Path, dashboard: str, keep: Path) -> list[Path]:
+    """Remove the dashboard's entries of earlier formats (a format change re-captures);
+    entries over other sources are kept: each serves its own source."""
+    removed = []
+    for p in Path(cache_dir).iterdir() if Path(cache_dir).exists() else []:
+        if p == keep or not p.name.startswith(f"{dashboard}-") or not p.is_dir():
+            continue
+        try:
+            meta = json.loads((p / MANIFEST).read_text())
+        except (OSError, ValueError):
+            meta = None
+        if isinstance(meta, dict) and meta.get("dashboard") == dashboard \
+                and meta.get("format_version") != FORMAT_VERSION:
+            _remove(p)
+            removed.append(p)
+    return removed
+
+
+def _age(p: Path) -> float:
+    try:
+        return time.time() - p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        p.unlink(missing_ok=True)
+
+
+# --- the global arrays -------------------------------------------------------------------
+
+
+def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress=None) -> dict:
+    """Sum the shards' partial results (in rid order, so a sum is the same whichever
+    capture wrote each part) into the global arrays, written as `g-<tag>.*.npy`; returns
+    {"files": {name: {size, crc32}}, "cubes": [[filter, target], ...]}."""
     totals: dict[str, np.ndarray] = {}
-    for i, s in enumerate(summaries):
-        if progress:
-            progress("merging shard results", i / max(1, len(summaries)))
-        with np.load(shards_dir / s.name / PARTIALS) as z:
-            for k in z.files:
-                totals[k] = totals[k] + z[k] if k in totals else z[k].copy()
-        os.remove(shards_dir / s.name / PARTIALS)
-        s.files.pop(PARTIALS, None)
+    opened: dict[Path, np.lib.npyio.NpzFile] = {}
+    try:
+        for i, s in enumerate(shards):
+            if progress:
+                progress("summing shard results", i / max(1, len(shards)))
+            for part, (fname, _) in s["partials"].items():
+                path = Path(entry) / SHARDS / s["name"] / fname
+                if path not in opened:
+                    opened[path] = np.load(path, allow_pickle=False)
+                names = [part] if not part.startswith("cube.") else \
+                    [f"{part}.{x}" for x in ("counts", "sums", "oks") if f"{part}.{x}" in opened[path]]
+                for name in names:
+                    a = opened[path][name]
+                    totals[name] = totals[name] + a if name in totals else a.copy()
+            for path in [p for p in opened if p.parent.name == s["name"]]:
+                opened.pop(path).close()
+    finally:
+        for z in opened.values():
+            z.close()
     arrays = {f"layout.{k}": v for k, v in layout.arrays.items()}
-    base = totals.get("base", np.zeros((3, layout.nslots)))
+    base = np.zeros((3, layout.nslots))
+    for v in layout.views:
+        part = totals.get(f"base.{v.name}")
+        if part is not None:
+            base[:, v.all_slots] = part
     arrays["base_counts"] = base[0].astype(np.int64)
     arrays["base_sums"] = base[1]
     arrays["base_oks"] = base[2].astype(np.int64)
@@ -284,87 +395,22 @@ def assemble(staging: Path, layout: Layout, summaries: list, info: CaptureInfo,
             cubes.append([f.name, t])
     files = {}
     for name, arr in arrays.items():
-        from brushfire.capture.shards import write_npy
-
-        files[f"{name}.npy"] = write_npy(staging / f"{name}.npy", arr)
-    info.n_rows = sum(s.n_rows for s in summaries)
-    start = 0
-    shards = []
-    for s in summaries:
-        shards.append({"name": s.name, "start": start, "n_rows": s.n_rows, "files": s.files})
-        start += s.n_rows
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "dashboard": dash.name,
-        "cache_key": key,
-        "spec_sha256": spec_hash(dash),
-        "brushfire_version": _version(),
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),  # (orders captures)
-        "n_rows": info.n_rows,
-        "layout": layout.to_json(),
-        "layout_arrays": sorted(layout.arrays),
-        "cubes": cubes,
-        "info": asdict(info),
-        "files": files,
-        "shards": shards,
-    }
-    return meta
-
-
-def write_manifest(staging: Path, meta: dict) -> None:
-    (staging / MANIFEST).write_text(json.dumps(meta, default=_json_default))
-
-
-def publish(staging: Path, directory: Path) -> Path:
-    """Rename a finished entry into place (replacing an older one of the same key)."""
-    if directory.exists() or directory.is_symlink():
-        old = directory.with_name(f".old-{directory.name}-{os.getpid()}")
-        os.rename(directory, old)
-        _remove(old)
-    os.rename(staging, directory)
-    return directory
-
-
-def prune(cache_dir: Path, dashboard: str, keep: Path) -> list[Path]:
-    """Remove the other entries of `dashboard` (superseded by `keep`), and partial entries
-    left by captures that were killed; returns what was removed. Processes that still map
-    a removed entry keep reading it (the files live until unmapped)."""
-    removed = []
-    for p in cache_dir.iterdir() if cache_dir.exists() else []:
-        if p == keep:
-            continue
-        superseded = p.name.startswith(f"{dashboard}-") and len(p.name) == len(dashboard) + 21
-        stale = p.name.startswith((".partial-", ".old-")) and _age(p) > 24 * 3600
-        if superseded or stale:
-            _remove(p)
-            removed.append(p)
-    return removed
-
-
-def _age(p: Path) -> float:
-    try:
-        return time.time() - p.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _remove(p: Path) -> None:
-    if p.is_dir() and not p.is_symlink():
-        shutil.rmtree(p, ignore_errors=True)
-    else:
-        p.unlink(missing_ok=True)
+        fname = f"g-{tag}.{name}.npy"
+        files[fname] = write_npy(Path(entry) / fname, arr)
+    return {"files": files, "cubes": cubes}
 
 
 # --- load --------------------------------------------------------------------------------
 
 
-def load_store(directory: str | Path, dash: DashboardSpec, key: str | None = None,
+def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
                verify: bool = True) -> LineageStore:
-    """Load a cache entry, checking its key (when given), every file's size and CRC32;
-    CacheError if it is not sound. Arrays are memory-mapped."""
-    directory = Path(directory)
+    """Load an entry's current capture, checking that it was made for `dash`'s spec (and
+    for capture `key`, when given) and every mapped file's size (and, with `verify`, its
+    CRC32); CacheError if it is not sound. Arrays are memory-mapped."""
+    entry = Path(entry)
     try:
-        meta = json.loads((directory / MANIFEST).read_text())
+        meta = json.loads((entry / MANIFEST).read_text())
         if not isinstance(meta, dict):
             msg = "the manifest is not a JSON object"
             raise ValueError(msg)
@@ -372,15 +418,15 @@ def load_store(directory: str | Path, dash: DashboardSpec, key: str | None = Non
             msg = f"format {meta.get('format_version')}, need {FORMAT_VERSION}"
             raise ValueError(msg)
         if key is not None and meta.get("cache_key") != key:
-            msg = (f"it was written for cache key {meta.get('cache_key')}, not {key} "
+            msg = (f"it was written for capture {meta.get('cache_key')}, not {key} "
                    "(copied from another spec or source?)")
             raise ValueError(msg)
         if meta.get("spec_sha256") != spec_hash(dash) or meta.get("dashboard") != dash.name:
             msg_0 = "it was captured for another spec"
             raise ValueError(msg_0)
-        files = _all_files(directory, meta)
+        files = mapped_files(entry, meta)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        msg = f"cache entry {directory} is not usable: {e}"
+        msg = f"cache entry {entry} is not usable: {e}"
         raise CacheError(msg) from None
     for path, want in files:
         try:
@@ -397,63 +443,70 @@ def load_store(directory: str | Path, dash: DashboardSpec, key: str | None = Non
                     msg = f"cache file {path} fails its checksum"
                     raise CacheError(msg)
     try:
-        return _store_from(directory, meta, dash)
-    except (KeyError, ValueError, TypeError, AssertionError, OSError) as e:
-        msg = f"cache entry {directory} is inconsistent: {e!r}"
+        return _store_from(entry, meta, dash)
+    except (KeyError, ValueError, TypeError, AssertionError, OSError, pa.ArrowInvalid) as e:
+        msg = f"cache entry {entry} is inconsistent: {e!r}"
         raise CacheError(msg) from None
 
 
-def _all_files(directory: Path, meta: dict) -> list[tuple[Path, dict]]:
-    out = [(directory / name, f) for name, f in meta["files"].items()]
+def shard_row_files(s: dict) -> list[str]:
+    return [f"{a}-{s['rows']}.npy" for a in ROW_ARRAYS]
+
+
+def snapshot_files(s: dict, columns: list[str]) -> list[str]:
+    return [f"{part_name(c)}.snap.arrow" for c in columns] if s["n_rows"] else []
+
+
+def mapped_files(entry: Path, meta: dict) -> list[tuple[Path, dict]]:
+    """Every file a loaded store maps, with its size and CRC32 from the manifest."""
+    out = [(entry / name, f) for name, f in meta["files"].items()]
+    detail = meta["layout"]["detail_columns"]
     for s in meta["shards"]:
-        out += [(directory / SHARDS / s["name"] / name, f) for name, f in s["files"].items()]
+        for name in shard_row_files(s) + snapshot_files(s, detail):
+            out.append((entry / SHARDS / s["name"] / name, s["files"][name]))
     for p, f in out:
         if not isinstance(f, dict) or "size" not in f or "crc32" not in f:
             msg = f"the manifest's entry for {p.name} has no size and checksum"
             raise ValueError(msg)
-        if ".." in p.relative_to(directory).parts:
+        if ".." in p.relative_to(entry).parts:
             msg = f"the manifest names a file outside the entry: {p}"
             raise ValueError(msg)
     return out
 
 
-def _mapped(path: Path) -> np.ndarray:
-    """A stored array, its pages read from the file as used (read-only), as a plain ndarray:
-    np.memmap's Python hooks run on every slice, ~1 µs each, tens of times per update."""
-    return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
-
-
-def _store_from(directory: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
+def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     def arr(name: str) -> np.ndarray:
-        return _mapped(directory / f"{name}.npy")
+        return read_npy(entry / f"g-{meta['tag']}.{name}.npy")
 
     layout_arrays = {k: np.asarray(arr(f"layout.{k}")) for k in meta["layout_arrays"]}
     layout = Layout.from_json(meta["layout"], layout_arrays)
-    shards = []
+    shards, start = [], 0
     for s in meta["shards"]:
-        sd = directory / SHARDS / s["name"]
-        arrays = tuple(_mapped(sd / f"{p}.npy")
-                       for p in ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences"))
+        sd = entry / SHARDS / s["name"]
+        arrays = tuple(read_npy(sd / name) for name in shard_row_files(s))
         n = s["n_rows"]
         assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
         assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
         assert arrays[7].shape[:2] == arrays[4].shape, f"shard {s['name']} fences shape"
         snapshot = None
-        if SNAPSHOT in s["files"]:
-            snapshot = pa.ipc.open_file(pa.memory_map(str(sd / SNAPSHOT))).read_all()
+        if layout.detail_columns and n:
+            cols = [read_arrow(sd / name).column(0)
+                    for name in snapshot_files(s, layout.detail_columns)]
+            snapshot = pa.table(dict(zip(layout.detail_columns, cols, strict=True)))
             assert snapshot.num_rows == n, f"shard {s['name']} snapshot rows"
-        shards.append(Shard(s["name"], s["start"], n, arrays, snapshot))
+        shards.append(Shard(s["name"], start, n, arrays, snapshot, (s["file"], s["split"])))
+        start += n
     cubes = {}
     for f, t in meta["cubes"]:
-        parts = [arr(f"cube.{f}.{t}.{p}") if f"cube.{f}.{t}.{p}.npy" in meta["files"] else None
-                 for p in ("counts", "sums", "oks")]
+        parts = [arr(f"cube.{f}.{t}.{p}") if f"g-{meta['tag']}.cube.{f}.{t}.{p}.npy" in meta["files"]
+                 else None for p in ("counts", "sums", "oks")]
         cubes[(f, t)] = Cube(parts[0], parts[1] if parts[1] is not None else np.zeros((0, 0)),
                              parts[2] if parts[2] is not None else np.zeros((0, 0), np.int64))
     base = Aggregates(np.asarray(arr("base_counts")), np.asarray(arr("base_sums")),
                       np.asarray(arr("base_oks")))
     keycounts = [np.asarray(arr(f"keycount.{d.name}")) for d in layout.dims]
     info = CaptureInfo(**meta["info"])
-    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, directory)
+    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry)
 
 
 def _crc(path: Path) -> int:
@@ -471,15 +524,18 @@ def _json_default(o):
         return float(o)
     if isinstance(o, np.ndarray):
         return o.tolist()
+    if isinstance(o, tuple):
+        return list(o)
     msg = f"cannot store {type(o).__name__} in a manifest"
     raise TypeError(msg)
 
 
-def _version() -> str:
+def brushfire_version() -> str:
     from brushfire import __version__
 
     return __version__
 
 
-__all__ = ["Cube", "LineageStore", "Shard", "assemble", "cache_key", "entry_dir",
-           "load_store", "prune", "publish", "source_fingerprint", "spec_hash", "write_manifest"]
+__all__ = ["Cube", "LineageStore", "Shard", "assemble", "capture_key", "collect_garbage",
+           "entry_dir", "files_fingerprint", "load_store", "locked", "prune_entries",
+           "read_manifest", "source_key", "spec_hash", "write_manifest"]

@@ -72,7 +72,7 @@ class Source(Model):
     """Where the rows come from: any Spark-readable file, plus derived columns and filters."""
 
     path: str
-    format: Literal["parquet", "csv", "json", "orc"] | None = None
+    format: Literal["parquet", "csv", "json", "orc", "delta"] | None = None
     options: dict[str, str] = Field(default_factory=dict)
     columns: dict[str, str] = Field(default_factory=dict)  # name -> Spark SQL expression
     filters: list[str] = Field(default_factory=list)  # Spark SQL boolean expressions

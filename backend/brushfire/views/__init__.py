@@ -42,7 +42,7 @@ def source_fields(view: Any) -> list[str]:
 
 
 def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
-    """Fields with a `maxbins` bin: capture profiles their finite min and max."""
+    """Fields with a `maxbins` bin: capture finds their finite min and max."""
     out = [a.field for v in dash.views for a in view_type(v).axes(v) if not a.bin.resolved]
     return list(dict.fromkeys(out))
 

@@ -80,13 +80,13 @@ class ViewType:
 
     # --- capture -----------------------------------------------------------------
 
-    def profile_needs(self, view: Any) -> dict[str, list[str]]:
+    def stats_needs(self, view: Any) -> dict[str, list[str]]:
         """Fields whose exact value counts ("counts") or time range ("ranges") capture's
-        profile must find for the bars."""
+        statistics must give for the bars."""
         return {}
 
-    def labels(self, view: Any, profile: Any) -> list:
-        """The bars' labels, from the profile (capture/profile.py)."""
+    def labels(self, view: Any, stats: Any) -> list:
+        """The bars' labels, from the source's statistics (capture/stats.py)."""
         raise NotImplementedError
 
     def reasons(self, view: Any) -> list[str]:
@@ -102,7 +102,7 @@ class ViewType:
         return None
 
     def row_codes(self, view: Any, vl: ViewLayout, rows: Any) -> np.ndarray:
-        """Each row's bar from its source columns (`rows`: capture/shards.py's column
+        """Each row's bar from its source columns (`rows`: capture/keys.py's column
         reader), nbars + i for reason i, -1 when dropped without a reason."""
         raise NotImplementedError
 

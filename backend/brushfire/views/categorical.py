@@ -25,13 +25,13 @@ class Categorical(ViewType):
     name = "categorical"
     value_bars = True
 
-    def profile_needs(self, view: m.CategoricalView) -> dict[str, list[str]]:
+    def stats_needs(self, view: m.CategoricalView) -> dict[str, list[str]]:
         return {"counts": [view.field]}
 
-    def labels(self, view: m.CategoricalView, profile) -> list:
-        values, counts = profile.counts[view.field]  # (times: UTC microseconds, in time order)
+    def labels(self, view: m.CategoricalView, stats) -> list:
+        values, counts = stats.counts[view.field]  # (times: UTC microseconds, in time order)
         labels = bins.top_labels(values, counts, view.top, view.other, view.sort)
-        if view.field in profile.times:
+        if view.field in stats.times:
             return [x if x == OTHER else V.format_instant(x) for x in labels]
         return labels
 

@@ -32,7 +32,7 @@ class Heatmap(ViewType):
         return [FieldNeed((axis, "field"), a.field, ("number",), "a heatmap axis", NUMBER_HINTS)
                 for axis, a in (("x", view.x), ("y", view.y))]
 
-    def labels(self, view: m.HeatmapView, profile) -> list:
+    def labels(self, view: m.HeatmapView, stats) -> list:
         return bins.heat_labels(view)
 
     def reasons(self, view: m.HeatmapView) -> list[str]:

@@ -28,7 +28,7 @@ class Histogram(ViewType):
     def field_needs(self, view: m.HistogramView) -> list[FieldNeed]:
         return [FieldNeed(("field",), view.field, ("number",), "a histogram view", NUMBER_HINTS)]
 
-    def labels(self, view: m.HistogramView, profile) -> list:
+    def labels(self, view: m.HistogramView, stats) -> list:
         return bins.hist_labels(view.bin)
 
     def reasons(self, view: m.HistogramView) -> list[str]:

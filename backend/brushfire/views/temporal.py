@@ -23,13 +23,13 @@ class Temporal(ViewType):
     def calendar(self, view: m.TemporalView) -> tuple[str, str] | None:
         return None if view.part else (view.field, view.unit)
 
-    def profile_needs(self, view: m.TemporalView) -> dict[str, list[str]]:
+    def stats_needs(self, view: m.TemporalView) -> dict[str, list[str]]:
         return {} if view.part else {"ranges": [view.field]}
 
-    def labels(self, view: m.TemporalView, profile) -> list:
+    def labels(self, view: m.TemporalView, stats) -> list:
         if view.part:  # its values, whatever the data
             return bins.calendar_labels(view.unit, None, None)
-        return bins.calendar_labels(view.unit, *_time_range(view.field, profile))
+        return bins.calendar_labels(view.unit, *_time_range(view.field, stats))
 
     def key_codes(self, view: m.TemporalView, dims, dim_of, nbars):
         if view.part:  # the part's dim: its key is the bar
@@ -111,9 +111,9 @@ class Temporal(ViewType):
         return marks.binned(view, full, brush, x, spacing=0), {}
 
 
-def _time_range(field: str, profile) -> tuple[int | None, int | None]:
-    """The first and last time of a field, from capture's profile."""
-    if field in profile.values:
-        st = profile.values[field]
+def _time_range(field: str, stats) -> tuple[int | None, int | None]:
+    """The first and last time of a field, from capture's statistics."""
+    if field in stats.values:
+        st = stats.values[field]
         return (int(st.first), int(st.last)) if len(st.values) else (None, None)
-    return profile.ranges[field]
+    return stats.ranges[field]

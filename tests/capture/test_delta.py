@@ -1,0 +1,77 @@
+"""Delta Lake sources: a version's Parquet files read as they are (the log read by the
+`deltalake` package, no Spark jars), and a new version captured by reading only the files
+it added (an appended version) and dropping those it removed (an overwrite)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from brushfire import Dashboard
+from brushfire.source import local_files
+from brushfire.spec import parse_dashboard
+from capture.test_incremental import CONFIG, assert_same, lineage, shifted, spec
+from conftest import make_rows
+from oracle import Oracle
+
+pytestmark = pytest.mark.spark
+
+
+def delta_spec(path, partitioned: bool = False) -> dict:
+    d = spec()
+    d["source"] = {"path": str(path), "format": "delta"}
+    if partitioned:
+        d["views"].append({"name": "dest", "type": "categorical", "field": "dest", "top": 5})
+        d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    return d
+
+
+def test_a_new_delta_version_reads_only_its_files(spark, tmp_path):
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(800, 1))
+    write_deltalake(table, make_rows(600, 2), mode="append")
+    dash = parse_dashboard(delta_spec(table))
+    assert len(local_files(dash.source)) == 2
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert first.store.n_rows == 1400
+    write_deltalake(table, shifted(make_rows(300, 3), 250), mode="append")  # version 2
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), again.store.info.changes
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same(lineage(full.store), lineage(again.store))
+    oracle, s = Oracle(dash, spark), again.session()  # and SQL over the table's files
+    s.brush("hx", (20, 400))
+    oracle.brush("hx", (20, 400))
+    want = oracle.view("cat")
+    labels = again.store.view("cat").labels
+    got = dict(zip(labels, s.view("cat").counts, strict=False))
+    assert {k: got[k] for k in labels if k != "(other)"} == \
+        {k: want.get(k, (0,))[0] for k in labels if k != "(other)"}
+    # an overwrite: a version whose files replace every earlier one
+    write_deltalake(table, make_rows(500, 4), mode="overwrite")
+    replaced = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert replaced.store.n_rows == 500
+    assert any("files gone from the source" in c for c in replaced.store.info.changes)
+
+
+def test_a_partitioned_delta_table_keeps_its_partition_column(spark, tmp_path):
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(900, 5), partition_by=["dest"])
+    dash = parse_dashboard(delta_spec(table, partitioned=True))
+    got = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    rows = make_rows(900, 5)
+    want = pa.table({"dest": rows["dest"]}).group_by("dest").aggregate([("dest", "count")])
+    counts = dict(zip(want["dest"].to_pylist(), want["dest_count"].to_pylist(), strict=True))
+    view = got.store.view("dest")
+    shown = dict(zip(view.labels, got.session().view("dest").counts, strict=False))
+    assert {k: shown[k] for k in counts} == counts
+
+
+def test_a_folder_that_is_no_delta_table_is_a_clear_error(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "x.parquet").write_bytes(b"")
+    from brushfire.errors import BrushfireError
+
+    with pytest.raises(BrushfireError, match="not a Delta table"):
+        Dashboard.open(parse_dashboard(delta_spec(tmp_path / "t")), cache_dir=tmp_path / "cache")

@@ -1,0 +1,224 @@
+"""Incremental capture: what a capture reuses after appended, changed or removed input
+files and after spec edits, and that the result is the lineage a capture from scratch
+builds — array for array, in the same rid order — and so answers the same.
+
+The sequences run in this process (capture/local.py: each table an input file); the
+last test does the same on Spark over a folder of Parquet files."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brushfire import Dashboard
+from brushfire.capture.local import capture_tables
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+from conftest import make_rows
+
+CONFIG = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
+DETAILS = ["x", "cat", "t", "m"]
+
+
+def spec(views: list[dict] | None = None, details: list[str] = DETAILS, **interactions) -> dict:
+    views = views if views is not None else [
+        {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+        {"name": "hk", "type": "histogram", "field": "k", "bin": {"maxbins": 12}},
+        {"name": "cat", "type": "categorical", "field": "cat", "top": 5},
+        {"name": "week", "type": "temporal", "field": "t", "unit": "week"},
+        {"name": "mean_m", "type": "histogram", "field": "k", "brush": "none",
+         "bin": {"step": 20, "extent": [-20, 120]}, "aggregate": {"op": "mean", "field": "m"}},
+        {"name": "med_x", "type": "categorical", "field": "dest", "top": 3, "brush": "none",
+         "aggregate": {"op": "median", "field": "x"}},
+    ]
+    return {"name": "inc", "source": {"path": "/nonexistent/inc.parquet"}, "views": views,
+            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}],
+                             "details": {"columns": details}, **interactions}}
+
+
+def capture(d: dict, tables: dict[str, pa.Table], cache):
+    dash = parse_dashboard(d)
+    return capture_tables(plan_capture(dash), tables, cache, CONFIG)
+
+
+def lineage(store) -> dict:
+    """Everything a store holds, shard names apart."""
+    out = {"layout": store.layout.to_json(), "n_rows": store.n_rows,
+           "base": [store.base.counts, store.base.sums, store.base.oks],
+           "keycounts": store.keycounts, "sizes": [s.n_rows for s in store.shards]}
+    for k, c in sorted(store.cubes.items()):
+        out[f"cube {k}"] = [c.counts, c.sums, c.oks]
+    out["layout arrays"] = {k: v for k, v in sorted(store.layout.arrays.items())}
+    for i, s in enumerate(store.shards):
+        out[f"shard {i}"] = list(s.arrays)
+        if s.snapshot is not None:
+            out[f"snapshot {i}"] = s.snapshot.to_pydict()
+    return out
+
+
+def assert_same(a, b, path="") -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            assert_same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)) and not (a and isinstance(a[0], (int, float, str, type(None)))):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=path)
+    else:
+        assert repr(a) == repr(b), path  # (NaN == NaN)
+
+
+def tables_of(*parts: tuple[int, int]) -> dict[str, pa.Table]:
+    return {f"f{i}": make_rows(n, seed) for i, (n, seed) in enumerate(parts)}
+
+
+def shifted(table: pa.Table, by: float) -> pa.Table:
+    """New values beyond the old extents, new categories and later times."""
+    x = pc.add(table["x"], float(by))
+    cat = pa.array([None if c is None else f"new{c}" for c in table["cat"].to_pylist()])
+    t = pc.add(table["t"], pa.scalar(200 * 86_400_000_000, pa.duration("us")))
+    return table.set_column(0, "x", x).set_column(2, "cat", cat).set_column(4, "t", t)
+
+
+def test_an_appended_file_is_scanned_alone_and_the_result_is_a_full_capture(tmp_path):
+    tables = tables_of((700, 1), (500, 2))
+    first = capture(spec(), tables, tmp_path / "inc")
+    assert "scanning every file" in first.info.changes[0]
+    tables["f2"] = shifted(make_rows(300, 3), 400)  # beyond every extent, new categories
+    again = capture(spec(), tables, tmp_path / "inc")
+    assert any("reused 2 of 3 input files" in c for c in again.info.changes), again.info.changes
+    assert any("scanning 1 new and 0 changed files" in c for c in again.info.changes)
+    full = capture(spec(), tables, tmp_path / "full")
+    assert_same(lineage(full), lineage(again))
+    assert again.n_rows == 1500
+
+
+def test_changed_and_removed_files(tmp_path):
+    tables = tables_of((400, 1), (500, 2), (300, 3))
+    capture(spec(), tables, tmp_path / "inc")
+    tables["f1"] = make_rows(450, 9)
+    del tables["f2"]
+    again = capture(spec(), tables, tmp_path / "inc")
+    assert any("scanning 0 new and 1 changed files" in c for c in again.info.changes)
+    assert any("1 files gone" in c for c in again.info.changes)
+    assert_same(lineage(capture(spec(), tables, tmp_path / "full")), lineage(again))
+
+
+def test_spec_edits_rebuild_only_what_depends_on_them(tmp_path):
+    tables = tables_of((600, 1), (600, 2))
+    capture(spec(), tables, tmp_path / "inc")
+    # a new view over a field already captured: no scan, its own parts only
+    views = [*spec()["views"], {"name": "hx5", "type": "histogram", "field": "x",
+                                "bin": {"step": 5, "extent": [0, 100]}}]
+    added = capture(spec(views), tables, tmp_path / "inc")
+    assert not any(c.startswith("scanning") for c in added.info.changes), added.info.changes
+    assert_same(lineage(capture(spec(views), tables, tmp_path / "full1")), lineage(added))
+    computed = next(c for c in added.info.changes if c.startswith("partial results"))
+    assert "computed" in computed and not computed.startswith("partial results: 0 ")
+    # a changed bin: no scan
+    views[0] = {**views[0], "bin": {"step": 25, "extent": [0, 100]}}
+    rebinned = capture(spec(views), tables, tmp_path / "inc")
+    assert not any(c.startswith("scanning") for c in rebinned.info.changes)
+    assert_same(lineage(capture(spec(views), tables, tmp_path / "full2")), lineage(rebinned))
+    # a new field: scanned alone, over the files captured before
+    views.append({"name": "dest", "type": "categorical", "field": "dest", "top": 3})
+    widened = capture(spec(views, details=[*DETAILS, "k"]), tables, tmp_path / "inc")
+    assert any("scanning k (details) alone over 2 files" in c for c in widened.info.changes), \
+        widened.info.changes
+    assert_same(lineage(capture(spec(views, details=[*DETAILS, "k"]), tables, tmp_path / "full3")),
+                lineage(widened))
+    # nothing changed: every part reused
+    same = capture(spec(views, details=[*DETAILS, "k"]), tables, tmp_path / "inc")
+    assert "every part reused" in same.info.changes[-1]
+
+
+def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
+    d = spec()
+    d["source"]["path"] = str(small_parquet)
+    dash = parse_dashboard(d)
+    capture_tables(plan_capture(dash), {"t": pq.read_table(small_parquet)}, tmp_path, CONFIG)
+    # (Dashboard.open's check: the spec's hash and the source's files; the local capture
+    # names its table, not the file, so the entry's files differ from the folder's)
+    retitled = copy.deepcopy(d)
+    retitled["title"] = "Another title"
+    retitled["views"][0]["title"] = "x, retitled"
+    from brushfire.lineage.store import spec_hash
+
+    assert spec_hash(parse_dashboard(retitled)) == spec_hash(dash)
+
+
+OPS = st.lists(st.sampled_from(["append", "change", "remove", "add_view", "drop_view", "rebin",
+                                "details"]), min_size=1, max_size=5)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS, seed=st.integers(0, 1000))
+def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed):
+    rng = np.random.default_rng(seed)
+    inc = tmp_path_factory.mktemp("inc")
+    tables = tables_of((int(rng.integers(50, 600)), seed), (int(rng.integers(0, 300)), seed + 1))
+    d = spec()
+    capture(d, tables, inc)
+    for n, op in enumerate(ops, 1):
+        if op == "append":
+            tables[f"g{n}"] = shifted(make_rows(int(rng.integers(1, 400)), seed + n), rng.integers(-90, 90))
+        elif op == "change" and tables:
+            name = sorted(tables)[int(rng.integers(0, len(tables)))]
+            tables[name] = make_rows(int(rng.integers(1, 400)), seed + 100 + n)
+        elif op == "remove" and len(tables) > 1:
+            del tables[sorted(tables)[int(rng.integers(0, len(tables)))]]
+        elif op == "add_view":
+            d["views"].append({"name": f"v{n}", "type": "histogram", "field": "m",
+                               "bin": {"step": float(rng.integers(5, 60)), "extent": [-50, 300]}})
+        elif op == "drop_view" and len(d["views"]) > 3:
+            d["views"].pop(int(rng.integers(0, len(d["views"]))))
+        elif op == "rebin":
+            d["views"][0] = {**d["views"][0], "bin": {"maxbins": int(rng.integers(2, 40))}} \
+                if d["views"][0]["type"] == "histogram" else d["views"][0]
+        elif op == "details":
+            d["interactions"]["details"]["columns"] = list(rng.choice(
+                ["x", "k", "cat", "dest", "t", "m"], size=int(rng.integers(1, 5)), replace=False))
+        d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+        got = capture(d, tables, inc)
+        want = capture(d, tables, tmp_path_factory.mktemp("full"))
+        assert_same(lineage(want), lineage(got))
+
+
+@pytest.mark.spark
+def test_on_spark_an_appended_parquet_file_is_read_alone(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for i, (n, seed) in enumerate([(900, 1), (700, 2)]):
+        pq.write_table(make_rows(n, seed), folder / f"part-{i}.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
+    pq.write_table(shifted(make_rows(400, 3), 300), folder / "part-2.parquet")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert not again.from_cache and again.store.n_rows == first.store.n_rows + 400
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), \
+        again.store.info.changes
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same(lineage(full.store), lineage(again.store))
+    # a removed file: its rows go, nothing is scanned
+    (folder / "part-0.parquet").unlink()
+    fewer = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert fewer.store.n_rows == 1100
+    assert not any(c.startswith("scanning") for c in fewer.store.info.changes)
+    shutil.rmtree(tmp_path / "full")
+    assert_same(lineage(Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full",
+                                       config=CONFIG).store), lineage(fewer.store))
