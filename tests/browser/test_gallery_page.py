@@ -29,6 +29,7 @@ def served_gallery(spark, tmp_path_factory):
     for spec in SPECS:
         model = parse_dashboard(sample_spec(spec, write_sample(table_of(spec), data, n=1500)))
         dashes[spec.stem] = Dashboard.open(model, spark=spark, cache_dir=cache)
+        dashes[spec.stem].warm_up(freeze=False)  # as serve does: no page waits for numba
     with live_server(create_app(list(dashes.values()))) as addr:
         yield addr, dashes
 
