@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from brushfire.cachedir import default_cache_dir
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.copies import typed_list
@@ -30,7 +31,7 @@ from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
 from brushfire.views import with_recorded_bins
 
-DEFAULT_CACHE = os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
+DEFAULT_CACHE = default_cache_dir()  # $BRUSHFIRE_CACHE, else the user's cache directory
 DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset: no limit
 
 

@@ -16,7 +16,8 @@ from brushfire.spec.schema import SCHEMA_FILE, schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / SCHEMA_FILE
-DASHBOARDS = sorted([*ROOT.glob("dashboards/*.yaml"), *ROOT.glob("perf/dashboards/*.yaml")])
+DASHBOARDS = sorted([*ROOT.glob("dashboards/*.yaml"), *ROOT.glob("dashboards/gallery/*.yaml"),
+                     *ROOT.glob("perf/dashboards/*.yaml")])
 HEADER = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.MULTILINE)
 
 
