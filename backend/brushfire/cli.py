@@ -275,24 +275,27 @@ def _plan(args) -> int:
 
 
 def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
-    """The bins a cached capture of `dash` chose for its `maxbins` views ({view: [[step,
-    start, stop], ...]}), or None: without a sound capture in the cache they are unknown
-    until capture (they come from the data's min and max)."""
+    """The bins the cache's capture of `dash` chose for its `maxbins` views ({view: [[step,
+    start, stop], ...]}), or None: without a capture of this spec they are unknown until
+    capture (they come from the data's min and max; a capture of the source as it was)."""
     from brushfire.views import maxbins_fields
 
     if not maxbins_fields(dash):
         return None
+    from dataclasses import asdict
+
     from brushfire.capture.budget import parse_size
-    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, is_current
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.errors import BrushfireError
     from brushfire.lineage.layout import CaptureConfig
-    from brushfire.lineage.store import entry_dir, read_manifest
+    from brushfire.lineage.store import entry_dir, read_manifest, spec_hash
 
     # the capture `Dashboard.open` would load (the same config: the budget from the environment)
     config = CaptureConfig(memory_budget=parse_size(DEFAULT_BUDGET) if DEFAULT_BUDGET else None)
     try:
         meta = read_manifest(entry_dir(cache_dir or DEFAULT_CACHE, dash))
-        if meta is None or not is_current(meta, dash, config):
+        if meta is None or meta.get("spec_sha256") != spec_hash(dash) or \
+                meta.get("config") != asdict(config):
             return None
         return {v["name"]: v["bins"] for v in meta["layout"]["views"]}
     except (BrushfireError, OSError, KeyError, TypeError):  # no source, or an unsound capture
