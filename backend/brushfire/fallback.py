@@ -90,16 +90,21 @@ class SparkSource:
         """The Spark session, and the source registered as a temporary view (first call)."""
         with self._lock:
             if self.spark is None:
-                from brushfire.capture.analyze import analyze_source, with_row_origin
+                from pyspark.sql import functions as F
+
+                from brushfire.capture.analyze import analyze_source
                 from brushfire.capture.spark import get_spark, schema_kinds
 
                 spark = get_spark(self.master)
-                df = with_row_origin(analyze_source(spark, self.spec))
+                # (a column of its own, so that no other query's plan matches the cached one:
+                # Spark would answer it from the cache, with no files to list)
+                df = analyze_source(spark, self.spec, origin=True).withColumn(
+                    "__bf_lazy", F.lit(self.table))
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
                 spark.catalog.cacheTable(self.table)
-                self.columns = schema_kinds(df)
+                self.columns = {c: k for c, k in schema_kinds(df).items() if not c.startswith("__bf_")}
                 self.spark = spark
         return self.spark
 

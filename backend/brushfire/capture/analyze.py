@@ -101,11 +101,13 @@ def _spark_type(t) -> str:
 
 
 def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
-                   paths: list[str] | None = None, schema=None):
+                   paths: list[str] | None = None, schema=None, origin: bool = False):
     """The source as a DataFrame (derived columns added, static filters applied), every
     part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
     at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger).
-    `paths`, `schema`: only those of the source's files (`read_raw`)."""
+    `paths`, `schema`: only those of the source's files (`read_raw`); `origin`: with the
+    columns of where each row comes from (`with_row_origin`), taken as the files are read,
+    before anything joins them (the profiling checks do)."""
     from pyspark.sql import functions as F
 
     warn = warn or log.warning
@@ -116,6 +118,8 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
         df = read_raw(spark, src, paths, schema)
         _ = df.schema
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
+    if origin:
+        df = with_row_origin(df)
     for name, text in src.columns.items():
         with _spark_problem(_at(dash, ("source", "columns", name), "Spark cannot analyse it")):
             df = df.withColumn(name, F.expr(text))
@@ -143,9 +147,9 @@ ORIGIN = ("__bf_file", "__bf_split", "__bf_pos")  # where a row comes from (with
 
 
 def with_row_origin(df):
-    """`df` with where each row comes from: its input file, split and position in the
-    task that read it (ORIGIN), read before anything reorders rows. Capture numbers rows
-    (rids) by (file, split, position): `rid_offsets` gives each split's first rid."""
+    """`df` (the files as read) with where each row comes from: its input file, split and
+    position in the task that read it (ORIGIN). Capture numbers rows (rids) by (file,
+    split, position): `rid_offsets` gives each split's first rid."""
     from pyspark.sql import functions as F
 
     file, split, pos = ORIGIN
@@ -180,7 +184,7 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
     entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"
     if not (entry / "_SUCCESS").exists():
         spark = spark or sp.get_spark()
-        df = analyze_source(spark, dash)
+        df = analyze_source(spark, dash, origin=True)
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=entry.parent))
         conf = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
@@ -189,7 +193,6 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
             with sp.spark_errors("writing the source for the SQL check"):
                 # in capture's row order: by input file, split and position (a range-
                 # partitioned sort writes its part files in that order)
-                df = with_row_origin(df)
                 df.orderBy(*ORIGIN).drop(*ORIGIN).write.mode("overwrite").parquet(str(tmp / "data"))
         finally:
             if conf is None:

@@ -135,7 +135,7 @@ class SparkRunner:
 
         self.spark, self.dash, self.progress = spark, dash, progress
         self.master = spark.sparkContext.master
-        self.df = analyze_source(spark, dash)  # every spec error found before any job
+        self.df = analyze_source(spark, dash, origin=True)  # every spec error found before any job
         check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
         self.raw_schema = read_raw(spark, dash.source).schema
         self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
@@ -148,8 +148,10 @@ class SparkRunner:
         from brushfire.source import file_record
 
         if self._files is None:
-            with spark_errors("listing the source's files"):
-                uris = sorted(self.df.inputFiles())
+            from brushfire.capture.analyze import read_raw
+
+            with spark_errors("listing the source's files"):  # (the files as read, never a cache)
+                uris = sorted(read_raw(self.spark, self.dash.source).inputFiles())
             out = []
             for u in uris:
                 try:
@@ -185,15 +187,16 @@ class SparkRunner:
     def scan(self, files: list[dict], spec, shards_dir, run: str) -> list[dict]:
         from pyspark.sql import functions as F
 
-        from brushfire.capture.analyze import analyze_source
+        from brushfire.capture.analyze import ORIGIN, analyze_source
         from brushfire.capture.scan import FILE_COLUMN, START_COLUMN
 
         every = {f["uri"] for f in files} == {f["uri"] for f in self.files()}
         df = self.df if every else analyze_source(self.spark, self.dash, paths=[f["path"] for f in files],
-                                                  schema=self.raw_schema)
+                                                  schema=self.raw_schema, origin=True)
+        file, split, _ = ORIGIN
         columns = [F.col(_quoted(c)) for c in dict.fromkeys(spec.fields + spec.snapshot)]
-        df = df.select(*columns, F.hash(F.input_file_name()).alias(FILE_COLUMN),
-                       F.input_file_block_start().alias(START_COLUMN))
+        df = df.select(*columns, F.hash(F.col(file)).alias(FILE_COLUMN),
+                       F.col(split).alias(START_COLUMN))
         directory = str(shards_dir)
 
         def run_scan(batches):

@@ -397,6 +397,8 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
             width = layout.view(t).nslots
             for part in ("counts", "sums", "oks"):
                 cells = totals.get(f"cube.{f.name}.{t}.{part}")
+                if cells is None and part == "counts":  # (no shard at all: no rows)
+                    cells = np.zeros((nblocks + 1) * width, np.int64)
                 if cells is None:
                     continue
                 # drop the no-value block, then prefix sums over blocks
