@@ -199,3 +199,13 @@ def test_the_drivers_memory_does_not_grow_with_rows(spark, tmp_path):
         tracemalloc.stop()
         assert store.n_rows == n
     assert peaks[1] < 1.5 * peaks[0] + (4 << 20), peaks
+
+
+def test_the_scans_file_tags_are_sparks_hash_of_the_names(spark):
+    from pyspark.sql import functions as F
+
+    names = ["file:///tmp/a%20b/part-0.parquet", "", "x", "héllo wörld", "file:///data/k=é/f.parquet",
+             "s3a://bucket/path/with/many/parts/file-000123.snappy.parquet"]
+    want = [r[0] for r in spark.createDataFrame([(n,) for n in names], "u string")
+            .select(F.hash("u")).collect()]
+    assert [sp.spark_string_hash(n) for n in names] == want

@@ -137,7 +137,8 @@ class SparkRunner:
         self.master = spark.sparkContext.master
         self.df = analyze_source(spark, dash, origin=True)  # every spec error found before any job
         check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
-        self.raw_schema = read_raw(spark, dash.source).schema
+        self.raw = read_raw(spark, dash.source)  # the files as read (never a cached plan)
+        self.raw_schema = self.raw.schema
         self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
         self._files: list[dict] | None = None
 
@@ -148,10 +149,8 @@ class SparkRunner:
         from brushfire.source import file_record
 
         if self._files is None:
-            from brushfire.capture.analyze import read_raw
-
-            with spark_errors("listing the source's files"):  # (the files as read, never a cache)
-                uris = sorted(read_raw(self.spark, self.dash.source).inputFiles())
+            with spark_errors("listing the source's files"):
+                uris = sorted(self.raw.inputFiles())
             out = []
             for u in uris:
                 try:
@@ -225,12 +224,7 @@ class SparkRunner:
 
     def _uri_hashes(self, uris: list[str]) -> dict[int, str]:
         """{Spark's hash of a file's name: the name} (the scan tags rows with the hash)."""
-        from pyspark.sql import functions as F
-
-        with spark_errors("listing the source's files"):
-            rows = self.spark.createDataFrame([(u,) for u in uris], "u string") \
-                .select("u", F.hash("u").alias("h")).collect()
-        out = {r["h"]: r["u"] for r in rows}
+        out = {spark_string_hash(u): u for u in uris}
         if len(out) != len(set(uris)):
             msg = "two of the source's file names hash alike; rename one of them"
             raise CaptureError(msg)
@@ -250,10 +244,45 @@ class SparkRunner:
                                            t.get("previous"))
 
         sc = self.spark.sparkContext
+        # about as many partitions as the executors run at once (each task costs Spark
+        # ~0.1 s to schedule), shards spread over them by rows
+        parts = max(1, min(len(tasks), 2 * sc.defaultParallelism))
+        ordered = sorted(tasks, key=lambda t: -t["n_rows"])
+        slices: list[list[dict]] = [[] for _ in range(parts)]
+        load = [0] * parts
+        for t in ordered:
+            i = load.index(min(load))
+            slices[i].append(t)
+            load[i] += t["n_rows"] + 1
         with spark_errors("building the lineage"), \
                 track_progress(self.spark, self.progress, "key job: building the lineage"):
-            got = dict(sc.parallelize(tasks, max(1, len(tasks))).mapPartitions(run_key).collect())
+            got = dict(sc.parallelize(slices, parts).flatMap(lambda x: x)
+                       .mapPartitions(run_key).collect())
         return [got[t["name"]] for t in tasks]
+
+
+def spark_string_hash(text: str, seed: int = 42) -> int:
+    """Spark SQL's `hash(text)` (Murmur3 x86 32-bit, as Spark runs it over a string's
+    UTF-8 bytes: whole 4-byte words, then each remaining byte as a word of its own)."""
+    data = text.encode("utf-8")
+    whole = len(data) - len(data) % 4
+    h = seed
+    words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, whole, 4)]
+    words += [b - 256 if b > 127 else b for b in data[whole:]]  # (signed bytes)
+    for k in words:
+        k = (k & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+        k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
+        k = k * 0x1B873593 & 0xFFFFFFFF
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
+        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= len(data)
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & 0xFFFFFFFF
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def _quoted(c: str) -> str:
