@@ -448,6 +448,13 @@ class FallbackSession:
 
     # --- lazy machinery ----------------------------------------------------------------
 
+    def close(self) -> None:
+        """The user left: cancel a lazy answer still running on Spark, and close the
+        engine's session (its background work stops, what it built is freed)."""
+        self.interrupt()
+        self.inner.close()
+        self.current.clear()
+
     def interrupt(self) -> None:
         """Cancel the Spark jobs of the lazy answer running now, if any (from any thread):
         also those it starts after this call, until it gives up (Spark cancels only the

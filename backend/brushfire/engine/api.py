@@ -81,6 +81,9 @@ class SessionAPI(Protocol):
     def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
                 page_size: int | None = None, columns: list[str] | None = None) -> pa.Table: ...
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]: ...
+    def close(self) -> None:
+        """The user left: stop the session's background work and free what it holds (the
+        server calls it when a connection ends; interactions after it may still run)."""
 
 
 class LineageStoreAPI(StoreInfo, Protocol):

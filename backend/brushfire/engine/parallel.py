@@ -13,7 +13,7 @@ of work, so that an optional structure never delays a reply:
   conditional cube builds sharing the reply workers, 4.9 with this gate). Between a user's frames (16 ms
   apart at 60 Hz) and in pauses the background has every core; a reply arriving during
   a chunk takes the cores from it at once and never waits for it. `cancel()` drops the
-  rest of a job.
+  rest of a job; `prune()` forgets the cancelled jobs still queued.
 - `replying()` — a context the engine holds while it answers an interaction.
 - `after(seconds, fn)` — run fn on the pool's timer thread later, unless cancelled
   (a session waits for the user to pause before preparing structures speculatively).
@@ -48,17 +48,25 @@ class Job:
 
     def cancel(self) -> None:
         self.cancelled = True
+        # what its chunks and `done` hold (a session's structures) is not kept alive while
+        # the job waits in the queue
+        self.chunks, self.done = iter(()), _nothing
+
+
+def _nothing() -> None:
+    pass
 
 
 class Later:
     """A call `Pool.after` will make, unless cancelled first."""
 
     def __init__(self, fn: Callable[[], None]) -> None:
-        self.fn = fn
+        self.fn: Callable[[], None] | None = fn
         self.cancelled = False
 
     def cancel(self) -> None:
         self.cancelled = True
+        self.fn = None  # what it would call (a session) is not kept alive until its time
 
 
 class Pool:
@@ -108,9 +116,10 @@ class Pool:
                     wait = self._timers[0][0] - time.monotonic() if self._timers else None
                     self._timer_cond.wait(wait)
                 _, _, later = heapq.heappop(self._timers)
-            if not later.cancelled:
+            fn = later.fn
+            if not later.cancelled and fn is not None:
                 try:
-                    later.fn()
+                    fn()
                 except Exception:  # speculative work only: log it, keep the timer
                     logging.getLogger("brushfire").exception("engine timer call failed")
 
@@ -213,12 +222,22 @@ class Pool:
                 if not self._threads:
                     self._start()
         with self._cond:
-            for old in [j for j in self._jobs if j.cancelled and not j.running]:
-                self._jobs.remove(old)  # cancelled while waiting for a quiet moment (a replay
-                old.finished.set()  # back to back leaves none): no need to hold on to them
+            self._prune()
             self._jobs.append(job)
             self._background.notify_all()
         return job
+
+    def prune(self) -> None:
+        """Forget the queued jobs that were cancelled (a session closing): they hold their
+        owner's structures until a background thread reaches them, which waits for a
+        quiet moment."""
+        with self._cond:
+            self._prune()
+
+    def _prune(self) -> None:
+        for old in [j for j in self._jobs if j.cancelled and not j.running]:
+            self._jobs.remove(old)  # cancelled while waiting for a quiet moment (a replay
+            old.finished.set()  # back to back leaves none): no need to hold on to them
 
     @staticmethod
     def _finish_inline(job: Job) -> None:
