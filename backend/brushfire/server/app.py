@@ -26,6 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from brushfire import export, protocol
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
+from brushfire.engine import memory
 from brushfire.errors import BrushfireError
 from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
@@ -83,8 +84,10 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
 
     @app.get("/health")
     def health() -> dict:
+        """Status, open sessions, and the memory the engine's budgets hold (bytes in use
+        and the budget: every session's conditional cubes, every store's key copies)."""
         return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())},
-                "sessions": sum(sessions.values())}
+                "sessions": sum(sessions.values()), "memory": memory.usage()}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
@@ -112,13 +115,22 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
         session = host.dashboard.session()
         reply = protocol.handle(session, {"type": "filters", "filters": state})
         if reply["type"] == "error":
+            session.close()
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
             chunks = export.stream(session, format, columns.split(",") if columns else None, limit)
         except BrushfireError as e:
+            session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
+
+        def then_close():  # the session is done when the last chunk is sent (or the client left)
+            try:
+                yield from chunks
+            finally:
+                session.close()
+
         headers = {"Content-Disposition": f'attachment; filename="{name}-rows.{format}"'}
-        return StreamingResponse(chunks, media_type=export.FORMATS[format], headers=headers)
+        return StreamingResponse(then_close(), media_type=export.FORMATS[format], headers=headers)
 
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:
@@ -284,6 +296,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                 break
     finally:
         task.cancel()
+        pending.clear()
+        session.close()  # its background work stops and what it built is freed (returns at once)
 
 
 def open_session(dash):
