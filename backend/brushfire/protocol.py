@@ -168,6 +168,7 @@ class Filters(Message):
                 if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
                     msg = f"{where}: a filter on a source column takes an interval or values"
                     raise InteractionError(msg)
+                session.check_column(name[len(S.COLUMN):], where)  # known without Spark
             elif isinstance(f, S.IntervalFilter):
                 _check_bounds(session, name, [(".interval", f.interval)], where)
             elif isinstance(f, S.RectFilter):
@@ -247,6 +248,7 @@ class Filter(Message):
         if (self.interval is None) == (self.values is None):
             msg = "filter: give an interval [lo, hi] or a list of values, one of the two"
             raise InteractionError(msg)
+        session.check_column(self.column, "filter.column")  # names known without Spark
 
     def run(self, session: SessionAPI) -> dict:
         return update_reply(session, session.filter_column(self.column, self.interval, self.values))
@@ -269,7 +271,9 @@ class Details(Message):
         elif self.bars is not None:
             msg = "details.bars: bars need a view; give view with bars, or neither for the rows of the selection"
             raise InteractionError(msg)
-        if answers_lazily(session):  # unlisted columns are read on Spark (checked there)
+        if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
+            for i, c in enumerate(self.columns or ()):
+                session.check_column(c, f"details.columns[{i}]")
             return
         declared = session.plan.dashboard.interactions.details
         if declared is None:
