@@ -30,6 +30,7 @@ from brushfire.engine import memory
 from brushfire.errors import BrushfireError
 from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
+from brushfire.server.transport import WebSocketProtocol
 
 PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
 WORKING_AFTER = 1.0  # seconds an answer may take before the client hears it is being worked on
@@ -38,6 +39,7 @@ MAX_FRAME_BYTES = 1024 * 1024  # `brushfire serve`'s WebSocket frame limit: abov
 MAX_PENDING = 64  # messages read ahead of the engine per session; then the reader waits
 
 # WebSocket close codes (docs/protocol.md)
+CLOSE_TOO_BIG = 1009  # a frame over MAX_FRAME_BYTES (after the replies to the messages before it)
 CLOSE_UNKNOWN_DASHBOARD = 4404
 CLOSE_TOO_MANY_SESSIONS = 4429
 CLOSE_CAPTURE_FAILED = 1011  # also: no session could be opened, or the server failed
@@ -55,12 +57,12 @@ class Limits:
 
 def uvicorn_options() -> dict:
     """Settings `brushfire serve` and the bench server give uvicorn: the WebSocket frame
-    limit, and no per-message compression. Browsers and the bench client ask for it
+    limit and what happens past it (server/transport.py), and no per-message compression. Browsers and the bench client ask for it
     (permessage-deflate) and uvicorn grants it by default, but compressing a reply costs
     more than sending it: with two 100 x 100 heatmaps (100 KB of JSON), 7 ms of every
     reply's 9 on this machine, for a transfer that takes well under a millisecond on a
     local network."""
-    return {"ws_max_size": MAX_FRAME_BYTES, "ws_per_message_deflate": False}
+    return {"ws_max_size": MAX_FRAME_BYTES, "ws_per_message_deflate": False, "ws": WebSocketProtocol}
 
 
 def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
@@ -226,6 +228,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
     pending: list[tuple[str, object, str]] = []  # (kind: "msg" | "reply", payload, coalescing key)
     wake, room = asyncio.Event(), asyncio.Event()
     closed = False
+    too_big: str | None = None  # a frame over the limit came: answer what was read, then close 1009
     answering = False  # a message is being answered now
     interrupt = getattr(session, "interrupt", None)  # cancels a lazy answer (fallback.py)
 
@@ -242,7 +245,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         return None
 
     async def reader() -> None:
-        nonlocal closed
+        nonlocal closed, too_big
         try:
             while True:
                 while len(pending) >= MAX_PENDING:
@@ -250,6 +253,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                     await room.wait()
                 message = await ws.receive()
                 if message["type"] == "websocket.disconnect":
+                    if message.get("code") == CLOSE_TOO_BIG:  # (server/transport.py)
+                        too_big = message.get("reason") or "message too big"
                     break
                 try:
                     raw = message.get("text")
@@ -274,7 +279,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
 
     task = asyncio.create_task(reader())
     try:
-        while not closed:
+        while not closed or (too_big is not None and pending):
             if not pending:
                 wake.clear()
                 await wake.wait()
@@ -292,8 +297,11 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                     answering = False
             else:
                 reply = payload
-            if not closed and not await _send(ws, reply):
+            if (not closed or too_big is not None) and not await _send(ws, reply):
                 break
+        if too_big is not None:  # every message read before the frame answered: now the close
+            with contextlib.suppress(Exception):
+                await ws.close(code=CLOSE_TOO_BIG, reason=close_reason(too_big))
     finally:
         task.cancel()
         pending.clear()
