@@ -5,6 +5,7 @@ budget (engine/memory.py), least recently used dropped first."""
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import weakref
 
@@ -146,3 +147,32 @@ def test_usage_reports_every_budget():
     got = memory.usage()
     assert set(got) == {"conditional_cubes", "key_copies"}
     assert all({"bytes", "budget"} <= set(v) for v in got.values())
+
+
+def test_no_cubes_are_planned_while_other_sessions_keep_the_pool_busy(rich_local, budget):
+    """Replies back to back (other sessions brushing flat out) leave background work no
+    room: a session pausing between its brushes plans no conditional cube that would only
+    wait in the queue (its plan and its budget spent for nothing)."""
+    pool = Pool(1)
+    s = Session(rich_local.store, rich_local.plan, pool=pool)
+    stop = threading.Event()
+
+    def others() -> None:
+        while not stop.is_set():
+            with pool.replying():
+                time.sleep(0.002)
+
+    busy = threading.Thread(target=others)
+    busy.start()
+    try:
+        time.sleep(0.2)
+        brushes(s)
+        time.sleep(S.IDLE_SECONDS + 0.2)  # the pause after which it would prepare cubes
+        assert not tile_jobs(pool) and budget.usage()["structures"] == 0
+    finally:
+        stop.set()
+        busy.join()
+    s.brush("hx", (20, 40))
+    time.sleep(S.IDLE_SECONDS + 0.2)
+    assert tile_jobs(pool) or s._tiles  # quiet again: prepared
+    s.close()

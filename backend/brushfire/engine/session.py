@@ -664,7 +664,7 @@ class Session:
                 self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
         if choice.method != "tile" and new is not None and (
-                P.worth_a_tile(moves, choice.cost, self._pause(), parallel.QUIET)
+                (P.worth_a_tile(moves, choice.cost, self._pause(), parallel.QUIET) and self._pool.has_room())
                 or self._prefer == "tile"):
             self._start_tile(name, key, views)
         if whole is not None:
@@ -889,8 +889,10 @@ class Session:
         """After a pause (the pool's timer thread): prepare conditional cubes of the filters
         the user is likely to brush next, given the other filters as they are now, most
         recently used first — so that starting or jumping a brush among fixed filters is a
-        lookup. Skipped when an interaction is being answered (it will reschedule)."""
-        if self._closed or not self._lock.acquire(blocking=False):
+        lookup. Skipped when an interaction is being answered (it will reschedule), and
+        when the pool has had no quiet moment lately (other sessions keep it busy: the
+        builds would wait, their plans spent for nothing)."""
+        if self._closed or not self._pool.has_room() or not self._lock.acquire(blocking=False):
             return
         try:
             order = self._recent + [f.name for f in self.layout.filters if f.name not in self._recent]
