@@ -61,6 +61,10 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.close_timer = self.loop.call_later(LINGER, self.transport.abort)
 
     async def send(self, message: Any) -> None:
+        if self._close_frame is None and message["type"] == "websocket.send":
+            # (uvicorn's waits for this too, then writes through websockets, which refuses
+            # once a frame over the limit has come: it may come during the wait)
+            await self.writable.wait()
         if self._close_frame is None:
             await super().send(message)
             return
