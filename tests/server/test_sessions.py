@@ -71,3 +71,24 @@ def test_health_reports_the_cubes_of_open_sessions(server):
     while httpx.get(f"http://{server}/health").json()["memory"]["conditional_cubes"]["bytes"]:
         assert time.monotonic() < deadline, "the closed session's cubes were kept"
         time.sleep(0.05)
+
+
+def test_answering_a_message_leaves_no_reference_cycles(server):
+    """Cycles are freed only by the collector, whose whole-process collections stop every
+    session: answering messages (the event loop's part and the engine's) makes none."""
+    import gc
+
+    with connect(f"ws://{server}/ws/rich") as ws:
+        for i in range(5):  # code paths warmed
+            assert ask(ws, {"type": "brush", "view": "hx", "interval": [i, 60]})["type"] == "update"
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for i in range(100):
+                assert ask(ws, {"type": "brush", "view": "hx", "interval": [i % 30, 60]})["type"] == "update"
+            gc.collect()
+            garbage = [type(o).__name__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert garbage == []
