@@ -310,10 +310,6 @@ class Session:
         self._rows_cache.clear()
         self._run_layouts.clear()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def wait_for_copies(self, timeout: float | None = None) -> bool:
         """Wait until the store's clustered key copies are built (a warm-up before serving;
         interactions never wait, they read the store's own order meanwhile)."""

@@ -57,11 +57,11 @@ class Limits:
 
 def uvicorn_options() -> dict:
     """Settings `brushfire serve` and the bench server give uvicorn: the WebSocket frame
-    limit and what happens past it (server/transport.py), and no per-message compression. Browsers and the bench client ask for it
-    (permessage-deflate) and uvicorn grants it by default, but compressing a reply costs
-    more than sending it: with two 100 x 100 heatmaps (100 KB of JSON), 7 ms of every
-    reply's 9 on this machine, for a transfer that takes well under a millisecond on a
-    local network."""
+    limit and what happens past it (server/transport.py), and no per-message compression.
+    Browsers and the bench client ask for it (permessage-deflate) and uvicorn grants it by
+    default, but compressing a reply costs more than sending it: with two 100 x 100
+    heatmaps (100 KB of JSON), 7 ms of every reply's 9 on this machine, for a transfer
+    that takes well under a millisecond on a local network."""
     return {"ws_max_size": MAX_FRAME_BYTES, "ws_per_message_deflate": False, "ws": WebSocketProtocol}
 
 
