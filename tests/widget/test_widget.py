@@ -269,3 +269,12 @@ def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
     (reply,) = ui.custom()
     assert reply["type"] == "forward" and reply["id"] == "f-1"
     assert reply["views"] == flights_dash.session().forward([3])
+
+
+def test_closing_the_widget_closes_its_session(w):
+    """Its background work stops and what it built is freed (issue 36); the dashboard
+    stays open for other widgets."""
+    w.filters = {"delay": {"interval": [-20, 40]}, "distance": {"interval": [200, 1800]}}
+    inner = w.session.inner
+    w.close()
+    assert inner._closed and not inner._tiles and not inner._tile_jobs and inner._idle is None

@@ -276,6 +276,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         finally:
             closed = True
             wake.set()
+            if answering and interrupt is not None and too_big is None:
+                interrupt()  # the client left: a lazy answer still running on Spark is for no one
 
     task = asyncio.create_task(reader())
     try:
