@@ -330,3 +330,35 @@ def test_a_parameter_default_counts_in_lazy_answers(dash, oracle):
     exp.declared("pdest", "dest = 'DDD'")
     exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 40", {"hx", "cat", "week", "sum_m"})
     exp.check(s)
+
+
+def test_a_client_that_leaves_cancels_its_lazy_answer(dash, monkeypatch):
+    """Work for a closed session stops (issue 36): the Spark job of a lazy answer still
+    running when its client leaves is cancelled, and the session ends at once."""
+    import json
+
+    import httpx
+    from websockets.sync.client import connect
+
+    from brushfire.server import app as server_app
+    from brushfire.server import create_app
+    from live_server import live_server
+
+    monkeypatch.setattr(server_app, "WORKING_AFTER", 0.3)
+    source = source_for(dash)
+    source.start()
+    plain = source.run
+
+    def run_slowly(group, query, what):  # minutes, unless cancelled
+        return plain(group, f"SELECT * FROM ({query}) AS q CROSS JOIN "
+                            "(SELECT count(1) FROM range(30000000000)) AS r", what)
+
+    monkeypatch.setattr(source, "run", run_slowly)
+    with live_server(create_app([dash])) as addr:
+        with connect(f"ws://{addr}/ws/lazy") as ws:
+            ws.send(json.dumps({"type": "brush", "id": 1, "view": "lonely", "interval": [10, 60]}))
+            assert json.loads(ws.recv(timeout=60))["type"] == "working"  # running on Spark
+        deadline = time.monotonic() + 20
+        while httpx.get(f"http://{addr}/health").json()["sessions"]:
+            assert time.monotonic() < deadline, "the lazy answer ran on for a client that had left"
+            time.sleep(0.1)

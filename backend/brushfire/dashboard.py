@@ -148,6 +148,7 @@ class Dashboard:
         except NotCapturedError:  # over the memory budget: answered lazily, if at all
             pass
         s.clear()
+        s.close()
         # what is alive now lives as long as the server: out of the collector's sight, so a
         # full collection during a reply scans what replies allocate, not every object
         # loaded (tens of milliseconds at 30M rows, measured on the human workload)

@@ -45,7 +45,7 @@ from brushfire import sql
 from brushfire import values as V
 from brushfire.engine.api import Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
-from brushfire.selection import COLUMN, state_json
+from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
@@ -85,6 +85,28 @@ class SparkSource:
         self.spark = None
         self.columns: dict[str, str] = {}  # column -> kind (number, temporal, string, other)
         self._rid_sql: str | None = None
+        self._known: tuple[dict[str, str | None] | None] | None = None  # known_columns, once
+
+    def known_columns(self) -> dict[str, str | None] | None:
+        """The source's columns as Spark reads it ({column: kind, None where only Spark can
+        tell}), known without starting Spark: Spark's own once started, else footers or a
+        CSV header (brushfire.source.source_columns), the derived columns and the
+        profiling checks' columns. None when only Spark can tell (a JSON source). Names
+        are checked against it before any Spark job, so that no message naming a column
+        that is not there starts one."""
+        if self.spark is not None:
+            return self.columns
+        if self._known is None:
+            from brushfire.source import source_columns
+
+            try:
+                found = source_columns(self.spec.source)
+            except BrushfireError:  # unreadable now: Spark will say why, at its turn
+                found = None
+            if found is not None and self.spec.profile is not None:
+                found |= {fd.view_name: "string" for fd in self.spec.profile.fd}
+            self._known = (found,)
+        return self._known[0]
 
     def start(self):
         """The Spark session, and the source registered as a temporary view (first call)."""
@@ -277,22 +299,8 @@ class FallbackSession:
         if (interval is None) == (values is None):
             msg = "a filter takes an interval [lo, hi] or a list of values"
             raise InteractionError(msg)
-        self.source.start()
-        kind = self.source.columns.get(column)
-        if kind is None:
-            msg = (f"no column {column!r} in the source; columns: "
-                   f"{', '.join(sorted(self.source.columns))}")
-            raise InteractionError(msg)
-        if interval is not None:
-            if kind not in ("number", "temporal"):
-                msg = f"column {column!r} holds {kind} values: filter it by values, not an interval"
-                raise InteractionError(msg)
-            lo, hi = sql.pair(interval)
-            bound = V.time_bound if kind == "temporal" else V.number_bound
-            pred = sql.interval_sql(column, (_checked(bound, lo, column, 0), _checked(bound, hi, column, 1)),
-                                    kind == "temporal", sql.SPARK)
-            given = [list(interval), None]
-        else:
+        self.check_column(column, "filter.column")  # what can be checked, before Spark starts
+        if values is not None:
             if not isinstance(values, (list, tuple)):
                 msg = f"values is a list, got {values!r}"
                 raise InteractionError(msg)
@@ -300,12 +308,32 @@ class FallbackSession:
             if bad or any(isinstance(x, bool) for x in values):
                 msg = f"values are strings or numbers, got {V.show(values)}"
                 raise InteractionError(msg)
+        else:
+            lo, hi = sql.pair(interval)
+        known = self.source.known_columns()
+        kind = (known or {}).get(column)
+        if known is None or (kind is None and values is None):
+            self.source.start()  # a JSON source's names, or a derived column's kind: Spark's
+            kind = self.source.columns.get(column)
+            if kind is None:
+                msg = (f"filter.column: no column {column!r} in the source; columns: "
+                       f"{', '.join(sorted(self.source.columns))}")
+                raise InteractionError(msg)
+        if values is not None:
             c = sql.ident(column, sql.SPARK)
             plain = [x for x in values if x is not None]
             parts = [f"{c} IN ({', '.join(sql.lit(x, sql.SPARK) for x in plain)})"] if plain else []
             parts += [f"{c} IS NULL"] if None in values else []
             pred = " OR ".join(parts) or "FALSE"
             given = list(values)
+        else:
+            if kind not in ("number", "temporal"):
+                msg = f"column {column!r} holds {kind} values: filter it by values, not an interval"
+                raise InteractionError(msg)
+            bound = V.time_bound if kind == "temporal" else V.number_bound
+            pred = sql.interval_sql(column, (_checked(bound, lo, column, 0), _checked(bound, hi, column, 1)),
+                                    kind == "temporal", sql.SPARK)
+            given = [list(interval), None]
         views = tuple(v.name for v in self.spec.views)
         return self._set_lazy(COLUMN + column, pred, given, views,
                               f"no view brushes column {column!r}")
@@ -338,6 +366,20 @@ class FallbackSession:
         given = {n: self.lazy[n].given for n in self.lazy}
         return {n: (given[n] if n in given else inner[n]) for n in self.order
                 if n in given or n in inner} | {n: v for n, v in inner.items() if n not in self.order}
+
+    def check_column(self, name, where: str) -> None:
+        """Raise InteractionError, before Spark starts, unless `name` is a column of the
+        source (known without Spark: `SparkSource.known_columns`; of a JSON source, only
+        Spark knows them)."""
+        if not isinstance(name, str):
+            msg = f"{where}: {V.show(name)} is not a column's name (a string)"
+            raise InteractionError(msg)
+        known = self.source.known_columns()
+        if known is not None and name not in known:
+            names = sorted(known)
+            msg = (f"{where}: no column {V.show(name)} in the source; columns: {', '.join(names)}"
+                   + did_you_mean(name, names))
+            raise InteractionError(msg)
 
     def filter_kinds(self) -> dict[str, str]:
         """Each filter name this session takes and its kind (the protocol checks messages
@@ -382,6 +424,13 @@ class FallbackSession:
                 return self.inner.details(view, bars, page, page_size, columns, order_by, descending)
             except NotCapturedError:
                 pass
+        size = page_size or (declared.page_size if declared else DEFAULT_PAGE)  # checked before Spark
+        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
+            msg = "page must be an integer >= 0 and page_size in 1..10,000"
+            raise InteractionError(msg)
+        for i, c in enumerate(columns or ()):
+            self.check_column(c, f"details.columns[{i}]")
+        where = self._where(None) if view is None else self._bars_where(view, bars)
         self.source.start()
         columns = list(dict.fromkeys(columns or (declared.columns if declared else self.source.columns)))
         unknown = [c for c in [*columns, *([order_by] if order_by is not None else [])]
@@ -389,11 +438,6 @@ class FallbackSession:
         if unknown:
             msg = f"no column {unknown[0]!r} in the source; columns: {', '.join(sorted(self.source.columns))}"
             raise InteractionError(msg)
-        size = page_size or (declared.page_size if declared else DEFAULT_PAGE)
-        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
-            msg = "page must be an integer >= 0 and page_size in 1..10,000"
-            raise InteractionError(msg)
-        where = self._where(None) if view is None else self._bars_where(view, bars)
         group = self._begin()
         try:
             table = self.source.rid_table(group)
@@ -462,6 +506,13 @@ class FallbackSession:
         return self.inner.backward_rids(*args, **kwargs)
 
     # --- lazy machinery ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """The user left: cancel a lazy answer still running on Spark, and close the
+        engine's session (its background work stops, what it built is freed)."""
+        self.interrupt()
+        self.inner.close()
+        self.current.clear()
 
     def interrupt(self) -> None:
         """Cancel the Spark jobs of the lazy answer running now, if any (from any thread):

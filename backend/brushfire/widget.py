@@ -143,6 +143,13 @@ class DashboardWidget(anywidget.AnyWidget):
         the engine's, answering undeclared interactions lazily on Spark."""
         return self._session
 
+    def close(self) -> None:
+        """Close the widget and its session (its background work stops, what it built is
+        freed); the dashboard stays open for other widgets."""
+        if self._session is not None:
+            self._session.close()
+        super().close()
+
     def details(self, limit: int | None = None, *, columns: list[str] | None = None,
                 arrow: bool = False):
         """The input rows behind the current selection (backward lineage), with their

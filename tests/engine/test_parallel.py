@@ -111,3 +111,21 @@ def test_jobs_cancelled_while_waiting_are_let_go():
         assert first.finished.is_set() and list(pool._jobs) == [second]
     assert second.finished.wait(5)
     assert [e[0] for e in log] == [0, "done"]
+
+
+def test_room_for_background_work_only_after_a_quiet_moment():
+    """Replies back to back (many sessions' at once) leave none: has_room is False until a
+    QUIET gap, and stays True for ROOM after one."""
+    pool = Pool(1)
+    assert pool.has_room()  # nothing answered yet
+    stop = time.monotonic() + 0.3
+    while time.monotonic() < stop:
+        with pool.replying():
+            time.sleep(0.001)
+    assert not pool.has_room()  # the last quiet moment is more than ROOM ago
+    with pool.replying():
+        assert not pool.has_room()
+    time.sleep(parallel.QUIET * 2)
+    assert pool.has_room()  # a quiet moment now
+    with pool.replying():  # an interaction after a quiet moment: room for its structures
+        assert pool.has_room()

@@ -293,3 +293,12 @@ def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
     after = w.session.view("cat").counts
     assert sum(after) > sum(before)  # the views count the new rows, under the same brush
     assert w.comm.synced("_description")[-1]["rows"] == 1200  # the front end redraws
+
+
+def test_closing_the_widget_closes_its_session(w):
+    """Its background work stops and what it built is freed (issue 36); the dashboard
+    stays open for other widgets."""
+    w.filters = {"delay": {"interval": [-20, 40]}, "distance": {"interval": [200, 1800]}}
+    inner = w.session.inner
+    w.close()
+    assert inner._closed and not inner._tiles and not inner._tile_jobs and inner._idle is None

@@ -145,6 +145,11 @@ class SqlSession:
         self.current: dict[str, Bars] = dict(backend.base())
         self.cur = backend.cursor()
 
+    def close(self) -> None:
+        """Release the session's query handle (a DuckDB cursor)."""
+        if self.cur is not None:  # (None: a backend without handles)
+            self.cur.close()
+
     # --- interactions ------------------------------------------------------------------
 
     def brush(self, view: str, interval, y=None) -> Update:

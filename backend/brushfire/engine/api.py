@@ -82,6 +82,9 @@ class SessionAPI(Protocol):
                 page_size: int | None = None, columns: list[str] | None = None,
                 order_by: str | None = None, descending: bool = False) -> pa.Table: ...
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]: ...
+    def close(self) -> None:
+        """The user left: stop the session's background work and free what it holds (the
+        server calls it when a connection ends; interactions after it may still run)."""
 
 
 class LineageStoreAPI(StoreInfo, Protocol):

@@ -52,6 +52,12 @@ def _release(size: int) -> None:
         _reserved[0] -= size
 
 
+def usage() -> dict[str, int]:
+    """Bytes reserved by the process's copies (all stores) and the cap (for /health)."""
+    with _reserved_lock:
+        return {"bytes": _reserved[0], "budget": default_cap()}
+
+
 def default_cap() -> int:
     """Bytes the copies of the process may take: $BRUSHFIRE_COPY_MEMORY, else a quarter
     of the memory."""

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import kernels as K
-from brushfire.engine import ordering, parallel, stats
+from brushfire.engine import memory, ordering, parallel, stats
 from brushfire.engine import planner as P
 from brushfire.engine.api import SessionAPI, Update, ViewData, details_request, find_filter
 from brushfire.engine.copies import Copies, Copy, hist_slots, reserve, row_bytes, typed_list
@@ -59,7 +59,7 @@ __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
 SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
 TILE_BYTES = 4 << 20  # memory of one conditional cube (cache-sized: built fast)
-SESSION_TILE_BYTES = 64 << 20  # all of a session's conditional cubes
+SESSION_TILE_BYTES = 64 << 20  # all of a session's conditional cubes (all sessions': engine/memory.py)
 TILE_CHUNK_BLOCKS = 4  # store blocks per background chunk (a reply waits at most for one)
 IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for the next brush
 
@@ -78,6 +78,11 @@ class Tile:
     counts: np.ndarray  # (blocks + 1, width) prefix sums over blocks
     sums: np.ndarray
     oks: np.ndarray
+    token: int | None = None  # its reservation in the process's budget (engine/memory.py)
+
+    @property
+    def nbytes(self) -> int:
+        return self.counts.nbytes + self.sums.nbytes + self.oks.nbytes
 
 
 @dataclass
@@ -103,6 +108,14 @@ class TileBuild:
     @property
     def cells(self) -> int:
         return (len(self.starts) - 1) * self.width
+
+    def tile_bytes(self) -> int:
+        """The memory of the conditional cube it builds (prefix sums: one more block)."""
+        return (len(self.starts) * self.width) * 8 * (3 if self.measured else 1)
+
+    def builder_bytes(self) -> int:
+        """The memory of one builder's accumulators (`zeros`)."""
+        return (self.cells + 1) * (np.dtype(self.count_dtype).itemsize + (16 if self.measured else 0))
 
     def zeros(self) -> list[np.ndarray]:
         """Accumulators of a build (or a part of one), with the kernel's spare cell."""
@@ -274,6 +287,28 @@ class Session:
         self._others_of: dict[tuple, tuple] = {}  # (active filters, view) -> _filters_of(view)
         self._splits: dict[int, list] = {}  # n -> _split(n)
         self._lock = threading.Lock()  # one interaction at a time
+        self._closed = False  # `close`d: no more background work, nothing built kept
+        self._budget = memory.cubes()
+
+    def close(self) -> None:
+        """End the session's background work and drop what it built: the pending call that
+        would prepare conditional cubes after a pause, the cubes being built and those
+        built, and their room in the process's budget. The server calls it when a client
+        leaves. Does not wait for an interaction being answered (it returns at once); one
+        answered after it still works, without conditional cubes."""
+        self._closed = True
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.cancel()
+        for job in list(self._tile_jobs.values()):
+            job.cancel()
+        self._tile_jobs.clear()
+        with self._tiles_lock:
+            self._tiles.clear()
+        memory.freed(self._budget.release_owner(self), self._pool)
+        self._pool.prune()
+        self._rows_cache.clear()
+        self._run_layouts.clear()
 
     def wait_for_copies(self, timeout: float | None = None) -> bool:
         """Wait until the store's clustered key copies are built (a warm-up before serving;
@@ -557,8 +592,11 @@ class Session:
             self._recent = [name] + [g for g in self._recent if g != name]
             if self._idle is not None:
                 self._idle.cancel()
-            if self.active:
+                self._idle = None
+            if self.active and not self._closed:
                 self._idle = self._pool.after(IDLE_SECONDS, self._speculate)
+                if self._closed:  # closed meanwhile (close runs on another thread)
+                    self._idle.cancel()
             changed = {v: self._view_data(v) for v in fl.views}
             self._answered = time.perf_counter()
             return Update(changed, methods, self._answered - t0)
@@ -610,6 +648,7 @@ class Session:
             fails=fails, cubes=cubes, cube_rows=cube_rows, tested=frozenset(tested))
         choice = P.choose(work)
         if choice.method == "tile":
+            self._budget.touch(tile.token)
             self._from_prefix(name, views, tile_prefix(tile), tile.starts, others=True)
         elif choice.method in ("incremental", "mixed"):
             moved = [v for v in views if v not in choice.drivers]
@@ -630,7 +669,7 @@ class Session:
                 self.agg.clear(self._vl(v).all_slots)
             self._scan(self._vi(views), self._needs(views), self.agg)
         if choice.method != "tile" and new is not None and (
-                P.worth_a_tile(moves, choice.cost, self._pause(), parallel.QUIET)
+                (P.worth_a_tile(moves, choice.cost, self._pause(), parallel.QUIET) and self._pool.has_room())
                 or self._prefer == "tile"):
             self._start_tile(name, key, views)
         if whole is not None:
@@ -829,19 +868,36 @@ class Session:
         """Drop conditional cubes, and stop building those, whose other filters changed."""
         for g, job in list(self._tile_jobs.items()):
             if job.finished.is_set() or job.tile_key != self._others_key(g):
+                if not job.finished.is_set():
+                    self._budget.release(job.token)
                 job.cancel()
                 del self._tile_jobs[g]
         with self._tiles_lock:
             for g, tile in list(self._tiles.items()):
                 if tile.key != self._others_key(g):
+                    self._budget.release(tile.token)
                     del self._tiles[g]
+
+    def _drop_reserved(self, name: str, token: int) -> None:
+        """(engine/memory.py) The process's budget took the room of this session's
+        conditional cube of filter `name` (`token`) for another: forget it, or stop
+        building it."""
+        job = self._tile_jobs.get(name)
+        if job is not None and job.token == token:
+            job.cancel()
+        with self._tiles_lock:
+            tile = self._tiles.get(name)
+            if tile is not None and tile.token == token:
+                del self._tiles[name]
 
     def _speculate(self) -> None:
         """After a pause (the pool's timer thread): prepare conditional cubes of the filters
         the user is likely to brush next, given the other filters as they are now, most
         recently used first — so that starting or jumping a brush among fixed filters is a
-        lookup. Skipped when an interaction is being answered (it will reschedule)."""
-        if not self._lock.acquire(blocking=False):
+        lookup. Skipped when an interaction is being answered (it will reschedule), and
+        when the pool has had no quiet moment lately (other sessions keep it busy: the
+        builds would wait, their plans spent for nothing)."""
+        if self._closed or not self._pool.has_room() or not self._lock.acquire(blocking=False):
             return
         try:
             order = self._recent + [f.name for f in self.layout.filters if f.name not in self._recent]
@@ -926,8 +982,16 @@ class Session:
         tile = self._tiles.get(name)
         if tile is not None and tile.key == key and set(views) <= set(tile.views):
             return
+        if self._closed:
+            return
         tb = self._tile_plan(name, key, views)
         if tb is None:
+            return
+        # its room in the process's budget: the cube, and a builder's accumulators per
+        # background thread while it is built
+        token = self._budget.reserve(self, name, tb.tile_bytes()
+                                     + (self._pool.workers + 1) * tb.builder_bytes())
+        if token is None:  # larger than the whole budget: answered without one
             return
         accs: dict[int, list[np.ndarray]] = {}  # per worker thread
         lock = threading.Lock()
@@ -947,27 +1011,40 @@ class Session:
 
         def done():
             tile = self._tile_done(tb, list(accs.values()) or [tb.zeros()])
-            with self._tiles_lock:
+            tile.token = token
+            accs.clear()
+            with self._tiles_lock:  # (dropped by the budget, or the session closed: not kept)
+                if self._closed or not self._budget.resize(token, tile.nbytes):
+                    self._budget.release(token)
+                    return
+                old = self._tiles.get(name)
+                if old is not None:
+                    self._budget.release(old.token)
                 self._tiles[name] = tile
                 self._evict_tiles(name)
 
         job = parallel.Job(chunks(), done)
-        job.tile_key = key
+        job.tile_key, job.token = key, token
+        old = self._tile_jobs.get(name)
+        if old is not None and not old.finished.is_set():
+            old.cancel()
+            self._budget.release(old.token)
         self._tile_jobs[name] = job
         self._pool.background(job)
+        if self._closed:  # closed meanwhile (close runs on another thread)
+            job.cancel()
+            self._budget.release(token)
 
     def _evict_tiles(self, keep: str) -> None:
         """Keep the session's conditional cubes within SESSION_TILE_BYTES, dropping the
         least recently used filters' first (called holding _tiles_lock)."""
-        def size(t: Tile) -> int:
-            return t.counts.nbytes + t.sums.nbytes + t.oks.nbytes
-
         order = {g: i for i, g in enumerate(self._recent)}
-        while sum(size(t) for t in list(self._tiles.values())) > SESSION_TILE_BYTES:
+        while sum(t.nbytes for t in list(self._tiles.values())) > SESSION_TILE_BYTES:
             victims = [g for g in list(self._tiles) if g != keep]
             if not victims:
                 break
-            del self._tiles[max(victims, key=lambda g: order.get(g, len(order)))]
+            victim = max(victims, key=lambda g: order.get(g, len(order)))
+            self._budget.release(self._tiles.pop(victim).token)
 
     # --- kernels on the pool --------------------------------------------------------
 

@@ -26,9 +26,11 @@ from fastapi.staticfiles import StaticFiles
 from brushfire import export, protocol
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
+from brushfire.engine import memory
 from brushfire.errors import BrushfireError
 from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
+from brushfire.server.transport import WebSocketProtocol
 
 PROGRESS_EVERY = 0.25  # seconds between progress messages while a dashboard is captured
 WORKING_AFTER = 1.0  # seconds an answer may take before the client hears it is being worked on
@@ -37,6 +39,7 @@ MAX_FRAME_BYTES = 1024 * 1024  # `brushfire serve`'s WebSocket frame limit: abov
 MAX_PENDING = 64  # messages read ahead of the engine per session; then the reader waits
 
 # WebSocket close codes (docs/protocol.md)
+CLOSE_TOO_BIG = 1009  # a frame over MAX_FRAME_BYTES (after the replies to the messages before it)
 CLOSE_UNKNOWN_DASHBOARD = 4404
 CLOSE_TOO_MANY_SESSIONS = 4429
 CLOSE_CAPTURE_FAILED = 1011  # also: no session could be opened, or the server failed
@@ -54,12 +57,12 @@ class Limits:
 
 def uvicorn_options() -> dict:
     """Settings `brushfire serve` and the bench server give uvicorn: the WebSocket frame
-    limit, and no per-message compression. Browsers and the bench client ask for it
-    (permessage-deflate) and uvicorn grants it by default, but compressing a reply costs
-    more than sending it: with two 100 x 100 heatmaps (100 KB of JSON), 7 ms of every
-    reply's 9 on this machine, for a transfer that takes well under a millisecond on a
-    local network."""
-    return {"ws_max_size": MAX_FRAME_BYTES, "ws_per_message_deflate": False}
+    limit and what happens past it (server/transport.py), and no per-message compression.
+    Browsers and the bench client ask for it (permessage-deflate) and uvicorn grants it by
+    default, but compressing a reply costs more than sending it: with two 100 x 100
+    heatmaps (100 KB of JSON), 7 ms of every reply's 9 on this machine, for a transfer
+    that takes well under a millisecond on a local network."""
+    return {"ws_max_size": MAX_FRAME_BYTES, "ws_per_message_deflate": False, "ws": WebSocketProtocol}
 
 
 def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
@@ -83,8 +86,10 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
 
     @app.get("/health")
     def health() -> dict:
+        """Status, open sessions, and the memory the engine's budgets hold (bytes in use
+        and the budget: every session's conditional cubes, every store's key copies)."""
         return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())},
-                "sessions": sum(sessions.values())}
+                "sessions": sum(sessions.values()), "memory": memory.usage()}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
@@ -112,13 +117,22 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
         session = host.dashboard.session()
         reply = protocol.handle(session, {"type": "filters", "filters": state})
         if reply["type"] == "error":
+            session.close()
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
             chunks = export.stream(session, format, columns.split(",") if columns else None, limit)
         except BrushfireError as e:
+            session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
+
+        def then_close():  # the session is done when the last chunk is sent (or the client left)
+            try:
+                yield from chunks
+            finally:
+                session.close()
+
         headers = {"Content-Disposition": f'attachment; filename="{name}-rows.{format}"'}
-        return StreamingResponse(chunks, media_type=export.FORMATS[format], headers=headers)
+        return StreamingResponse(then_close(), media_type=export.FORMATS[format], headers=headers)
 
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:
@@ -214,6 +228,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
     pending: list[tuple[str, object, str]] = []  # (kind: "msg" | "reply", payload, coalescing key)
     wake, room = asyncio.Event(), asyncio.Event()
     closed = False
+    too_big: str | None = None  # a frame over the limit came: answer what was read, then close 1009
     answering = False  # a message is being answered now
     interrupt = getattr(session, "interrupt", None)  # cancels a lazy answer (fallback.py)
 
@@ -230,7 +245,7 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         return None
 
     async def reader() -> None:
-        nonlocal closed
+        nonlocal closed, too_big
         try:
             while True:
                 while len(pending) >= MAX_PENDING:
@@ -238,6 +253,8 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                     await room.wait()
                 message = await ws.receive()
                 if message["type"] == "websocket.disconnect":
+                    if message.get("code") == CLOSE_TOO_BIG:  # (server/transport.py)
+                        too_big = message.get("reason") or "message too big"
                     break
                 try:
                     raw = message.get("text")
@@ -259,10 +276,12 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
         finally:
             closed = True
             wake.set()
+            if answering and interrupt is not None and too_big is None:
+                interrupt()  # the client left: a lazy answer still running on Spark is for no one
 
     task = asyncio.create_task(reader())
     try:
-        while not closed:
+        while not closed or (too_big is not None and pending):
             if not pending:
                 wake.clear()
                 await wake.wait()
@@ -280,10 +299,15 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
                     answering = False
             else:
                 reply = payload
-            if not closed and not await _send(ws, reply):
+            if (not closed or too_big is not None) and not await _send(ws, reply):
                 break
+        if too_big is not None:  # every message read before the frame answered: now the close
+            with contextlib.suppress(Exception):
+                await ws.close(code=CLOSE_TOO_BIG, reason=close_reason(too_big))
     finally:
         task.cancel()
+        pending.clear()
+        session.close()  # its background work stops and what it built is freed (returns at once)
 
 
 def open_session(dash):
@@ -296,10 +320,12 @@ def open_session(dash):
     return dash.session()
 
 
-async def _answer(ws: WebSocket, session, payload: dict) -> dict:
-    """protocol.handle off the event loop; while a lazy answer on Spark takes longer than
-    WORKING_AFTER, `working` messages tell the client how far it is (sent before the
-    answer). A timer, not a wait with a timeout: that costs ~0.08 ms of every reply."""
+async def _answer(ws: WebSocket, session, payload: dict) -> str:
+    """protocol.handle off the event loop, and the reply as JSON text (also off the loop,
+    which every session's messages and replies go through); while a lazy answer on Spark
+    takes longer than WORKING_AFTER, `working` messages tell the client how far it is
+    (sent before the answer). A timer, not a wait with a timeout: that costs ~0.08 ms of
+    every reply."""
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     sends: list[asyncio.Task] = []
@@ -313,17 +339,28 @@ async def _answer(ws: WebSocket, session, payload: dict) -> dict:
 
     timer = loop.call_later(WORKING_AFTER, tick)
     try:
-        reply = await asyncio.to_thread(protocol.handle, session, payload)
+        reply = await asyncio.to_thread(_handled, session, payload)
     finally:
         timer.cancel()
+        # `tick` holds itself and the timer (which holds `tick`: uvloop keeps a cancelled
+        # timer's callback) in its closure: reference cycles, 15 objects per message that
+        # only the collector frees, whose garbage made its slowest collections, the
+        # whole-process ones, frequent (measured with 50 sessions: every few seconds,
+        # 0.1-0.9 s each on a loaded machine, every session waiting)
+        timer = tick = None
     for t in sends:
         await t
     return reply
 
 
-async def _send(ws: WebSocket, reply: dict) -> bool:
-    """Send a reply as JSON (non-finite numbers as null); False when the socket is gone."""
-    text = protocol.dumps(reply)
+def _handled(session, payload: dict) -> str:
+    return protocol.dumps(protocol.handle(session, payload))
+
+
+async def _send(ws: WebSocket, reply: dict | str) -> bool:
+    """Send a reply as JSON (non-finite numbers as null; text: already JSON); False when
+    the socket is gone."""
+    text = reply if isinstance(reply, str) else protocol.dumps(reply)
     try:
         await ws.send_text(text)
     except Exception:  # noqa: BLE001 - closed under us

@@ -68,7 +68,10 @@ class HostedDashboard:
                 dash.warm_up()
                 from brushfire.fallback import source_for
 
-                source_for(dash, master=spark_master)  # lazy answers run on the same master
+                # lazy answers run on the same master; the source's column names are read
+                # now (footers), so that no message naming a column that is not there
+                # starts Spark
+                source_for(dash, master=spark_master).known_columns()
                 host.dashboard = dash
                 how = "from the lineage cache" if dash.from_cache else "captured on Spark"
                 progress(f"{model.name} ready: {dash.store.n_rows:,} rows {how}", 1.0)
