@@ -90,11 +90,12 @@ class SparkSource:
         """The Spark session, and the source registered as a temporary view (first call)."""
         with self._lock:
             if self.spark is None:
-                from brushfire.capture.analyze import analyze_source, with_row_origin
+                from brushfire.capture.analyze import analyze_source
                 from brushfire.capture.spark import get_spark, schema_kinds
 
                 spark = get_spark(self.master)
-                df = with_row_origin(analyze_source(spark, self.spec))
+                # (every column of the joined tables: a lazy filter may name any of them)
+                df = analyze_source(spark, self.spec, origin=True, all_columns=True)
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
