@@ -40,8 +40,8 @@ def make_star(n: int, seed: int) -> tuple[pa.Table, dict[str, pa.Table]]:
     ik = items[rng.integers(0, n_item + 3, n)]
     ik_null = rng.random(n) < 0.04
     fact = pa.table({
-        "store": pa.array(sk, pa.int64(), mask=sk_null),
-        "item": pa.array(ik, mask=ik_null),
+        "store_key": pa.array(sk, pa.int64(), mask=sk_null),
+        "item_key": pa.array(ik, mask=ik_null),
         "qty": pa.array(rng.integers(1, 20, n), pa.int64()),
         "amount": pa.array(np.round(rng.normal(50, 30, n), 2), mask=rng.random(n) < 0.03),
         "day": pa.array([datetime(2021, 1, 1) + timedelta(hours=int(h)) for h in rng.integers(0, 24 * 90, n)],
@@ -51,9 +51,9 @@ def make_star(n: int, seed: int) -> tuple[pa.Table, dict[str, pa.Table]]:
 
 
 JOINS = [
-    {"name": "store", "path": "store.parquet", "key": "store_id", "on": "store"},
+    {"name": "store", "path": "store.parquet", "key": "store_id", "on": "store_key"},
     {"name": "region", "path": "region.parquet", "key": "code", "on": "store.region_code"},
-    {"name": "item", "path": "item.parquet", "key": "sku", "on": "item"},
+    {"name": "item", "path": "item.parquet", "key": "sku", "on": "item_key"},
 ]
 
 

@@ -343,3 +343,112 @@ def test_values_of_joined_measures_agree(star):
             expect = mean if name == "price_by_zone" else stat
             assert (value is None and expect is None) or math.isclose(value, expect, rel_tol=1e-12), \
                 (name, label, value, expect)
+
+
+# --- on Spark ------------------------------------------------------------------------------
+
+
+def spark_store(spark, d: dict, cache, broadcast_bytes: int | None = None, split: str | None = None):
+    """A capture on Spark (`broadcast_bytes` 0: every join shuffled), with input splits of
+    `split` bytes (many splits per file: rids by file, split and position)."""
+    from brushfire.capture import run_capture
+    from brushfire.capture.spark import SparkRunner
+
+    dash = parse_dashboard(d)
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    if split:
+        spark.conf.set(key, split)
+    try:
+        runner = SparkRunner(spark, dash, CONFIG, lambda *_: None, broadcast_bytes=broadcast_bytes)
+        return run_capture(plan_capture(dash), runner, cache, CONFIG)
+    finally:
+        spark.conf.set(key, before)
+
+
+@pytest.fixture(scope="module")
+def star_files(tmp_path_factory):
+    """A star schema whose source is three Parquet files of several row groups."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("spark_star")
+    fact, dims = make_star(6000, 5)
+    write_star(folder, fact.slice(0, 0), dims)
+    (folder / "fact.parquet").unlink()
+    (folder / "fact").mkdir()
+    parts = [fact.slice(0, 2500), fact.slice(2500, 2000), fact.slice(4500)]
+    for i, p in enumerate(parts):
+        pq.write_table(p, folder / "fact" / f"part-{i}.parquet", row_group_size=300)
+    d = star_spec(folder)
+    d["source"]["path"] = str(folder / "fact")
+    d["source"]["format"] = "parquet"
+    return folder, d, {f"part-{i}": p for i, p in enumerate(parts)}, dims
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("broadcast", [None, 0], ids=["broadcast", "shuffled"])
+def test_on_spark_joins_give_the_rows_and_lineage_of_the_capture_in_process(spark, star_files,
+                                                                           tmp_path, broadcast):
+    folder, d, parts, dims = star_files
+    got = spark_store(spark, d, tmp_path / "spark", broadcast, split="24k")
+    assert len({s.source for s in got.shards}) > 3, "several splits per file"
+    want = capture(d, parts, dims, tmp_path / "local")
+    assert got.n_rows == want.n_rows == 6000
+    assert got.info.unmatched == want.info.unmatched
+    columns = list(plan_capture(parse_dashboard(d)).detail_columns)
+    # the same rows in the same rid order: every row's details, key columns too
+    for rids in (np.arange(0, 6000, 7), np.arange(5900, 6000)):
+        assert got.take(rids, columns).equals(want.take(rids, columns))
+    assert_same_answers(want, got, d, steps=20)
+
+
+@pytest.mark.spark
+def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spark, tmp_path):
+    from brushfire.errors import SpecError
+
+    fact, dims = make_star(500, 2)
+    dims["region"] = pa.concat_tables([dims["region"], dims["region"].slice(0, 1)])
+    write_star(tmp_path, fact, dims)
+    d = star_spec(tmp_path)
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "join 'region': key 'code'" in str(info.value) and "the value 'R0'" in str(info.value)
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
+    (tmp_path / "item.csv").write_text("sku,brand,price\nsku-000,b1,3\n")
+    d["source"]["joins"][2] = {"name": "item", "path": str(tmp_path / "item.csv"), "key": "id",
+                               "on": "item_key", "options": {"header": "true"}}
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value).startswith("<spec>: source.joins[2].key: Spark cannot read column 'id' of ")
+
+
+@pytest.mark.spark
+def test_on_spark_a_changed_dimension_rescans_only_joined_columns(spark, star_files, tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    folder, d, parts, dims = star_files
+    work = tmp_path / "star"
+    shutil.copytree(folder, work)
+    d = {**d, "source": {**d["source"], "path": str(work / "fact"),
+                         "joins": [{**j, "path": j["path"].replace(str(folder), str(work))}
+                                   for j in d["source"]["joins"]]}}
+    spark_store(spark, d, tmp_path / "cache")
+    region = dims["region"].set_column(1, "zone", pa.array(["west"] * dims["region"].num_rows))
+    pq.write_table(region, work / "region.parquet")
+    again = spark_store(spark, d, tmp_path / "cache")
+    notes = " ".join(again.info.changes)
+    assert "reused 3 of 3 input files" in notes and "scanning 0 new" not in notes, notes
+    assert "scanning region.zone, region.zone (details), region.code (details), region.code (rows " \
+           "without a match) alone over 3 files" in notes, notes
+    full = capture(d, parts, {**dims, "region": region}, tmp_path / "local")
+    assert_same_answers(full, again, d)
+    # an appended file of the source: scanned alone
+    extra, _ = make_star(700, 99)
+    pq.write_table(extra, work / "fact" / "part-3.parquet")
+    appended = spark_store(spark, d, tmp_path / "cache")
+    assert "scanning 1 new and 0 changed files" in " ".join(appended.info.changes)
+    assert not any("alone" in c for c in appended.info.changes), appended.info.changes
+    assert_same_answers(capture(d, {**parts, "part-3": extra}, {**dims, "region": region},
+                                tmp_path / "local2"), appended, d)

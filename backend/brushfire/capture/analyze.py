@@ -181,7 +181,7 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
                 _ = dim.select(F.col(_q(j.key))).schema  # (raises Spark's own message)
             names = list(dict.fromkeys([keyed[0], *names]))
             right = dim.select(F.struct(*[F.col(_q(c)) for c in names]).alias(j.name))
-            size = int(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+            size = int(str(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
             small = size <= broadcast_bytes
             shuffled |= not small
         with _spark_problem(_at(dash, ("source", "joins", i, "on"), "Spark cannot join on it")):

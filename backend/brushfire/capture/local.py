@@ -84,7 +84,11 @@ class TableRunner:
         self.tables, self.partitions, self.config = tables, partitions, config
         self.source, self.joins = source, joins or {}
         self._uris = {f"table:{name}": name for name in tables}
+        columns = {c.lower() for t in tables.values() for c in t.column_names}
         for j in source.joins if source else []:  # refused before any scan, as on Spark
+            if j.name.lower() in columns:
+                msg = f"join name {j.name!r} is a column of the source: give the join another name"
+                raise CaptureError(msg)
             check_unique(j, self.joins[j.name])
 
     def files(self) -> list[dict]:

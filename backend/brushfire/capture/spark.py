@@ -231,7 +231,10 @@ class SparkRunner:
         df = self.df if every else analyze_source(
             self.spark, self.dash, paths=[f["path"] for f in files], schema=self.raw_schema,
             origin=True, broadcast_bytes=self.broadcast)
-        columns = [F.col(_quoted(c)) for c in dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)]
+        names = [*dict.fromkeys(spec.fields + spec.snapshot + spec.nulls), FILE_COLUMN, START_COLUMN]
+        # (mapInArrow resolves its input columns by name, where a joined column's dot would
+        # read as a struct's field: positional names on the way, the columns' own in the task)
+        columns = [F.col(_quoted(c)).alias(f"__bf_c{i}") for i, c in enumerate(names[:-2])]
         df = df.select(*columns, F.hash(F.col(ORIGIN[0])).alias(FILE_COLUMN),
                        F.col(ORIGIN[1]).alias(START_COLUMN))
         directory = str(shards_dir)
@@ -244,7 +247,8 @@ class SparkRunner:
             from brushfire.capture.scan import scan_partition
 
             pid = TaskContext.get().partitionId()
-            out = scan_partition(batches, spec, directory, run, pid)
+            named = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+            out = scan_partition(named, spec, directory, run, pid)
             yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
 
         # each input split its own partition (no packing of small files), so that a file's
