@@ -229,7 +229,8 @@ def _joins_text(plan: CapturePlan) -> list[str]:
     for j in src.joins:
         chain = src.join_chain(f"{j.name}.{j.key}")
         through = f", through {' -> '.join(c.name for c in chain[:-1])}" if len(chain) > 1 else ""
-        out.append(f"    {j.name}: LEFT JOIN {j.path} ON {j.on} = {j.name}.{j.key}{through}; "
+        path = getattr(getattr(j, "_spec_path", None), "written", j.path)  # (as the spec says)
+        out.append(f"    {j.name}: LEFT JOIN {path} ON {j.on} = {j.name}.{j.key}{through}; "
                    f"broadcast when it fits, else shuffled and put back in the source's order")
         used = sorted({f for v in plan.dashboard.views for f in source_fields(v)} | set(plan.detail_columns)
                       | {p.field for p in plan.dashboard.interactions.parameters})

@@ -253,6 +253,7 @@ def kind_of(t: pa.DataType) -> str:
         return "number"
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return "temporal"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t) \
+            or pa.types.is_string_view(t):  # (string_view: tpchgen-cli's Parquet, for one)
         return "string"
     return "other"
