@@ -11,12 +11,16 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 FRONTEND_SRC := $(wildcard frontend/src/*) frontend/index.html frontend/build.mjs
 
-.PHONY: demo test test-quick setup java chromium frontend lint bench clean
+.PHONY: demo gallery test test-quick setup java chromium frontend lint bench clean
 
 demo: setup frontend $(DATA)
 	@echo "Brushfire: open the URL printed below (with ?token=... when a token is in use;"
 	@echo "  capture progress shows there on the first run)"
 	$(VENV)/bin/brushfire serve $(SPEC) --host $(HOST) --port $(PORT)
+
+gallery: setup frontend  ## the dashboards of dashboards/gallery/, at http://$(HOST):$(PORT)
+	$(PY) scripts/fetch_gallery.py
+	$(VENV)/bin/brushfire serve dashboards/gallery/*.yaml --host $(HOST) --port $(PORT)
 
 test: setup frontend chromium
 	$(VENV)/bin/ruff check backend tests perf

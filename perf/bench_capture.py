@@ -1,142 +1,176 @@
-"""Capture overhead benchmark: lineage capture vs. the views' plain Spark queries.
+"""Capture against the queries it instruments, from scratch and incrementally.
 
-    python perf/bench_capture.py --spec dashboards/flights.yaml
-    python perf/bench_capture.py --spec perf/dashboards/flights-30m.yaml
+    python perf/bench_capture.py --spec perf/dashboards/flights6-split.yaml
+    python perf/bench_capture.py --spec perf/dashboards/flights6.yaml --no-incremental
 
 On ONE Spark session (brushfire.capture.spark.get_spark), in this order:
-1. base:     the views' plain aggregate queries (`run_base_queries`: one Spark job per
-             view, as a dashboard without lineage would run them);
-2. capture:  the full `capture_dashboard(plan, spark=spark)`: the profile job (Spark
-             aggregations) and the shard job (executors write lineage shards; the
-             driver merges their summaries: base aggregates, cubes, manifest);
-3. base again, so JVM warm-up (the first run pays class loading and JIT) is visible.
-
-Prints seconds, capture's own breakdown (store.info.seconds) and the ratio
-capture / base (target <= 1.25), and checks that the captured base aggregates equal the
-plain queries' results. Nothing is written to the cache.
+1. cold: the views' plain base queries (one Spark job per view, as a dashboard without
+   lineage runs them), the one aggregation job (every view's aggregate in one job,
+   GROUPING SETS: the best a Spark user could write), then a capture into a fresh cache;
+2. warm: the same three again (the JVM has loaded and compiled what they use);
+3. incremental (a source folder of Parquet files): a file of 5% more rows appended
+   (jittered copies of the source's rows, perf/split.py) and captured again; then one
+   view added over a field already captured; then a display-only edit, opened from the
+   cache with no Spark job (counted); the appended file is removed at the end;
+4. the peak resident memory of the driver (JVM) and the executors (Python workers) while
+   capturing, and the store's bytes per row per view.
+Ratios are capture / base queries and capture / one job, same session; targets 1.25x and
+2x (issue 33). Writes perf/results/capture-<dashboard>.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-from common import Progress, code_version, parse_conf, spark_session
+import pyarrow.parquet as pq
+from common import Progress, TreeMemory, code_version, parse_conf, spark_session
 
+from brushfire import Dashboard
 from brushfire.capture import capture_dashboard
 from brushfire.capture import spark as sp
-from brushfire.engine import stats
-from brushfire.lineage.store import LineageStore
+from brushfire.capture.analyze import analyze_source
 from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
 from brushfire.spec.loader import load_dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET_RATIO = 1.25
+TARGETS = {"capture / base queries": 1.25, "capture / one job": 2.0}
 
 
-def results_match(store: LineageStore, results: dict[str, dict]) -> list[str]:
-    """Views whose captured base aggregates differ from the plain Spark query's result.
-    Query keys are bar numbers (histograms), bar starts in UTC micros (temporal views) or
-    values (categorical views; values beyond the top N count in '(other)')."""
-    bad = []
-    for v in store.views:
-        got = stats.bar_counts(v, store.base)  # clamped rows shown in the edge bars
-        want = np.zeros(v.nbars, np.int64)
-        if v.type == "temporal":
-            pos = {int(datetime.fromisoformat(x).timestamp() * 1_000_000): i
-                   for i, x in enumerate(v.labels)}
-        elif v.type == "categorical":
-            pos = {x: i for i, x in enumerate(v.labels) if x != "(other)"}
-        else:
-            pos = None
-        other = v.labels.index("(other)") if "(other)" in v.labels else None
-        for key, (n, _) in results[v.name].items():
-            i = int(key) if pos is None else pos.get(key, other)
-            if i is not None:
-                want[i] += n
-        if not np.array_equal(got, want):
-            bad.append(v.name)
-    return bad
+def timed_capture(dash, spark, cache: Path, fresh: bool = False):
+    """(seconds, store, peak RSS of this process tree) of one capture."""
+    t0 = time.perf_counter()
+    with TreeMemory(os.getpid()) as mem:
+        store = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=cache,
+                                  progress=Progress(), fresh=fresh)
+    return time.perf_counter() - t0, store, mem.peak
+
+
+def store_bytes(store) -> dict:
+    sizes = store.nbytes()
+    lineage = sum(v for k, v in sizes.items() if not k.startswith("_"))
+    n, views = max(1, store.n_rows), len(store.layout.views)
+    return {"bytes": lineage, "per_row": lineage / n, "per_row_per_view": lineage / n / views,
+            "parts": sizes}
+
+
+def with_view(d: dict) -> dict:
+    """The spec with one more histogram over the first histogram's field (another step),
+    in the first crossfilter group."""
+    d = json.loads(json.dumps(d))
+    first = next(v for v in d["views"] if v["type"] == "histogram")
+    b = first["bin"]
+    bin_ = {"step": b["step"] / 2, "extent": b["extent"]} if "step" in b else {"maxbins": 2 * b["maxbins"]}
+    d["views"].append({"name": "added_view", "type": "histogram", "field": first["field"], "bin": bin_})
+    if d.get("interactions", {}).get("crossfilter"):
+        d["interactions"]["crossfilter"][0]["views"].append("added_view")
+    return d
+
+
+def spark_jobs(spark) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
 def main() -> None:
-    """Base queries, capture, base queries again on one session; report and write JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--spec", type=Path, default=ROOT / "dashboards" / "flights.yaml")
+    ap.add_argument("--spec", type=Path, default=ROOT / "perf" / "dashboards" / "flights6.yaml")
     ap.add_argument("--master", default="local[*]")
-    ap.add_argument("--driver-memory", default=None,
-                    help="Spark driver memory (default: get_spark's)")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra Spark setting (repeatable)")
-    ap.add_argument("--label", default=None, help="free text saved with the results (code version)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON output (default perf/results/capture-<rows>.json)")
+    ap.add_argument("--driver-memory", default=None)
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--no-incremental", action="store_true", help="skip step 3")
+    ap.add_argument("--append-fraction", type=float, default=0.05)
+    ap.add_argument("--label", default=None)
+    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
     dash = load_dashboard(args.spec)
-    plan = plan_capture(dash)
-    t0 = time.perf_counter()
-    conf = parse_conf(args.conf)
-    spark = spark_session(args.master, args.driver_memory, conf)
-    spark_start = time.perf_counter() - t0
-    print(f"Spark {spark.version} on {spark.sparkContext.master}: started in {spark_start:.1f} s")
+    spec_dict = dash.model_dump(mode="json", exclude_none=True)
+    spark = spark_session(args.master, args.driver_memory, parse_conf(args.conf))
+    load = [os.getloadavg()]
+    df = analyze_source(spark, dash)
+    cache = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    out: dict = {"seconds": {}, "ratios": {}, "peak_rss": {}}
+    sec = out["seconds"]
+    for run in ("cold", "warm"):
+        print(f"{run}: base queries, one job, capture")
+        sec[f"base queries ({run})"], _ = sp.run_base_queries(df, dash)
+        sec[f"one job ({run})"] = sp.run_fused_query(df, dash)
+        shutil.rmtree(cache, ignore_errors=True)
+        seconds, store, peak = timed_capture(dash, spark, cache, fresh=True)
+        sec[f"capture ({run})"] = seconds
+        out["peak_rss"][f"capture ({run})"] = peak
+        out[f"breakdown ({run})"] = dict(store.info.seconds)
+        for name in TARGETS:
+            base = sec[f"base queries ({run})"] if "base" in name else sec[f"one job ({run})"]
+            out["ratios"][f"{name} ({run})"] = seconds / base
+        print(f"  base {sec[f'base queries ({run})']:.2f} s, one job {sec[f'one job ({run})']:.2f} s, "
+              f"capture {seconds:.2f} s")
+    out["store"] = store_bytes(store)
+    full = sec["capture (warm)"]
 
-    df = sp.read_source(spark, dash.source)
-    print("1. base queries (cold JVM)")
-    base1, results = sp.run_base_queries(df, dash)
-    print(f"   {base1:.2f} s")
+    src = Path(dash.source.path)
+    if not args.no_incremental and src.is_dir():
+        from split import append_file
 
-    print("2. full capture")
-    t0 = time.perf_counter()
-    store = capture_dashboard(plan, spark=spark, progress=Progress())
-    capture_s = time.perf_counter() - t0
-    print(f"   {capture_s:.2f} s for {store.n_rows:,} rows")
-
-    print("3. base queries again (warm JVM)")
-    base2, results2 = sp.run_base_queries(df, dash)
-    print(f"   {base2:.2f} s")
-
-    mismatch = sorted(set(results_match(store, results)) | set(results_match(store, results2)))
-    breakdown = dict(store.info.seconds)
-    ratios = {"capture / base (1st, cold)": capture_s / base1,
-              "capture / base (2nd, warm)": capture_s / base2}
-    print(f"\n== capture benchmark: {dash.name}, {store.n_rows:,} rows, "
-          f"{spark.sparkContext.master}, {spark.sparkContext.defaultParallelism} cores ==")
-    print(f"  base queries, 1st run      {base1:8.2f} s")
-    print(f"  capture (total, wall)      {capture_s:8.2f} s")
-    for k, v in breakdown.items():
-        print(f"    {k:<24} {v:8.2f} s")
-    print(f"  base queries, 2nd run      {base2:8.2f} s")
-    for k, v in ratios.items():
-        print(f"  {k:<30} {v:6.2f}  ({'MET' if v <= TARGET_RATIO else 'MISSED'} target <= {TARGET_RATIO})")
-    print(f"  captured base aggregates == plain query results: "
-          f"{'yes' if not mismatch else 'NO, differ in ' + ', '.join(mismatch)}")
-    print(f"  lineage store: {sum(store.nbytes().values()) / 2**20:,.0f} MiB")
-
-    result = {
-        "meta": {"dashboard": dash.name, "spec": str(args.spec), "n_rows": store.n_rows,
-                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                 "code": code_version(args.label),
-                 "master": spark.sparkContext.master, "spark": spark.version,
-                 "driver_memory": args.driver_memory, "extra_conf": conf,
-                 "partitions": df.rdd.getNumPartitions()},
-        "seconds": {"spark start": spark_start, "base 1st": base1,
-                    "capture": capture_s, "base 2nd": base2},
-        "capture_breakdown": breakdown,
-        "ratios": ratios,
-        "target_ratio": TARGET_RATIO,
-        "base_matches_capture": not mismatch,
-    }
+        extra = append_file(src, args.append_fraction, seed=7)
+        try:
+            seconds, again, _ = timed_capture(dash, spark, cache)
+            sec["append 5% as a file"] = seconds
+            out["ratios"]["append / full capture"] = seconds / full
+            out["append changes"] = again.info.changes
+            edited = parse_dashboard(with_view(spec_dict))
+            seconds, again, _ = timed_capture(edited, spark, cache)
+            sec["add one view"] = seconds
+            out["ratios"]["add one view / full capture"] = seconds / full
+            out["add-view changes"] = again.info.changes
+            retitled = parse_dashboard({**with_view(spec_dict), "title": "retitled"})
+            jobs = spark_jobs(spark)
+            t0 = time.perf_counter()
+            opened = Dashboard.open(retitled, spark=spark, cache_dir=cache)
+            sec["display-only edit (open)"] = time.perf_counter() - t0
+            out["display-only edit"] = {"from_cache": opened.from_cache,
+                                        "spark_jobs": spark_jobs(spark) - jobs}
+        finally:
+            extra.unlink()
+    load.append(os.getloadavg())
     n = store.n_rows
-    label = f"{n // 1_000_000}m" if n % 1_000_000 == 0 and n else str(n)
-    out = args.out or ROOT / "perf" / "results" / f"capture-{label}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"\nwrote {out}")
+    out["meta"] = {"dashboard": dash.name, "spec": str(args.spec), "n_rows": n,
+                   "views": len(dash.views), "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                   "code": code_version(args.label), "master": spark.sparkContext.master,
+                   "cores": spark.sparkContext.defaultParallelism, "spark": spark.version,
+                   "load_avg": load,
+                   "source_files": len(list(src.glob("*.parquet"))) if src.is_dir() else 1,
+                   "source_bytes": sum(f.stat().st_size for f in src.glob("*.parquet"))
+                   if src.is_dir() else src.stat().st_size,
+                   "parquet_rows": sum(pq.ParquetFile(f).metadata.num_rows for f in src.glob("*.parquet"))
+                   if src.is_dir() else pq.ParquetFile(src).metadata.num_rows}
+    print(f"\n== capture benchmark: {dash.name}, {n:,} rows, {len(dash.views)} views, "
+          f"{out['meta']['master']}, {out['meta']['cores']} cores, load {load[0][0]:.1f} -> {load[1][0]:.1f} ==")
+    for k, v in sec.items():
+        print(f"  {k:<32} {v:8.2f} s")
+    for k, v in out["ratios"].items():
+        target = next((t for name, t in TARGETS.items() if k.startswith(name)), None)
+        verdict = "" if target is None else f"  ({'MET' if v <= target else 'MISSED'} <= {target})"
+        print(f"  {k:<40} {v:6.2f}{verdict}")
+    for k, v in out["peak_rss"].items():
+        print(f"  peak RSS, {k:<22} {v / 2**30:6.2f} GiB (driver JVM + executors + this process)")
+    s = out["store"]
+    print(f"  store: {s['per_row']:.2f} bytes per row, {s['per_row_per_view']:.2f} per row per view")
+    if "display-only edit" in out:
+        print(f"  display-only edit: from cache {out['display-only edit']['from_cache']}, "
+              f"{out['display-only edit']['spark_jobs']} Spark jobs")
+    path = args.out or ROOT / "perf" / "results" / f"capture-{dash.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, default=str))
+    print(f"\nwrote {path}")
+    shutil.rmtree(cache, ignore_errors=True)
     spark.stop()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -77,3 +78,44 @@ def code_version(label: str | None = None) -> dict[str, object]:
     out["modified"] = [ln[3:] for ln in git("status", "--porcelain", "--", str(pkg)).splitlines()
                        if not ln.startswith("??")]
     return out
+
+
+class TreeMemory:
+    """Peak resident memory of a process and its descendants, sampled in a thread."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.pid, self.every, self.peak = pid, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, tree_rss(self.pid))
+
+
+def tree_rss(pid: int) -> int:
+    """Bytes resident in `pid` and every process below it."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            p = int(stat.parent.name)
+            children.setdefault(int(fields[1]), []).append(p)
+            rss[p] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total

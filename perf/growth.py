@@ -3,7 +3,8 @@
     python perf/growth.py --spec perf/dashboards/flights-30m.yaml [--cache-dir DIR]
 
 1. capture (perf/bench_capture.py's steps, on one Spark session): the plain base
-   queries, the capture into a fresh cache directory, the base queries again; the peak
+   queries and the one aggregation job (GROUPING SETS), the capture into a fresh cache
+   directory, the base queries and the one job again; the peak
    memory of this process and everything it started (the driver JVM, its Python
    workers — in local mode, the executors), sampled every 0.2 s;
 2. restart: a fresh process opens the store from the cache (files in the OS page cache:
@@ -23,15 +24,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common import Progress, code_version, spark_session
+from common import Progress, TreeMemory, code_version, spark_session
 
 from brushfire.capture import capture_dashboard
 from brushfire.capture import spark as sp
+from brushfire.capture.analyze import analyze_source
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.spec.loader import load_dashboard
@@ -39,45 +40,6 @@ from brushfire.spec.loader import load_dashboard
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class TreeMemory:
-    """Peak resident memory of a process and its descendants, sampled in a thread."""
-
-    def __init__(self, pid: int, every: float = 0.2) -> None:
-        self.pid, self.every, self.peak = pid, every, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> TreeMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.peak = max(self.peak, tree_rss(self.pid))
-
-
-def tree_rss(pid: int) -> int:
-    """Bytes resident in `pid` and every process below it."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            p = int(stat.parent.name)
-            children.setdefault(int(fields[1]), []).append(p)
-            rss[p] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            continue
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        total += rss.get(p, 0)
-        todo += children.get(p, [])
-    return total
 
 
 SERVE = r"""
@@ -143,23 +105,28 @@ def main() -> None:
                              "load_before": os.getloadavg()}}
     if not args.skip_capture:
         spark = spark_session(args.master, args.driver_memory, {})
-        df = sp.read_source(spark, dash.source)
-        print("1. base queries (cold JVM)", flush=True)
+        df = analyze_source(spark, dash)
+        print("1. base queries and the one aggregation job (cold JVM)", flush=True)
         base1, _ = sp.run_base_queries(df, dash)
-        print(f"   {base1:.1f} s\n2. capture", flush=True)
+        fused1 = sp.run_fused_query(df, dash)
+        print(f"   {base1:.1f} s, {fused1:.1f} s\n2. capture", flush=True)
         with TreeMemory(os.getpid()) as mem:
             t0 = time.perf_counter()
             store = capture_dashboard(plan, spark=spark, progress=Progress(), cache_dir=cache,
                                       config=CaptureConfig())
             capture_s = time.perf_counter() - t0
-        print(f"   {capture_s:.1f} s, peak {mem.peak / 2**30:.2f} GiB\n3. base queries (warm)", flush=True)
+        print(f"   {capture_s:.1f} s, peak {mem.peak / 2**30:.2f} GiB\n3. base queries, one job (warm)",
+              flush=True)
         base2, _ = sp.run_base_queries(df, dash)
+        fused2 = sp.run_fused_query(df, dash)
         nbytes = store.nbytes()
         lineage = sum(v for k, v in nbytes.items() if k != "_snapshot")
         result["capture"] = {
             "rows": store.n_rows, "shards": len(store.shards), "seconds": capture_s,
             "breakdown": dict(store.info.seconds), "base_cold": base1, "base_warm": base2,
             "ratio_cold": capture_s / base1, "ratio_warm": capture_s / base2,
+            "fused_cold": fused1, "fused_warm": fused2,
+            "fused_ratio_cold": capture_s / fused1, "fused_ratio_warm": capture_s / fused2,
             "peak_bytes": mem.peak, "store_bytes": lineage, "snapshot_bytes": nbytes.get("_snapshot", 0),
             "bytes_per_row": lineage / store.n_rows,
             "bytes_per_row_per_view": lineage / store.n_rows / len(store.layout.views),

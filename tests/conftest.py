@@ -4,7 +4,10 @@ Debian's Chromium driven by Playwright (no browser download: `make test` install
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+# The lineage cache's default is the user's cache directory (brushfire/cachedir.py): what
+# the tests capture or materialize without a cache_dir goes to a folder of this run instead
+# (set before any test module imports brushfire.dashboard, which reads it)
+TEST_CACHE = tempfile.mkdtemp(prefix="brushfire-test-cache-")
+atexit.register(shutil.rmtree, TEST_CACHE, True)
+os.environ["BRUSHFIRE_CACHE"] = TEST_CACHE
 
 CHROMIUM = os.environ.get("BRUSHFIRE_CHROMIUM", "/usr/bin/chromium")
 # without the background-networking flags Chromium keeps dialing out of a closed network

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import os
+import re
+
 import pytest
 
 from brushfire.cli import main
@@ -190,3 +194,189 @@ def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path,
 {spec}:6: source.columns.y: derived column 'y' is a string, but views[0].field (a histogram view) needs a number column
     hint: make the expression a number, e.g. CAST(... AS DOUBLE)
 """
+
+
+# --- capture progress: a line per phase to files and pipes, one line redrawn on a terminal --
+
+# what a capture of the flights dashboard reported (issue 36): (seconds since start, stage,
+# share done); the profile's and shard job's stages repeat every half second
+CAPTURE_REPORTS = [
+    (0.0, "starting Spark", None),
+    (64.6, "profile: distinct values of the brushed fields", 0.0),
+    *[(78.1 + i / 2, "profile: distinct values", 0.0) for i in range(30)],
+    *[(95.5 + i / 2, "profile: distinct values", 0.5) for i in range(40)],
+    *[(145.2, "profile: distinct values", 1.0)] * 42,
+    (145.2, "shard job: lineage built by the executors", 0.0),
+    *[(146.3 + i / 2, "shard job: building lineage", 0.0) for i in range(80)],
+    *[(188.2 + i / 2, "shard job: building lineage", 0.5) for i in range(4)],
+    (190.1, "merging shard results", 0.0),
+    (190.2, "merging shard results", 0.5),
+]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _play(stream, monkeypatch, reports, end: float | None = None):
+    from brushfire.cli import ProgressLine
+
+    clock = _Clock()
+    monkeypatch.setattr("brushfire.cli.time.perf_counter", clock)
+    progress = ProgressLine(stream)
+    for t, stage, fraction in reports:
+        clock.now = 1000.0 + t
+        progress(stage, fraction)
+    if end is not None:
+        clock.now = 1000.0 + end
+        progress.close()
+    return stream.getvalue()
+
+
+def test_progress_to_a_file_or_pipe_is_one_line_per_phase_with_its_time(monkeypatch):
+    text = _play(io.StringIO(), monkeypatch, CAPTURE_REPORTS, end=190.5)
+    assert text == """\
+[   0.0s] starting Spark
+[ 145.2s] profile: distinct values (80.6 s)
+[ 190.1s] shard job: building lineage (44.9 s)
+[ 190.5s] merging shard results (0.4 s)
+"""
+
+
+def test_progress_of_a_server_opening_ends_with_ready_or_failed(monkeypatch):
+    """`brushfire serve` never closes its printer: the last step ends the open phase."""
+    reports = [(0.0, "starting Spark", None), (3.0, "shard job: building lineage", 0.2),
+               (9.5, "warming up the engine", None), (11.0, "flights ready: 3,000 rows captured", 1.0)]
+    assert _play(io.StringIO(), monkeypatch, reports) == """\
+[   0.0s] starting Spark
+[   9.5s] shard job: building lineage (6.5 s)
+[   9.5s] warming up the engine
+[  11.0s] flights ready: 3,000 rows captured
+"""
+    reports = [(0.0, "starting Spark", None), (3.0, "profile: distinct values", 0.5),
+               (4.0, "flights failed: Spark failed while profiling the source: boom", None)]
+    assert _play(io.StringIO(), monkeypatch, reports).splitlines()[1:] == [
+        "[   4.0s] profile: distinct values (1.0 s)",
+        "[   4.0s] flights failed: Spark failed while profiling the source: boom"]
+
+
+def test_progress_on_a_terminal_is_one_line_redrawn_and_ended(monkeypatch):
+    text = _play(_Terminal(), monkeypatch, CAPTURE_REPORTS, end=190.5)
+    assert text.count("profile: distinct values 100%") == 1  # not once per poll
+    assert text.count("\n") == 3  # starting Spark, the profile at 100 %, the close
+    assert text.endswith("[ 190.2s] merging shard results  50%\x1b[K\n")
+
+
+def test_capture_progress_written_to_a_file_has_no_control_codes(spark, small_parquet, tmp_path,
+                                                                 capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: progress_test\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: cat, type: categorical, field: cat, top: 3}\n")
+    assert main(["capture", str(spec), "--cache-dir", str(tmp_path / "cache"), "--no-baseline"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "\x1b" not in err, err
+    lines = err.splitlines()
+    assert lines and all(re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line) for line in lines), lines
+    phases = [line.split("] ", 1)[1].split(": ")[0].split(" (")[0] for line in lines]
+    assert len(phases) == len(set(phases)), lines  # each phase once
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_parquet, tmp_path):
+    """`brushfire capture` in a process of its own, stderr to a pipe: Spark's driver starts
+    quiet (capture/log4j2.properties), so what is written is the progress, one line per
+    phase, and the JVM's own notice of the incubator module Spark's launcher adds."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: piped\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: hx, type: histogram, field: x, bin: {step: 10, extent: [0, 100]}}\n")
+    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
+    run = subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
+                          "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
+                          "--spark-master", "local[1]"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines()
+             if line != "WARNING: Using incubator modules: jdk.incubator.vector"]
+    assert lines and all(re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line) for line in lines), run.stderr
+    assert "lineage cached in" in run.stdout
+
+
+# --- help texts ------------------------------------------------------------------------------
+
+
+def _help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    return capsys.readouterr().out
+
+
+def _commands(capsys) -> list[str]:
+    """The commands the parser takes, from its own usage error."""
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
+    return re.findall(r"'(\w+)'", capsys.readouterr().err.split("choose from", 1)[1])
+
+
+def test_the_help_says_what_brushfire_and_each_command_do(capsys):
+    commands = _commands(capsys)
+    text = _help([], capsys)
+    listed = dict(re.findall(r"^    (\w+) {2,}(\S.*)$", text, re.M))  # under "commands:"
+    assert list(listed) == commands and {"profile", "schema"} <= set(listed), text
+    assert all(len(what) > 20 for what in listed.values()), listed
+    assert "parse arguments" not in text and "brushfire serve SPEC" in text
+    assert re.search(r"^  BRUSHFIRE_CACHE +the lineage cache", text, re.M), text  # "environment:"
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "capture", "serve", "demo", "profile",
+                                     "schema", "bench"])
+def test_every_command_describes_itself_and_its_arguments(command, capsys):
+    text = _help([command], capsys)
+    description = text.split("\n\n", 2)[1]
+    assert len(description) > 40 and not description.startswith(("positional", "options")), text
+    positionals = text.split("positional arguments:\n", 1)[1].split("\n\n", 1)[0] \
+        if "positional arguments:" in text else ""
+    for line in positionals.splitlines():  # each with what it is, not its name alone
+        assert re.fullmatch(r"  \S+ +\S.*| {10,}\S.*", line), line
+
+
+def test_capture_help_describes_the_spec_and_the_cache(capsys):
+    text = " ".join(_help(["capture"], capsys).split())
+    assert "spec the dashboard's YAML spec (docs/spec.md)" in text
+    assert "--cache-dir CACHE_DIR lineage cache (default: $BRUSHFIRE_CACHE, else the user's cache " \
+           "directory; here " in text
+
+
+@pytest.mark.parametrize(("written", "hint"), [
+    # absolute: where it stops existing and what is there; no "make it absolute"
+    ("{data}/flights.parquet", "{data} has no 'flights.parquet'; did you mean 'flights-3m.parquet'?"),
+    ("{data}/2001/flights.parquet", "{data} has no '2001'"),
+    # relative to the spec's folder: the same, and how to write it
+    ("data/flight-3m.parquet", "{data} has no 'flight-3m.parquet'; did you mean 'flights-3m.parquet'?"
+                               "; fix the path, or make it absolute"),
+])
+def test_a_missing_source_says_where_the_path_stops_existing(written, hint, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "flights-3m.parquet").write_bytes(b"")
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {written.format(data=data)}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    assert main(["validate", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert err.endswith(f": no such file or directory\n    hint: {hint.format(data=data)}\n"), err

@@ -200,3 +200,13 @@ def test_the_image_leaves_out_data_and_local_state():
 @pytest.mark.parametrize("name", sorted(SERVER["environment"]))
 def test_the_deploy_doc_explains_each_setting(name):
     assert f"`{name}" in DEPLOY_DOC
+
+
+def test_the_deploy_doc_says_what_the_cluster_runs():
+    """Every service builds the one image (no `image:` of Spark's own); the doc says so,
+    and names the user the image runs as, whose access the mounted data needs."""
+    assert all("image" not in s and s["build"]["context"] == "." for s in SERVICES.values())
+    assert "apache/spark" not in DEPLOY_DOC
+    assert "all four from the one image built from the `Dockerfile`" in " ".join(DEPLOY_DOC.split())
+    (user,) = instruction("USER")
+    assert f"run as the image's `{user}` user" in " ".join(DEPLOY_DOC.split())

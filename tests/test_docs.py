@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,8 @@ def test_every_spec_key_is_documented(key):
 def test_every_cli_command_is_in_the_readme(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
-    help_text = capsys.readouterr().out
-    commands = help_text.split("{", 1)[1].split("}", 1)[0].split(",")
-    assert commands
+    commands = re.findall(r"^    (\w+) {2,}\S", capsys.readouterr().out, re.M)  # "commands:"
+    assert len(commands) >= 8
     for c in commands:
         assert f"brushfire {c}" in README, f"README.md does not show 'brushfire {c}'"
 
@@ -54,3 +54,18 @@ def test_every_message_type_is_in_the_protocol_doc():
         for field in model.model_fields:
             if field not in ("type", "id"):
                 assert f"`{field}" in doc, f"docs/protocol.md does not mention {name}.{field}"
+
+
+def test_the_readme_quotes_the_measured_first_run():
+    """README's first-run wait is a measured one, with the load beside it, as perf/README.md
+    records it (perf/first_run.py)."""
+    text = " ".join(README.split())
+    perf = " ".join((ROOT / "perf" / "README.md").read_text().split())
+    first = re.search(r"the dashboard was ready after (\d+) s", text)
+    load = re.search(r"load (\d+\.\d) at the start, (\d+\.\d) at the end", text)
+    restart = re.search(r"a restart took (\d+) s", text)
+    assert first and load and restart and "perf/first_run.py" in text, "README: no measured first run"
+    assert f"| first start, until ready | {first[1]} |" in perf
+    assert f"load {load[1]} at the start, {load[2]} at the end" in perf
+    assert f"| restart from the cache (imports, open, warm-up from numba's cache) | {restart[1]} |" in perf
+    assert "about 15 s" not in text

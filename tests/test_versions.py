@@ -52,7 +52,7 @@ def test_captures_are_versioned_and_listed(spark, small_parquet, tmp_path, capsy
     cache = tmp_path / "cache"
     spec.write_text(text.replace("TOP", "3"))
     first = Dashboard.open(spec, spark=spark, cache_dir=cache)
-    spec.write_text(text.replace("TOP", "4"))  # a new spec: a new capture, the first pruned
+    spec.write_text(text.replace("TOP", "4"))  # a new spec: a new capture, replacing the first in the entry
     second = Dashboard.open(spec, spark=spark, cache_dir=cache)
     served = versions.served(second)
     assert served["spec_sha256"] == spec_hash(load_dashboard(spec))

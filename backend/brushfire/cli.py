@@ -1,4 +1,4 @@
-"""`brushfire validate | plan | capture | demo | serve | bench`: parse arguments, call the library."""
+"""The `brushfire` command: parse arguments, call the library, print what it returns."""
 
 from __future__ import annotations
 
@@ -7,54 +7,98 @@ import os
 import re
 import sys
 import time
+from typing import TextIO
 
+from brushfire.cachedir import default_cache_dir
 from brushfire.errors import BrushfireError, NotCapturedError
+
+DESCRIPTION = """\
+Linked-brushing dashboards over large data. A dashboard is a YAML spec (docs/spec.md): its
+data, its views and the interactions users may perform. Brushfire captures the lineage
+those interactions need on Spark, once, into a cache; then it answers every brush,
+selection and details request from that lineage, in milliseconds.
+
+A first run: `brushfire validate SPEC`, then `brushfire serve SPEC` and open the URL it
+prints (the page shows the capture's progress on the first start)."""
+
+SPEC_HELP = "the dashboard's YAML spec (docs/spec.md), e.g. dashboards/flights.yaml"
+MASTER_HELP = "Spark master URL for capture (default: $BRUSHFIRE_SPARK_MASTER, else local[*])"
+BUDGET_HELP = ("e.g. 16GB: above it, keep only cubes computed on Spark (default: "
+               "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
+
+
+def _cache_help(what: str = "lineage cache") -> str:
+    return (f"{what} (default: $BRUSHFIRE_CACHE, else the user's cache directory; here "
+            f"{default_cache_dir()})")
+
+
+def _environment() -> str:
+    user_cache = default_cache_dir({k: v for k, v in os.environ.items() if k != "BRUSHFIRE_CACHE"})
+    rows = [("BRUSHFIRE_CACHE", f"the lineage cache (default {user_cache})"),
+            ("BRUSHFIRE_SPARK_MASTER", "the Spark master capture runs on (default local[*])"),
+            ("BRUSHFIRE_SPARK_CONF", "more Spark settings: 'spark.key=value spark.key=value'"),
+            ("BRUSHFIRE_DRIVER_MEMORY", "the Spark driver's memory (default 8g)"),
+            ("BRUSHFIRE_MEMORY_BUDGET", "keep only cubes for per-row lineage over it, e.g. 16GB"),
+            ("BRUSHFIRE_COPY_MEMORY", "the engine's key copies at most (default a quarter of RAM)"),
+            ("BRUSHFIRE_TOKEN", "serve: the access token clients must give"),
+            ("BRUSHFIRE_FRONTEND", "serve: the built web page (default frontend/dist)"),
+            ("BRUSHFIRE_TRUSTED_EXPRESSIONS", "1: any Spark SQL in specs' derived columns, filters")]
+    return "environment:\n" + "\n".join(f"  {k:<30} {v}" for k, v in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="brushfire", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="brushfire", description=DESCRIPTION, epilog=_environment(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
-    p = sub.add_parser("validate", help="check dashboard specs; no Spark needed")
-    p.add_argument("specs", nargs="+")
+    def command(name: str, text: str, more: str = "") -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + "."
+                              + (f" {more}" if more else ""))
+
+    p = command("validate", "check dashboard specs (keys, values, and columns against a Parquet or "
+                "ORC source's); no Spark needed",
+                "Prints 'SPEC: ok', or each problem with its file, line and key.")
+    p.add_argument("specs", nargs="+", metavar="spec", help="dashboard YAML specs")
     p.add_argument("--spark", action="store_true",
                    help="also let a local Spark analyse derived columns and filters (their exact "
                         "types; no job runs). Capture always does.")
     p.add_argument("--spark-master", default=None, type=spark_master,
                    help="with --spark: the Spark master (default local[1])")
 
-    p = sub.add_parser("plan", help="print the capture plan: what lineage each view needs and why")
-    p.add_argument("spec")
+    p = command("plan", "print the capture plan: what lineage each view needs and why",
+                "No Spark runs; the bins of maxbins views are known once captured.")
+    p.add_argument("spec", help=SPEC_HELP)
     p.add_argument("--cache-dir", default=None, type=directory,
-                   help="lineage cache whose capture of this spec, if any, says which bins "
-                        "maxbins chose (default .cache/brushfire)")
+                   help=_cache_help("lineage cache whose capture of this spec, if any, says which "
+                                    "bins maxbins chose"))
 
-    p = sub.add_parser("profile", help="check the spec's functional dependencies on Spark and list "
-                                       "their violations (docs/spec.md, profile)")
-    p.add_argument("spec")
-    p.add_argument("--fd", action="append", default=[], metavar="'LHS -> RHS'", type=fd_text,
-                   help="also check this dependency, e.g. 'origin -> origin_state' or "
-                        "'origin, destination -> distance' (repeatable)")
-    p.add_argument("--limit", type=_positive, default=10, metavar="N",
-                   help="left-hand values listed per dependency, most rows first (default 10)")
-    p.add_argument("--spark-master", default=None, type=spark_master,
-                   help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
+    p = command("capture", "capture a dashboard's lineage on Spark into the lineage cache",
+                "Then print what was kept, what was reused of earlier captures and rebuilt, the "
+                "timings and the sizes. serve, demo and the notebook widget load it from the "
+                "cache while the spec, the source's files and the memory budget are unchanged; "
+                "after a change, a capture reads only what changed.")
+    p.add_argument("spec", help=SPEC_HELP)
+    p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
+    p.add_argument("--cache-dir", default=None, type=directory, help=_cache_help())
+    p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size, help=BUDGET_HELP)
+    p.add_argument("--no-baseline", action="store_true",
+                   help="skip timing the plain base queries and the one aggregation job for "
+                        "comparison")
+    p.add_argument("--recapture", action="store_true",
+                   help="capture from scratch, reusing nothing of earlier captures")
+    p.add_argument("--history", action="store_true",
+                   help="list the earlier captures of the dashboard (spec hash, source "
+                        "fingerprint, Brushfire version) instead")
 
-    p = sub.add_parser("schema", help="print the JSON Schema of dashboard specs (for editors)")
-    p.add_argument("-o", "--output", default=None, metavar="FILE",
-                   help="write it to FILE instead (the repository keeps schema/dashboard.schema.json)")
-
-    p = sub.add_parser("serve", help="serve dashboards over HTTP and WebSockets")
-    p.add_argument("specs", nargs="+")
+    p = command("serve", "serve dashboards as a web page and over HTTP and WebSockets",
+                "Each dashboard is loaded from the lineage cache, or captured on Spark first "
+                "(its page shows the progress). Ctrl-C stops.")
+    p.add_argument("specs", nargs="+", metavar="spec", help="dashboard YAML specs")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--spark-master", default=None, type=spark_master,
-                   help="Spark master URL for capture (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
-    p.add_argument("--cache-dir", default=None, type=directory,
-                   help="lineage cache (default .cache/brushfire)")
-    p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size,
-                   help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
-                        "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
+    p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
+    p.add_argument("--cache-dir", default=None, type=directory, help=_cache_help())
+    p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size, help=BUDGET_HELP)
     access = p.add_argument_group("access (docs/deploy.md, Security)")
     token = access.add_mutually_exclusive_group()
     token.add_argument("--token", nargs="?", const="", default=None, type=_token_text,
@@ -75,29 +119,32 @@ def main(argv: list[str] | None = None) -> int:
     access.add_argument("--max-sessions-per-client", type=_positive, default=128, metavar="N",
                         help="sessions open at once per client address (default 128)")
 
-    for name, text in (("capture", "capture a dashboard's lineage on Spark into the cache"),
-                       ("demo", "open a dashboard (cache or capture) and play scripted interactions")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("spec")
-        p.add_argument("--spark-master", default=None, type=spark_master,
-                       help="Spark master URL (default: $BRUSHFIRE_SPARK_MASTER or local[*])")
-        p.add_argument("--cache-dir", default=None, type=directory,
-                       help="lineage cache (default .cache/brushfire)")
-        p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size,
-                       help="e.g. 16GB: above it, keep only cubes computed on Spark (default: "
-                            "$BRUSHFIRE_MEMORY_BUDGET, else no limit)")
-    sub.choices["capture"].add_argument("--no-baseline", action="store_true",
-                                        help="skip timing the plain base queries and the one "
-                                             "aggregation job for comparison")
-    sub.choices["capture"].add_argument("--recapture", action="store_true",
-                                        help="capture from scratch, reusing nothing of earlier "
-                                             "captures")
-    sub.choices["capture"].add_argument("--history", action="store_true",
-                                        help="list the earlier captures of the dashboard (spec hash, "
-                                             "source fingerprint, Brushfire version) instead")
+    p = command("demo", "open a dashboard (from the cache, or capture it) and print a scripted "
+                "session in the terminal", "Brushes and selections fitting the spec, each with "
+                "the views as text bar charts and its time.")
+    p.add_argument("spec", help=SPEC_HELP)
+    p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
+    p.add_argument("--cache-dir", default=None, type=directory, help=_cache_help())
+    p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size, help=BUDGET_HELP)
 
-    p = sub.add_parser("bench", help="replay interaction traces over WebSockets; compare engines "
-                                     "(docs/trace.md)")
+    p = command("profile", "check the spec's functional dependencies on Spark and list their "
+                "violations", "The spec declares them in profile: fd (docs/spec.md), or --fd gives them.")
+    p.add_argument("spec", help=SPEC_HELP)
+    p.add_argument("--fd", action="append", default=[], metavar="'LHS -> RHS'", type=fd_text,
+                   help="also check this dependency, e.g. 'origin -> origin_state' or "
+                        "'origin, destination -> distance' (repeatable)")
+    p.add_argument("--limit", type=_positive, default=10, metavar="N",
+                   help="left-hand values listed per dependency, most rows first (default 10)")
+    p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
+
+    p = command("schema", "print the JSON Schema of dashboard specs, for editors",
+                "A '# yaml-language-server: $schema=...' line in a spec makes an editor check and "
+                "complete it.")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write it to FILE instead (the repository keeps schema/dashboard.schema.json)")
+
+    p = command("bench", "replay interaction traces over WebSockets and time the replies; compare "
+                "engines", "Traces and workloads: docs/trace.md; results: perf/README.md.")
     from brushfire.bench.harness import add_arguments
 
     add_arguments(p)
@@ -228,24 +275,27 @@ def _plan(args) -> int:
 
 
 def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
-    """The bins a cached capture of `dash` chose for its `maxbins` views ({view: [[step,
-    start, stop], ...]}), or None: without a sound capture in the cache they are unknown
-    until capture (they come from the data's min and max)."""
+    """The bins the cache's capture of `dash` chose for its `maxbins` views ({view: [[step,
+    start, stop], ...]}), or None: without a capture of this spec they are unknown until
+    capture (they come from the data's min and max; a capture of the source as it was)."""
     from brushfire.views import maxbins_fields
 
     if not maxbins_fields(dash):
         return None
+    from dataclasses import asdict
+
     from brushfire.capture.budget import parse_size
-    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, is_current
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.errors import BrushfireError
     from brushfire.lineage.layout import CaptureConfig
-    from brushfire.lineage.store import entry_dir, read_manifest
+    from brushfire.lineage.store import entry_dir, read_manifest, spec_hash
 
     # the capture `Dashboard.open` would load (the same config: the budget from the environment)
     config = CaptureConfig(memory_budget=parse_size(DEFAULT_BUDGET) if DEFAULT_BUDGET else None)
     try:
         meta = read_manifest(entry_dir(cache_dir or DEFAULT_CACHE, dash))
-        if meta is None or not is_current(meta, dash, config):
+        if meta is None or meta.get("spec_sha256") != spec_hash(dash) or \
+                meta.get("config") != asdict(config):
             return None
         return {v["name"]: v["bins"] for v in meta["layout"]["views"]}
     except (BrushfireError, OSError, KeyError, TypeError):  # no source, or an unsound capture
@@ -335,9 +385,14 @@ def _capture(args) -> int:
     plan = plan_capture(dash)
     budget = args.memory_budget or DEFAULT_BUDGET
     config = CaptureConfig(memory_budget=None if budget is None else parse_size(budget))
-    store = capture_dashboard(plan, master=args.spark_master, progress=ProgressLine(),
-                              baseline=not args.no_baseline, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                              config=config, fresh=args.recapture)
+    progress = ProgressLine()
+    try:
+        store = capture_dashboard(plan, master=args.spark_master, progress=progress,
+                                  baseline=not args.no_baseline,
+                                  cache_dir=args.cache_dir or DEFAULT_CACHE, config=config,
+                                  fresh=args.recapture)
+    finally:
+        progress.close()
     kept, dims = store.layout.row_dims, len(store.layout.dims)
     mode = ("per-row lineage" if kept == dims else "cubes only" if kept == 0
             else f"per-row lineage for {kept} of {dims} dims, cubes for the rest")
@@ -409,9 +464,13 @@ def _demo(args) -> int:
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, Dashboard
 
     t0 = time.perf_counter()
-    dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
-                          spark_master=args.spark_master, progress=ProgressLine(),
-                          memory_budget=args.memory_budget or DEFAULT_BUDGET)
+    progress = ProgressLine()
+    try:
+        dash = Dashboard.open(args.spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
+                              spark_master=args.spark_master, progress=progress,
+                              memory_budget=args.memory_budget or DEFAULT_BUDGET)
+    finally:
+        progress.close()
     how = "loaded from the lineage cache" if dash.from_cache else "captured on Spark"
     print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows, {how} in "
           f"{time.perf_counter() - t0:.2f} s\n")
@@ -584,18 +643,77 @@ def render_view(v, width: int = 50, max_bars: int = 40) -> str:
 
 
 class ProgressLine:
-    """Prints capture progress on one line of stderr."""
+    """Capture progress on stderr (or `stream`).
 
-    def __init__(self) -> None:
+    On a terminal: one line redrawn in place with the stage and its share done. To a file
+    or a pipe: no carriage returns or escape codes, one line per phase when it ends, with
+    the time since the start and the phase's own time. A phase is a run of stages sharing
+    the text before the first ': ' ("shard job: starting", "shard job: building lineage");
+    a stage reported only without a share done, or at once done, is a step of its own,
+    printed when it comes ("starting Spark", "flights ready: ...")."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = _is_terminal(self.stream)
         self.t0 = time.perf_counter()
+        self.phase: str | None = None  # the open phase's key (files and pipes)
+        self.stage = ""  # its latest stage text
+        self.ended: str | None = None  # the phase ended last
+        self.t_phase = self.t0
+        self.open_line = False  # a terminal line waiting for its newline
+        self.finished = ""  # the last stage a terminal line was ended at 100 %
 
     def __call__(self, stage: str, fraction: float | None) -> None:
-        pct = f" {fraction:4.0%}" if fraction is not None else ""
-        print(f"\r[{time.perf_counter() - self.t0:6.1f}s] {stage}{pct}\033[K", end="",
-              file=sys.stderr, flush=True)
-        if fraction is None or fraction >= 1:
-            print(file=sys.stderr)
+        now = time.perf_counter()
+        if self.live:
+            self._draw(stage, fraction, now)
+            return
+        key = stage.split(": ", 1)[0]
+        if key == self.ended and (fraction is None or fraction >= 1):  # a done phase's jobs
+            return
+        if key != self.phase:
+            self._end(now)
+            if fraction is None or fraction >= 1:  # a step: nothing to time
+                self._write(f"[{now - self.t0:6.1f}s] {stage}\n")
+                self.ended = key
+                return
+            self.phase, self.t_phase = key, now
+        self.stage = stage
+        if fraction is not None and fraction >= 1:
+            self._end(now)
 
+    def close(self) -> None:
+        """End the open phase (or terminal line): the capture or opening is over."""
+        if self.live:
+            if self.open_line:
+                self._write("\n")
+                self.open_line = False
+        else:
+            self._end(time.perf_counter())
+
+    def _end(self, now: float) -> None:
+        if self.phase is not None:
+            self._write(f"[{now - self.t0:6.1f}s] {self.stage} ({now - self.t_phase:.1f} s)\n")
+            self.phase, self.ended = None, self.phase
+
+    def _draw(self, stage: str, fraction: float | None, now: float) -> None:
+        done = fraction is None or fraction >= 1
+        if done and stage == self.finished:  # a stage of several jobs: 100 % once
+            return
+        pct = f" {fraction:4.0%}" if fraction is not None else ""
+        self._write(f"\r[{now - self.t0:6.1f}s] {stage}{pct}\033[K" + ("\n" if done else ""))
+        self.open_line, self.finished = not done, stage if done else ""
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from brushfire.cachedir import default_cache_dir
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.copies import typed_list
@@ -30,7 +31,7 @@ from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
 from brushfire.views import with_recorded_bins
 
-DEFAULT_CACHE = os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
+DEFAULT_CACHE = default_cache_dir()  # $BRUSHFIRE_CACHE, else the user's cache directory
 DEFAULT_BUDGET = os.environ.get("BRUSHFIRE_MEMORY_BUDGET")  # e.g. "16GB"; unset: no limit
 
 
@@ -45,6 +46,8 @@ class Dashboard:
         if binned is not spec:
             spec, plan = binned, replace(plan, dashboard=binned)
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
+        self.user_spec = spec  # as written (`refresh` captures it again)
+        self.opened_with: dict = {}  # Dashboard.open's arguments, for `refresh`
 
     @classmethod
     def open(cls, spec: str | Path | dict | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
@@ -62,6 +65,14 @@ class Dashboard:
         config = config or CaptureConfig()
         if memory_budget is not None:
             config = replace(config, memory_budget=parse_size(memory_budget))
+        out = cls._open(dash, plan, cache_dir, config, spark, spark_master, progress, recapture)
+        out.user_spec = dash
+        out.opened_with = {"cache_dir": cache_dir, "config": config, "spark_master": spark_master}
+        return out
+
+    @classmethod
+    def _open(cls, dash: m.DashboardSpec, plan: CapturePlan, cache_dir, config: CaptureConfig,
+              spark, spark_master, progress, recapture: bool) -> Dashboard:
         fresh = recapture
         if cache_dir is not None and not recapture:
             directory = entry_dir(cache_dir, dash)
@@ -78,6 +89,35 @@ class Dashboard:
         store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress,
                                   cache_dir=cache_dir, config=config, fresh=fresh)
         return cls(dash, plan, store)
+
+    def stale(self) -> bool:
+        """Has the source's data changed since this capture (its files' names, sizes or
+        modification times; a Delta table's version), or the cache got a newer capture of
+        the spec? Checked without Spark, in milliseconds; False for a source it cannot
+        list without Spark (a remote one) and for a dashboard opened without a cache."""
+        cache = self.opened_with.get("cache_dir")
+        if cache is None or self.store.manifest is None:
+            return False
+        files = local_files(self.user_spec.source)
+        if files is None:
+            return False
+        current = read_manifest(entry_dir(cache, self.user_spec))
+        if current is not None and current.get("created") != self.store.manifest.get("created"):
+            return True
+        return not same_files(files, current["source"]["files"]) if current else True
+
+    def refresh(self, spark=None, progress=None) -> Dashboard | None:
+        """This dashboard over its source as it is now: a new Dashboard (loaded from the
+        cache when another process captured it, else captured again, reading only what
+        changed), or None when nothing changed (`stale`). Raises what capture raises (a
+        file that vanished, a changed schema): the caller keeps serving this one."""
+        if not self.stale():
+            return None
+        w = self.opened_with
+        out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), w["cache_dir"],
+                              w["config"], spark, w.get("spark_master"), progress, False)
+        out.user_spec, out.opened_with = self.user_spec, dict(w)
+        return out
 
     def session(self) -> Session:
         """A new session, with the parameters that have a `default` active."""

@@ -90,17 +90,22 @@ class SparkSource:
         """The Spark session, and the source registered as a temporary view (first call)."""
         with self._lock:
             if self.spark is None:
+                from pyspark.sql import functions as F
+
                 from brushfire.capture.analyze import analyze_source
                 from brushfire.capture.spark import get_spark, schema_kinds
 
                 spark = get_spark(self.master)
+                # (a column of its own, so that no other query's plan matches the cached one:
+                # Spark would answer it from the cache, with no files to list)
                 # (every column of the joined tables: a lazy filter may name any of them)
-                df = analyze_source(spark, self.spec, origin=True, all_columns=True)
+                df = analyze_source(spark, self.spec, origin=True, all_columns=True).withColumn(
+                    "__bf_lazy", F.lit(self.table))
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
                 spark.catalog.cacheTable(self.table)
-                self.columns = schema_kinds(df)
+                self.columns = {c: k for c, k in schema_kinds(df).items() if not c.startswith("__bf_")}
                 self.spark = spark
         return self.spark
 

@@ -598,6 +598,22 @@ def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update
     return update
 
 
+def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
+    """Give `new` (a session of a newer capture of the same dashboard) the filters of
+    `old`, each as a `filters` message checks it; returns the names of those the new
+    data refuse (a category or choice gone, a slider's value out of range), left off."""
+    state = filters_json(old)
+    dropped: list[str] = []
+    while True:
+        reply = handle(new, {"type": "filters", "filters": state})
+        if reply["type"] != "error" or not state:
+            return dropped
+        bad = next((n for n in state if f"filters.{n}" in reply["message"]), None)
+        bad = bad or next(iter(state))  # (the message names the entry; else drop the first)
+        dropped.append(bad)
+        state = {n: f for n, f in state.items() if n != bad}
+
+
 def filters_json(session: SessionAPI) -> dict[str, dict]:
     """The session's active filters in the tagged form (brushfire/selection.py), as JSON."""
     return jsonable(S.state_json(session.filters, filter_kinds(session)))

@@ -7,6 +7,7 @@ and how a relative path was resolved) when the source came from a spec file.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from datetime import UTC, date, datetime
@@ -53,15 +54,36 @@ def check_path(source: m.Table) -> None:
     path = Path(source.path.removeprefix("file://"))
     if not path.exists():
         where: SpecPath | None = getattr(source, "_spec_path", None)
-        hint = "fix the path, or make it absolute"
         if where and where.written != source.path and Path(where.written).exists():
             hint = (f"{where.written!r} exists relative to the current directory, but a spec's"
                     " paths are relative to the spec file: write it relative to"
                     f" {where.base_dir}, or absolute")
+        else:
+            hint = _missing_hint(path)
+            if not Path((where.written if where else source.path).removeprefix("file://")).is_absolute():
+                hint += "; fix the path, or make it absolute"
         raise source_error(source, "no such file or directory", hint)
     if path.is_dir() and not any(_data_files(path)):
         raise source_error(source, "the directory holds no data files",
                            "Spark reads every file in it except names starting with '_' or '.'")
+
+
+def _missing_hint(path: Path) -> str:
+    """Where a missing path stops existing: its nearest folder that exists, and the names
+    there close to the missing one."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    missing = path.relative_to(folder).parts[0]
+    try:
+        names = [p.name for p in folder.iterdir()]
+    except OSError:  # not listable: say where it stops, no more
+        names = []
+    close = difflib.get_close_matches(missing, names, n=3, cutoff=0.6)
+    hint = f"{folder.absolute()} has no {missing!r}"
+    if close:
+        hint += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+    return hint
 
 
 def _data_files(directory: Path):

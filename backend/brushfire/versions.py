@@ -76,18 +76,14 @@ def history(cache_dir: str | Path, dashboard: str) -> list[dict]:
 
 def served(dash) -> dict:
     """The version a dashboard (`brushfire.dashboard.Dashboard`) serves: its capture's
-    summary, read from the cache entry's manifest; for a store without an entry, what
-    identifies it without a manifest."""
+    summary, from the manifest its store was loaded from (the entry may hold a newer
+    capture since); for a store without an entry, what identifies it without a manifest."""
     from brushfire import __version__
     from brushfire.lineage.store import spec_hash
 
-    directory = getattr(dash.store, "directory", None)
-    if directory is not None:
-        try:
-            meta = json.loads((Path(directory) / MANIFEST).read_text())
-            return summary(meta, directory)
-        except (OSError, ValueError):
-            pass
+    meta = getattr(dash.store, "manifest", None)
+    if meta:
+        return summary(meta, dash.store.directory)
     info = getattr(dash.store, "info", None)
     return {"dashboard": dash.name, "created": None, "cache_key": None,
             "spec_sha256": spec_hash(dash.spec),

@@ -155,6 +155,43 @@ class DashboardWidget(anywidget.AnyWidget):
             else self._server_details(limit, columns)
         return table if arrow else table.to_pandas()
 
+    def reload(self) -> bool:
+        """Pick up a newer capture of this dashboard when its source's data changed
+        (captured again, reading only what changed; or loaded, when another process
+        captured it): the session keeps its filters (those the new data refuse are left
+        off, and said so) and the views redraw. Returns whether there was one. For the
+        engine in this kernel; attached to a server, `brushfire serve --watch` reloads."""
+        if self._dash is None:
+            msg = "this widget is attached to a server: the server picks up new data (serve --watch)"
+            raise BrushfireError(msg)
+        new = self._dash.refresh()
+        if new is None:
+            return False
+        session = fallback_session(new)
+        with self._lock:
+            dropped = protocol.carry_over(self._session, session)
+            self._dash, self._session = new, session
+            self._description = describe_dashboard(new)
+            self._mirror(protocol.filters_json(session))
+        if dropped:
+            print(f"brushfire: the new data refuse the filters on {', '.join(dropped)}: left off")
+        return True
+
+    def watch(self, every: float = 5.0) -> threading.Event:
+        """Check every `every` seconds for new data, and `reload` when there is some;
+        returns an Event: set it to stop watching."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(every):
+                try:
+                    self.reload()
+                except BrushfireError as e:  # (a file that vanished mid-append: keep this one)
+                    print(f"brushfire: new data not picked up: {e}")
+
+        threading.Thread(target=run, name="brushfire-watch", daemon=True).start()
+        return stop
+
     def __repr__(self) -> str:
         if self._dash is None:
             where = f"{self._dashboard_name!r} served at {self._url}"

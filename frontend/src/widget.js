@@ -62,12 +62,18 @@ async function renderKernel(model, root) {
     else if (msg.type === "update") ui.applyUpdate(msg); // another view of this widget changed them
     else if (msg.type === "working") ui.working(msg); // a lazy answer is taking long
   });
-  ui = new DashboardUI(root, model.get("_description"), send);
-  await ui.mount();
-  mounted = true;
-  // The session may already have filters (set from Python, or in another view).
-  const state = await send({ type: "state" });
-  if (state.type === "state" && Object.keys(state.filters).length) await ui.applyState(state);
+  const mount = async () => {
+    mounted = false;
+    ui = new DashboardUI(root, model.get("_description"), send);
+    await ui.mount();
+    mounted = true;
+    // The session may already have filters (set from Python, in another view, or carried
+    // over to a newer capture: DashboardWidget.reload).
+    const state = await send({ type: "state" });
+    if (state.type === "state" && Object.keys(state.filters).length) await ui.applyState(state);
+  };
+  await mount();
+  model.on("change:_description", () => { root.replaceChildren(); mount(); }); // new data
   return track(ui, () => {});
 }
 

@@ -90,7 +90,8 @@ def test_unreadable_sources_are_reported_at_source_path(spark, tmp_path, case):
         data.mkdir()
         (data / "rows.parquet").write_bytes(b"PAR1 not really")
     spec = write_spec(tmp_path, "  path: data/rows.parquet\n")
-    want = {"missing": "no such file or directory\n    hint: fix the path, or make it absolute",
+    want = {"missing": f"no such file or directory\n    hint: {tmp_path} has no 'data'; fix the path, or"
+                       " make it absolute",
             "empty directory": "the directory holds no data files\n    hint: Spark reads every file"
                                " in it except names starting with '_' or '.'",
             "corrupt": "cannot read it as parquet: "}[case]

@@ -288,3 +288,27 @@ def test_on_spark_an_appended_parquet_file_is_read_alone(spark, tmp_path):
     shutil.rmtree(tmp_path / "full")
     assert_same_answers(Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full",
                                        config=CONFIG).store, fewer.store, d)
+
+
+@pytest.mark.spark
+def test_a_dashboard_notices_new_data_and_refreshes_without_spark_until_then(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(600, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+    assert not dash.stale() and dash.refresh(spark=spark) is None  # no Spark job to tell
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs
+    pq.write_table(make_rows(200, 2), folder / "part-1.parquet")
+    assert dash.stale()
+    newer = dash.refresh(spark=spark)
+    assert newer is not None and newer.store.n_rows == 800 and not newer.stale()
+    assert newer.store.manifest["created"] != dash.store.manifest["created"]
+    # another process's newer capture of the entry is loaded, not captured again
+    pq.write_table(make_rows(100, 3), folder / "part-2.parquet")
+    other = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert newer.stale()
+    loaded = newer.refresh(spark=spark)
+    assert loaded.from_cache and loaded.store.n_rows == other.store.n_rows == 900

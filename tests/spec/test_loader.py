@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from brushfire.errors import SpecError
+from brushfire.spec import models as m
 from brushfire.spec.loader import check_columns, load_dashboard, parse_dashboard
 
 HERE = Path(__file__).parent
@@ -21,28 +22,28 @@ BAD = [
     # --- unknown keys: the accepted keys, and a hint (a close match, or where it belongs)
     ("unknown_key_view.yaml", """\
 bad/unknown_key_view.yaml:7: views[0].titel: unknown key 'titel'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
+    a histogram view accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
     hint: did you mean 'title'?"""),
     ("unknown_key_bin.yaml", """\
 bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
-    Bin accepts: step, extent, maxbins, clamp
+    bin accepts: step, extent, maxbins, clamp
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
-    Dashboard accepts: name, title, source, views, interactions, profile, layout
+    the dashboard accepts: name, title, source, views, interactions, profile, layout
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
-    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
+    a categorical view accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
     hint: did you mean 'top'?"""),
     ("unknown_key_other_view_type.yaml", """\
 bad/unknown_key_other_view_type.yaml:9: views[0].top: unknown key 'top'
-    HistogramView accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
-    hint: 'top' is a key of CategoricalView, not HistogramView"""),
+    a histogram view accepts: name, title, aggregate, brush, scale, reverse, type, field, bin, snap
+    hint: 'top' is a key of a categorical view, not of a histogram view"""),
     ("unknown_key_heatmap_axis.yaml", """\
 bad/unknown_key_heatmap_axis.yaml:11: views[0].y.clamp: unknown key 'clamp'
-    Axis accepts: field, bin, reverse
-    hint: 'clamp' is a key of Bin, not Axis"""),
+    a heatmap axis (x, y) accepts: field, bin, reverse
+    hint: 'clamp' is a key of bin, not of a heatmap axis (x, y)"""),
     # --- interactions naming views that do not exist
     ("unknown_view_crossfilter.yaml", """\
 bad/unknown_view_crossfilter.yaml:14: interactions.crossfilter[0].views[1]: unknown view 'origni'
@@ -154,10 +155,10 @@ bad/view_type_missing.yaml:8: views[1].type: missing required key 'type'
     # --- missing keys point at the mapping that lacks them
     ("missing_key_bin.yaml", """\
 bad/missing_key_bin.yaml:5: views[0].bin: missing required key 'bin'
-    HistogramView requires: name, type, field, bin"""),
+    a histogram view requires: name, type, field, bin"""),
     ("missing_key_source.yaml", """\
 bad/missing_key_source.yaml:1: source: missing required key 'source'
-    Dashboard requires: name, source, views"""),
+    the dashboard requires: name, source, views"""),
     # --- names
     ("duplicate_view_name.yaml", """\
 bad/duplicate_view_name.yaml:8: views[1].name: duplicate view name 'origin'
@@ -238,7 +239,7 @@ bad/yaml_mapping_in_scalar.yaml:5: not valid YAML: mapping values are not allowe
     # --- values of the wrong shape
     ("source_not_mapping.yaml", """\
 bad/source_not_mapping.yaml:2: source: expected a mapping, got 'flights.parquet'
-    Source accepts: path, format, options, columns, filters, joins"""),
+    source accepts: path, format, options, columns, filters, joins"""),
     # --- joins (source.joins): names, and `on` naming the source or a join above
     ("join_cycle.yaml", """\
 bad/join_cycle.yaml:8: source.joins[0].on: the joins form a cycle: a -> b -> a
@@ -267,11 +268,11 @@ bad/join_on_later_join.yaml:5: source.joins[0].on: 'orders.o_custkey' is a colum
     hint: a join's on names a column of the source or of a join above it: reorder source.joins"""),
     ("join_unknown_key.yaml", """\
 bad/join_unknown_key.yaml:5: source.joins[0].how: unknown key 'how'
-    Join accepts: path, format, options, name, key, on
+    a join accepts: path, format, options, name, key, on
     hint: a join is SQL's LEFT JOIN, many-to-one (docs/spec.md, Joins): remove it"""),
     ("join_without_key.yaml", """\
 bad/join_without_key.yaml:5: source.joins[0].key: missing required key 'key'
-    Join requires: path, name, key, on"""),
+    a join requires: path, name, key, on"""),
 
     ("views_not_list.yaml", """\
 bad/views_not_list.yaml:4: views: expected a list, got {'name': 'delay', 'type': 'histogram'}"""),
@@ -287,10 +288,10 @@ bad/view_type_number.yaml:6: views[0].type: unknown view type '3'
     view types: histogram, temporal, categorical, heatmap"""),
     ("aggregate_not_mapping.yaml", """\
 bad/aggregate_not_mapping.yaml:9: views[0].aggregate: expected a mapping, got 'sum'
-    Aggregate accepts: op, field, p, method"""),
+    aggregate accepts: op, field, p, method"""),
     ("crossfilter_names_not_groups.yaml", """\
 bad/crossfilter_names_not_groups.yaml:10: interactions.crossfilter[0]: expected a mapping, got 'delay'
-    CrossfilterGroup accepts: views"""),
+    a crossfilter group accepts: views"""),
     # --- the source
     ("source_format_unknown.yaml", """\
 bad/source_format_unknown.yaml:4: source.format: unsupported format 'xlsx'
@@ -308,7 +309,7 @@ bad/source_path_empty.yaml:3: source.path: the path is empty
     hint: give the file or directory to read"""),
     ("source_path_missing.yaml", """\
 bad/source_path_missing.yaml:2: source.path: missing required key 'path'
-    Source requires: path"""),
+    source requires: path"""),
     ("source_option_boolean.yaml", """\
 bad/source_option_boolean.yaml:6: source.options.header: expected a string, got true
     hint: YAML reads yes/no/on/off/true/false as booleans: quote the value"""),
@@ -438,7 +439,7 @@ bad/brush_unknown.yaml:9: views[0].brush: unsupported brush 'lasso'
     brush accepts: interval, points, rect, none"""),
     ("heatmap_missing_y.yaml", """\
 bad/heatmap_missing_y.yaml:5: views[0].y: missing required key 'y'
-    HeatmapView requires: name, type, x, y"""),
+    a heatmap view requires: name, type, x, y"""),
     # --- interactions
     ("crossfilter_empty_group.yaml", """\
 bad/crossfilter_empty_group.yaml:11: interactions.crossfilter[0].views: needs at least 1 item, got 0"""),
@@ -447,7 +448,7 @@ bad/crossfilter_view_twice.yaml:9: interactions.crossfilter[0].views[2]: view 'd
     hint: it is views[0] already: remove one"""),
     ("highlight_without_targets.yaml", """\
 bad/highlight_without_targets.yaml:11: interactions.highlight[0].targets: missing required key 'targets'
-    Highlight requires: source, targets"""),
+    a highlight requires: source, targets"""),
     ("details_page_size_zero.yaml", """\
 bad/details_page_size_zero.yaml:12: interactions.details.page_size: must be >= 1, got 0"""),
     ("details_page_size_fraction.yaml", """\
@@ -456,7 +457,7 @@ bad/details_page_size_fraction.yaml:12: interactions.details.page_size: expected
 bad/details_no_columns.yaml:11: interactions.details.columns: needs at least 1 item, got 0"""),
     ("interactions_unknown_key.yaml", """\
 bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes'
-    Interactions accepts: crossfilter, highlight, details, parameters
+    interactions accepts: crossfilter, highlight, details, parameters
     hint: remove it"""),
     ("parameter_between_empty.yaml", """\
 bad/parameter_between_empty.yaml:15: interactions.parameters[0].default: the range [60, 0] is empty: lo must not be above hi
@@ -488,7 +489,7 @@ bad/parameter_widget_unknown.yaml:11: interactions.parameters[0].widget: unsuppo
     widget accepts: dropdown, slider"""),
     ("parameter_missing_field.yaml", """\
 bad/parameter_missing_field.yaml:11: interactions.parameters[0].field: missing required key 'field'
-    Parameter requires: name, field"""),
+    a parameter requires: name, field"""),
     ("view_name_path.yaml", """\
 bad/view_name_path.yaml:8: views[1].name: 'delay/hour' is not a valid name
     hint: start with a letter or '_', then use letters, digits, '_' or '-'"""),
@@ -878,7 +879,20 @@ def test_a_missing_dimension_file_is_an_error_at_its_path(tmp_path) -> None:
         read_types(dash.source)
     assert str(info.value) == f"""\
 {spec}:6: source.joins[1].path: 'nowhere.parquet' (relative paths are relative to the spec's folder {tmp_path}: {tmp_path}/nowhere.parquet): no such file or directory
-    hint: fix the path, or make it absolute"""
+    hint: {tmp_path} has no 'nowhere.parquet'; did you mean 'dim.parquet'?; fix the path, or make it absolute"""
     (tmp_path / "nowhere.parquet").write_bytes((tmp_path / "dim.parquet").read_bytes())
     assert read_types(dash.source) == {"k": "int", "d.id": "int", "d.name": "string",
                                        "e.id": "int", "e.name": "string"}
+
+
+def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():
+    from brushfire.spec.loader import _all_models, _model_name
+
+    names = {model: _model_name(model) for model in _all_models()}
+    assert all(name == name.lower() for name in names.values()), names  # no 'HistogramView'
+    assert names[m.HistogramView] == "a histogram view" and names[m.DashboardSpec] == "the dashboard"
+
+    class SectionLayout(m.Model):  # a model added without a name of its own: its class's words
+        pass
+
+    assert _model_name(SectionLayout) == "a section layout"

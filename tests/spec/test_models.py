@@ -10,7 +10,8 @@ import pytest
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard
 
-DASHBOARDS = sorted((Path(__file__).parents[2] / "dashboards").glob("*.yaml"))
+DASHBOARDS = sorted([*(Path(__file__).parents[2] / "dashboards").glob("*.yaml"),
+                     *(Path(__file__).parents[2] / "dashboards" / "gallery").glob("*.yaml")])
 
 
 def test_there_are_dashboards() -> None:

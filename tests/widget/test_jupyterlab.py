@@ -177,6 +177,16 @@ def assert_views_match(page, w: int, oracle: Oracle, dash) -> None:
     assert page.evaluate(f"{UI}[{w}].selected") == sql_count(oracle)
 
 
+def brush_x(page, w: int, view: str) -> list:
+    """The pixel span of a view's drawn interval brush ([0, 0] or []: none)."""
+    return page.evaluate(f"([w, name]) => {UI}[w].charts.get(name).view.signal('brush_x')", [w, view])
+
+
+def scale_x(page, w: int, view: str, values: list) -> list[float]:
+    return page.evaluate(f"([w, name, values]) => {{ const s = {UI}[w].charts.get(name).view.scale('x');"
+                         " return values.map((v) => s(v)); }", [w, view, values])
+
+
 def snap(page, w: int, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     widget = page.locator(".bf-widget").nth(w)
@@ -216,6 +226,9 @@ def test_filters_set_from_python_update_the_rendered_views(notebook, flights_das
     oracle.brush("hour", (6, 12))
     oracle.set_parameter("destination", "ATL")
     assert_views_match(page, 0, oracle, dash)
+    # the brush Python set is drawn where its interval is; the delay brush dragged before is gone
+    assert brush_x(page, 0, "hour") == pytest.approx(scale_x(page, 0, "hour", [6, 12]), abs=0.01)
+    assert brush_x(page, 0, "delay") in ([0, 0], [])
     widget = page.locator(".bf-widget").nth(0)
     assert f"{sql_count(oracle):,} selected" in widget.locator(".bf-status").inner_text()
     assert widget.locator("input[name=destination]").input_value() == "ATL"  # (a searchable picker)

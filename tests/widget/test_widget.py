@@ -269,3 +269,27 @@ def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
     (reply,) = ui.custom()
     assert reply["type"] == "forward" and reply["id"] == "f-1"
     assert reply["views"] == flights_dash.session().forward([3])
+
+
+def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
+    from brushfire import Dashboard
+    from conftest import make_rows
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
+    spec = {"name": "growing", "source": {"path": str(folder), "format": "parquet"},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+                      {"name": "cat", "type": "categorical", "field": "cat", "top": 4}],
+            "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
+    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    w = brushfire.widget(dash)
+    w.filters = {"hx": {"interval": [20, 60]}}
+    assert not w.reload()  # nothing new: nothing done
+    before = w.session.view("cat").counts
+    pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
+    assert w.reload()
+    assert w.dashboard.store.n_rows == 1200 and w.filters == {"hx": {"interval": [20, 60]}}
+    after = w.session.view("cat").counts
+    assert sum(after) > sum(before)  # the views count the new rows, under the same brush
+    assert w.comm.synced("_description")[-1]["rows"] == 1200  # the front end redraws

@@ -22,7 +22,7 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     """An in-memory DuckDB with table `src`: the source with derived columns and static
     filters applied, in the source's row order (rowid = rid). Derived columns and filters
     are Spark SQL: with any, the rows are the ones Spark computes, materialized once as
-    Parquet under `cache_dir` (default $BRUSHFIRE_CACHE or .cache/brushfire); so are
+    Parquet under `cache_dir` (default: the lineage cache's, `cachedir.py`); so are
     sources DuckDB cannot read (ORC). The profiling checks' columns come with the rows
     Spark materialized, else from `sql.profile_sql`."""
     source = spec.source
@@ -34,9 +34,10 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
                         or any(j.resolved_format != "parquet" or not os.path.isfile(j.path)
                                for j in source.joins))
     if materialized:
+        from brushfire.cachedir import default_cache_dir
         from brushfire.capture.analyze import materialize_source
 
-        cache = cache_dir or os.environ.get("BRUSHFIRE_CACHE", ".cache/brushfire")
+        cache = cache_dir or default_cache_dir()
         files = ", ".join(_quote(f) for f in materialize_source(spec, cache))
         relation = f"read_parquet([{files}])"
     else:

@@ -44,7 +44,8 @@ def add_arguments(p) -> None:
     where.add_argument("--engine", default="brushfire",
                        help=f"comma-separated engines to compare: {', '.join(ENGINES)} or all "
                             "(with --url: a label for that server)")
-    where.add_argument("--cache-dir", default=None, help="lineage cache (default .cache/brushfire)")
+    where.add_argument("--cache-dir", default=None, help="lineage cache (default: $BRUSHFIRE_CACHE, else the user's cache "
+                       "directory, brushfire/cachedir.py)")
     where.add_argument("--spark-master", default=None, help="Spark master for capture and lazy")
     what = p.add_argument_group("what to replay")
     what.add_argument("--trace", help="replay this trace file (docs/trace.md)")

@@ -100,14 +100,17 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     spark = spark or sp.get_spark(master)
     runner = sp.SparkRunner(spark, dash, config, progress)
     store = run_capture(plan, runner, cache_dir, config, progress, fresh)
-    if baseline:
+    if baseline:  # (over the spec as capture resolved it: `maxbins` bins chosen)
+        from brushfire.spec import parse_dashboard
+
+        resolved = parse_dashboard(store.manifest["resolved_spec"])
         progress("running the base queries alone, for comparison", None)
         df = runner.source()
-        seconds, results = sp.run_base_queries(df, store.dashboard)
+        seconds, results = sp.run_base_queries(df, resolved)
         store.info.seconds["base queries"] = seconds
         store.base_query_results = results
         progress("running every view's aggregate in one job, for comparison", None)
-        store.info.seconds["one aggregation job"] = sp.run_fused_query(df, store.dashboard)
+        store.info.seconds["one aggregation job"] = sp.run_fused_query(df, resolved)
     return store
 
 

@@ -238,9 +238,9 @@ ORIGIN = ("__bf_file", "__bf_split", "__bf_pos")  # where a row comes from (with
 
 
 def with_row_origin(df):
-    """`df` with where each row comes from: its input file, split and position in the
-    task that read it (ORIGIN), read before anything reorders rows. Capture numbers rows
-    (rids) by (file, split, position): `rid_offsets` gives each split's first rid."""
+    """`df` (the files as read) with where each row comes from: its input file, split and
+    position in the task that read it (ORIGIN). Capture numbers rows (rids) by (file,
+    split, position): `rid_offsets` gives each split's first rid."""
     from pyspark.sql import functions as F
 
     file, split, pos = ORIGIN

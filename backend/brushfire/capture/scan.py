@@ -296,10 +296,10 @@ def _encode_numbers(col: pa.Array, kind: str, exact: bool, block_rows: int, max_
 
 
 def _mostly_distinct(x: np.ndarray, kind: str, max_keys: int) -> bool:
-    """Would the dictionary have more than `max_keys` entries and be about as large as the
-    column? Judged on an even sample of 4,096 values by Chao's estimate of the distinct
-    values (seen, plus those seen once squared over twice those seen twice); integers of a
-    small range never are (they are counted)."""
+    """Would the dictionary have more than `max_keys` entries (the field then gets bucketed
+    keys, and the values are kept as they are)? Judged on an even sample of 4,096 values
+    by Chao's estimate of the distinct values (seen, plus those seen once squared over
+    twice those seen twice); integers of a small range never are (they are counted)."""
     if len(x) < 256:
         return False
     if kind != "float" and int(x.max()) - int(x.min()) < max(1 << 20, 4 * len(x)):
@@ -308,7 +308,7 @@ def _mostly_distinct(x: np.ndarray, kind: str, max_keys: int) -> bool:
     _, seen = np.unique(probe, return_counts=True)
     once, twice = int(np.count_nonzero(seen == 1)), int(np.count_nonzero(seen == 2))
     estimate = len(seen) + (once * once / (2 * twice) if twice else once * (once - 1) / 2)
-    return estimate > min(max_keys, len(x) // 4)
+    return estimate > max_keys
 
 
 def _encode_distinct(values: np.ndarray, present: np.ndarray, kind: str, block_rows: int) -> Encoded:

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -28,6 +29,7 @@ from brushfire.spec import models as m
 from brushfire.views import view_type
 
 Progress = Callable[[str, float | None], None]
+LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
 def get_spark(master: str | None = None, app_name: str = "brushfire", driver_memory: str | None = None,
@@ -48,6 +50,9 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     memory = driver_memory or os.environ.get("BRUSHFIRE_DRIVER_MEMORY", "8g")
     extra = {**parse_spark_conf(os.environ.get("BRUSHFIRE_SPARK_CONF", "")), **(conf or {})}
+    # Spark's log: errors only from the driver JVM's start (setLogLevel below comes after
+    # its startup warnings); a deployment's own Java options take the place of ours
+    extra.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
     with spark_errors(f"starting a Spark session on {master} (is Java 17+ installed?)"):
         builder = (
             SparkSession.builder.master(master)
@@ -160,8 +165,10 @@ class SparkRunner:
         from brushfire.source import file_record
 
         if self._files is None:
-            with spark_errors("listing the source's files"):
-                uris = sorted(self.raw.inputFiles())
+            from brushfire.capture.analyze import read_raw
+
+            with spark_errors("listing the source's files"):  # (the files as read, never a cache)
+                uris = sorted(read_raw(self.spark, self.dash.source).inputFiles())
             out = []
             for u in uris:
                 try:

@@ -89,6 +89,8 @@ class LineageStore:
     directory: Path | None = None
     # the plain Spark queries' results when capture ran them for comparison (not persisted)
     base_query_results: dict[str, dict] | None = None
+    # the manifest it was loaded from, without its shards (which capture this is: versions.py)
+    manifest: dict | None = None
 
     @property
     def views(self) -> list[ViewLayout]:
@@ -397,6 +399,8 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
             width = layout.view(t).nslots
             for part in ("counts", "sums", "oks"):
                 cells = totals.get(f"cube.{f.name}.{t}.{part}")
+                if cells is None and part == "counts":  # (no shard at all: no rows)
+                    cells = np.zeros((nblocks + 1) * width, np.int64)
                 if cells is None:
                     continue
                 # drop the no-value block, then prefix sums over blocks
@@ -519,7 +523,9 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     keycounts = [np.asarray(arr(f"keycount.{d.name}")) for d in layout.dims]
     info = CaptureInfo(**meta["info"])
     name_unmatched_rows(layout, dash, base, info.unmatched)
-    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry)
+    head = {k: v for k, v in meta.items() if k not in ("shards", "source", "files", "layout")}
+    return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry,
+                        manifest=head)
 
 
 def name_unmatched_rows(layout: Layout, dash: DashboardSpec, base: Aggregates,

@@ -1222,12 +1222,27 @@ def _owners_hint(key: str, model: type[m.Model] | None) -> str:
     if not owners:
         return ""
     names = ", ".join(_model_name(c) for c in owners[:3])
-    return f"{key!r} is a key of {names}" + (f", not {_model_name(model)}" if model else "")
+    return f"{key!r} is a key of {names}" + (f", not of {_model_name(model)}" if model else "")
+
+
+# what a spec's author calls each part (the YAML's words, not the models' class names)
+_SPEC_NAMES: dict[type[m.Model], str] = {
+    m.DashboardSpec: "the dashboard", m.Source: "source", m.Bin: "bin", m.Aggregate: "aggregate",
+    m.HistogramView: "a histogram view", m.TemporalView: "a temporal view",
+    m.CategoricalView: "a categorical view", m.HeatmapView: "a heatmap view",
+    m.Axis: "a heatmap axis (x, y)", m.CrossfilterGroup: "a crossfilter group",
+    m.Highlight: "a highlight", m.Details: "details", m.Parameter: "a parameter",
+    m.Interactions: "interactions", m.Profile: "profile", m.FunctionalDependency: "an fd",
+}
 
 
 def _model_name(model: type[m.Model]) -> str:
-    """A model's name in messages: its title (DashboardSpec: 'Dashboard'), else its class's."""
-    return model.model_config.get("title") or model.__name__
+    """A model's name in messages, as a spec's author calls it ('a histogram view'); a
+    model without one gets its class name's words ('SectionLayout': 'a section layout')."""
+    if model in _SPEC_NAMES:
+        return _SPEC_NAMES[model]
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", model.__name__).lower()
+    return ("an " if words[:1] in "aeiou" else "a ") + words
 
 
 def _all_models() -> list[type[m.Model]]:

@@ -1,0 +1,53 @@
+"""brushfire.cachedir: the lineage cache is the user's cache directory by default, the same
+whatever the current directory, so serve, capture and a notebook share one capture."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from brushfire.cachedir import default_cache_dir
+
+
+@pytest.mark.parametrize(("environ", "platform", "expected"), [
+    ({}, "linux", "/home/ann/.cache/brushfire"),
+    ({"XDG_CACHE_HOME": "/var/cache/ann"}, "linux", "/var/cache/ann/brushfire"),
+    ({"XDG_CACHE_HOME": "cache"}, "linux", "/home/ann/.cache/brushfire"),  # relative: ignored (XDG)
+    ({"XDG_CACHE_HOME": ""}, "freebsd14", "/home/ann/.cache/brushfire"),
+    ({"BRUSHFIRE_CACHE": "/data/lineage", "XDG_CACHE_HOME": "/x"}, "linux", "/data/lineage"),
+    ({"BRUSHFIRE_CACHE": ""}, "linux", "/home/ann/.cache/brushfire"),  # set but empty: unset
+    ({"XDG_CACHE_HOME": "/x"}, "darwin", "/home/ann/Library/Caches/brushfire"),
+    ({"LOCALAPPDATA": "C:\\Users\\ann\\AppData\\Local"}, "win32",
+     "C:\\Users\\ann\\AppData\\Local\\brushfire\\Cache"),
+])
+def test_the_default_cache_directory(environ, platform, expected):
+    assert default_cache_dir(environ, platform, home="/home/ann") == expected
+
+
+def test_serve_capture_and_notebooks_in_different_folders_share_one_cache(tmp_path):
+    """Dashboard.open's default (and the CLI's) is one absolute directory: started from two
+    folders, a process finds the capture the other made."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("BRUSHFIRE_CACHE", "XDG_CACHE_HOME")}
+    seen = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        run = subprocess.run([sys.executable, "-c", "from brushfire.dashboard import DEFAULT_CACHE; "
+                              "print(DEFAULT_CACHE)"], cwd=tmp_path / folder, check=True,
+                             capture_output=True, text=True, env={**env, "HOME": str(home)})
+        seen.append(run.stdout.strip())
+    assert seen == [str(home / ".cache" / "brushfire")] * 2
+
+
+def test_the_tests_capture_into_a_cache_of_their_own():
+    """A test run never writes into the user's cache directory (tests/conftest.py)."""
+    import tempfile
+
+    from brushfire.dashboard import DEFAULT_CACHE
+
+    assert os.environ["BRUSHFIRE_CACHE"] == DEFAULT_CACHE
+    assert os.path.basename(DEFAULT_CACHE).startswith("brushfire-test-cache-")
+    assert os.path.dirname(DEFAULT_CACHE) == tempfile.gettempdir()
