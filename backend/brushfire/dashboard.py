@@ -104,7 +104,12 @@ class Dashboard:
         current = read_manifest(entry_dir(cache, self.user_spec))
         if current is not None and current.get("created") != self.store.manifest.get("created"):
             return True
-        return not same_files(files, current["source"]["files"]) if current else True
+        if current is None or not same_files(files, current["source"]["files"]):
+            return True
+        if not self.user_spec.source.joins:
+            return False
+        joined = join_files(self.user_spec.source)  # a dimension table's files changed too
+        return joined is not None and not same_files(joined, current["source"].get("join_files", []))
 
     def refresh(self, spark=None, progress=None) -> Dashboard | None:
         """This dashboard over its source as it is now: a new Dashboard (loaded from the

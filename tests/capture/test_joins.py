@@ -434,9 +434,16 @@ def test_on_spark_a_changed_dimension_rescans_only_joined_columns(spark, star_fi
     d = {**d, "source": {**d["source"], "path": str(work / "fact"),
                          "joins": [{**j, "path": j["path"].replace(str(folder), str(work))}
                                    for j in d["source"]["joins"]]}}
+    from brushfire.dashboard import is_current
+    from brushfire.lineage.store import entry_dir, read_manifest
+
     spark_store(spark, d, tmp_path / "cache")
+    entry = entry_dir(tmp_path / "cache", parse_dashboard(d))
+    assert is_current(read_manifest(entry), parse_dashboard(d), CONFIG)
     region = dims["region"].set_column(1, "zone", pa.array(["west"] * dims["region"].num_rows))
     pq.write_table(region, work / "region.parquet")
+    # a changed dimension table: the capture is no longer current (Dashboard.open, stale)
+    assert not is_current(read_manifest(entry), parse_dashboard(d), CONFIG)
     again = spark_store(spark, d, tmp_path / "cache")
     notes = " ".join(again.info.changes)
     assert "reused 3 of 3 input files" in notes and "scanning 0 new" not in notes, notes
