@@ -39,13 +39,19 @@ class Oracle:
         checks = [sql.ident(c) for c in profile_columns(dash)]
         src = dash.source  # Spark's rows, in capture's order: with any derived column or
         # static filter, and when the source is no single Parquet file (a folder, Delta)
+        joins_read = all(j.resolved_format == "parquet" and Path(j.path).is_file() for j in src.joins)
         if src.columns or src.filters or src.resolved_format != "parquet" or \
-                not Path(src.path).is_file():
+                not Path(src.path).is_file() or not joins_read:
             from brushfire.capture.analyze import materialize_source
 
             files = ", ".join(f"'{f}'" for f in materialize_source(dash, CACHE, spark))
             drop = f" EXCLUDE ({', '.join(checks)})" if checks else ""  # Spark's: computed again here
             self.con.execute(f"CREATE TABLE base AS SELECT *{drop} FROM read_parquet([{files}])")
+        elif src.joins:  # DuckDB's LEFT JOIN of the Parquet files (sql.joined_sql)
+            from brushfire.baselines.duckdb import joined_relation
+
+            rel = joined_relation(self.con, src, f"read_parquet('{src.path}')")
+            self.con.execute(f"CREATE TABLE base AS {rel}")
         else:
             self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{dash.source.path}')")
         if checks:  # the profiling checks' columns, as DuckDB's SQL says (sql.profile_sql)
@@ -123,14 +129,16 @@ class Oracle:
             x = f"CAST({sql.ident(v.field)} AS DOUBLE)"
             lo, hi = sql.num(float(v.bin.extent[0])), sql.num(float(v.bin.extent[1]))
             below, above = ("clamped_below", "clamped_above") if v.bin.clamp else ("below", "above")
-            cases = [f"WHEN {x} IS NULL OR isnan({x}) THEN 'null'", f"WHEN {x} < {lo} THEN '{below}'",
-                     f"WHEN {x} > {hi} THEN '{above}'"]
+            null = f"{x} IS NULL OR isnan({x})"
+            cases = [f"WHEN {null} THEN '{self.null_reason(v, null)}'",
+                     f"WHEN {x} < {lo} THEN '{below}'", f"WHEN {x} > {hi} THEN '{above}'"]
         elif isinstance(v, m.TemporalView):
-            cases = [f"WHEN {sql.ident(v.field)} IS NULL THEN 'null'"]
+            null = f"{sql.ident(v.field)} IS NULL"
+            cases = [f"WHEN {null} THEN '{self.null_reason(v, null)}'"]
         elif isinstance(v, m.CategoricalView):
             f = sql.ident(v.field)
             tops = ", ".join(sql.lit(x) for x in self.top[name]) or "NULL"
-            cases = [f"WHEN {f} IS NULL THEN 'null'",
+            cases = [f"WHEN {f} IS NULL THEN '{self.null_reason(v, f'{f} IS NULL')}'",
                      f"WHEN {f} NOT IN ({tops}) THEN '{'other' if v.other else 'beyond_top'}'"]
         else:
             cases = [f"WHEN ({self.bar_sql(v)}) IS NULL THEN 'not_shown'"]
@@ -150,6 +158,20 @@ class Oracle:
             if n:
                 out["measure_null"] = n
         return out
+
+    def null_reason(self, v, null: str) -> str:
+        """The caveat of a view's rows not shown for a null value (docs/spec.md, Joins):
+        'no_match:<join>' for a view over a joined column when every such row, over the
+        whole source, is a row without a match on the join (its key column is null),
+        else 'null'."""
+        j = self.dash.source.join_of(v.field)
+        if j is None:
+            return "null"
+        key = sql.ident(f"{j.name}.{j.key}")
+        nulls, unmatched = self.con.execute(
+            f"SELECT count(*) FILTER (WHERE {null}), count(*) FILTER (WHERE {key} IS NULL) "
+            "FROM src").fetchone()
+        return f"no_match:{j.name}" if unmatched and nulls == unmatched else "null"
 
     def agrees(self, name: str, bar, got, want, op: str | None = None) -> bool:
         """Does an engine's value for `bar` of view `name` equal SQL's `want`, as documented

@@ -12,15 +12,15 @@ import pytest
 from brushfire import protocol
 
 BIG = "1" + "0" * 400  # an integer beyond the float range
-TYPES = "brush, select, clear, parameter, filters, highlight, filter, details, forward, state"
+TYPES = "brush, select, clear, parameter, filters, highlight, filter, details, forward, dimension, dimension_forward, state"
 
 CATALOGUE = [
     ('{"type": "zoom"}',
      "type: unknown message type 'zoom'; messages: " + TYPES),
     ('{"type": "Brush", "view": "hx", "interval": [1, 2]}',
-     "type: unknown message type 'Brush'; messages: brush, select, clear, parameter, filters, highlight, filter, details, forward, state; did you mean 'brush'?"),
+     "type: unknown message type 'Brush'; messages: brush, select, clear, parameter, filters, highlight, filter, details, forward, dimension, dimension_forward, state; did you mean 'brush'?"),
     ('{"type": 7}',
-     'type: unknown message type 7; messages: brush, select, clear, parameter, filters, highlight, filter, details, forward, state'),
+     'type: unknown message type 7; messages: brush, select, clear, parameter, filters, highlight, filter, details, forward, dimension, dimension_forward, state'),
     ('{"view": "hx"}',
      "type: missing; a message is a JSON object with a 'type': one of " + TYPES),
     ('[1, 2]',

@@ -81,6 +81,10 @@ def caveat_texts(view: m.View) -> dict[str, str]:
     """What each caveat of the view (engine/stats.py, docs/protocol.md) means, to follow
     "N rows": the page writes the ones that have rows under the view."""
     out = view_type(view).caveats(view)
+    for f in view_type(view).key_fields(view):  # (lineage/store.py, name_unmatched_rows)
+        join, dot, column = f.partition(".")
+        if dot:
+            out[f"no_match:{join}"] = f"not shown: no row of join {join} matches ({f} is null)"
     agg = view.aggregate
     if agg.op != "count":
         out["measure_null"] = f"without a value: {agg.field} is null"

@@ -26,7 +26,7 @@ from brushfire.errors import CacheError, InteractionError, NotCapturedError
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
 from brushfire.plan import CapturePlan, plan_capture
-from brushfire.source import local_files, same_files
+from brushfire.source import join_files, local_files, same_files
 from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
 from brushfire.views import with_recorded_bins
@@ -104,7 +104,12 @@ class Dashboard:
         current = read_manifest(entry_dir(cache, self.user_spec))
         if current is not None and current.get("created") != self.store.manifest.get("created"):
             return True
-        return not same_files(files, current["source"]["files"]) if current else True
+        if current is None or not same_files(files, current["source"]["files"]):
+            return True
+        if not self.user_spec.source.joins:
+            return False
+        joined = join_files(self.user_spec.source)  # a dimension table's files changed too
+        return joined is not None and not same_files(joined, current["source"].get("join_files", []))
 
     def refresh(self, spark=None, progress=None) -> Dashboard | None:
         """This dashboard over its source as it is now: a new Dashboard (loaded from the
@@ -168,7 +173,12 @@ def is_current(meta: dict, dash: m.DashboardSpec, config: CaptureConfig) -> bool
     if meta.get("spec_sha256") != spec_hash(dash) or meta.get("config") != asdict(config):
         return False
     files = local_files(dash.source)
-    return files is not None and same_files(files, meta["source"]["files"])
+    if files is None or not same_files(files, meta["source"]["files"]):
+        return False
+    if not dash.source.joins:
+        return True
+    joined = join_files(dash.source)  # the dimension tables' files, unchanged too
+    return joined is not None and same_files(joined, meta["source"].get("join_files", []))
 
 
 def apply_parameter_defaults(session, spec: m.DashboardSpec):

@@ -120,7 +120,8 @@ class SparkSource:
                 spark = get_spark(self.master)
                 # (a column of its own, so that no other query's plan matches the cached one:
                 # Spark would answer it from the cache, with no files to list)
-                df = analyze_source(spark, self.spec, origin=True).withColumn(
+                # (every column of the joined tables: a lazy filter may name any of them)
+                df = analyze_source(spark, self.spec, origin=True, all_columns=True).withColumn(
                     "__bf_lazy", F.lit(self.table))
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brushfire.spec import models as m
-from brushfire.views import view_type
+from brushfire.views import source_fields, view_type
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,8 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
         for t in h.targets:
             targets.setdefault(t, []).append(f"highlight target of {h.source}")
     details = tuple(dash.interactions.details.columns) if dash.interactions.details else ()
+    if details:  # each join's key too: the dimension rows behind a selection (docs/protocol.md)
+        details = tuple(dict.fromkeys([*details, *(f"{j.name}.{j.key}" for j in dash.source.joins)]))
     highlight_sources = tuple(dict.fromkeys(h.source for h in dash.interactions.highlight))
     # bar → rows for highlight sources, and for every view when details are declared
     bar_index = all_views if details else highlight_sources
@@ -174,6 +176,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     nbytes = nbytes or {}
     lines = [f"capture plan for dashboard '{plan.dashboard.name}'"
              + (f" ({n_rows:,} rows)" if n_rows is not None else "")]
+    lines += _joins_text(plan)
     for vp in plan.views:
         view = plan.dashboard.view(vp.name)
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
@@ -214,6 +217,31 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     else:
         lines.append("  details on demand: pruned — not declared")
     return "\n".join(lines)
+
+
+def _joins_text(plan: CapturePlan) -> list[str]:
+    """How the joins are made, and what of them the capture keeps."""
+    src = plan.dashboard.source
+    if not src.joins:
+        return []
+    out = ["  joins (made by Spark in the capture's one pass over the source; each row keeps "
+           "its place and gains the columns of at most one dimension row):"]
+    for j in src.joins:
+        chain = src.join_chain(f"{j.name}.{j.key}")
+        through = f", through {' -> '.join(c.name for c in chain[:-1])}" if len(chain) > 1 else ""
+        path = getattr(getattr(j, "_spec_path", None), "written", j.path)  # (as the spec says)
+        out.append(f"    {j.name}: LEFT JOIN {path} ON {j.on} = {j.name}.{j.key}{through}; "
+                   f"broadcast when it fits, else shuffled and put back in the source's order")
+        used = sorted({f for v in plan.dashboard.views for f in source_fields(v)} | set(plan.detail_columns)
+                      | {p.field for p in plan.dashboard.interactions.parameters})
+        cols = [c for c in used if c.startswith(f"{j.name}.")]
+        if cols:
+            out.append(f"      columns read: {', '.join(cols)} (keyed like the source's own)")
+        out.append(f"      rows without a match: counted at capture; the key {j.name}.{j.key} is "
+                   + ("kept per row (the dimension rows behind a selection, and forward "
+                      "lineage from a dimension row)" if plan.detail_columns else
+                      "not kept (declare details on demand for lineage through the join)"))
+    return out
 
 
 def _maxbins_text(view, chosen: list) -> list[str]:

@@ -318,6 +318,66 @@ class Forward(Message):
         return forward_reply(session, self.rids)
 
 
+class Dimension(Message):
+    """Lineage through a join, backward: the rows of `join`'s dimension table behind the
+    current selection (or behind bars of a view), each with how many rows reach it, most
+    first (engine/dimensions.py)."""
+
+    type: Literal["dimension"]
+    join: str
+    view: str | None = None
+    bars: list[Index] | None = None
+    page: Index = Field(0, ge=0, le=MAX_PAGE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+
+    def check(self, session: SessionAPI) -> None:
+        _check_join(session, "dimension.join", self.join)
+        if self.view is not None:
+            _check_view(session, "dimension.view", self.view)
+            _check_bars(session, "dimension.bars", self.view, self.bars or [])
+        elif self.bars is not None:
+            msg = "dimension.bars: bars need a view; give view with bars, or neither for the selection"
+            raise InteractionError(msg)
+
+    def run(self, session: SessionAPI) -> dict:
+        from brushfire.engine.dimensions import dimension_rows
+
+        got = dimension_rows(session, self.join, self.view, self.bars, self.page, self.page_size)
+        return {"type": "dimension", "join": self.join, "page": self.page, "total": got.total,
+                "unmatched": got.unmatched, "rows": _jsonable_rows(got.table.to_pylist())}
+
+
+class DimensionForward(Message):
+    """Lineage through a join, forward: the bars each view shows the rows of one dimension
+    row in (the row whose key is `key`: hovering an airport marks its flights' bars)."""
+
+    type: Literal["dimension_forward"]
+    join: str
+    key: Value
+
+    def check(self, session: SessionAPI) -> None:
+        _check_join(session, "dimension_forward.join", self.join)
+        if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
+            msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
+            raise InteractionError(msg)
+
+    def run(self, session: SessionAPI) -> dict:
+        from brushfire.engine.dimensions import dimension_forward
+
+        rows, views = dimension_forward(session, self.join, self.key)
+        pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
+        return {"type": "dimension_forward", "join": self.join, "key": self.key, "rows": rows,
+                "views": views, "pruned": pruned}
+
+
+def _check_join(session: SessionAPI, where: str, name: str) -> None:
+    joins = [j.name for j in session.plan.dashboard.source.joins]
+    if name not in joins:
+        msg = (f"{where}: {V.show(name)} is not a join of this dashboard; joins: "
+               f"{', '.join(joins) or 'none'}" + (S.did_you_mean(name, joins) if joins else ""))
+        raise InteractionError(msg)
+
+
 class State(Message):
     """Every view's current bars and the active filters."""
 
@@ -329,7 +389,7 @@ class State(Message):
 
 
 MESSAGES: tuple[type[Message], ...] = (Brush, Select, Clear, Parameter, Filters, Highlight, Filter,
-                                       Details, Forward, State)
+                                       Details, Forward, Dimension, DimensionForward, State)
 TYPES = {m.model_fields["type"].annotation.__args__[0]: m for m in MESSAGES}
 ClientMessage = Annotated[Union[MESSAGES], Field(discriminator="type")]  # noqa: UP007 - a runtime tuple
 FILTER_TYPES = ("brush", "select", "clear", "parameter", "filters", "filter")  # change filters
@@ -359,6 +419,7 @@ FIELD_SHAPES = {
     "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
     "order_by": "a details column's name (a string)", "descending": "true or false",
+    "join": "a join's name (a string)",
 }
 ITEM_SHAPES = {"bars": "a bar number (an integer >= 0)", "columns": "a column name (a string)",
                "targets": "a view's name (a string)",

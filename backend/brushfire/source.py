@@ -31,20 +31,22 @@ def is_local(path: str) -> bool:
     return not _URI.match(path) or path.startswith("file://")
 
 
-def source_error(source: m.Source, problem: str, hint: str = "") -> BrushfireError:
-    """A SpecError at the spec's source.path if the source came from a spec file (else a
-    CaptureError), saying how a relative path was resolved."""
+def source_error(source: m.Table, problem: str, hint: str = "") -> BrushfireError:
+    """A SpecError at the spec's source.path (a join's: source.joins[i].path) if the table
+    came from a spec file (else a CaptureError), saying how a relative path was resolved."""
     where: SpecPath | None = getattr(source, "_spec_path", None)
     if where is None:
-        return CaptureError(f"cannot read the source {source.path}: {problem}"
+        what = f"the dimension table of join {source.name!r}" if isinstance(source, m.Join) \
+            else "the source"
+        return CaptureError(f"cannot read {what} {source.path}: {problem}"
                             + (f"; hint: {hint}" if hint else ""))
     shown = repr(where.written)
     if where.written != source.path:
         shown += f" (relative paths are relative to the spec's folder {where.base_dir}: {source.path})"
-    return SpecError([SpecProblem(where.file, where.line, "source.path", f"{shown}: {problem}", hint)])
+    return SpecError([SpecProblem(where.file, where.line, where.key, f"{shown}: {problem}", hint)])
 
 
-def check_path(source: m.Source) -> None:
+def check_path(source: m.Table) -> None:
     """A local source path must exist and, if a directory, hold data files (as Spark
     lists them: names starting with '_' or '.' are not data). Remote URIs are left to Spark."""
     if not is_local(source.path):
@@ -100,7 +102,7 @@ def file_record(uri: str) -> dict:
     return {"uri": uri, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def local_files(source: m.Source) -> list[dict] | None:
+def local_files(source: m.Table) -> list[dict] | None:
     """The source's data files as capture keys them (`file_record`), listed as Spark does
     (names starting with '_' or '.' are not data), or, of a Delta table, as its log names
     them for its latest version; without Spark. None for remote paths."""
@@ -117,7 +119,7 @@ def local_files(source: m.Source) -> list[dict] | None:
 DELTA_READABLE = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "checkpointProtection"}
 
 
-def delta_table(source: m.Source):
+def delta_table(source: m.Table):
     """The source's Delta table at its latest version (the `deltalake` package reads the
     log without Spark), checked to be readable from its Parquet files alone."""
     try:
@@ -143,9 +145,21 @@ def delta_table(source: m.Source):
     return table
 
 
-def delta_files(source: m.Source) -> list[str]:
+def delta_files(source: m.Table) -> list[str]:
     """The Parquet files of the Delta table's latest version (local paths, sorted)."""
     return sorted(delta_table(source).file_uris())
+
+
+def join_files(source: m.Source) -> list[dict] | None:
+    """The files of every join's dimension table (`local_files`, each once), or None when
+    one is remote."""
+    out: dict[str, dict] = {}
+    for j in source.joins:
+        files = local_files(j)
+        if files is None:
+            return None
+        out |= {f["uri"]: f for f in files}
+    return [out[u] for u in sorted(out)]
 
 
 def same_files(a: list[dict], b: list[dict]) -> bool:
@@ -158,7 +172,19 @@ def same_files(a: list[dict], b: list[dict]) -> bool:
 def read_types(source: m.Source) -> dict[str, str] | None:
     """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
     source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
-    and for remote paths. Raises at source.path when the source cannot be read."""
+    and for remote paths; with the columns `<join>.<column>` of each join whose dimension
+    table's schema is known so (loader.check_columns leaves the others to Spark). Raises
+    at source.path (a join's path) when a table cannot be read."""
+    joined: dict[str, str] = {}
+    for j in source.joins:
+        types = table_types(j)
+        joined |= {f"{j.name}.{c}": k for c, k in (types or {}).items()}
+    types = table_types(source)
+    return None if types is None else types | joined
+
+
+def table_types(source: m.Table) -> dict[str, str] | None:
+    """`read_types` of one table, without joins."""
     check_path(source)
     fmt = source.resolved_format
     if fmt == "delta" and is_local(source.path):
@@ -297,6 +323,7 @@ def kind_of(t: pa.DataType) -> str:
         return "number"
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return "temporal"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t) \
+            or pa.types.is_string_view(t):  # (string_view: tpchgen-cli's Parquet, for one)
         return "string"
     return "other"

@@ -239,7 +239,41 @@ bad/yaml_mapping_in_scalar.yaml:5: not valid YAML: mapping values are not allowe
     # --- values of the wrong shape
     ("source_not_mapping.yaml", """\
 bad/source_not_mapping.yaml:2: source: expected a mapping, got 'flights.parquet'
-    source accepts: path, format, options, columns, filters"""),
+    source accepts: path, format, options, columns, filters, joins"""),
+    # --- joins (source.joins): names, and `on` naming the source or a join above
+    ("join_cycle.yaml", """\
+bad/join_cycle.yaml:8: source.joins[0].on: the joins form a cycle: a -> b -> a
+    hint: a join's on names a column of the source or of a join above it: reorder source.joins"""),
+    ("join_extension_unknown.yaml", """\
+bad/join_extension_unknown.yaml:5: source.joins[0].path: cannot tell the airport join's format: 'airports.txt' has extension '.txt'
+    formats: parquet, csv, json, orc, delta
+    hint: add format: parquet (or csv, json, orc) to source.joins[0]"""),
+    ("join_name_derived_column.yaml", """\
+bad/join_name_derived_column.yaml:7: source.joins[0].name: join name 'airport' is a derived column's name
+    hint: a join's columns are <join>.<column>: give the join another name"""),
+    ("join_name_dotted.yaml", """\
+bad/join_name_dotted.yaml:5: source.joins[0].name: 'origin-airport' is not a valid name
+    hint: a join's name prefixes its columns (<join>.<column>, in expressions too): letters, digits and '_', starting with a letter or '_'"""),
+    ("join_name_duplicate.yaml", """\
+bad/join_name_duplicate.yaml:6: source.joins[1].name: duplicate join name 'airport'
+    hint: source.joins[0] has the same name; join names must be unique"""),
+    ("join_on_derived_column.yaml", """\
+bad/join_on_derived_column.yaml:7: source.joins[0].on: 'code' is a derived column, and derived columns are computed after the joins
+    hint: join on a column of the source's files (a derived column may read the joined columns)"""),
+    ("join_on_itself.yaml", """\
+bad/join_on_itself.yaml:5: source.joins[0].on: join 'airport' is joined on its own column 'airport.iata'
+    hint: name a column of the source, or of a join above this one"""),
+    ("join_on_later_join.yaml", """\
+bad/join_on_later_join.yaml:5: source.joins[0].on: 'orders.o_custkey' is a column of join 'orders', which is declared below this one
+    hint: a join's on names a column of the source or of a join above it: reorder source.joins"""),
+    ("join_unknown_key.yaml", """\
+bad/join_unknown_key.yaml:5: source.joins[0].how: unknown key 'how'
+    a join accepts: path, format, options, name, key, on
+    hint: a join is SQL's LEFT JOIN, many-to-one (docs/spec.md, Joins): remove it"""),
+    ("join_without_key.yaml", """\
+bad/join_without_key.yaml:5: source.joins[0].key: missing required key 'key'
+    a join requires: path, name, key, on"""),
+
     ("views_not_list.yaml", """\
 bad/views_not_list.yaml:4: views: expected a list, got {'name': 'delay', 'type': 'histogram'}"""),
     ("view_not_mapping.yaml", """\
@@ -753,6 +787,102 @@ def test_a_view_name_longer_than_a_file_name_allows_is_an_error() -> None:
         parse_dashboard(spec)
     assert str(e.value) == ("<spec>: views[0].name: 'vvvvvvvvvvvvvvvvvvvv…' is 300 characters long; at most 100\n"
                             "    hint: use a shorter name, and a title for the words")
+
+
+# --- joins: keys, `on` and names against the tables' schemas ------------------------------
+
+LINEITEM = {"l_orderkey": "number", "l_partkey": "number", "l_extendedprice": "number"}
+ORDERS = {"orders.o_orderkey": "number", "orders.o_custkey": "number",
+          "orders.o_orderdate": "temporal", "orders.o_orderpriority": "string"}
+CUSTOMER = {"customer.c_custkey": "number", "customer.c_mktsegment": "string",
+            "customer.c_name": "string"}
+PART = {"part.p_partkey": "number", "part.p_brand": "string"}
+
+JOIN_CASES = [
+    ("ok", LINEITEM | ORDERS | CUSTOMER | PART, None),
+    # part.csv: its schema is Spark's to infer, so its columns are checked at capture
+    ("dimension_schema_unknown", LINEITEM | ORDERS | CUSTOMER, None),
+    ("key_not_in_dimension", LINEITEM | ORDERS | CUSTOMER | {"part.partkey": "number",
+                                                             "part.p_brand": "string"}, """\
+good/joins.yaml:9: source.joins[2].key: column 'p_partkey' is not in the table of join 'part' (part.csv)
+    columns: partkey, p_brand
+    hint: did you mean 'partkey'?"""),
+    ("on_not_in_source", {"orderkey": "number", "l_partkey": "number", "l_extendedprice": "number"}
+     | ORDERS | CUSTOMER | PART, """\
+good/joins.yaml:7: source.joins[0].on: column 'l_orderkey' is not in the source
+    columns: orderkey, l_partkey, l_extendedprice
+    hint: did you mean 'orderkey'?
+good/joins.yaml:17: interactions.details.columns[0]: column 'l_orderkey' is not in the source
+    columns: orderkey, l_partkey, l_extendedprice, orders.o_orderkey, orders.o_custkey, orders.o_orderdate, orders.o_orderpriority, customer.c_custkey, customer.c_mktsegment, customer.c_name, part.p_partkey, part.p_brand, ...
+    hint: did you mean 'orderkey'?"""),
+    ("on_not_in_earlier_join", LINEITEM | {k: v for k, v in ORDERS.items() if k != "orders.o_custkey"}
+     | CUSTOMER | PART, """\
+good/joins.yaml:8: source.joins[1].on: column 'orders.o_custkey' is not in the table of join 'orders'
+    columns: orders.o_orderkey, orders.o_orderdate, orders.o_orderpriority
+    hint: did you mean 'orders.o_orderkey'?"""),
+    ("name_is_a_column", LINEITEM | {"orders": "string"} | ORDERS | CUSTOMER | PART, """\
+good/joins.yaml:7: source.joins[0].name: join name 'orders' is a column of the source ('orders')
+    hint: a join's columns are <join>.<column>: give the join another name"""),
+    ("joined_column_missing", LINEITEM | ORDERS | {k: v for k, v in CUSTOMER.items()
+                                                   if k != "customer.c_mktsegment"} | PART, """\
+good/joins.yaml:12: views[1].field: column 'customer.c_mktsegment' is not in the table of join 'customer' (customer.parquet)
+    columns: customer.c_custkey, customer.c_name
+    hint: did you mean 'customer.c_name'?"""),
+    ("joined_column_of_another_kind", LINEITEM | ORDERS | {"orders.o_orderdate": "string"}
+     | CUSTOMER | PART, """\
+good/joins.yaml:13: views[2].field: column 'orders.o_orderdate' is a string column, but a temporal view needs a temporal column
+    hint: derive a timestamp in source.columns, e.g. to_timestamp(...)"""),
+]
+
+
+@pytest.mark.parametrize(("schema", "expected"), [c[1:] for c in JOIN_CASES],
+                         ids=[c[0] for c in JOIN_CASES])
+def test_check_columns_of_joins(in_here: None, schema: dict[str, str], expected: str | None) -> None:
+    dash = load_dashboard("good/joins.yaml")
+    if expected is None:
+        check_columns(dash, schema)
+        return
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, schema)
+    assert str(info.value) == expected
+
+
+def test_joins_are_read_as_written(in_here: None) -> None:
+    """`on:` is a key (YAML 1.1 would read it as true); a join's path is relative to the
+    spec's folder; `<join>.<column>` in a derived column is a column of the join."""
+    from brushfire.spec import expressions as ex
+
+    dash = load_dashboard("good/joins.yaml")
+    assert [(j.name, j.key, j.on) for j in dash.source.joins] == [
+        ("orders", "o_orderkey", "l_orderkey"), ("customer", "c_custkey", "orders.o_custkey"),
+        ("part", "p_partkey", "l_partkey")]
+    assert dash.source.joins[0].path == str(HERE / "good" / "orders.parquet")
+    assert [j.name for j in dash.source.join_chain("customer.c_name")] == ["orders", "customer"]
+    assert ex.analyze(dash.source.columns["year"], check=False).columns == [("orders.o_orderdate", 5)]
+
+
+def test_a_missing_dimension_file_is_an_error_at_its_path(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": [1, 2]}), tmp_path / "fact.parquet")
+    pq.write_table(pa.table({"id": [1], "name": ["a"]}), tmp_path / "dim.parquet")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.parquet, key: id, on: k}\n"
+                    "    - {name: e, path: nowhere.parquet, key: id, on: k}\n"
+                    "views:\n  - {name: n, type: categorical, field: d.name}\n")
+    dash = load_dashboard(spec)
+    with pytest.raises(SpecError) as info:
+        read_types(dash.source)
+    assert str(info.value) == f"""\
+{spec}:6: source.joins[1].path: 'nowhere.parquet' (relative paths are relative to the spec's folder {tmp_path}: {tmp_path}/nowhere.parquet): no such file or directory
+    hint: {tmp_path} has no 'nowhere.parquet'; did you mean 'dim.parquet'?; fix the path, or make it absolute"""
+    (tmp_path / "nowhere.parquet").write_bytes((tmp_path / "dim.parquet").read_bytes())
+    assert read_types(dash.source) == {"k": "int", "d.id": "int", "d.name": "string",
+                                       "e.id": "int", "e.name": "string"}
 
 
 def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():

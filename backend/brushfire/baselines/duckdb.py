@@ -27,9 +27,12 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     Spark materialized, else from `sql.profile_sql`."""
     source = spec.source
     reader = READERS.get(source.resolved_format)
-    # ORC, too (DuckDB does not read it), and folders of files (rows in capture's order)
+    # ORC, too (DuckDB does not read it), and folders of files (rows in capture's order);
+    # joins of other tables than Parquet files (a CSV's types are Spark's to infer)
     materialized = bool(source.columns or source.filters or reader is None
-                        or not os.path.isfile(source.path))
+                        or not os.path.isfile(source.path)
+                        or any(j.resolved_format != "parquet" or not os.path.isfile(j.path)
+                               for j in source.joins))
     if materialized:
         from brushfire.cachedir import default_cache_dir
         from brushfire.capture.analyze import materialize_source
@@ -43,11 +46,23 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
+    if source.joins and not materialized:  # the joins, as DuckDB's LEFT JOIN
+        con.execute(f"CREATE TABLE joined AS {joined_relation(con, source, relation)}")
+        relation = "joined"
     if spec.profile and not materialized:  # the checks' columns, by SQL
         con.execute(f"CREATE TABLE src AS {sql.profile_sql(spec, relation)}")
     else:
         con.execute(f"CREATE TABLE src AS SELECT * FROM {relation}")
     return con
+
+
+def joined_relation(con, source: m.Source, relation: str) -> str:
+    """SQL of `relation` LEFT JOIN the source's dimension tables (Parquet files)."""
+    dims = {}
+    for j in source.joins:
+        rel = f"read_parquet({_quote(j.path)})"
+        dims[j.name] = (rel, [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()])
+    return sql.joined_sql(source, relation, dims)
 
 
 def _quote(path: str) -> str:

@@ -22,11 +22,16 @@ class SparkBackend(Backend):
 
     def __init__(self, spec: m.DashboardSpec, layouts, master: str | None = None) -> None:
         self.spark = get_spark(master, app_name="brushfire-lazy-baseline")
-        df = read_source(self.spark, spec.source)
+        if spec.source.joins:  # the joined rows, as capture reads them
+            from brushfire.capture.analyze import analyze_source
+
+            df = analyze_source(self.spark, spec)
+        else:
+            df = read_source(self.spark, spec.source)
         used = sorted({f for v in spec.views for f in source_fields(v)}
                       | {p.field for p in spec.interactions.parameters})
         with spark_errors("caching the source for the lazy baseline"):
-            df.select(*used).createOrReplaceTempView(TABLE)
+            df.select(*[sql.ident(c, sql.SPARK) for c in used]).createOrReplaceTempView(TABLE)
             self.spark.catalog.cacheTable(TABLE)
             self.spark.sql(f"SELECT count(*) FROM {TABLE}").collect()  # fill the cache now
         super().__init__(spec, layouts)

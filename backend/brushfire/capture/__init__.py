@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from brushfire import versions
+from brushfire.capture.joins import join_columns, key_column
 from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
 from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
 from brushfire.capture.scan import ScanSpec
@@ -63,6 +64,10 @@ class Runner(Protocol):
     def rows_identity(self) -> str:
         """A hash of what decides a file's rows and shards (format, reader options,
         static filters, the input split size)."""
+
+    def join_files(self) -> list[dict]:
+        """The files of the joins' dimension tables now (as `files`): a capture is current
+        while they are unchanged (dashboard.is_current)."""
 
     def scan(self, files: list[dict], spec: ScanSpec, shards_dir: Path, run: str) -> list[dict]:
         """Scan `files` into shards (capture/scan.py); summaries with `file` as a uri."""
@@ -120,7 +125,7 @@ def scan_spec(plan: CapturePlan, config: CaptureConfig) -> ScanSpec:
     return ScanSpec(fields=tuple(dict.fromkeys(fields)), ordered=tuple(dict.fromkeys(ordered)),
                     snapshot=tuple(plan.detail_columns), block_rows=config.block_rows,
                     shard_rows=config.shard_rows, sample_keys=config.max_keys,
-                    exact=tuple(counted))
+                    exact=tuple(counted), nulls=tuple(join_columns(dash)))
 
 
 # --- 1. what to reuse ---------------------------------------------------------------------
@@ -132,7 +137,8 @@ class Reuse:
 
     keep: list[dict]  # shards of unchanged files (their records, as the manifest has them)
     scan: list[dict]  # files to scan whole (new or changed)
-    columns: dict[tuple, list[dict]] = field(default_factory=dict)  # (fields, snapshot) -> files
+    # (fields, snapshot, nulls) -> files whose shards scan those columns alone
+    columns: dict[tuple, list[dict]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -167,8 +173,10 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
             s["fields"].get(c, {}).get("def") != definitions[c] for s in kept if s["n_rows"]))
         snap = tuple(c for c in spec.snapshot if any(
             s.get("snapshot", {}).get(c) != definitions[c] for s in kept if s["n_rows"]))
-        if fields or snap:
-            out.columns.setdefault((fields, snap), []).append(f)
+        nulls = tuple(c for c in spec.nulls if any(
+            s.get("nulls", {}).get(c, [0, None])[1] != definitions[c] for s in kept if s["n_rows"]))
+        if fields or snap or nulls:
+            out.columns.setdefault((fields, snap, nulls), []).append(f)
     removed = len(set(before) - {f["uri"] for f in files})
     reused = len(files) - added - changed
     rows = sum(s["n_rows"] for s in out.keep)
@@ -178,8 +186,9 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         out.notes.append(f"scanning {added:,} new and {changed:,} changed files")
     if removed:
         out.notes.append(f"{removed:,} files gone from the source: their rows dropped")
-    for (fields, snap), fs in out.columns.items():
-        what = ", ".join([*fields, *(f"{c} (details)" for c in snap)])
+    for (fields, snap, nulls), fs in out.columns.items():
+        what = ", ".join(dict.fromkeys([*fields, *(f"{c} (details)" for c in snap),
+                                        *(f"{c} (rows without a match)" for c in nulls)]))
         out.notes.append(f"scanning {what} alone over {len(fs):,} files captured before "
                          "(new or redefined)")
     return out
@@ -206,7 +215,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         old = None if fresh else _sound(st.read_manifest(entry), entry)
         spec = scan_spec(plan, config)
         files = runner.files()
-        definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot)))
+        definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)))
         rows_id = runner.rows_identity()
         reuse = plan_reuse(old, files, rows_id, spec, definitions)
         info.changes += reuse.notes
@@ -221,10 +230,11 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             new = runner.scan(reuse.scan, spec, shards_dir, run)
             info.seconds["scan, executors' cpu"] = sum(s.get("cpu", 0.0) for s in new)
             shards += [_record(s, spec, definitions) for s in _sequenced(new)]
-        for i, ((fields, snap), fs) in enumerate(reuse.columns.items()):
-            progress(f"scan: {', '.join(fields + snap)} over files captured before", 0.0)
+        for i, ((fields, snap, nulls), fs) in enumerate(reuse.columns.items()):
+            progress(f"scan: {', '.join(dict.fromkeys(fields + snap + nulls))} over files "
+                     "captured before", 0.0)
             part = ScanSpec(fields, tuple(c for c in fields if c in spec.ordered), snap,
-                            spec.block_rows, spec.shard_rows, spec.sample_keys, spec.exact)
+                            spec.block_rows, spec.shard_rows, spec.sample_keys, spec.exact, nulls)
             got = runner.scan(fs, part, shards_dir, f"{run}c{i}")
             _attach(shards, _sequenced(got), part, definitions, shards_dir)
         # rid order: by input file and position in it (whichever capture scanned them);
@@ -266,11 +276,15 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         for s in shards:  # the files this capture uses, and no other
             s["fields"] = {f: v for f, v in s["fields"].items() if f in spec.fields}
             s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
+            s["nulls"] = {c: v for c, v in s.get("nulls", {}).items() if c in spec.nulls}
             used = set(_field_files(s)) | set(st.shard_row_files(s)) | \
                 set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()}
             s["files"] = {k: v for k, v in s["files"].items() if k in used}
         info.n_rows = sum(s["n_rows"] for s in shards)
         info.shards = len(shards)
+        info.unmatched = unmatched_rows(dash, shards)
+        info.caveats += unmatched_notes(dash, info.unmatched, info.n_rows)
+        joined = runner.join_files() if dash.source.joins else []
         fingerprint = st.files_fingerprint(files)
         info.source_fingerprint = fingerprint
         info.seconds["manifest"] = time.perf_counter() - t0
@@ -293,7 +307,8 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             "info": asdict(info),
             "source": {"rows_identity": rows_id,
                        "files": [{**f, "shards": [s["name"] for s in shards if s["file"] == f["uri"]]}
-                                 for f in files]},
+                                 for f in files],
+                       "join_files": joined},
             "shards": shards,
         }
         st.write_manifest(entry, meta)
@@ -303,6 +318,27 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     store = st.load_store(entry, dash, verify=False)
     store.info.nbytes = store.nbytes()
     return store
+
+
+def unmatched_rows(dash, shards: list[dict]) -> dict[str, int]:
+    """Per join, the rows without a match (its key column is null: capture/joins.py)."""
+    return {j.name: sum(s.get("nulls", {}).get(key_column(j), [0])[0] for s in shards)
+            for j in dash.source.joins}
+
+
+def unmatched_notes(dash, unmatched: dict[str, int], n_rows: int) -> list[str]:
+    """What `brushfire capture` says of the rows without a match, join by join."""
+    out = []
+    for j in dash.source.joins:
+        n = unmatched.get(j.name, 0)
+        chain = dash.source.join_chain(key_column(j))
+        before = unmatched.get(chain[-2].name, 0) if len(chain) > 1 else 0
+        if n:
+            through = f" (of them {before:,} without a match on {chain[-2].name} before it)" \
+                if before else ""
+            out.append(f"join {j.name}: {n:,} of {n_rows:,} rows have no match{through}: "
+                       f"their {j.name}.* columns are null")
+    return out
 
 
 def _previous_layout(old: dict | None, entry: Path) -> Layout | None:
@@ -349,7 +385,9 @@ def _record(s: dict, spec: ScanSpec, definitions: dict[str, str]) -> dict:
     """A shard's manifest record from its scan summary."""
     return {"name": s["name"], "n_rows": s["n_rows"], "file": s["file"], "split": s["start"],
             "seq": s["seq"], "fields": {f: {**info, "def": definitions[f]} for f, info in s["fields"].items()},
-            "snapshot": {c: definitions[c] for c in spec.snapshot}, "files": dict(s["files"]),
+            "snapshot": {c: definitions[c] for c in spec.snapshot},
+            "nulls": {c: [n, definitions[c]] for c, n in s.get("nulls", {}).items()},
+            "files": dict(s["files"]),
             "rows": None, "rows_key": None, "partials": {}}
 
 
@@ -371,6 +409,7 @@ def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: di
         for fld, info in g["fields"].items():
             s["fields"][fld] = {**info, "def": definitions[fld]}
         s.setdefault("snapshot", {}).update({c: definitions[c] for c in spec.snapshot})
+        s.setdefault("nulls", {}).update({c: [n, definitions[c]] for c, n in g.get("nulls", {}).items()})
         st._remove(shards_dir / g["name"])
 
 

@@ -100,14 +100,19 @@ def _spark_type(t) -> str:
     return "string"
 
 
+BROADCAST_BYTES = 256 << 20  # a dimension table Spark estimates at most this large is broadcast
+
+
 def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
-                   paths: list[str] | None = None, schema=None, origin: bool = False):
-    """The source as a DataFrame (derived columns added, static filters applied), every
-    part analysed by Spark and checked against the spec; nothing is run. Raises SpecError
-    at the key that fails; warnings go to `warn` (default: the 'brushfire.spec' logger).
-    `paths`, `schema`: only those of the source's files (`read_raw`); `origin`: with the
-    columns of where each row comes from (`with_row_origin`), taken as the files are read,
-    before anything joins them (the profiling checks do)."""
+                   paths: list[str] | None = None, schema=None, origin: bool = False,
+                   broadcast_bytes: int = BROADCAST_BYTES, all_columns: bool = False):
+    """The source as a DataFrame (joins made, derived columns added, static filters
+    applied), every part analysed by Spark and checked against the spec; nothing is run.
+    Raises SpecError at the key that fails; warnings go to `warn` (default: the
+    'brushfire.spec' logger). `paths`, `schema`: only those of the source's files
+    (`read_raw`). `origin`: with where each row comes from (ORIGIN, `with_row_origin`),
+    each input split's rows together and in order also when a join shuffles them.
+    Joined columns are `<join>.<column>`: those the spec reads, or `all_columns`."""
     from pyspark.sql import functions as F
 
     warn = warn or log.warning
@@ -118,8 +123,12 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
         df = read_raw(spark, src, paths, schema)
         _ = df.schema
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
-    if origin:
+    if origin:  # (read before a join: Spark refuses input_file_name() over two tables)
         df = with_row_origin(df)
+    shuffled = False
+    if src.joins:
+        df, shuffled = _join_dimensions(spark, dash, df, broadcast_bytes, all_columns)
+        source_kinds |= {f.name: _fine_kind(f.dataType) for f in _flat_fields(df, src)}
     for name, text in src.columns.items():
         with _spark_problem(_at(dash, ("source", "columns", name), "Spark cannot analyse it")):
             df = df.withColumn(name, F.expr(text))
@@ -133,6 +142,11 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
                 raise _spec_error(dash, loc, msg, "compare it with something, e.g. x > 0")
             df = df.where(F.expr(text))
             _ = df.schema
+    if src.joins:
+        df = _flattened(df, src)
+    if shuffled and origin:  # each input split's rows together, in order, as a scan reads them
+        df = df.repartition(df.sparkSession.sparkContext.defaultParallelism, *ORIGIN[:2]) \
+            .sortWithinPartitions(*ORIGIN)
     fields = {f.name: f.dataType for f in df.schema.fields}
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
     check_columns(dash, {c: _fine_kind(t) for c, t in fields.items()}, derived=derived)
@@ -141,6 +155,83 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
         for w in expression_warnings(dash, source_kinds, types):
             warn(w.render())
     return add_profile_columns(df, dash)  # the spec's profiling checks (capture/profiling.py)
+
+
+def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all_columns: bool):
+    """`df` LEFT JOIN each dimension table, in the spec's order, each join's columns one
+    struct column named as the join (so that derived columns and filters read
+    `<join>.<column>` as Spark SQL reads a struct's field), and whether a join shuffled
+    the rows (a table over `broadcast_bytes` is not broadcast). Errors at the join's key."""
+    from pyspark.sql import functions as F
+
+    from brushfire.capture.joins import needed_columns
+
+    needed = needed_columns(dash)
+    shuffled = False
+    for i, j in enumerate(dash.source.joins):
+        with _spark_problem(lambda text, j=j: source_error(j, text, _read_hint(text, j))):
+            dim = read_raw(spark, j)
+            _ = dim.schema
+        names = dim.columns if all_columns or needed[j.name] is None else \
+            [c for c in dim.columns if c.lower() in {n.lower() for n in needed[j.name]}]
+        keyed = [c for c in dim.columns if c.lower() == j.key.lower()]
+        with _spark_problem(_at(dash, ("source", "joins", i, "key"),
+                                f"Spark cannot read column {j.key!r} of {j.path}")):
+            if not keyed:
+                _ = dim.select(F.col(_q(j.key))).schema  # (raises Spark's own message)
+            names = list(dict.fromkeys([keyed[0], *names]))
+            right = dim.select(F.struct(*[F.col(_q(c)) for c in names]).alias(j.name))
+            size = int(str(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+            small = size <= broadcast_bytes
+            shuffled |= not small
+        with _spark_problem(_at(dash, ("source", "joins", i, "on"), "Spark cannot join on it")):
+            on = F.col(_q(j.on)) if dash.source.join_of(j.on) is None else F.col(
+                ".".join(_q(p) for p in j.on.split(".", 1)))
+            df = df.join(F.broadcast(right) if small else right,
+                         on=on == F.col(j.name)[keyed[0]], how="left")
+            _ = df.schema
+    return df, shuffled
+
+
+def check_join_keys(spark, dash: m.DashboardSpec) -> None:
+    """CaptureError when a join's key is not unique in its table (one small job per join,
+    over the dimension table alone)."""
+    from pyspark.sql import functions as F
+
+    from brushfire.capture.joins import duplicate_error
+    from brushfire.capture.spark import spark_errors
+
+    for j in dash.source.joins:
+        with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
+            dup = (read_raw(spark, j).select(F.col(_q(j.key)).alias("k")).where(F.col("k").isNotNull())
+                   .groupBy("k").count().where(F.col("count") > 1).limit(1).collect())
+        if dup:
+            raise duplicate_error(j, dup[0]["k"])
+
+
+def _flat_fields(df, src: m.Source):
+    """The joined columns of `_join_dimensions`'s DataFrame, named `<join>.<column>`."""
+    from pyspark.sql import types as T
+
+    out = []
+    for f in df.schema.fields:
+        if any(f.name == j.name for j in src.joins) and isinstance(f.dataType, T.StructType):
+            out += [T.StructField(f"{f.name}.{g.name}", g.dataType) for g in f.dataType.fields]
+    return out
+
+
+def _flattened(df, src: m.Source):
+    """`df` with each join's struct column replaced by its columns, `<join>.<column>`."""
+    from pyspark.sql import functions as F
+
+    joins = {j.name for j in src.joins}
+    return df.select(*[F.col(_q(c)) for c in df.columns if c not in joins],
+                     *[F.col(_q(j.name))[c].alias(f"{j.name}.{c}") for j in src.joins
+                       if j.name in df.columns for c in df.schema[j.name].dataType.fieldNames()])
+
+
+def _q(c: str) -> str:
+    return "`" + c.replace("`", "``") + "`"
 
 
 ORIGIN = ("__bf_file", "__bf_split", "__bf_pos")  # where a row comes from (with_row_origin)
@@ -174,11 +265,11 @@ def materialize_source(dash: m.DashboardSpec, cache_dir: str | Path, spark=None)
     Returns the files in row order."""
     from brushfire.capture import spark as sp
     from brushfire.lineage.store import files_fingerprint
-    from brushfire.source import local_files
+    from brushfire.source import join_files, local_files
 
     src = dash.source
     checks = [dash.profile.model_dump(mode="json")] if dash.profile else []  # their columns too
-    files = files_fingerprint(local_files(src) or [])
+    files = files_fingerprint((local_files(src) or []) + (join_files(src) or []))
     key = hashlib.sha256(json.dumps([src.model_dump(mode="json"), files, *checks],
                                     sort_keys=True, default=str).encode()).hexdigest()[:20]
     entry = Path(cache_dir) / "sources" / f"{dash.name}-{key}"

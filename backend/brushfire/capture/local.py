@@ -2,7 +2,8 @@
 statistics, layout, key job and manifest that Spark's executors and driver run
 (capture/__init__.py), each table one input "file" cut into `partitions` as Spark would
 cut a file into splits. For tests and small in-memory data; sources with derived columns
-or static filters need Spark (they are Spark SQL).
+or static filters need Spark (they are Spark SQL). Joins are made here as on Spark
+(capture/joins.py), from dimension tables given by join name.
 """
 
 from __future__ import annotations
@@ -15,36 +16,57 @@ import numpy as np
 import pyarrow as pa
 
 from brushfire.capture import run_capture
+from brushfire.capture.joins import check_unique, join_tables
 from brushfire.capture.keys import key_shard
 from brushfire.capture.scan import FILE_COLUMN, START_COLUMN, ScanSpec, scan_partition
 from brushfire.errors import CaptureError
 from brushfire.lineage import store as st
 from brushfire.lineage.layout import CaptureConfig, Layout
 from brushfire.plan import CapturePlan
+from brushfire.spec import models as m
 
 
 def capture_table(plan: CapturePlan, table: pa.Table, cache_dir: str | Path,
                   config: CaptureConfig | None = None,
-                  partitions: list[int] | None = None) -> st.LineageStore:
+                  partitions: list[int] | None = None,
+                  joins: dict[str, pa.Table] | None = None) -> st.LineageStore:
     """Capture `table` (the source's rows) for `plan` into `cache_dir`. `partitions`: the
-    rows per partition (default: one partition), empty ones allowed."""
+    rows per partition (default: one partition), empty ones allowed; `joins`: each
+    join's dimension table, by join name."""
     return capture_tables(plan, {"table": table}, cache_dir, config,
-                          {"table": partitions} if partitions is not None else None)
+                          {"table": partitions} if partitions is not None else None, joins)
 
 
 def capture_tables(plan: CapturePlan, tables: dict[str, pa.Table], cache_dir: str | Path,
                    config: CaptureConfig | None = None,
-                   partitions: dict[str, list[int]] | None = None) -> st.LineageStore:
+                   partitions: dict[str, list[int]] | None = None,
+                   joins: dict[str, pa.Table] | None = None) -> st.LineageStore:
     """Capture the rows of `tables` (each an input file of the source, named by its key;
-    rows in key order) for `plan` into `cache_dir`, reusing what the entry's last capture
-    left valid, as a capture on Spark would for files."""
+    rows in key order), joined to the dimension tables `joins` (by join name), for `plan`
+    into `cache_dir`, reusing what the entry's last capture left valid, as a capture on
+    Spark would for files."""
     dash = plan.dashboard
     if dash.source.columns or dash.source.filters:
         msg = "derived columns and static filters are Spark SQL: capture them on Spark"
         raise CaptureError(msg)
+    missing = [j.name for j in dash.source.joins if j.name not in (joins or {})]
+    if missing:
+        msg = f"no table given for join {missing[0]!r}"
+        raise CaptureError(msg)
     config = config or CaptureConfig()
-    runner = TableRunner(tables, partitions or {}, config)
+    runner = TableRunner(tables, partitions or {}, config, dash.source, joins or {})
     return run_capture(plan, runner, cache_dir, config)
+
+
+def _checksum(table: pa.Table) -> int:
+    """The content's checksum (it stands for a file's size and time)."""
+    crc = zlib.crc32(str(table.schema).encode())
+    for col in table.columns:
+        for chunk in col.chunks:
+            for buf in chunk.buffers():
+                if buf is not None:
+                    crc = zlib.crc32(memoryview(buf), crc)
+    return crc
 
 
 class TableRunner:
@@ -53,41 +75,53 @@ class TableRunner:
     master = "none"
 
     def __init__(self, tables: dict[str, pa.Table], partitions: dict[str, list[int]],
-                 config: CaptureConfig) -> None:
+                 config: CaptureConfig, source: m.Source | None = None,
+                 joins: dict[str, pa.Table] | None = None) -> None:
         for name, sizes in partitions.items():
             if sum(sizes) != tables[name].num_rows:
                 msg = f"partitions {sizes} do not add up to {tables[name].num_rows} rows"
                 raise ValueError(msg)
         self.tables, self.partitions, self.config = tables, partitions, config
+        self.source, self.joins = source, joins or {}
         self._uris = {f"table:{name}": name for name in tables}
+        columns = {c.lower() for t in tables.values() for c in t.column_names}
+        for j in source.joins if source else []:  # refused before any scan, as on Spark
+            if j.name.lower() in columns:
+                msg = f"join name {j.name!r} is a column of the source: give the join another name"
+                raise CaptureError(msg)
+            check_unique(j, self.joins[j.name])
 
     def files(self) -> list[dict]:
-        out = []
-        for uri, name in self._uris.items():  # the content's checksum stands for a file's time
-            table = self.tables[name]
-            crc = zlib.crc32(str(table.schema).encode())
-            for col in table.columns:
-                for chunk in col.chunks:
-                    for buf in chunk.buffers():
-                        if buf is not None:
-                            crc = zlib.crc32(memoryview(buf), crc)
-            out.append({"uri": uri, "path": uri, "size": table.num_rows, "mtime_ns": crc})
-        return out
+        return [{"uri": uri, "path": uri, "size": self.tables[name].num_rows,
+                 "mtime_ns": _checksum(self.tables[name])} for uri, name in self._uris.items()]
+
+    def join_files(self) -> list[dict]:
+        return [{"uri": f"join:{j}", "path": f"join:{j}", "size": t.num_rows, "mtime_ns": _checksum(t)}
+                for j, t in sorted(self.joins.items())]
 
     def definitions(self, columns: list[str]) -> dict[str, str]:
-        first = next(iter(self.tables.values()))
-        return {c: hashlib.sha256(f"{c}|{first.schema.field(c).type}".encode()).hexdigest()[:20]
-                for c in columns}
+        schema = self._joined(next(iter(self.tables.values())).slice(0, 0)).schema
+        out = {}
+        for c in columns:
+            what = f"{c}|{schema.field(c).type}"
+            for j in self.source.join_chain(c) if self.source else []:
+                what += f"|{j.model_dump_json()}|{_checksum(self.joins[j.name])}"
+            out[c] = hashlib.sha256(what.encode()).hexdigest()[:20]
+        return out
 
     def rows_identity(self) -> str:
         return hashlib.sha256(repr(sorted(self.partitions.items())).encode()).hexdigest()[:20]
 
+    def _joined(self, table: pa.Table) -> pa.Table:
+        return join_tables(table, self.source, self.joins) if self.source and self.source.joins \
+            else table
+
     def scan(self, files: list[dict], spec: ScanSpec, shards_dir: Path, run: str) -> list[dict]:
         out, pid = [], 0
-        columns = list(dict.fromkeys(spec.fields + spec.snapshot))
+        columns = list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls))
         for i, f in enumerate(files):
             name = self._uris[f["uri"]]
-            table = self.tables[name].select(columns)
+            table = self._joined(self.tables[name]).select(columns)
             sizes = self.partitions.get(name) or [table.num_rows]
             starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
             for j, (a, b) in enumerate(zip(starts[:-1], starts[1:], strict=True)):

@@ -32,16 +32,21 @@ def add_profile_columns(df, dash: m.DashboardSpec):
     for i, fd in enumerate(dash.profile.fd if dash.profile else []):
         keys = [f"__fd{i}_k{j}" for j in range(len(fd.lhs))]
         flag = f"__fd{i}_violates"
-        bad = (df.select(*[F.col(c) for c in fd.lhs + fd.rhs]).distinct()
-               .groupBy(*[F.col(c) for c in fd.lhs]).count().where(F.col("count") > 1)
-               .select(*[F.col(c).alias(k) for c, k in zip(fd.lhs, keys, strict=True)],
+        bad = (df.select(*[F.col(_q(c)) for c in fd.lhs + fd.rhs]).distinct()
+               .groupBy(*[F.col(_q(c)) for c in fd.lhs]).count().where(F.col("count") > 1)
+               .select(*[F.col(_q(c)).alias(k) for c, k in zip(fd.lhs, keys, strict=True)],
                        F.lit(True).alias(flag)))
-        on = [df[c].eqNullSafe(bad[k]) for c, k in zip(fd.lhs, keys, strict=True)]
+        on = [df[_q(c)].eqNullSafe(bad[k]) for c, k in zip(fd.lhs, keys, strict=True)]
         df = (df.join(F.broadcast(bad), on=on, how="left")
               .withColumn(fd.view_name, F.when(F.col(flag), F.lit(m.FD_VIOLATES))
                           .otherwise(F.lit(m.FD_HOLDS)))
               .drop(*keys, flag))
     return df
+
+
+def _q(c: str) -> str:
+    """A column name as Spark reads it whatever it holds (a joined column's dot)."""
+    return "`" + c.replace("`", "``") + "`"
 
 
 @dataclass
@@ -68,7 +73,7 @@ def fd_report(df, fd: m.FunctionalDependency, limit: int = 10) -> FdReport:
     jobs over (lhs, rhs) pair counts."""
     from pyspark.sql import functions as F
 
-    lhs, rhs = [F.col(c) for c in fd.lhs], [F.col(c) for c in fd.rhs]
+    lhs, rhs = [F.col(_q(c)) for c in fd.lhs], [F.col(_q(c)) for c in fd.rhs]
     pairs = df.groupBy(*lhs, *rhs).agg(F.count(F.lit(1)).alias("__n")).cache()
     try:
         per_lhs = pairs.groupBy(*lhs).agg(F.count(F.lit(1)).alias("__k"), F.sum("__n").alias("__rows"))
@@ -83,7 +88,7 @@ def fd_report(df, fd: m.FunctionalDependency, limit: int = 10) -> FdReport:
             key = tuple(r[c] for c in fd.lhs)
             cond = F.lit(True)
             for c, x in zip(fd.lhs, key, strict=True):
-                cond = cond & F.col(c).eqNullSafe(F.lit(x))
+                cond = cond & F.col(_q(c)).eqNullSafe(F.lit(x))
             found = pairs.where(cond).orderBy(F.col("__n").desc()).collect()
             out.append(Violation(key, int(r["__rows"]),
                                  [(tuple(p[c] for c in fd.rhs), int(p["__n"])) for p in found]))

@@ -14,7 +14,8 @@ them. For every field the dashboard reads it writes:
 - `<f>.order.npy` (uint16, fields brushed by value): each block's positions ordered by
   value (NaN and null last, ties by position) — a backward index that stays valid when
   the driver maps the shard's dictionary onto the global one, which keeps value order.
-and each detail column as `<c>.snap.arrow` (the rows as they are, for details on demand).
+and each detail column as `<c>.snap.arrow` (the rows as they are, for details on demand);
+the summary also counts the nulls of `nulls` columns (a join's key: its rows without a match).
 
 The driver merges the summaries and dictionaries into the dashboard's global keys
 (capture/merge.py) and the key job turns encoded columns into lineage (capture/keys.py)
@@ -57,6 +58,7 @@ class ScanSpec:
     shard_rows: int
     sample_keys: int  # over this many distinct values, a shard sends a sample, not its dictionary
     exact: tuple[str, ...] = ()  # fields always kept as a dictionary (their value counts matter)
+    nulls: tuple[str, ...] = ()  # columns whose nulls a shard counts (joins' keys: rows unmatched)
 
 
 def scan_partition(batches: Iterable[pa.RecordBatch], spec: ScanSpec, shards_dir: str,
@@ -131,7 +133,8 @@ def _shards(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[tuple]:
 
 def encode_shard(table: pa.Table, spec: ScanSpec, directory: Path) -> dict:
     """Write one shard's encoded fields and snapshot columns into `directory`; returns
-    {"n_rows", "files": {file: {size, crc32}}, "fields": {field: summary}}."""
+    {"n_rows", "files": {file: {size, crc32}}, "fields": {field: summary}, "nulls":
+    {column: nulls}}."""
     directory.mkdir(parents=True)
     files: dict[str, dict] = {}
     fields = {}
@@ -163,7 +166,8 @@ def encode_shard(table: pa.Table, spec: ScanSpec, directory: Path) -> dict:
         if table.num_rows:
             name = f"{part_name(c)}.snap.arrow"
             files[name] = write_arrow(directory / name, table.select([c]))
-    return {"n_rows": table.num_rows, "files": files, "fields": fields}
+    nulls = {c: table[c].null_count if table.num_rows else 0 for c in spec.nulls}
+    return {"n_rows": table.num_rows, "files": files, "fields": fields, "nulls": nulls}
 
 
 def _empty(table: pa.Table, f: str) -> pa.Array:

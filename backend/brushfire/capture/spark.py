@@ -91,7 +91,8 @@ def parse_spark_conf(text: str) -> dict[str, str]:
 
 
 def read_source(spark, source: m.Source):
-    """The source as a DataFrame: read, derived columns added, static filters applied."""
+    """The source as a DataFrame: read, derived columns added, static filters applied
+    (a source with joins: capture/analyze.py's `analyze_source`)."""
     from pyspark.sql import functions as F
 
     with spark_errors("reading the source"):
@@ -129,21 +130,36 @@ class SparkRunner:
     Brushfire's own Python (capture/scan.py, capture/keys.py) and write into the cache
     entry, which they must share with the driver; the driver collects small summaries."""
 
-    def __init__(self, spark, dash: m.DashboardSpec, config, progress: Progress) -> None:
-        from brushfire.capture.analyze import analyze_source, read_raw
+    def __init__(self, spark, dash: m.DashboardSpec, config, progress: Progress,
+                 broadcast_bytes: int | None = None) -> None:
+        from brushfire.capture.analyze import (
+            BROADCAST_BYTES,
+            analyze_source,
+            check_join_keys,
+            read_raw,
+        )
         from brushfire.spec.loader import check_columns
 
         self.spark, self.dash, self.progress = spark, dash, progress
         self.master = spark.sparkContext.master
-        self.df = analyze_source(spark, dash, origin=True)  # every spec error found before any job
+        self.broadcast = BROADCAST_BYTES if broadcast_bytes is None else broadcast_bytes
+        self.df = analyze_source(spark, dash, origin=True, broadcast_bytes=self.broadcast)
+        # (every spec error found before any job)
         check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
         self.raw = read_raw(spark, dash.source)  # the files as read (never a cached plan)
         self.raw_schema = self.raw.schema
         self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
         self._files: list[dict] | None = None
+        self._joins: dict[str, str] | None = None
+        if dash.source.joins:  # a duplicated dimension key: refused before the scan
+            progress("checking that the joins' keys are unique", None)
+            check_join_keys(spark, dash)
 
     def source(self):
-        return self.df
+        """The source as a dashboard without lineage reads it (joins made, no row origin)."""
+        from brushfire.capture.analyze import analyze_source
+
+        return analyze_source(self.spark, self.dash, broadcast_bytes=self.broadcast)
 
     def files(self) -> list[dict]:
         from brushfire.source import file_record
@@ -167,21 +183,48 @@ class SparkRunner:
         src = self.dash.source
         checks = {fd.view_name: fd.model_dump(mode="json") for fd in
                   (self.dash.profile.fd if self.dash.profile else [])}
+        joins = self.join_definitions()
+        everything = sorted(joins.values())  # (what an expression may read)
         out = {}
         for c in columns:
             if c in checks:  # a profiling check's column depends on every row of the source
-                what = ["check", checks[c], files_fingerprint(self.files())]
+                what = ["check", checks[c], files_fingerprint(self.files()), everything]
             elif c in src.columns:  # (derived columns may use each other: all of them)
-                what = ["derived", c, sorted(src.columns.items()), types.get(c)]
+                what = ["derived", c, sorted(src.columns.items()), types.get(c), everything]
+            elif src.join_of(c) is not None:  # its chain of joins and their tables' files
+                what = ["joined", c, types.get(c), [joins[j.name] for j in src.join_chain(c)]]
             else:
                 what = ["column", c, types.get(c)]
             out[c] = _digest(what)
         return out
 
+    def join_definitions(self) -> dict[str, str]:
+        """A hash of each join: its spec and its table's files (names, sizes, times; a
+        remote table's never match, so its columns are scanned again every capture)."""
+        import uuid
+
+        from brushfire.lineage.store import files_fingerprint
+        from brushfire.source import local_files
+
+        if self._joins is None:
+            self._joins = {}
+            for j in self.dash.source.joins:
+                files = local_files(j)
+                what = files_fingerprint(files) if files is not None else uuid.uuid4().hex
+                self._joins[j.name] = _digest([j.model_dump(mode="json"), what])
+        return self._joins
+
+    def join_files(self) -> list[dict]:
+        from brushfire.source import join_files
+
+        return join_files(self.dash.source) or []
+
     def rows_identity(self) -> str:
         src = self.dash.source
+        joins = sorted(self.join_definitions().values()) if src.filters else []
         return _digest([src.resolved_format, sorted(src.options.items()), src.filters,
-                        sorted(src.columns.items()) if src.filters else [], self.split])
+                        sorted(src.columns.items()) if src.filters else [], self.split]
+                       + ([joins] if joins else []))
 
     def scan(self, files: list[dict], spec, shards_dir, run: str) -> list[dict]:
         from pyspark.sql import functions as F
@@ -190,12 +233,15 @@ class SparkRunner:
         from brushfire.capture.scan import FILE_COLUMN, START_COLUMN
 
         every = {f["uri"] for f in files} == {f["uri"] for f in self.files()}
-        df = self.df if every else analyze_source(self.spark, self.dash, paths=[f["path"] for f in files],
-                                                  schema=self.raw_schema, origin=True)
-        file, split, _ = ORIGIN
-        columns = [F.col(_quoted(c)) for c in dict.fromkeys(spec.fields + spec.snapshot)]
-        df = df.select(*columns, F.hash(F.col(file)).alias(FILE_COLUMN),
-                       F.col(split).alias(START_COLUMN))
+        df = self.df if every else analyze_source(
+            self.spark, self.dash, paths=[f["path"] for f in files], schema=self.raw_schema,
+            origin=True, broadcast_bytes=self.broadcast)
+        names = [*dict.fromkeys(spec.fields + spec.snapshot + spec.nulls), FILE_COLUMN, START_COLUMN]
+        # (mapInArrow resolves its input columns by name, where a joined column's dot would
+        # read as a struct's field: positional names on the way, the columns' own in the task)
+        columns = [F.col(_quoted(c)).alias(f"__bf_c{i}") for i, c in enumerate(names[:-2])]
+        df = df.select(*columns, F.hash(F.col(ORIGIN[0])).alias(FILE_COLUMN),
+                       F.col(ORIGIN[1]).alias(START_COLUMN))
         directory = str(shards_dir)
 
         def run_scan(batches):
@@ -206,7 +252,8 @@ class SparkRunner:
             from brushfire.capture.scan import scan_partition
 
             pid = TaskContext.get().partitionId()
-            out = scan_partition(batches, spec, directory, run, pid)
+            named = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+            out = scan_partition(named, spec, directory, run, pid)
             yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
 
         # each input split its own partition (no packing of small files), so that a file's
@@ -332,7 +379,7 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
             aggs.append(F.expr(sql.aggregate_sql(agg, kinds.get(agg.field, "number"), sql.SPARK))
                         .alias("s"))
         elif agg.field:
-            aggs.append(F.sum(F.col(agg.field).cast("double")).alias("s"))
+            aggs.append(F.sum(F.col(_quoted(agg.field)).cast("double")).alias("s"))
         with spark_errors(f"running the base query of view {v.name}"):
             rows = df.groupBy(key.alias("key")).agg(*aggs).collect()
         out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)

@@ -131,7 +131,7 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
         msg = "details on demand is not declared in this dashboard's interactions"
         raise NotCapturedError(msg)
     columns = list(dict.fromkeys(columns or spec.columns))  # each once
-    unknown = [c for c in columns if c not in spec.columns]
+    unknown = [c for c in columns if c not in plan.detail_columns]  # (joins' keys too: plan.py)
     if unknown:
         msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
         raise InteractionError(msg)

@@ -58,3 +58,4 @@ class CaptureInfo:
     shards: int = 0
     mode: str = "rows"  # rows (per-row lineage) or cubes (memory-budget mode)
     changes: list[str] = field(default_factory=list)  # what was reused, what rebuilt, and why
+    unmatched: dict[str, int] = field(default_factory=dict)  # join -> rows without a match

@@ -225,6 +225,8 @@ def spec_hash(dash: DashboardSpec) -> str:
     sorted, so the order of a mapping in the YAML does not matter."""
     d = dash.model_dump(mode="json", exclude={"title", "layout", "views"})
     d["views"] = [view_definition(v) for v in dash.views]
+    if not d["source"].get("joins"):  # (as before joins were: captures of such specs stay current)
+        d["source"].pop("joins", None)
     return _hash(d)
 
 
@@ -520,9 +522,28 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
                       np.asarray(arr("base_oks")))
     keycounts = [np.asarray(arr(f"keycount.{d.name}")) for d in layout.dims]
     info = CaptureInfo(**meta["info"])
+    name_unmatched_rows(layout, dash, base, info.unmatched)
     head = {k: v for k, v in meta.items() if k not in ("shards", "source", "files", "layout")}
     return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry,
                         manifest=head)
+
+
+def name_unmatched_rows(layout: Layout, dash: DashboardSpec, base: Aggregates,
+                        unmatched: dict[str, int]) -> None:
+    """A view over a joined column `<join>.<c>` says `no_match:<join>` for the rows it does
+    not show for a null value when all of them are the rows without a match on that join
+    (or one before it in its chain: the join's key column is null on them): as many of
+    them as unmatched rows, a subset of them (docs/protocol.md). Its reason `null` is
+    renamed in `layout`; the rows counted are the same, under any filters."""
+    for v in layout.views:
+        spec_view = next((w for w in dash.views if w.name == v.name), None)
+        field = getattr(spec_view, "field", None)
+        j = dash.source.join_of(field) if field else None
+        if j is None or "null" not in v.reasons or not unmatched.get(j.name):
+            continue
+        at = v.bar_off + (v.nbars + v.reasons.index("null")) * v.width
+        if int(base.counts[at:at + v.width].sum()) == unmatched[j.name]:
+            v.reasons[v.reasons.index("null")] = f"no_match:{j.name}"
 
 
 def _crc(path: Path) -> int:

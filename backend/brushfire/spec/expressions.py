@@ -437,12 +437,17 @@ class _Parser:
                 kind = None
             elif self.at(".") and self.peek().kind in ("ident", "qident"):
                 self.take()
-                self.take()
+                field = self.take()
                 if self.at("("):
                     name = self.text[start:self.tok.pos].strip()
                     self.refuse(f"function {name!r} is not allowed: qualified function names are"
                                 " not", "", start)
                 kind = None
+                if self.columns and self.columns[-1][1] == start:  # `a.b`: a join's column
+                    head = self.columns[-1][0]  # (or a struct's field), read as one name
+                    name = field.text[1:-1].replace("``", "`") if field.kind == "qident" else field.text
+                    self.columns[-1] = (f"{head}.{name}", start)
+                    kind = self.known.get(f"{head}.{name}".lower())
             elif self.accept("::"):
                 kind = self.data_type()
             elif self.at("->"):

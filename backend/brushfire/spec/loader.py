@@ -84,11 +84,13 @@ def parse_dashboard(
         problems = [_problem_from_pydantic(err, raw, lines, filename) for err in errors]
         raise SpecError(_ordered(problems), cause=e) from None
     written = dash.source.path
+    written_joins = [j.path for j in dash.source.joins]
     dash, unset = expand_environment(dash)
     problems = [
         SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
-                               + (check_source(dash) if not unset else []) + check_expressions(dash))
+                               + (check_source(dash) if not unset else []) + check_joins(dash)
+                               + check_expressions(dash))
     ]
     if not problems:
         dash = with_profile_views(dash)
@@ -96,13 +98,19 @@ def parse_dashboard(
                     for loc, msg, hint in check_limits(dash)]
     if problems:
         raise SpecError(_ordered(problems))
-    if base_dir is not None and not _URI.match(dash.source.path):
-        resolved = str((Path(base_dir) / Path(dash.source.path).expanduser()).resolve())
-        dash = dash.model_copy(update={"source": dash.source.model_copy(update={"path": resolved})})
-    # Keep where the path was written, for errors reading the source (brushfire.source).
+    if base_dir is not None:
+        joins = [j.model_copy(update={"path": _resolve(j.path, base_dir)}) for j in dash.source.joins]
+        source = dash.source.model_copy(update={"path": _resolve(dash.source.path, base_dir),
+                                                "joins": joins})
+        dash = dash.model_copy(update={"source": source})
+    # Keep where each path was written, for errors reading a table (brushfire.source).
+    base = str(Path(base_dir).resolve()) if base_dir is not None else "."
     object.__setattr__(dash.source, "_spec_path", SpecPath(
-        filename, _line(lines, ("source", "path")), written,
-        str(Path(base_dir).resolve()) if base_dir is not None else "."))
+        filename, _line(lines, ("source", "path")), written, base))
+    for i, (j, w) in enumerate(zip(dash.source.joins, written_joins, strict=True)):
+        loc = ("source", "joins", i, "path")
+        object.__setattr__(j, "_spec_path", SpecPath(filename, _line(lines, loc), w, base,
+                                                     _render(loc)))
     # Keep where the spec came from, for column errors found later against the source.
     object.__setattr__(dash, "_lines", lines)
     object.__setattr__(dash, "_filename", filename)
@@ -111,12 +119,21 @@ def parse_dashboard(
 
 @dataclass(frozen=True)
 class SpecPath:
-    """Where a source's path was written (kept on the Source as `_spec_path`)."""
+    """Where a table's path was written (kept on the Source, and on each Join, as
+    `_spec_path`)."""
 
     file: str
     line: int | None
     written: str  # as in the spec
     base_dir: str  # the spec file's folder, against which a relative path resolves
+    key: str = "source.path"  # its key path in the spec
+
+
+def _resolve(path: str, base_dir: str | Path) -> str:
+    """A spec's path relative to the spec's folder `base_dir` (URIs as they are)."""
+    if _URI.match(path):
+        return path
+    return str((Path(base_dir) / Path(path).expanduser()).resolve())
 
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -128,11 +145,24 @@ _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def expand_environment(dash: m.DashboardSpec, environ: dict[str, str] | None = None
                        ) -> tuple[m.DashboardSpec, list[tuple[Loc, str, str]]]:
-    """The spec with environment variables in `source.path` replaced: `${NAME}`, or
-    `${NAME:-default}` (the default when NAME is unset or empty). An unset variable
-    without a default is a problem at `source.path`."""
+    """The spec with environment variables in `source.path` and each join's `path`
+    replaced: `${NAME}`, or `${NAME:-default}` (the default when NAME is unset or empty).
+    An unset variable without a default is a problem at that path."""
     environ = os.environ if environ is None else environ
-    written = dash.source.path
+    problems: list[tuple[Loc, str, str]] = []
+    path = _expanded(dash.source.path, environ, ("source", "path"), problems)
+    joins = [j.model_copy(update={"path": p}) if (p := _expanded(
+        j.path, environ, ("source", "joins", i, "path"), problems)) != j.path else j
+        for i, j in enumerate(dash.source.joins)]
+    if problems:
+        return dash, problems
+    if path == dash.source.path and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
+        return dash, []
+    source = dash.source.model_copy(update={"path": path, "joins": joins})
+    return dash.model_copy(update={"source": source}), []
+
+
+def _expanded(written: str, environ, loc: Loc, problems: list) -> str:
     missing: list[str] = []
 
     def value(match: re.Match) -> str:
@@ -153,10 +183,8 @@ def expand_environment(dash: m.DashboardSpec, environ: dict[str, str] | None = N
                f"environment variables {listed} are not set") + f" (in {written!r})"
         hint = (f"set it before starting Brushfire (e.g. {names[0]}=/data brushfire serve ...),"
                 f" or give a default: ${{{names[0]}:-/data}}")
-        return dash, [(("source", "path"), msg, hint)]
-    if path == written:
-        return dash, []
-    return dash.model_copy(update={"source": dash.source.model_copy(update={"path": path})}), []
+        problems.append((loc, msg, hint))
+    return path
 
 
 def check_profile(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
@@ -234,17 +262,79 @@ def check_profile_columns(dash: m.DashboardSpec, columns) -> None:
 
 
 def check_source(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
-    """The source's format must be given or follow from the path's extension."""
-    src = dash.source
-    if not src.path.strip():
-        return [(("source", "path"), "the path is empty", "give the file or directory to read")]
-    if src.format is None and src.resolved_format not in _FORMATS:
-        name = src.path.rstrip("/").rsplit("/", 1)[-1]
+    """The source's format, and each join's, must be given or follow from the path's
+    extension."""
+    out = _table_problems(dash.source, ("source",), "the source's", "source")
+    for i, j in enumerate(dash.source.joins):
+        out += _table_problems(j, ("source", "joins", i), f"the {j.name} join's", f"source.joins[{i}]")
+    return out
+
+
+def _table_problems(table: m.Table, loc: Loc, whose: str, where: str) -> list[tuple[Loc, str, str]]:
+    if not table.path.strip():
+        return [((*loc, "path"), "the path is empty", "give the file or directory to read")]
+    if table.format is None and table.resolved_format not in _FORMATS:
+        name = table.path.rstrip("/").rsplit("/", 1)[-1]
         ext = f"extension '.{name.rsplit('.', 1)[-1]}'" if "." in name else "no extension"
-        msg = f"cannot tell the source's format: {name!r} has {ext}" + _choices(
-            "formats", _FORMATS)
-        return [(("source", "path"), msg, "add format: parquet (or csv, json, orc) to source")]
+        msg = f"cannot tell {whose} format: {name!r} has {ext}" + _choices("formats", _FORMATS)
+        return [((*loc, "path"), msg, f"add format: parquet (or csv, json, orc) to {where}")]
     return []
+
+
+def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
+    """Joins: distinct names that are no derived column's, and each `on` naming the
+    source or a join above it (no join reads a join below it, so there is no cycle)."""
+    out: list[tuple[Loc, str, str]] = []
+    joins = dash.source.joins
+    names = [j.name for j in joins]
+    derived = {c.lower(): c for c in dash.source.columns}
+    for i, j in enumerate(joins):
+        loc: Loc = ("source", "joins", i)
+        if names.index(j.name) != i:
+            out.append(((*loc, "name"), f"duplicate join name {j.name!r}",
+                        f"source.joins[{names.index(j.name)}] has the same name; join names must be unique"))
+        if j.name.lower() in derived:
+            out.append(((*loc, "name"), f"join name {j.name!r} is a derived column's name",
+                        "a join's columns are <join>.<column>: give the join another name"))
+        if j.on.lower() in derived:
+            out.append(((*loc, "on"), f"{j.on!r} is a derived column, and derived columns are "
+                        "computed after the joins", "join on a column of the source's files "
+                        "(a derived column may read the joined columns)"))
+            continue
+        head, dot, _ = j.on.partition(".")
+        if not dot or head not in names:
+            continue  # a column of the source (checked against its schema)
+        k = names.index(head)
+        if k == i:
+            out.append(((*loc, "on"), f"join {j.name!r} is joined on its own column {j.on!r}",
+                        "name a column of the source, or of a join above this one"))
+        elif k > i:
+            cycle = _join_cycle(joins, i)
+            if cycle:
+                msg = f"the joins form a cycle: {' -> '.join(cycle)}"
+            else:
+                msg = f"{j.on!r} is a column of join {head!r}, which is declared below this one"
+            out.append(((*loc, "on"), msg,
+                        "a join's on names a column of the source or of a join above it: "
+                        "reorder source.joins"))
+    return out
+
+
+def _join_cycle(joins: list[m.Join], start: int) -> list[str]:
+    """The names around a cycle of `on` references from joins[start], or []."""
+    by_name = {j.name: j for j in joins}
+    path = [joins[start].name]
+    j = joins[start]
+    while True:
+        head, dot, _ = j.on.partition(".")
+        if not dot or head not in by_name:
+            return []
+        if head == path[0]:
+            return [*path, head]
+        if head in path:
+            return []
+        path.append(head)
+        j = by_name[head]
 
 
 def check_references(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
@@ -507,6 +597,7 @@ def _expression_columns(dash: m.DashboardSpec, schema: dict[str, str]) -> list[S
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     names = {c.lower(): c for c in schema}
+    unread = _unread_joins(dash, schema)
     later = {c.lower() for c in dash.source.columns}
     problems: list[SpecProblem] = []
     exprs = [(("source", "columns", n), t) for n, t in dash.source.columns.items()]
@@ -517,8 +608,9 @@ def _expression_columns(dash: m.DashboardSpec, schema: dict[str, str]) -> list[S
         except ex.ExpressionError:
             continue  # reported by check_expressions, or trusted
         for col, _ in dict.fromkeys(columns):
-            if col.lower() in names:
-                continue
+            head, dot, _ = col.partition(".")
+            if col.lower() in names or (dot and (head.lower() in names or head in unread)):
+                continue  # (a struct's field; a join whose table Spark reads at capture)
             if col.lower() in later:
                 msg = f"column {col!r} is derived below this one: a derived column reads the ones above it"
                 hint = "move it above in source.columns"
@@ -585,14 +677,23 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
     known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
+    unread = _unread_joins(dash, schema)
+
     def need(loc: Loc, column: str | None, kinds: tuple[str, ...] = (), user: str = "",
              hints: dict[str, str] | None = None) -> None:
         if column is None:
             return
         kind = known.get(column)
-        if kind is None and partial:
-            return
-        if kind is None:
+        if kind is None and (partial or (column.partition(".")[0] in unread and "." in column)):
+            return  # (a dimension table whose schema Spark infers: checked at capture)
+        join = dash.source.join_of(column)
+        if kind is None and join is not None:
+            columns = [c for c in known if c.startswith(f"{join.name}.")]
+            msg = (f"column {column!r} is not in the table of join {join.name!r} ({Path(join.path).name})"
+                   + _choices("columns", columns))
+            hint = _did_you_mean(column, columns) or "name a column of the dimension table as <join>.<column>"
+            problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
+        elif kind is None:
             msg = f"column {column!r} is not in the source" + _choices("columns", list(known))
             hint = _did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
@@ -612,6 +713,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
             hint = hints.get(kind) or hints.get("*") or f"pick a {kinds[0]} column, or derive one in source.columns"
             problems.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
 
+    if not partial:
+        problems += _join_problems(dash, schema, unread)
     for i, v in enumerate(dash.views):
         for n in view_type(v).field_needs(v):
             need(("views", i, *n.path), n.field, n.kinds, n.user, n.hints)
@@ -635,6 +738,54 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                 need(("profile", "fd", i, side, j), c)
     if problems:
         raise SpecError(_ordered(problems))
+
+
+def _unread_joins(dash: m.DashboardSpec, schema: dict[str, str]) -> set[str]:
+    """Joins none of whose columns `schema` has: their dimension table's schema is known
+    only once Spark reads it (CSV, JSON, remote)."""
+    prefixes = {c.partition(".")[0] for c in schema if "." in c}
+    return {j.name for j in dash.source.joins if j.name not in prefixes}
+
+
+def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[str]) -> list[SpecProblem]:
+    """Each join's name is no column of the source, its `on` a column of the source or of
+    a join above it, and its `key` a column of its dimension table."""
+    lines: dict[Loc, int] = getattr(dash, "_lines", {})
+    filename: str = getattr(dash, "_filename", "<spec>")
+    src = dash.source
+    own = [c for c in schema if src.join_of(c) is None]
+    lower = {c.lower(): c for c in own}
+    derived = {c.lower() for c in src.columns}  # (check_joins: no join's on or name)
+    out: list[SpecProblem] = []
+
+    def problem(loc: Loc, msg: str, hint: str) -> None:
+        out.append(SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint))
+
+    for i, j in enumerate(src.joins):
+        loc: Loc = ("source", "joins", i)
+        if j.name.lower() in lower:
+            problem((*loc, "name"), f"join name {j.name!r} is a column of the source "
+                    f"({lower[j.name.lower()]!r})",
+                    "a join's columns are <join>.<column>: give the join another name")
+        if j.name not in unread:
+            columns = [c.partition(".")[2] for c in schema if c.startswith(f"{j.name}.")]
+            if f"{j.name}.{j.key}" not in schema:
+                msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
+                       f"({Path(j.path).name})" + _choices("columns", columns))
+                problem((*loc, "key"), msg, _did_you_mean(j.key, columns) or
+                        "name the column of the dimension table that the source's on column holds")
+        on = src.join_of(j.on)
+        if on is not None and on.name in unread:
+            continue
+        if on is None and j.on not in schema and j.on.lower() not in derived:
+            msg = f"column {j.on!r} is not in the source" + _choices("columns", own)
+            problem((*loc, "on"), msg, _did_you_mean(j.on, own) or
+                    "name a column of the source, or <join>.<column> of a join above this one")
+        elif on is not None and j.on not in schema:
+            columns = [c for c in schema if c.startswith(f"{on.name}.")]
+            msg = f"column {j.on!r} is not in the table of join {on.name!r}" + _choices("columns", columns)
+            problem((*loc, "on"), msg, _did_you_mean(j.on, columns) or "")
+    return out
 
 
 _KINDS = ("number", "temporal", "string")
@@ -672,12 +823,35 @@ def _read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
             node = loader.get_single_node()
             if node is not None:
                 _check_expansion(node, filename)
+                _string_keys(node)
             raw = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
     except yaml.YAMLError as e:
         raise SpecError([_yaml_problem(e, text, filename)]) from None
     return node, raw
+
+
+_BOOL = "tag:yaml.org,2002:bool"
+
+
+def _string_keys(root: yaml.Node) -> None:
+    """Keys read as written: YAML 1.1 reads a plain `on` (yes, no, off) as a boolean, but a
+    key of a spec is a name (a join's `on:`), never a boolean. Values keep YAML's reading."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag == _BOOL and k.style is None:
+                    k.tag = "tag:yaml.org,2002:str"
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 _OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
@@ -844,6 +1018,8 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
         if model:
             msg += _choices(f"{_model_name(model)} accepts", accepted)
         hint = _did_you_mean(str(key), accepted) or _owners_hint(str(key), model) or "remove it"
+        if model is m.Join and key in ("how", "type", "kind"):
+            hint = "a join is SQL's LEFT JOIN, many-to-one (docs/spec.md, Joins): remove it"
     elif kind == "missing" and isinstance(key, int):  # a list too short for its tuple
         loc = loc[:-1]
         msg, hint = _wrong_length(loc, _value_at(loc, raw))
@@ -914,6 +1090,9 @@ def _problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename:
     elif kind == "string_pattern_mismatch":
         msg = f"{_show(value)} is not a valid {key}"
         hint = _NAME_RULE if key == "name" else f"it must match {ctx.get('pattern')}"
+        if loc[-3:-2] == ("joins",) and key == "name":
+            hint = ("a join's name prefixes its columns (<join>.<column>, in expressions too): "
+                    "letters, digits and '_', starting with a letter or '_'")
     elif kind == "invalid_key":
         loc = loc[:-1]
         msg = f"key {_show(key)} is not a string"

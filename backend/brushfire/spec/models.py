@@ -68,18 +68,60 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Source(Model):
-    """Where the rows come from: any Spark-readable file, plus derived columns and filters."""
+Format = Literal["parquet", "csv", "json", "orc", "delta"]
+# a join's name: it prefixes its columns (`<join>.<column>`), in Spark SQL expressions too
+JOIN_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class Table(Model):
+    """A table Spark reads: a file or directory, its format and reader options."""
 
     path: str
-    format: Literal["parquet", "csv", "json", "orc", "delta"] | None = None
+    format: Format | None = None
     options: dict[str, str] = Field(default_factory=dict)
-    columns: dict[str, str] = Field(default_factory=dict)  # name -> Spark SQL expression
-    filters: list[str] = Field(default_factory=list)  # Spark SQL boolean expressions
 
     @property
     def resolved_format(self) -> str:
         return self.format or self.path.rsplit(".", 1)[-1].lower()
+
+
+class Join(Table):
+    """A dimension table joined many-to-one to the source (SQL's `LEFT JOIN <path> AS
+    <name> ON <on> = <name>.<key>`): each row keeps its place, with the dimension's
+    columns as `<name>.<column>` (null when no dimension row matches). `on` names a column
+    of the source, or of a join above this one (`orders.o_custkey`); `key` is unique in
+    the dimension table (capture refuses a duplicated key)."""
+
+    name: str = Field(pattern=JOIN_NAME_PATTERN)
+    key: str
+    on: str
+
+
+class Source(Table):
+    """Where the rows come from: any Spark-readable file, the dimension tables joined to
+    it, plus derived columns and filters (which may read the joined columns)."""
+
+    columns: dict[str, str] = Field(default_factory=dict)  # name -> Spark SQL expression
+    filters: list[str] = Field(default_factory=list)  # Spark SQL boolean expressions
+    joins: list[Join] = Field(default_factory=list)  # in order: `on` names a join above
+
+    def join(self, name: str) -> Join:
+        return next(j for j in self.joins if j.name == name)
+
+    def join_of(self, column: str) -> Join | None:
+        """The join a column `<join>.<column>` comes from (None: a column of the source)."""
+        head, dot, _ = column.partition(".")
+        return next((j for j in self.joins if j.name == head), None) if dot else None
+
+    def join_chain(self, column: str) -> list[Join]:
+        """The joins a column depends on, first (joined to the source's own column) to
+        last (the column's own join): `nation.n_name` through orders, customer, nation."""
+        out: list[Join] = []
+        j = self.join_of(column)
+        while j is not None and j not in out:
+            out.insert(0, j)
+            j = self.join_of(j.on)
+        return out
 
 
 class Bin(Model):

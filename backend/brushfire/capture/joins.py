@@ -1,0 +1,108 @@
+"""Joins: the dimension tables of `source.joins`, joined many-to-one to the source's rows
+as SQL's LEFT JOIN (docs/spec.md, "Joins"; DESIGN.md, "Joins").
+
+Each row of the source keeps its place (capture's rid order is the source's) and gains
+the columns of its dimension row as `<join>.<column>`, null when no row matches (a null
+`on`, or a value the dimension's key does not hold). A dimension key must be unique: a
+duplicated key would repeat source rows, so capture refuses it (`duplicate_error`) before
+any long job. `<join>.<key>` is null exactly for the rows without a match (through every
+join of the chain), so the scan counts them from its nulls (`key_column`).
+
+What is here is pure (the spec, and Arrow tables in this process: capture/local.py);
+Spark does the same in capture/analyze.py, with the columns `needed_columns` names.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from brushfire.errors import CaptureError
+from brushfire.spec import expressions as ex
+from brushfire.spec import models as m
+from brushfire.spec.loader import profile_columns
+from brushfire.views import source_fields
+
+
+def key_column(j: m.Join) -> str:
+    """The joined column that holds the dimension row's key: null exactly when the row
+    had no match on `j` (or on a join before it in its chain)."""
+    return f"{j.name}.{j.key}"
+
+
+def spec_columns(dash: m.DashboardSpec) -> set[str] | None:
+    """Every column the spec reads (views, parameters, details, profiling checks, derived
+    columns, static filters and joins' `on`), or None when an expression cannot be parsed
+    (read all of them)."""
+    out = {f for v in dash.views for f in source_fields(v)}
+    out |= {p.field for p in dash.interactions.parameters}
+    if dash.interactions.details:
+        out |= set(dash.interactions.details.columns)
+    for fd in dash.profile.fd if dash.profile else []:
+        out |= set(fd.lhs) | set(fd.rhs)
+    out |= {j.on for j in dash.source.joins}
+    for text in [*dash.source.columns.values(), *dash.source.filters]:
+        try:
+            out |= {c for c, _ in ex.analyze(text, check=False).columns}
+        except ex.ExpressionError:
+            return None
+    return out - set(profile_columns(dash))
+
+
+def needed_columns(dash: m.DashboardSpec) -> dict[str, list[str] | None]:
+    """Per join, the columns of its dimension table the spec reads (its key first), or
+    None: all of them (an expression that cannot be parsed may read any)."""
+    used = spec_columns(dash)
+    out: dict[str, list[str] | None] = {}
+    for j in dash.source.joins:
+        if used is None:
+            out[j.name] = None
+            continue
+        lower = {c.lower() for c in used}  # (Spark resolves names case-insensitively)
+        cols = [c.partition(".")[2] for c in sorted(used) if c.lower().startswith(f"{j.name.lower()}.")]
+        out[j.name] = list(dict.fromkeys([j.key, *[c for c in cols if f"{j.name}.{c}".lower() in lower]]))
+    return out
+
+
+def join_columns(dash: m.DashboardSpec) -> list[str]:
+    """The joins' key columns (`key_column`): the scan counts their nulls (rows without a
+    match) and details on demand carry them (the dimension rows behind a selection)."""
+    return [key_column(j) for j in dash.source.joins]
+
+
+def duplicate_error(j: m.Join, value) -> CaptureError:
+    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} is not unique (the value {value!r} is "
+           "on more than one row), so a row of the source would match several rows; "
+           f"hint: join on a unique column of {j.path}, or remove its duplicate rows")
+    return CaptureError(msg)
+
+
+def check_unique(j: m.Join, dim: pa.Table) -> None:
+    """CaptureError when the dimension's key holds a (non-null) value twice."""
+    keys = dim.column(j.key).drop_null()
+    counts = pc.value_counts(keys)
+    dup = pc.filter(counts, pc.greater(counts.field("counts"), 1))
+    if len(dup):
+        raise duplicate_error(j, dup.field("values")[0].as_py())
+
+
+def join_tables(fact: pa.Table, source: m.Source, dims: dict[str, pa.Table]) -> pa.Table:
+    """`fact` LEFT JOIN each join's table in `dims` (by join name), in the spec's order:
+    the rows of `fact` in their order, then every column of each dimension table as
+    `<join>.<column>` (null without a match). CaptureError on a duplicated key."""
+    out = fact
+    for j in source.joins:
+        dim = dims[j.name]
+        check_unique(j, dim)
+        left, right = out.column(j.on), dim.column(j.key)
+        if left.type != right.type:
+            right = right.cast(left.type)
+        # the matching dimension row of each row (null: none; nulls never match)
+        at = pc.index_in(left, value_set=right.combine_chunks(), skip_nulls=True)
+        for c in dim.column_names:
+            out = out.append_column(f"{j.name}.{c}", dim.column(c).take(at))
+    return out
+
+
+__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column",
+           "needed_columns", "spec_columns"]

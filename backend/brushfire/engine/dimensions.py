@@ -1,0 +1,99 @@
+"""Lineage through a join (Smoke 3.2.4; DESIGN.md, "Joins"): a dimension table's rows
+behind a selection, and the bars a dimension row leads to.
+
+A pk-fk join gives each row of the source at most one dimension row; the capture keeps
+which one as the join's key column `<join>.<key>` in the details snapshot (plan.py adds
+it when details on demand are declared), in rid order. So:
+- backward (`dimension_rows`): the rows behind a selection (`backward_rids`), grouped by
+  that key: one row per dimension row they reach, with how many of them reach it, and the
+  join's columns the details declare; the rows that reach none (no match) are counted;
+- forward (`dimension_forward`): the rows whose key is a dimension row's, then the bars
+  each view shows them in (the session's `forward`).
+Both read the snapshot (Arrow) and cost a pass over the rows they touch; they are not on
+the interaction path of brushes. Pure functions of a session; no state of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from brushfire.engine.api import details_request
+from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.spec import models as m
+
+ROWS = "rows"  # the column of `dimension_rows` that counts the source's rows per dimension row
+
+
+@dataclass
+class DimensionRows:
+    """A page of the dimension rows behind a selection (`dimension_rows`)."""
+
+    table: pa.Table  # <join>.<key>, the join's declared details columns, `rows`
+    total: int  # dimension rows behind the selection
+    unmatched: int  # rows of the selection without a dimension row (no match)
+
+
+def _join(session, name: str) -> m.Join:
+    src = session.plan.dashboard.source
+    names = [j.name for j in src.joins]
+    if name not in names:
+        msg = f"no join named {name!r}; joins: {', '.join(names) or 'none'}"
+        raise InteractionError(msg)
+    key = f"{name}.{src.join(name).key}"
+    if key not in session.plan.detail_columns:
+        msg = (f"lineage through join {name!r} was not captured: declare details on demand "
+               "(its key column is kept with the details' columns)")
+        raise NotCapturedError(msg)
+    return src.join(name)
+
+
+def dimension_rows(session, join: str, view: str | None = None, bars: list[int] | None = None,
+                   page: int = 0, page_size: int | None = None) -> DimensionRows:
+    """The rows of `join`'s dimension table behind the current selection (or behind bars
+    of a view, as it shows them): each with `rows`, how many rows of the selection reach
+    it, most first (ties by key); paged as details are."""
+    j = _join(session, join)
+    key = f"{j.name}.{j.key}"
+    _, size = details_request(session.plan, page, page_size, [key])
+    columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
+                      if c.startswith(f"{j.name}.") and c != key]]
+    rids = session.backward_rids(view, bars)
+    table = session.store.take(np.asarray(rids, np.int64), columns)
+    aggs = [(key, "count", pc.CountOptions(mode="all"))] + [(c, "first") for c in columns[1:]]
+    grouped = table.group_by(key, use_threads=False).aggregate(aggs)
+    grouped = grouped.rename_columns([ROWS if n == f"{key}_count" else n.removesuffix("_first")
+                                      for n in grouped.column_names])
+    none = pc.is_null(grouped[key])
+    unmatched = int(pc.sum(pc.filter(grouped[ROWS], none)).as_py() or 0)
+    grouped = grouped.filter(pc.invert(none))
+    grouped = grouped.sort_by([(ROWS, "descending"), (key, "ascending")]).select([*columns, ROWS])
+    return DimensionRows(grouped.slice(page * size, size), grouped.num_rows, unmatched)
+
+
+def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]]]:
+    """(rows of the source whose `join` row has key `key`, the bars each view shows them
+    in): forward lineage from a dimension row. Views whose bars per row were pruned are
+    left out (as `forward` leaves them out)."""
+    j = _join(session, join)
+    column = f"{j.name}.{j.key}"
+    rids = []
+    for s in session.store.shards:
+        if s.snapshot is None or not s.n_rows:
+            continue
+        col = s.snapshot.column(column)
+        try:
+            value = pa.scalar(key).cast(col.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
+            msg = f"key {key!r} is not a value of {column} ({col.type})"
+            raise InteractionError(msg) from None
+        hit = pc.fill_null(pc.equal(col, value), False).to_numpy(zero_copy_only=False)
+        rids.append(np.flatnonzero(hit) + s.start)
+    rids = np.concatenate(rids) if rids else np.zeros(0, np.int64)
+    return len(rids), session.forward(rids)
+
+
+__all__ = ["ROWS", "DimensionRows", "dimension_forward", "dimension_rows"]

@@ -1,0 +1,461 @@
+"""Capture through joins (capture/joins.py): a source LEFT JOIN its dimension tables, in
+the capture's one pass, keyed like the source's own columns.
+
+In this process (capture/local.py) on random star schemas (tests/star_schemas.py: keys
+the dimension lacks, null keys, skewed fan-in, unreferenced dimension rows, a chain):
+- the join keeps the source's rows in order and equals DuckDB's LEFT JOIN;
+- a capture with joins answers every interaction as a capture of the same rows joined
+  beforehand (no special case downstream), and as DuckDB's SQL over the LEFT JOIN;
+- duplicate keys are refused, rows without a match are counted and named in caveats;
+- a changed dimension table rescans only the joined columns, an appended source file
+  only itself.
+On Spark: broadcast and shuffled joins give the rows in the same order, and the same
+store, as the capture in this process.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brushfire import Dashboard
+from brushfire.capture.joins import join_tables, needed_columns
+from brushfire.capture.local import capture_tables
+from brushfire.engine.session import Session
+from brushfire.errors import CaptureError, InteractionError
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.lineage.store import name_unmatched_rows
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+from oracle import OTHER, Oracle, _norm_row
+from star_schemas import make_star, star_spec, write_star
+
+CONFIG = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
+
+
+def capture(d: dict, tables: dict[str, pa.Table], dims: dict[str, pa.Table], cache,
+            partitions=None):
+    dash = parse_dashboard(d)
+    return capture_tables(plan_capture(dash), tables, cache, CONFIG, partitions, dims)
+
+
+def flat_spec(d: dict) -> dict:
+    """The same dashboard over rows joined beforehand: no joins, the joined columns the
+    source's own (named `<join>.<column>` as they are)."""
+    return {**d, "source": {"path": d["source"]["path"]}}
+
+
+# --- the join itself ------------------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(0, 400))
+def test_the_join_keeps_the_rows_and_equals_a_sql_left_join(tmp_path_factory, seed, n):
+    import duckdb
+
+    folder = tmp_path_factory.mktemp("star")
+    fact, dims = make_star(n, seed)
+    write_star(folder, fact, dims)
+    dash = parse_dashboard(star_spec(folder))
+    got = join_tables(fact, dash.source, dims)
+    assert got.slice(0, 0).schema.names[:fact.num_columns] == fact.schema.names
+    assert got.select(fact.schema.names).equals(fact)  # the rows, in their order
+    con = duckdb.connect()
+    from brushfire.baselines.duckdb import joined_relation
+
+    want = con.sql(joined_relation(con, dash.source, f"read_parquet('{folder}/fact.parquet')")).to_arrow_table()
+    assert got.column_names == want.column_names
+    for c in got.column_names:
+        assert got[c].to_pylist() == want[c].to_pylist(), c
+
+
+def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
+    fact, dims = make_star(100, 1)
+    dims["item"] = pa.concat_tables([dims["item"], dims["item"].slice(2, 1)])
+    d = star_spec(tmp_path)
+    with pytest.raises(CaptureError) as info:
+        capture(d, {"fact": fact}, dims, tmp_path / "cache")
+    assert str(info.value) == (
+        f"join 'item': key 'sku' of {tmp_path}/item.parquet is not unique (the value 'sku-002' is "
+        "on more than one row), so a row of the source would match several rows; hint: join on "
+        f"a unique column of {tmp_path}/item.parquet, or remove its duplicate rows")
+    assert not list((tmp_path / "cache").glob("*/shards/*"))  # nothing scanned
+
+
+def test_only_the_columns_the_spec_reads_are_carried(tmp_path):
+    d = star_spec(tmp_path)
+    d["source"]["columns"] = {"big": "store.size * 2"}
+    assert needed_columns(parse_dashboard(d)) == {
+        "store": ["store_id", "city", "opened", "region_code", "size"],
+        "region": ["code", "zone"], "item": ["sku", "brand", "price"]}
+
+
+# --- a capture with joins -----------------------------------------------------------------
+
+
+def assert_same_answers(a, b, d: dict, seed: int = 0, steps: int = 12) -> None:
+    """Stores `a` and `b` of spec `d` answer random brushes, selects, parameters and
+    clears alike: every view (counts, values, caveats), the selected rows and details."""
+    dash = parse_dashboard(d)
+    plan = plan_capture(dash)
+    sa, sb = Session(a, plan), Session(b, plan)
+    rng = np.random.default_rng(seed)
+
+    def same(context) -> None:
+        va, vb = sa.views(), sb.views()
+        for name in va:
+            x, y = va[name], vb[name]
+            assert (x.labels, x.counts, x.caveats) == (y.labels, y.counts, y.caveats), (context, name)
+            for p, q in zip(x.values, y.values, strict=True):
+                assert p == q or (p is not None and q is not None and math.isclose(p, q, rel_tol=1e-9)), \
+                    (context, name)
+        assert sa.count_selected() == sb.count_selected(), context
+        assert sa.details(page=0).equals(sb.details(page=0)), context
+
+    same("base")
+    for i in range(steps):
+        f = plan.filters[int(rng.integers(0, len(plan.filters)))]
+        try:
+            if rng.random() < 0.15:
+                sa.clear(f.name), sb.clear(f.name)
+            elif f.kind == "points":
+                labels = a.view(f.name).labels
+                values = [x for x in labels if rng.random() < 0.4] or labels[:1]
+                sa.select(f.name, values), sb.select(f.name, values)
+            elif f.kind == "param_eq":
+                value = a.parameter_domain(f.name)[1][:1] or [None]
+                sa.set_parameter(f.name, value[0]), sb.set_parameter(f.name, value[0])
+            elif f.kind == "param_range":
+                x = float(rng.uniform(0, 500))
+                sa.set_parameter(f.name, x), sb.set_parameter(f.name, x)
+            elif dash.view(f.name).type == "temporal":
+                labels = a.view(f.name).labels
+                lo, hi = sorted(rng.choice(len(labels), 2)) if labels else (0, 0)
+                interval = [labels[lo], labels[hi]] if labels else [None, None]
+                sa.brush(f.name, interval), sb.brush(f.name, interval)
+            else:
+                x = sorted(float(v) for v in rng.uniform(-60, 400, 2))
+                sa.brush(f.name, x), sb.brush(f.name, x)
+        except InteractionError:
+            continue
+        same((i, f.name))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000))
+def test_a_capture_with_joins_answers_as_the_rows_joined_beforehand(tmp_path_factory, seed):
+    folder = tmp_path_factory.mktemp("star")
+    fact, dims = make_star(int(np.random.default_rng(seed).integers(50, 900)), seed)
+    d = star_spec(folder)
+    joined = capture(d, {"a": fact.slice(0, fact.num_rows // 3), "b": fact.slice(fact.num_rows // 3)},
+                     dims, folder / "joined")
+    dash = parse_dashboard(d)
+    flat = {"a": join_tables(fact.slice(0, fact.num_rows // 3), dash.source, dims),
+            "b": join_tables(fact.slice(fact.num_rows // 3), dash.source, dims)}
+    before = capture_tables(plan_capture(parse_dashboard(flat_spec(d))), flat, folder / "flat", CONFIG)
+    assert joined.n_rows == before.n_rows == fact.num_rows
+    # (rows without a match: only a capture that made the join knows them, and names them)
+    name_unmatched_rows(before.layout, dash, before.base, joined.info.unmatched)
+    assert_same_answers(before, joined, d, seed)
+
+
+def test_rows_without_a_match_are_counted_and_named(tmp_path):
+    fact, dims = make_star(3000, 7)
+    d = star_spec(tmp_path)
+    store = capture(d, {"fact": fact}, dims, tmp_path / "cache")
+    dash = parse_dashboard(d)
+    joined = join_tables(fact, dash.source, dims)
+    for j in dash.source.joins:
+        assert store.info.unmatched[j.name] == joined[f"{j.name}.{j.key}"].null_count > 0
+    assert any(c.startswith("join region: ") and "without a match on store before it" in c
+               for c in store.info.caveats), store.info.caveats
+    s = Session(store, plan_capture(dash))
+    # region.zone is never null in its table: its nulls are the rows without a match
+    assert s.view("zone").caveats == {"no_match:region": store.info.unmatched["region"]}
+    # store.city is null on some stores: its nulls are not all rows without a match
+    assert set(s.view("city").caveats) == {"null", "other"}
+    from brushfire.charts import caveat_texts
+
+    assert caveat_texts(dash.view("zone"))["no_match:region"] == \
+        "not shown: no row of join region matches (region.zone is null)"
+
+
+# --- the oracle: DuckDB's LEFT JOIN ---------------------------------------------------------
+
+
+def actions(session, spec) -> st.SearchStrategy:
+    choices = []
+    for g in spec.interactions.crossfilter:
+        for name in g.views:
+            v = spec.view(name)
+            brush = v.brush or {"histogram": "interval", "temporal": "interval",
+                                "categorical": "points"}[v.type]
+            if brush == "none":
+                continue
+            labels = session.view(name).labels
+            if brush == "points":
+                choices.append(st.tuples(st.just("select"), st.just(name),
+                                         st.lists(st.sampled_from([*labels, OTHER]), max_size=3)))
+            elif v.type == "temporal":
+                times = [lab[0] if isinstance(lab, list) else lab for lab in labels] or ["2021-01-01T00:00:00"]
+                choices.append(st.tuples(st.just("brush"), st.just(name),
+                                         st.tuples(st.sampled_from(times), st.sampled_from(times))))
+            else:
+                num = st.one_of(st.none(), st.floats(-100, 600).map(lambda x: round(x, 1)))
+                choices.append(st.tuples(st.just("brush"), st.just(name), st.tuples(num, num)))
+            choices.append(st.tuples(st.just("clear"), st.just(name), st.none()))
+    for p in spec.interactions.parameters:
+        value = st.sampled_from(["b0", "b1", "b3", "nope", None]) if p.widget == "dropdown" \
+            else st.one_of(st.none(), st.integers(0, 520))
+        choices.append(st.tuples(st.just("param"), st.just(p.name), value))
+    return st.one_of(*choices)
+
+
+def apply(session, oracle, action) -> None:
+    kind, name, arg = action
+    try:
+        if kind == "brush":
+            session.brush(name, arg)
+        elif kind == "select":
+            session.select(name, arg)
+        elif kind == "param":
+            session.set_parameter(name, arg)
+        else:
+            session.clear(name)
+    except InteractionError:  # a value the view or dropdown does not have: nothing changes
+        return
+    if kind == "brush":
+        oracle.brush(name, arg)
+    elif kind == "select":
+        oracle.select(name, arg)
+    elif kind == "param":
+        oracle.set_parameter(name, arg)
+    else:
+        oracle.clear(name)
+
+
+def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle) -> None:
+    """A view's bars as SQL's (tests/engine/test_session_oracle.py says the same)."""
+    got = {}
+    for i, (label, n, value) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)):
+        if n:
+            key = label.replace("+00:00", "") if vtype == "temporal" else label \
+                if vtype == "categorical" else i
+            got[key] = (n, value)
+    assert set(got) == set(expected), (context, vd.name, got, expected)
+    for key, (n, value) in got.items():
+        count, total, mean, stat = expected[key]
+        assert n == count, (context, vd.name, key, n, count)
+        if op not in ("count", "sum", "mean"):
+            assert value == stat, (context, vd.name, key, value, stat)
+        else:
+            want = {"count": count, "sum": total, "mean": mean}[op]
+            assert oracle.agrees(vd.name, key, value, want, op), (context, vd.name, key, value, want)
+
+
+def check_views(spec, session, oracle, context) -> None:
+    assert session.count_selected() == oracle.selected(), context
+    for v in spec.views:
+        vd = session.view(v.name)
+        assert_view_matches(vd, oracle.view(v.name), v.aggregate.op, v.type, context, oracle)
+        assert vd.caveats == oracle.caveats(v.name), (context, v.name, vd.caveats)
+
+
+@pytest.fixture(scope="module", params=[3, 11, 2024])
+def star(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("star")
+    fact, dims = make_star(2500, request.param)
+    write_star(folder, fact, dims)
+    d = star_spec(folder)
+    cut = [fact.num_rows // 4, fact.num_rows // 2]
+    store = capture(d, {"fact": fact}, dims, folder / "cache", {"fact": [cut[0], 0, cut[1],
+                                                                        fact.num_rows - sum(cut)]})
+    dash = Dashboard(parse_dashboard(d), plan_capture(parse_dashboard(d)), store)
+    return dash, Oracle(dash.spec)
+
+
+def test_views_over_joins_equal_sql_after_every_interaction(star):
+    dash, oracle = star
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def run(data):
+        session = dash.session()
+        oracle.clear()
+        for step, action in enumerate(data.draw(st.lists(actions(session, dash.spec), max_size=8))):
+            apply(session, oracle, action)
+            check_views(dash.spec, session, oracle, (step, action))
+
+    run()
+
+
+def test_details_and_highlight_over_joins_equal_sql(star):
+    dash, oracle = star
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def run(data):
+        session = dash.session()
+        oracle.clear()
+        for action in data.draw(st.lists(actions(session, dash.spec), max_size=5)):
+            apply(session, oracle, action)
+        columns = list(dash.plan.detail_columns)
+        rows, page = [], 0
+        while page * 10_000 < dash.store.n_rows:
+            rows += [_norm_row(tuple(r.values())) for r in
+                     session.details(page=page, page_size=10_000, columns=columns).select(columns).to_pylist()]
+            page += 1
+        quoted = [f'"{c}"' for c in columns]
+        assert sorted(rows, key=repr) == oracle.rows(quoted, oracle.where(None))
+        zone = session.view("zone")
+        bars = data.draw(st.lists(st.integers(0, max(0, len(zone.labels) - 1)), max_size=2, unique=True))
+        bars = [b for b in bars if b < len(zone.labels)]
+        got = session.highlight("zone", bars)
+        keys = ", ".join("'" + zone.labels[b].replace("'", "''") + "'" for b in bars) or "NULL"
+        for t in ("amount", "brand"):
+            tv = dash.spec.view(t)
+            assert_view_matches(got[t], oracle.view(t, extra=f'"region.zone" IN ({keys})'),
+                                tv.aggregate.op, tv.type, ("highlight", bars, t), oracle)
+
+    run()
+
+
+def test_values_of_joined_measures_agree(star):
+    """Means of a joined measure (item.price) and medians of one (store.size): exact
+    per bar, with SQL's null handling (rows without a match have no measure)."""
+    dash, oracle = star
+    session = dash.session()
+    oracle.clear()
+    for name in ("price_by_zone", "median_size"):
+        want = oracle.view(name)
+        vd = session.view(name)
+        for label, n, value in zip(vd.labels, vd.counts, vd.values, strict=True):
+            if not n:
+                continue
+            key = label if dash.spec.view(name).type == "categorical" else vd.labels.index(label)
+            count, _, mean, stat = want[key]
+            assert n == count
+            expect = mean if name == "price_by_zone" else stat
+            assert (value is None and expect is None) or math.isclose(value, expect, rel_tol=1e-12), \
+                (name, label, value, expect)
+
+
+# --- on Spark ------------------------------------------------------------------------------
+
+
+def spark_store(spark, d: dict, cache, broadcast_bytes: int | None = None, split: str | None = None):
+    """A capture on Spark (`broadcast_bytes` 0: every join shuffled), with input splits of
+    `split` bytes (many splits per file: rids by file, split and position)."""
+    from brushfire.capture import run_capture
+    from brushfire.capture.spark import SparkRunner
+
+    dash = parse_dashboard(d)
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    if split:
+        spark.conf.set(key, split)
+    try:
+        runner = SparkRunner(spark, dash, CONFIG, lambda *_: None, broadcast_bytes=broadcast_bytes)
+        return run_capture(plan_capture(dash), runner, cache, CONFIG)
+    finally:
+        spark.conf.set(key, before)
+
+
+@pytest.fixture(scope="module")
+def star_files(tmp_path_factory):
+    """A star schema whose source is three Parquet files of several row groups."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("spark_star")
+    fact, dims = make_star(6000, 5)
+    write_star(folder, fact.slice(0, 0), dims)
+    (folder / "fact.parquet").unlink()
+    (folder / "fact").mkdir()
+    parts = [fact.slice(0, 2500), fact.slice(2500, 2000), fact.slice(4500)]
+    for i, p in enumerate(parts):
+        pq.write_table(p, folder / "fact" / f"part-{i}.parquet", row_group_size=300)
+    d = star_spec(folder)
+    d["source"]["path"] = str(folder / "fact")
+    d["source"]["format"] = "parquet"
+    return folder, d, {f"part-{i}": p for i, p in enumerate(parts)}, dims
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("broadcast", [None, 0], ids=["broadcast", "shuffled"])
+def test_on_spark_joins_give_the_rows_and_lineage_of_the_capture_in_process(spark, star_files,
+                                                                           tmp_path, broadcast):
+    folder, d, parts, dims = star_files
+    got = spark_store(spark, d, tmp_path / "spark", broadcast, split="24k")
+    assert len({s.source for s in got.shards}) > 3, "several splits per file"
+    want = capture(d, parts, dims, tmp_path / "local")
+    assert got.n_rows == want.n_rows == 6000
+    assert got.info.unmatched == want.info.unmatched
+    columns = list(plan_capture(parse_dashboard(d)).detail_columns)
+    # the same rows in the same rid order: every row's details, key columns too
+    for rids in (np.arange(0, 6000, 7), np.arange(5900, 6000)):
+        assert got.take(rids, columns).equals(want.take(rids, columns))
+    assert_same_answers(want, got, d, steps=20)
+
+
+@pytest.mark.spark
+def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spark, tmp_path):
+    from brushfire.errors import SpecError
+
+    fact, dims = make_star(500, 2)
+    dims["region"] = pa.concat_tables([dims["region"], dims["region"].slice(0, 1)])
+    write_star(tmp_path, fact, dims)
+    d = star_spec(tmp_path)
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "join 'region': key 'code'" in str(info.value) and "the value 'R0'" in str(info.value)
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
+    (tmp_path / "item.csv").write_text("sku,brand,price\nsku-000,b1,3\n")
+    d["source"]["joins"][2] = {"name": "item", "path": str(tmp_path / "item.csv"), "key": "id",
+                               "on": "item_key", "options": {"header": "true"}}
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value).startswith("<spec>: source.joins[2].key: Spark cannot read column 'id' of ")
+
+
+@pytest.mark.spark
+def test_on_spark_a_changed_dimension_rescans_only_joined_columns(spark, star_files, tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    folder, d, parts, dims = star_files
+    work = tmp_path / "star"
+    shutil.copytree(folder, work)
+    d = {**d, "source": {**d["source"], "path": str(work / "fact"),
+                         "joins": [{**j, "path": j["path"].replace(str(folder), str(work))}
+                                   for j in d["source"]["joins"]]}}
+    from brushfire.dashboard import is_current
+    from brushfire.lineage.store import entry_dir, read_manifest
+
+    spark_store(spark, d, tmp_path / "cache")
+    entry = entry_dir(tmp_path / "cache", parse_dashboard(d))
+    assert is_current(read_manifest(entry), parse_dashboard(d), CONFIG)
+    region = dims["region"].set_column(1, "zone", pa.array(["west"] * dims["region"].num_rows))
+    pq.write_table(region, work / "region.parquet")
+    # a changed dimension table: the capture is no longer current (Dashboard.open, stale)
+    assert not is_current(read_manifest(entry), parse_dashboard(d), CONFIG)
+    again = spark_store(spark, d, tmp_path / "cache")
+    notes = " ".join(again.info.changes)
+    assert "reused 3 of 3 input files" in notes and "scanning 0 new" not in notes, notes
+    assert "scanning region.zone, region.zone (details), region.code (details), region.code (rows " \
+           "without a match) alone over 3 files" in notes, notes
+    full = capture(d, parts, {**dims, "region": region}, tmp_path / "local")
+    assert_same_answers(full, again, d)
+    # an appended file of the source: scanned alone
+    extra, _ = make_star(700, 99)
+    pq.write_table(extra, work / "fact" / "part-3.parquet")
+    appended = spark_store(spark, d, tmp_path / "cache")
+    assert "scanning 1 new and 0 changed files" in " ".join(appended.info.changes)
+    assert not any("alone" in c for c in appended.info.changes), appended.info.changes
+    assert_same_answers(capture(d, {**parts, "part-3": extra}, {**dims, "region": region},
+                                tmp_path / "local2"), appended, d)

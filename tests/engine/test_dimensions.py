@@ -1,0 +1,140 @@
+"""Lineage through joins (engine/dimensions.py, protocol `dimension` and
+`dimension_forward`) against DuckDB's SQL over the LEFT JOIN, on random star schemas
+(tests/star_schemas.py) captured in this process."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brushfire import Dashboard
+from brushfire.capture.local import capture_tables
+from brushfire.engine.dimensions import dimension_forward, dimension_rows
+from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.plan import plan_capture
+from brushfire.protocol import handle
+from brushfire.spec import parse_dashboard
+from oracle import Oracle
+from star_schemas import make_star, star_spec, write_star
+
+CONFIG = CaptureConfig(block_rows=64, shard_rows=300, max_keys=40, max_cube_blocks=6)
+
+
+def open_star(folder, seed: int, n: int = 2000, details: bool = True):
+    fact, dims = make_star(n, seed)
+    write_star(folder, fact, dims)
+    spec = parse_dashboard(star_spec(folder, details))
+    store = capture_tables(plan_capture(spec), {"a": fact.slice(0, n // 3), "b": fact.slice(n // 3)},
+                           folder / "cache", CONFIG, None, dims)
+    return Dashboard(spec, plan_capture(spec), store)
+
+
+@pytest.fixture(scope="module", params=[4, 17])
+def star(request, tmp_path_factory):
+    dash = open_star(tmp_path_factory.mktemp("star"), request.param)
+    return dash, Oracle(dash.spec)
+
+
+SELECTIONS = st.one_of(
+    st.none(),
+    st.tuples(st.just("amount"), st.tuples(st.floats(-40, 140), st.floats(-40, 140))),
+    st.tuples(st.just("zone"), st.lists(st.sampled_from(["north", "south", "east"]), max_size=2)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(selection=SELECTIONS, join=st.sampled_from(["store", "region", "item"]),
+       bars=st.one_of(st.none(), st.lists(st.integers(0, 8), max_size=3, unique=True)))
+def test_the_dimension_rows_behind_a_selection_are_sqls(star, selection, join, bars):
+    dash, oracle = star
+    s = dash.session()
+    oracle.clear()
+    if selection is not None:
+        name, arg = selection
+        if name == "amount":
+            s.brush(name, sorted(arg))
+            oracle.brush(name, sorted(arg))
+        else:
+            arg = [x for x in arg if x in s.view("zone").labels]
+            s.select(name, arg)
+            oracle.select(name, arg)
+    j = dash.spec.source.join(join)
+    key = f'"{join}.{j.key}"'
+    cols = [c for c in dash.spec.interactions.details.columns if c.startswith(f"{join}.")]
+    where = oracle.where(None)
+    view = None
+    if bars is not None:  # the rows behind bars of the city view, as it shows them
+        labels = s.view("city").labels
+        bars = [b for b in bars if b < len(labels)]
+        view = "city"
+        keys = ", ".join("'" + labels[b].replace("'", "''") + "'" for b in bars) or "NULL"
+        where = f"({oracle.where('city')}) AND ({oracle.bar_sql(dash.spec.view('city'))}) IN ({keys})"
+    got = dimension_rows(s, join, view, bars, page_size=10_000)
+    firsts = "".join(f', first("{c}")' for c in cols)
+    want = oracle.con.execute(f"SELECT {key}{firsts}, count(*) AS n FROM src WHERE {where} AND {key} "
+                              f"IS NOT NULL GROUP BY {key} ORDER BY n DESC, {key}").fetchall()
+    rows = [tuple(r.values()) for r in got.table.to_pylist()]
+    assert rows == [tuple(r) for r in want]
+    assert got.total == len(want)
+    unmatched = oracle.con.execute(f"SELECT count(*) FROM src WHERE {where} AND {key} IS NULL").fetchone()[0]
+    assert got.unmatched == unmatched
+    page = dimension_rows(s, join, view, bars, page=1, page_size=2)
+    assert [tuple(r.values()) for r in page.table.to_pylist()] == rows[2:4]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(join=st.sampled_from(["store", "region", "item"]), pick=st.integers(0, 50))
+def test_a_dimension_row_leads_to_the_bars_of_its_rows(star, join, pick):
+    dash, oracle = star
+    s = dash.session()
+    j = dash.spec.source.join(join)
+    key = f'"{join}.{j.key}"'
+    keys = [r[0] for r in oracle.con.execute(f"SELECT DISTINCT {key} FROM src WHERE {key} IS NOT NULL "
+                                             f"ORDER BY 1").fetchall()]
+    value = keys[pick % len(keys)]
+    rows, views = dimension_forward(s, join, value)
+    assert rows == oracle.con.execute(f"SELECT count(*) FROM src WHERE {key} = ?", [value]).fetchone()[0]
+    for v in dash.spec.views:
+        if v.name not in views:
+            continue
+        labels = s.view(v.name).labels
+        got = {labels[b] if v.type == "categorical" else
+               (labels[b].replace("+00:00", "") if v.type == "temporal" else b) for b in views[v.name]}
+        want = {r[0] for r in oracle.con.execute(
+            f"SELECT DISTINCT {oracle.bar_sql(v)} FROM src WHERE {key} = ?", [value]).fetchall()} - {None}
+        assert got == want, (v.name, value)
+
+
+def test_protocol_messages_and_their_errors(star):
+    dash, _ = star
+    s = dash.session()
+    reply = handle(s, {"type": "dimension", "join": "region", "id": 7})
+    assert reply["type"] == "dimension" and reply["id"] == 7 and reply["total"] == len(reply["rows"])
+    assert set(reply["rows"][0]) == {"region.code", "region.zone", "rows"}
+    key = reply["rows"][0]["region.code"]
+    fwd = handle(s, {"type": "dimension_forward", "join": "region", "key": key})
+    assert fwd["type"] == "dimension_forward" and fwd["rows"] == reply["rows"][0]["rows"]
+    for msg, text in [
+        ({"type": "dimension", "join": "stores"},
+         "dimension.join: 'stores' is not a join of this dashboard; joins: store, region, item; "
+         "did you mean 'store'?"),
+        ({"type": "dimension", "join": "store", "bars": [1]},
+         "dimension.bars: bars need a view; give view with bars, or neither for the selection"),
+        ({"type": "dimension_forward", "join": "store", "key": "x"},
+         "key 'x' is not a value of store.store_id (int64)"),
+        ({"type": "dimension_forward", "join": "store", "key": [1]},
+         "dimension_forward.key: [1] is not a key (a string or a number)"),
+    ]:
+        reply = handle(s, msg)
+        assert reply == {"type": "error", "id": None, "message": text}, reply
+
+
+def test_without_details_there_is_no_lineage_through_joins(tmp_path):
+    dash = open_star(tmp_path, 1, 300, details=False)
+    with pytest.raises(NotCapturedError) as info:
+        dimension_rows(dash.session(), "store")
+    assert str(info.value) == ("lineage through join 'store' was not captured: declare details "
+                               "on demand (its key column is kept with the details' columns)")
+    with pytest.raises(InteractionError):
+        dimension_forward(dash.session(), "nope", 1)

@@ -1,0 +1,99 @@
+"""Random star schemas for the join tests: a fact table whose rows carry keys of three
+dimension tables, one of them reached through another (a chain), with what joins meet in
+real data — keys the dimension does not hold, null keys, a skewed fan-in (a few dimension
+rows behind most fact rows), dimension rows nobody references, null columns in the
+dimension, and keys of both integer and string types."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def make_star(n: int, seed: int) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """(fact table of `n` rows, {join name: dimension table})."""
+    rng = np.random.default_rng(seed)
+    n_store, n_item, n_region = int(rng.integers(5, 60)), int(rng.integers(3, 30)), int(rng.integers(2, 6))
+    # stores: ids 0..n_store-1 in a shuffled order, a few more rows than the fact references
+    store_ids = rng.permutation(n_store + 5)
+    store = pa.table({
+        "store_id": pa.array(store_ids, pa.int64()),
+        "city": pa.array([f"city{i % 9}" if rng.random() > 0.1 else None for i in range(len(store_ids))]),
+        "size": pa.array(np.round(rng.gamma(2.0, 50.0, len(store_ids)), 1),
+                         mask=rng.random(len(store_ids)) < 0.08),
+        "region_code": pa.array([f"R{int(r)}" for r in rng.integers(0, n_region + 1, len(store_ids))]),
+        "opened": pa.array([datetime(2015, 1, 1) + timedelta(days=int(d))
+                            for d in rng.integers(0, 2000, len(store_ids))], pa.timestamp("us")),
+    })
+    region = pa.table({"code": pa.array([f"R{i}" for i in range(n_region)]),  # R<n_region>: none
+                       "zone": pa.array([["north", "south", "east"][i % 3] for i in range(n_region)])})
+    item = pa.table({"sku": pa.array([f"sku-{i:03d}" for i in range(n_item)]),
+                     "brand": pa.array([f"b{int(b)}" for b in rng.integers(0, 4, n_item)]),
+                     "price": pa.array(rng.integers(1, 500, n_item), pa.int64())})
+    # fact: skewed store keys (zipf), some beyond the dimension, some null
+    sk = np.minimum(rng.zipf(1.5, n) - 1, n_store + 8)
+    sk_null = rng.random(n) < 0.05
+    items = np.array([f"sku-{i:03d}" for i in range(n_item + 3)])  # 3 no item has
+    ik = items[rng.integers(0, n_item + 3, n)]
+    ik_null = rng.random(n) < 0.04
+    fact = pa.table({
+        "store_key": pa.array(sk, pa.int64(), mask=sk_null),
+        "item_key": pa.array(ik, mask=ik_null),
+        "qty": pa.array(rng.integers(1, 20, n), pa.int64()),
+        "amount": pa.array(np.round(rng.normal(50, 30, n), 2), mask=rng.random(n) < 0.03),
+        "day": pa.array([datetime(2021, 1, 1) + timedelta(hours=int(h)) for h in rng.integers(0, 24 * 90, n)],
+                        pa.timestamp("us")),
+    })
+    return fact, {"store": store, "region": region, "item": item}
+
+
+JOINS = [
+    {"name": "store", "path": "store.parquet", "key": "store_id", "on": "store_key"},
+    {"name": "region", "path": "region.parquet", "key": "code", "on": "store.region_code"},
+    {"name": "item", "path": "item.parquet", "key": "sku", "on": "item_key"},
+]
+
+
+def star_spec(folder, details: bool = True) -> dict:
+    """A dashboard over `write_star`'s files: views over joined columns of every join
+    (the chain's too), measures of joined columns, and parameters on joined columns."""
+    views = [
+        {"name": "city", "type": "categorical", "field": "store.city", "top": 6},
+        {"name": "size", "type": "histogram", "field": "store.size", "bin": {"maxbins": 12}},
+        {"name": "zone", "type": "categorical", "field": "region.zone"},
+        {"name": "brand", "type": "categorical", "field": "item.brand", "top": 3,
+         "aggregate": {"op": "sum", "field": "qty"}},
+        {"name": "amount", "type": "histogram", "field": "amount", "bin": {"step": 20, "extent": [-40, 140]}},
+        {"name": "day", "type": "temporal", "field": "day", "unit": "week"},
+        {"name": "opened", "type": "temporal", "field": "store.opened", "unit": "year"},
+        {"name": "price_by_zone", "type": "categorical", "field": "region.zone", "brush": "none",
+         "aggregate": {"op": "mean", "field": "item.price"}},
+        {"name": "median_size", "type": "histogram", "field": "amount", "brush": "none",
+         "bin": {"step": 50, "extent": [-50, 150]}, "aggregate": {"op": "median", "field": "store.size"}},
+    ]
+    out = {
+        "name": "star",
+        "source": {"path": str(folder / "fact.parquet"),
+                   "joins": [{**j, "path": str(folder / j["path"])} for j in JOINS]},
+        "views": views,
+        "interactions": {
+            "crossfilter": [{"views": [v["name"] for v in views]}],
+            "highlight": [{"source": "zone", "targets": ["amount", "brand"]}],
+            "parameters": [{"name": "pbrand", "field": "item.brand"},
+                           {"name": "pprice", "field": "item.price", "widget": "slider", "op": "lte"}],
+        },
+    }
+    if details:
+        out["interactions"]["details"] = {"columns": ["qty", "store.city", "region.zone", "item.brand"],
+                                          "page_size": 50}
+    return out
+
+
+def write_star(folder, fact: pa.Table, dims: dict[str, pa.Table]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(fact, folder / "fact.parquet")
+    for name, table in dims.items():
+        pq.write_table(table, folder / f"{name}.parquet")
