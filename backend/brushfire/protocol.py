@@ -344,7 +344,7 @@ class Dimension(Message):
 
         got = dimension_rows(session, self.join, self.view, self.bars, self.page, self.page_size)
         return {"type": "dimension", "join": self.join, "page": self.page, "total": got.total,
-                "unmatched": got.unmatched, "rows": _jsonable_rows(got.table.to_pylist())}
+                "unmatched": got.unmatched, "rows": rows_json(got.table)}
 
 
 class DimensionForward(Message):
