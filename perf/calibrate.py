@@ -1,5 +1,5 @@
 """Measure the engine's per-row costs on a captured dashboard, for the planner's constants
-(backend/brushfire/engine/planner.py): a sequential pass per row, per filter tested and
+(backend/brushfire/engine/costs.py): a sequential pass per row, per filter tested and
 per view counted; a row reached through the backward index per row and per view (every
 key: the rows dense in their blocks); and the memory lines sparse rows read (a few keys
 holding about 1 % of the rows: every row its own line per column), over every shard —
@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from brushfire import Dashboard
+from brushfire.engine import costs as P
 from brushfire.engine import kernels as K
-from brushfire.engine import planner as P
 
 
 def best(fn, reps: int = 5) -> float:
@@ -90,7 +90,7 @@ def main() -> None:
     mid = int(np.searchsorted(prefix, prefix[nk] / 2))
     hi = int(np.searchsorted(prefix, prefix[mid] + prefix[nk] / 100))
     sparse = np.array([[mid, max(mid, hi - 1)]], np.int64)
-    srows = s._rows_of(d, sparse)
+    srows = s.reads.rows_of(d, sparse)
 
     def all_shards():
         for sh in store.shards:
@@ -100,7 +100,7 @@ def main() -> None:
     per_row = best(all_shards) / max(1, srows) * 1e9
     lines = -np.expm1(-32 * srows / store.n_rows) * store.n_rows / 32
     cols = max(len(vi), nf) + 1
-    search = 1000.0 * s._s.blocks  # planner.BLOCK_SEARCH per block
+    search = 1000.0 * s._s.blocks  # costs.BLOCK_SEARCH per block
     line = (per_row * srows - srows * (row + view * len(vi)) - search) / max(1.0, lines * cols)
     print(f"sparse index ({srows:,} rows of {store.n_rows:,}): {per_row:.1f} ns per row, "
           f"{line:.1f} ns per memory line of a column ({cols} columns)")
@@ -108,7 +108,7 @@ def main() -> None:
     # clustered copies: every row of d's copy (one run), as a recompute reads it, against a
     # scan counting the same views; and an incremental pass over the same rows, the moving
     # filter d's own (decided per chunk by its keys when it has one interval test)
-    copy = s._copy(d)
+    copy = s.reads.copy(d)
     if copy is not None:
         i = store.shards.index(shard)
         C, crow, starts = copy[i].keys, copy[i].rows, copy[i].starts

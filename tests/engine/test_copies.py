@@ -97,10 +97,10 @@ def test_copies_arriving_mid_drag_change_no_reply(rich):
     used = False
     for i, ev in enumerate(trace.events):
         if i == arrived:
-            assert not any(with_copies._copy(d) for d in with_copies._copies.dims)
+            assert not any(with_copies.reads.copy(d) for d in with_copies._copies.dims)
             pool.release()  # the copies arrive while the user brushes
             assert with_copies._copies.dims
-            assert all(with_copies._copy(d) is not None for d in with_copies._copies.dims)
+            assert all(with_copies.reads.copy(d) is not None for d in with_copies._copies.dims)
         a = protocol.handle(with_copies, ev.message)
         b = protocol.handle(without, ev.message)
         assert comparable(a) == comparable(b), (i, ev.message)
@@ -111,10 +111,10 @@ def test_copies_arriving_mid_drag_change_no_reply(rich):
 @pytest.mark.parametrize("prefer", ["recompute", "complement", "incremental"])
 def test_passes_over_copies_split_among_threads_change_no_reply(rich, monkeypatch, prefer):
     """Passes over clustered copies split among threads by their runs' rows (a thread per
-    share of them, `Session._split_runs`) answer what one thread does."""
-    from brushfire.engine import session as S
+    share of them, `Reads.split_runs`) answer what one thread does."""
+    from brushfire.engine import reads
 
-    monkeypatch.setattr(S, "SMALL_WORK", 0.0)  # every pass on every thread
+    monkeypatch.setattr(reads, "SMALL_WORK", 0.0)  # every pass on every thread
     threaded = Session(rich.store, rich.plan, pool=Pool(2), prefer=prefer)
     serial = Session(rich.store, rich.plan, pool=Pool(0), prefer=prefer)
     assert threaded.wait_for_copies(60) and serial.wait_for_copies(60)
@@ -123,11 +123,11 @@ def test_passes_over_copies_split_among_threads_change_no_reply(rich, monkeypatc
         assert comparable(protocol.handle(threaded, ev.message)) == comparable(
             protocol.handle(serial, ev.message)), ev.message
     d = rich.store.layout.filters[0].dims[0]
-    copy = threaded._copy(d)
+    copy = threaded.reads.copy(d)
     nkeys = rich.store.layout.dims[d].nkeys
     for n in (2, 3):
         for kr in ([[0, nkeys // 3]], [[1, 2], [nkeys // 2, nkeys]]):
-            split = threaded._split_runs(copy, np.asarray(kr, np.int64), n)
+            split = threaded.reads.split_runs(copy, np.asarray(kr, np.int64), n)
             blocks = sorted((i, b) for units in split for i, b0, b1 in units for b in range(b0, b1))
             assert blocks == sorted((i, b) for i, nb in threaded._s.units for b in range(nb))
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from brushfire.engine import costs as C
 from brushfire.engine import planner as P
-from brushfire.engine.planner import Work
+from brushfire.engine.costs import Work
+from brushfire.engine.methods.conditional import worth_a_tile
 
 N = 30_000_000
 BLOCKS = N // 65_536 + 1
@@ -90,7 +92,7 @@ def test_sparse_rows_through_the_index_cost_their_memory_lines():
     in their blocks (each reads its own line of every column) than where they are dense
     (perf/calibrate.py at 30M: about 80-90 ns against 14)."""
     def per_row(rows):
-        return P.index_cost(rows, 1, BLOCKS, 6, N, 5) / rows
+        return C.index_cost(rows, 1, BLOCKS, 6, N, 5) / rows
 
     assert per_row(N // 100) > 5 * per_row(N)
     assert 50 < per_row(N // 100) < 150 and per_row(N) < 30
@@ -98,7 +100,7 @@ def test_sparse_rows_through_the_index_cost_their_memory_lines():
 
 def test_every_cost_is_bounded_by_a_scan():
     for _, w, _ in CASES:
-        assert P.choose(w).cost <= P.scan_cost(w.n_rows, w.n_filters, len(w.views))
+        assert P.choose(w).cost <= C.scan_cost(w.n_rows, w.n_filters, len(w.views))
 
 
 @pytest.mark.parametrize(("moves", "per_move", "pause", "build"), [
@@ -108,16 +110,16 @@ def test_every_cost_is_bounded_by_a_scan():
     (5, 10e6, 0.0005, False),  # sent back to back: no room to build it in
 ])
 def test_when_a_conditional_cube_is_built(moves, per_move, pause, build):
-    assert P.worth_a_tile(moves, per_move, pause, quiet=0.004) is build
+    assert worth_a_tile(moves, per_move, pause, quiet=0.004) is build
 
 
 def test_a_clustered_copy_reads_rows_at_a_scans_cost():
     """From a clustered copy a row costs about what it costs in a scan (plus the filter
     tests of the moving one's old and new state), whatever its density: a 1 % move is
     about a hundredth of a scan, not a tenth of it."""
-    move = P.index_cost(N // 100, 2, BLOCKS, 6, N, 5, clustered=True)
-    assert move < P.scan_cost(N, 5, 6) / 50
-    assert move < P.index_cost(N // 100, 2, BLOCKS, 6, N, 5) / 5
+    move = C.index_cost(N // 100, 2, BLOCKS, 6, N, 5, clustered=True)
+    assert move < C.scan_cost(N, 5, 6) / 50
+    assert move < C.index_cost(N // 100, 2, BLOCKS, 6, N, 5) / 5
 
 
 ALL_COPIES = frozenset({"", "A", "B", "C"})

@@ -158,7 +158,7 @@ def new_session(dash, policy):
     if not order:  # every filter dim has its copy (inline, or by an earlier session's pool)
         assert session.wait_for_copies(60)
         dims = {d for f in dash.store.layout.filters for d in f.dims}
-        assert all(session._copy(d) is not None for d in dims)
+        assert all(session.reads.copy(d) is not None for d in dims)
     return session
 
 

@@ -1,0 +1,179 @@
+"""The kernels on the pool: a session's reads of the store's rows (engine/kernels.py), split
+into units of (shard, first block, end block) among threads when the work is large, and
+the guard that keeps them on the dims whose per-row keys were kept.
+
+`Reads` is one session's: it reads the session's filter state (`state.q`, the active
+filters) as it is at each call, and keeps how it split the store's blocks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from brushfire.engine import kernels as K
+from brushfire.engine import parallel
+from brushfire.engine.copies import Copies, Copy
+from brushfire.engine.costs import index_cost
+from brushfire.engine.shared import Shared
+from brushfire.engine.state import FilterState, Selection
+from brushfire.errors import NotCapturedError
+from brushfire.lineage.arrays import Aggregates
+from brushfire.lineage.store import LineageStore
+
+SMALL_WORK = 2_000_000.0  # ns of estimated work below which an update runs on one thread
+
+
+class Reads:
+    """A session's reads of the store through the kernels, on its pool's threads."""
+
+    def __init__(self, store: LineageStore, shared: Shared, pool: parallel.Pool, copies: Copies | None,
+                 state: FilterState, active: dict[str, Selection]) -> None:
+        self.store, self.layout, self._s = store, store.layout, shared
+        self._pool, self._copies = pool, copies
+        self.state, self.active = state, active  # the session's, as they change
+        self._splits: dict[int, list] = {}  # n -> split(n)
+        self._run_layouts: dict[int, tuple] = {}  # id of a dim's copies -> (them, run_layout)
+
+    def forget(self) -> None:
+        """Drop what was kept of the copies' layouts (the session closed)."""
+        self._run_layouts.clear()
+
+    def by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
+                q=None) -> None:
+        if not len(kranges):
+            return
+        self.rows_guard(d, vi, need)
+        kr = np.asarray(kranges, np.int64).reshape(-1, 2)
+        q = self.state.q if q is None else q
+        q_old = q if q_old is None else q_old
+        shards, L = self.store.shards, self._s.L
+        copy = self.copy(d)
+
+        typed = (self._s.shard_list, self._copies.typed(d)) if copy else None  # none: no shards
+        cdim = self._copies.cdim(d) if copy else -1
+
+        def units(us, c, s, o):
+            if typed is not None:
+                if us:
+                    K.clustered_units(*typed, as_units(us), d, cdim, L, q, q_old, kr, signs, mf, vi, need,
+                                      c, s, o)
+                return
+            for i, b0, b1 in us:
+                K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)
+
+        cost = index_cost(self.rows_of(d, kranges), len(kranges), self._s.blocks, len(vi),
+                            self.store.n_rows, len(self.active), copy is not None)
+        threads = self.threads(cost)
+        split = self.split_runs(copy, kr, threads) if copy is not None and threads > 1 else None
+        self.run(units, agg, threads, split)
+
+    def run(self, kernel_units, agg: Aggregates, threads: int, split=None) -> None:
+        """Run `kernel_units(units, counts, sums, oks)` over the blocks, on `threads` (or
+        on one thread per list of `split`)."""
+        if threads <= 1:
+            kernel_units(self.split(1)[0] if self._s.units else [], agg.counts, agg.sums, agg.oks)
+            return
+        nslots = self._s.nslots
+
+        def task(units):
+            c, s, o = np.zeros(nslots, np.int64), np.zeros(nslots, np.float64), np.zeros(nslots, np.int64)
+            kernel_units(units, c, s, o)
+            return c, s, o
+
+        for c, s, o in self._pool.run([lambda u=u: task(u) for u in split or self.split(threads)]):
+            agg.counts += c
+            agg.sums += s
+            agg.oks += o
+
+    def threads(self, cost: float) -> int:
+        return 1 if cost < SMALL_WORK else self._pool.workers + 1
+
+    def split(self, n: int) -> list[list[tuple[int, int, int]]]:
+        """The store's blocks as `n` lists of (shard, first block, end block), about equal
+        (the same lists every time: callers only read them)."""
+        out = self._splits.get(n)
+        if out is None:
+            out = self._splits[n] = self.split_blocks(n)
+        return out
+
+    def split_blocks(self, n: int) -> list[list[tuple[int, int, int]]]:
+        units = self._s.units
+        total = self._s.blocks
+        per = max(1, math.ceil(total / max(1, n)))
+        out: list[list[tuple[int, int, int]]] = [[]]
+        room = per
+        for i, nb in units:
+            b = 0
+            while b < nb:
+                take = min(room, nb - b)
+                out[-1].append((i, b, b + take))
+                b += take
+                room -= take
+                if room == 0:
+                    out.append([])
+                    room = per
+        return [u for u in out if u]
+
+    def split_runs(self, copy: list[Copy], kr: np.ndarray, n: int) -> list[list[tuple[int, int, int]]]:
+        """The blocks of clustered copies as `n` lists of (shard, first block, end block)
+        holding about equally many rows of the key ranges' runs. A copy's rows are in key
+        order, so a range's run sits in a few of its blocks: split by blocks alone, one
+        thread could get a whole run and the other none."""
+        starts, at, lo, hi, shard, block = self.run_layout(copy)
+        segs = np.empty((len(at), 4), np.int64)
+        m = K.split_runs(starts, at, lo, hi, shard, block, kr, n, segs)
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        for t, i, b0, b1 in segs[:m].tolist():
+            out[t].append((i, b0, b1))
+        return [u for u in out if u]
+
+    def run_layout(self, copy: list[Copy]) -> tuple:
+        """A dim's copies' key starts side by side (shards x keys) and, per block of every
+        shard with blocks: its shard's row there, its first and end position, its shard and
+        its number in it."""
+        cached = self._run_layouts.get(id(copy))
+        if cached is None or cached[0] is not copy:
+            bsize = self.layout.block_rows
+            units = self._s.units
+            starts = np.stack([copy[i].starts for i, _ in units])
+            at = np.concatenate([np.full(nb, j) for j, (_, nb) in enumerate(units)])
+            block = np.concatenate([np.arange(nb, dtype=np.int64) for _, nb in units])
+            shard = np.concatenate([np.full(nb, i) for i, nb in units])
+            ends = starts[at, -1]
+            lo = np.minimum(block * bsize, ends)
+            hi = np.minimum(lo + bsize, ends)
+            cached = self._run_layouts[id(copy)] = (copy, (starts, at, lo, hi, shard, block))
+        return cached[1]
+
+    def rows_guard(self, d: int, vi, need) -> None:
+        """The kernels read keys of kept dims only (an index past them reads foreign
+        memory): refuse anything else, whatever a caller missed."""
+        lay, kept = self.layout, self.layout.row_dims
+        if kept == len(lay.dims):
+            return
+        dims = [d] if d >= 0 else []
+        for i in vi:
+            v = self._s.all if i == len(lay.views) else lay.views[i]
+            dims += list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+        union = int(np.bitwise_or.reduce(need[vi])) if len(vi) else 0
+        dims += [int(t) for f in range(len(lay.filters) + 1) if union >> f & 1
+                 for t in self.state.tdim[2 * f:2 * f + 2] if t >= 0]
+        if any(x >= kept for x in dims):
+            msg = "this needs per-row lineage the capture kept as cubes only (memory budget)"
+            raise NotCapturedError(msg)
+
+    def copy(self, d: int) -> list[Copy] | None:
+        """Dim d's clustered copy per shard, when built (and this session uses copies)."""
+        return self._copies.of(d) if self._copies is not None and d in self._copies.dims else None
+
+    def rows_of(self, d: int, kranges) -> int:
+        if d < 0:
+            return self.store.n_rows
+        p = self._s.keyprefix[d]
+        return int(sum(p[b + 1] - p[a] for a, b in kranges))
+
+
+def as_units(us: list[tuple[int, int, int]]) -> np.ndarray:
+    """(shard, first block, end block) units as the kernels' *_units take them."""
+    return np.array(us, np.int64).reshape(-1, 3)

@@ -1,0 +1,123 @@
+"""What every session of one store shares, computed once per store (`Shared.of(store)`):
+the kernels' layout arrays, the base result, zone maps, the clustered key copies, the
+views' base results as shown."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from brushfire.engine import parallel
+from brushfire.engine.api import ViewData
+from brushfire.engine.copies import Copies, hist_slots, reserve, row_bytes, typed_list
+from brushfire.engine.state import layout_arrays
+from brushfire.lineage.arrays import Aggregates
+from brushfire.lineage.layout import ViewLayout
+from brushfire.lineage.store import Cube, LineageStore
+
+ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
+
+
+class Shared:
+    """Per-store values every session uses, computed once. Besides the dashboard's views
+    the kernels count one more, ALL: a single bar every filter applies to, so the rows
+    passing every filter (the selection's size, in every reply) are kept up to date by
+    the same updates as the views, never counted separately."""
+
+    def __init__(self, store: LineageStore) -> None:
+        lay = store.layout
+        self.all = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None],
+                              code_dims=[0] if lay.dims else [])
+        self.nslots = lay.nslots + 2
+        self.L = layout_arrays(lay, extra=self.all if lay.dims else None)
+        base = store.base
+        self.base = Aggregates(np.append(base.counts, [store.n_rows, 0]), np.append(base.sums, [0.0, 0.0]),
+                               np.append(base.oks, [0, 0]))
+        self.all_cubes = {}
+        for f in lay.filters:
+            d = lay.dims[f.dims[0]]
+            if f.cube_targets and d.cube_starts is not None:
+                per_key = store.keycounts[f.dims[0]][:d.nkeys]
+                prefix = np.concatenate([[0], np.cumsum(per_key)])[np.asarray(d.cube_starts)]
+                self.all_cubes[f.name] = Cube(np.stack([prefix, np.zeros_like(prefix)], axis=1),
+                                              np.zeros((0, 0)), np.zeros((0, 0), np.int64))
+        self.keyprefix = [np.concatenate([[0], np.cumsum(c)]) for c in store.keycounts]
+        self.values = [np.asarray(d.values) if d.kind == "dense" else None for d in store.layout.dims]
+        self.edges = [np.asarray(d.edges, np.float64) if d.kind == "fine" else None
+                      for d in store.layout.dims]
+        self.blocks = sum(s.nblocks for s in store.shards)
+        self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
+        self._store = store
+        self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
+        self._copies: Copies | None = None
+        self._copies_lock = threading.Lock()
+        self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
+        # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
+        self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
+
+    def copies(self, pool: parallel.Pool) -> Copies:
+        """The store's clustered key copies, their build started on the first call: the
+        filters' indexed dims with per-row keys, in the layout's order, under the memory
+        cap (the updates read rows through them; lineage queries, rarer, go without)."""
+        with self._copies_lock:
+            if self._copies is None:
+                lay = self._store.layout
+                candidates = [d for d in dict.fromkeys(d for f in lay.filters for d in f.dims)
+                              if d < lay.row_dims and lay.dims[d].indexed]
+                # shard rows are kept where raw values or stored measures are read
+                rows_kept = bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
+                dims, size = reserve(candidates, self._store.n_rows,
+                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L)))
+                self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
+                                      size, self.L)
+                self._copies.start(pool)
+            return self._copies
+
+    def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
+        per block) — read from the shards once, so a plan costs a few vector operations."""
+        if self._zones is None:
+            shards = [s for s in self._store.shards if s.nblocks]
+            bsize = self._store.layout.block_rows
+            sizes = [np.full(s.nblocks, bsize, np.int64) for s in shards]
+            for s, z in zip(shards, sizes, strict=True):
+                z[-1] = s.n_rows - bsize * (s.nblocks - 1)
+            if not shards:
+                none = np.zeros((self._store.layout.row_dims, 0), np.uint16)
+                self._zones = (none, none, np.zeros(0, np.int64))
+            else:
+                zmin, zmax = (np.concatenate([np.asarray(s.arrays[i]) for s in shards], axis=1)
+                              for i in (5, 6))
+                self._zones = (zmin, zmax, np.concatenate(sizes))
+        return self._zones
+
+    def rows_in_blocks(self, mask: int) -> int:
+        """The rows of the blocks of `zones` whose bits `mask` sets: a block's rows, less
+        what the short ones (a shard's last) lack."""
+        if self._short is None:
+            sizes = self.zones()[2]
+            full = int(sizes.max()) if len(sizes) else 0
+            self._short = (full, [(int(j), full - int(sizes[j])) for j in np.flatnonzero(sizes < full)])
+        full, short = self._short
+        return full * mask.bit_count() - sum(lack for j, lack in short if mask >> j & 1)
+
+    def base_view(self, name: str, compute: Callable[[], ViewData]) -> ViewData:
+        """A view's base result as shown, `compute()`d on first use and kept: the same for
+        every session, and an order statistic's costs a read of the rows (each reply gets
+        its own lists, so that no caller can change the kept one)."""
+        kept = self._base_views.get(name)
+        if kept is None:  # two sessions at once may both compute it: the same result
+            kept = self._base_views[name] = compute()
+        return ViewData(kept.name, kept.labels, list(kept.counts), list(kept.values),
+                        dict(kept.caveats))
+
+    @staticmethod
+    def of(store: LineageStore) -> Shared:
+        cached = getattr(store, "_engine", None)
+        if cached is None:
+            cached = Shared(store)
+            store._engine = cached
+        return cached
