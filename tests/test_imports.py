@@ -1,4 +1,5 @@
-"""The import contract (STYLE.md): Brushfire's modules import one another without cycles.
+"""The import contract (STYLE.md): Brushfire's modules import one another without cycles,
+and the engine's modules point down its layers (docs/architecture.md).
 
 Read from the source, not by importing: a module's imports at its top level (not those
 inside functions, nor under `if TYPE_CHECKING:`), each also importing the packages above
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "backend" / "brushfire"
 
@@ -111,3 +114,67 @@ def test_heavy_dependencies_stay_behind_their_modules() -> None:
             for n in names:
                 assert not n.startswith("pyspark"), name
                 assert not n.startswith("altair") or name == "brushfire.marks", name
+
+
+# --- layers -------------------------------------------------------------------------------
+
+# The engine's modules in layers, lowest first: a module imports only from layers below its
+# own (docs/architecture.md). The session coordinates; the methods answer; the planner chooses
+# among their plans and imports nothing that runs them.
+ENGINE_LAYERS: list[set[str]] = [
+    {"api", "costs", "kernels", "ordering", "parallel", "state"},
+    {"copies", "dimensions", "memory", "stats"},
+    {"shared"},  # what a store's sessions share
+    {"reads"},  # the kernels on the pool
+    {"methods", "methods.base", "methods.cube", "methods.incremental", "methods.recompute",
+     "methods.scan"},
+    {"methods.conditional", "methods.mixed", "methods.complement"},  # built on the ones above
+    {"planner", "builders"},
+    {"multi", "queries"},
+    {"session"},
+]
+
+# The package's layers: each name's top level (its package or module) imports nothing of
+# those listed after it.
+ABOVE_THE_ENGINE = ("protocol", "fallback", "dashboard", "describe", "export", "server",
+                    "widget", "bench", "baselines", "cli")
+ABOVE_THE_PROTOCOL = ("server", "widget", "bench", "baselines", "cli")
+
+
+def upward(graph: dict[str, set[str]], layers: list[set[str]], prefix: str) -> list[str]:
+    """The imports among modules `prefix` + a layer's name that do not point to a lower layer,
+    and the modules under `prefix` no layer names."""
+    rank = {prefix + name: i for i, layer in enumerate(layers) for name in layer}
+    out = [f"{m}: in no layer" for m in sorted(graph) if m.startswith(prefix) and m not in rank
+           and m != prefix.rstrip(".")]
+    for m in sorted(rank):
+        for dep in sorted(graph.get(m, ())):
+            if dep in rank and rank[dep] >= rank[m]:
+                out.append(f"{m} -> {dep}")
+    return out
+
+
+def test_the_engine_imports_point_down_its_layers() -> None:
+    assert upward(import_graph(), ENGINE_LAYERS, "brushfire.engine.") == []
+
+
+def test_the_planner_imports_only_costs_and_methods() -> None:
+    """A pure choice: no kernels, no session, nothing that runs a method."""
+    deps = import_graph()["brushfire.engine.planner"]
+    assert deps <= {"brushfire.engine", "brushfire.engine.costs"} | {
+        m for m in deps if m.startswith("brushfire.engine.methods")}, deps
+
+
+@pytest.mark.parametrize(("low", "high"), [("brushfire.engine", ABOVE_THE_ENGINE),
+                                           ("brushfire.protocol", ABOVE_THE_PROTOCOL)])
+def test_nothing_below_imports_what_is_above(low, high) -> None:
+    graph = import_graph()
+    bad = [f"{m} -> {d}" for m in sorted(graph) if m == low or m.startswith(low + ".")
+           for d in sorted(graph[m]) if d.split(".")[1] in high]
+    assert bad == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {"p.a": {"p.b"}, "p.b": set(), "p.c": {"p.a"}, "p.d": set()}
+    assert upward(graph, [{"a"}, {"b"}, {"c"}], "p.") == ["p.d: in no layer", "p.a -> p.b"]
+    assert upward(graph, [{"b"}, {"a"}, {"c"}, {"d"}], "p.") == []
