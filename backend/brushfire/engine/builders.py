@@ -200,6 +200,7 @@ def blocks(session: Session, name: str, views: list[str]) -> int:
 
 
 def kernel(session: Session, tb: TileBuild, units, acc: list[np.ndarray]) -> None:
+    """A builder's part: the rows of `units` added into its accumulators `acc`."""
     shards, L = session.store.shards, session._s.L
     for i, b0, b1 in units:
         K.tile(shards[i].arrays, L, tb.q, tb.vi, tb.need, tb.colarr, tb.dim, tb.cblut, tb.width,

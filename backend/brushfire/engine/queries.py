@@ -217,6 +217,7 @@ def driver_of(session: Session, names: Sequence[str]) -> tuple[int, list]:
 
 
 def rows_cost(session: Session, d: int, kr) -> float:
+    """The cost of reading the rows of key ranges `kr` of dim d (d < 0: every row)."""
     if d < 0:
         return scan_cost(session.store.n_rows, len(session.active), 0)
     return index_cost(session.reads.rows_of(d, kr), len(kr), session._s.blocks, 0, session.store.n_rows,

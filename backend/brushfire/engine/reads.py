@@ -41,6 +41,8 @@ class Reads:
 
     def by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                 q=None) -> None:
+        """The rows of key ranges `kranges` of dim d counted into `agg` (with `signs`), through
+        its clustered copy once built, else the store's key order: engine/kernels.py `by_keys`."""
         if not len(kranges):
             return
         self.rows_guard(d, vi, need)
@@ -87,6 +89,7 @@ class Reads:
             agg.oks += o
 
     def threads(self, cost: float) -> int:
+        """How many threads work of `cost` ns is split among."""
         return 1 if cost < SMALL_WORK else self._pool.workers + 1
 
     def split(self, n: int) -> list[list[tuple[int, int, int]]]:
@@ -98,6 +101,7 @@ class Reads:
         return out
 
     def split_blocks(self, n: int) -> list[list[tuple[int, int, int]]]:
+        """`split(n)` computed."""
         units = self._s.units
         total = self._s.blocks
         per = max(1, math.ceil(total / max(1, n)))
@@ -168,6 +172,7 @@ class Reads:
         return self._copies.of(d) if self._copies is not None and d in self._copies.dims else None
 
     def rows_of(self, d: int, kranges) -> int:
+        """The rows with a key of dim d in `kranges` (d < 0: every row)."""
         if d < 0:
             return self.store.n_rows
         p = self._s.keyprefix[d]

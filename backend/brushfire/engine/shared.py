@@ -116,6 +116,7 @@ class Shared:
 
     @staticmethod
     def of(store: LineageStore) -> Shared:
+        """The store's, made on first use and kept on the store."""
         cached = getattr(store, "_engine", None)
         if cached is None:
             cached = Shared(store)

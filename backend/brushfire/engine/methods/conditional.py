@@ -54,6 +54,7 @@ def answer(session: Session, name: str, views: list[str], tile: Tile) -> None:
 
 
 def edge_rows(session: Session, tile: Tile) -> int:
+    """About the rows answering from `tile` reads at the moving filter's edges (its cost)."""
     return cube.edge_rows(session, session.active[tile.filter].tests[0], tile.starts)
 
 
@@ -72,6 +73,7 @@ def worth_a_tile(moves: int, per_move: float, pause: float, quiet: float) -> boo
 
 
 def tile_prefix(tile: Tile) -> dict[str, tuple]:
+    """Per view, its columns of the cube's prefix sums (counts, sums, oks)."""
     out = {}
     for v, c in tile.cols.items():
         w = slice(c, c + _width(tile, v))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 def from_cube(session: Session, g: str, views: list[str]) -> None:
+    """`views` under active filter g alone, from g's cubes to them."""
     cubes = {v: session._cube(g, v) for v in views}
     starts = session._cube_starts[session.active[g].tests[0].dim]
     from_prefix(session, g, views, {v: (c.counts, c.sums, c.oks) for v, c in cubes.items()},

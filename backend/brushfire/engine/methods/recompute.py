@@ -32,6 +32,7 @@ def drivers_of(w: Work) -> tuple[dict[str, str], dict[str, int], dict[str, float
 
 def plans(w: Work, drivers: dict[str, str], groups: dict[str, int],
           costs: dict[str, float]) -> list[Choice]:
+    """Each view from its driver's rows: each driver's rows read once for its views."""
     return [Choice("recompute", sum(costs.values()), drivers)]
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def plans(w: Work) -> list[Choice]:
+    """Every row read once (the blocks each view cannot skip), counted in every view."""
     return [Choice("scan", scan_cost(w.n_rows, w.n_filters, len(w.views), w.scan_rows))]
 
 
@@ -29,6 +30,7 @@ def answer(session: Session, views: list[str]) -> None:
 
 
 def run(session: Session, vi, need, agg: Aggregates) -> None:
+    """The views `vi` counted into `agg` over every row passing their `need`, by a scan."""
     session.reads.rows_guard(-1, vi, need)
     skip = np.uint64(np.bitwise_and.reduce(need[vi])) if len(vi) else np.uint64(0)
     L, q = session._s.L, session.state.q
