@@ -83,12 +83,16 @@ def _recipe(title: str) -> str:
 
 
 def _files(text: str) -> set[str]:
-    """Repository paths named in `text` (in backticks), `<type>` once per view type."""
+    """Repository paths named in `text` (in backticks), `<type>` once per view type and
+    `<engine>` once per baseline engine."""
+    from brushfire.baselines import ENGINES
     from brushfire.views import VIEW_TYPES
 
+    each = {"<type>": list(VIEW_TYPES), "<engine>": [e for e in ENGINES if e != "brushfire"]}
     out = set()
     for p in re.findall(rf"`((?:{'|'.join(ROOTS)})/[^`\s]+)`", text):
-        out |= {p.replace("<type>", t) for t in VIEW_TYPES} if "<type>" in p else {p}
+        holes = [h for h in each if h in p]
+        out |= {p.replace(holes[0], x) for x in each[holes[0]]} if holes else {p}
     return out
 
 
@@ -130,6 +134,11 @@ def test_the_aggregate_recipe_lists_every_module_that_names_an_op():
     assert sorted(_modules_naming({"median", "quantile"}) - listed) == []
     code = [p for p in listed if p.endswith(".py")]
     assert [p for p in code if not re.search(r"median|quantile", (ROOT / p).read_text())] == []
+
+
+def test_the_baseline_recipe_lists_every_module_that_names_one():
+    listed = _files(_recipe("Add a baseline"))
+    assert sorted(_modules_naming({"preagg"}) - listed) == []  # ("lazy" and "duckdb" name more)
 
 
 def test_every_message_class_is_dispatched():
