@@ -24,7 +24,7 @@ gallery: setup frontend  ## the dashboards of dashboards/gallery/, at http://$(H
 
 test: setup frontend chromium
 	$(VENV)/bin/ruff check backend tests perf
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=30
 
 test-quick: setup  ## skip tests that start Spark or take long
 	$(VENV)/bin/pytest -q -m "not spark and not slow"

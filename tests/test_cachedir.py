@@ -51,3 +51,16 @@ def test_the_tests_capture_into_a_cache_of_their_own():
     assert os.environ["BRUSHFIRE_CACHE"] == DEFAULT_CACHE
     assert os.path.basename(DEFAULT_CACHE).startswith("brushfire-test-cache-")
     assert os.path.dirname(DEFAULT_CACHE) == tempfile.gettempdir()
+
+
+def test_no_test_imports_conftest():
+    """Importing `conftest` by name makes a second module under --import-mode=importlib,
+    whose setup points BRUSHFIRE_CACHE at another folder mid-run: shared helpers live in
+    modules of their own (tests/rows.py)."""
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    imports = ("from conftest import", "import conftest")
+    offenders = [str(p.relative_to(tests)) for p in tests.rglob("*.py") if p != Path(__file__)
+                 and any(line.lstrip().startswith(imports) for line in p.read_text().splitlines())]
+    assert offenders == []

@@ -123,6 +123,8 @@ interactions:
      " got '12XB' (e.g. 16GB, 512MB)"),
     (["demo", GOOD, "--memory-budget", "0"], "argument --memory-budget: must be more than 0 bytes"),
     (["serve", GOOD, "--memory-budget", "lots"], "argument --memory-budget: a memory size is"),
+    (["serve", GOOD, "--watch", "0"], "argument --watch: '0' is not a number of seconds of at least 0.1"),
+    (["serve", GOOD, "--watch", "soon"], "argument --watch: 'soon' is not a number of seconds"),
     (["capture", GOOD, "--spark-master", "localhost:7077"],
      "argument --spark-master: 'localhost:7077' is not a Spark master URL; e.g. local[*], local[2],"
      " spark://host:7077, yarn, k8s://https://host:443"),

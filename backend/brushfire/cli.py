@@ -99,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
     p.add_argument("--cache-dir", default=None, type=directory, help=_cache_help())
     p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size, help=BUDGET_HELP)
+    p.add_argument("--watch", type=_positive_seconds, nargs="?", const=5.0, default=None,
+                   metavar="SECONDS",
+                   help="every SECONDS (default 5), check whether a source's files changed "
+                        "(appended, rewritten, removed); then capture again, reading only what "
+                        "changed, and serve the new capture: open pages redraw, their filters "
+                        "kept (docs/spec.md, Growing data)")
     access = p.add_argument_group("access (docs/deploy.md, Security)")
     token = access.add_mutually_exclusive_group()
     token.add_argument("--token", nargs="?", const="", default=None, type=_token_text,
@@ -515,6 +521,9 @@ def _serve(args) -> int:
                                      spark_master=args.spark_master, echo=ProgressLine(),
                                      memory_budget=args.memory_budget or DEFAULT_BUDGET)
              for spec in args.specs]  # a bad spec fails here, before the server starts
+    if args.watch is not None:
+        for h in hosts:
+            h.watch(args.watch, echo=ProgressLine())
     names = ", ".join(h.name for h in hosts)
     print(f"serving {names}  (Ctrl-C stops); open:", file=sys.stderr)
     for url in serve_urls(args.host, args.port, token):
@@ -589,6 +598,17 @@ def _host_text(text: str) -> str:
         msg = f"{text!r} is not a host name: write e.g. dash.example.com, .example.com or *"
         raise argparse.ArgumentTypeError(msg)
     return t
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = 0.0
+    if not 0.1 <= x < float("inf"):
+        msg = f"{text!r} is not a number of seconds of at least 0.1"
+        raise argparse.ArgumentTypeError(msg)
+    return x
 
 
 def _positive(text: str) -> int:

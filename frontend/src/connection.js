@@ -3,13 +3,16 @@
 // `request(message)` sends one client message with a fresh id and resolves with the
 // server's reply to it (an `update`, `details`, ..., `skipped` or `error`). While the
 // dashboard is still being captured the server streams `progress` messages, then
-// `ready` or `failed`; those go to the `onStatus` callback. `opened` resolves when the
+// `ready` or `failed`; those go to the `onStatus` callback; `reloaded` (the server serves
+// a newer capture: `serve --watch`) goes to `onReloaded`. `opened` resolves when the
 // socket is open. `getJSON` reads the server's HTTP API. A server started with an access
 // token needs it on every request: `withToken` adds it to a URL (docs/deploy.md).
 
 export class Connection {
-  constructor(url, { onStatus = () => {}, onClose = () => {}, onWorking = () => {} } = {}) {
+  constructor(url, { onStatus = () => {}, onClose = () => {}, onWorking = () => {},
+    onReloaded = () => {} } = {}) {
     this.url = url;
+    this.onReloaded = onReloaded;
     this.onStatus = onStatus;
     this.onClose = onClose;
     this.onWorking = onWorking; // `working`: an answer is taking long (docs/protocol.md)
@@ -42,6 +45,10 @@ export class Connection {
     }
     if (msg.type === "working") {
       this.onWorking(msg);
+      return;
+    }
+    if (msg.type === "reloaded") {
+      this.onReloaded(msg);
       return;
     }
     const resolve = this.waiting.get(msg.id);

@@ -1,6 +1,8 @@
 // The web page: pick a dashboard (?dashboard=NAME, else the first the server has), show
 // its capture progress while Spark works, then the dashboard over a WebSocket session,
-// with the filters kept in the address (#filters=...).
+// with the filters kept in the address (#filters=...). When the server picks up new data
+// (`serve --watch`) it says `reloaded`: the page redraws from the new description, with
+// the filters the session kept.
 // `window.brushfire` exposes the live objects to browser tests and benchmarks.
 // A server with an access token is opened at `/?token=...`: the server then keeps the
 // token in a cookie, and the page sends it on its own requests too and takes it out of
@@ -53,7 +55,9 @@ async function main() {
       if (window.brushfire.ready) app.prepend(el("p", "bf-failed", `Disconnected from the server (${event.code}). Reload to reconnect.`));
     },
     onWorking: (msg) => window.brushfire.ui?.working(msg),
+    onReloaded: (msg) => { reloads = reloads.then(() => redraw(msg)).catch((e) => showFailure(String(e?.stack ?? e))); },
   });
+  let reloads = Promise.resolve(); // one redraw at a time, in order
   await connection.open();
   if (description.status !== "ready") {
     showProgress(description);
@@ -66,10 +70,25 @@ async function main() {
   const exportURL = (format, state) => withToken(
     `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
   const linkOf = (state) => `${location.origin}${location.pathname}${location.search}${addressOf(state)}`;
-  const ui = new DashboardUI(app, description, (msg) => connection.request(msg),
-    { onFilters: keepInAddress, exportURL, linkOf });
-  window.brushfire.ui = ui; // (before mount: `working` messages may come while filters are restored)
-  await ui.mount();
+  const show = async (desc) => {
+    const ui = new DashboardUI(app, desc, (msg) => connection.request(msg),
+      { onFilters: keepInAddress, exportURL, linkOf });
+    window.brushfire.ui = ui; // (before mount: `working` messages may come while filters are restored)
+    await ui.mount();
+    return ui;
+  };
+  // new data: the new description (views' bars and extents may have grown), the session's
+  // filters as the server carried them over, and a note of the rows now shown
+  const redraw = async (msg) => {
+    const desc = await api(`api/dashboards/${encodeURIComponent(name)}`);
+    const ui = await show(desc);
+    if (Object.keys(msg.filters ?? {}).length) await ui.setFilters(msg.filters);
+    const dropped = msg.dropped?.length ? `; filters the new data refuse left off: ${msg.dropped.join(", ")}` : "";
+    app.prepend(el("p", "bf-note", `New data: ${msg.rows.toLocaleString()} rows${dropped}.`));
+    window.brushfire.reloads = (window.brushfire.reloads ?? 0) + 1;
+    Object.assign(window.brushfire, { ui, description: desc });
+  };
+  const ui = await show(description);
   if (saved) await ui.setFilters(saved);
   Object.assign(window.brushfire, { ui, connection, description, ready: true });
 }

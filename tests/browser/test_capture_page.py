@@ -40,3 +40,32 @@ def test_the_page_shows_why_a_capture_failed(chromium, small_parquet, tmp_path):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "capture-failed.png"))
         page.close()
+
+
+def test_the_page_redraws_with_new_data_and_keeps_its_filters(chromium, spark, tmp_path):
+    """serve --watch: the server moves the page's session to the new capture (`reloaded`);
+    the page redraws from the new description and shows the filters the session kept."""
+    import pyarrow.parquet as pq
+
+    from rows import make_rows
+    from server.test_reload import growing_spec
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    with live_server(create_app([host])) as addr:
+        page = chromium.new_page()
+        page.goto(f"http://{addr}/#filters=" + '{"hx":{"interval":[20,60]}}')
+        page.wait_for_function("window.brushfire.ready || window.brushfire.error", timeout=120_000)
+        assert page.evaluate("window.brushfire.error || null") is None
+        pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
+        assert host.reload(spark=spark)
+        page.wait_for_function("window.brushfire.reloads === 1", timeout=60_000)
+        assert "New data: 1,200 rows" in page.inner_text(".bf-note")
+        assert page.evaluate("window.brushfire.ui.filters") == {"hx": {"interval": [20, 60]}}
+        assert page.evaluate("window.brushfire.description.rows") == 1200
+        assert page.locator(".bf-view").count() == 2
+        page.close()

@@ -12,8 +12,8 @@ from brushfire import Dashboard
 from brushfire.source import local_files
 from brushfire.spec import parse_dashboard
 from capture.test_incremental import CONFIG, assert_same_answers, shifted, spec
-from conftest import make_rows
 from oracle import Oracle
+from rows import make_rows
 
 pytestmark = pytest.mark.spark
 

@@ -28,7 +28,7 @@ from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
 from brushfire.values import format_instant
 from brushfire.views import view_type
-from conftest import make_rows
+from rows import make_rows
 
 CONFIG = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
 DETAILS = ["x", "cat", "t", "m"]

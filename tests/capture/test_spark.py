@@ -183,7 +183,7 @@ def test_the_drivers_memory_does_not_grow_with_rows(spark, tmp_path):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from conftest import make_rows
+    from rows import make_rows
 
     peaks = []
     for n in (20_000, 200_000):

@@ -39,6 +39,15 @@ def test_the_most_expensive_dims_go_first(budget_bytes, kept):
         assert any("dropped" in n for n in choice.notes)
 
 
+def test_an_order_statistics_rows_are_kept_over_the_budget():
+    """A measure bucketed (fine) or in blocks of several keys gives an order statistic's
+    value only from rows: dropping them would leave the view without an answer."""
+    dims = [dim("a"), dim("d", "fine")]
+    choice = budget.choose(dims, 10_000, 0, keep=frozenset({"d"}))
+    assert set(choice.kept) == {"d"}
+    assert any("kept over the memory budget" in n for n in choice.notes)
+
+
 def test_parse_size():
     assert parse_size("512MB") == 512 << 20 and parse_size("2g") == 2 << 30
     assert parse_size("1.5GiB") == int(1.5 * (1 << 30)) and parse_size(1000) == 1000

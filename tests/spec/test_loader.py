@@ -132,15 +132,15 @@ bad/layout_view_twice.yaml:11: layout[1].rows[0][0]: view 'delay' is placed twic
 bad/layout_empty_row.yaml:9: layout[0].rows[0]: needs at least 1 item, got 0"""),
     ("layout_rows_as_names.yaml", """\
 bad/layout_rows_as_names.yaml:7: layout[0]: expected a mapping, got ['delay']
-    Section accepts: title, rows"""),
+    a section accepts: title, rows"""),
     # --- snap: interval and rect brushes only
     ("snap_without_brush.yaml", """\
 bad/snap_without_brush.yaml:10: views[0].snap: snap is for a brush, and this view's brush is 'none'
     hint: remove snap, or the brush: none that keeps the view from being brushed"""),
     ("snap_on_categorical.yaml", """\
 bad/snap_on_categorical.yaml:8: views[0].snap: unknown key 'snap'
-    CategoricalView accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
-    hint: 'snap' is a key of HistogramView, TemporalView, HeatmapView, not CategoricalView"""),
+    a categorical view accepts: name, title, aggregate, brush, scale, reverse, type, field, top, other, sort
+    hint: 'snap' is a key of a histogram view, a temporal view, a heatmap view, not of a categorical view"""),
     # --- view types
     ("view_type_unknown.yaml", """\
 bad/view_type_unknown.yaml:6: views[0].type: unknown view type 'pie'

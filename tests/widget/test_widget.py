@@ -273,7 +273,7 @@ def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
 
 def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
     from brushfire import Dashboard
-    from conftest import make_rows
+    from rows import make_rows
 
     folder = tmp_path / "data"
     folder.mkdir()

@@ -48,9 +48,11 @@ class Choice:
     kept_per_row: int = 0
 
 
-def choose(dims: list[Dim], n_rows: int, budget: int | None) -> Choice:
+def choose(dims: list[Dim], n_rows: int, budget: int | None,
+           keep: frozenset[str] = frozenset()) -> Choice:
     """Keep every dim's per-row arrays when they fit `budget` (bytes; None: no budget),
-    else drop the most expensive first until the rest fit. Pure."""
+    else drop the most expensive first until the rest fit; never those named in `keep`
+    (an order statistic whose values only rows give: without them it has no answer). Pure."""
     per_row = sum(row_bytes(d) for d in dims)
     if budget is None:
         return Choice(frozenset(d.name for d in dims), ("no memory budget: per-row lineage kept",),
@@ -64,6 +66,10 @@ def choose(dims: list[Dim], n_rows: int, budget: int | None) -> Choice:
     for d in sorted(dims, key=lambda d: (-row_bytes(d), d.name)):
         if total <= budget:
             break
+        if d.name in keep:
+            notes.append(f"{d.name}: per-row keys kept over the memory budget: an order "
+                         "statistic reads its values from the rows")
+            continue
         total -= row_bytes(d) * n_rows
         del kept[d.name]
         notes.append(f"{d.name}: per-row keys dropped ({row_bytes(d)} bytes × {n_rows:,} rows "

@@ -95,8 +95,10 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
                     values=st.values.tolist()))
         else:
             edges, aligned, reps = _fine_buckets(dash, f, st, stats, config, before.get(f"value:{f}"))
+            lo, hi = stats.bounds.get(f, (None, None))
             add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=n_raw,
-                    edges=edges, aligned=aligned, reps=reps))
+                    edges=edges, aligned=aligned, reps=reps,
+                    bounds=None if lo is None else [getattr(x, "item", lambda x=x: x)() for x in (lo, hi)]))
             n_raw += 1
     for f, part in plan.part_dims:  # every value of the part is a key, whatever the data
         values = bins.part_values(part)
@@ -181,7 +183,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         fdims = [dim_of[n] for n in f.dim_names]
         filters.append(FilterLayout(f.name, f.kind, fdims, list(f.filters_views),
                                     list(f.cube_targets), f.op))
-    choice = budget.choose(dims, stats.n_rows, config.memory_budget)
+    choice = budget.choose(dims, stats.n_rows, config.memory_budget, _gathering_dims(views, dims))
     dims, views, filters, n_raw = _keep_rows_first(dims, views, filters, choice.kept)
     layout = Layout(dashboard=dash.name, block_rows=config.block_rows, dims=dims, views=views,
                     filters=filters, n_raw=n_raw, n_meas=len(measure_fields),
@@ -300,6 +302,20 @@ def _sticky_blocks(d: Dim, old: Dim | None, width: int, config: CaptureConfig) -
     starts = np.searchsorted(np.asarray(d.values), np.asarray(at, np.asarray(d.values).dtype), "left")
     starts = np.unique(np.concatenate([[0], starts, [d.nkeys]])).astype(int)
     return [int(x) for x in starts]
+
+
+def _gathering_dims(views: list[ViewLayout], dims: list[Dim]) -> frozenset[str]:
+    """The dims of order statistics whose values come from rows (a measure dim with blocks
+    of several keys, or bucketed: engine/stats.py order_values): a memory budget must not
+    drop their rows."""
+    out = set()
+    for v in views:
+        if v.measure != "cells" or not v.code_dims:
+            continue
+        d = dims[v.mdim]
+        if not (d.kind in ("dense", "dict") and v.width - 1 == d.nkeys):
+            out |= {dims[i].name for i in v.code_dims}
+    return frozenset(out)
 
 
 def _balanced(edges: list[float], st: ValueStats) -> bool:

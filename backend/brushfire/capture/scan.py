@@ -299,13 +299,16 @@ def _mostly_distinct(x: np.ndarray, kind: str, max_keys: int) -> bool:
     """Would the dictionary have more than `max_keys` entries (the field then gets bucketed
     keys, and the values are kept as they are)? Judged on an even sample of 4,096 values
     by Chao's estimate of the distinct values (seen, plus those seen once squared over
-    twice those seen twice); integers of a small range never are (they are counted)."""
+    twice those seen twice; counted when there are no more); integers of a small range
+    never are (they are counted)."""
     if len(x) < 256:
         return False
     if kind != "float" and int(x.max()) - int(x.min()) < max(1 << 20, 4 * len(x)):
         return False
-    probe = x[:: max(1, len(x) // 4096)]
-    _, seen = np.unique(probe, return_counts=True)
+    step = max(1, len(x) // 4096)
+    _, seen = np.unique(x[::step], return_counts=True)
+    if step == 1:  # every value seen: no estimate
+        return len(seen) > max_keys
     once, twice = int(np.count_nonzero(seen == 1)), int(np.count_nonzero(seen == 2))
     estimate = len(seen) + (once * once / (2 * twice) if twice else once * (once - 1) / 2)
     return estimate > max_keys

@@ -428,8 +428,10 @@ def spark_errors(what: str) -> Iterator[None]:
     except Exception as e:  # py4j and pyspark raise many types; all end the capture
         if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
             raise
+        from brushfire.capture.analyze import spark_message
+
         lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-        first = lines[0] if lines else type(e).__name__
+        first = spark_message(e)  # the Java cause (a file that vanished or changed its types, named)
         if "PythonException" in type(e).__name__ and len(lines) > 1:
             first = lines[-1]  # the Python error itself, after the worker's traceback
         msg = f"Spark failed while {what}: {first[:500]}"

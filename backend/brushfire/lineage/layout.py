@@ -101,6 +101,7 @@ class Dim:
     # per key (bucket) that has the bar of all of the bucket's values (views.key_values)
     aligned: list[str] | None = None
     reps: list | None = None
+    bounds: list | None = None  # fine dims: the data's smallest and largest value
 
     @property
     def exact(self) -> bool:

@@ -118,7 +118,7 @@ class LineageStore:
                 cache[name] = ("times" if d.value_type == "temporal" else "values", list(d.values))
             else:
                 lo, hi = self.value_range(f.dims[0])
-                ends = [] if lo is None else [format_instant(lo), format_instant(hi)] \
+                ends = [] if lo is None or hi is None else [format_instant(lo), format_instant(hi)] \
                     if d.value_type == "temporal" else [lo, hi]
                 cache[name] = ("range", ends)
         return cache[name]
@@ -133,7 +133,10 @@ class LineageStore:
         if d.kind == "dense":
             return d.values[present[0]], d.values[present[-1]]
         lo = hi = None  # fine: the raw values of the first and last buckets
-        if not d.rows:  # no raw values kept: the buckets' edges
+        cast = int if d.value_type in ("int", "temporal") else float
+        if not d.rows and d.bounds is not None:  # no raw values kept: the capture's bounds
+            return cast(d.bounds[0]), cast(d.bounds[1])
+        if not d.rows:  # (a capture that recorded none: the buckets' edges)
             first, last = present[0], present[-1]
             edges = d.edges + [float("inf")]
             lo, hi = edges[max(first, 1)], edges[last + 1]

@@ -23,7 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
-from brushfire import export, protocol
+from brushfire import export, protocol, versions
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.engine import memory
@@ -152,7 +152,7 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             try:
                 if host.dashboard is None and not await _stream_progress(ws, host):
                     return
-                await serve_session(ws, host.dashboard)
+                await serve_session(ws, host)
             finally:
                 sessions[client] -= 1
                 if sessions[client] <= 0:
@@ -214,12 +214,15 @@ async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> bool:
     return True
 
 
-async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
+async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
     """Read messages as they come; answer them one at a time off the event loop, in order.
 
     No message ends the session: one that cannot be decoded is answered with an `error`
     in its turn, and any failure while reading or answering one becomes an `error` reply.
-    The reader stops reading while MAX_PENDING messages wait (TCP pushes back)."""
+    The reader stops reading while MAX_PENDING messages wait (TCP pushes back). When the
+    host serves a newer capture (`serve --watch`), the session moves to it between two
+    messages, with its filters, and the client is told (`reloaded`)."""
+    dash = host.dashboard
     try:
         session = open_session(dash)
     except Exception as e:  # noqa: BLE001 - say why, and close
@@ -279,9 +282,18 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
             if answering and interrupt is not None and too_big is None:
                 interrupt()  # the client left: a lazy answer still running on Spark is for no one
 
+    loop = asyncio.get_running_loop()
+    unlisten = host.listen(lambda: loop.call_soon_threadsafe(wake.set))
     task = asyncio.create_task(reader())
     try:
         while not closed or (too_big is not None and pending):
+            if host.dashboard is not dash and not closed:  # a newer capture: move to it
+                dash = host.dashboard
+                session, reply = await asyncio.to_thread(_move, session, dash)
+                interrupt = getattr(session, "interrupt", None)
+                if not await _send(ws, reply):
+                    break
+                continue
             if not pending:
                 wake.clear()
                 await wake.wait()
@@ -305,9 +317,22 @@ async def serve_session(ws: WebSocket, dash: Dashboard) -> None:
             with contextlib.suppress(Exception):
                 await ws.close(code=CLOSE_TOO_BIG, reason=close_reason(too_big))
     finally:
+        unlisten()
         task.cancel()
         pending.clear()
         session.close()  # its background work stops and what it built is freed (returns at once)
+
+
+def _move(old, dash):
+    """A session of `dash` (a newer capture) with `old`'s filters, `old` closed, and the
+    `reloaded` message telling the client (docs/protocol.md); the filters the new data
+    refuse are left off and named."""
+    new = open_session(dash)
+    dropped = protocol.carry_over(old, new)
+    old.close()
+    return new, {"type": "reloaded", "rows": dash.store.n_rows,
+                 "version": versions.public(versions.served(dash)),
+                 "filters": protocol.filters_json(new), "dropped": dropped}
 
 
 def open_session(dash):

@@ -1,12 +1,16 @@
 """A dashboard as the server hosts it: opened (loaded from the cache or captured on Spark)
 in a background thread, so the server answers at once and clients can watch the capture's
-progress, then see either the dashboard or why it failed."""
+progress, then see either the dashboard or why it failed; with `watch`, captured again
+when its source's data change (reading only what changed) and served anew, the open
+sessions moved to the new capture with their filters."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +21,7 @@ from brushfire.spec import models as m
 from brushfire.spec.loader import load_dashboard
 
 Status = Literal["capturing", "ready", "failed"]
+log = logging.getLogger(__name__)
 
 
 class HostedDashboard:
@@ -37,6 +42,9 @@ class HostedDashboard:
         self._done = threading.Event()
         if dashboard is not None:
             self._done.set()
+        self.reloads = 0  # newer captures served since it opened (watch)
+        self.reload_error: str | None = None  # why the last one failed (the last good is served)
+        self._listeners: set[Callable[[], None]] = set()  # told when `dashboard` changes
 
     @classmethod
     def ready(cls, dashboard: Dashboard) -> HostedDashboard:
@@ -91,6 +99,61 @@ class HostedDashboard:
     def name(self) -> str:
         return self.spec.name
 
+    def listen(self, notify: Callable[[], None]) -> Callable[[], None]:
+        """Call `notify()` (from the watching thread) whenever a newer capture is served;
+        returns the function that stops it."""
+        self._listeners.add(notify)
+        return lambda: self._listeners.discard(notify)
+
+    def watch(self, every: float = 5.0, *, spark=None, echo=None) -> threading.Event:
+        """Every `every` seconds, once the dashboard is ready: has its source's data changed
+        (`Dashboard.stale`: file listings and the cache's manifest, no Spark)? Then capture
+        it again, reading only what changed (`Dashboard.refresh`), warm it up and serve it:
+        each open session moves to it with its filters (server/app.py). While that runs
+        the last capture is served; a failing one is reported (`reload_error`, `echo`) and
+        the last good capture stays. Returns an Event: set it to stop watching."""
+        stop = threading.Event()
+
+        def run() -> None:
+            self._done.wait()
+            while not stop.wait(every):
+                if self.dashboard is not None:
+                    self.reload(spark=spark, echo=echo)
+
+        threading.Thread(target=run, name=f"watch-{self.name}", daemon=True).start()
+        return stop
+
+    def reload(self, *, spark=None, echo=None) -> bool:
+        """One check of `watch`: serve a newer capture when the data changed. Returns
+        whether it did."""
+        old = self.dashboard
+        try:
+            if not old.stale():
+                return False
+            if echo is not None:
+                echo(f"{self.name}: the source's data changed: capturing what is new", None)
+            new = old.refresh(spark=spark, progress=echo)
+            if new is None:
+                return False
+            new.warm_up()
+            from brushfire.fallback import source_for
+
+            source_for(new, master=new.opened_with.get("spark_master")).known_columns()
+        except Exception as e:  # noqa: BLE001 - a failed reload must not stop the serving
+            self.reload_error = str(e) if isinstance(e, BrushfireError) else f"{type(e).__name__}: {e}"
+            log.warning("brushfire: %s: new data not picked up (the last capture is served): %s",
+                        self.name, self.reload_error)
+            if echo is not None:
+                echo(f"{self.name}: new data not picked up: {self.reload_error}", None)
+            return False
+        self.dashboard, self._version, self.reload_error = new, None, None
+        self.reloads += 1
+        if echo is not None:
+            echo(f"{self.name}: now serving {new.store.n_rows:,} rows", 1.0)
+        for notify in list(self._listeners):
+            notify()
+        return True
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ready or failed; False on timeout."""
         return self._done.wait(timeout)
@@ -101,9 +164,13 @@ class HostedDashboard:
                "stage": stage, "fraction": fraction}
         if self.error:
             out["error"] = self.error
+        if self.reloads or self.reload_error:
+            out["reloads"] = self.reloads
+        if self.reload_error:
+            out["reload_error"] = self.reload_error
         if self.dashboard is not None:
             out["rows"] = self.dashboard.store.n_rows
-            if self._version is None:  # read once: the store does not change
+            if self._version is None:  # read once per capture served
                 self._version = versions.public(versions.served(self.dashboard))
             out["version"] = self._version
         return out

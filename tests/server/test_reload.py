@@ -1,0 +1,108 @@
+"""`brushfire serve --watch`: new data in a source's folder is captured (only what changed)
+and served; open sessions move to it with their filters, told by a `reloaded` message; a
+reload that fails keeps the last good capture served."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from websockets.sync.client import connect
+
+from brushfire.server import create_app
+from brushfire.server.hosting import HostedDashboard
+from brushfire.spec import parse_dashboard
+from live_server import live_server
+from rows import make_rows
+
+pytestmark = pytest.mark.spark
+
+
+def growing_spec(folder) -> dict:
+    return {"name": "growing", "source": {"path": str(folder), "format": "parquet"},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+                      {"name": "cat", "type": "categorical", "field": "cat", "top": 40}],
+            "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
+
+
+def ask(ws, message: dict) -> dict:
+    ws.send(json.dumps(message))
+    return json.loads(ws.recv(timeout=60))
+
+
+def test_new_files_are_served_to_open_sessions_with_their_filters(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.reload(spark=spark)  # nothing new: nothing done
+    with live_server(create_app([host])) as addr, connect(f"ws://{addr}/ws/growing") as ws:
+        before = ask(ws, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 61]})
+        ask(ws, {"type": "brush", "id": 2, "view": "hx", "interval": [20, 60]})
+        pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
+        assert host.reload(spark=spark)
+        # an idle session is told at once, with the filters it keeps
+        msg = json.loads(ws.recv(timeout=60))
+        assert msg["type"] == "reloaded" and msg["rows"] == 1200 and msg["dropped"] == []
+        assert msg["filters"] == {"hx": {"interval": [20, 60]}}
+        after = ask(ws, {"type": "brush", "id": 3, "view": "hx", "interval": [20, 61]})
+        assert after["type"] == "update" and after["filters"] == {"hx": {"interval": [20, 61]}}
+        # the views count the new rows, under the same brush
+        assert sum(after["views"]["cat"]["counts"]) > sum(before["views"]["cat"]["counts"])
+        status = httpx.get(f"http://{addr}/api/dashboards/growing").json()
+        assert status["rows"] == 1200 and status["reloads"] == 1
+        # a new session starts on the new capture
+        with connect(f"ws://{addr}/ws/growing") as other:
+            fresh = ask(other, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 61]})
+            assert fresh["views"]["cat"]["counts"] == after["views"]["cat"]["counts"]
+
+
+def test_a_reload_that_fails_keeps_the_last_good_capture(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(600, 3), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    served = host.dashboard
+    pq.write_table(pa.table({"x": ["not a number"] * 5, "cat": ["c01"] * 5}), folder / "part-1.parquet")
+    seen = []
+    assert not host.reload(spark=spark, echo=lambda stage, fraction: seen.append(stage))
+    assert host.dashboard is served and host.reload_error
+    # the file and the clash named, not Spark's call
+    assert "part-1.parquet" in host.reload_error and "[x]" in host.reload_error, host.reload_error
+    assert any("new data not picked up" in s for s in seen)
+    with live_server(create_app([host])) as addr:
+        status = httpx.get(f"http://{addr}/api/dashboards/growing").json()
+        assert status["status"] == "ready" and status["rows"] == 600 and status["reload_error"]
+        with connect(f"ws://{addr}/ws/growing") as ws:
+            assert ask(ws, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 60]})["type"] == "update"
+
+
+def test_watch_checks_on_its_own(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(500, 4), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    stop = host.watch(0.2, spark=spark)
+    try:
+        assert host.wait(300) and host.status == "ready", host.error
+        changed = []
+        unlisten = host.listen(lambda: changed.append(host.dashboard.store.n_rows))
+        pq.write_table(make_rows(100, 5), folder / "part-1.parquet")
+        import time
+
+        deadline = time.monotonic() + 240
+        while not changed:
+            assert time.monotonic() < deadline, "the new file was not picked up"
+            time.sleep(0.2)
+        unlisten()
+        assert changed == [600] and host.reloads == 1
+    finally:
+        stop.set()
