@@ -1,7 +1,7 @@
 """The memory the engine's optional per-session structures take, across every session of
 the process, under one budget.
 
-A session builds conditional cubes in the background (engine/session.py); each session
+A session builds conditional cubes in the background (engine/builders.py); each session
 keeps its own within SESSION_TILE_BYTES, but a server holds many sessions, so the cubes
 of all of them (and those being built: their builders' accumulators too) are also
 counted here, against `CUBE_MEMORY_ENV` (default: DEFAULT_CUBE_SHARE of the machine's
