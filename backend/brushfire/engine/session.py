@@ -338,9 +338,7 @@ class Session:
         """After a pause, on the pool's timer thread (engine/builders.py)."""
         builders.speculate(self)
 
-    # --- kernels on the pool --------------------------------------------------------
-
-    # --- helpers ----------------------------------------------------------------------
+    # --- helpers (the methods, builders and queries read the session through them) ----
 
     def _others(self, view: str) -> tuple[str, ...]:
         """Active filters that apply to `view` (its own brush never does; every one
@@ -420,11 +418,3 @@ class Session:
         except InteractionError as e:
             msg = f"{what} of {view!r}: {e}"
             raise InteractionError(msg) from None
-
-
-
-
-
-
-
-
