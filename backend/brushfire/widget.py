@@ -146,7 +146,7 @@ class DashboardWidget(anywidget.AnyWidget):
     def close(self) -> None:
         """Close the widget and its session (its background work stops, what it built is
         freed); the dashboard stays open for other widgets."""
-        if self._session is not None:
+        if getattr(self, "_session", None) is not None:  # (None: a widget that failed to start)
             self._session.close()
         super().close()
 

@@ -92,7 +92,7 @@ _DELETE = object()
      '(message: {"type": "brush", "view": "delay"})'),
     (_bad(events__2__message__type="zoom"), "t.json: events[2].message: type: unknown message type 'zoom'; "
                                             "messages: brush, select, clear, parameter, filters, highlight, "
-                                            "filter, details, forward, state"),
+                                            "filter, details, forward, dimension, dimension_forward, state"),
     (_bad(state={"delay": [-20, 40]}), "t.json: state.delay: [-20, 40] is not a tagged filter; a filter is "
                                        'one of {"interval": [lo, hi]}, '),
     (_bad(state={"delay": {"intervall": [-20, 40]}}), "t.json: state.delay: unknown filter 'intervall'"),

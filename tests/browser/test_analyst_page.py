@@ -115,6 +115,17 @@ def address_state(page) -> dict:
     return json.loads(unquote(page.evaluate("location.hash").split("=", 1)[1]))
 
 
+def settled_address(page, view: str, expected: dict, timeout: float = 5.0) -> dict:
+    """The address's state once it shows `expected` for `view` (the page rewrites it 250 ms
+    after the last change of a drag), or as it is after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (state := address_state(page)).get(view) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return state
+
+
 # --- item 6: brush ends at the view's precision; snapping ------------------------------
 
 
@@ -128,7 +139,7 @@ def test_a_drag_sends_ends_at_the_views_precision_and_the_readout_shows_them(pag
     assert decimals(lo) <= 2 and decimals(hi) <= 2, (lo, hi)
     assert abs(lo - 0.1567) < per_pixel and abs(hi - 6.0313) < per_pixel
     assert readout(page, "mag") == f"{lo:g} – {hi:g}"
-    assert address_state(page)["mag"] == {"interval": [lo, hi]}
+    assert settled_address(page, "mag", {"interval": [lo, hi]})["mag"] == {"interval": [lo, hi]}
     oracle.brush("mag", (lo, hi))
     assert_views_match(page, oracle, dash)
     assert selected(page) == sql_count(oracle)
