@@ -5,6 +5,8 @@ reload that fails keeps the last good capture served."""
 from __future__ import annotations
 
 import json
+import time
+import weakref
 
 import httpx
 import pyarrow as pa
@@ -45,6 +47,7 @@ def test_new_files_are_served_to_open_sessions_with_their_filters(spark, tmp_pat
         before = ask(ws, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 61]})
         ask(ws, {"type": "brush", "id": 2, "view": "hx", "interval": [20, 60]})
         pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
+        replaced = weakref.ref(host.dashboard.store)
         assert host.reload(spark=spark)
         # an idle session is told at once, with the filters it keeps
         msg = json.loads(ws.recv(timeout=60))
@@ -56,6 +59,11 @@ def test_new_files_are_served_to_open_sessions_with_their_filters(spark, tmp_pat
         assert sum(after["views"]["cat"]["counts"]) > sum(before["views"]["cat"]["counts"])
         status = httpx.get(f"http://{addr}/api/dashboards/growing").json()
         assert status["rows"] == 1200 and status["reloads"] == 1
+        # the replaced capture's memory is given back once its sessions moved on
+        deadline = time.monotonic() + 60
+        while replaced() is not None:
+            assert time.monotonic() < deadline, "the replaced capture is still alive"
+            time.sleep(0.2)
         # a new session starts on the new capture
         with connect(f"ws://{addr}/ws/growing") as other:
             fresh = ask(other, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 61]})
@@ -96,8 +104,6 @@ def test_watch_checks_on_its_own(spark, tmp_path):
         changed = []
         unlisten = host.listen(lambda: changed.append(host.dashboard.store.n_rows))
         pq.write_table(make_rows(100, 5), folder / "part-1.parquet")
-        import time
-
         deadline = time.monotonic() + 240
         while not changed:
             assert time.monotonic() < deadline, "the new file was not picked up"

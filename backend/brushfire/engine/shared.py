@@ -5,6 +5,7 @@ views' base results as shown."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -49,7 +50,10 @@ class Shared:
                       for d in store.layout.dims]
         self.blocks = sum(s.nblocks for s in store.shards)
         self.units = [(i, s.nblocks) for i, s in enumerate(store.shards) if s.nblocks]
-        self._store = store
+        # weakly: the store keeps this (store._engine), and a cycle would leave a store
+        # replaced by a newer capture (serve --watch) to the cyclic collector, which a
+        # server's frozen objects never see
+        self._store_ref = weakref.ref(store)
         self._zones: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
         self._copies: Copies | None = None
@@ -113,6 +117,12 @@ class Shared:
             kept = self._base_views[name] = compute()
         return ViewData(kept.name, kept.labels, list(kept.counts), list(kept.values),
                         dict(kept.caveats))
+
+    @property
+    def _store(self) -> LineageStore:
+        store = self._store_ref()
+        assert store is not None, "a store's shared values outlived it"
+        return store
 
     @staticmethod
     def of(store: LineageStore) -> Shared:

@@ -6,10 +6,12 @@ sessions moved to the new capture with their filters."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -152,6 +154,8 @@ class HostedDashboard:
             echo(f"{self.name}: now serving {new.store.n_rows:,} rows", 1.0)
         for notify in list(self._listeners):
             notify()
+        _free_when_left(weakref.ref(old.store))
+        del old
         return True
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -181,3 +185,22 @@ class HostedDashboard:
         self.status = "failed"
         if echo is not None:
             echo(f"{self.name} failed: {message}", None)
+
+
+def _free_when_left(store: weakref.ref, waits: tuple[float, ...] = (1.0, 5.0, 30.0)) -> None:
+    """Give a replaced capture's memory back once its sessions have moved on: warm_up froze
+    the objects alive when it was served (gc.freeze), out of the collector's sight, so
+    whatever of it sits in reference cycles is collected here, once the sessions left it
+    (after 1 s, else 5 s, else 30 s: a lazy answer on Spark may still hold it), then
+    the survivors are frozen again."""
+
+    def run() -> None:
+        for wait in waits:
+            time.sleep(wait)
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            if store() is None:
+                return
+
+    threading.Thread(target=run, name="free-replaced-capture", daemon=True).start()
