@@ -9,7 +9,8 @@
 // Attached to a `brushfire serve` (`_url`): like the page, it reads the description over
 // HTTP and opens its own WebSocket session; after each update it copies the session's
 // filters (the tagged selection state) into the `filters` trait, and it applies the
-// state Python puts there with one `filters` message. The
+// state Python puts there with one `filters` message; when the server serves new data
+// (`serve --watch`: `reloaded`) it redraws from the new description. The
 // server's access token (`_token`) goes with every request; the server must allow the
 // notebook's origin (`brushfire serve --allow-origin`).
 
@@ -64,7 +65,10 @@ async function renderKernel(model, root) {
   });
   const mount = async () => {
     mounted = false;
+    const before = ui;
     ui = new DashboardUI(root, model.get("_description"), send);
+    const i = rendered.indexOf(before);
+    if (before && i >= 0) rendered[i] = ui; // (redrawn for new data)
     await ui.mount();
     mounted = true;
     // The session may already have filters (set from Python, in another view, or carried
@@ -74,7 +78,7 @@ async function renderKernel(model, root) {
   };
   await mount();
   model.on("change:_description", () => { root.replaceChildren(); mount(); }); // new data
-  return track(ui, () => {});
+  return track(() => ui, () => {});
 }
 
 async function renderRemote(model, root) {
@@ -90,6 +94,23 @@ async function renderRemote(model, root) {
   let ui = null;
   let becameReady;
   const ready = new Promise((resolve) => { becameReady = resolve; });
+  const mirror = (filters) => {
+    model.set("filters", filters);
+    model.save_changes();
+  };
+  const exportURL = (format, state) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
+    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  let shown = Promise.resolve(); // the first mount, then each redraw for new data, in order
+  // new data (`serve --watch`): the new description, the filters the session kept
+  const redraw = async (msg) => {
+    const next = new DashboardUI(root, await describe(), (m) => connection.request(m), { onFilters: mirror, exportURL });
+    await next.mount();
+    const i = rendered.indexOf(ui);
+    if (i >= 0) rendered[i] = next;
+    ui = next;
+    if (Object.keys(msg.filters ?? {}).length) await ui.setFilters(msg.filters);
+    else mirror(ui.filters);
+  };
   const connection = new Connection(withToken(`${base.replace(/^http/, "ws")}/ws/${name}`, token), {
     onStatus: (msg) => {
       if (msg.type === "progress") root.replaceChildren(progressBox(msg));
@@ -100,6 +121,9 @@ async function renderRemote(model, root) {
       if (ui) root.prepend(el("p", "bf-failed", `Disconnected from ${base} (${event.code}).`));
     },
     onWorking: (msg) => ui?.working(msg),
+    onReloaded: (msg) => {
+      shown = shown.then(() => redraw(msg)).catch((e) => root.replaceChildren(failureBox(String(e?.stack ?? e))));
+    },
   });
   await connection.open();
   if (description.status !== "ready") {
@@ -107,14 +131,10 @@ async function renderRemote(model, root) {
     await ready;
     description = await describe();
   }
-  const mirror = (filters) => {
-    model.set("filters", filters);
-    model.save_changes();
-  };
-  const exportURL = (format, state) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
-    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
   ui = new DashboardUI(root, description, (msg) => connection.request(msg), { onFilters: mirror, exportURL });
-  await ui.mount();
+  const first = ui.mount();
+  shown = first;
+  await first;
   // Filters from Python: applied one change at a time; our own mirrored ones are no change.
   let applying = Promise.resolve();
   const apply = () => {
@@ -128,13 +148,13 @@ async function renderRemote(model, root) {
   model.on("change:filters", apply);
   if (Object.keys(model.get("filters") ?? {}).length) apply(); // set before the widget was shown
   else mirror(ui.filters);
-  return track(ui, () => connection.close());
+  return track(() => ui, () => connection.close());
 }
 
-function track(ui, close) {
-  rendered.push(ui);
+function track(current, close) {
+  rendered.push(current());
   return () => {
-    const i = rendered.indexOf(ui);
+    const i = rendered.indexOf(current()); // (redrawn for new data: the one shown now)
     if (i >= 0) rendered.splice(i, 1);
     close();
   };
