@@ -40,13 +40,13 @@ class Dashboard:
 
     def __init__(self, spec: m.DashboardSpec, plan: CapturePlan, store: LineageStore,
                  from_cache: bool = False) -> None:
+        self.user_spec = spec  # as written (`refresh` captures it again)
         # `maxbins` bins as capture chose them (the layout records them): everything after
         # (charts, SQL, the lazy fallback, baselines) sees a plain step and extent
         binned = with_recorded_bins(spec, {v.name: v.bins for v in store.layout.views})
         if binned is not spec:
             spec, plan = binned, replace(plan, dashboard=binned)
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
-        self.user_spec = spec  # as written (`refresh` captures it again)
         self.opened_with: dict = {}  # Dashboard.open's arguments, for `refresh`
 
     @classmethod
