@@ -289,7 +289,11 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
         while not closed or (too_big is not None and pending):
             if host.dashboard is not dash and not closed:  # a newer capture: move to it
                 dash = host.dashboard
-                session, reply = await asyncio.to_thread(_move, session, dash)
+                try:
+                    session, reply = await asyncio.to_thread(_move, session, dash)
+                except Exception as e:  # noqa: BLE001 - the session stays on the capture it has
+                    log.exception("brushfire: a session could not move to the new capture")
+                    reply = protocol.error_reply(f"new data not shown in this session: {e}")
                 interrupt = getattr(session, "interrupt", None)
                 if not await _send(ws, reply):
                     break
@@ -328,7 +332,11 @@ def _move(old, dash):
     `reloaded` message telling the client (docs/protocol.md); the filters the new data
     refuse are left off and named."""
     new = open_session(dash)
-    dropped = protocol.carry_over(old, new)
+    try:
+        dropped = protocol.carry_over(old, new)
+    except BaseException:
+        new.close()
+        raise
     old.close()
     return new, {"type": "reloaded", "rows": dash.store.n_rows,
                  "version": versions.public(versions.served(dash)),
