@@ -48,14 +48,9 @@ def test_the_page_redraws_with_new_data_and_keeps_its_filters(chromium, spark, t
     import pyarrow.parquet as pq
 
     from rows import make_rows
-    from server.test_reload import growing_spec
+    from server.test_reload import growing_host
 
-    folder = tmp_path / "data"
-    folder.mkdir()
-    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
-    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
-                                   spark=spark)
-    assert host.wait(300) and host.status == "ready", host.error
+    folder, host = growing_host(spark, tmp_path, 800, 1)
     with live_server(create_app([host])) as addr:
         page = chromium.new_page()
         page.goto(f"http://{addr}/#filters=" + '{"hx":{"interval":[20,60]}}')

@@ -30,18 +30,25 @@ def growing_spec(folder) -> dict:
             "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
 
 
+def growing_host(spark, tmp_path, rows: int, seed: int):
+    """A folder of one Parquet file (`rows` of make_rows) and its dashboard, opened and
+    ready on a HostedDashboard; returns (folder, host)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(rows, seed), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    return folder, host
+
+
 def ask(ws, message: dict) -> dict:
     ws.send(json.dumps(message))
     return json.loads(ws.recv(timeout=60))
 
 
 def test_new_files_are_served_to_open_sessions_with_their_filters(spark, tmp_path):
-    folder = tmp_path / "data"
-    folder.mkdir()
-    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
-    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
-                                   spark=spark)
-    assert host.wait(300) and host.status == "ready", host.error
+    folder, host = growing_host(spark, tmp_path, 800, 1)
     assert not host.reload(spark=spark)  # nothing new: nothing done
     with live_server(create_app([host])) as addr, connect(f"ws://{addr}/ws/growing") as ws:
         before = ask(ws, {"type": "brush", "id": 1, "view": "hx", "interval": [20, 61]})
@@ -71,12 +78,7 @@ def test_new_files_are_served_to_open_sessions_with_their_filters(spark, tmp_pat
 
 
 def test_a_reload_that_fails_keeps_the_last_good_capture(spark, tmp_path):
-    folder = tmp_path / "data"
-    folder.mkdir()
-    pq.write_table(make_rows(600, 3), folder / "part-0.parquet")
-    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
-                                   spark=spark)
-    assert host.wait(300) and host.status == "ready", host.error
+    folder, host = growing_host(spark, tmp_path, 600, 3)
     served = host.dashboard
     pq.write_table(pa.table({"x": ["not a number"] * 5, "cat": ["c01"] * 5}), folder / "part-1.parquet")
     seen = []
