@@ -23,6 +23,7 @@ from brushfire.engine.api import Update, ViewData, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import brush_sql, key_sql, view_type
 
@@ -114,14 +115,13 @@ class Backend(ABC):
             if i is not None:
                 counts[i], sums[i], oks[i] = n, s or 0.0, k
                 stats[i] = _instant(stat[0]) if stat else None
-        if layout.op in m.ORDER_OPS:
+        op = aggregates.op(layout.op)
+        if op.kind == "order":
             values = stats
-        elif layout.op == "count":
+        elif op.kind == "count":
             values = [float(n) for n in counts]
-        elif layout.op == "sum":
-            values = [s if k else None for s, k in zip(sums, oks, strict=True)]
         else:
-            values = [s / k if k else None for s, k in zip(sums, oks, strict=True)]
+            values = [op.value(s, k) for s, k in zip(sums, oks, strict=True)]
         return Bars(ViewData(view, layout.labels, counts, values), total)
 
     def base(self) -> dict[str, Bars]:

@@ -24,6 +24,7 @@ import yaml
 
 from brushfire.errors import SpecError, SpecProblem
 from brushfire.limits import MAX_BARS, MAX_FILTERS, MAX_TOP
+from brushfire.spec import aggregates
 from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
 from brushfire.views import view_type
@@ -719,8 +720,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         for n in view_type(v).field_needs(v):
             need(("views", i, *n.path), n.field, n.kinds, n.user, n.hints)
         op = v.aggregate.op
-        kinds = {"min": ("number", "temporal"), "max": ("number", "temporal"),
-                 "distinct": ("number", "temporal", "string")}.get(op, ("number",))
+        kinds = aggregates.op(op).measures
         need(("views", i, "aggregate", "field"), v.aggregate.field, kinds,
              f"aggregate op '{op}'", {"*": "aggregate a numeric column, or use op: count",
                                       "temporal": "ops min and max take timestamps; "
