@@ -233,7 +233,7 @@ def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
 def _validate(args) -> int:
     from brushfire.source import read_types, time_ranges
     from brushfire.spec import load_dashboard
-    from brushfire.spec.loader import (
+    from brushfire.spec.checks import (
         check_columns,
         check_profile_columns,
         check_temporal_bars,

@@ -28,7 +28,8 @@ from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_ma
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.source import join_files, local_files, same_files
 from brushfire.spec import models as m
-from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
+from brushfire.spec.checks import spec_error
+from brushfire.spec.loader import load_dashboard, parse_dashboard
 from brushfire.views import with_recorded_bins
 
 DEFAULT_CACHE = default_cache_dir()  # $BRUSHFIRE_CACHE, else the user's cache directory

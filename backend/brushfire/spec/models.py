@@ -2,7 +2,7 @@
 
 YAML keys equal field names (no aliases), so a validation path reads like the file.
 Cross-references (views named by interactions, columns of the source) are checked
-here where they need only the spec, and by `loader.check_columns` against the source
+here where they need only the spec, and by `checks.check_columns` against the source
 schema.
 """
 
@@ -44,7 +44,7 @@ ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
 
 
-# a name: the dashboard's, a view's, a parameter's (spec/loader.py checks those two), an
+# a name: the dashboard's, a view's, a parameter's (spec/checks.py checks those two), an
 # fd check's; names make up the lineage store's file names and selection-state keys
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 

@@ -36,7 +36,7 @@ class BinnedAxis:
 
 @dataclass(frozen=True)
 class FieldNeed:
-    """A column a view reads, and the kinds of column it takes (spec/loader.py checks
+    """A column a view reads, and the kinds of column it takes (spec/checks.py checks
     them against the source; hints by the kind found, "*" for any)."""
 
     path: tuple
