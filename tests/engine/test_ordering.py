@@ -127,3 +127,23 @@ def test_details_ordered_by_a_column_through_the_protocol_equal_sql(rich_local, 
     for m in [{"type": "details", "order_by": "x", "descending": True, "page": 1},
               {"type": "details", "order_by": "t", "page": 2}]:
         assert protocol.handle(other, m)["rows"] == protocol.handle(s, m)["rows"]
+
+
+def test_the_rows_a_walk_tests_pass_as_the_selections_rows_do(rich_local):
+    """kernels.rids_pass, over rows named one by one across shards, against the rows
+    backward_rids finds by blocks, under a brush and a selection of bars."""
+    from brushfire.engine import kernels as K
+    from brushfire.engine.queries import lineage_source
+
+    s = rich_local.session()
+    protocol.handle(s, {"type": "brush", "view": "hk", "interval": [0, 80]})
+    n = rich_local.store.n_rows
+    every = np.arange(n, dtype=np.int64)
+    for view, bars in [(None, None), ("cat", [0, 2])]:
+        want = np.isin(every, s.backward_rids(view, bars))
+        need, _ = lineage_source(s, view, bars)
+        sh = s._s
+        got = K.rids_pass(sh.shard_list, sh.shard_starts, sh.L, s.state.q, need, every, np.empty(n, np.bool_))
+        assert want.any() and not want.all()
+        assert np.array_equal(got, want), view
+

@@ -1000,9 +1000,9 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
 
 @njit(nogil=True, cache=True)
 def rids_pass(shards, starts, L, Q, need, rids, out):
-    """out[i] = 1 when global rid rids[i] (ascending) passes every filter in `need`, else
-    0: the test rows_passing makes, for rows named one by one (a sorted details page
-    walking a column's order). shards: every shard's arrays (a typed list); starts: each
+    """out[i]: whether global rid rids[i] (ascending) passes every filter in `need`, the
+    test rows_passing makes, for rows named one by one (a sorted details page walking a
+    column's order). shards: every shard's arrays (a typed list); starts: each
     shard's first rid."""
     buf = np.empty(CHUNK, np.int64)
     fail = np.empty(CHUNK, np.uint64)

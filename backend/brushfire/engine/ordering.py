@@ -18,6 +18,7 @@ Two ways to a page, both pure (values in, positions out):
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -201,8 +202,6 @@ class Orders:
 
     def wait(self, name: str, timeout: float = 60.0) -> ColumnOrder | None:
         """The column's order, waiting for its build (tests and benchmarks)."""
-        import time
-
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with self._lock:
@@ -218,7 +217,9 @@ class Orders:
             # 2 x 4-8 B per row (order, ranks): reserved before building, so a column the
             # budget cannot hold is not built (its pages keep page_order)
             token = self._budget.reserve(self, name, 2 * n_rows * (4 if n_rows < 2**32 else 8))
-            if token is None:
+            if token is None:  # larger than the whole budget: never built
+                with self._lock:
+                    self._failed.add(name)
                 return
             try:
                 co = column_order(self._column(name))

@@ -23,8 +23,11 @@ from brushfire.lineage.store import Cube, LineageStore
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
 
-def every_row(store: LineageStore, column: str) -> pa.ChunkedArray:
+def every_row(store: LineageStore | None, column: str) -> pa.ChunkedArray:
     """A details column of every row, in rid order, from the shards' snapshots."""
+    if store is None:
+        msg = "the store was replaced"
+        raise ValueError(msg)
     tables = [s.snapshot for s in store.shards if s.snapshot is not None]
     if len(tables) < sum(1 for s in store.shards if s.n_rows):
         msg = "a shard has no detail snapshot"
