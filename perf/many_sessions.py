@@ -26,8 +26,13 @@ tree (DIR: a checkout's `backend/` folder, put first on the server's PYTHONPATH;
 every server in turn, N times, alternating the order, so that a change of the machine's
 load falls on both:
 
-    python perf/many_sessions.py --src before=/tmp/base/backend --src after=backend \
-        --clients 1,10,25,50 --events 300 --repeat 2 --idle 0
+    python perf/many_sessions.py --src before=/tmp/base/backend --src after=backend
+        --clients 1,10,25,50 --events 300 --repeat 2 --idle 0     (one command line)
+
+`--processes N` starts N servers of each source tree and spreads the K sessions over them
+(session c on server c mod N; CPU and RSS summed): what the sessions would see if the
+server answered them in N processes (one process's Python runs one thread at a time).
+One count per --src compares them: `--src one=backend --src two=backend --processes 1,2`.
 """
 
 from __future__ import annotations
@@ -65,11 +70,12 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15 of stat)
 
 
-async def play(url: str, traces: list, timeout: float) -> tuple[list, float, int]:
-    """Every trace on its own session at once; (records, seconds, sessions that failed)."""
-    target = replay.ws_url(url, traces[0].dashboard)
+async def play(urls: list[str], traces: list, timeout: float) -> tuple[list, float, int]:
+    """Every trace on its own session at once, trace c on the server urls[c mod len(urls)];
+    (records, seconds, sessions that failed)."""
+    targets = [replay.ws_url(url, traces[0].dashboard) for url in urls]
     t0 = time.perf_counter()
-    runs = await asyncio.gather(*(replay._fast(target, tr, c, t0, 0, timeout)  # noqa: SLF001
+    runs = await asyncio.gather(*(replay._fast(targets[c % len(targets)], tr, c, t0, 0, timeout)  # noqa: SLF001
                                   for c, tr in enumerate(traces)), return_exceptions=True)
     seconds = time.perf_counter() - t0
     records = [r for run in runs if not isinstance(run, BaseException) for r in run[0]]
@@ -86,6 +92,8 @@ def main() -> int:
     ap.add_argument("--src", action="append", default=[], metavar="LABEL=DIR",
                     help="a server per source tree (DIR: a backend/ folder), played in turn")
     ap.add_argument("--repeat", type=int, default=1, help="play every K on every server this many times")
+    ap.add_argument("--processes", default="1",
+                    help="server processes per source tree (comma-separated: one per --src), the sessions spread over them")
     ap.add_argument("--clients", default="1,25,50", help="comma-separated session counts")
     ap.add_argument("--events", type=int, default=400, help="messages per session")
     ap.add_argument("--seeds", choices=("distinct", "same"), default="distinct")
@@ -96,11 +104,16 @@ def main() -> int:
     args = ap.parse_args()
     rows: list[dict] = []
     if args.url is not None:
-        run([("", args.url, None)], args, rows)
+        run([("", [args.url], [])], args, rows)
     else:
         with contextlib.ExitStack() as stack:
-            servers = [stack.enter_context(serve(args, label, src))
-                       for label, src in (x.split("=", 1) for x in args.src or ["="])]
+            servers = []
+            variants = [x.split("=", 1) for x in args.src or ["="]]
+            counts = [int(n) for n in args.processes.split(",")]
+            for (label, src), n in zip(variants, counts * len(variants) if len(counts) == 1 else counts,
+                                       strict=True):
+                started = [stack.enter_context(serve(args, src)) for _ in range(n)]
+                servers.append((label, [u for u, _ in started], [pid for _, pid in started]))
             run(servers, args, rows)
     if args.out:
         Path(args.out).write_text(json.dumps({"spec": args.spec, "events": args.events, "seeds": args.seeds,
@@ -109,8 +122,8 @@ def main() -> int:
 
 
 @contextlib.contextmanager
-def serve(args, label: str, src: str):
-    """`brushfire serve` on a free port (from source tree `src` when given): (label, url, pid)."""
+def serve(args, src: str):
+    """`brushfire serve` on a free port (from source tree `src` when given): (url, pid)."""
     port = free_port()
     cmd = [sys.executable, "-m", "brushfire.cli", "serve", args.spec, "--port", str(port),
            "--max-sessions", "1024", "--max-sessions-per-client", "1024"]
@@ -123,7 +136,7 @@ def serve(args, label: str, src: str):
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
         try:
             wait_ready(f"http://127.0.0.1:{port}", proc, log, 3600.0)
-            yield label, f"ws://127.0.0.1:{port}", proc.pid
+            yield f"ws://127.0.0.1:{port}", proc.pid
         finally:
             proc.terminate()
             try:
@@ -133,27 +146,30 @@ def serve(args, label: str, src: str):
                 proc.wait()
 
 
-def run(servers: list[tuple[str, str, int | None]], args, rows: list[dict]) -> None:
-    def rss(pid) -> str:
-        return f"RSS {rss_mib(pid):,.0f} MiB" if pid else ""
+def run(servers: list[tuple[str, list[str], list[int]]], args, rows: list[dict]) -> None:
+    """Every K on every server (label, its processes' URLs, their pids: none when driven by
+    --url) in turn, --repeat times."""
+    def rss(pids) -> str:
+        return f"RSS {sum(rss_mib(p) for p in pids):,.0f} MiB" if pids else ""
 
-    url = servers[0][1]
+    url = servers[0][1][0]
     name = harness._only_dashboard(url)  # noqa: SLF001
     info = workloads.DashboardInfo.from_description(harness._get_json(url, f"/api/dashboards/{name}"))  # noqa: SLF001
     warm = workloads.human(info, seed=1, events=200)
-    for label, url, pid in servers:
-        print(f"server {label} ready {rss(pid)}", flush=True)
-        replay.run(play(url, [warm], args.timeout))  # untimed: code paths loaded
+    for label, urls, pids in servers:
+        print(f"server {label} ready {rss(pids)}", flush=True)
+        for u in urls:
+            replay.run(play([u], [warm], args.timeout))  # untimed: code paths loaded
     for rep in range(args.repeat):
         for k in [int(x) for x in args.clients.split(",")]:
-            for label, url, pid in servers if rep % 2 == 0 else servers[::-1]:
-                rows.append(one(label, url, pid, k, info, args))
-                print(f"{label:>8} {fmt(rows[-1])}  {rss(pid)}", flush=True)
-    for label, url, pid in servers:
-        if pid and args.idle:
+            for label, urls, pids in servers if rep % 2 == 0 else servers[::-1]:
+                rows.append(one(label, urls, pids, k, info, args))
+                print(f"{label:>8} {fmt(rows[-1])}  {rss(pids)}", flush=True)
+    for label, urls, pids in servers:
+        if pids and args.idle:
             time.sleep(args.idle)
-            print(f"{label} after {args.idle:.0f} s idle: {rss(pid)}; /health: "
-                  f"{json.dumps(harness._get_json(url, '/health'))}", flush=True)  # noqa: SLF001
+            print(f"{label} after {args.idle:.0f} s idle: {rss(pids)}; /health: "
+                  f"{json.dumps([harness._get_json(u, '/health') for u in urls])}", flush=True)  # noqa: SLF001
 
 
 def fmt(row: dict) -> str:
@@ -165,30 +181,30 @@ def fmt(row: dict) -> str:
             f"  load {row['load_before'][0]:.2f} -> {row['load_after'][0]:.2f}")
 
 
-def one(label: str, url: str, pid: int | None, k: int, info, args) -> dict:
-    """K sessions flat out on the server at `url`: the summary row."""
+def one(label: str, urls: list[str], pids: list[int], k: int, info, args) -> dict:
+    """K sessions flat out on the server (its processes at `urls`): the summary row."""
     traces = [workloads.human(info, seed=1000 + (c if args.seeds == "distinct" else 0),
                               events=args.events) for c in range(k)]
     load0 = os.getloadavg()
     gc.disable()
     try:
-        server0, client0 = cpu_seconds(pid) if pid else None, cpu_seconds(None)
-        records, seconds, failed = replay.run(play(url, traces, args.timeout))
-        server1, client1 = cpu_seconds(pid) if pid else None, cpu_seconds(None)
+        server0, client0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(None)
+        records, seconds, failed = replay.run(play(urls, traces, args.timeout))
+        server1, client1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(None)
     finally:
         gc.enable()
     load1 = os.getloadavg()
     answered = [r for r in records if r.reply_type != "skipped"]
     lat = np.array([r.latency_ms for r in answered]) if answered else np.zeros(1)
     eng = np.array([r.engine_ms for r in answered if r.engine_ms is not None] or [0.0])
-    row = {"server": label, "clients": k, "messages": k * args.events, "answered": len(answered),
+    row = {"server": label, "processes": len(urls), "clients": k, "messages": k * args.events, "answered": len(answered),
            "lost": k * args.events - len(records), "failed_sessions": failed,
            "errors": sum(r.reply_type == "error" for r in records),
            "skipped": sum(r.reply_type == "skipped" for r in records),
            "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)),
            "max_ms": float(lat.max()), "engine_p99_ms": float(np.percentile(eng, 99)),
            "msg_per_s": len(answered) / seconds, "load_before": load0, "load_after": load1,
-           "server_cpu_ms": (server1 - server0) * 1e3 / max(len(records), 1) if pid else None,
+           "server_cpu_ms": (server1 - server0) * 1e3 / max(len(records), 1) if pids else None,
            "client_cpu_ms": (client1 - client0) * 1e3 / max(len(records), 1)}
     return row
 
