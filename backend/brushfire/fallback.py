@@ -36,14 +36,15 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Update, ViewData
+from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
@@ -57,16 +58,6 @@ class Cancelled(BrushfireError):
     """A lazy answer was cancelled by the next interaction."""
 
 
-@dataclass
-class LazyUpdate(Update):
-    """An `Update` some views of which were answered lazily, on Spark."""
-
-    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
-    reason: str = ""  # why the engine could not answer
-    lazy_seconds: float = 0.0  # of which on Spark
-    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
-
-
 # --- the source on Spark --------------------------------------------------------------
 
 
@@ -78,7 +69,7 @@ class SparkSource:
         (not kept: a source must not keep a dashboard's arrays alive)."""
         self.spec, self.master = spec, master
         self.n_rows = store.n_rows
-        self.shards = [(*s.source, s.start, s.n_rows) for s in getattr(store, "shards", [])
+        self.shards = [(*s.source, s.start, s.n_rows) for s in store.shards
                        if s.n_rows]
         self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
@@ -238,11 +229,13 @@ class _Lazy:
     given: object
     applies_to: tuple[str, ...]  # the views it filters
     reason: str
-    retry: tuple | None = None  # (method, args): a declared filter the engine refused
+    retry: Callable[[], Update] | None = None  # a declared filter the engine refused, set again
 
 
 class FallbackSession:
     """A session answering what the engine can, and the rest lazily on Spark."""
+
+    capabilities = frozenset(Capability)  # (ROWS and FORWARD: the engine's, else on Spark)
 
     def __init__(self, inner, source: SparkSource) -> None:
         self.inner, self.source = inner, source
@@ -263,7 +256,7 @@ class FallbackSession:
         f = self._declared(view)
         if f is not None and f.kind in ("interval", "rect"):
             v = self.spec.view(view)
-            return self._engine(view, "brush", (view, interval, y), lambda: view_type(v).brush_sql(
+            return self._engine(view, lambda: self.inner.brush(view, interval, y), lambda: view_type(v).brush_sql(
                 v, self._times(view, interval), y, sql.SPARK), (interval, y))
         v = self._find(view)
         if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
@@ -276,7 +269,7 @@ class FallbackSession:
     def select(self, view: str, values: list) -> Update:
         f = self._declared(view)
         if f is not None and f.kind == "points":
-            return self._engine(view, "select", (view, values), lambda: sql.select_sql(
+            return self._engine(view, lambda: self.inner.select(view, values), lambda: sql.select_sql(
                 self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
         v = self._find(view)
         if v is None or m.brush_of(v) != "points" or f is not None:
@@ -291,7 +284,7 @@ class FallbackSession:
             return self.inner.set_parameter(name, value)  # the engine's error
         if value is None:
             return self.clear(name)
-        return self._engine(name, "set_parameter", (name, value), lambda: sql.parameter_sql(
+        return self._engine(name, lambda: self.inner.set_parameter(name, value), lambda: sql.parameter_sql(
             self.spec.parameter(name), value, sql.SPARK), value)
 
     def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
@@ -536,21 +529,21 @@ class FallbackSession:
         group = self._group
         return None if group is None else self.source.progress(group)
 
-    def _engine(self, name: str, method: str, args: tuple, pred, given) -> Update:
+    def _engine(self, name: str, call: Callable[[], Update], pred, given) -> Update:
         """A declared filter: the engine's, unless it refuses (over the memory budget); then lazy,
         with the declared semantics (a brush filters the other views of its groups)."""
         try:
-            update = getattr(self.inner, method)(*args)
+            update = call()
         except NotCapturedError as e:
             f = self.plan.filter(name)
             return self._set_lazy(name, pred(), given, tuple(f.filters_views), str(e),
-                                  retry=(method, args))
+                                  retry=call)
         self.lazy.pop(name, None)
         self._note(name)
         return self._merge(update, "")
 
     def _set_lazy(self, name: str, pred: str, given, views: tuple[str, ...], reason: str,
-                  retry: tuple | None = None) -> Update:
+                  retry: Callable[[], Update] | None = None) -> Update:
         t0 = time.perf_counter()
         old = self.lazy.get(name)
         self.lazy[name] = _Lazy(pred, given, views, reason, retry)
@@ -657,9 +650,8 @@ class FallbackSession:
         for name, f in list(self.lazy.items()):
             if f.retry is None:
                 continue
-            method, args = f.retry
             try:
-                getattr(self.inner, method)(*args)
+                f.retry()
             except NotCapturedError:
                 continue
             del self.lazy[name]

@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import time
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, cast
 
 import orjson
 import pydantic
@@ -24,7 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brushfire import selection as S
 from brushfire import values as V
-from brushfire.engine.api import SessionAPI, Update, ViewData
+from brushfire.engine.api import (
+    Capability,
+    ForwardAPI,
+    LazyAPI,
+    LazyUpdate,
+    SessionAPI,
+    Update,
+    ViewData,
+)
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 from brushfire.views import view_type
 
@@ -168,7 +176,7 @@ class Filters(Message):
                 if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
                     msg = f"{where}: a filter on a source column takes an interval or values"
                     raise InteractionError(msg)
-                session.check_column(name[len(S.COLUMN):], where)  # known without Spark
+                lazy_api(session).check_column(name[len(S.COLUMN):], where)  # known without Spark
             elif isinstance(f, S.IntervalFilter):
                 _check_bounds(session, name, [(".interval", f.interval)], where)
             elif isinstance(f, S.RectFilter):
@@ -223,7 +231,7 @@ class Highlight(Message):
 
     def run(self, session: SessionAPI) -> dict:
         if self.targets and answers_lazily(session):  # (undeclared pairs answered on Spark)
-            views = session.highlight(self.source, self.bars, targets=self.targets)
+            views = lazy_api(session).highlight(self.source, self.bars, targets=self.targets)
         else:
             views = session.highlight(self.source, self.bars)
             if self.targets:  # checked: declared targets of this source
@@ -248,10 +256,11 @@ class Filter(Message):
         if (self.interval is None) == (self.values is None):
             msg = "filter: give an interval [lo, hi] or a list of values, one of the two"
             raise InteractionError(msg)
-        session.check_column(self.column, "filter.column")  # names known without Spark
+        lazy_api(session).check_column(self.column, "filter.column")  # names known without Spark
 
     def run(self, session: SessionAPI) -> dict:
-        return update_reply(session, session.filter_column(self.column, self.interval, self.values))
+        return update_reply(session, lazy_api(session).filter_column(self.column, self.interval,
+                                                                     self.values))
 
 
 class Details(Message):
@@ -278,7 +287,7 @@ class Details(Message):
             raise InteractionError(msg)
         if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
             for i, c in enumerate(self.columns or ()):
-                session.check_column(c, f"details.columns[{i}]")
+                lazy_api(session).check_column(c, f"details.columns[{i}]")
             return
         declared = session.plan.dashboard.interactions.details
         if declared is None:
@@ -307,11 +316,13 @@ class Forward(Message):
     rids: list[Index] = Field(max_length=MAX_FORWARD_RIDS)
 
     def check(self, session: SessionAPI) -> None:
-        rows = getattr(session.store, "n_rows", None)
-        valid = f"row ids are 0 to {rows - 1:,}" if rows is not None else "a row id is an integer >= 0"
+        if Capability.FORWARD not in session.capabilities:
+            msg = "forward: forward lineage (the bars of given rows) is not offered by this engine"
+            raise NotCapturedError(msg)
+        rows = session.store.n_rows
         for i, r in enumerate(self.rids):
-            if r < 0 or (rows is not None and r >= rows):
-                msg = f"forward.rids[{i}]: {r} is not a row id; {valid}"
+            if not 0 <= r < rows:
+                msg = f"forward.rids[{i}]: {r} is not a row id; row ids are 0 to {rows - 1:,}"
                 raise InteractionError(msg)
 
     def run(self, session: SessionAPI) -> dict:
@@ -332,6 +343,7 @@ class Dimension(Message):
 
     def check(self, session: SessionAPI) -> None:
         _check_join(session, "dimension.join", self.join)
+        _check_rows(session, "dimension")
         if self.view is not None:
             _check_view(session, "dimension.view", self.view)
             _check_bars(session, "dimension.bars", self.view, self.bars or [])
@@ -357,6 +369,7 @@ class DimensionForward(Message):
 
     def check(self, session: SessionAPI) -> None:
         _check_join(session, "dimension_forward.join", self.join)
+        _check_rows(session, "dimension_forward")
         if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
             msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
             raise InteractionError(msg)
@@ -376,6 +389,13 @@ def _check_join(session: SessionAPI, where: str, name: str) -> None:
         msg = (f"{where}: {V.show(name)} is not a join of this dashboard; joins: "
                f"{', '.join(joins) or 'none'}" + (S.did_you_mean(name, joins) if joins else ""))
         raise InteractionError(msg)
+
+
+def _check_rows(session: SessionAPI, where: str) -> None:
+    """Lineage through a join reads the rows behind the selection, by rid."""
+    if Capability.ROWS not in session.capabilities:
+        msg = f"{where}: lineage through joins (the rows behind the selection) is not offered by this engine"
+        raise NotCapturedError(msg)
 
 
 class State(Message):
@@ -593,8 +613,8 @@ def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update
             u = session.brush(name, m["interval"], y=m.get("y"))
         elif m["type"] == "select":
             u = session.select(name, m["values"])
-        elif m["type"] == "filter":
-            u = session.filter_column(m["column"], m.get("interval"), m.get("values"))
+        elif m["type"] == "filter":  # (a name on a source column: checked, a LAZY session's)
+            u = lazy_api(session).filter_column(m["column"], m.get("interval"), m.get("values"))
         else:
             u = session.set_parameter(name, m["value"])
         update.methods.update(u.methods)
@@ -638,15 +658,25 @@ _TAKES = {"interval": "an interval brush (brush with interval [lo, hi])",
 
 def answers_lazily(session: SessionAPI) -> bool:
     """Whether the session answers what capture did not prepare, on Spark
-    (brushfire/fallback.py): then undeclared views, pairs and columns are its to check."""
-    return getattr(session, "filter_kinds", None) is not None
+    (engine/lazy.py): then undeclared views, pairs and columns are its to check."""
+    return Capability.LAZY in session.capabilities
+
+
+def lazy_api(session: SessionAPI) -> LazyAPI:
+    """The session as the `LazyAPI` it declares itself (checked: a message that needs one
+    is refused before, by `answers_lazily`)."""
+    if not answers_lazily(session):  # a bug of the caller, not of the message
+        msg = "this engine does not answer lazily"
+        raise NotCapturedError(msg)
+    return cast(LazyAPI, session)
 
 
 def filter_kinds(session: SessionAPI) -> dict[str, str]:
     """Each filter name the session takes and its kind: the plan's, and for a lazy session
     also the undeclared brushes and the active filters on source columns."""
-    kinds = getattr(session, "filter_kinds", None)
-    return kinds() if kinds is not None else {f.name: f.kind for f in session.plan.filters}
+    if answers_lazily(session):
+        return lazy_api(session).filter_kinds()
+    return {f.name: f.kind for f in session.plan.filters}
 
 
 def _check_name(session: SessionAPI, where: str, name: str, kinds: tuple[str, ...] | None) -> str:
@@ -750,10 +780,7 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
     if view is not None:  # (a calendar part's brush is over its values: numbers)
         return view_type(view).bound(view) == "time"
-    store = getattr(session, "store", None)
-    if store is None:
-        return False
-    kind, domain = store.parameter_domain(name)
+    kind, domain = session.store.parameter_domain(name)
     return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 
@@ -782,11 +809,7 @@ def error_reply(message: str, msg_id: Any = None) -> dict:
 def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
     """The bars rows `rids` fall in, per view; `pruned`: the views whose bars per row were
     not captured (nothing filters or highlights them), so they are left out."""
-    forward = getattr(session, "forward", None)
-    if forward is None:
-        msg = "forward: forward lineage (the bars of given rows) is not offered by this engine"
-        raise NotCapturedError(msg)
-    views = forward(rids)
+    views = cast(ForwardAPI, session).forward(rids)  # (Forward.check: the session declares it)
     pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
     reply = {"type": "forward", "rids": rids, "views": views, "pruned": pruned}
     if pruned:
@@ -803,10 +826,9 @@ def update_reply(session: SessionAPI, update: Update) -> dict:
     reply = {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
              "methods": update.methods, "ms": update.seconds * 1e3,
              "filters": filters_json(session)}
-    lazy = getattr(update, "lazy", None)
-    if lazy is not None:
-        reply["lazy"] = {"views": lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
-    if getattr(update, "cancelled", False):
+    if isinstance(update, LazyUpdate):
+        reply["lazy"] = {"views": update.lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
+    if isinstance(update, LazyUpdate) and update.cancelled:
         reply["cancelled"] = True
     else:
         reply["selected"] = session.count_selected()
@@ -817,7 +839,7 @@ def working_message(session: SessionAPI, msg_id, seconds: float) -> dict:
     """What the server tells a client still waiting for the answer to message `msg_id`
     after `seconds`: with a lazy answer running, its stage and the share of its Spark
     tasks done."""
-    progress = getattr(session, "progress", lambda: None)()
+    progress = lazy_api(session).progress() if answers_lazily(session) else None
     out = {"type": "working", "id": msg_id, "seconds": round(seconds, 2), "lazy": progress is not None}
     if progress is not None:
         out["stage"], out["fraction"] = progress
@@ -827,7 +849,7 @@ def working_message(session: SessionAPI, msg_id, seconds: float) -> dict:
 def view_json(v: ViewData) -> dict:
     """A view's bars as sent: rows and value per bar, and its caveats (the rows it does
     not show, by reason: docs/protocol.md)."""
-    return {"counts": v.counts, "values": v.values, "caveats": getattr(v, "caveats", None) or {}}
+    return {"counts": v.counts, "values": v.values, "caveats": v.caveats}
 
 
 def dumps(reply: dict) -> str:

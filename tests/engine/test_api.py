@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from brushfire import protocol
-from brushfire.engine.api import LineageAPI, SessionAPI
+from brushfire.engine.api import Capability, ForwardAPI, LazyAPI, LineageAPI, SessionAPI
 
 
 def test_brushfire_sessions_are_lineage_sessions(rich_local):
@@ -34,3 +34,41 @@ def test_baseline_sessions_implement_the_session_api(rich_local):
         assert got["type"] == want["type"], (m, got)
         assert got.get("filters") == want.get("filters") and got.get("selected") == want.get("selected")
         assert got.get("message") == want.get("message")
+
+
+# --- capabilities: declared by the session, read by the protocol ---------------------------
+
+KEPT_BY = {Capability.ROWS: LineageAPI, Capability.FORWARD: ForwardAPI, Capability.LAZY: LazyAPI}
+
+
+def test_each_session_keeps_the_capabilities_it_declares(rich_local):
+    """A declared capability is backed by the methods of its interface, for every engine."""
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import with_engine
+    from brushfire.fallback import fallback_session
+
+    sessions = {"engine": rich_local.session(), "lazy": fallback_session(rich_local),
+                "duckdb": with_engine(rich_local, "duckdb").session()}
+    assert {n: set(s.capabilities) for n, s in sessions.items()} == {
+        "engine": {Capability.ROWS, Capability.FORWARD}, "lazy": set(Capability), "duckdb": set()}
+    for name, s in sessions.items():
+        for cap in s.capabilities:
+            assert isinstance(s, KEPT_BY[cap]), (name, cap)
+
+
+def test_the_protocol_reads_the_declaration_not_the_methods(rich_local):
+    """A session that has `forward` but does not declare FORWARD is not asked for it; one
+    that does not declare LAZY is not sent filters on source columns."""
+    from brushfire.engine.session import Session
+
+    class Undeclared(Session):
+        capabilities = frozenset()
+
+    s = Undeclared(rich_local.store, rich_local.plan)
+    reply = protocol.handle(s, {"type": "forward", "rids": [0]})
+    assert reply["type"] == "error" and "not offered by this engine" in reply["message"], reply
+    assert protocol.handle(rich_local.session(), {"type": "forward", "rids": [0]})["type"] == "forward"
+    reply = protocol.handle(s, {"type": "filter", "column": "dep_delay", "interval": [0, 1]})
+    assert reply["type"] == "error" and "answered lazily" in reply["message"], reply
+    assert not protocol.answers_lazily(s) and protocol.filter_kinds(s) == {
+        f.name: f.kind for f in rich_local.plan.filters}

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
-from brushfire.engine.api import Update, ViewData, find_filter
+from brushfire.engine.api import Capability, Update, ViewData, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
@@ -136,6 +136,7 @@ class SqlSession:
     view it affects with the filters that apply to that view."""
 
     engine = "sql"
+    capabilities: frozenset[Capability] = frozenset()  # no lineage: no rows, forward or lazy answers
 
     def __init__(self, backend: Backend, plan: CapturePlan, store: BaselineStore) -> None:
         self.backend, self.plan, self.spec, self.store = backend, plan, plan.dashboard, store

@@ -4,13 +4,17 @@ share.
 
 `protocol.handle` talks to any `SessionAPI`; `Update` and `ViewData` are what it returns.
 A session's `store` is a `StoreInfo`: what clients need to know about the dashboard's
-data without any lineage (bars of each view, rows, parameter domains). Sessions over
-per-row lineage are also `LineageAPI`s: the rows behind the selection, by rid.
+data without any lineage (bars of each view, rows, parameter domains). What a session
+can do beyond that it declares in `capabilities` (a `Capability` set), and the protocol
+reads the declaration instead of probing for methods: `ROWS`, a `LineageAPI` (the rows
+behind the selection, by rid); `FORWARD`, a `ForwardAPI` (the bars of given rows);
+`LAZY`, a `LazyAPI` (what capture did not prepare, answered on Spark: engine/lazy.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
@@ -45,6 +49,24 @@ class Update:
     seconds: float = 0.0
 
 
+@dataclass
+class LazyUpdate(Update):
+    """An `Update` some views of which were answered lazily, on Spark (a `LAZY` session's)."""
+
+    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
+    reason: str = ""  # why the engine could not answer
+    lazy_seconds: float = 0.0  # of which on Spark
+    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
+
+
+class Capability(StrEnum):
+    """What a session can do beyond `SessionAPI`, declared in its `capabilities`."""
+
+    ROWS = "rows"  # a LineageAPI: rids behind the selection, the store's rows by rid
+    FORWARD = "forward"  # a ForwardAPI: the bars each view shows given rows in
+    LAZY = "lazy"  # a LazyAPI: undeclared brushes, pairs, columns answered on Spark
+
+
 class StoreInfo(Protocol):
     """What every session's `store` tells about the dashboard's data: each view's bars
     (`views[i].name`, `.labels`, `.nbars`, `.value_type`), the rows, and each parameter's
@@ -68,6 +90,7 @@ class SessionAPI(Protocol):
 
     plan: CapturePlan
     store: StoreInfo
+    capabilities: frozenset[Capability]
 
     def brush(self, view: str, interval, y=None) -> Update: ...
     def select(self, view: str, values: list) -> Update: ...
@@ -100,6 +123,38 @@ class LineageAPI(SessionAPI, Protocol):
 
     def backward_rids(self, view: str | None = None, bars: list[int] | None = None,
                       offset: int = 0, limit: int | None = None) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ForwardAPI(SessionAPI, Protocol):
+    """Forward lineage: the bars each view shows rows `rids` in (views whose bars per row
+    were not captured left out)."""
+
+    def forward(self, rids) -> dict[str, list[int]]: ...
+
+
+@runtime_checkable
+class LazyAPI(ForwardAPI, Protocol):
+    """A session that answers what capture did not prepare, on Spark (engine/lazy.py): a
+    brush on any brushable view, a filter on any column of the source, highlighting
+    between any views, details of any columns. It checks those names itself."""
+
+    def filter_kinds(self) -> dict[str, str]:
+        """Each filter name it takes and its kind (the undeclared brushes and the active
+        filters on source columns too)."""
+
+    def check_column(self, name, where: str) -> None:
+        """InteractionError, before Spark starts, unless `name` is a column of the source."""
+
+    def filter_column(self, column: str, interval=None, values: list | None = None) -> Update: ...
+    def highlight(self, source: str, bars: list[int],
+                  targets: list[str] | None = None) -> dict[str, ViewData]: ...
+
+    def interrupt(self) -> None:
+        """Cancel the lazy answer running now, if any (from any thread)."""
+
+    def progress(self) -> tuple[str, float | None] | None:
+        """(stage, fraction done) of the lazy answer running now; None if none."""
 
 
 def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import builders, memory, multi, parallel, queries, stats
-from brushfire.engine.api import SessionAPI, Update, ViewData, find_filter
+from brushfire.engine.api import Capability, SessionAPI, Update, ViewData, find_filter
 from brushfire.engine.methods import base, cube
 from brushfire.engine.methods.conditional import Tile
 from brushfire.engine.reads import Reads
@@ -66,6 +66,8 @@ IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for th
 
 class Session:
     """Filter state of one user; answers every interaction from the store."""
+
+    capabilities = frozenset({Capability.ROWS, Capability.FORWARD})
 
     def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
                  prefer: str | None = None, copies: bool = True) -> None:
