@@ -138,3 +138,17 @@ def test_without_details_there_is_no_lineage_through_joins(tmp_path):
                                "on demand (its key column is kept with the details' columns)")
     with pytest.raises(InteractionError):
         dimension_forward(dash.session(), "nope", 1)
+
+
+def test_an_engine_without_rows_refuses_lineage_through_joins(star):
+    """A baseline declares no ROWS: the message's check says so (it was an internal error)."""
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import with_engine
+
+    s = with_engine(star[0], "duckdb").session()
+    for m in [{"type": "dimension", "join": "store"},
+              {"type": "dimension_forward", "join": "store", "key": 1}]:
+        reply = handle(s, m)
+        assert reply["type"] == "error", reply
+        assert reply["message"] == (f"{m['type']}: lineage through joins (the rows behind the "
+                                    "selection) is not offered by this engine")
