@@ -215,7 +215,7 @@ def test_decode_refuses_with_the_reason(raw, expected):
 @spark
 def test_highlight_targets_are_the_declared_ones_of_an_engine_session(dash):
     """A bare engine session answers declared pairs only: given targets pick among them,
-    an undeclared target is refused (a lazy session answers it on Spark: test_fallback)."""
+    an undeclared target is refused (a lazy session answers it on Spark: test_lazy)."""
     s = dash.session()
     whole = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0]})
     picked = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["hx"]})

@@ -202,7 +202,7 @@ class Filters(Message):
 class Highlight(Message):
     """Linked highlighting: the share of each target's bars coming from `bars` of `source`
     (targets: the declared ones by default; a lazy session answers undeclared pairs on
-    Spark, brushfire/fallback.py)."""
+    Spark, brushfire/lazy.py)."""
 
     type: Literal["highlight"]
     source: str
@@ -820,7 +820,7 @@ def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
 
 def update_reply(session: SessionAPI, update: Update) -> dict:
     """The views an interaction changed, how each was computed, the selected rows and the
-    filters (tagged). Answered lazily (brushfire/fallback.py), also `lazy`: the views
+    filters (tagged). Answered lazily (brushfire/lazy.py), also `lazy`: the views
     computed on Spark, why and in how long; cancelled by the next interaction,
     `cancelled` and no `selected`."""
     reply = {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},

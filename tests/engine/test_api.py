@@ -45,9 +45,7 @@ def test_each_session_keeps_the_capabilities_it_declares(rich_local):
     """A declared capability is backed by the methods of its interface, for every engine."""
     pytest.importorskip("duckdb")
     from brushfire.baselines import with_engine
-    from brushfire.fallback import fallback_session
-
-    sessions = {"engine": rich_local.session(), "lazy": fallback_session(rich_local),
+    sessions = {"engine": rich_local.engine_session(), "lazy": rich_local.session(),
                 "duckdb": with_engine(rich_local, "duckdb").session()}
     assert {n: set(s.capabilities) for n, s in sessions.items()} == {
         "engine": {Capability.ROWS, Capability.FORWARD}, "lazy": set(Capability), "duckdb": set()}
@@ -67,8 +65,27 @@ def test_the_protocol_reads_the_declaration_not_the_methods(rich_local):
     s = Undeclared(rich_local.store, rich_local.plan)
     reply = protocol.handle(s, {"type": "forward", "rids": [0]})
     assert reply["type"] == "error" and "not offered by this engine" in reply["message"], reply
-    assert protocol.handle(rich_local.session(), {"type": "forward", "rids": [0]})["type"] == "forward"
+    assert protocol.handle(rich_local.engine_session(), {"type": "forward", "rids": [0]})["type"] == "forward"
     reply = protocol.handle(s, {"type": "filter", "column": "dep_delay", "interval": [0, 1]})
     assert reply["type"] == "error" and "answered lazily" in reply["message"], reply
     assert not protocol.answers_lazily(s) and protocol.filter_kinds(s) == {
         f.name: f.kind for f in rich_local.plan.filters}
+
+
+def test_every_front_serves_the_one_session_stack(rich_local):
+    """The Python API, the server and the widget open the same session (the bench in process
+    calls `Dashboard.session` too): the engine's under the lazy answers (brushfire/lazy.py),
+    so one message gets one answer whichever front it comes through."""
+    from brushfire.engine.session import Session
+    from brushfire.lazy import LazySession
+    from brushfire.server.app import open_session
+    from brushfire.widget import DashboardWidget
+
+    api = rich_local.session()
+    assert type(api) is LazySession and type(api.inner) is Session
+    assert type(open_session(rich_local)) is LazySession
+    w = DashboardWidget(dashboard=rich_local)
+    try:
+        assert type(w.session) is LazySession
+    finally:
+        w.close()

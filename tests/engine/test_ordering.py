@@ -55,7 +55,7 @@ def test_details_ordered_by_a_column_through_the_protocol_equal_sql(rich_local, 
     (rid: the row's position in it)."""
     src = pq.read_table(small_parquet)
     src = src.append_column("rid", pa.array(np.arange(src.num_rows)))
-    s = rich_local.session()
+    s = rich_local.engine_session()
     protocol.handle(s, {"type": "brush", "view": "hk", "interval": [0, 80]})
     for column in ("x", "cat", "t"):
         for descending in (False, True):

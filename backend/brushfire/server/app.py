@@ -349,12 +349,8 @@ def _move(old, dash):
 
 
 def open_session(dash):
-    """A session of `dash`: Brushfire's answers undeclared interactions lazily on Spark
-    (brushfire/fallback.py); baseline engines' sessions are served as they are."""
-    if isinstance(dash, Dashboard):
-        from brushfire.fallback import fallback_session
-
-        return fallback_session(dash)
+    """A session of `dash` (Brushfire's answers undeclared interactions lazily on Spark,
+    brushfire/lazy.py: `Dashboard.session`; a baseline engine's as it is)."""
     return dash.session()
 
 

@@ -1,8 +1,11 @@
 """Lazy answers for what the capture did not prepare (PredTrace's idea, DESIGN.md): an
 interaction the spec did not declare is answered correctly, on Spark, instead of refused.
 
-`FallbackSession` wraps a session of the engine (under any memory budget) and
-passes every interaction it can answer to it. What it cannot answer is answered by
+The top of every session's stack: `Dashboard.session()` wraps the engine's session
+(engine/session.py) in a `LazySession`, for the Python API, the server, the widget and
+the bench alike, so that each answers the same message the same way. It passes every
+interaction the engine can answer to it (under any memory budget), and says it can
+answer the rest (`Capability.LAZY`). What it cannot answer is answered by
 pushing the predicates down to the source: the current filters plus the new one, as
 Spark SQL (`brushfire.sql`, the semantics the engine answers with), run by Spark over
 the source as capture reads it (`capture.analyze.analyze_source`). That covers:
@@ -45,6 +48,7 @@ import pyarrow as pa
 from brushfire import sql
 from brushfire import values as V
 from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData
+from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
@@ -213,11 +217,6 @@ def source_for(dash, master: str | None = None) -> SparkSource:
         return source
 
 
-def fallback_session(dash, master: str | None = None) -> FallbackSession:
-    """A new session of `dash` that answers undeclared interactions lazily on Spark."""
-    return FallbackSession(dash.session(), source_for(dash, master))
-
-
 # --- the session ------------------------------------------------------------------------
 
 
@@ -232,12 +231,13 @@ class _Lazy:
     retry: Callable[[], Update] | None = None  # a declared filter the engine refused, set again
 
 
-class FallbackSession:
+class LazySession:
     """A session answering what the engine can, and the rest lazily on Spark."""
 
     capabilities = frozenset(Capability)  # (ROWS and FORWARD: the engine's, else on Spark)
 
-    def __init__(self, inner, source: SparkSource) -> None:
+    def __init__(self, inner: Session, source: SparkSource) -> None:
+        """`inner`: the engine's session, with the spec's parameter defaults applied."""
         self.inner, self.source = inner, source
         self.plan, self.store = inner.plan, inner.store
         self.spec: m.DashboardSpec = inner.plan.dashboard
@@ -754,7 +754,7 @@ class FallbackSession:
             class _Keys(Backend):
                 dialect = sql.SPARK
 
-                def groups(self, view, where, cursor=None):  # not used: FallbackSession runs SQL
+                def groups(self, view, where, cursor=None):  # not used: LazySession runs SQL
                     raise NotImplementedError
 
                 def count(self, where, cursor=None):
