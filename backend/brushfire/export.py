@@ -18,8 +18,9 @@ from typing import cast
 import numpy as np
 import pyarrow as pa
 
-from brushfire.engine.api import MAX_PAGE_ROWS, Capability, LineageAPI, SessionAPI, details_request
+from brushfire.engine.api import Capability, LineageAPI, SessionAPI, details_request
 from brushfire.errors import InteractionError
+from brushfire.limits import MAX_PAGE_ROWS
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
 PAGE_ROWS = 131_072  # rows read per page (bounds the memory an export takes)

@@ -42,20 +42,19 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData
+from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData, check_bars, check_page
 from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.limits import MAX_FORWARD_RIDS
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
-MAX_LAZY_ROWS = 10_000  # rids of one lazy forward request
 
 
 class Cancelled(BrushfireError):
@@ -419,9 +418,7 @@ class LazySession:
             except NotCapturedError:
                 pass
         size = page_size or (declared.page_size if declared else DEFAULT_PAGE)  # checked before Spark
-        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
-            msg = "page must be an integer >= 0 and page_size in 1..10,000"
-            raise InteractionError(msg)
+        check_page(page, size)
         for i, c in enumerate(columns or ()):
             self.check_column(c, f"details.columns[{i}]")
         where = self._where(None) if view is None else self._bars_where(view, bars)
@@ -459,8 +456,8 @@ class LazySession:
         except (TypeError, ValueError):
             msg = "rids must be a list of row ids (integers)"
             raise InteractionError(msg) from None
-        if len(rids) > MAX_LAZY_ROWS or any(not 0 <= r < self.store.n_rows for r in rids):
-            msg = f"rids must be at most {MAX_LAZY_ROWS:,} row ids in [0, {self.store.n_rows})"
+        if len(rids) > MAX_FORWARD_RIDS or any(not 0 <= r < self.store.n_rows for r in rids):
+            msg = f"rids must be at most {MAX_FORWARD_RIDS:,} row ids in [0, {self.store.n_rows})"
             raise InteractionError(msg)
         if not rids:
             return {v.name: [] for v in self.spec.views}
@@ -688,15 +685,7 @@ class LazySession:
 
     def _in_bars(self, view: str, bars) -> str:
         b = self._bars_of()
-        layout = b.layouts[view]
-        if not isinstance(bars, (list, tuple)) or any(
-                isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in bars):
-            msg = f"bars is a list of bar numbers, got {bars!r}"
-            raise InteractionError(msg)
-        bad = [x for x in bars if not 0 <= x < layout.nbars]
-        if bad:
-            msg = f"bars {bad} out of range: view {view!r} has bars 0..{layout.nbars - 1}"
-            raise InteractionError(msg)
+        bars = check_bars(b.layouts[view].nbars, view, bars)
         keys = {i: k for k, i in b.keys[view].items()}
         wanted = ", ".join(sql.lit(keys[x], sql.SPARK) for x in bars)
         return f"({b.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"

@@ -6,7 +6,8 @@ reply echoes. A message that fails validation MUST get an `error` reply and MUST
 the session unchanged; `handle` never raises, whatever it is given. Replies carry the
 engine's compute time in `ms`. Limits (docs/protocol.md): a message is at most
 MAX_MESSAGE_BYTES of UTF-8 and nests at most MAX_JSON_DEPTH arrays and objects; numbers
-are finite; a details page is at most MAX_PAGE_SIZE rows.
+are finite; the limits of requests (a page's rows, a forward's rids) are brushfire/limits.py's,
+which the sessions' Python API keeps too.
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from brushfire.engine.api import (
     SessionAPI,
     Update,
     ViewData,
+    check_bars,
 )
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.limits import MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
 from brushfire.views import view_type
+from brushfire.views.base import check_brush_y
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
-MAX_PAGE_SIZE = 10_000  # rows of one details page
-MAX_PAGE = 2**31 - 1  # details page number
-MAX_FORWARD_RIDS = 10_000  # rows of one forward message
 
 log = logging.getLogger("brushfire.protocol")
 
@@ -96,12 +97,7 @@ class Brush(Message):
     def check(self, session: SessionAPI) -> None:
         kind = _check_name(session, "brush.view", self.view, ("interval", "rect"))
         axes = [("interval", self.interval), ("y", self.y)]
-        if kind == "rect" and self.y is None:
-            msg = f"brush.y: missing; view {self.view!r} is a heatmap: its brush gives interval (x) and y"
-            raise InteractionError(msg)
-        if kind == "interval" and self.y is not None:
-            msg = f"brush.y: view {self.view!r} takes an interval brush; y is only for heatmaps"
-            raise InteractionError(msg)
+        check_brush_y(self.view, kind, self.y, "brush.y")
         _check_bounds(session, self.view, [(f": {a}", p) for a, p in axes], f"brush on view {self.view!r}")
 
     def run(self, session: SessionAPI) -> dict:
@@ -270,7 +266,7 @@ class Details(Message):
     view: str | None = None
     bars: list[Index] | None = None
     page: Index = Field(0, ge=0, le=MAX_PAGE)
-    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_ROWS)
     columns: list[str] | None = None
     order_by: str | None = None  # a details column: rows in its order (else rid order)
     descending: pydantic.StrictBool = False
@@ -339,7 +335,7 @@ class Dimension(Message):
     view: str | None = None
     bars: list[Index] | None = None
     page: Index = Field(0, ge=0, le=MAX_PAGE)
-    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_ROWS)
 
     def check(self, session: SessionAPI) -> None:
         _check_join(session, "dimension.join", self.join)
@@ -436,7 +432,7 @@ FIELD_SHAPES = {
     "interval": "[lo, hi] (null for an open end)", "y": "[lo, hi] (null for an open end)",
     "values": "a list of values", "bars": "a list of bar numbers", "columns": "a list of column names",
     "rids": f"a list of at most {MAX_FORWARD_RIDS:,} row ids",
-    "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
+    "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_ROWS:,}",
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
     "order_by": "a details column's name (a string)", "descending": "true or false",
     "join": "a join's name (a string)",
@@ -713,11 +709,8 @@ def _layout(session: SessionAPI, view: str):
 def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> None:
     """Bar numbers of a view: 0 to its number of bars - 1 (a heatmap's: its cells)."""
     layout = _layout(session, view)
-    valid = f"its bars are 0 to {layout.nbars - 1}" if layout is not None else "a bar is an integer >= 0"
-    for i, b in enumerate(bars):
-        if b < 0 or (layout is not None and b >= layout.nbars):
-            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; {valid}"
-            raise InteractionError(msg)
+    if layout is not None:  # (None: not a view, which the message's check said first)
+        check_bars(layout.nbars, view, bars, where)
 
 
 def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> None:

@@ -89,3 +89,45 @@ def test_every_front_serves_the_one_session_stack(rich_local):
         assert type(w.session) is LazySession
     finally:
         w.close()
+
+
+# --- one wording and one set of limits for a request's parts, in every layer ------------------
+
+
+def test_bars_pages_and_y_are_refused_alike_by_every_layer(rich_local):
+    """The protocol's check, the engine's Python API, the lazy answers and a baseline say
+    the same (engine/api.py, views/base.py), the protocol with the message's path before
+    it; the page limit is brushfire/limits.py's in each."""
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import with_engine
+    from brushfire.errors import InteractionError
+    from brushfire.limits import MAX_PAGE_ROWS
+
+    engine, lazy = rich_local.engine_session(), rich_local.session()
+    duckdb = with_engine(rich_local, "duckdb").session()
+    n = next(v.nbars for v in rich_local.store.views if v.name == "cat")
+    bars = f"bars[1]: {n} is not a bar of view 'cat'; its bars are 0 to {n - 1}"
+    page = f"page_size: {MAX_PAGE_ROWS + 1} is not an integer from 1 to {MAX_PAGE_ROWS:,}"
+    y = "y: view 'hx' takes an interval brush; y is only for heatmaps"
+    rect = "y: missing; view 'heat' is a heatmap: its brush gives interval (x) and y"
+    cases = [(bars, lambda: engine.count_selected("cat", [0, n])),
+             (bars, lambda: engine.highlight("cat", [0, n])),
+             (bars, lambda: lazy.highlight("cat", [0, n], targets=["hk"])),  # undeclared: lazy's
+             (bars, lambda: duckdb.count_selected("cat", [0, n])),
+             (page, lambda: engine.details(page_size=MAX_PAGE_ROWS + 1)),
+             (page, lambda: lazy.details(page_size=MAX_PAGE_ROWS + 1, columns=["k"])),  # unlisted
+             (y, lambda: engine.brush("hx", (0, 10), y=(0, 1))),
+             (y, lambda: duckdb.brush("hx", (0, 10), y=(0, 1))),
+             (rect, lambda: engine.brush("heat", (0, 10))),
+             (rect, lambda: duckdb.brush("heat", (0, 10)))]
+    for want, call in cases:
+        with pytest.raises(InteractionError) as e:
+            call()
+        assert str(e.value) == want
+    for message, want in [({"type": "details", "view": "cat", "bars": [0, n]}, f"details.{bars}"),
+                          ({"type": "highlight", "source": "cat", "bars": [0, n]}, f"highlight.{bars}"),
+                          ({"type": "brush", "view": "hx", "interval": [0, 10], "y": [0, 1]}, f"brush.{y}"),
+                          ({"type": "brush", "view": "heat", "interval": [0, 10]}, f"brush.{rect}")]:
+        assert protocol.handle(lazy, message)["message"] == want
+    reply = protocol.handle(lazy, {"type": "details", "page_size": MAX_PAGE_ROWS + 1})
+    assert reply["message"].endswith(f"page_size is an integer from 1 to {MAX_PAGE_ROWS:,}")

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.limits import MAX_PAGE, MAX_PAGE_ROWS
+from brushfire.values import show
 
 if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` stays light
     import numpy as np
@@ -175,7 +178,30 @@ def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | 
     return f
 
 
-MAX_PAGE_ROWS = 10_000
+# --- a request's parts checked, in one wording for every layer that checks them: the
+# protocol's messages (`where`: the message's path), the sessions' Python API, the lazy
+# answers and the baselines
+
+
+def check_bars(nbars: int, view: str, bars, where: str = "bars") -> list[int]:
+    """`bars` of a view with `nbars` bars (a heatmap's: its cells): integers 0 to nbars - 1."""
+    if not isinstance(bars, (list, tuple)) or not all(
+            isinstance(b, Integral) and not isinstance(b, bool) for b in bars):
+        msg = f"{where}: {show(bars)} is not a list of bar numbers"
+        raise InteractionError(msg)
+    for i, b in enumerate(bars):
+        if not 0 <= b < nbars:
+            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; its bars are 0 to {nbars - 1}"
+            raise InteractionError(msg)
+    return [int(b) for b in bars]
+
+
+def check_page(page, page_size) -> None:
+    """A page's number (0 to MAX_PAGE) and size (1 to MAX_PAGE_ROWS rows)."""
+    for name, x, lo, hi in (("page", page, 0, MAX_PAGE), ("page_size", page_size, 1, MAX_PAGE_ROWS)):
+        if isinstance(x, bool) or not isinstance(x, Integral) or not lo <= x <= hi:
+            msg = f"{name}: {show(x)} is not an integer from {lo} to {hi:,}"
+            raise InteractionError(msg)
 
 
 def details_request(plan: CapturePlan, page: int, page_size: int | None,
@@ -191,7 +217,5 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
         msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
         raise InteractionError(msg)
     size = page_size or spec.page_size
-    if not isinstance(page, int) or page < 0 or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_ROWS:
-        msg = f"page must be an integer >= 0 and page_size in 1..{MAX_PAGE_ROWS:,}"
-        raise InteractionError(msg)
+    check_page(page, size)
     return columns, size
