@@ -9,16 +9,31 @@ import weakref
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
 
-from brushfire.engine import parallel
+from brushfire.engine import memory, parallel
 from brushfire.engine.api import ViewData
 from brushfire.engine.copies import Copies, hist_slots, reserve, row_bytes, typed_list
+from brushfire.engine.ordering import Orders
 from brushfire.engine.state import layout_arrays
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import ViewLayout
 from brushfire.lineage.store import Cube, LineageStore
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
+
+
+def every_row(store: LineageStore, column: str) -> pa.ChunkedArray:
+    """A details column of every row, in rid order, from the shards' snapshots."""
+    tables = [s.snapshot for s in store.shards if s.snapshot is not None]
+    if len(tables) < sum(1 for s in store.shards if s.n_rows):
+        msg = "a shard has no detail snapshot"
+        raise ValueError(msg)
+    if not tables:
+        msg = "no detail snapshot"
+        raise ValueError(msg)
+    # shards' types may differ (a column all null in one): promoted as store.take does
+    return pa.concat_tables([t.select([column]) for t in tables], promote_options="permissive").column(0)
 
 
 class Shared:
@@ -61,6 +76,9 @@ class Shared:
         self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
         self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
+        self.shard_starts = np.array([s.start for s in store.shards], np.int64)
+        # sorted details pages' column orders (no cycle: the column is read via the weakref)
+        self.orders = Orders(lambda column, ref=self._store_ref: every_row(ref(), column), memory.orders())
 
     def copies(self, pool: parallel.Pool) -> Copies:
         """The store's clustered key copies, their build started on the first call: the
