@@ -43,7 +43,7 @@ def main() -> None:
         selections.append((f"brush {view} [{lo}, {hi}]", {"type": "brush", "view": view,
                                                           "interval": [float(lo), float(hi)]}))
     print(f"{dash.name}: {dash.store.n_rows:,} rows; load average before {load[0]:.2f} {load[1]:.2f}")
-    orders = dash.session()._s.orders
+    orders = dash.engine_session()._s.orders
     for column in details.columns:  # each column's order, as its first order_by starts it
         t0 = time.perf_counter()
         orders.get(column, dash.store.n_rows)

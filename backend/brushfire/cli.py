@@ -480,7 +480,7 @@ def _demo(args) -> int:
     how = "loaded from the lineage cache" if dash.from_cache else "captured on Spark"
     print(f"dashboard '{dash.name}': {dash.store.n_rows:,} rows, {how} in "
           f"{time.perf_counter() - t0:.2f} s\n")
-    session = dash.session()
+    session = dash.engine_session()  # (refused, not answered on Spark: the demo starts no JVM)
     for v in session.views().values():
         print(render_view(v))
     for text, call in demo_script(dash):

@@ -99,7 +99,7 @@ def test_details_ordered_by_a_column_through_the_protocol_equal_sql(rich_local, 
     (rid: the row's position in it)."""
     src = pq.read_table(small_parquet)
     src = src.append_column("rid", pa.array(np.arange(src.num_rows)))
-    s = rich_local.session()
+    s = rich_local.engine_session()
     orders = s._s.orders
     if path == "values":  # before a column's order is built
         monkeypatch.setattr(orders, "get", lambda name, n: None)
@@ -135,7 +135,7 @@ def test_the_rows_a_walk_tests_pass_as_the_selections_rows_do(rich_local):
     from brushfire.engine import kernels as K
     from brushfire.engine.queries import lineage_source
 
-    s = rich_local.session()
+    s = rich_local.engine_session()
     protocol.handle(s, {"type": "brush", "view": "hk", "interval": [0, 80]})
     n = rich_local.store.n_rows
     every = np.arange(n, dtype=np.int64)

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from brushfire.engine import kernels as K
 from brushfire.engine import ordering, stats
-from brushfire.engine.api import ViewData, details_request
+from brushfire.engine.api import ViewData, check_bars, details_request
 from brushfire.engine.costs import index_cost, scan_cost
 from brushfire.engine.methods import scan
 from brushfire.engine.state import Selection, Test, bars_test, merge_ranges
@@ -218,14 +218,7 @@ def lineage_source(session: Session, view: str | None, bars: list[int] | None):
 def bars_adhoc(session: Session, view: str, bars) -> tuple[Test, tuple[int, list]]:
     """Point the spare filter at `bars` of `view`; (its test, (dim, candidate keys))."""
     vl = session.layout.view(view)
-    if not isinstance(bars, (list, tuple)) or not all(
-            isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in bars):
-        msg = f"bars is a list of bar numbers, got {bars!r}"
-        raise InteractionError(msg)
-    bad = [b for b in bars if not 0 <= b < vl.nbars]
-    if bad:
-        msg = f"bars {bad} out of range: view {view!r} has bars 0..{vl.nbars - 1}"
-        raise InteractionError(msg)
+    bars = check_bars(vl.nbars, view, bars)
     if not vl.code_dims:
         msg = f"the bars of view {view!r} per row were not captured"
         raise NotCapturedError(msg)

@@ -1,8 +1,11 @@
 """Lazy answers for what the capture did not prepare (PredTrace's idea, DESIGN.md): an
 interaction the spec did not declare is answered correctly, on Spark, instead of refused.
 
-`FallbackSession` wraps a session of the engine (under any memory budget) and
-passes every interaction it can answer to it. What it cannot answer is answered by
+The top of every session's stack: `Dashboard.session()` wraps the engine's session
+(engine/session.py) in a `LazySession`, for the Python API, the server, the widget and
+the bench alike, so that each answers the same message the same way. It passes every
+interaction the engine can answer to it (under any memory budget), and says it can
+answer the rest (`Capability.LAZY`). What it cannot answer is answered by
 pushing the predicates down to the source: the current filters plus the new one, as
 Spark SQL (`brushfire.sql`, the semantics the engine answers with), run by Spark over
 the source as capture reads it (`capture.analyze.analyze_source`). That covers:
@@ -36,35 +39,26 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Update, ViewData
+from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData, check_bars, check_page
+from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.limits import MAX_FORWARD_RIDS
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
-MAX_LAZY_ROWS = 10_000  # rids of one lazy forward request
 
 
 class Cancelled(BrushfireError):
     """A lazy answer was cancelled by the next interaction."""
-
-
-@dataclass
-class LazyUpdate(Update):
-    """An `Update` some views of which were answered lazily, on Spark."""
-
-    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
-    reason: str = ""  # why the engine could not answer
-    lazy_seconds: float = 0.0  # of which on Spark
-    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
 
 
 # --- the source on Spark --------------------------------------------------------------
@@ -78,7 +72,7 @@ class SparkSource:
         (not kept: a source must not keep a dashboard's arrays alive)."""
         self.spec, self.master = spec, master
         self.n_rows = store.n_rows
-        self.shards = [(*s.source, s.start, s.n_rows) for s in getattr(store, "shards", [])
+        self.shards = [(*s.source, s.start, s.n_rows) for s in store.shards
                        if s.n_rows]
         self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
@@ -222,11 +216,6 @@ def source_for(dash, master: str | None = None) -> SparkSource:
         return source
 
 
-def fallback_session(dash, master: str | None = None) -> FallbackSession:
-    """A new session of `dash` that answers undeclared interactions lazily on Spark."""
-    return FallbackSession(dash.session(), source_for(dash, master))
-
-
 # --- the session ------------------------------------------------------------------------
 
 
@@ -238,13 +227,16 @@ class _Lazy:
     given: object
     applies_to: tuple[str, ...]  # the views it filters
     reason: str
-    retry: tuple | None = None  # (method, args): a declared filter the engine refused
+    retry: Callable[[], Update] | None = None  # a declared filter the engine refused, set again
 
 
-class FallbackSession:
+class LazySession:
     """A session answering what the engine can, and the rest lazily on Spark."""
 
-    def __init__(self, inner, source: SparkSource) -> None:
+    capabilities = frozenset(Capability)  # (ROWS and FORWARD: the engine's, else on Spark)
+
+    def __init__(self, inner: Session, source: SparkSource) -> None:
+        """`inner`: the engine's session, with the spec's parameter defaults applied."""
         self.inner, self.source = inner, source
         self.plan, self.store = inner.plan, inner.store
         self.spec: m.DashboardSpec = inner.plan.dashboard
@@ -263,7 +255,7 @@ class FallbackSession:
         f = self._declared(view)
         if f is not None and f.kind in ("interval", "rect"):
             v = self.spec.view(view)
-            return self._engine(view, "brush", (view, interval, y), lambda: view_type(v).brush_sql(
+            return self._engine(view, lambda: self.inner.brush(view, interval, y), lambda: view_type(v).brush_sql(
                 v, self._times(view, interval), y, sql.SPARK), (interval, y))
         v = self._find(view)
         if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
@@ -276,7 +268,7 @@ class FallbackSession:
     def select(self, view: str, values: list) -> Update:
         f = self._declared(view)
         if f is not None and f.kind == "points":
-            return self._engine(view, "select", (view, values), lambda: sql.select_sql(
+            return self._engine(view, lambda: self.inner.select(view, values), lambda: sql.select_sql(
                 self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
         v = self._find(view)
         if v is None or m.brush_of(v) != "points" or f is not None:
@@ -291,7 +283,7 @@ class FallbackSession:
             return self.inner.set_parameter(name, value)  # the engine's error
         if value is None:
             return self.clear(name)
-        return self._engine(name, "set_parameter", (name, value), lambda: sql.parameter_sql(
+        return self._engine(name, lambda: self.inner.set_parameter(name, value), lambda: sql.parameter_sql(
             self.spec.parameter(name), value, sql.SPARK), value)
 
     def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
@@ -426,9 +418,7 @@ class FallbackSession:
             except NotCapturedError:
                 pass
         size = page_size or (declared.page_size if declared else DEFAULT_PAGE)  # checked before Spark
-        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
-            msg = "page must be an integer >= 0 and page_size in 1..10,000"
-            raise InteractionError(msg)
+        check_page(page, size)
         for i, c in enumerate(columns or ()):
             self.check_column(c, f"details.columns[{i}]")
         where = self._where(None) if view is None else self._bars_where(view, bars)
@@ -466,8 +456,8 @@ class FallbackSession:
         except (TypeError, ValueError):
             msg = "rids must be a list of row ids (integers)"
             raise InteractionError(msg) from None
-        if len(rids) > MAX_LAZY_ROWS or any(not 0 <= r < self.store.n_rows for r in rids):
-            msg = f"rids must be at most {MAX_LAZY_ROWS:,} row ids in [0, {self.store.n_rows})"
+        if len(rids) > MAX_FORWARD_RIDS or any(not 0 <= r < self.store.n_rows for r in rids):
+            msg = f"rids must be at most {MAX_FORWARD_RIDS:,} row ids in [0, {self.store.n_rows})"
             raise InteractionError(msg)
         if not rids:
             return {v.name: [] for v in self.spec.views}
@@ -536,21 +526,21 @@ class FallbackSession:
         group = self._group
         return None if group is None else self.source.progress(group)
 
-    def _engine(self, name: str, method: str, args: tuple, pred, given) -> Update:
+    def _engine(self, name: str, call: Callable[[], Update], pred, given) -> Update:
         """A declared filter: the engine's, unless it refuses (over the memory budget); then lazy,
         with the declared semantics (a brush filters the other views of its groups)."""
         try:
-            update = getattr(self.inner, method)(*args)
+            update = call()
         except NotCapturedError as e:
             f = self.plan.filter(name)
             return self._set_lazy(name, pred(), given, tuple(f.filters_views), str(e),
-                                  retry=(method, args))
+                                  retry=call)
         self.lazy.pop(name, None)
         self._note(name)
         return self._merge(update, "")
 
     def _set_lazy(self, name: str, pred: str, given, views: tuple[str, ...], reason: str,
-                  retry: tuple | None = None) -> Update:
+                  retry: Callable[[], Update] | None = None) -> Update:
         t0 = time.perf_counter()
         old = self.lazy.get(name)
         self.lazy[name] = _Lazy(pred, given, views, reason, retry)
@@ -657,9 +647,8 @@ class FallbackSession:
         for name, f in list(self.lazy.items()):
             if f.retry is None:
                 continue
-            method, args = f.retry
             try:
-                getattr(self.inner, method)(*args)
+                f.retry()
             except NotCapturedError:
                 continue
             del self.lazy[name]
@@ -696,15 +685,7 @@ class FallbackSession:
 
     def _in_bars(self, view: str, bars) -> str:
         b = self._bars_of()
-        layout = b.layouts[view]
-        if not isinstance(bars, (list, tuple)) or any(
-                isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in bars):
-            msg = f"bars is a list of bar numbers, got {bars!r}"
-            raise InteractionError(msg)
-        bad = [x for x in bars if not 0 <= x < layout.nbars]
-        if bad:
-            msg = f"bars {bad} out of range: view {view!r} has bars 0..{layout.nbars - 1}"
-            raise InteractionError(msg)
+        bars = check_bars(b.layouts[view].nbars, view, bars)
         keys = {i: k for k, i in b.keys[view].items()}
         wanted = ", ".join(sql.lit(keys[x], sql.SPARK) for x in bars)
         return f"({b.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"
@@ -762,7 +743,7 @@ class FallbackSession:
             class _Keys(Backend):
                 dialect = sql.SPARK
 
-                def groups(self, view, where, cursor=None):  # not used: FallbackSession runs SQL
+                def groups(self, view, where, cursor=None):  # not used: LazySession runs SQL
                     raise NotImplementedError
 
                 def count(self, where, cursor=None):
