@@ -13,6 +13,7 @@ import pytest
 
 from bars import same
 from brushfire import Dashboard, protocol, sql
+from brushfire.errors import NotCapturedError
 from brushfire.lazy import source_for
 from brushfire.spec import parse_dashboard
 from brushfire.views import brush_sql, key_sql
@@ -207,6 +208,29 @@ def test_details_with_unlisted_columns_have_the_engines_rids(dash, oracle):
     oracle.clear()
     assert sorted(map(tuple, (r.values() for r in table.select(["k", "dest"]).to_pylist())),
                   key=repr) == oracle.rows(["k", "dest"], f"{where} AND {bars}")
+
+
+def test_an_export_under_a_filter_answered_on_spark_applies_it(dash, oracle):
+    """Under a lazy filter the engine's rids behind the selection would not apply it: the
+    session no longer offers them (ROWS), and an export pages through details instead,
+    whose rows are SQL's."""
+    from brushfire.engine.api import Capability
+    from brushfire.export import selection_batches
+
+    s = dash.session()
+    s.brush("hx", (25, 60))
+    assert Capability.ROWS in s.capabilities
+    s.filter_column("m", interval=(0, 50))
+    assert Capability.ROWS not in s.capabilities
+    with pytest.raises(NotCapturedError, match="ask for details instead"):
+        s.backward_rids()
+    _, batches = selection_batches(s, ["x", "cat"])
+    got = sorted((tuple(r.values()) for b in batches for r in b.select(["x", "cat"]).to_pylist()), key=repr)
+    oracle.clear()
+    where = "x IS NOT NULL AND NOT isnan(x) AND x >= 25 AND x <= 60 AND m >= 0 AND m <= 50 AND NOT isnan(m)"
+    assert got and got == oracle.rows(["x", "cat"], where)
+    s.clear()
+    assert Capability.ROWS in s.capabilities
 
 
 def test_lazy_forward_equals_the_engines(dash):

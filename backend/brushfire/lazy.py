@@ -233,7 +233,12 @@ class _Lazy:
 class LazySession:
     """A session answering what the engine can, and the rest lazily on Spark."""
 
-    capabilities = frozenset(Capability)  # (ROWS and FORWARD: the engine's, else on Spark)
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Everything, the engine's ROWS and FORWARD included, but no ROWS while a filter is
+        answered on Spark: the engine's rids behind the selection would not apply it (an
+        export then pages through details, which do)."""
+        return frozenset(Capability) - ({Capability.ROWS} if self.lazy else set())
 
     def __init__(self, inner: Session, source: SparkSource) -> None:
         """`inner`: the engine's session, with the spec's parameter defaults applied."""
@@ -494,6 +499,10 @@ class LazySession:
         return {t: out[t] for t in wanted}
 
     def backward_rids(self, *args, **kwargs):
+        if self.lazy:
+            msg = ("the rows behind the selection are not known by rid under a filter answered "
+                   f"on Spark ({', '.join(self.lazy)}): ask for details instead")
+            raise NotCapturedError(msg)
         return self.inner.backward_rids(*args, **kwargs)
 
     # --- lazy machinery ----------------------------------------------------------------

@@ -390,7 +390,9 @@ def _check_join(session: SessionAPI, where: str, name: str) -> None:
 def _check_rows(session: SessionAPI, where: str) -> None:
     """Lineage through a join reads the rows behind the selection, by rid."""
     if Capability.ROWS not in session.capabilities:
-        msg = f"{where}: lineage through joins (the rows behind the selection) is not offered by this engine"
+        msg = (f"{where}: lineage through joins needs the rows behind the selection by rid, which "
+               "this session does not have (an engine without per-row lineage, or a filter "
+               "answered on Spark is active)")
         raise NotCapturedError(msg)
 
 

@@ -150,5 +150,6 @@ def test_an_engine_without_rows_refuses_lineage_through_joins(star):
               {"type": "dimension_forward", "join": "store", "key": 1}]:
         reply = handle(s, m)
         assert reply["type"] == "error", reply
-        assert reply["message"] == (f"{m['type']}: lineage through joins (the rows behind the "
-                                    "selection) is not offered by this engine")
+        assert reply["message"] == (f"{m['type']}: lineage through joins needs the rows behind the "
+                                    "selection by rid, which this session does not have (an engine "
+                                    "without per-row lineage, or a filter answered on Spark is active)")
