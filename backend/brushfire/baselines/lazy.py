@@ -57,5 +57,5 @@ class SparkBackend(Backend):
             return self.spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {where}").collect()[0][0]
 
 
-class LazySession(SqlSession):
+class SparkSqlSession(SqlSession):
     engine = "lazy"
