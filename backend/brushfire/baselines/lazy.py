@@ -58,4 +58,7 @@ class SparkBackend(Backend):
 
 
 class SparkSqlSession(SqlSession):
+    """The `lazy` baseline's session: every view's group-by run again on Spark under the
+    current filters, no lineage."""
+
     engine = "lazy"
