@@ -606,7 +606,7 @@ class LazySession:
             numeric = not view_type(v).value_bars
             ki = f"CAST(({key}) AS BIGINT)" if numeric else "CAST(NULL AS BIGINT)"
             ks = "CAST(NULL AS STRING)" if numeric else f"CAST(({key}) AS STRING)"
-            mf = v.aggregate.field
+            mf = v.aggregate.field if not v.aggregate.order else None  # (statistics: below)
             x = f"CAST({sql.ident(mf, sql.SPARK)} AS DOUBLE)" if mf else None
             measure = (f"CASE WHEN isnan({x}) OR abs({x}) = CAST('Infinity' AS DOUBLE) THEN NULL "
                        f"ELSE {x} END") if x else "CAST(NULL AS DOUBLE)"
@@ -623,9 +623,24 @@ class LazySession:
         groups: dict[int, dict] = {}
         for r in rows:
             groups.setdefault(int(r[0]), {})[r[1] if r[1] is not None else r[2]] = (int(r[3]), r[4], int(r[5]))
+        for i, name in enumerate(views):  # order statistics: a group-by of their own each
+            if self.spec.view(name).aggregate.order:
+                stats = self._order_statistic(name, where(name), what)
+                groups[i] = {k: (*g, stats.get(k)) for k, g in groups.get(i, {}).items()}
         if selected:
             self._selected = sum(n for n, _, _ in groups.get(-1, {}).values())
         return {name: b.bars(name, groups.get(i, {})).data for i, name in enumerate(views)}
+
+    def _order_statistic(self, name: str, where: str, what: str) -> dict:
+        """{bar key: the view's order statistic} over the rows passing `where`, as SQL's
+        aggregate (sql.aggregate_sql: percentile, min, max, count(DISTINCT ...))."""
+        b = self._bars_of()
+        key = b.bar_sql[name]
+        key = f"CAST(({key}) AS {'STRING' if view_type(self.spec.view(name)).value_bars else 'BIGINT'})"
+        self.source.start()  # (the measure's type: Spark's)
+        query = (f"SELECT {key}, {b.stat_sql(name)} FROM {self.source.table} "
+                 f"WHERE coalesce(({where}), false) GROUP BY 1")
+        return {r[0]: r[1] for r in self._spark(query, what)}
 
     def _spark(self, query: str, what: str, group: str | None = None) -> list:
         own = group is None
@@ -749,8 +764,13 @@ class LazySession:
         if self._bars is None:
             from brushfire.baselines.base import Backend
 
+            source = self.source
+
             class _Keys(Backend):
                 dialect = sql.SPARK
+
+                def measure_kind(self, view):  # Spark's type of the measure (started by then)
+                    return source.columns.get(self.spec.view(view).aggregate.field, "number")
 
                 def groups(self, view, where, cursor=None):  # not used: LazySession runs SQL
                     raise NotImplementedError
