@@ -20,7 +20,7 @@ workloads of `brushfire bench` (bench/workloads.py):
 - lookups: --lookups rounds of details pages and linked highlighting among random
           filters (the lineage queries; 0 leaves it out).
 
-Each reply is written as `protocol.dumps` makes it for the wire, less its `ms` (the time
+Each reply is written as `wire.dumps` makes it for the wire, less its `ms` (the time
 it took: the one field that differs run to run). The methods that answered each view stay
 in: a refactor that answers with another method is a change worth seeing. The first line
 of the file says what was replayed (spec, rows, the capture's cache key, the code's
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from common import code_version
 
-from brushfire import protocol
+from brushfire import protocol, wire
 from brushfire.bench import pixels, workloads
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard, is_current
 from brushfire.describe import describe_dashboard
@@ -70,7 +70,7 @@ def traces(info: workloads.DashboardInfo, events: int, lookups: int, seed: int) 
 
 def reply_text(reply: dict) -> str:
     """A reply as sent, less the time it took."""
-    return protocol.dumps({k: v for k, v in reply.items() if k != "ms"})
+    return wire.dumps({k: v for k, v in reply.items() if k != "ms"})
 
 
 def replay(dash: Dashboard, trace) -> list[tuple[dict, str]]:

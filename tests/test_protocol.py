@@ -9,7 +9,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from brushfire import Dashboard, protocol
+from brushfire import Dashboard, protocol, wire
 from brushfire.spec import parse_dashboard
 from brushfire.views import key_sql, view_type
 
@@ -65,7 +65,7 @@ def test_a_brush_reply_equals_the_session_result(dash):
     ({"type": "highlight", "source": "hx", "bars": [0]}, "no highlight from view 'hx'"),
     ({"type": "details", "page": -1}, "details.page"),
     ({"type": "brush", "id": 3, "view": "hx", "interval": [1, 2], "y": 5}, "brush.y"),
-    ("x" * (protocol.MAX_MESSAGE_BYTES + 1), "over the 65,536-byte limit"),
+    ("x" * (wire.MAX_MESSAGE_BYTES + 1), "over the 65,536-byte limit"),
 ], ids=lambda x: str(x)[:40])
 def test_bad_messages_get_an_error_and_change_nothing(dash, message, expected):
     session = dash.engine_session()  # its refusals (the lazy answers: test_lazy.py)
@@ -165,7 +165,7 @@ def test_warm_up_runs_every_interaction_kind_and_leaves_no_state(dash):
     ('[1, "a\\\\", [2]]', 2),
 ])
 def test_json_depth_skips_strings_and_stops_past_the_limit(text, depth):
-    assert protocol.json_depth(text, 16) == depth
+    assert wire.json_depth(text, 16) == depth
 
 
 def test_json_depth_is_linear_on_unterminated_strings():
@@ -173,7 +173,7 @@ def test_json_depth_is_linear_on_unterminated_strings():
 
     text = '"' + '\\"' * 30_000  # every quote escaped, never closed
     t0 = time.perf_counter()
-    assert protocol.json_depth(text, 16) == 0
+    assert wire.json_depth(text, 16) == 0
     assert time.perf_counter() - t0 < 0.5
 
 
@@ -181,7 +181,7 @@ def test_json_depth_is_linear_on_unterminated_strings():
     ("abc", 3), ("\u20ac", 3), ("\U0001f525", 4), (b"\xff\x00", 2), ("x" * 5_000_000, 5_000_000),
 ])
 def test_message_size_is_in_bytes(raw, size):
-    assert protocol.message_bytes(raw) == size
+    assert wire.message_bytes(raw) == size
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -191,7 +191,7 @@ def test_message_size_is_in_bytes(raw, size):
     ('{"a": 1.5e308}', {"a": 1.5e308}),
 ])
 def test_decode_accepts_json_objects(raw, expected):
-    assert protocol.decode_message(raw) == expected
+    assert wire.decode_message(raw) == expected
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -208,7 +208,7 @@ def test_decode_accepts_json_objects(raw, expected):
 ])
 def test_decode_refuses_with_the_reason(raw, expected):
     with pytest.raises(protocol.ProtocolError) as e:
-        protocol.decode_message(raw)
+        wire.decode_message(raw)
     assert expected in str(e.value)
 
 
@@ -231,14 +231,14 @@ def test_replies_as_json_text():
     text, integers past 64 bits (echoed from a bad message) kept."""
     reply = {"counts": np.array([1, 2]), "values": np.array([0.5, np.nan]), "n": np.int64(7),
              "x": float("inf"), "t": dt.datetime(2021, 1, 2, 3, 4, 5, tzinfo=dt.UTC)}
-    assert json.loads(protocol.dumps(reply)) == {"counts": [1, 2], "values": [0.5, None], "n": 7,
+    assert json.loads(wire.dumps(reply)) == {"counts": [1, 2], "values": [0.5, None], "n": 7,
                                                  "x": None, "t": "2021-01-02T03:04:05+00:00"}
-    assert json.loads(protocol.dumps({"echo": [10**30, np.float64("nan")]})) == {"echo": [10**30, None]}
+    assert json.loads(wire.dumps({"echo": [10**30, np.float64("nan")]})) == {"echo": [10**30, None]}
 
 
 def _rows_one_by_one(table) -> list[dict]:
     """Details rows as they were made before rows_json: a Python call per value."""
-    return [{k: protocol.jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
+    return [{k: wire.jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
 
 
 def test_details_rows_are_made_by_columns_exactly_as_value_by_value():
@@ -263,9 +263,9 @@ def test_details_rows_are_made_by_columns_exactly_as_value_by_value():
         "list": [[1.0, float("nan")], None, [], [2.0]],
         "flag": [True, False, None, True],
     })
-    assert protocol.rows_json(table) == _rows_one_by_one(table)
-    assert protocol.rows_json(table)[1]["us"] == "2001-01-03T09:40:00.120000"
-    assert protocol.rows_json(table.slice(0, 0)) == []
+    assert wire.rows_json(table) == _rows_one_by_one(table)
+    assert wire.rows_json(table)[1]["us"] == "2001-01-03T09:40:00.120000"
+    assert wire.rows_json(table.slice(0, 0)) == []
 
 
 def test_a_details_page_calls_no_python_per_value(rich_local, monkeypatch):
@@ -273,7 +273,7 @@ def test_a_details_page_calls_no_python_per_value(rich_local, monkeypatch):
     call per value: that held the interpreter's lock ~130 ms per 10,000 rows, and every
     other session's replies waited (issue 36, defect 4)."""
     calls = []
-    plain = protocol.jsonable
+    plain = wire.jsonable
     monkeypatch.setattr(protocol, "jsonable", lambda x: calls.append(1) or plain(x))
     reply = protocol.handle(rich_local.session(), {"type": "details", "page_size": 1000})
     assert reply["type"] == "details" and len(reply["rows"]) == 1000

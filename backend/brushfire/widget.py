@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import traitlets as t
 
-from brushfire import export, protocol, selection
+from brushfire import export, protocol, selection, wire
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.errors import BrushfireError, InteractionError
@@ -228,7 +228,7 @@ class DashboardWidget(anywidget.AnyWidget):
         `filters` message to the session (all or nothing: a bad entry raises and changes
         nothing), then the new state pushed to the front end; attached, the state is
         checked against the server's dashboard and the front end applies it."""
-        value = protocol.jsonable(dict(proposal["value"]))  # datetimes as ISO strings
+        value = wire.jsonable(dict(proposal["value"]))  # datetimes as ISO strings
         if self._mirroring:
             return value
         state = selection.parse_state(value)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from brushfire import Dashboard, protocol
+from brushfire import Dashboard, protocol, wire
 from brushfire.baselines import with_engine
 from brushfire.bench.check import Checker
 from brushfire.capture.local import capture_table
@@ -193,7 +193,7 @@ def captured(tmp_path, rows: pa.Table, views: list[dict],
 def played(dash: Dashboard, messages: list[dict]) -> list[tuple[int, int, dict]]:
     """The update replies to `messages`, as a client reads them (JSON: NaN is null)."""
     session = dash.session()
-    replies = [json.loads(protocol.dumps(protocol.handle(session, msg))) for msg in messages]
+    replies = [json.loads(wire.dumps(protocol.handle(session, msg))) for msg in messages]
     assert [r["type"] for r in replies] == ["update"] * len(replies), replies
     return [(0, i, r) for i, r in enumerate(replies)]
 
@@ -279,7 +279,7 @@ def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
     assert replies[5][2]["selected"] == replies[0][2]["selected"]
     assert replies[0][2]["selected"] == int(np.isnan(level[np.arange(n) % 31 != 4]).sum())
     # the labels as the engine holds them, and as a client reads them (NaN as null)
-    as_read = json.loads(protocol.dumps({v.name: v.labels for v in dash.store.views}))
+    as_read = json.loads(wire.dumps({v.name: v.labels for v in dash.store.views}))
     for labels in ({v.name: v.labels for v in dash.store.views}, as_read):
         checker = Checker(dash.spec, labels)
         assert checker.problems_once == []

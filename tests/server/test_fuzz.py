@@ -22,7 +22,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from brushfire import protocol
+from brushfire import protocol, wire
 from brushfire.server import create_app
 from brushfire.server.app import MAX_FRAME_BYTES, uvicorn_options
 from live_server import live_server
@@ -147,7 +147,7 @@ def fuzz_client(addr: str, seed: int, count: int, out: dict) -> None:
                     msg = {**msg, "id": next_id}
                 frame = mutate(rng, msg)
                 try:  # what the server will see
-                    seen = protocol.decode_message(frame)
+                    seen = wire.decode_message(frame)
                 except protocol.ProtocolError:
                     seen = None
                 if seen is not None and str(seen.get("type")) in CHANGING and seen.get("id") != next_id:

@@ -186,7 +186,7 @@ class Checker:
         return problems
 
     def _with_nan(self, name: str, entry):
-        """A reply's filter with its NaN values: JSON writes NaN as null (protocol.dumps),
+        """A reply's filter with its NaN values: JSON writes NaN as null (wire.dumps),
         and a categorical view's values and a dropdown's choices, NaN among them, are never
         null (null rows are in no bar and no choice), so a null there is NaN."""
         if not isinstance(entry, dict):
@@ -239,7 +239,7 @@ def _nan_for_null(values: list) -> list:
 
 def _as_reply(x):
     """An order statistic from SQL as a reply writes it: times as ISO text in UTC, NaN and
-    ±inf as null (JSON has neither: protocol.dumps; an order statistic takes ±inf as a
+    ±inf as null (JSON has neither: wire.dumps; an order statistic takes ±inf as a
     value, and the median of -inf and inf is NaN), decimals as doubles."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from brushfire import protocol
+from brushfire import protocol, wire
 from brushfire.bench.replay import ReplayError, ReplayResult, _record, kept
 from brushfire.bench.trace import Trace
 
@@ -60,5 +60,5 @@ def _play(served, trace: Trace, client: int, t0: float, keep: int):
         received = time.perf_counter()
         records.append(_record(client, i, ev.message, sent, received, reply, t0))
         if kept(i, keep, reply):
-            replies.append((client, i, protocol.dumps(reply)))
+            replies.append((client, i, wire.dumps(reply)))
     return records, replies

@@ -124,9 +124,9 @@ def load_trace(path: str | Path) -> Trace:
 def save_trace(trace: Trace, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from brushfire import protocol  # as the wire writes messages: NaN (a NaN category) as null
+    from brushfire import wire  # as the wire writes messages: NaN (a NaN category) as null
 
-    path.write_text(protocol.dumps(trace.to_json()) + "\n", encoding="utf-8")
+    path.write_text(wire.dumps(trace.to_json()) + "\n", encoding="utf-8")
     return path
 
 

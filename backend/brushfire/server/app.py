@@ -23,7 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
-from brushfire import export, protocol, versions
+from brushfire import export, protocol, versions, wire
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.engine import memory
@@ -111,7 +111,7 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
         if host.dashboard is None:
             return JSONResponse({"detail": f"dashboard {name!r} is {host.status}"}, status_code=409)
         try:
-            state = protocol.decode(filters)
+            state = wire.decode(filters)
         except protocol.ProtocolError as e:
             return JSONResponse({"detail": f"filters: {e}"}, status_code=400)
         session = host.dashboard.session()
@@ -188,7 +188,7 @@ def _over_limit(sessions: Counter, client: str, limits: Limits) -> str | None:
 
 async def _refuse(ws: WebSocket, code: int, message: str) -> None:
     """An `error` message with the reason, then the close code (the reason again)."""
-    await ws.send_text(protocol.dumps(protocol.error_reply(message)))
+    await ws.send_text(wire.dumps(protocol.error_reply(message)))
     await ws.close(code=code, reason=close_reason(message))
 
 
@@ -263,7 +263,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
                     raw = message.get("text")
                     if raw is None:  # a binary frame: UTF-8 JSON too
                         raw = message.get("bytes") or b""
-                    msg = protocol.decode_message(raw)  # parsed once; protocol.handle takes the dict
+                    msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
                     skipped = queue("msg", msg, _brush_key(msg))
                     if answering and interrupt is not None and msg.get("type") in protocol.FILTER_TYPES:
                         interrupt()  # the next interaction cancels a lazy answer still running
@@ -388,13 +388,13 @@ async def _answer(ws: WebSocket, session, payload: dict) -> str:
 
 
 def _handled(session, payload: dict) -> str:
-    return protocol.dumps(protocol.handle(session, payload))
+    return wire.dumps(protocol.handle(session, payload))
 
 
 async def _send(ws: WebSocket, reply: dict | str) -> bool:
     """Send a reply as JSON (non-finite numbers as null; text: already JSON); False when
     the socket is gone."""
-    text = reply if isinstance(reply, str) else protocol.dumps(reply)
+    text = reply if isinstance(reply, str) else wire.dumps(reply)
     try:
         await ws.send_text(text)
     except Exception:  # noqa: BLE001 - closed under us
