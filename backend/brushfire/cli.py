@@ -39,7 +39,7 @@ def _environment() -> str:
             ("BRUSHFIRE_SPARK_CONF", "more Spark settings: 'spark.key=value spark.key=value'"),
             ("BRUSHFIRE_DRIVER_MEMORY", "the Spark driver's memory (default 8g)"),
             ("BRUSHFIRE_MEMORY_BUDGET", "keep only cubes for per-row lineage over it, e.g. 16GB"),
-            ("BRUSHFIRE_COPY_MEMORY", "the engine's key copies at most (default a quarter of RAM)"),
+            ("BRUSHFIRE_COPY_MEMORY", "key copies built in memory (captures that stored none) at most"),
             ("BRUSHFIRE_TOKEN", "serve: the access token clients must give"),
             ("BRUSHFIRE_FRONTEND", "serve: the built web page (default frontend/dist)"),
             ("BRUSHFIRE_TRUSTED_EXPRESSIONS", "1: any Spark SQL in specs' derived columns, filters")]

@@ -220,7 +220,10 @@ def warm_kernels(store: LineageStore) -> None:
         none = np.zeros((0, 0), np.uint16)
         K.chunk_hist(S[0][:, :0].copy(), L, K.CHUNK, none)
         K.chunk_zones(S[0][:, :0].copy(), K.CHUNK, none)
-        copies = typed_list([(S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none)])
+        copy = (S[0][:, :0].copy(), np.zeros(0, np.uint32), starts.copy(), none.copy(), none.copy())
+        for a in copy:
+            a.setflags(write=False)  # as copies are (engine/copies.py): the kernels' types
+        copies = typed_list([copy])
         K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)
         none = np.zeros(0, np.int64)

@@ -5,6 +5,8 @@ against DuckDB in test_session_oracle.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -88,8 +90,10 @@ def comparable(reply: dict) -> dict:
 
 
 def test_copies_arriving_mid_drag_change_no_reply(rich):
+    """A store captured before copies were stored builds them in memory, in the background."""
     pool = HeldPool()  # the store's first session: its pool builds the store's copies
-    with_copies = Session(rich.store, rich.plan, pool=pool, prefer="incremental")
+    store = replace(rich.store, copies=None)  # as if its capture stored none
+    with_copies = Session(store, rich.plan, pool=pool, prefer="incremental")
     info = workloads.DashboardInfo.from_description(describe_dashboard(rich))
     trace = workloads.human(info, events=400, seed=3)
     without = Session(rich.store, rich.plan, pool=Pool(0), prefer="incremental", copies=False)
