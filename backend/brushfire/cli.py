@@ -422,13 +422,17 @@ def _capture(args) -> int:
         print(f"  capture / one job        {ratio:8.2f} x  (every view's aggregate in one Spark "
               "job, GROUPING SETS: the best a Spark user could write without lineage)")
     nbytes = store.nbytes()
-    lineage = sum(v for k, v in nbytes.items() if k != "_snapshot")
+    lineage = sum(v for k, v in nbytes.items() if not k.startswith("_"))
     print(f"\nlineage store: {store.info.shards} shards of at most {len(store.layout.views)} views' "
           f"keys; {lineage / max(1, store.n_rows):.1f} bytes per row "
           f"({lineage / max(1, store.n_rows) / len(store.layout.views):.2f} per row per view), "
           "memory-mapped")
     for name, size in nbytes.items():
         print(f"  {name:<32} {size / 1e6:10.2f} MB")
+    copies = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
+    if copies:
+        print(f"clustered key copies: {copies / max(1, store.n_rows):.1f} bytes per row, stored "
+              "with the lineage and memory-mapped (engine/copies.py)")
     for caveat in store.info.caveats:
         print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {store.directory}")

@@ -187,7 +187,8 @@ class LineageStore:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes per part of the store, for reports: per dim (keys, raw values, index
-        positions), stored measures, cubes, and the detail snapshot."""
+        positions), stored measures, cubes, and (their names start with "_": not the
+        lineage proper) the clustered key copies per dim and the detail snapshot."""
         out: dict[str, int] = {}
         lay = self.layout
         idims = lay.indexed_dims
@@ -210,6 +211,8 @@ class LineageStore:
         out["cubes"] = sum(c.counts.nbytes + c.sums.nbytes + c.oks.nbytes for c in self.cubes.values())
         out["zone maps"] = sum(s.arrays[5].nbytes + s.arrays[6].nbytes for s in self.shards)
         out["fences"] = sum(s.arrays[7].nbytes for s in self.shards)
+        for d, cs in sorted((self.copies or {}).items()):  # mapped, not in the lineage's sum
+            out[f"_copy {lay.dims[d].name}"] = sum(a.nbytes for parts, _ in cs for a in parts.values())
         if self.snapshot:
             out["_snapshot"] = sum(s.snapshot.nbytes for s in self.shards if s.snapshot is not None)
         return out
