@@ -429,14 +429,33 @@ def _capture(args) -> int:
           "memory-mapped")
     for name, size in nbytes.items():
         print(f"  {name:<32} {size / 1e6:10.2f} MB")
-    copies = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
-    if copies:
-        print(f"clustered key copies: {copies / max(1, store.n_rows):.1f} bytes per row, stored "
-              "with the lineage and memory-mapped (engine/copies.py)")
+    print(copies_text(store, nbytes))
     for caveat in store.info.caveats:
         print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {store.directory}")
     return 0
+
+
+def copies_text(store, nbytes: dict[str, int]) -> str:
+    """What `brushfire capture` says of the clustered key copies: what each dim got and
+    why (engine/copies.py `choices`), and their bytes."""
+    from brushfire.engine.copies import choices
+
+    n = max(1, store.n_rows)
+    total = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
+    lines = [f"\nclustered key copies (stored with the lineage, memory-mapped): "
+             f"{total / n:.1f} bytes per row"]
+    for d, got, why in choices(store.layout):
+        name = store.layout.dims[d].name
+        size = nbytes.get(f"_copy {name}")
+        if got and size is None:  # (its files failed their checks: store.copy_notes)
+            what = "none usable (read through the store's order)"
+        elif got:
+            what = f"a copy, {size / n:.1f} bytes per row"
+        else:
+            what = "none"
+        lines.append(f"  {name}: {what} — {why}")
+    return "\n".join(lines)
 
 
 def render_history(dash, cache_dir) -> str:

@@ -164,3 +164,40 @@ def test_an_incremental_capture_builds_only_the_new_shards_copies(tmp_path):
     note = next(c for c in store2.info.changes if c.startswith("clustered key copies"))
     assert f"built for {len(new):,} of {len(meta2['shards']):,} shards" in note
     assert sorted(store2.copies) == sorted(meta2["copies"]["dims"])
+
+
+def test_each_dim_gets_a_copy_or_not_and_capture_says_why(small_parquet, tmp_path):
+    """From the declared filters and what capture kept per row: a filtered indexed dim with
+    per-row keys gets one; a dim kept as cubes only (memory budget) and a dim no filter
+    reads do not; `brushfire capture` prints each with its bytes per row."""
+    from brushfire.cli import copies_text
+
+    d = {"name": "said", "source": {"path": str(small_parquet)}, "views": [
+        {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+        {"name": "cat", "type": "categorical", "field": "cat", "top": 3},
+        {"name": "hk", "type": "histogram", "field": "k", "brush": "none",
+         "bin": {"step": 10, "extent": [0, 100]}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "cat", "hk"]}]}}
+    plan = plan_capture(parse_dashboard(d))
+    table = pq.read_table(small_parquet)
+    store = capture_table(plan, table, tmp_path / "all", CONFIG)
+    lay = store.layout
+    got = {lay.dims[d].name: (g, why) for d, g, why in C.choices(lay)}
+    assert got["value:x"][0] and got["bars:cat"][0], got
+    assert "filtered by hx (interval)" in got["value:x"][1]
+    assert not got["bars:hk"][0] and "no filter reads it" in got["bars:hk"][1]
+    assert sorted(store.copies) == C.candidate_dims(lay)
+    text = copies_text(store, store.nbytes())
+    n = store.n_rows
+    per_row = store.nbytes()["_copy value:x"] / n
+    assert f"value:x: a copy, {per_row:.1f} bytes per row — filtered by hx (interval)" in text
+    assert "bars:hk: none — no filter reads it" in text
+    # a budget that keeps x's keys as cubes only: no rows to copy
+    budget = replace(CONFIG, memory_budget=3 * n)
+    small = capture_table(plan, table, tmp_path / "budget", budget)
+    kept = small.layout
+    why = {kept.dims[d].name: (g, w) for d, g, w in C.choices(kept)}
+    dropped = [name for name, (g, w) in why.items() if "cubes only" in w]
+    assert dropped and not any(why[name][0] for name in dropped)
+    assert sorted(small.copies) == C.candidate_dims(kept)
+    assert "cubes only (memory budget): no rows to copy" in copies_text(small, small.nbytes())

@@ -71,11 +71,31 @@ def usage() -> dict[str, int]:
 
 
 def candidate_dims(lay) -> list[int]:
-    """The dims that may get a copy: the filters' indexed dims with per-row keys, in the
-    layout's order (the updates read rows through them; lineage queries, rarer, go
-    without)."""
-    return [d for d in dict.fromkeys(d for f in lay.filters for d in f.dims)
-            if d < lay.row_dims and lay.dims[d].indexed]
+    """The dims that get a copy: the declared filters' indexed dims with per-row keys, in
+    the layout's order (the updates read rows through them; lineage queries, rarer, go
+    without). `choices` says why each dim does or does not."""
+    return [d for d, got, _ in choices(lay) if got]
+
+
+def choices(lay) -> list[tuple[int, bool, str]]:
+    """Per dim of the layout: (dim, gets a copy, why), from the declared interactions (the
+    filters: brushes, selections, parameters) and what capture kept per row. Pure."""
+    out = []
+    filtered = list(dict.fromkeys(d for f in lay.filters for d in f.dims))
+    for d in filtered:
+        names = ", ".join(f"{f.name} ({f.kind.replace('_', ' ')})" for f in lay.filters if d in f.dims)
+        if d >= lay.row_dims:
+            out.append((d, False, f"filtered by {names}, but its keys are kept as cubes only "
+                                  "(memory budget): no rows to copy"))
+        elif not lay.dims[d].indexed:
+            out.append((d, False, f"filtered by {names}, but not indexed (its filter is "
+                                  "answered by scans and cubes)"))
+        else:
+            out.append((d, True, f"filtered by {names}: a change of its filter reads the rows of "
+                                 "the keys it adds or drops in key order, sequentially"))
+    out += [(d, False, "no filter reads it (its keys ride in every copy's rows)")
+            for d in range(len(lay.dims)) if d not in filtered]
+    return out
 
 
 def keeps_rows(lay) -> bool:
