@@ -443,8 +443,8 @@ def copies_text(store, nbytes: dict[str, int]) -> str:
 
     n = max(1, store.n_rows)
     total = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
-    lines = [f"\nclustered key copies (stored with the lineage, memory-mapped): "
-             f"{total / n:.1f} bytes per row"]
+    lines = [f"\nclustered key copies (stored with the lineage, memory-mapped; a filter's change "
+             f"reads its dim's rows from its copy, in key order): {total / n:.1f} bytes per row"]
     for d, got, why in choices(store.layout):
         name = store.layout.dims[d].name
         size = nbytes.get(f"_copy {name}")

@@ -19,7 +19,7 @@ import numpy as np
 from brushfire.cachedir import default_cache_dir
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
-from brushfire.engine.copies import typed_list
+from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
@@ -215,12 +215,13 @@ def warm_kernels(store: LineageStore) -> None:
     if d >= 0:
         K.by_keys(S, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
         starts = np.zeros(store.layout.dims[d].nkeys + 2, np.int64)  # clustered copies, of no rows
-        K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, S[0][:, :0].copy(),
+        ckeys = np.zeros((S[0].shape[0], 0), key_dtype(store.layout))  # their keys' dtype
+        K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, ckeys.copy(),
                   np.zeros(0, np.uint32), starts, np.zeros(0))
         none = np.zeros((0, 0), np.uint16)
-        K.chunk_hist(S[0][:, :0].copy(), L, K.CHUNK, none)
-        K.chunk_zones(S[0][:, :0].copy(), K.CHUNK, none)
-        copy = (S[0][:, :0].copy(), np.zeros(0, np.uint32), starts.copy(), none.copy(), none.copy())
+        K.chunk_hist(ckeys.copy(), L, K.CHUNK, none)
+        K.chunk_zones(ckeys.copy(), K.CHUNK, none)
+        copy = (ckeys.copy(), np.zeros(0, np.uint32), starts.copy(), none.copy(), none.copy())
         for a in copy:
             a.setflags(write=False)  # as copies are (engine/copies.py): the kernels' types
         copies = typed_list([copy])

@@ -83,9 +83,10 @@ def test_a_restart_maps_the_copies_the_capture_stored_and_builds_none(captured):
         for shard, c in zip(store.shards, got, strict=True):
             assert mapped(c.keys) and mapped(c.starts) and mapped(c.zones)
             built = C.Copy.build(shard.arrays, d, lay.dims[d].nkeys, C.keeps_rows(lay),
-                                 int(L[12][d]), L, C.hist_slots(L))
+                                 int(L[12][d]), L, C.hist_slots(L), C.key_dtype(lay))
             for part in C.Copy.PARTS:
                 assert np.array_equal(getattr(c, part), getattr(built, part)), (d, part)
+                assert getattr(c, part).dtype == getattr(built, part).dtype, (d, part)
             assert c.by_raw == built.by_raw
     assert any(copies.cdim(d) == d for d in copies.dims)  # a fine dim's rows in raw order
     assert C.usage()["mapped"] >= copies.nbytes > 0
@@ -201,3 +202,18 @@ def test_each_dim_gets_a_copy_or_not_and_capture_says_why(small_parquet, tmp_pat
     assert dropped and not any(why[name][0] for name in dropped)
     assert sorted(small.copies) == C.candidate_dims(kept)
     assert "cubes only (memory budget): no rows to copy" in copies_text(small, small.nbytes())
+
+
+def test_copies_of_another_format_are_built_in_memory_instead(captured, tmp_path, capfd):
+    import shutil
+
+    spec, plan, entry = captured
+    entry = shutil.copytree(entry, tmp_path / entry.name)
+    meta = st.read_manifest(entry)
+    meta["copies"]["format"] = st.COPY_FORMAT - 1
+    st.write_manifest(entry, meta)
+    store = st.load_store(entry, spec)
+    assert store.copies is None and "format" in store.copy_notes[0]
+    assert "built in memory instead" in capfd.readouterr().err
+    copies = Shared.of(store).copies(Pool(0))
+    assert copies.job is not None and copies.wait(60) and copies.dims

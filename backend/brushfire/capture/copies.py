@@ -25,12 +25,10 @@ from brushfire.lineage import store as st
 from brushfire.lineage.files import read_npy, write_npy
 from brushfire.lineage.layout import Layout
 
-COPY_FORMAT = 1  # how a copy's arrays are laid out: a change rebuilds every copy
-
 
 def copy_key(s: dict, layout_hash: str) -> str:
     """What a shard's copies are built from: its per-row arrays and the layout's (hash)."""
-    text = json.dumps([COPY_FORMAT, s["rows"], s["rows_key"], layout_hash])
+    text = json.dumps([st.COPY_FORMAT, s["rows"], s["rows_key"], layout_hash])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -49,17 +47,19 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
                  threads: int | None = None) -> tuple[dict, list[str]]:
     """Give every shard record of `shards` (in place: its `copies` and `files`) the copies
     of the dims `candidate_dims` names, reusing those whose key holds; returns the
-    manifest's `copies` ({"dims": [...]}) and notes on what was built."""
+    manifest's `copies` ({"dims": [...], "format": lineage/store.py COPY_FORMAT}) and notes
+    on what was built."""
     from brushfire.engine import kernels as K
-    from brushfire.engine.copies import Copy, candidate_dims, hist_slots, keeps_rows
+    from brushfire.engine.copies import Copy, candidate_dims, hist_slots, keeps_rows, key_dtype
     from brushfire.engine.shared import kernel_layout
 
     dims = candidate_dims(layout) if layout.row_dims else []
     rows_kept = keeps_rows(layout)
     _, L = kernel_layout(layout)
     slots = hist_slots(L)
-    lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)
+    lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)  # (key_dtype: from the layout's nkeys)
     nkeys = [d.nkeys for d in layout.dims]
+    dtype = key_dtype(layout)
     tasks: list[tuple[dict, int]] = []
     kept = 0
     for s in shards:
@@ -77,7 +77,7 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     def build(s: dict, d: int) -> tuple[dict, int, dict, bool]:
         sd = entry / st.SHARDS / s["name"]
         arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
-        copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots)
+        copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
         names = [f"copy-{s['copies']['key']}-{d}.{p}.npy" for p in st.COPY_PARTS]
         files = {n: write_npy(sd / n, getattr(copy, p)) for n, p in zip(names, Copy.PARTS, strict=True)}
         return s, d, files, copy.by_raw
@@ -97,7 +97,7 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
         built = len({s["name"] for s, _ in tasks})
         notes.append(f"clustered key copies of {names}: built for {built:,} of {len(shards):,} "
                      f"shards, kept for the others")
-    return {"dims": dims}, notes
+    return {"dims": dims, "format": st.COPY_FORMAT}, notes
 
 
 def _present(entry: Path, s: dict, name: str) -> bool:

@@ -91,8 +91,7 @@ def choices(lay) -> list[tuple[int, bool, str]]:
             out.append((d, False, f"filtered by {names}, but not indexed (its filter is "
                                   "answered by scans and cubes)"))
         else:
-            out.append((d, True, f"filtered by {names}: a change of its filter reads the rows of "
-                                 "the keys it adds or drops in key order, sequentially"))
+            out.append((d, True, f"filtered by {names}"))
     out += [(d, False, "no filter reads it (its keys ride in every copy's rows)")
             for d in range(len(lay.dims)) if d not in filtered]
     return out
@@ -118,11 +117,20 @@ def default_cap() -> int:
         return 2 << 30
 
 
-def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0) -> int:
-    """Bytes per row of one copy (rounded up): a key per kept dim, the shard row when kept,
-    and its share of the grid chunks' zone maps and histograms (two uint16 keys per dim and
-    `hist_slots` uint16 counts per CHUNK rows)."""
-    return 2 * row_dims + (4 if rows_kept else 0) + -(-2 * (2 * row_dims + hist_slots) // K.CHUNK)
+def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0, key_bytes: int = 2) -> int:
+    """Bytes per row of one copy (rounded up): a key per kept dim (`key_bytes`: 1 where
+    `key_dtype` is uint8), the shard row when kept, and its share of the grid chunks' zone
+    maps and histograms (two uint16 keys per dim and `hist_slots` uint16 counts per CHUNK
+    rows)."""
+    return key_bytes * row_dims + (4 if rows_kept else 0) + -(-2 * (2 * row_dims + hist_slots) // K.CHUNK)
+
+
+def key_dtype(lay) -> np.dtype:
+    """The dtype of a layout's copies' keys: uint8 when every dim kept per row has at most
+    255 keys (and the no-value key, 255 at most, fits a byte), else uint16 (the store's).
+    One dtype for all of a copy's dims: the kernels read them as one 2-D array."""
+    nkeys = [d.nkeys for d in lay.dims[:lay.row_dims]]
+    return np.dtype(np.uint8 if nkeys and max(nkeys) <= 255 else np.uint16)
 
 
 HIST_SLOTS = 2048  # the most slots (all views' bars) a copy keeps chunk histograms of: 2 B/row
@@ -160,14 +168,14 @@ class Copy:
 
     @staticmethod
     def build(arrays: tuple, d: int, nkeys: int, rows_kept: bool, raw_row: int, L: tuple | None,
-              slots: int) -> Copy:
+              slots: int, dtype: type = np.uint16) -> Copy:
         """Dim d's copy of a shard (its arrays as the kernels take them): rows in key order
         on d (then in raw order on row `raw_row` of the shard's raw values, when >= 0 and
-        rows are kept), its zone maps, and its chunk histograms of `slots` slots of layout
-        arrays L (0: none)."""
+        rows are kept), its keys as `dtype` (`key_dtype`), its zone maps, and its chunk
+        histograms of `slots` slots of layout arrays L (0: none)."""
         keys = arrays[0]
         n = keys.shape[1]
-        copy = Copy(np.empty_like(keys), np.empty(n if rows_kept else 0, np.uint32),
+        copy = Copy(np.empty(keys.shape, dtype), np.empty(n if rows_kept else 0, np.uint32),
                     np.empty(nkeys + 2, np.int64))
         rc = raw_row if rows_kept else -1
         raw = arrays[1][rc] if rc >= 0 else _NO_RAW
@@ -208,6 +216,7 @@ class Copies:
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
         self._L = L
         self._slots = hist_slots(L) if L is not None else 0
+        self.dtype = np.dtype(np.uint16)  # the keys' (`key_dtype`; set by the store's owner)
         self.dims = dims
         weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
@@ -263,7 +272,7 @@ class Copies:
         """Shard i's copy for dim d; the dim's last shard makes it usable."""
         rc = int(self._L[12][d]) if self._L is not None else -1
         copy = Copy.build(self._shards[i].arrays, d, self._nkeys[d], self._rows_kept, rc, self._L,
-                          self._slots)
+                          self._slots, self.dtype)
         with self._lock:
             self._copies[d][i] = copy
             self._left[d] -= 1

@@ -18,6 +18,7 @@ from brushfire.engine.copies import (
     candidate_dims,
     hist_slots,
     keeps_rows,
+    key_dtype,
     reserve,
     row_bytes,
     typed_list,
@@ -91,10 +92,12 @@ class Shared:
                     return self._copies
                 lay = store.layout
                 rows_kept = keeps_rows(lay)
+                dtype = key_dtype(lay)
                 dims, size = reserve(candidate_dims(lay), store.n_rows,
-                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L)))
+                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L), dtype.itemsize))
                 self._copies = Copies(store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
                                       size, self.L)
+                self._copies.dtype = dtype
                 self._copies.start(pool)
             return self._copies
 

@@ -54,6 +54,8 @@ SHARDS = "shards"
 LOCK = ".lock"
 ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences")
 COPY_PARTS = ("keys", "rows", "starts", "zones", "hist")  # engine/copies.py Copy.PARTS
+COPY_FORMAT = 2  # how a copy's arrays are laid out (2: uint8 keys where they fit); copies of
+# another format are not mapped (the engine builds them, as for a capture that stored none)
 
 
 @dataclass
@@ -499,6 +501,10 @@ def load_copies(entry: Path, meta: dict, store: LineageStore,
     None when the capture stored none (an entry from before copies were stored)."""
     if "copies" not in meta:
         return None, []
+    if meta["copies"].get("format") != COPY_FORMAT:
+        return None, [f"the clustered key copies in {entry.name} were stored in format "
+                      f"{meta['copies'].get('format')}, this version reads {COPY_FORMAT}: they are "
+                      "built in memory instead until the dashboard is captured again"]
     lay = store.layout
     out, notes = {}, []
     dims = [int(d) for d in meta["copies"].get("dims", [])]
@@ -545,6 +551,8 @@ def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[d
     parts = {p: read_npy(entry / SHARDS / s["name"] / n) for p, n in zip(COPY_PARTS, names, strict=True)}
     n = shard.n_rows
     assert parts["keys"].shape == (lay.row_dims, n), "keys shape"
+    assert parts["keys"].dtype == (np.uint8 if max(x.nkeys for x in lay.dims[:lay.row_dims]) <= 255
+                                   else np.uint16), "keys dtype"  # (engine/copies.py key_dtype)
     assert parts["rows"].shape in ((n,), (0,)), "rows shape"
     assert parts["starts"].shape == (lay.dims[d].nkeys + 2,), "starts shape"
     assert parts["zones"].shape == (-(-n // s["copies"]["chunk"]), 2 * lay.row_dims), "zones shape"
