@@ -21,7 +21,7 @@ import duckdb
 
 from brushfire import sql
 from brushfire.spec import models as m
-from brushfire.spec.loader import profile_columns
+from brushfire.spec.checks import profile_columns
 from brushfire.views import brush_sql, key_sql
 
 OTHER = sql.OTHER

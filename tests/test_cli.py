@@ -230,7 +230,7 @@ class _Terminal(io.StringIO):
 
 
 def _play(stream, monkeypatch, reports, end: float | None = None):
-    from brushfire.cli import ProgressLine
+    from brushfire.progress import ProgressLine
 
     clock = _Clock()
     monkeypatch.setattr("brushfire.cli.time.perf_counter", clock)

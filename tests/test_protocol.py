@@ -68,7 +68,7 @@ def test_a_brush_reply_equals_the_session_result(dash):
     ("x" * (protocol.MAX_MESSAGE_BYTES + 1), "over the 65,536-byte limit"),
 ], ids=lambda x: str(x)[:40])
 def test_bad_messages_get_an_error_and_change_nothing(dash, message, expected):
-    session = dash.session()
+    session = dash.engine_session()  # its refusals (the lazy answers: test_lazy.py)
     session.brush("hx", (10, 30))
     before = {n: v.counts for n, v in session.views().items()}
     raw = message if isinstance(message, str) else json.dumps(message)
@@ -215,8 +215,8 @@ def test_decode_refuses_with_the_reason(raw, expected):
 @spark
 def test_highlight_targets_are_the_declared_ones_of_an_engine_session(dash):
     """A bare engine session answers declared pairs only: given targets pick among them,
-    an undeclared target is refused (a lazy session answers it on Spark: test_fallback)."""
-    s = dash.session()
+    an undeclared target is refused (a lazy session answers it on Spark: test_lazy)."""
+    s = dash.engine_session()
     whole = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0]})
     picked = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["hx"]})
     assert picked["type"] == "highlight" and picked["views"] == whole["views"] == {

@@ -83,7 +83,7 @@ def by_widget(dash, monkeypatch) -> list[dict]:
 def test_handle_websocket_and_widget_give_equal_replies(rich_local, monkeypatch):
     # `methods` say whether the store's key copies were there yet (built in the background,
     # in a quiet moment): all three meet them built, as the server and the widget do
-    assert rich_local.session().wait_for_copies(timeout=60)
+    assert rich_local.engine_session().wait_for_copies(timeout=60)
     direct = by_handle(rich_local)
     assert [r["type"] for r in direct] == [
         "state", "update", "update", "update", "update", "update", "highlight", "details", "details",

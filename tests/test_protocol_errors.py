@@ -186,7 +186,7 @@ CATALOGUE = [
 
 @pytest.fixture(scope="module")
 def session(rich_local):
-    s = rich_local.session()
+    s = rich_local.engine_session()  # the engine's refusals (the lazy answers: test_lazy.py)
     for m in ({"type": "brush", "view": "hx", "interval": [20, 60]},
               {"type": "select", "view": "cat", "values": ["c01"]}):
         assert protocol.handle(s, m)["type"] == "update"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from brushfire import marks
 from brushfire.lineage.layout import ViewLayout
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import view_type
 
@@ -86,7 +87,7 @@ def caveat_texts(view: m.View) -> dict[str, str]:
         if dot:
             out[f"no_match:{join}"] = f"not shown: no row of join {join} matches ({f} is null)"
     agg = view.aggregate
-    if agg.op != "count":
+    if aggregates.op(agg.op).kind != "count":
         out["measure_null"] = f"without a value: {agg.field} is null"
     return out
 

@@ -3,6 +3,10 @@
     dash = Dashboard.open("dashboards/flights.yaml")   # loads the cache or captures
     s = dash.session()
     s.brush("delay", (-20, 40)); s.select("origin", ["ORD"]); s.details()
+
+`session()` is the one session stack every front uses (the Python API, the server, the
+widget, the bench): the engine's session (engine/session.py) under the lazy answers on
+Spark (brushfire/lazy.py) of what the capture did not prepare.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
+from brushfire.lazy import LazySession, source_for
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.source import join_files, local_files, same_files
 from brushfire.spec import models as m
-from brushfire.spec.loader import load_dashboard, parse_dashboard, spec_error
+from brushfire.spec.checks import spec_error
+from brushfire.spec.loader import load_dashboard, parse_dashboard
 from brushfire.views import with_recorded_bins
 
 DEFAULT_CACHE = default_cache_dir()  # $BRUSHFIRE_CACHE, else the user's cache directory
@@ -42,7 +48,7 @@ class Dashboard:
                  from_cache: bool = False) -> None:
         self.user_spec = spec  # as written (`refresh` captures it again)
         # `maxbins` bins as capture chose them (the layout records them): everything after
-        # (charts, SQL, the lazy fallback, baselines) sees a plain step and extent
+        # (charts, SQL, the lazy answers, baselines) sees a plain step and extent
         binned = with_recorded_bins(spec, {v.name: v.bins for v in store.layout.views})
         if binned is not spec:
             spec, plan = binned, replace(plan, dashboard=binned)
@@ -124,8 +130,17 @@ class Dashboard:
         out.user_spec, out.opened_with = self.user_spec, dict(w)
         return out
 
-    def session(self) -> Session:
-        """A new session, with the parameters that have a `default` active."""
+    def session(self) -> LazySession:
+        """A new session, with the parameters that have a `default` active: the engine's,
+        answering what the capture did not prepare lazily on Spark (brushfire/lazy.py;
+        Spark starts on the first such answer). The server, the widget and the bench
+        serve this one too."""
+        return LazySession(self.engine_session(), source_for(self))
+
+    def engine_session(self) -> Session:
+        """A new session of the engine alone (what `session` wraps): an interaction the
+        capture did not prepare is refused (NotCapturedError). For warm-up, the engine's
+        tests and tools that must not start Spark."""
         return apply_parameter_defaults(Session(self.store, self.plan), self.spec)
 
     @property
@@ -143,7 +158,7 @@ class Dashboard:
         seconds taken."""
         t0 = time.perf_counter()
         warm_kernels(self.store)
-        s = self.session()
+        s = self.engine_session()
         s.wait_for_copies()
         try:
             if self.spec.interactions.details:

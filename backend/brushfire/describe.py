@@ -32,7 +32,7 @@ def describe_dashboard(dash: Dashboard) -> dict:
     """What a client needs to draw a dashboard: each view's Vega-Lite spec (with the
     full-data bars; and for a narrow card, when it differs), its labels and initial values
     (after default parameters), its brush (`lazy`: not captured, answered on Spark by
-    brushfire/fallback.py; `snap`); the parameters with their choices; the highlight and
+    brushfire/lazy.py; `snap`); the parameters with their choices; the highlight and
     details declarations; the layout; the bars' colours; the version served
     (brushfire/versions.py). Computed once per open dashboard (the store is read-only),
     and forgotten with it."""

@@ -3,7 +3,7 @@ lineage), with their rid, as CSV or Parquet, streamed in pages so memory stays b
 whatever the number of rows. The server's `GET /api/dashboards/<name>/rows`, the page's
 "Download rows" and the widget's `export()` and `details()` all use it.
 
-Sessions over per-row lineage (`LineageAPI`) page through `backward_rids` and read the
+Sessions over per-row lineage (declaring `Capability.ROWS`) page through `backward_rids` and read the
 rows with `store.take`; other sessions (the baselines) through `details` pages. Columns
 are the spec's `interactions.details.columns` (the ones the capture kept), or a subset.
 """
@@ -13,12 +13,14 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
 
-from brushfire.engine.api import MAX_PAGE_ROWS, LineageAPI, SessionAPI, details_request
+from brushfire.engine.api import Capability, LineageAPI, SessionAPI, details_request
 from brushfire.errors import InteractionError
+from brushfire.limits import MAX_PAGE_ROWS
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
 PAGE_ROWS = 131_072  # rows read per page (bounds the memory an export takes)
@@ -41,7 +43,8 @@ def selection_batches(session: SessionAPI, columns: list[str] | None = None,
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         msg = f"limit: {limit!r} is not a number of rows (an integer >= 0)"
         raise InteractionError(msg)
-    if isinstance(session, LineageAPI):
+    if Capability.ROWS in session.capabilities:
+        session = cast(LineageAPI, session)
         empty = session.store.take(np.zeros(0, np.int64), columns)
         schema = pa.schema([pa.field("rid", pa.int64()), *empty.schema])
         return schema, _lineage_pages(session, columns, schema, limit, page_rows)

@@ -13,3 +13,9 @@ MAX_BARS = 65_534  # bars of one view; a heatmap's cells (x bars × y bars) coun
 MAX_FILTERS = 63  # brushable views in crossfilter groups, plus parameters, per dashboard
 MAX_TOP = 1_000  # a categorical view's `top`
 MAX_DROPDOWN_VALUES = 65_534  # distinct values of a dropdown parameter's field (checked at capture)
+
+# Requests (docs/protocol.md): a protocol message and a session's Python API are held to the
+# same ones (engine/api.py checks them), whichever front asks.
+MAX_PAGE_ROWS = 10_000  # rows of one details or dimension page
+MAX_PAGE = 2**31 - 1  # a page's number
+MAX_FORWARD_RIDS = 10_000  # row ids of one forward request

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import altair as alt
 
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 
 FULL_COLOR = "#d5dbe3"  # all rows: a light bar behind the filtered one
@@ -116,7 +117,7 @@ def dwarfing(view: m.View, full: list, other: int | None) -> bool:
     count scale): then the scale ends at the largest category (`other_top`) and '(other)'
     is drawn on a scale of its own, as long as the plot (`_scaled_other`), with its value
     written on it."""
-    if other is None or view.scale == "log" or view.aggregate.op != "count":
+    if other is None or view.scale == "log" or aggregates.op(view.aggregate.op).kind != "count":
         return False
     rest = [v for i, v in enumerate(full) if i != other and v is not None]
     return bool(rest) and full[other] is not None and full[other] > 1.5 * max(max(rest), 1)
@@ -163,7 +164,7 @@ def _category_layers(base, measure, channel: str, other: int | None, clip: bool)
 
 def heatmap(view, full: list, brush: str | None):
     data = alt.NamedData("bars")
-    op = view.aggregate.op
+    op = aggregates.op(view.aggregate.op)
 
     def position(axis: m.Axis, name: str):
         return alt.Scale(domain=list(axis.bin.extent), zero=False, nice=False, round=True,
@@ -176,14 +177,14 @@ def heatmap(view, full: list, brush: str | None):
         color_scale = alt.Scale(type="log", scheme=HEATMAP_SCHEME, nice=False, **fit)
     # empty cells stay blank: no rows (count 0), no measure (null), or off a log scale
     blank = ("isValid(datum.value) && (isString(datum.value) || isFinite(datum.value))"
-             + (" && datum.value !== 0" if op == "count" else "")
+             + (" && datum.value !== 0" if op.kind == "count" else "")
              + (" && datum.value > 0" if view.scale == "log" else ""))
     chart = alt.Chart(data).transform_filter(blank).mark_rect(strokeWidth=0).encode(
         x=alt.X("x0:Q", title=view.x.field, scale=position(view.x, "x")), x2="x1",
         y=alt.Y("y0:Q", title=view.y.field, scale=position(view.y, "y")), y2="y1",
         color=alt.Color("value", type=ctype, title=measure_title(view), scale=color_scale,
                         legend=alt.Legend(orient="right", gradientLength=120,
-                                          format="~s" if op in ("count", "sum", "distinct")
+                                          format="~s" if op.sums
                                           else alt.Undefined)),
         tooltip=_tooltip())
     if brush == "rect":
@@ -196,7 +197,7 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
     """The measure's position encoding (of `full`), its baseline and which layers' values
     the scale can show (log: positive ones). Counts get a fixed domain, [0, the largest
     full bar] (but bar `skip`), as a filtered count never exceeds the full one."""
-    op, kind = view.aggregate.op, view.scale
+    op, kind = aggregates.op(view.aggregate.op), view.scale
     if temporal_measure(full):  # min / max of times: a time axis, bars from its start
         enc = alt.X if channel == "x" else alt.Y
         scale = alt.Scale(type="utc", reverse=reverse_key in view.reverse)
@@ -206,20 +207,20 @@ def _measure(view: m.View, full: list, channel: str, title: str, reverse_key: st
               and math.isfinite(v)]
     # whole pixels: crisp bar ends, and a change too small to move one draws nothing
     scale: dict = {"type": kind, "reverse": reverse_key in view.reverse, "round": True, "domainRaw": FIT}
-    if op == "count" and finite:
+    if op.kind == "count" and finite:
         top = max(max(finite), 1)
         scale["domain"] = [0.5, top] if kind == "log" else [0, top]
         scale["nice"] = kind != "log"
     elif kind == "log":
         scale["nice"] = False
-    if op not in ("count", "sum", "distinct"):  # means and order statistics: plain numbers
+    if not op.sums:  # means and order statistics: plain numbers
         axis = alt.Axis(title=title)
     elif kind == "log":  # decades only
         axis = alt.Axis(title=title, format="~s", tickCount=3)
     else:  # 0, 200k, 1.4M, 2B; whole numbers of rows even when scaled to a small selection
         axis = alt.Axis(title=title, labelExpr=(
             "datum.value === 0 ? '0' : replace(format(datum.value, '~s'), 'G', 'B')"),
-            **({"tickMinStep": 1} if op in ("count", "distinct") else {}))
+            **({"tickMinStep": 1} if op.whole else {}))
     enc = alt.X if channel == "x" else alt.Y
     measure = enc(f"{field}:Q", scale=alt.Scale(**scale), axis=axis)
     # no zero on a log scale: there, bars start at the plot's edge
@@ -251,14 +252,7 @@ def _tooltip():
 
 def measure_title(view: m.View) -> str:
     agg = view.aggregate
-    if agg.op == "count":
-        return "rows"
-    if agg.op == "quantile":
-        p = agg.p * 100
-        return f"p{p:g}{' (discrete)' if agg.method == 'discrete' else ''} of {agg.field}"
-    if agg.op == "distinct":
-        return f"distinct {agg.field}"
-    return f"{agg.op} of {agg.field}"
+    return aggregates.op(agg.op).title(agg.field, agg.p, agg.method)
 
 
 def temporal_measure(full: list) -> bool:

@@ -89,7 +89,7 @@ class CapturePlan:
         once: each gets a key dim (a value dim, or a dict dim for strings)."""
         views = self.dashboard.views
         return tuple(dict.fromkeys(v.aggregate.field for v in views
-                                   if v.aggregate.op in m.ORDER_OPS))
+                                   if v.aggregate.order))
 
     @property
     def value_fields(self) -> tuple[str, ...]:

@@ -6,7 +6,8 @@ reply echoes. A message that fails validation MUST get an `error` reply and MUST
 the session unchanged; `handle` never raises, whatever it is given. Replies carry the
 engine's compute time in `ms`. Limits (docs/protocol.md): a message is at most
 MAX_MESSAGE_BYTES of UTF-8 and nests at most MAX_JSON_DEPTH arrays and objects; numbers
-are finite; a details page is at most MAX_PAGE_SIZE rows.
+are finite; the limits of requests (a page's rows, a forward's rids) are brushfire/limits.py's,
+which the sessions' Python API keeps too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import math
 import re
 import time
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, cast
 
 import orjson
 import pydantic
@@ -24,15 +25,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brushfire import selection as S
 from brushfire import values as V
-from brushfire.engine.api import SessionAPI, Update, ViewData
+from brushfire.engine.api import (
+    Capability,
+    ForwardAPI,
+    LazyAPI,
+    LazyUpdate,
+    SessionAPI,
+    Update,
+    ViewData,
+    check_bars,
+)
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.limits import MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
 from brushfire.views import view_type
+from brushfire.views.base import check_brush_y
 
 MAX_MESSAGE_BYTES = 64 * 1024  # of UTF-8 (or of a binary frame), not characters
 MAX_JSON_DEPTH = 16  # nested arrays and objects; a message needs 2
-MAX_PAGE_SIZE = 10_000  # rows of one details page
-MAX_PAGE = 2**31 - 1  # details page number
-MAX_FORWARD_RIDS = 10_000  # rows of one forward message
 
 log = logging.getLogger("brushfire.protocol")
 
@@ -88,12 +97,7 @@ class Brush(Message):
     def check(self, session: SessionAPI) -> None:
         kind = _check_name(session, "brush.view", self.view, ("interval", "rect"))
         axes = [("interval", self.interval), ("y", self.y)]
-        if kind == "rect" and self.y is None:
-            msg = f"brush.y: missing; view {self.view!r} is a heatmap: its brush gives interval (x) and y"
-            raise InteractionError(msg)
-        if kind == "interval" and self.y is not None:
-            msg = f"brush.y: view {self.view!r} takes an interval brush; y is only for heatmaps"
-            raise InteractionError(msg)
+        check_brush_y(self.view, kind, self.y, "brush.y")
         _check_bounds(session, self.view, [(f": {a}", p) for a, p in axes], f"brush on view {self.view!r}")
 
     def run(self, session: SessionAPI) -> dict:
@@ -168,7 +172,7 @@ class Filters(Message):
                 if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
                     msg = f"{where}: a filter on a source column takes an interval or values"
                     raise InteractionError(msg)
-                session.check_column(name[len(S.COLUMN):], where)  # known without Spark
+                lazy_api(session).check_column(name[len(S.COLUMN):], where)  # known without Spark
             elif isinstance(f, S.IntervalFilter):
                 _check_bounds(session, name, [(".interval", f.interval)], where)
             elif isinstance(f, S.RectFilter):
@@ -194,7 +198,7 @@ class Filters(Message):
 class Highlight(Message):
     """Linked highlighting: the share of each target's bars coming from `bars` of `source`
     (targets: the declared ones by default; a lazy session answers undeclared pairs on
-    Spark, brushfire/fallback.py)."""
+    Spark, brushfire/lazy.py)."""
 
     type: Literal["highlight"]
     source: str
@@ -223,7 +227,7 @@ class Highlight(Message):
 
     def run(self, session: SessionAPI) -> dict:
         if self.targets and answers_lazily(session):  # (undeclared pairs answered on Spark)
-            views = session.highlight(self.source, self.bars, targets=self.targets)
+            views = lazy_api(session).highlight(self.source, self.bars, targets=self.targets)
         else:
             views = session.highlight(self.source, self.bars)
             if self.targets:  # checked: declared targets of this source
@@ -248,10 +252,11 @@ class Filter(Message):
         if (self.interval is None) == (self.values is None):
             msg = "filter: give an interval [lo, hi] or a list of values, one of the two"
             raise InteractionError(msg)
-        session.check_column(self.column, "filter.column")  # names known without Spark
+        lazy_api(session).check_column(self.column, "filter.column")  # names known without Spark
 
     def run(self, session: SessionAPI) -> dict:
-        return update_reply(session, session.filter_column(self.column, self.interval, self.values))
+        return update_reply(session, lazy_api(session).filter_column(self.column, self.interval,
+                                                                     self.values))
 
 
 class Details(Message):
@@ -261,7 +266,7 @@ class Details(Message):
     view: str | None = None
     bars: list[Index] | None = None
     page: Index = Field(0, ge=0, le=MAX_PAGE)
-    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_ROWS)
     columns: list[str] | None = None
     order_by: str | None = None  # a details column: rows in its order (else rid order)
     descending: pydantic.StrictBool = False
@@ -278,7 +283,7 @@ class Details(Message):
             raise InteractionError(msg)
         if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
             for i, c in enumerate(self.columns or ()):
-                session.check_column(c, f"details.columns[{i}]")
+                lazy_api(session).check_column(c, f"details.columns[{i}]")
             return
         declared = session.plan.dashboard.interactions.details
         if declared is None:
@@ -307,11 +312,13 @@ class Forward(Message):
     rids: list[Index] = Field(max_length=MAX_FORWARD_RIDS)
 
     def check(self, session: SessionAPI) -> None:
-        rows = getattr(session.store, "n_rows", None)
-        valid = f"row ids are 0 to {rows - 1:,}" if rows is not None else "a row id is an integer >= 0"
+        if Capability.FORWARD not in session.capabilities:
+            msg = "forward: forward lineage (the bars of given rows) is not offered by this engine"
+            raise NotCapturedError(msg)
+        rows = session.store.n_rows
         for i, r in enumerate(self.rids):
-            if r < 0 or (rows is not None and r >= rows):
-                msg = f"forward.rids[{i}]: {r} is not a row id; {valid}"
+            if not 0 <= r < rows:
+                msg = f"forward.rids[{i}]: {r} is not a row id; row ids are 0 to {rows - 1:,}"
                 raise InteractionError(msg)
 
     def run(self, session: SessionAPI) -> dict:
@@ -328,10 +335,11 @@ class Dimension(Message):
     view: str | None = None
     bars: list[Index] | None = None
     page: Index = Field(0, ge=0, le=MAX_PAGE)
-    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_SIZE)
+    page_size: Index | None = Field(None, ge=1, le=MAX_PAGE_ROWS)
 
     def check(self, session: SessionAPI) -> None:
         _check_join(session, "dimension.join", self.join)
+        _check_rows(session, "dimension")
         if self.view is not None:
             _check_view(session, "dimension.view", self.view)
             _check_bars(session, "dimension.bars", self.view, self.bars or [])
@@ -357,6 +365,7 @@ class DimensionForward(Message):
 
     def check(self, session: SessionAPI) -> None:
         _check_join(session, "dimension_forward.join", self.join)
+        _check_rows(session, "dimension_forward")
         if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
             msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
             raise InteractionError(msg)
@@ -376,6 +385,15 @@ def _check_join(session: SessionAPI, where: str, name: str) -> None:
         msg = (f"{where}: {V.show(name)} is not a join of this dashboard; joins: "
                f"{', '.join(joins) or 'none'}" + (S.did_you_mean(name, joins) if joins else ""))
         raise InteractionError(msg)
+
+
+def _check_rows(session: SessionAPI, where: str) -> None:
+    """Lineage through a join reads the rows behind the selection, by rid."""
+    if Capability.ROWS not in session.capabilities:
+        msg = (f"{where}: lineage through joins needs the rows behind the selection by rid, which "
+               "this session does not have (an engine without per-row lineage, or a filter "
+               "answered on Spark is active)")
+        raise NotCapturedError(msg)
 
 
 class State(Message):
@@ -416,7 +434,7 @@ FIELD_SHAPES = {
     "interval": "[lo, hi] (null for an open end)", "y": "[lo, hi] (null for an open end)",
     "values": "a list of values", "bars": "a list of bar numbers", "columns": "a list of column names",
     "rids": f"a list of at most {MAX_FORWARD_RIDS:,} row ids",
-    "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_SIZE:,}",
+    "page": f"an integer from 0 to {MAX_PAGE:,}", "page_size": f"an integer from 1 to {MAX_PAGE_ROWS:,}",
     "filters": 'an object of filters, e.g. {"delay": {"interval": [-20, 40]}}',
     "order_by": "a details column's name (a string)", "descending": "true or false",
     "join": "a join's name (a string)",
@@ -593,8 +611,8 @@ def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update
             u = session.brush(name, m["interval"], y=m.get("y"))
         elif m["type"] == "select":
             u = session.select(name, m["values"])
-        elif m["type"] == "filter":
-            u = session.filter_column(m["column"], m.get("interval"), m.get("values"))
+        elif m["type"] == "filter":  # (a name on a source column: checked, a LAZY session's)
+            u = lazy_api(session).filter_column(m["column"], m.get("interval"), m.get("values"))
         else:
             u = session.set_parameter(name, m["value"])
         update.methods.update(u.methods)
@@ -638,15 +656,25 @@ _TAKES = {"interval": "an interval brush (brush with interval [lo, hi])",
 
 def answers_lazily(session: SessionAPI) -> bool:
     """Whether the session answers what capture did not prepare, on Spark
-    (brushfire/fallback.py): then undeclared views, pairs and columns are its to check."""
-    return getattr(session, "filter_kinds", None) is not None
+    (engine/lazy.py): then undeclared views, pairs and columns are its to check."""
+    return Capability.LAZY in session.capabilities
+
+
+def lazy_api(session: SessionAPI) -> LazyAPI:
+    """The session as the `LazyAPI` it declares itself (checked: a message that needs one
+    is refused before, by `answers_lazily`)."""
+    if not answers_lazily(session):  # a bug of the caller, not of the message
+        msg = "this engine does not answer lazily"
+        raise NotCapturedError(msg)
+    return cast(LazyAPI, session)
 
 
 def filter_kinds(session: SessionAPI) -> dict[str, str]:
     """Each filter name the session takes and its kind: the plan's, and for a lazy session
     also the undeclared brushes and the active filters on source columns."""
-    kinds = getattr(session, "filter_kinds", None)
-    return kinds() if kinds is not None else {f.name: f.kind for f in session.plan.filters}
+    if answers_lazily(session):
+        return lazy_api(session).filter_kinds()
+    return {f.name: f.kind for f in session.plan.filters}
 
 
 def _check_name(session: SessionAPI, where: str, name: str, kinds: tuple[str, ...] | None) -> str:
@@ -683,11 +711,8 @@ def _layout(session: SessionAPI, view: str):
 def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> None:
     """Bar numbers of a view: 0 to its number of bars - 1 (a heatmap's: its cells)."""
     layout = _layout(session, view)
-    valid = f"its bars are 0 to {layout.nbars - 1}" if layout is not None else "a bar is an integer >= 0"
-    for i, b in enumerate(bars):
-        if b < 0 or (layout is not None and b >= layout.nbars):
-            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; {valid}"
-            raise InteractionError(msg)
+    if layout is not None:  # (None: not a view, which the message's check said first)
+        check_bars(layout.nbars, view, bars, where)
 
 
 def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> None:
@@ -750,10 +775,7 @@ def _is_temporal(session: SessionAPI, name: str) -> bool:
     view = next((v for v in session.plan.dashboard.views if v.name == name), None)
     if view is not None:  # (a calendar part's brush is over its values: numbers)
         return view_type(view).bound(view) == "time"
-    store = getattr(session, "store", None)
-    if store is None:
-        return False
-    kind, domain = store.parameter_domain(name)
+    kind, domain = session.store.parameter_domain(name)
     return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 
@@ -782,11 +804,7 @@ def error_reply(message: str, msg_id: Any = None) -> dict:
 def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
     """The bars rows `rids` fall in, per view; `pruned`: the views whose bars per row were
     not captured (nothing filters or highlights them), so they are left out."""
-    forward = getattr(session, "forward", None)
-    if forward is None:
-        msg = "forward: forward lineage (the bars of given rows) is not offered by this engine"
-        raise NotCapturedError(msg)
-    views = forward(rids)
+    views = cast(ForwardAPI, session).forward(rids)  # (Forward.check: the session declares it)
     pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
     reply = {"type": "forward", "rids": rids, "views": views, "pruned": pruned}
     if pruned:
@@ -797,16 +815,15 @@ def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
 
 def update_reply(session: SessionAPI, update: Update) -> dict:
     """The views an interaction changed, how each was computed, the selected rows and the
-    filters (tagged). Answered lazily (brushfire/fallback.py), also `lazy`: the views
+    filters (tagged). Answered lazily (brushfire/lazy.py), also `lazy`: the views
     computed on Spark, why and in how long; cancelled by the next interaction,
     `cancelled` and no `selected`."""
     reply = {"type": "update", "views": {n: view_json(v) for n, v in update.views.items()},
              "methods": update.methods, "ms": update.seconds * 1e3,
              "filters": filters_json(session)}
-    lazy = getattr(update, "lazy", None)
-    if lazy is not None:
-        reply["lazy"] = {"views": lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
-    if getattr(update, "cancelled", False):
+    if isinstance(update, LazyUpdate):
+        reply["lazy"] = {"views": update.lazy, "reason": update.reason, "ms": update.lazy_seconds * 1e3}
+    if isinstance(update, LazyUpdate) and update.cancelled:
         reply["cancelled"] = True
     else:
         reply["selected"] = session.count_selected()
@@ -817,7 +834,7 @@ def working_message(session: SessionAPI, msg_id, seconds: float) -> dict:
     """What the server tells a client still waiting for the answer to message `msg_id`
     after `seconds`: with a lazy answer running, its stage and the share of its Spark
     tasks done."""
-    progress = getattr(session, "progress", lambda: None)()
+    progress = lazy_api(session).progress() if answers_lazily(session) else None
     out = {"type": "working", "id": msg_id, "seconds": round(seconds, 2), "lazy": progress is not None}
     if progress is not None:
         out["stage"], out["fraction"] = progress
@@ -827,7 +844,7 @@ def working_message(session: SessionAPI, msg_id, seconds: float) -> dict:
 def view_json(v: ViewData) -> dict:
     """A view's bars as sent: rows and value per bar, and its caveats (the rows it does
     not show, by reason: docs/protocol.md)."""
-    return {"counts": v.counts, "values": v.values, "caveats": getattr(v, "caveats", None) or {}}
+    return {"counts": v.counts, "values": v.values, "caveats": v.caveats}
 
 
 def dumps(reply: dict) -> str:

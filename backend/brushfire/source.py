@@ -173,7 +173,7 @@ def read_types(source: m.Source) -> dict[str, str] | None:
     """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
     source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
     and for remote paths; with the columns `<join>.<column>` of each join whose dimension
-    table's schema is known so (loader.check_columns leaves the others to Spark). Raises
+    table's schema is known so (spec/checks.check_columns leaves the others to Spark). Raises
     at source.path (a join's path) when a table cannot be read."""
     joined: dict[str, str] = {}
     for j in source.joins:

@@ -27,6 +27,7 @@ import numpy as np
 
 from brushfire import values as V
 from brushfire.errors import InteractionError
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 
 OTHER = "(other)"
@@ -113,19 +114,17 @@ def aggregate_sql(agg: m.Aggregate, kind: str = "number", d: Dialect = DUCKDB) -
     measure's type (number, temporal or string): only numbers can be NaN. Spark has no
     quantile_disc: discrete quantiles are `percentile_disc(p) WITHIN GROUP (ORDER BY x)`
     there."""
-    if agg.op == "count" or not agg.field:
+    op = aggregates.op(agg.op)
+    if op.kind == "count" or not agg.field:
         return "count(*)"
-    if agg.op in ("sum", "mean"):
-        return f"{'sum' if agg.op == 'sum' else 'avg'}({summed_sql(agg.field, d)})"
+    if op.kind == "additive":
+        return f"{op.sql}({summed_sql(agg.field, d)})"
     x = ident(agg.field, d)
     if kind == "number":
         x = f"CASE WHEN isnan(CAST({x} AS DOUBLE)) THEN NULL ELSE {x} END"
-    op, p = agg.op, (0.5 if agg.op == "median" else agg.p)
-    if op in ("min", "max"):
-        return f"{op}({x})"
-    if op == "distinct":
-        return f"count(DISTINCT {x})"
-    q = num(float(p))
+    if op.sql:
+        return op.sql.format(x=x)
+    q = num(float(agg.p if agg.p is not None else op.p))  # a quantile (median: p 0.5)
     if agg.method == "discrete":
         if d is SPARK:
             return f"percentile_disc({q}) WITHIN GROUP (ORDER BY {x})"
@@ -340,7 +339,8 @@ def value_agrees(got, want, op: str, count: int = 0, abs_sum: float = 0.0,
     the bar's count."""
     if want is None or got is None:
         return got is None and want is None
-    if op == "count" or (integer and abs_sum < EXACT_BELOW):
+    spec = aggregates.op(op)
+    if spec.kind == "count" or (integer and abs_sum < EXACT_BELOW):
         return got == want
-    bound = SUM_TOLERANCE * abs_sum / (count if op == "mean" and count else 1)
+    bound = SUM_TOLERANCE * abs_sum / (count if spec.per_value and count else 1)
     return abs(got - want) <= bound

@@ -43,9 +43,8 @@ import traitlets as t
 from brushfire import export, protocol, selection
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
-from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError
-from brushfire.fallback import FallbackSession, fallback_session
+from brushfire.lazy import LazySession
 from brushfire.spec import models as m
 
 TIMEOUT = 60.0  # seconds to wait for a server's reply
@@ -105,8 +104,8 @@ class DashboardWidget(anywidget.AnyWidget):
         esm, css = _frontend()
         # plain attributes first: the trait validator below reads them
         self._dash = dashboard
-        # undeclared interactions answered lazily, on Spark (brushfire/fallback.py)
-        self._session = fallback_session(dashboard) if dashboard is not None else None
+        # undeclared interactions answered lazily, on Spark (brushfire/lazy.py)
+        self._session = dashboard.session() if dashboard is not None else None
         self._lock = threading.RLock()  # comm messages and Python code may come from two threads
         self._mirroring = False  # True while `filters` is set from the session's own state
         self._server: dict | None = None  # attached: the server's description, once read
@@ -138,7 +137,7 @@ class DashboardWidget(anywidget.AnyWidget):
         return self._dash
 
     @property
-    def session(self) -> FallbackSession | Session | None:
+    def session(self) -> LazySession | None:
         """This widget's session when the engine runs in this kernel (None when attached):
         the engine's, answering undeclared interactions lazily on Spark."""
         return self._session
@@ -174,7 +173,7 @@ class DashboardWidget(anywidget.AnyWidget):
         new = self._dash.refresh()
         if new is None:
             return False
-        session = fallback_session(new)
+        session = new.session()
         with self._lock:
             dropped = protocol.carry_over(self._session, session)
             self._dash, self._session = new, session

@@ -85,7 +85,7 @@ def test_a_budgeted_store_is_cached_and_says_what_it_kept(budgeted, spark, tmp_p
 @given(data=st.data())
 def test_what_is_answered_equals_sql_and_what_is_not_changes_nothing(budgeted, data):
     dash, oracle = budgeted
-    session = dash.session()
+    session = dash.engine_session()
     oracle.clear()
     answered = 0
     for step, action in enumerate(data.draw(st.lists(actions_for(dash.spec), max_size=6))):
@@ -113,7 +113,7 @@ def test_single_filters_are_answered_from_exact_cubes(budgeted):
         d = lay.dims[f.dims[0]]
         if f.kind not in ("interval", "points", "param_eq") or d.kind == "fine":
             continue
-        session = dash.session()
+        session = dash.engine_session()
         oracle.clear()
         if f.kind == "interval":
             action = ("brush", f.name, (d.values[0], d.values[len(d.values) // 2])

@@ -48,7 +48,7 @@ SELECTIONS = st.one_of(
        bars=st.one_of(st.none(), st.lists(st.integers(0, 8), max_size=3, unique=True)))
 def test_the_dimension_rows_behind_a_selection_are_sqls(star, selection, join, bars):
     dash, oracle = star
-    s = dash.session()
+    s = dash.engine_session()
     oracle.clear()
     if selection is not None:
         name, arg = selection
@@ -87,7 +87,7 @@ def test_the_dimension_rows_behind_a_selection_are_sqls(star, selection, join, b
 @given(join=st.sampled_from(["store", "region", "item"]), pick=st.integers(0, 50))
 def test_a_dimension_row_leads_to_the_bars_of_its_rows(star, join, pick):
     dash, oracle = star
-    s = dash.session()
+    s = dash.engine_session()
     j = dash.spec.source.join(join)
     key = f'"{join}.{j.key}"'
     keys = [r[0] for r in oracle.con.execute(f"SELECT DISTINCT {key} FROM src WHERE {key} IS NOT NULL "
@@ -108,7 +108,7 @@ def test_a_dimension_row_leads_to_the_bars_of_its_rows(star, join, pick):
 
 def test_protocol_messages_and_their_errors(star):
     dash, _ = star
-    s = dash.session()
+    s = dash.engine_session()
     reply = handle(s, {"type": "dimension", "join": "region", "id": 7})
     assert reply["type"] == "dimension" and reply["id"] == 7 and reply["total"] == len(reply["rows"])
     assert set(reply["rows"][0]) == {"region.code", "region.zone", "rows"}
@@ -133,8 +133,23 @@ def test_protocol_messages_and_their_errors(star):
 def test_without_details_there_is_no_lineage_through_joins(tmp_path):
     dash = open_star(tmp_path, 1, 300, details=False)
     with pytest.raises(NotCapturedError) as info:
-        dimension_rows(dash.session(), "store")
+        dimension_rows(dash.engine_session(), "store")
     assert str(info.value) == ("lineage through join 'store' was not captured: declare details "
                                "on demand (its key column is kept with the details' columns)")
     with pytest.raises(InteractionError):
-        dimension_forward(dash.session(), "nope", 1)
+        dimension_forward(dash.engine_session(), "nope", 1)
+
+
+def test_an_engine_without_rows_refuses_lineage_through_joins(star):
+    """A baseline declares no ROWS: the message's check says so (it was an internal error)."""
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import with_engine
+
+    s = with_engine(star[0], "duckdb").session()
+    for m in [{"type": "dimension", "join": "store"},
+              {"type": "dimension_forward", "join": "store", "key": 1}]:
+        reply = handle(s, m)
+        assert reply["type"] == "error", reply
+        assert reply["message"] == (f"{m['type']}: lineage through joins needs the rows behind the "
+                                    "selection by rid, which this session does not have (an engine "
+                                    "without per-row lineage, or a filter answered on Spark is active)")

@@ -145,7 +145,7 @@ def test_budget_reservations():
 
 def test_usage_reports_every_budget():
     got = memory.usage()
-    assert set(got) == {"conditional_cubes", "key_copies"}
+    assert set(got) == {"conditional_cubes", "key_copies", "details_orders"}
     assert all({"bytes", "budget"} <= set(v) for v in got.values())
 
 

@@ -38,7 +38,7 @@ def medians(small_parquet, tmp_path_factory):
 
 
 def test_a_clear_answers_each_view_with_its_base_result_kept_per_store(medians):
-    s = medians.session()
+    s = medians.engine_session()
     base = copy.deepcopy(s.views())  # as sent, whatever becomes of the reply's objects
     brushed = s.brush("hx", [20, 60]).views
     assert brushed["med"] != base["med"] and brushed["qd"] != base["qd"]
@@ -46,4 +46,4 @@ def test_a_clear_answers_each_view_with_its_base_result_kept_per_store(medians):
     assert cleared.views == base and set(cleared.methods.values()) == {"base"}
     cleared.views["med"].values[:] = [None] * len(base["med"].values)  # a caller's change
     cleared.views["qd"].caveats.clear()
-    assert medians.session().views() == base == s.views()
+    assert medians.engine_session().views() == base == s.views()

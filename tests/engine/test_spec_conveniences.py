@@ -118,7 +118,7 @@ def test_maxbins_chooses_from_the_data_min_and_max(captured):
     for name, maxbins in (("hx", 12), ("hk", 30), ("mean_k", 7)):
         b = dash.spec.view(name).bin
         assert 0 < b.count <= maxbins
-        assert len(dash.session().view(name).labels) == b.count
+        assert len(dash.engine_session().view(name).labels) == b.count
     # the same bins when the store is loaded again from its cache entry
     entry = dash.store.directory
     again = Dashboard(written, plan_capture(written), lstore.load_store(entry, written))
@@ -133,7 +133,7 @@ def test_maxbins_chooses_from_the_data_min_and_max(captured):
 
 def test_sort_orders_the_bars_by_count_or_name(captured):
     _, dash, oracle = captured
-    session = dash.session()
+    session = dash.engine_session()
     labels = {v.name: session.view(v.name).labels for v in dash.spec.views if v.type == "categorical"}
     # the same top 5 by count, in the order DuckDB's ORDER BY gives them; '(other)' last
     assert labels["cat"] == oracle.top["cat"] + ["(other)"]
@@ -147,7 +147,7 @@ def test_sort_orders_the_bars_by_count_or_name(captured):
 
 def test_calendar_parts_have_a_bar_per_value(captured):
     _, dash, oracle = captured
-    session = dash.session()
+    session = dash.engine_session()
     session.clear("krange")  # (a parameter with a default)
     assert session.view("hod").labels == [str(h) for h in range(24)]
     assert session.view("dow").labels == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
@@ -263,7 +263,7 @@ def test_views_equal_sql_after_every_interaction(captured):
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def run(data):
-        session = dash.session()
+        session = dash.engine_session()
         oracle.clear()
         oracle.set_parameter("krange", [0, 900])  # its default
         check(dash, oracle, session, "start")
@@ -282,10 +282,10 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
     written, dash, _ = captured
     on_spark = Dashboard.open(written, spark=spark, cache_dir=tmp_path)
     assert on_spark.spec == dash.spec
-    a, b = on_spark.session(), dash.session()
+    a, b = on_spark.engine_session(), dash.engine_session()
     for v in written.views:
         assert a.view(v.name).counts == b.view(v.name).counts, v.name
-    # calendar parts in Spark SQL (the lazy fallback's dialect) put rows in the same bars
+    # calendar parts in Spark SQL (the lazy answers' dialect) put rows in the same bars
     from pyspark.sql import functions as F
 
     from brushfire import sql
@@ -319,7 +319,7 @@ def test_a_between_parameter_takes_a_range(captured, value, error):
     from brushfire import protocol
 
     _, dash, oracle = captured
-    session = dash.session()
+    session = dash.engine_session()
     reply = protocol.handle(session, {"type": "parameter", "name": "krange", "value": value})
     if error:
         assert reply["type"] == "error" and reply["message"].startswith(error), reply
@@ -348,7 +348,7 @@ def test_a_multiple_dropdown_takes_a_list_of_values(captured, value, error):
     from brushfire import protocol
 
     _, dash, oracle = captured
-    session = dash.session()
+    session = dash.engine_session()
     session.clear("krange")
     reply = protocol.handle(session, {"type": "parameter", "name": "cats", "value": value})
     if error:

@@ -13,7 +13,7 @@ import pyarrow.csv as pacsv
 import pytest
 from websockets.sync.client import connect
 
-from brushfire import fallback
+from brushfire import lazy
 from brushfire.server import create_app
 from brushfire.server.app import uvicorn_options
 from brushfire.source import source_columns
@@ -65,7 +65,7 @@ def no_spark(monkeypatch):
         msg = "Spark was started"
         raise AssertionError(msg)
 
-    monkeypatch.setattr(fallback.SparkSource, "start", start)
+    monkeypatch.setattr(lazy.SparkSource, "start", start)
     return started
 
 
@@ -86,7 +86,7 @@ def test_unknown_names_are_refused_at_once_without_spark(served, no_spark, messa
 
 
 def test_known_columns_come_from_footers_and_the_spec(rich_local, no_spark):
-    source = fallback.source_for(rich_local)
+    source = lazy.source_for(rich_local)
     assert source.known_columns() == {"x": "number", "k": "number", "cat": "string", "dest": "string",
                                       "t": "temporal", "m": "number"}
     assert no_spark == [] and source.spark is None

@@ -8,7 +8,8 @@ import pytest
 
 from brushfire.errors import SpecError
 from brushfire.spec import expressions as ex
-from brushfire.spec.loader import check_columns, expression_warnings, parse_dashboard
+from brushfire.spec.checks import check_columns, expression_warnings
+from brushfire.spec.loader import parse_dashboard
 
 COLUMNS = {"date": "temporal", "delay": "int", "distance": "double", "origin": "string",
            "price": "decimal"}

@@ -14,7 +14,8 @@ import yaml
 
 from brushfire.errors import SpecError
 from brushfire.spec import models as m
-from brushfire.spec.loader import check_columns, load_dashboard, parse_dashboard
+from brushfire.spec.checks import check_columns
+from brushfire.spec.loader import load_dashboard, parse_dashboard
 
 HERE = Path(__file__).parent
 
@@ -623,7 +624,7 @@ def test_calendar_bars_count_as_capture_bins(unit: str) -> None:
     import numpy as np
 
     from brushfire.bins import calendar_labels
-    from brushfire.spec.loader import calendar_bars
+    from brushfire.spec.checks import calendar_bars
 
     rng = np.random.default_rng(3)
     for _ in range(30):
@@ -759,7 +760,7 @@ def test_a_profile_without_crossfilter_groups_links_every_view() -> None:
 
 
 def test_a_profile_view_may_not_shadow_a_source_column() -> None:
-    from brushfire.spec.loader import check_profile_columns
+    from brushfire.spec.checks import check_profile_columns
 
     dash = parse_dashboard(PROFILE_SPEC.format(fd="[{lhs: [cat], rhs: [dest], name: k}]"), "prof.yaml")
     check_profile_columns(dash, ["x", "cat", "dest"])
@@ -886,13 +887,13 @@ def test_a_missing_dimension_file_is_an_error_at_its_path(tmp_path) -> None:
 
 
 def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():
-    from brushfire.spec.loader import _all_models, _model_name
+    from brushfire.spec.problems import all_models, model_name
 
-    names = {model: _model_name(model) for model in _all_models()}
+    names = {model: model_name(model) for model in all_models()}
     assert all(name == name.lower() for name in names.values()), names  # no 'HistogramView'
     assert names[m.HistogramView] == "a histogram view" and names[m.DashboardSpec] == "the dashboard"
 
     class SectionLayout(m.Model):  # a model added without a name of its own: its class's words
         pass
 
-    assert _model_name(SectionLayout) == "a section layout"
+    assert model_name(SectionLayout) == "a section layout"

@@ -41,11 +41,11 @@ def test_every_shipped_dashboard_names_the_schema_and_satisfies_it(path):
     m = HEADER.search(text.split("\n", 1)[0])
     assert m, f"{path.name}: the first line must be '# yaml-language-server: $schema=...'"
     assert (path.parent / m.group(1)).resolve() == SCHEMA.resolve()
-    from brushfire.spec.loader import _read_yaml
+    from brushfire.spec.yamlread import read_yaml
 
     # read as the loader and YAML's language server read it: a key `on:` is the string 'on'
     errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in validator().iter_errors(_read_yaml(text, str(path))[1])]
+              for e in validator().iter_errors(read_yaml(text, str(path))[1])]
     assert not errors, errors
 
 

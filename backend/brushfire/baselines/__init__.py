@@ -33,8 +33,8 @@ def with_engine(dash, engine: str, spark_master: str | None = None):
 
         return BaselineDashboard(dash, PreaggBackend(dash.spec, layouts), PreaggSession)
     if engine == "lazy":
-        from brushfire.baselines.lazy import LazySession, SparkBackend
+        from brushfire.baselines.lazy import SparkBackend, SparkSqlSession
 
-        return BaselineDashboard(dash, SparkBackend(dash.spec, layouts, spark_master), LazySession)
+        return BaselineDashboard(dash, SparkBackend(dash.spec, layouts, spark_master), SparkSqlSession)
     msg = f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}"
     raise ValueError(msg)

@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
-from brushfire.engine.api import Update, ViewData, find_filter
+from brushfire.engine.api import Capability, Update, ViewData, check_bars, find_filter
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import brush_sql, key_sql, view_type
 
@@ -114,14 +115,13 @@ class Backend(ABC):
             if i is not None:
                 counts[i], sums[i], oks[i] = n, s or 0.0, k
                 stats[i] = _instant(stat[0]) if stat else None
-        if layout.op in m.ORDER_OPS:
+        op = aggregates.op(layout.op)
+        if op.kind == "order":
             values = stats
-        elif layout.op == "count":
+        elif op.kind == "count":
             values = [float(n) for n in counts]
-        elif layout.op == "sum":
-            values = [s if k else None for s, k in zip(sums, oks, strict=True)]
         else:
-            values = [s / k if k else None for s, k in zip(sums, oks, strict=True)]
+            values = [op.value(s, k) for s, k in zip(sums, oks, strict=True)]
         return Bars(ViewData(view, layout.labels, counts, values), total)
 
     def base(self) -> dict[str, Bars]:
@@ -136,6 +136,7 @@ class SqlSession:
     view it affects with the filters that apply to that view."""
 
     engine = "sql"
+    capabilities: frozenset[Capability] = frozenset()  # no lineage: no rows, forward or lazy answers
 
     def __init__(self, backend: Backend, plan: CapturePlan, store: BaselineStore) -> None:
         self.backend, self.plan, self.spec, self.store = backend, plan, plan.dashboard, store
@@ -249,11 +250,7 @@ class SqlSession:
         if layout is None:
             msg = f"unknown view {view!r}"
             raise InteractionError(msg)
-        bars = list(range(layout.nbars)) if bars is None else bars
-        bad = [b for b in bars if not isinstance(b, int) or not 0 <= b < layout.nbars]
-        if bad:
-            msg = f"bars {bad} out of range: this view has bars 0..{layout.nbars - 1}"
-            raise InteractionError(msg)
+        bars = list(range(layout.nbars)) if bars is None else check_bars(layout.nbars, view, bars)
         keys = {i: k for k, i in self.backend.keys[view].items()}
         wanted = ", ".join(sql.lit(keys[b], self.backend.dialect) for b in bars)
         in_bars = f"({self.backend.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"

@@ -57,5 +57,8 @@ class SparkBackend(Backend):
             return self.spark.sql(f"SELECT count(*) FROM {TABLE} WHERE {where}").collect()[0][0]
 
 
-class LazySession(SqlSession):
+class SparkSqlSession(SqlSession):
+    """The `lazy` baseline's session: every view's group-by run again on Spark under the
+    current filters, no lineage."""
+
     engine = "lazy"

@@ -21,6 +21,7 @@ from decimal import Decimal
 from brushfire import sql
 from brushfire import values as V
 from brushfire.baselines.duckdb import connect_source
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, key_sql, view_type
 
@@ -154,9 +155,9 @@ class Checker:
         keys = view_type(v).label_keys(v, self._typed(view, labels))
         index = {k: i for i, k in enumerate(keys)}
         want_n, want_s, want_k = [0] * len(labels), [0.0] * len(labels), [0] * len(labels)
-        op = v.aggregate.op
+        op, spec = v.aggregate.op, aggregates.op(v.aggregate.op)
         # a bar SQL has no group for: no rows, so no value, but count(DISTINCT) of none is 0
-        want_stat: list = [0 if op == "distinct" else None] * len(labels)
+        want_stat: list = [spec.empty] * len(labels)
         problems = []
         for key, (n, s, k, stat) in expected.items():
             if key is None:
@@ -177,9 +178,7 @@ class Checker:
                 if values[i] != want_stat[i]:
                     problems.append(f"{view}[{label}]: {op} {values[i]}, SQL {want_stat[i]}")
                 continue
-            want = (float(want_n[i]) if op == "count" else
-                    (want_s[i] if want_k[i] else None) if op == "sum" else
-                    (want_s[i] / want_k[i] if want_k[i] else None))
+            want = float(want_n[i]) if spec.kind == "count" else spec.value(want_s[i], want_k[i])
             abs_sum = self.abs_sums.get(view, {}).get(keys[i], 0.0) or 0.0
             if not sql.value_agrees(values[i], want, op, want_k[i], abs_sum,
                                     self.integer.get(view, False)):

@@ -24,6 +24,7 @@ def stats(values: list[float]) -> dict:
     p50, p95, p99 = np.percentile(a, [50, 95, 99])
     return {"n": int(a.size), "p50": float(p50), "p95": float(p95), "p99": float(p99),
             "max": float(a.max()), "mean": float(a.mean()),
+            "under_100ms": float((a < 100.0).mean()),
             "under_150ms": float((a < INTERACTIVE_MS).mean())}
 
 
@@ -83,7 +84,7 @@ def table(summaries: dict[str, dict], checks: dict[str, dict] | None = None,
     """A text table: one row per engine, ratios to the reference engine side by side."""
     rats = ratios(summaries, reference)
     head = (f"{'engine':<10} {'n':>6} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} "
-            f"{'<150ms':>7} {'msg/s':>8} {'skipped':>7} {'errors':>6} {'mismatch':>8} "
+            f"{'<100ms':>7} {'<150ms':>7} {'msg/s':>8} {'skipped':>7} {'errors':>6} {'mismatch':>8} "
             f"{'bf/p50':>8} {'bf/p99':>8}")
     lines = [head, "-" * len(head)]
     for engine, s in summaries.items():
@@ -95,13 +96,22 @@ def table(summaries: dict[str, dict], checks: dict[str, dict] | None = None,
         mism = (checks or {}).get(engine, {}).get("mismatches", "")
         lines.append(
             f"{engine:<10} {lat['n']:>6} {lat['p50']:>9.3f} {lat['p95']:>9.3f} {lat['p99']:>9.3f} "
-            f"{lat['max']:>9.1f} {lat['under_150ms']:>7.1%} {s['throughput_per_s'] or 0:>8.1f} "
+            f"{lat['max']:>9.1f} {share(lat['under_100ms']):>7} {share(lat['under_150ms']):>7} "
+            f"{s['throughput_per_s'] or 0:>8.1f} "
             f"{s['skipped']:>7} {s['errors']:>6} {mism!s:>8} "
             f"{_ratio(r.get('p50_ratio')):>8} {_ratio(r.get('p99_ratio')):>8}")
     for engine, why in (failures or {}).items():
         lines.append(f"{engine:<10} FAILED: {why.splitlines()[0][:200]}")
     lines.append(f"bf/p50, bf/p99: {reference}'s latency divided by the engine's")
     return "\n".join(lines)
+
+
+def share(x: float) -> str:
+    """A share as a percentage rounded down, so that 1,999 of 2,000 reads 99.95 %, never
+    100 %."""
+    if x >= 1.0:
+        return "100%"
+    return f"{np.floor(x * 10_000) / 100:.2f}%"
 
 
 def _ratio(x: float | None) -> str:

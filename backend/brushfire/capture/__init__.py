@@ -91,7 +91,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     `fresh`: reuse nothing of earlier captures."""
     from brushfire.capture import spark as sp
     from brushfire.source import read_schema
-    from brushfire.spec.loader import check_columns
+    from brushfire.spec.checks import check_columns
 
     progress = progress or (lambda *_: None)
     config = config or CaptureConfig()

@@ -30,7 +30,7 @@ from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, SpecError, SpecProblem
 from brushfire.source import read_types, source_error, time_ranges
 from brushfire.spec import models as m
-from brushfire.spec.loader import (
+from brushfire.spec.checks import (
     check_columns,
     check_temporal_bars,
     expression_warnings,
@@ -307,11 +307,11 @@ def _at(dash: m.DashboardSpec, loc: tuple, what: str) -> Callable[[str], Brushfi
 
 
 def _spec_error(dash: m.DashboardSpec, loc: tuple, msg: str, hint: str = "") -> SpecError:
-    from brushfire.spec.loader import _line, _render
+    from brushfire.spec.problems import line_of, render
 
     lines = getattr(dash, "_lines", {})
     filename = getattr(dash, "_filename", "<spec>")
-    return SpecError([SpecProblem(filename, _line(lines, loc), _render(loc), msg, hint)])
+    return SpecError([SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)])
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from brushfire.errors import CaptureError
 from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
-from brushfire.spec.loader import profile_columns
+from brushfire.spec.checks import profile_columns
 from brushfire.views import source_fields
 
 

@@ -39,6 +39,7 @@ from brushfire.lineage.layout import (
     ViewLayout,
 )
 from brushfire.plan import CapturePlan
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.values import format_instant, parse_instant
 from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
@@ -136,7 +137,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
                               reasons=view_type(v).reasons(v), bins=bins_record(v),
                               value_type="temporal" if times else "values")
-        order = v.aggregate.op in m.ORDER_OPS
+        order = v.aggregate.order
         exact = True
         if order:
             exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays)
@@ -440,7 +441,7 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
         dim.indexed = True  # the rows of a block, by the measure's index
     v.measure, v.mdim, v.mstarts = "cells", d, starts
     v.width = len(starts)  # blocks + 1 (no measure)
-    v.p = 0.5 if agg.op == "median" else agg.p
+    v.p = agg.p if agg.p is not None else aggregates.op(agg.op).p
     v.method = agg.method or "continuous"
     lut = np.searchsorted(np.asarray(starts), np.arange(nkeys + 1), "right") - 1
     lut[nkeys] = len(starts) - 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brushfire.spec import models as m
-from brushfire.spec.loader import check_profile_columns
+from brushfire.spec.checks import check_profile_columns
 
 
 def add_profile_columns(df, dash: m.DashboardSpec):

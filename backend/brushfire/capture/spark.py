@@ -138,7 +138,7 @@ class SparkRunner:
             check_join_keys,
             read_raw,
         )
-        from brushfire.spec.loader import check_columns
+        from brushfire.spec.checks import check_columns
 
         self.spark, self.dash, self.progress = spark, dash, progress
         self.master = spark.sparkContext.master

@@ -4,16 +4,23 @@ share.
 
 `protocol.handle` talks to any `SessionAPI`; `Update` and `ViewData` are what it returns.
 A session's `store` is a `StoreInfo`: what clients need to know about the dashboard's
-data without any lineage (bars of each view, rows, parameter domains). Sessions over
-per-row lineage are also `LineageAPI`s: the rows behind the selection, by rid.
+data without any lineage (bars of each view, rows, parameter domains). What a session
+can do beyond that it declares in `capabilities` (a `Capability` set), and the protocol
+reads the declaration instead of probing for methods: `ROWS`, a `LineageAPI` (the rows
+behind the selection, by rid); `FORWARD`, a `ForwardAPI` (the bars of given rows);
+`LAZY`, a `LazyAPI` (what capture did not prepare, answered on Spark: engine/lazy.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.limits import MAX_PAGE, MAX_PAGE_ROWS
+from brushfire.values import show
 
 if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` stays light
     import numpy as np
@@ -45,6 +52,24 @@ class Update:
     seconds: float = 0.0
 
 
+@dataclass
+class LazyUpdate(Update):
+    """An `Update` some views of which were answered lazily, on Spark (a `LAZY` session's)."""
+
+    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
+    reason: str = ""  # why the engine could not answer
+    lazy_seconds: float = 0.0  # of which on Spark
+    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
+
+
+class Capability(StrEnum):
+    """What a session can do beyond `SessionAPI`, declared in its `capabilities`."""
+
+    ROWS = "rows"  # a LineageAPI: rids behind the selection, the store's rows by rid
+    FORWARD = "forward"  # a ForwardAPI: the bars each view shows given rows in
+    LAZY = "lazy"  # a LazyAPI: undeclared brushes, pairs, columns answered on Spark
+
+
 class StoreInfo(Protocol):
     """What every session's `store` tells about the dashboard's data: each view's bars
     (`views[i].name`, `.labels`, `.nbars`, `.value_type`), the rows, and each parameter's
@@ -68,6 +93,7 @@ class SessionAPI(Protocol):
 
     plan: CapturePlan
     store: StoreInfo
+    capabilities: frozenset[Capability]
 
     def brush(self, view: str, interval, y=None) -> Update: ...
     def select(self, view: str, values: list) -> Update: ...
@@ -102,6 +128,38 @@ class LineageAPI(SessionAPI, Protocol):
                       offset: int = 0, limit: int | None = None) -> np.ndarray: ...
 
 
+@runtime_checkable
+class ForwardAPI(SessionAPI, Protocol):
+    """Forward lineage: the bars each view shows rows `rids` in (views whose bars per row
+    were not captured left out)."""
+
+    def forward(self, rids) -> dict[str, list[int]]: ...
+
+
+@runtime_checkable
+class LazyAPI(ForwardAPI, Protocol):
+    """A session that answers what capture did not prepare, on Spark (engine/lazy.py): a
+    brush on any brushable view, a filter on any column of the source, highlighting
+    between any views, details of any columns. It checks those names itself."""
+
+    def filter_kinds(self) -> dict[str, str]:
+        """Each filter name it takes and its kind (the undeclared brushes and the active
+        filters on source columns too)."""
+
+    def check_column(self, name, where: str) -> None:
+        """InteractionError, before Spark starts, unless `name` is a column of the source."""
+
+    def filter_column(self, column: str, interval=None, values: list | None = None) -> Update: ...
+    def highlight(self, source: str, bars: list[int],
+                  targets: list[str] | None = None) -> dict[str, ViewData]: ...
+
+    def interrupt(self) -> None:
+        """Cancel the lazy answer running now, if any (from any thread)."""
+
+    def progress(self) -> tuple[str, float | None] | None:
+        """(stage, fraction done) of the lazy answer running now; None if none."""
+
+
 def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | None) -> Filter:
     """The filter an interaction names, if it takes one of `kinds` (None: any)."""
     f = filters.get(name)
@@ -120,7 +178,30 @@ def find_filter(filters: dict[str, Filter], name: str, kinds: tuple[str, ...] | 
     return f
 
 
-MAX_PAGE_ROWS = 10_000
+# --- a request's parts checked, in one wording for every layer that checks them: the
+# protocol's messages (`where`: the message's path), the sessions' Python API, the lazy
+# answers and the baselines
+
+
+def check_bars(nbars: int, view: str, bars, where: str = "bars") -> list[int]:
+    """`bars` of a view with `nbars` bars (a heatmap's: its cells): integers 0 to nbars - 1."""
+    if not isinstance(bars, (list, tuple)) or not all(
+            isinstance(b, Integral) and not isinstance(b, bool) for b in bars):
+        msg = f"{where}: {show(bars)} is not a list of bar numbers"
+        raise InteractionError(msg)
+    for i, b in enumerate(bars):
+        if not 0 <= b < nbars:
+            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; its bars are 0 to {nbars - 1}"
+            raise InteractionError(msg)
+    return [int(b) for b in bars]
+
+
+def check_page(page, page_size) -> None:
+    """A page's number (0 to MAX_PAGE) and size (1 to MAX_PAGE_ROWS rows)."""
+    for name, x, lo, hi in (("page", page, 0, MAX_PAGE), ("page_size", page_size, 1, MAX_PAGE_ROWS)):
+        if isinstance(x, bool) or not isinstance(x, Integral) or not lo <= x <= hi:
+            msg = f"{name}: {show(x)} is not an integer from {lo} to {hi:,}"
+            raise InteractionError(msg)
 
 
 def details_request(plan: CapturePlan, page: int, page_size: int | None,
@@ -136,7 +217,5 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
         msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
         raise InteractionError(msg)
     size = page_size or spec.page_size
-    if not isinstance(page, int) or page < 0 or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_ROWS:
-        msg = f"page must be an integer >= 0 and page_size in 1..{MAX_PAGE_ROWS:,}"
-        raise InteractionError(msg)
+    check_page(page, size)
     return columns, size

@@ -999,6 +999,31 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
 
 
 @njit(nogil=True, cache=True)
+def rids_pass(shards, starts, L, Q, need, rids, out):
+    """out[i]: whether global rid rids[i] (ascending) passes every filter in `need`, the
+    test rows_passing makes, for rows named one by one (a sorted details page walking a
+    column's order). shards: every shard's arrays (a typed list); starts: each
+    shard's first rid."""
+    buf = np.empty(CHUNK, np.int64)
+    fail = np.empty(CHUNK, np.uint64)
+    n = len(rids)
+    i = 0
+    while i < n:
+        s = np.searchsorted(starts, rids[i], side="right") - 1
+        end = starts[s + 1] if s + 1 < len(starts) else rids[n - 1] + 1
+        j = i
+        while j < n and rids[j] < end and j - i < CHUNK:
+            buf[j - i] = rids[j] - starts[s]
+            j += 1
+        S = shards[s]
+        _fails(S[0], S[1], buf, -1, j - i, need, L, Q, fail, _NO_ROWS)
+        for q in range(j - i):
+            out[i + q] = fail[q] == 0
+        i = j
+    return out
+
+
+@njit(nogil=True, cache=True)
 def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
     """How many rows of blocks [b0, b1) pass `need` (candidates as in rows_passing;
     without an index, blocks where a filter in `skip` selects no key are skipped)."""

@@ -135,6 +135,7 @@ class Budget:
 
 
 _CUBES: Budget | None = None
+_ORDERS: Budget | None = None
 _LOCK = threading.Lock()
 _freed = [0, False]  # bytes freed since the last trim, and whether one is queued
 
@@ -182,10 +183,23 @@ def cubes() -> Budget:
     return _CUBES
 
 
+def orders() -> Budget:
+    """The process's budget for details orders (engine/ordering.Orders: a column's rows in
+    its order, for sorted details pages), every store's: the same cap as the cubes'."""
+    global _ORDERS
+    if _ORDERS is None:
+        with _LOCK:
+            if _ORDERS is None:
+                _ORDERS = Budget(default_cap())
+    return _ORDERS
+
+
 def usage() -> dict[str, dict[str, int]]:
     """What the engine's memory budgets hold now, for /health: the conditional cubes of
-    every session (bytes, budget, how many) and the clustered key copies of every store
-    (bytes reserved, the cap)."""
+    every session (bytes, budget, how many), the clustered key copies of every store
+    (bytes reserved, the cap) and the details orders of every store (bytes, budget, how
+    many)."""
     from brushfire.engine import copies
 
-    return {"conditional_cubes": cubes().usage(), "key_copies": copies.usage()}
+    return {"conditional_cubes": cubes().usage(), "key_copies": copies.usage(),
+            "details_orders": orders().usage()}

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from brushfire.engine import kernels as K
 from brushfire.engine import ordering, stats
-from brushfire.engine.api import ViewData, details_request
+from brushfire.engine.api import ViewData, check_bars, details_request
 from brushfire.engine.costs import index_cost, scan_cost
 from brushfire.engine.methods import scan
 from brushfire.engine.state import Selection, Test, bars_test, merge_ranges
@@ -84,12 +84,53 @@ def details(session: Session, view: str | None = None, bars: list[int] | None = 
         rids = np.zeros(0, np.int64)
     elif order_by is None:
         rids = session.backward_rids(view, bars, offset=page * size, limit=size)
-    else:  # every row behind the selection, then the page of them in that order
-        every = session.backward_rids(view, bars)
-        key = session.store.take(every, [order_by]).column(0)
-        rids = every[ordering.page_order(key, descending, page * size, size)]
+    else:
+        rids = sorted_page(session, view, bars, order_by, descending, page * size, size)
     table = session.store.take(rids, columns)
     return table.add_column(0, "rid", pa.array(rids, pa.int64()))
+
+
+def sorted_page(session: Session, view: str | None, bars: list[int] | None, column: str,
+                descending: bool, offset: int, limit: int) -> np.ndarray:
+    """rids of rows `offset` to `offset + limit` behind bars or the selection, in the
+    details column's order (engine/ordering.py): through the column's order once built
+    (walking it, or gathering the selection's ranks, whichever costs less), else from
+    the selected rows' values."""
+    co = session._s.orders.get(column, session.store.n_rows)
+    if co is None:  # not built yet (its build has started): every selected row's value
+        every = session.backward_rids(view, bars)
+        key = session.store.take(every, [column]).column(0)
+        return every[ordering.page_order(key, descending, offset, limit)]
+    if view is None:
+        selected = session.count_selected()
+    else:
+        session._view_index(view)
+        per_bar = stats.bar_counts(session.layout.view(view), session.agg)
+        if bars is not None:  # an estimate: lineage_source checks the bars
+            per_bar = per_bar[[b for b in bars if isinstance(b, int) and 0 <= b < len(per_bar)]]
+        selected = int(per_bar.sum())
+    if ordering.prefer_walk(session.store.n_rows, selected, offset + limit):
+        rids = walk(session, co, view, bars, descending, offset, limit,
+                    ordering.walk_budget(session.store.n_rows, selected))
+        if rids is not None:
+            return rids
+    return ordering.gather_page(co, session.backward_rids(view, bars), descending, offset, limit)
+
+
+def walk(session: Session, co: ordering.ColumnOrder, view: str | None, bars: list[int] | None,
+         descending: bool, offset: int, limit: int, budget: int) -> np.ndarray | None:
+    """ordering.walk_page, testing rows against the selection (or bars) with the kernels."""
+    with session._lock, session._pool.replying():
+        need, _ = lineage_source(session, view, bars)
+        s = session._s
+
+        def passes(rids: np.ndarray) -> np.ndarray:
+            order = np.argsort(rids)
+            out = np.empty(len(rids), np.bool_)
+            out[order] = K.rids_pass(s.shard_list, s.shard_starts, s.L, session.state.q, need, rids[order],
+                                     np.empty(len(rids), np.bool_))
+            return out
+        return ordering.walk_page(co, passes, descending, offset, limit, budget)
 
 
 def forward(session: Session, rids) -> dict[str, list[int]]:
@@ -177,14 +218,7 @@ def lineage_source(session: Session, view: str | None, bars: list[int] | None):
 def bars_adhoc(session: Session, view: str, bars) -> tuple[Test, tuple[int, list]]:
     """Point the spare filter at `bars` of `view`; (its test, (dim, candidate keys))."""
     vl = session.layout.view(view)
-    if not isinstance(bars, (list, tuple)) or not all(
-            isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in bars):
-        msg = f"bars is a list of bar numbers, got {bars!r}"
-        raise InteractionError(msg)
-    bad = [b for b in bars if not 0 <= b < vl.nbars]
-    if bad:
-        msg = f"bars {bad} out of range: view {view!r} has bars 0..{vl.nbars - 1}"
-        raise InteractionError(msg)
+    bars = check_bars(vl.nbars, view, bars)
     if not vl.code_dims:
         msg = f"the bars of view {view!r} per row were not captured"
         raise NotCapturedError(msg)

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import builders, memory, multi, parallel, queries, stats
-from brushfire.engine.api import SessionAPI, Update, ViewData, find_filter
+from brushfire.engine.api import Capability, SessionAPI, Update, ViewData, find_filter
 from brushfire.engine.methods import base, cube
 from brushfire.engine.methods.conditional import Tile
 from brushfire.engine.reads import Reads
@@ -58,6 +58,7 @@ from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import ViewLayout
 from brushfire.lineage.store import Cube, LineageStore
 from brushfire.plan import CapturePlan
+from brushfire.views.base import check_brush_y
 
 __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 
@@ -66,6 +67,8 @@ IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for th
 
 class Session:
     """Filter state of one user; answers every interaction from the store."""
+
+    capabilities = frozenset({Capability.ROWS, Capability.FORWARD})
 
     def __init__(self, store: LineageStore, plan: CapturePlan, pool: parallel.Pool | None = None,
                  prefer: str | None = None, copies: bool = True) -> None:
@@ -138,15 +141,10 @@ class Session:
         for heatmaps, `interval` is the x interval and `y` the y interval."""
         f = self._filter(view, ("interval", "rect"))
         fl = self.layout.filter(f.name)
+        check_brush_y(view, f.kind, y)
         tests = [self._interval(view, fl.dims[0], interval)]
         if f.kind == "rect":
-            if y is None:
-                msg = f"view {view!r} takes a rect brush: give x and y intervals"
-                raise InteractionError(msg)
             tests.append(self._interval(view, fl.dims[1], y, "y"))
-        elif y is not None:
-            msg = f"view {view!r} takes an interval brush: y is only for heatmaps"
-            raise InteractionError(msg)
         return self._apply(f.name, Selection(tuple(tests), (interval, y)))
 
     def select(self, view: str, values: list) -> Update:

@@ -9,8 +9,9 @@ import weakref
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
 
-from brushfire.engine import parallel
+from brushfire.engine import memory, parallel
 from brushfire.engine.api import ViewData
 from brushfire.engine.copies import (
     Copies,
@@ -23,6 +24,7 @@ from brushfire.engine.copies import (
     row_bytes,
     typed_list,
 )
+from brushfire.engine.ordering import Orders
 from brushfire.engine.state import layout_arrays
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import Layout, ViewLayout
@@ -36,6 +38,22 @@ def kernel_layout(lay: Layout) -> tuple[ViewLayout, tuple]:
     last (the copies' chunk histograms count its bar too: capture/copies.py)."""
     all_view = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None], code_dims=[0] if lay.dims else [])
     return all_view, layout_arrays(lay, extra=all_view if lay.dims else None)
+
+
+def every_row(store: LineageStore | None, column: str) -> pa.ChunkedArray:
+    """A details column of every row, in rid order, from the shards' snapshots."""
+    if store is None:
+        msg = "the store was replaced"
+        raise ValueError(msg)
+    tables = [s.snapshot for s in store.shards if s.snapshot is not None]
+    if len(tables) < sum(1 for s in store.shards if s.n_rows):
+        msg = "a shard has no detail snapshot"
+        raise ValueError(msg)
+    if not tables:
+        msg = "no detail snapshot"
+        raise ValueError(msg)
+    # shards' types may differ (a column all null in one): promoted as store.take does
+    return pa.concat_tables([t.select([column]) for t in tables], promote_options="permissive").column(0)
 
 
 class Shared:
@@ -76,6 +94,9 @@ class Shared:
         self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
         self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
+        self.shard_starts = np.array([s.start for s in store.shards], np.int64)
+        # sorted details pages' column orders (no cycle: the column is read via the weakref)
+        self.orders = Orders(lambda column, ref=self._store_ref: every_row(ref(), column), memory.orders())
 
     def copies(self, pool: parallel.Pool) -> Copies:
         """The store's clustered key copies (engine/copies.py): those its capture stored,

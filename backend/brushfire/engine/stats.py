@@ -30,6 +30,7 @@ from brushfire.engine.api import ViewData
 from brushfire.engine.state import merge_ranges
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import OTHER, Dim, ViewLayout
+from brushfire.spec import aggregates
 from brushfire.values import format_instant
 from brushfire.views import view_type
 
@@ -135,7 +136,8 @@ def view_data(v: ViewLayout, agg: Aggregates, dim: Dim | None = None,
         for kb, b in clamps:
             n[b] += agg.counts[v.bar_off + kb]
     cav = _plain_caveats(v, agg)
-    if v.op == "count":  # the values are the counts (integers: half the JSON of floats)
+    op = aggregates.op(v.op)
+    if op.kind == "count":  # the values are the counts (integers: half the JSON of floats)
         counts = n.tolist()
         return ViewData(v.name, v.labels, counts, counts.copy(), cav)
     sums, k = agg.sums[sl], agg.oks[sl]
@@ -147,10 +149,7 @@ def view_data(v: ViewLayout, agg: Aggregates, dim: Dim | None = None,
     missing = int(n.sum() - k.sum())
     if missing:
         cav["measure_null"] = missing
-    if v.op == "sum":
-        values = [float(x) if c else None for x, c in zip(sums.tolist(), k.tolist(), strict=True)]
-    else:
-        values = [x / c if c else None for x, c in zip(sums.tolist(), k.tolist(), strict=True)]
+    values = [op.value(x, c) for x, c in zip(sums.tolist(), k.tolist(), strict=True)]
     return ViewData(v.name, v.labels, n.tolist(), values, cav)
 
 
@@ -226,7 +225,7 @@ def order_values(v: ViewLayout, cells: np.ndarray, dim: Dim | None, gather: Gath
             return [None] * v.nbars
         xl, xh = got
     out = np.full(v.nbars, None, object)  # Python floats / ints once assigned, None elsewhere
-    if v.op in ("median", "quantile") and v.method != "discrete":
+    if aggregates.op(v.op).takes_method and v.method != "discrete":  # interpolated
         out[has] = interpolate(xl.astype(np.float64), xh.astype(np.float64), d)
     elif dim is not None and dim.value_type == "temporal":
         out[has] = [format_instant(int(x)) for x in xl.tolist()]

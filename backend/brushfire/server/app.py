@@ -233,7 +233,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
     closed = False
     too_big: str | None = None  # a frame over the limit came: answer what was read, then close 1009
     answering = False  # a message is being answered now
-    interrupt = getattr(session, "interrupt", None)  # cancels a lazy answer (fallback.py)
+    interrupt = _interrupt(session)  # cancels a lazy answer (engine/lazy.py)
 
     def queue(kind: str, payload, key: str = "") -> dict | None:
         """Add an item; a brush replacing a waiting one on the same view returns the
@@ -294,7 +294,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
                 except Exception as e:  # noqa: BLE001 - the session stays on the capture it has
                     log.exception("brushfire: a session could not move to the new capture")
                     reply = protocol.error_reply(f"new data not shown in this session: {e}")
-                interrupt = getattr(session, "interrupt", None)
+                interrupt = _interrupt(session)
                 if not await _send(ws, reply):
                     break
                 continue
@@ -327,6 +327,11 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
         session.close()  # its background work stops and what it built is freed (returns at once)
 
 
+def _interrupt(session):
+    """What cancels the session's lazy answer running on Spark; None: it answers none."""
+    return protocol.lazy_api(session).interrupt if protocol.answers_lazily(session) else None
+
+
 def _move(old, dash):
     """A session of `dash` (a newer capture) with `old`'s filters, `old` closed, and the
     `reloaded` message telling the client (docs/protocol.md); the filters the new data
@@ -344,12 +349,8 @@ def _move(old, dash):
 
 
 def open_session(dash):
-    """A session of `dash`: Brushfire's answers undeclared interactions lazily on Spark
-    (brushfire/fallback.py); baseline engines' sessions are served as they are."""
-    if isinstance(dash, Dashboard):
-        from brushfire.fallback import fallback_session
-
-        return fallback_session(dash)
+    """A session of `dash` (Brushfire's answers undeclared interactions lazily on Spark,
+    brushfire/lazy.py: `Dashboard.session`; a baseline engine's as it is)."""
     return dash.session()
 
 

@@ -2,7 +2,7 @@
 
 YAML keys equal field names (no aliases), so a validation path reads like the file.
 Cross-references (views named by interactions, columns of the source) are checked
-here where they need only the spec, and by `loader.check_columns` against the source
+here where they need only the spec, and by `checks.check_columns` against the source
 schema.
 """
 
@@ -24,9 +24,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from brushfire.limits import MAX_BARS, MAX_TOP
+from brushfire.spec import aggregates
 
-AggregateOp = Literal["count", "sum", "mean", "median", "quantile", "min", "max", "distinct"]
-ORDER_OPS = ("median", "quantile", "min", "max", "distinct")  # order statistics (and distinct)
+AggregateOp = Literal[tuple(aggregates.OPS)]  # type: ignore[valid-type]  # spec/aggregates.py
+ORDER_OPS = aggregates.ORDER_OPS  # order statistics (and distinct)
 TimeUnit = Literal["minute", "hour", "day", "week", "month", "year",
                    "hour_of_day", "day_of_week", "month_of_year"]
 # Calendar parts (UTC): cyclic units whose bars are the part's values, in order, rather
@@ -43,7 +44,7 @@ ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
 
 
-# a name: the dashboard's, a view's, a parameter's (spec/loader.py checks those two), an
+# a name: the dashboard's, a view's, a parameter's (spec/checks.py checks those two), an
 # fd check's; names make up the lineage store's file names and selection-state keys
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 
@@ -207,11 +208,8 @@ class Aggregate(Model):
     @classmethod
     def _measure_needed(cls, v: str | None, info: ValidationInfo) -> str | None:
         op = info.data.get("op")  # absent when op itself was invalid
-        if op is not None and op != "count" and not v:
-            verb = {"sum": "sum", "mean": "average", "median": "take the median of",
-                    "quantile": "take a quantile of", "min": "take the smallest value of",
-                    "max": "take the largest value of", "distinct": "count distinct values of"}.get(op, op)
-            msg = f"aggregate op '{op}' needs a field (the column to {verb})"
+        if op is not None and aggregates.op(op).kind != "count" and not v:
+            msg = f"aggregate op '{op}' needs a field (the column to {aggregates.op(op).verb})"
             raise ValueError(msg)
         return v
 
@@ -219,11 +217,12 @@ class Aggregate(Model):
     @classmethod
     def _fraction(cls, v: float | None, info: ValidationInfo) -> float | None:
         op = info.data.get("op")
-        if op == "quantile" and v is None:
-            msg = "aggregate op 'quantile' needs p, the fraction in [0, 1] (0.5: the median)"
+        takes = [n for n, o in aggregates.OPS.items() if o.takes_p]
+        if op is not None and aggregates.op(op).takes_p and v is None:
+            msg = f"aggregate op '{op}' needs p, the fraction in [0, 1] (0.5: the median)"
             raise ValueError(msg)
-        if v is not None and op is not None and op != "quantile":
-            msg = f"p is the fraction of op 'quantile'; op '{op}' takes none"
+        if v is not None and op is not None and not aggregates.op(op).takes_p:
+            msg = f"p is the fraction of op {' and '.join(repr(t) for t in takes)}; op '{op}' takes none"
             raise ValueError(msg)
         if v is not None and not (0.0 <= v <= 1.0):
             msg = f"p must be a fraction in [0, 1], got {v:g}"
@@ -234,15 +233,16 @@ class Aggregate(Model):
     @classmethod
     def _method_of_quantiles(cls, v: str | None, info: ValidationInfo) -> str | None:
         op = info.data.get("op")
-        if v is not None and op is not None and op not in ("median", "quantile"):
-            msg = f"method is for ops 'median' and 'quantile'; op '{op}' takes none"
+        if v is not None and op is not None and not aggregates.op(op).takes_method:
+            takes = [repr(n) for n, o in aggregates.OPS.items() if o.takes_method]
+            msg = f"method is for ops {' and '.join(takes)}; op '{op}' takes none"
             raise ValueError(msg)
         return v
 
     @property
     def order(self) -> bool:
         """Is the op an order statistic (or distinct): counted in cells of bar x value?"""
-        return self.op in ORDER_OPS
+        return aggregates.op(self.op).kind == "order"
 
 
 class _ViewBase(Model):

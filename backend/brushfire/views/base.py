@@ -36,7 +36,7 @@ class BinnedAxis:
 
 @dataclass(frozen=True)
 class FieldNeed:
-    """A column a view reads, and the kinds of column it takes (spec/loader.py checks
+    """A column a view reads, and the kinds of column it takes (spec/checks.py checks
     them against the source; hints by the kind found, "*" for any)."""
 
     path: tuple
@@ -185,11 +185,22 @@ NUMBER_HINTS = {"string": "use a categorical view for strings, or derive a numbe
                 "temporal": "use a temporal view for timestamps"}
 
 
+def check_brush_y(view: str, kind: str, y, where: str = "y") -> None:
+    """A brush's y: given for a rect brush (a heatmap's), not for an interval brush. The one
+    wording of the protocol's check (`where`: the message's path), the engine's session and
+    the view types' SQL."""
+    if kind == "rect" and y is None:
+        msg = f"{where}: missing; view {view!r} is a heatmap: its brush gives interval (x) and y"
+    elif kind == "interval" and y is not None:
+        msg = f"{where}: view {view!r} takes an interval brush; y is only for heatmaps"
+    else:
+        return
+    raise InteractionError(msg)
+
+
 def interval_only(view: Any, y) -> None:
     """Refuse a rect brush's y on a view brushed along one axis."""
-    if y is not None:
-        msg = f"view {view.name!r} takes an interval brush: y is only for heatmaps"
-        raise InteractionError(msg)
+    check_brush_y(view.name, "interval", y)
 
 
 def key_values(dims: list[Dim], dim_of: dict[str, int], field: str,

@@ -6,9 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from brushfire import bins, sql
-from brushfire.errors import InteractionError
 from brushfire.spec import models as m
-from brushfire.views.base import NUMBER_HINTS, BinnedAxis, FieldNeed, ViewType, key_values
+from brushfire.views.base import (
+    NUMBER_HINTS,
+    BinnedAxis,
+    FieldNeed,
+    ViewType,
+    check_brush_y,
+    key_values,
+)
 
 
 class Heatmap(ViewType):
@@ -65,9 +71,7 @@ class Heatmap(ViewType):
         return f"({ix}) * {view.y.bin.count} + ({iy})"
 
     def brush_sql(self, view: m.HeatmapView, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
-        if y is None:
-            msg = f"view {view.name!r} takes a rect brush: give x and y intervals"
-            raise InteractionError(msg)
+        check_brush_y(view.name, "rect", y)
         return (f"({sql.interval_sql(view.x.field, interval, d=d)}) AND "
                 f"({sql.interval_sql(view.y.field, y, d=d)})")
 

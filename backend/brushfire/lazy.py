@@ -1,8 +1,11 @@
 """Lazy answers for what the capture did not prepare (PredTrace's idea, DESIGN.md): an
 interaction the spec did not declare is answered correctly, on Spark, instead of refused.
 
-`FallbackSession` wraps a session of the engine (under any memory budget) and
-passes every interaction it can answer to it. What it cannot answer is answered by
+The top of every session's stack: `Dashboard.session()` wraps the engine's session
+(engine/session.py) in a `LazySession`, for the Python API, the server, the widget and
+the bench alike, so that each answers the same message the same way. It passes every
+interaction the engine can answer to it (under any memory budget), and says it can
+answer the rest (`Capability.LAZY`). What it cannot answer is answered by
 pushing the predicates down to the source: the current filters plus the new one, as
 Spark SQL (`brushfire.sql`, the semantics the engine answers with), run by Spark over
 the source as capture reads it (`capture.analyze.analyze_source`). That covers:
@@ -36,35 +39,26 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Update, ViewData
+from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData, check_bars, check_page
+from brushfire.engine.session import Session
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.limits import MAX_FORWARD_RIDS
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
-MAX_LAZY_ROWS = 10_000  # rids of one lazy forward request
 
 
 class Cancelled(BrushfireError):
     """A lazy answer was cancelled by the next interaction."""
-
-
-@dataclass
-class LazyUpdate(Update):
-    """An `Update` some views of which were answered lazily, on Spark."""
-
-    lazy: list[str] = field(default_factory=list)  # the views computed on Spark
-    reason: str = ""  # why the engine could not answer
-    lazy_seconds: float = 0.0  # of which on Spark
-    cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
 
 
 # --- the source on Spark --------------------------------------------------------------
@@ -78,7 +72,7 @@ class SparkSource:
         (not kept: a source must not keep a dashboard's arrays alive)."""
         self.spec, self.master = spec, master
         self.n_rows = store.n_rows
-        self.shards = [(*s.source, s.start, s.n_rows) for s in getattr(store, "shards", [])
+        self.shards = [(*s.source, s.start, s.n_rows) for s in store.shards
                        if s.n_rows]
         self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
@@ -222,11 +216,6 @@ def source_for(dash, master: str | None = None) -> SparkSource:
         return source
 
 
-def fallback_session(dash, master: str | None = None) -> FallbackSession:
-    """A new session of `dash` that answers undeclared interactions lazily on Spark."""
-    return FallbackSession(dash.session(), source_for(dash, master))
-
-
 # --- the session ------------------------------------------------------------------------
 
 
@@ -238,13 +227,21 @@ class _Lazy:
     given: object
     applies_to: tuple[str, ...]  # the views it filters
     reason: str
-    retry: tuple | None = None  # (method, args): a declared filter the engine refused
+    retry: Callable[[], Update] | None = None  # a declared filter the engine refused, set again
 
 
-class FallbackSession:
+class LazySession:
     """A session answering what the engine can, and the rest lazily on Spark."""
 
-    def __init__(self, inner, source: SparkSource) -> None:
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Everything, the engine's ROWS and FORWARD included, but no ROWS while a filter is
+        answered on Spark: the engine's rids behind the selection would not apply it (an
+        export then pages through details, which do)."""
+        return frozenset(Capability) - ({Capability.ROWS} if self.lazy else set())
+
+    def __init__(self, inner: Session, source: SparkSource) -> None:
+        """`inner`: the engine's session, with the spec's parameter defaults applied."""
         self.inner, self.source = inner, source
         self.plan, self.store = inner.plan, inner.store
         self.spec: m.DashboardSpec = inner.plan.dashboard
@@ -263,7 +260,7 @@ class FallbackSession:
         f = self._declared(view)
         if f is not None and f.kind in ("interval", "rect"):
             v = self.spec.view(view)
-            return self._engine(view, "brush", (view, interval, y), lambda: view_type(v).brush_sql(
+            return self._engine(view, lambda: self.inner.brush(view, interval, y), lambda: view_type(v).brush_sql(
                 v, self._times(view, interval), y, sql.SPARK), (interval, y))
         v = self._find(view)
         if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
@@ -276,7 +273,7 @@ class FallbackSession:
     def select(self, view: str, values: list) -> Update:
         f = self._declared(view)
         if f is not None and f.kind == "points":
-            return self._engine(view, "select", (view, values), lambda: sql.select_sql(
+            return self._engine(view, lambda: self.inner.select(view, values), lambda: sql.select_sql(
                 self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
         v = self._find(view)
         if v is None or m.brush_of(v) != "points" or f is not None:
@@ -291,7 +288,7 @@ class FallbackSession:
             return self.inner.set_parameter(name, value)  # the engine's error
         if value is None:
             return self.clear(name)
-        return self._engine(name, "set_parameter", (name, value), lambda: sql.parameter_sql(
+        return self._engine(name, lambda: self.inner.set_parameter(name, value), lambda: sql.parameter_sql(
             self.spec.parameter(name), value, sql.SPARK), value)
 
     def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
@@ -426,9 +423,7 @@ class FallbackSession:
             except NotCapturedError:
                 pass
         size = page_size or (declared.page_size if declared else DEFAULT_PAGE)  # checked before Spark
-        if not isinstance(page, int) or page < 0 or not 1 <= size <= 10_000:
-            msg = "page must be an integer >= 0 and page_size in 1..10,000"
-            raise InteractionError(msg)
+        check_page(page, size)
         for i, c in enumerate(columns or ()):
             self.check_column(c, f"details.columns[{i}]")
         where = self._where(None) if view is None else self._bars_where(view, bars)
@@ -466,8 +461,8 @@ class FallbackSession:
         except (TypeError, ValueError):
             msg = "rids must be a list of row ids (integers)"
             raise InteractionError(msg) from None
-        if len(rids) > MAX_LAZY_ROWS or any(not 0 <= r < self.store.n_rows for r in rids):
-            msg = f"rids must be at most {MAX_LAZY_ROWS:,} row ids in [0, {self.store.n_rows})"
+        if len(rids) > MAX_FORWARD_RIDS or any(not 0 <= r < self.store.n_rows for r in rids):
+            msg = f"rids must be at most {MAX_FORWARD_RIDS:,} row ids in [0, {self.store.n_rows})"
             raise InteractionError(msg)
         if not rids:
             return {v.name: [] for v in self.spec.views}
@@ -504,6 +499,10 @@ class FallbackSession:
         return {t: out[t] for t in wanted}
 
     def backward_rids(self, *args, **kwargs):
+        if self.lazy:
+            msg = ("the rows behind the selection are not known by rid under a filter answered "
+                   f"on Spark ({', '.join(self.lazy)}): ask for details instead")
+            raise NotCapturedError(msg)
         return self.inner.backward_rids(*args, **kwargs)
 
     # --- lazy machinery ----------------------------------------------------------------
@@ -536,21 +535,21 @@ class FallbackSession:
         group = self._group
         return None if group is None else self.source.progress(group)
 
-    def _engine(self, name: str, method: str, args: tuple, pred, given) -> Update:
+    def _engine(self, name: str, call: Callable[[], Update], pred, given) -> Update:
         """A declared filter: the engine's, unless it refuses (over the memory budget); then lazy,
         with the declared semantics (a brush filters the other views of its groups)."""
         try:
-            update = getattr(self.inner, method)(*args)
+            update = call()
         except NotCapturedError as e:
             f = self.plan.filter(name)
             return self._set_lazy(name, pred(), given, tuple(f.filters_views), str(e),
-                                  retry=(method, args))
+                                  retry=call)
         self.lazy.pop(name, None)
         self._note(name)
         return self._merge(update, "")
 
     def _set_lazy(self, name: str, pred: str, given, views: tuple[str, ...], reason: str,
-                  retry: tuple | None = None) -> Update:
+                  retry: Callable[[], Update] | None = None) -> Update:
         t0 = time.perf_counter()
         old = self.lazy.get(name)
         self.lazy[name] = _Lazy(pred, given, views, reason, retry)
@@ -607,7 +606,7 @@ class FallbackSession:
             numeric = not view_type(v).value_bars
             ki = f"CAST(({key}) AS BIGINT)" if numeric else "CAST(NULL AS BIGINT)"
             ks = "CAST(NULL AS STRING)" if numeric else f"CAST(({key}) AS STRING)"
-            mf = v.aggregate.field
+            mf = v.aggregate.field if not v.aggregate.order else None  # (statistics: below)
             x = f"CAST({sql.ident(mf, sql.SPARK)} AS DOUBLE)" if mf else None
             measure = (f"CASE WHEN isnan({x}) OR abs({x}) = CAST('Infinity' AS DOUBLE) THEN NULL "
                        f"ELSE {x} END") if x else "CAST(NULL AS DOUBLE)"
@@ -624,9 +623,24 @@ class FallbackSession:
         groups: dict[int, dict] = {}
         for r in rows:
             groups.setdefault(int(r[0]), {})[r[1] if r[1] is not None else r[2]] = (int(r[3]), r[4], int(r[5]))
+        for i, name in enumerate(views):  # order statistics: a group-by of their own each
+            if self.spec.view(name).aggregate.order:
+                stats = self._order_statistic(name, where(name), what)
+                groups[i] = {k: (*g, stats.get(k)) for k, g in groups.get(i, {}).items()}
         if selected:
             self._selected = sum(n for n, _, _ in groups.get(-1, {}).values())
         return {name: b.bars(name, groups.get(i, {})).data for i, name in enumerate(views)}
+
+    def _order_statistic(self, name: str, where: str, what: str) -> dict:
+        """{bar key: the view's order statistic} over the rows passing `where`, as SQL's
+        aggregate (sql.aggregate_sql: percentile, min, max, count(DISTINCT ...))."""
+        b = self._bars_of()
+        key = b.bar_sql[name]
+        key = f"CAST(({key}) AS {'STRING' if view_type(self.spec.view(name)).value_bars else 'BIGINT'})"
+        self.source.start()  # (the measure's type: Spark's)
+        query = (f"SELECT {key}, {b.stat_sql(name)} FROM {self.source.table} "
+                 f"WHERE coalesce(({where}), false) GROUP BY 1")
+        return {r[0]: r[1] for r in self._spark(query, what)}
 
     def _spark(self, query: str, what: str, group: str | None = None) -> list:
         own = group is None
@@ -657,9 +671,8 @@ class FallbackSession:
         for name, f in list(self.lazy.items()):
             if f.retry is None:
                 continue
-            method, args = f.retry
             try:
-                getattr(self.inner, method)(*args)
+                f.retry()
             except NotCapturedError:
                 continue
             del self.lazy[name]
@@ -696,15 +709,7 @@ class FallbackSession:
 
     def _in_bars(self, view: str, bars) -> str:
         b = self._bars_of()
-        layout = b.layouts[view]
-        if not isinstance(bars, (list, tuple)) or any(
-                isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in bars):
-            msg = f"bars is a list of bar numbers, got {bars!r}"
-            raise InteractionError(msg)
-        bad = [x for x in bars if not 0 <= x < layout.nbars]
-        if bad:
-            msg = f"bars {bad} out of range: view {view!r} has bars 0..{layout.nbars - 1}"
-            raise InteractionError(msg)
+        bars = check_bars(b.layouts[view].nbars, view, bars)
         keys = {i: k for k, i in b.keys[view].items()}
         wanted = ", ".join(sql.lit(keys[x], sql.SPARK) for x in bars)
         return f"({b.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"
@@ -759,10 +764,15 @@ class FallbackSession:
         if self._bars is None:
             from brushfire.baselines.base import Backend
 
+            source = self.source
+
             class _Keys(Backend):
                 dialect = sql.SPARK
 
-                def groups(self, view, where, cursor=None):  # not used: FallbackSession runs SQL
+                def measure_kind(self, view):  # Spark's type of the measure (started by then)
+                    return source.columns.get(self.spec.view(view).aggregate.field, "number")
+
+                def groups(self, view, where, cursor=None):  # not used: LazySession runs SQL
                     raise NotImplementedError
 
                 def count(self, where, cursor=None):

@@ -1,4 +1,4 @@
-"""brushfire.fallback: undeclared interactions answered lazily on Spark, exactly as DuckDB's
+"""brushfire.lazy: undeclared interactions answered lazily on Spark, exactly as DuckDB's
 SQL says (tests/oracle.py), through protocol.handle as the server and widget call it:
 brushes on views no crossfilter group declares, filters on columns no view shows,
 undeclared highlight pairs, details with unlisted columns (rids as the engine's), a
@@ -13,7 +13,8 @@ import pytest
 
 from bars import same
 from brushfire import Dashboard, protocol, sql
-from brushfire.fallback import fallback_session, source_for
+from brushfire.errors import NotCapturedError
+from brushfire.lazy import source_for
 from brushfire.spec import parse_dashboard
 from brushfire.views import brush_sql, key_sql
 from oracle import Oracle
@@ -90,7 +91,7 @@ def _values(oracle, dash, view, where):
 
 
 def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, oracle):
-    s = fallback_session(dash)
+    s = dash.session()
     exp = Expect(dash, oracle)
     reply = protocol.handle(s, {"type": "brush", "id": 1, "view": "lonely", "interval": [10, 60]})
     assert reply["type"] == "update", reply
@@ -121,7 +122,7 @@ def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, or
     assert "lonely" not in reply["filters"]
     del exp.preds["lonely"]
     exp.check(s)
-    inner_only = dash.session()
+    inner_only = dash.engine_session()
     for name, value in (("hx", (20, 55)), ("week", ("2021-02-01", "2021-03-15T12:00:00"))):
         inner_only.brush(name, value)
     inner_only.select("cat", ["c00", "(other)"])
@@ -131,8 +132,24 @@ def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, or
     assert not s.lazy and s.current == {}
 
 
+def test_the_python_api_answers_the_brush_the_page_answers(dash, oracle):
+    """`Dashboard.session()` is the stack the server and the widget serve: a brush on a view
+    outside every group is answered lazily, as SQL says and as through the protocol (the
+    Python API refused it: issue 35)."""
+    s = dash.session()
+    update = s.brush("lonely", (10, 60))
+    assert sorted(update.lazy) == ["cat", "hx", "sum_m", "week"]
+    exp = Expect(dash, oracle)
+    exp.lazy("lonely", "k IS NOT NULL AND k >= 10 AND k <= 60", {"hx", "cat", "week", "sum_m"})
+    exp.check(s)
+    page = dash.session()
+    reply = protocol.handle(page, {"type": "brush", "view": "lonely", "interval": [10, 60]})
+    assert reply["views"] == {v: protocol.view_json(d) for v, d in update.views.items()}
+    assert reply["selected"] == s.count_selected()
+
+
 def test_a_filter_on_a_column_no_view_shows(dash, oracle):
-    s = fallback_session(dash)
+    s = dash.session()
     exp = Expect(dash, oracle)
     reply = protocol.handle(s, {"type": "filter", "column": "m", "interval": [0, 120.5]})
     assert reply["filters"] == {"column:m": {"interval": [0, 120.5]}}
@@ -156,7 +173,7 @@ def test_a_filter_on_a_column_no_view_shows(dash, oracle):
 
 
 def test_an_undeclared_highlight_pair(dash, oracle):
-    s = fallback_session(dash)
+    s = dash.session()
     s.brush("lonely", (0, 80))
     exp = Expect(dash, oracle)
     exp.lazy("lonely", "k IS NOT NULL AND k >= 0 AND k <= 80", {"hx", "cat", "week", "sum_m"})
@@ -169,11 +186,11 @@ def test_an_undeclared_highlight_pair(dash, oracle):
     # a declared pair with no lazy filter on its targets stays the engine's
     s.clear()
     reply = protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0], "targets": ["hx"]})
-    assert reply["views"]["hx"] == protocol.view_json(dash.session().highlight("cat", [0])["hx"])
+    assert reply["views"]["hx"] == protocol.view_json(dash.engine_session().highlight("cat", [0])["hx"])
 
 
 def test_details_with_unlisted_columns_have_the_engines_rids(dash, oracle):
-    s = fallback_session(dash)
+    s = dash.session()
     s.brush("hx", (25, 60))
     s.select("cat", ["c01", "c02"])
     engine = s.inner.details(page=0, page_size=10_000)  # declared columns: the engine's answer
@@ -193,10 +210,60 @@ def test_details_with_unlisted_columns_have_the_engines_rids(dash, oracle):
                   key=repr) == oracle.rows(["k", "dest"], f"{where} AND {bars}")
 
 
+def test_an_export_under_a_filter_answered_on_spark_applies_it(dash, oracle):
+    """Under a lazy filter the engine's rids behind the selection would not apply it: the
+    session no longer offers them (ROWS), and an export pages through details instead,
+    whose rows are SQL's."""
+    from brushfire.engine.api import Capability
+    from brushfire.export import selection_batches
+
+    s = dash.session()
+    s.brush("hx", (25, 60))
+    assert Capability.ROWS in s.capabilities
+    s.filter_column("m", interval=(0, 50))
+    assert Capability.ROWS not in s.capabilities
+    with pytest.raises(NotCapturedError, match="ask for details instead"):
+        s.backward_rids()
+    _, batches = selection_batches(s, ["x", "cat"])
+    got = sorted((tuple(r.values()) for b in batches for r in b.select(["x", "cat"]).to_pylist()), key=repr)
+    oracle.clear()
+    where = "x IS NOT NULL AND NOT isnan(x) AND x >= 25 AND x <= 60 AND m >= 0 AND m <= 50 AND NOT isnan(m)"
+    assert got and got == oracle.rows(["x", "cat"], where)
+    s.clear()
+    assert Capability.ROWS in s.capabilities
+
+
+def test_order_statistics_answered_on_spark_equal_sql(spark, small_parquet, tmp_path):
+    """Under a filter answered on Spark every view is answered there: a median's and a
+    timestamp max's bars too (they were null: the lazy group-by summed measures only)."""
+    from bars import sql_values
+
+    spec = lazy_spec(small_parquet)
+    spec["name"] = "lazy_order"
+    spec["views"] += [
+        {"name": "med_x", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]},
+         "aggregate": {"op": "median", "field": "x"}},
+        {"name": "tmax", "type": "categorical", "field": "cat", "top": 5, "aggregate": {"op": "max", "field": "t"}}]
+    spec["interactions"]["crossfilter"][0]["views"] += ["med_x", "tmax"]
+    dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=tmp_path)
+    oracle = Oracle(dash.spec)
+    s = dash.session()
+    engine = {v: s.view(v).values for v in ("med_x", "tmax")}
+    s.filter_column("m", interval=(0, 50))
+    for v in ("med_x", "tmax"):
+        got = s.view(v).values
+        want = sql_values(oracle, dash, v, "m >= 0 AND m <= 50 AND NOT isnan(m)")
+        assert any(x is not None for x in got) and got != engine[v], v
+        if v == "tmax":
+            assert got == want, (v, got, want)
+        else:
+            assert same(got, want), (v, got, want)
+
+
 def test_lazy_forward_equals_the_engines(dash):
-    s = fallback_session(dash)
+    s = dash.session()
     rids = [0, 5, 17, 2999]
-    engine = dash.session().forward(rids)
+    engine = dash.engine_session().forward(rids)
 
     def refuse(_):  # as in cubes-only mode: the engine cannot say
         from brushfire.errors import NotCapturedError
@@ -211,7 +278,7 @@ def test_a_second_filter_in_cubes_only_mode(spark, small_parquet, tmp_path, orac
     spec = lazy_spec(small_parquet)
     dash = Dashboard.open(parse_dashboard(spec), spark=spark, cache_dir=tmp_path, memory_budget=1)
     assert dash.mode == "cubes"
-    s = fallback_session(dash)
+    s = dash.session()
     exp = Expect(dash, oracle)
     first = protocol.handle(s, {"type": "brush", "view": "hx", "interval": [10, 40]})
     assert "lazy" not in first, first.get("lazy")  # one filter: the cubes answer it
@@ -227,7 +294,7 @@ def test_a_second_filter_in_cubes_only_mode(spark, small_parquet, tmp_path, orac
 
 
 def test_the_next_interaction_cancels_a_lazy_answer(dash, oracle, spark):
-    s = fallback_session(dash)
+    s = dash.session()
     s.brush("lonely", (0, 100))  # Spark started, the source registered
     tracker = spark.sparkContext.statusTracker()
     cancelled = []
@@ -322,7 +389,7 @@ def test_a_parameter_default_counts_in_lazy_answers(dash, oracle):
     ix = dash.spec.interactions
     params = [p.model_copy(update={"default": "DDD"}) for p in ix.parameters]
     spec = dash.spec.model_copy(update={"interactions": ix.model_copy(update={"parameters": params})})
-    s = fallback_session(Dashboard(spec, dash.plan, dash.store))
+    s = Dashboard(spec, dash.plan, dash.store).session()
     assert s.filters == {"pdest": "DDD"}
     s.brush("lonely", (0, 40))
     assert s.filters == {"pdest": "DDD", "lonely": ((0, 40), None)}

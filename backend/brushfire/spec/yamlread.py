@@ -1,0 +1,180 @@
+"""Reading YAML with line marks: the document's nodes, the line of each key, duplicate keys,
+non-string keys, and bounds on nesting and on alias expansion (a document that grows
+exponentially through aliases is refused before it is built).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from brushfire.errors import SpecError, SpecProblem
+from brushfire.spec.problems import Loc, render
+
+# --- reading YAML with line marks ------------------------------------------------------
+
+
+MAX_DEPTH = 64  # nesting levels; real specs use fewer than 10
+MAX_NODES = 100_000  # values in the document once aliases (*name) are expanded
+
+
+def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
+    """The document's node tree (for lines) and its Python value.
+
+    Refused before anything walks the tree: nesting deeper than MAX_DEPTH (PyYAML's
+    composer is recursive) and aliases expanding to more than MAX_NODES values (a
+    "billion laughs" document is a few lines that expand to billions of values).
+    """
+    try:
+        _check_depth(text, filename)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_expansion(node, filename)
+                _string_keys(node)
+            raw = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        raise SpecError([_yaml_problem(e, text, filename)]) from None
+    return node, raw
+
+
+_BOOL = "tag:yaml.org,2002:bool"
+
+
+def _string_keys(root: yaml.Node) -> None:
+    """Keys read as written: YAML 1.1 reads a plain `on` (yes, no, off) as a boolean, but a
+    key of a spec is a name (a join's `on:`), never a boolean. Values keep YAML's reading."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag == _BOOL and k.style is None:
+                    k.tag = "tag:yaml.org,2002:str"
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+_OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
+         yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
+_CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def _check_depth(text: str, filename: str) -> None:
+    depth = 0
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):  # iterative, unlike composing
+        if isinstance(token, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                msg = f"the document nests more than {MAX_DEPTH} levels deep"
+                hint = "a dashboard spec needs fewer than 10 levels: check the brackets"
+                raise SpecError([SpecProblem(filename, token.start_mark.line + 1, "", msg, hint)])
+        elif isinstance(token, _CLOSE):
+            depth -= 1
+
+
+def _check_expansion(root: yaml.Node, filename: str) -> None:
+    """Count the values the document holds with its aliases expanded, without expanding
+    them (each node's count is memoized), and refuse cycles and alias bombs."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            msg = "a YAML alias refers to a value that contains it (a cycle)"
+            raise SpecError([SpecProblem(filename, node.start_mark.line + 1, "", msg,
+                                         "write the value out instead of the alias")])
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        open_.add(key)
+        sizes[key] = 1 + sum(size(c) for c in children)
+        open_.discard(key)
+        return sizes[key]
+
+    total = size(root)
+    if total <= MAX_NODES:
+        return
+    # point at the top-level key whose value expands the most (an alias's use, if any)
+    if isinstance(root, yaml.MappingNode) and root.value:
+        k, v = max(root.value, key=lambda kv: (size(kv[1]), kv[1].start_mark.line < kv[0].start_mark.line))
+        line, path, n = k.start_mark.line + 1, str(k.value), size(v)
+    else:
+        line, path, n = root.start_mark.line + 1, "", total
+    msg = (f"YAML aliases expand this to {n:,} values; a spec holds at most {MAX_NODES:,}"
+           " (refusing what looks like an alias bomb)")
+    hint = "write the values out, or use fewer nested aliases (*name)"
+    raise SpecError([SpecProblem(filename, line, path, msg, hint)])
+
+
+def _yaml_problem(e: yaml.YAMLError, text: str, filename: str) -> SpecProblem:
+    """PyYAML's complaint, placed at the line to fix."""
+    problem = str(getattr(e, "problem", None) or e).replace("'<stream end>'", "the end of the file")
+    mark, context = getattr(e, "problem_mark", None), getattr(e, "context", None)
+    cmark = getattr(e, "context_mark", None)
+    line = mark.line + 1 if mark else None
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML does not allow
+        line = text.count("\n", 0, e.position) + 1
+        code = ord(e.character) if isinstance(e.character, str) else e.character
+        problem = f"character #x{code:04x} is not allowed in YAML ({e.reason})" \
+            if isinstance(code, int) else str(e.reason)
+    if cmark is not None and (line is None or line > len(text.splitlines())):
+        line = cmark.line + 1  # the problem is the end of the file: point at what is left open
+    msg = f"not valid YAML: {problem}"
+    if context and cmark is not None and context.startswith("while"):
+        msg += f" ({context} on line {cmark.line + 1})"
+    elif context:
+        msg = f"not valid YAML: {context}, {problem}"
+    if "\\t" in problem:
+        hint = "indent with spaces, not tabs"
+    elif "another document" in problem:
+        hint = "a spec file holds one dashboard: remove the second '---'"
+    elif isinstance(e, yaml.reader.ReaderError):
+        hint = "remove the control character (or write it as an escape in a quoted string)"
+    elif "constructor for the tag" in problem:
+        hint = "a spec holds plain YAML values: remove the '!!' tag"
+    else:
+        hint = "check the indentation, brackets and quotes on and above this line"
+    return SpecProblem(filename, line, "", msg, hint)
+
+
+def collect_lines(
+    node: yaml.Node, loc: Loc, out: dict[Loc, int], duplicates: list[SpecProblem], filename: str
+) -> None:
+    """Map each key path to the line of its key (or of its item, in a list).
+
+    YAML silently keeps the last of two equal keys in a mapping; we report them instead.
+    """
+    out.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for k, v in node.value:
+            line = k.start_mark.line + 1
+            key = (*loc, k.value) if isinstance(k, yaml.ScalarNode) else (*loc, str(k.value))
+            if key[-1] in first and key[-1] != "<<":
+                msg = f"duplicate key {key[-1]!r} (first on line {first[key[-1]]})"
+                hint = "YAML keeps only the last value: remove one of them"
+                duplicates.append(SpecProblem(filename, line, render(key), msg, hint))
+            first.setdefault(key[-1], line)
+            out[key] = line
+            collect_lines(v, key, out, duplicates, filename)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            collect_lines(v, (*loc, i), out, duplicates, filename)
+
+

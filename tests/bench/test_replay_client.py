@@ -1,0 +1,45 @@
+"""The replay client's own costs kept down (it shares the machine with the server it
+measures): messages written by orjson, replies received as bytes within a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+
+from brushfire.bench import replay
+
+
+@pytest.mark.parametrize("message", [
+    {"type": "brush", "view": "delay", "interval": [-12.5, 33.25], "id": 7},
+    {"type": "brush", "view": "day", "interval": ["2001-01-31T06:17:59+00:00", None], "id": "start"},
+    {"type": "select", "view": "origin", "values": ["Zürich", "ATL"], "id": 0},
+    {"type": "brush", "view": "delay", "interval": [np.float64(0.1), np.int64(3)], "id": 1},
+    {"type": "select", "view": "x", "values": [2**70], "id": 2},  # past 64 bits: the standard library's
+])
+def test_a_message_is_written_as_the_json_of_its_values(message):
+    assert json.loads(replay.message_text(message)) == json.loads(json.dumps(message, default=float))
+
+
+def test_replies_are_received_as_bytes_and_a_silent_server_times_out():
+    async def main():
+        async def handler(ws):
+            async for text in ws:
+                if text != "quiet":
+                    await ws.send(json.dumps({"type": "update", "echo": text}))
+
+        async with serve(handler, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            async with connect(f"ws://127.0.0.1:{port}") as ws:
+                await ws.send("hé")
+                raw = await replay._recv(ws, 5.0)  # noqa: SLF001
+                assert isinstance(raw, bytes) and replay.loads(raw) == {"type": "update", "echo": "hé"}
+                await ws.send("quiet")
+                with pytest.raises(TimeoutError):
+                    await replay._recv(ws, 0.2)  # noqa: SLF001
+
+    asyncio.run(main())
