@@ -120,7 +120,7 @@ def main() -> None:
         base2, _ = sp.run_base_queries(df, dash)
         fused2 = sp.run_fused_query(df, dash)
         nbytes = store.nbytes()
-        lineage = sum(v for k, v in nbytes.items() if k != "_snapshot")
+        lineage = sum(v for k, v in nbytes.items() if not k.startswith("_"))
         result["capture"] = {
             "rows": store.n_rows, "shards": len(store.shards), "seconds": capture_s,
             "breakdown": dict(store.info.seconds), "base_cold": base1, "base_warm": base2,

@@ -64,7 +64,7 @@ def main() -> None:
             t0 = time.perf_counter()
             store = capture_dashboard(plan_capture(spec), spark=spark)
             seconds[name].append(time.perf_counter() - t0)
-            nbytes[name] = sum(v for k, v in store.nbytes().items() if k != "_snapshot")
+            nbytes[name] = sum(v for k, v in store.nbytes().items() if not k.startswith("_"))
             print(f"rep {rep} {name:7s} {seconds[name][-1]:6.1f} s  {nbytes[name] / 1e6:8.1f} MB", flush=True)
     med = {k: statistics.median(v) for k, v in seconds.items()}
     added = {k: med[k] - med["base"] for k in ("+count", "+order")}

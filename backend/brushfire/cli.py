@@ -39,7 +39,7 @@ def _environment() -> str:
             ("BRUSHFIRE_SPARK_CONF", "more Spark settings: 'spark.key=value spark.key=value'"),
             ("BRUSHFIRE_DRIVER_MEMORY", "the Spark driver's memory (default 8g)"),
             ("BRUSHFIRE_MEMORY_BUDGET", "keep only cubes for per-row lineage over it, e.g. 16GB"),
-            ("BRUSHFIRE_COPY_MEMORY", "the engine's key copies at most (default a quarter of RAM)"),
+            ("BRUSHFIRE_COPY_MEMORY", "key copies built in memory (captures that stored none) at most"),
             ("BRUSHFIRE_TOKEN", "serve: the access token clients must give"),
             ("BRUSHFIRE_FRONTEND", "serve: the built web page (default frontend/dist)"),
             ("BRUSHFIRE_TRUSTED_EXPRESSIONS", "1: any Spark SQL in specs' derived columns, filters")]
@@ -422,17 +422,40 @@ def _capture(args) -> int:
         print(f"  capture / one job        {ratio:8.2f} x  (every view's aggregate in one Spark "
               "job, GROUPING SETS: the best a Spark user could write without lineage)")
     nbytes = store.nbytes()
-    lineage = sum(v for k, v in nbytes.items() if k != "_snapshot")
+    lineage = sum(v for k, v in nbytes.items() if not k.startswith("_"))
     print(f"\nlineage store: {store.info.shards} shards of at most {len(store.layout.views)} views' "
           f"keys; {lineage / max(1, store.n_rows):.1f} bytes per row "
           f"({lineage / max(1, store.n_rows) / len(store.layout.views):.2f} per row per view), "
           "memory-mapped")
     for name, size in nbytes.items():
         print(f"  {name:<32} {size / 1e6:10.2f} MB")
+    print(copies_text(store, nbytes))
     for caveat in store.info.caveats:
         print(f"  caveat: {caveat}")
     print(f"\nlineage cached in {store.directory}")
     return 0
+
+
+def copies_text(store, nbytes: dict[str, int]) -> str:
+    """What `brushfire capture` says of the clustered key copies: what each dim got and
+    why (engine/copies.py `choices`), and their bytes."""
+    from brushfire.engine.copies import choices
+
+    n = max(1, store.n_rows)
+    total = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
+    lines = [f"\nclustered key copies (stored with the lineage, memory-mapped; a filter's change "
+             f"reads its dim's rows from its copy, in key order): {total / n:.1f} bytes per row"]
+    for d, got, why in choices(store.layout):
+        name = store.layout.dims[d].name
+        size = nbytes.get(f"_copy {name}")
+        if got and size is None:  # (its files failed their checks: store.copy_notes)
+            what = "none usable (read through the store's order)"
+        elif got:
+            what = f"a copy, {size / n:.1f} bytes per row"
+        else:
+            what = "none"
+        lines.append(f"  {name}: {what} — {why}")
+    return "\n".join(lines)
 
 
 def render_history(dash, cache_dir) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from brushfire.cachedir import default_cache_dir
 from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
-from brushfire.engine.copies import typed_list
+from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
@@ -230,12 +230,16 @@ def warm_kernels(store: LineageStore) -> None:
     if d >= 0:
         K.by_keys(S, L, q, q, d, kr, np.zeros(0, np.int64), -1, views, need, 0, 0, c, s, o)
         starts = np.zeros(store.layout.dims[d].nkeys + 2, np.int64)  # clustered copies, of no rows
-        K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, S[0][:, :0].copy(),
+        ckeys = np.zeros((S[0].shape[0], 0), key_dtype(store.layout))  # their keys' dtype
+        K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, ckeys.copy(),
                   np.zeros(0, np.uint32), starts, np.zeros(0))
         none = np.zeros((0, 0), np.uint16)
-        K.chunk_hist(S[0][:, :0].copy(), L, K.CHUNK, none)
-        K.chunk_zones(S[0][:, :0].copy(), K.CHUNK, none)
-        copies = typed_list([(S[0][:, :0].copy(), np.zeros(0, np.uint32), starts, none, none)])
+        K.chunk_hist(ckeys.copy(), L, K.CHUNK, none)
+        K.chunk_zones(ckeys.copy(), K.CHUNK, none)
+        copy = (ckeys.copy(), np.zeros(0, np.uint32), starts.copy(), none.copy(), none.copy())
+        for a in copy:
+            a.setflags(write=False)  # as copies are (engine/copies.py): the kernels' types
+        copies = typed_list([copy])
         K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)
         none = np.zeros(0, np.int64)

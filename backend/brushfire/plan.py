@@ -166,6 +166,10 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
     return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index)
 
 
+# what each filter's dim gets (engine/copies.py `choices`; capture says it per dim)
+COPY_TEXT = "built at capture (its rows in key order), unless its keys are kept as cubes only"
+
+
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
             layout=None, bins: dict[str, list] | None = None) -> str:
     """An EXPLAIN-style description of the plan: per view, what is captured and why.
@@ -200,6 +204,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
             if f.cube_targets:
                 lines.append(f"    cubes (group-by push-down): {vp.name} keys × bars of "
                              + ", ".join(f.cube_targets))
+            lines.append(f"    clustered key copy: {COPY_TEXT}")
         if vp.bar_index:
             why = "linked highlighting" if vp.name in plan.highlight_sources else "details on demand"
             lines.append(f"    bar → rows index: kept for {why}")
@@ -209,6 +214,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
         if f.kind.startswith("param"):
             lines.append(f"  parameter {f.name}: {_index_text(f)} (data skipping)"
                          + (f" — {_dims_text(layout, f)}" if layout is not None else ""))
+            lines.append(f"    clustered key copy: {COPY_TEXT}")
             if f.name in nbytes:
                 lines.append(f"    bytes: {nbytes[f.name]:,}")
     if plan.detail_columns:

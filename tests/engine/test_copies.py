@@ -5,6 +5,8 @@ against DuckDB in test_session_oracle.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -88,8 +90,10 @@ def comparable(reply: dict) -> dict:
 
 
 def test_copies_arriving_mid_drag_change_no_reply(rich):
+    """A store captured before copies were stored builds them in memory, in the background."""
     pool = HeldPool()  # the store's first session: its pool builds the store's copies
-    with_copies = Session(rich.store, rich.plan, pool=pool, prefer="incremental")
+    store = replace(rich.store, copies=None)  # as if its capture stored none
+    with_copies = Session(store, rich.plan, pool=pool, prefer="incremental")
     info = workloads.DashboardInfo.from_description(describe_dashboard(rich))
     trace = workloads.human(info, events=400, seed=3)
     without = Session(rich.store, rich.plan, pool=Pool(0), prefer="incremental", copies=False)
@@ -164,5 +168,32 @@ def test_a_fine_dims_copies_keep_each_keys_rows_in_raw_order(rich_fine):
     without = Session(rich_fine.store, rich_fine.plan, pool=Pool(0), copies=False)
     info = workloads.DashboardInfo.from_description(describe_dashboard(rich_fine))
     for ev in workloads.human(info, events=400, seed=11).events:
+        assert comparable(protocol.handle(with_copies, ev.message)) == comparable(
+            protocol.handle(without, ev.message)), ev.message
+
+
+def test_a_copy_keeps_its_keys_in_a_byte_where_every_kept_dim_has_at_most_255(rich_fine, rich):
+    """Exact: the same keys, one byte each instead of two; the replies are those of a
+    session without copies (rich_fine's dims have at most 40 keys; rich's some more)."""
+    from brushfire.engine.copies import key_dtype
+
+    lay = rich_fine.store.layout
+    assert max(d.nkeys for d in lay.dims[:lay.row_dims]) <= 255
+    assert key_dtype(lay) == np.uint8
+    assert key_dtype(rich.store.layout) == (
+        np.uint8 if max(d.nkeys for d in rich.store.layout.dims[:rich.store.layout.row_dims]) <= 255
+        else np.uint16)
+    with_copies = Session(rich_fine.store, rich_fine.plan, pool=Pool(0), prefer="incremental")
+    assert with_copies.wait_for_copies(60)
+    for d in with_copies._copies.dims:
+        for shard, copy in zip(rich_fine.store.shards, with_copies._copies.of(d), strict=True):
+            assert copy.keys.dtype == np.uint8
+            assert copy.keys.nbytes == shard.arrays[0].nbytes // 2
+            rows = copy.rows if len(copy.rows) else np.argsort(shard.arrays[0][d], kind="stable")
+            assert np.array_equal(copy.keys, shard.arrays[0][:, rows])
+    assert row_bytes(8, rows_kept=True, key_bytes=1) == 13
+    without = Session(rich_fine.store, rich_fine.plan, pool=Pool(0), prefer="incremental", copies=False)
+    info = workloads.DashboardInfo.from_description(describe_dashboard(rich_fine))
+    for ev in workloads.human(info, events=300, seed=13).events:
         assert comparable(protocol.handle(with_copies, ev.message)) == comparable(
             protocol.handle(without, ev.message)), ev.message

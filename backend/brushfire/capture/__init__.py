@@ -14,7 +14,9 @@ executors, capture/spark.py, or this process, capture/local.py):
 4. the key job (executors): each shard's per-row lineage and partial results, from its
    encoded fields, for whatever the layout changed (capture/keys.py; capture/parts.py
    says what each part depends on);
-5. the manifest (driver): the partial results summed into base results and cubes, the
+5. the clustered key copies (driver): each new shard's rows in key order per filter dim,
+   stored with the shards (capture/copies.py), so that a server maps them;
+6. the manifest (driver): the partial results summed into base results and cubes, the
    manifest replaced atomically, and what no manifest uses removed.
 """
 
@@ -33,6 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from brushfire import versions
+from brushfire.capture.copies import build_copies
 from brushfire.capture.joins import join_columns, key_column
 from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
 from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
@@ -271,6 +274,11 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        copies, notes = build_copies(entry, layout, shards, progress)
+        info.changes += notes
+        info.seconds["copies"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
         tag = run
         glob = st.assemble(entry, layout, shards, tag, progress)
         for s in shards:  # the files this capture uses, and no other
@@ -278,7 +286,8 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
             s["nulls"] = {c: v for c, v in s.get("nulls", {}).items() if c in spec.nulls}
             used = set(_field_files(s)) | set(st.shard_row_files(s)) | \
-                set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()}
+                set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()} | \
+                {n for names in st.copy_files(s).values() for n in names}
             s["files"] = {k: v for k, v in s["files"].items() if k in used}
         info.n_rows = sum(s["n_rows"] for s in shards)
         info.shards = len(shards)
@@ -303,6 +312,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             "layout": layout.to_json(),
             "layout_arrays": sorted(layout.arrays),
             "cubes": glob["cubes"],
+            "copies": copies,
             "files": glob["files"],
             "info": asdict(info),
             "source": {"rows_identity": rows_id,
@@ -361,6 +371,8 @@ def _sound(old: dict | None, entry: Path) -> dict | None:
     def whole(f: dict) -> bool:
         for name in f["shards"]:
             for fname, want in shards[name]["files"].items():
+                if fname.startswith("copy-"):  # (a copy is rebuilt, not its file's rows)
+                    continue
                 try:
                     if (entry / st.SHARDS / name / fname).stat().st_size != want["size"]:
                         return False

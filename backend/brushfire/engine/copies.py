@@ -10,10 +10,19 @@ position (only when raw values or stored measures are read), and where each key'
 start. A key range of d is then one run per shard, read sequentially: about what a
 row costs in a scan.
 
-Copies are optional: built in the background (a shard per chunk, never ahead of a reply)
-when the store is first used, for the filters' dims, under a memory cap shared by the
-process's stores; `by_keys` uses a dim's copy once all of its shards are done, and the
-store's own order until then.
+Copies are built once, at the end of a capture (capture/copies.py: per shard, in
+parallel, written into the store's shard directories with the store's checksums) and
+memory-mapped on load: a restart builds nothing. They are file-backed pages, which the
+kernel may drop and read again, so they are not counted against the cap below (that is
+for anonymous memory); /health reports their bytes as `mapped`. A copy file that is
+missing or fails its checksum leaves its dim without copies: it reads rows through the
+store's own order (exact, slower), and the loader says so.
+
+A store captured before copies were stored (its manifest records none) gets them as it
+used to: built in memory in the background (a shard per chunk, never ahead of a reply)
+when the store is first used, under a memory cap shared by the process's stores;
+`by_keys` uses a dim's copy once all of its shards are done, and the store's own order
+until then.
 """
 
 from __future__ import annotations
@@ -32,7 +41,8 @@ COPY_MEMORY_ENV = "BRUSHFIRE_COPY_MEMORY"  # e.g. "4GB"; "0" builds none
 
 
 _NO_RAW = np.empty(0, np.float64)  # a copy not sorted by raw value within its keys
-_reserved = [0]  # bytes the process's copies take, all stores together
+_reserved = [0]  # bytes the process's copies built in memory take, all stores together
+_mapped = [0]  # bytes of the process's copies mapped from stores' files
 _reserved_lock = threading.Lock()
 
 
@@ -47,15 +57,50 @@ def reserve(candidates: list[int], n_rows: int, per_row: int) -> tuple[list[int]
     return dims, size
 
 
-def _release(size: int) -> None:
+def _release(size: int, counter: list[int] = _reserved) -> None:
     with _reserved_lock:
-        _reserved[0] -= size
+        counter[0] -= size
 
 
 def usage() -> dict[str, int]:
-    """Bytes reserved by the process's copies (all stores) and the cap (for /health)."""
+    """For /health: bytes reserved by the process's copies built in memory (all stores)
+    and their cap, and bytes of copies mapped from stores' files (file-backed pages the
+    kernel may evict: not under the cap)."""
     with _reserved_lock:
-        return {"bytes": _reserved[0], "budget": default_cap()}
+        return {"bytes": _reserved[0], "budget": default_cap(), "mapped": _mapped[0]}
+
+
+def candidate_dims(lay) -> list[int]:
+    """The dims that get a copy: the declared filters' indexed dims with per-row keys, in
+    the layout's order (the updates read rows through them; lineage queries, rarer, go
+    without). `choices` says why each dim does or does not."""
+    return [d for d, got, _ in choices(lay) if got]
+
+
+def choices(lay) -> list[tuple[int, bool, str]]:
+    """Per dim of the layout: (dim, gets a copy, why), from the declared interactions (the
+    filters: brushes, selections, parameters) and what capture kept per row. Pure."""
+    out = []
+    filtered = list(dict.fromkeys(d for f in lay.filters for d in f.dims))
+    for d in filtered:
+        names = ", ".join(f"{f.name} ({f.kind.replace('_', ' ')})" for f in lay.filters if d in f.dims)
+        if d >= lay.row_dims:
+            out.append((d, False, f"filtered by {names}, but its keys are kept as cubes only "
+                                  "(memory budget): no rows to copy"))
+        elif not lay.dims[d].indexed:
+            out.append((d, False, f"filtered by {names}, but not indexed (its filter is "
+                                  "answered by scans and cubes)"))
+        else:
+            out.append((d, True, f"filtered by {names}"))
+    out += [(d, False, "no filter reads it (its keys ride in every copy's rows)")
+            for d in range(len(lay.dims)) if d not in filtered]
+    return out
+
+
+def keeps_rows(lay) -> bool:
+    """Do a layout's copies keep each position's shard row? Where raw values (a fine dim)
+    or stored measures are read."""
+    return bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
 
 
 def default_cap() -> int:
@@ -72,11 +117,20 @@ def default_cap() -> int:
         return 2 << 30
 
 
-def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0) -> int:
-    """Bytes per row of one copy (rounded up): a key per kept dim, the shard row when kept,
-    and its share of the grid chunks' zone maps and histograms (two uint16 keys per dim and
-    `hist_slots` uint16 counts per CHUNK rows)."""
-    return 2 * row_dims + (4 if rows_kept else 0) + -(-2 * (2 * row_dims + hist_slots) // K.CHUNK)
+def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0, key_bytes: int = 2) -> int:
+    """Bytes per row of one copy (rounded up): a key per kept dim (`key_bytes`: 1 where
+    `key_dtype` is uint8), the shard row when kept, and its share of the grid chunks' zone
+    maps and histograms (two uint16 keys per dim and `hist_slots` uint16 counts per CHUNK
+    rows)."""
+    return key_bytes * row_dims + (4 if rows_kept else 0) + -(-2 * (2 * row_dims + hist_slots) // K.CHUNK)
+
+
+def key_dtype(lay) -> np.dtype:
+    """The dtype of a layout's copies' keys: uint8 when every dim kept per row has at most
+    255 keys (and the no-value key, 255 at most, fits a byte), else uint16 (the store's).
+    One dtype for all of a copy's dims: the kernels read them as one 2-D array."""
+    nkeys = [d.nkeys for d in lay.dims[:lay.row_dims]]
+    return np.dtype(np.uint8 if nkeys and max(nkeys) <= 255 else np.uint16)
 
 
 HIST_SLOTS = 2048  # the most slots (all views' bars) a copy keeps chunk histograms of: 2 B/row
@@ -104,11 +158,45 @@ class Copy:
     """One dim's clustered copy of one shard (kernels.cluster), with the zone maps and the
     histogram of every CHUNK positions (kernels.chunk_zones, chunk_hist; empty: none)."""
 
+    PARTS = ("keys", "rows", "starts", "zones", "hist")  # its arrays, as stored
+
     def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
         self.keys, self.rows, self.starts = keys, rows, starts
         self.by_raw = False  # each key's rows in raw order (a fine dim's copy with rows kept)
         self.zones = np.zeros((0, 0), np.uint16)
         self.hist = np.zeros((0, 0), np.uint16)
+
+    @staticmethod
+    def build(arrays: tuple, d: int, nkeys: int, rows_kept: bool, raw_row: int, L: tuple | None,
+              slots: int, dtype: type = np.uint16) -> Copy:
+        """Dim d's copy of a shard (its arrays as the kernels take them): rows in key order
+        on d (then in raw order on row `raw_row` of the shard's raw values, when >= 0 and
+        rows are kept), its keys as `dtype` (`key_dtype`), its zone maps, and its chunk
+        histograms of `slots` slots of layout arrays L (0: none)."""
+        keys = arrays[0]
+        n = keys.shape[1]
+        copy = Copy(np.empty(keys.shape, dtype), np.empty(n if rows_kept else 0, np.uint32),
+                    np.empty(nkeys + 2, np.int64))
+        rc = raw_row if rows_kept else -1
+        raw = arrays[1][rc] if rc >= 0 else _NO_RAW
+        by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw)
+        copy.by_raw = rc >= 0 and bool(by_raw)
+        chunks = -(-n // K.CHUNK)
+        copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
+        K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
+        if slots:
+            copy.hist = np.zeros((chunks, slots), np.uint16)
+            K.chunk_hist(copy.keys, L, K.CHUNK, copy.hist)
+        for a in (copy.keys, copy.rows, copy.starts, copy.zones, copy.hist):
+            a.setflags(write=False)  # as mapped ones are: the kernels take one type of each
+        return copy
+
+    @staticmethod
+    def of(parts: dict[str, np.ndarray], by_raw: bool) -> Copy:
+        """A copy from its stored arrays (Copy.PARTS)."""
+        copy = Copy(parts["keys"], parts["rows"], parts["starts"])
+        copy.zones, copy.hist, copy.by_raw = parts["zones"], parts["hist"], by_raw
+        return copy
 
     @property
     def nbytes(self) -> int:
@@ -121,13 +209,14 @@ class Copies:
 
     def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool,
                  reserved: int = 0, L: tuple | None = None) -> None:
-        """`reserved`: bytes `reserve` counted for these copies, given back when they go;
-        `L`: the layout arrays the chunk histograms count (None, or no `hist_slots`:
-        none), and whose raw rows (L[12]) name the fine dims, whose copies keep each key's
-        rows in raw order when the shard rows are kept."""
+        """Copies to build (`start`). `reserved`: bytes `reserve` counted for these copies,
+        given back when they go; `L`: the layout arrays the chunk histograms count (None,
+        or no `hist_slots`: none), and whose raw rows (L[12]) name the fine dims, whose
+        copies keep each key's rows in raw order when the shard rows are kept."""
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
         self._L = L
         self._slots = hist_slots(L) if L is not None else 0
+        self.dtype = np.dtype(np.uint16)  # the keys' (`key_dtype`; set by the store's owner)
         self.dims = dims
         weakref.finalize(self, _release, reserved)
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
@@ -137,6 +226,20 @@ class Copies:
         self._ready: set[int] = {d for d in dims if not shards}
         self._lock = threading.Lock()
         self.job: parallel.Job | None = None
+
+    @staticmethod
+    def stored(shards: list, stored: dict[int, list[Copy]]) -> Copies:
+        """The copies a capture stored (per dim, per shard, mapped from the store's files):
+        every one ready, nothing to build, counted as mapped bytes while they live."""
+        out = Copies(shards, [], list(stored), rows_kept=False)
+        out._copies = {d: list(cs) for d, cs in stored.items()}
+        for d in stored if shards else ():
+            out._finish(d)
+        size = out.nbytes
+        with _reserved_lock:
+            _mapped[0] += size
+        weakref.finalize(out, _release, size, _mapped)
+        return out
 
     @property
     def nbytes(self) -> int:
@@ -167,30 +270,23 @@ class Copies:
 
     def _build(self, d: int, i: int) -> None:
         """Shard i's copy for dim d; the dim's last shard makes it usable."""
-        keys = self._shards[i].arrays[0]
-        n = keys.shape[1]
-        copy = Copy(np.empty_like(keys), np.empty(n if self._rows_kept else 0, np.uint32),
-                    np.empty(self._nkeys[d] + 2, np.int64))
-        rc = int(self._L[12][d]) if self._L is not None and self._rows_kept else -1
-        raw = self._shards[i].arrays[1][rc] if rc >= 0 else _NO_RAW
-        by_raw = K.cluster(keys, d, self._nkeys[d], copy.keys, copy.rows, copy.starts, raw)
-        copy.by_raw = rc >= 0 and bool(by_raw)
-        chunks = -(-n // K.CHUNK)
-        copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
-        K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
-        if self._slots:
-            copy.hist = np.zeros((chunks, self._slots), np.uint16)
-            K.chunk_hist(copy.keys, self._L, K.CHUNK, copy.hist)
+        rc = int(self._L[12][d]) if self._L is not None else -1
+        copy = Copy.build(self._shards[i].arrays, d, self._nkeys[d], self._rows_kept, rc, self._L,
+                          self._slots, self.dtype)
         with self._lock:
             self._copies[d][i] = copy
             self._left[d] -= 1
             done = self._left[d] == 0
         if done:
-            self._typed[d] = typed_list((c.keys, c.rows, c.starts, c.hist, c.zones)
-                                        for c in self._copies[d])  # type: ignore[union-attr]
-            self._cdim[d] = d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
-            with self._lock:
-                self._ready.add(d)
+            self._finish(d)
+
+    def _finish(self, d: int) -> None:
+        """Dim d's copies (every shard's) made usable."""
+        self._typed[d] = typed_list((c.keys, c.rows, c.starts, c.hist, c.zones)
+                                    for c in self._copies[d])  # type: ignore[union-attr]
+        self._cdim[d] = d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
+        with self._lock:
+            self._ready.add(d)
 
 
 def typed_list(items) -> List:

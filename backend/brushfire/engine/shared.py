@@ -13,14 +13,31 @@ import pyarrow as pa
 
 from brushfire.engine import memory, parallel
 from brushfire.engine.api import ViewData
-from brushfire.engine.copies import Copies, hist_slots, reserve, row_bytes, typed_list
+from brushfire.engine.copies import (
+    Copies,
+    Copy,
+    candidate_dims,
+    hist_slots,
+    keeps_rows,
+    key_dtype,
+    reserve,
+    row_bytes,
+    typed_list,
+)
 from brushfire.engine.ordering import Orders
 from brushfire.engine.state import layout_arrays
 from brushfire.lineage.arrays import Aggregates
-from brushfire.lineage.layout import ViewLayout
+from brushfire.lineage.layout import Layout, ViewLayout
 from brushfire.lineage.store import Cube, LineageStore
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
+
+
+def kernel_layout(lay: Layout) -> tuple[ViewLayout, tuple]:
+    """The ALL view of a layout (`Shared`) and the layout arrays the kernels take, with it
+    last (the copies' chunk histograms count its bar too: capture/copies.py)."""
+    all_view = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None], code_dims=[0] if lay.dims else [])
+    return all_view, layout_arrays(lay, extra=all_view if lay.dims else None)
 
 
 def every_row(store: LineageStore | None, column: str) -> pa.ChunkedArray:
@@ -47,10 +64,8 @@ class Shared:
 
     def __init__(self, store: LineageStore) -> None:
         lay = store.layout
-        self.all = ViewLayout(ALL, "all", "count", 1, lay.nslots, [None],
-                              code_dims=[0] if lay.dims else [])
+        self.all, self.L = kernel_layout(lay)
         self.nslots = lay.nslots + 2
-        self.L = layout_arrays(lay, extra=self.all if lay.dims else None)
         base = store.base
         self.base = Aggregates(np.append(base.counts, [store.n_rows, 0]), np.append(base.sums, [0.0, 0.0]),
                                np.append(base.oks, [0, 0]))
@@ -84,20 +99,26 @@ class Shared:
         self.orders = Orders(lambda column, ref=self._store_ref: every_row(ref(), column), memory.orders())
 
     def copies(self, pool: parallel.Pool) -> Copies:
-        """The store's clustered key copies, their build started on the first call: the
-        filters' indexed dims with per-row keys, in the layout's order, under the memory
-        cap (the updates read rows through them; lineage queries, rarer, go without)."""
+        """The store's clustered key copies (engine/copies.py): those its capture stored,
+        mapped; for a store captured without them, built in memory, their build started on
+        the first call: the filters' indexed dims with per-row keys, in the layout's
+        order, under the memory cap."""
         with self._copies_lock:
             if self._copies is None:
-                lay = self._store.layout
-                candidates = [d for d in dict.fromkeys(d for f in lay.filters for d in f.dims)
-                              if d < lay.row_dims and lay.dims[d].indexed]
-                # shard rows are kept where raw values or stored measures are read
-                rows_kept = bool(lay.n_meas) or any(d.kind == "fine" for d in lay.dims[:lay.row_dims])
-                dims, size = reserve(candidates, self._store.n_rows,
-                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L)))
-                self._copies = Copies(self._store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
+                store = self._store
+                if store.copies is not None:
+                    self._copies = Copies.stored(store.shards, {
+                        d: [Copy.of(parts, by_raw) for parts, by_raw in cs]
+                        for d, cs in store.copies.items()})
+                    return self._copies
+                lay = store.layout
+                rows_kept = keeps_rows(lay)
+                dtype = key_dtype(lay)
+                dims, size = reserve(candidate_dims(lay), store.n_rows,
+                                     row_bytes(lay.row_dims, rows_kept, hist_slots(self.L), dtype.itemsize))
+                self._copies = Copies(store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
                                       size, self.L)
+                self._copies.dtype = dtype
                 self._copies.start(pool)
             return self._copies
 

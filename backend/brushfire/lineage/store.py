@@ -9,6 +9,10 @@ that source, as parts that later captures reuse:
   the key job (capture/keys.py). A file is never rewritten: a new version gets a new tag;
 - g-<tag>.*.npy: the small global arrays (base results, rows per key, cubes, the layout's
   lookups), sums of the shards' partial results in rid order;
+- shards/<shard>/copy-<key>-<dim>.<part>.npy: the shard's clustered key copies
+  (engine/copies.py), built by the driver at the end of a capture (capture/copies.py);
+  the manifest's `copies` says for which dims. Optional: a copy that is missing or fails
+  its checksum leaves its dim reading the store's own order, and the loader says so;
 - manifest.json: the current capture, replaced atomically: the spec (as written and as
   resolved), the layout, the source's files and their shards in rid order, and the size
   and CRC32 of every file it uses.
@@ -25,11 +29,12 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +53,9 @@ MANIFEST = "manifest.json"
 SHARDS = "shards"
 LOCK = ".lock"
 ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences")
+COPY_PARTS = ("keys", "rows", "starts", "zones", "hist")  # engine/copies.py Copy.PARTS
+COPY_FORMAT = 2  # how a copy's arrays are laid out (2: uint8 keys where they fit); copies of
+# another format are not mapped (the engine builds them, as for a capture that stored none)
 
 
 @dataclass
@@ -91,6 +99,10 @@ class LineageStore:
     base_query_results: dict[str, dict] | None = None
     # the manifest it was loaded from, without its shards (which capture this is: versions.py)
     manifest: dict | None = None
+    # the clustered key copies the capture stored, mapped: dim -> per shard ({part: array},
+    # by_raw) (engine/copies.py); None: the capture stored none (the engine builds them)
+    copies: dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None = None
+    copy_notes: list[str] = field(default_factory=list)  # copies found unusable, and why
 
     @property
     def views(self) -> list[ViewLayout]:
@@ -177,7 +189,8 @@ class LineageStore:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes per part of the store, for reports: per dim (keys, raw values, index
-        positions), stored measures, cubes, and the detail snapshot."""
+        positions), stored measures, cubes, and (their names start with "_": not the
+        lineage proper) the clustered key copies per dim and the detail snapshot."""
         out: dict[str, int] = {}
         lay = self.layout
         idims = lay.indexed_dims
@@ -200,6 +213,8 @@ class LineageStore:
         out["cubes"] = sum(c.counts.nbytes + c.sums.nbytes + c.oks.nbytes for c in self.cubes.values())
         out["zone maps"] = sum(s.arrays[5].nbytes + s.arrays[6].nbytes for s in self.shards)
         out["fences"] = sum(s.arrays[7].nbytes for s in self.shards)
+        for d, cs in sorted((self.copies or {}).items()):  # mapped, not in the lineage's sum
+            out[f"_copy {lay.dims[d].name}"] = sum(a.nbytes for parts, _ in cs for a in parts.values())
         if self.snapshot:
             out["_snapshot"] = sum(s.snapshot.nbytes for s in self.shards if s.snapshot is not None)
         return out
@@ -462,10 +477,86 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
                     msg = f"cache file {path} fails its checksum"
                     raise CacheError(msg)
     try:
-        return _store_from(entry, meta, dash)
+        store = _store_from(entry, meta, dash)
     except (KeyError, ValueError, TypeError, AssertionError, OSError, pa.ArrowInvalid) as e:
         msg = f"cache entry {entry} is inconsistent: {e!r}"
         raise CacheError(msg) from None
+    store.copies, store.copy_notes = load_copies(entry, meta, store, verify)
+    for note in store.copy_notes:
+        print(f"brushfire: {note}", file=sys.stderr)
+    return store
+
+
+def copy_files(s: dict) -> dict[int, list[str]]:
+    """A shard's stored copies' files (COPY_PARTS), per dim, as its record names them."""
+    c = s.get("copies") or {}
+    return {int(d): [f"copy-{c['key']}-{d}.{p}.npy" for p in COPY_PARTS] for d in c.get("dims", {})}
+
+
+def load_copies(entry: Path, meta: dict, store: LineageStore,
+                verify: bool) -> tuple[dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None, list[str]]:
+    """The clustered key copies the manifest records (`copies`), mapped, each file's size
+    (and, with `verify`, CRC32) checked: a dim whose files are all sound gets its copies,
+    any other reads the store's own order (never a wrong answer), with a note saying why.
+    None when the capture stored none (an entry from before copies were stored)."""
+    if "copies" not in meta:
+        return None, []
+    if meta["copies"].get("format") != COPY_FORMAT:
+        return None, [f"the clustered key copies in {entry.name} were stored in format "
+                      f"{meta['copies'].get('format')}, this version reads {COPY_FORMAT}: they are "
+                      "built in memory instead until the dashboard is captured again"]
+    lay = store.layout
+    out, notes = {}, []
+    dims = [int(d) for d in meta["copies"].get("dims", [])]
+    checks: list[tuple[int, Path, dict]] = []
+    bad: dict[int, str] = {}
+    for d in dims:
+        for s in meta["shards"]:
+            names = copy_files(s).get(d)
+            if names is None:
+                bad.setdefault(d, f"shard {s['name']} has none")
+                continue
+            checks += [(d, entry / SHARDS / s["name"] / n, s["files"].get(n, {})) for n in names]
+    for d, path, want in checks:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = -1
+        if d not in bad and size != want.get("size"):
+            bad[d] = f"{path.name} is missing or has the wrong size"
+    if verify:
+        todo = [(d, p, w) for d, p, w in checks if d not in bad]
+        with ThreadPoolExecutor(4) as pool:
+            for (d, path, want), crc in zip(todo, pool.map(_crc, [p for _, p, _ in todo]), strict=True):
+                if d not in bad and crc != want.get("crc32"):
+                    bad[d] = f"{path.name} fails its checksum"
+    for d in dims:
+        name = lay.dims[d].name if d < len(lay.dims) else str(d)
+        if d not in bad:
+            try:
+                out[d] = [_copy_of(entry, s, d, lay, shard) for s, shard
+                          in zip(meta["shards"], store.shards, strict=True)]
+                continue
+            except (KeyError, ValueError, TypeError, AssertionError, OSError) as e:
+                bad[d] = f"its files do not fit the store ({e})"
+        notes.append(f"the clustered key copy of dim {name!r} in {entry.name} is not usable: "
+                     f"{bad[d]}; dim {name!r} reads rows through the store's own order "
+                     "(exact, slower) until the dashboard is captured again")
+    return out, notes
+
+
+def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[dict[str, np.ndarray], bool]:
+    """Shard `s`'s copy for dim d, mapped, its shapes checked against the shard's."""
+    names = copy_files(s)[d]
+    parts = {p: read_npy(entry / SHARDS / s["name"] / n) for p, n in zip(COPY_PARTS, names, strict=True)}
+    n = shard.n_rows
+    assert parts["keys"].shape == (lay.row_dims, n), "keys shape"
+    assert parts["keys"].dtype == (np.uint8 if max(x.nkeys for x in lay.dims[:lay.row_dims]) <= 255
+                                   else np.uint16), "keys dtype"  # (engine/copies.py key_dtype)
+    assert parts["rows"].shape in ((n,), (0,)), "rows shape"
+    assert parts["starts"].shape == (lay.dims[d].nkeys + 2,), "starts shape"
+    assert parts["zones"].shape == (-(-n // s["copies"]["chunk"]), 2 * lay.row_dims), "zones shape"
+    return parts, bool(s["copies"]["dims"][str(d)]["by_raw"])
 
 
 def shard_row_files(s: dict) -> list[str]:
@@ -576,6 +667,6 @@ def brushfire_version() -> str:
     return __version__
 
 
-__all__ = ["Cube", "LineageStore", "Shard", "assemble", "capture_key", "collect_garbage",
+__all__ = ["Cube", "LineageStore", "Shard", "assemble", "capture_key", "collect_garbage", "copy_files",
            "entry_dir", "files_fingerprint", "load_store", "locked", "prune_entries",
            "read_manifest", "source_key", "spec_hash", "write_manifest"]

@@ -1,0 +1,107 @@
+"""The clustered key copies (engine/copies.py) of a capture's shards, built once by the
+driver at the end of the capture and written into the shards' directories with the store's
+checksums (lineage/files.py), so that a server maps them and builds nothing.
+
+Each shard's copies are built from its per-row arrays as the key job wrote them (mapped,
+not read into memory), one (shard, dim) per task on a thread per core (the kernels release
+the GIL). A copy is keyed by what it is built from (the shard's per-row arrays, the dim,
+the layout arrays its histograms count, the chunk grid): a capture keeps every copy whose
+key holds and builds only the others, so an appended file's new shards are the only
+ones built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+
+from brushfire.lineage import store as st
+from brushfire.lineage.files import read_npy, write_npy
+from brushfire.lineage.layout import Layout
+
+
+def copy_key(s: dict, layout_hash: str) -> str:
+    """What a shard's copies are built from: its per-row arrays and the layout's (hash)."""
+    text = json.dumps([st.COPY_FORMAT, s["rows"], s["rows_key"], layout_hash])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: int) -> str:
+    """A hash of the kernel layout arrays and the choices a copy's content depends on."""
+    h = hashlib.sha256(json.dumps([dims, rows_kept, slots, chunk]).encode())
+    for a in L:
+        a = np.asarray(a)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def build_copies(entry: Path, layout: Layout, shards: list[dict],
+                 progress: Callable[[str, float | None], None],
+                 threads: int | None = None) -> tuple[dict, list[str]]:
+    """Give every shard record of `shards` (in place: its `copies` and `files`) the copies
+    of the dims `candidate_dims` names, reusing those whose key holds; returns the
+    manifest's `copies` ({"dims": [...], "format": lineage/store.py COPY_FORMAT}) and notes
+    on what was built."""
+    from brushfire.engine import kernels as K
+    from brushfire.engine.copies import Copy, candidate_dims, hist_slots, keeps_rows, key_dtype
+    from brushfire.engine.shared import kernel_layout
+
+    dims = candidate_dims(layout) if layout.row_dims else []
+    rows_kept = keeps_rows(layout)
+    _, L = kernel_layout(layout)
+    slots = hist_slots(L)
+    lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)  # (key_dtype: from the layout's nkeys)
+    nkeys = [d.nkeys for d in layout.dims]
+    dtype = key_dtype(layout)
+    tasks: list[tuple[dict, int]] = []
+    kept = 0
+    for s in shards:
+        key = copy_key(s, lhash) if dims else ""
+        old = s.get("copies") or {}
+        reuse = old.get("key") == key and all(str(d) in old.get("dims", {}) for d in dims) \
+            and all(_present(entry, s, n) for d in dims for n in st.copy_files(s)[d])
+        if reuse:
+            s["copies"] = {**old, "dims": {str(d): old["dims"][str(d)] for d in dims}}
+            kept += 1
+            continue
+        s["copies"] = {"key": key, "chunk": K.CHUNK, "dims": {}}
+        tasks += [(s, d) for d in dims]
+
+    def build(s: dict, d: int) -> tuple[dict, int, dict, bool]:
+        sd = entry / st.SHARDS / s["name"]
+        arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
+        copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
+        names = [f"copy-{s['copies']['key']}-{d}.{p}.npy" for p in st.COPY_PARTS]
+        files = {n: write_npy(sd / n, getattr(copy, p)) for n, p in zip(names, Copy.PARTS, strict=True)}
+        return s, d, files, copy.by_raw
+
+    if tasks:
+        progress("copies: clustered key copies built by the driver", 0.0)
+        with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:
+            futures = [pool.submit(build, s, d) for s, d in tasks]
+            for i, f in enumerate(as_completed(futures)):
+                s, d, files, by_raw = f.result()
+                s["files"].update(files)
+                s["copies"]["dims"][str(d)] = {"by_raw": by_raw}
+                progress("copies: clustered key copies built by the driver", (i + 1) / len(tasks))
+    notes = []
+    if dims:
+        names = ", ".join(layout.dims[d].name for d in dims)
+        built = len({s["name"] for s, _ in tasks})
+        notes.append(f"clustered key copies of {names}: built for {built:,} of {len(shards):,} "
+                     f"shards, kept for the others")
+    return {"dims": dims, "format": st.COPY_FORMAT}, notes
+
+
+def _present(entry: Path, s: dict, name: str) -> bool:
+    try:
+        return (entry / st.SHARDS / s["name"] / name).stat().st_size == s["files"][name]["size"]
+    except (OSError, KeyError):
+        return False

@@ -1,0 +1,219 @@
+"""Clustered key copies stored by the capture (capture/copies.py) and mapped on load
+(lineage/store.py `load_copies`): a restart builds nothing, the mapped copies are those
+the engine would build, a corrupted or missing copy file leaves its dim on the store's own
+order (exact) and says so, and an incremental capture builds only the new shards' copies."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import replace
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from brushfire import protocol
+from brushfire.bench import workloads
+from brushfire.capture.local import capture_table, capture_tables
+from brushfire.dashboard import Dashboard
+from brushfire.describe import describe_dashboard
+from brushfire.engine import copies as C
+from brushfire.engine.parallel import Pool
+from brushfire.engine.session import Session
+from brushfire.engine.shared import Shared
+from brushfire.lineage import store as st
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+from rows import make_rows
+
+pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
+
+CONFIG = CaptureConfig(block_rows=64, shard_rows=320, max_keys=40)
+
+
+@pytest.fixture(scope="module")
+def captured(small_parquet, tmp_path_factory):
+    """The server tests' dashboard over unequal and empty shards (fine dims: raw order),
+    captured without Spark: (spec, plan, entry directory)."""
+    from server.conftest import rich_spec
+
+    spec = parse_dashboard(rich_spec(small_parquet))
+    plan = plan_capture(spec)
+    store = capture_table(plan, pq.read_table(small_parquet), tmp_path_factory.mktemp("stored"),
+                          CONFIG, partitions=[1200, 0, 700, 1100])
+    return spec, plan, store.directory
+
+
+def load(captured, verify: bool = True) -> st.LineageStore:
+    spec, _, entry = captured
+    return st.load_store(entry, spec, verify=verify)
+
+
+def mapped(a: np.ndarray) -> bool:
+    """Is `a` a view of a file's pages (np.load's memory map), not memory of its own?"""
+    while a is not None and not isinstance(a, mmap.mmap):
+        a = a.base
+    return isinstance(a, mmap.mmap)
+
+
+def comparable(reply: dict) -> dict:
+    return {k: v for k, v in reply.items() if k not in ("ms", "methods")}
+
+
+def replay(dash: Dashboard, a: Session, b: Session, events: int = 300, seed: int = 5) -> None:
+    info = workloads.DashboardInfo.from_description(describe_dashboard(dash))
+    for ev in workloads.human(info, events=events, seed=seed).events:
+        assert comparable(protocol.handle(a, ev.message)) == comparable(protocol.handle(b, ev.message)), \
+            ev.message
+
+
+def test_a_restart_maps_the_copies_the_capture_stored_and_builds_none(captured):
+    store = load(captured)
+    lay = store.layout
+    assert store.copy_notes == []
+    assert sorted(store.copies) == sorted(C.candidate_dims(lay)) != []
+    copies = Shared.of(store).copies(Pool(0))
+    assert copies.job is None  # nothing to build: every dim ready
+    L = Shared.of(store).L
+    for d in copies.dims:
+        got = copies.of(d)
+        assert got is not None and len(got) == len(store.shards)
+        for shard, c in zip(store.shards, got, strict=True):
+            assert mapped(c.keys) and mapped(c.starts) and mapped(c.zones)
+            built = C.Copy.build(shard.arrays, d, lay.dims[d].nkeys, C.keeps_rows(lay),
+                                 int(L[12][d]), L, C.hist_slots(L), C.key_dtype(lay))
+            for part in C.Copy.PARTS:
+                assert np.array_equal(getattr(c, part), getattr(built, part)), (d, part)
+                assert getattr(c, part).dtype == getattr(built, part).dtype, (d, part)
+            assert c.by_raw == built.by_raw
+    assert any(copies.cdim(d) == d for d in copies.dims)  # a fine dim's rows in raw order
+    assert C.usage()["mapped"] >= copies.nbytes > 0
+
+
+def test_stored_copies_answer_as_the_store_order_does(captured):
+    spec, plan, _ = captured
+    store = load(captured)
+    dash = Dashboard(spec, plan, store)
+    with_copies = Session(store, plan, pool=Pool(0), prefer="incremental")
+    without = Session(store, plan, pool=Pool(0), prefer="incremental", copies=False)
+    assert with_copies._copies.job is None and with_copies._copies.dims
+    replay(dash, with_copies, without)
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "remove"])
+def test_a_damaged_copy_file_leaves_its_dim_on_the_store_order(captured, tmp_path, capfd, damage):
+    """Detected by its checksum (or its absence): that dim gets no copies, the others keep
+    theirs, the loader says why on stderr, and the replies are those without copies."""
+    import shutil
+
+    spec, plan, entry = captured
+    entry = shutil.copytree(entry, tmp_path / entry.name)
+    meta = st.read_manifest(entry)
+    s = next(s for s in meta["shards"] if s["n_rows"])
+    d = int(meta["copies"]["dims"][0])
+    path = entry / st.SHARDS / s["name"] / st.copy_files(s)[d][0]  # its keys
+    if damage == "remove":
+        path.unlink()
+    else:
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 0xFF
+        path.write_bytes(bytes(data))
+    store = st.load_store(entry, spec)
+    name = store.layout.dims[d].name
+    assert d not in store.copies and store.copies  # the other dims keep theirs
+    assert len(store.copy_notes) == 1 and f"dim {name!r}" in store.copy_notes[0]
+    why = "fails its checksum" if damage == "flip a byte" else "is missing"
+    assert why in store.copy_notes[0] and "store's own order" in store.copy_notes[0]
+    assert why in capfd.readouterr().err
+    session = Session(store, plan, pool=Pool(0), prefer="incremental")
+    assert session.reads.copy(d) is None
+    without = Session(store, plan, pool=Pool(0), prefer="incremental", copies=False)
+    replay(Dashboard(spec, plan, store), session, without, events=200, seed=9)
+
+
+def test_a_store_captured_before_copies_were_stored_builds_them_in_memory(captured):
+    """(Its manifest records none: the engine builds them in the background, as before.)"""
+    store = replace(load(captured), copies=None)  # a new store object: its own Shared
+    copies = Shared.of(store).copies(Pool(0))
+    assert copies.job is not None and copies.wait(60)
+    assert all(copies.of(d) is not None for d in copies.dims)
+
+
+def test_an_incremental_capture_builds_only_the_new_shards_copies(tmp_path):
+    from capture.test_incremental import spec
+
+    d = spec()
+    plan = plan_capture(parse_dashboard(d))
+    config = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
+    rows = make_rows(1500, seed=3)
+    first = {"a": rows.slice(0, 600), "b": rows.slice(600, 500)}
+    store = capture_tables(plan, first, tmp_path, config)
+    meta = st.read_manifest(store.directory)
+    before = {s["name"]: {n: os.stat(store.directory / st.SHARDS / s["name"] / n).st_mtime_ns
+                          for ns in st.copy_files(s).values() for n in ns} for s in meta["shards"]}
+    assert all(before.values())
+    store2 = capture_tables(plan, {**first, "c": rows.slice(1100, 400)}, tmp_path, config)
+    meta2 = st.read_manifest(store2.directory)
+    new = [s for s in meta2["shards"] if s["name"] not in before]
+    assert new and all(st.copy_files(s) for s in new)
+    for s in meta2["shards"]:
+        if s["name"] in before:  # the same files, not written again
+            assert {n: os.stat(store2.directory / st.SHARDS / s["name"] / n).st_mtime_ns
+                    for ns in st.copy_files(s).values() for n in ns} == before[s["name"]]
+    note = next(c for c in store2.info.changes if c.startswith("clustered key copies"))
+    assert f"built for {len(new):,} of {len(meta2['shards']):,} shards" in note
+    assert sorted(store2.copies) == sorted(meta2["copies"]["dims"])
+
+
+def test_each_dim_gets_a_copy_or_not_and_capture_says_why(small_parquet, tmp_path):
+    """From the declared filters and what capture kept per row: a filtered indexed dim with
+    per-row keys gets one; a dim kept as cubes only (memory budget) and a dim no filter
+    reads do not; `brushfire capture` prints each with its bytes per row."""
+    from brushfire.cli import copies_text
+
+    d = {"name": "said", "source": {"path": str(small_parquet)}, "views": [
+        {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+        {"name": "cat", "type": "categorical", "field": "cat", "top": 3},
+        {"name": "hk", "type": "histogram", "field": "k", "brush": "none",
+         "bin": {"step": 10, "extent": [0, 100]}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "cat", "hk"]}]}}
+    plan = plan_capture(parse_dashboard(d))
+    table = pq.read_table(small_parquet)
+    store = capture_table(plan, table, tmp_path / "all", CONFIG)
+    lay = store.layout
+    got = {lay.dims[d].name: (g, why) for d, g, why in C.choices(lay)}
+    assert got["value:x"][0] and got["bars:cat"][0], got
+    assert "filtered by hx (interval)" in got["value:x"][1]
+    assert not got["bars:hk"][0] and "no filter reads it" in got["bars:hk"][1]
+    assert sorted(store.copies) == C.candidate_dims(lay)
+    text = copies_text(store, store.nbytes())
+    n = store.n_rows
+    per_row = store.nbytes()["_copy value:x"] / n
+    assert f"value:x: a copy, {per_row:.1f} bytes per row — filtered by hx (interval)" in text
+    assert "bars:hk: none — no filter reads it" in text
+    # a budget that keeps x's keys as cubes only: no rows to copy
+    budget = replace(CONFIG, memory_budget=3 * n)
+    small = capture_table(plan, table, tmp_path / "budget", budget)
+    kept = small.layout
+    why = {kept.dims[d].name: (g, w) for d, g, w in C.choices(kept)}
+    dropped = [name for name, (g, w) in why.items() if "cubes only" in w]
+    assert dropped and not any(why[name][0] for name in dropped)
+    assert sorted(small.copies) == C.candidate_dims(kept)
+    assert "cubes only (memory budget): no rows to copy" in copies_text(small, small.nbytes())
+
+
+def test_copies_of_another_format_are_built_in_memory_instead(captured, tmp_path, capfd):
+    import shutil
+
+    spec, plan, entry = captured
+    entry = shutil.copytree(entry, tmp_path / entry.name)
+    meta = st.read_manifest(entry)
+    meta["copies"]["format"] = st.COPY_FORMAT - 1
+    st.write_manifest(entry, meta)
+    store = st.load_store(entry, spec)
+    assert store.copies is None and "format" in store.copy_notes[0]
+    assert "built in memory instead" in capfd.readouterr().err
+    copies = Shared.of(store).copies(Pool(0))
+    assert copies.job is not None and copies.wait(60) and copies.dims
