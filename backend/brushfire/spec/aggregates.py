@@ -27,7 +27,9 @@ class Op:
     name: str
     kind: Kind
     verb: str  # the error's "the column to ..." when the field is missing
-    sql: str = ""  # SQL over the measure `{x}`, a fraction `{p}` (order kinds; additive: the function)
+    # SQL: additive ops, the function over the measure's finite values; order ops, the
+    # aggregate over the measure `{x}` (none: a quantile at `p`, as sql.aggregate_sql writes it)
+    sql: str = ""
     value: Callable[[float, int], float | None] | None = None  # additive: (sum, n) -> the bar's value
     p: float | None = None  # the fraction an order statistic takes when the spec gives none
     takes_p: bool = False  # `p` is given in the spec (quantile)
@@ -35,8 +37,9 @@ class Op:
     whole: bool = False  # values are whole numbers of rows or values (axes: integer ticks)
     sums: bool = False  # values add up over bars (axes: 200k, 1.4M; not means or statistics)
     per_value: bool = False  # additive, divided by the values' count (a mean): SQL's float error too
-    measures: tuple[str, ...] = ("number",)  # the field's value kinds it takes (spec/loader.py)
+    measures: tuple[str, ...] = ("number",)  # the field's value kinds it takes (spec/checks.py)
     empty: int | None = None  # a bar without rows: SQL's value over no rows (count(DISTINCT): 0)
+    heading: str = "{op} of {field}"  # the axis title (quantiles: p90 of x)
 
     def title(self, field: str | None, p: float | None, method: str | None) -> str:
         """The measure's axis title."""
@@ -44,9 +47,7 @@ class Op:
             return "rows"
         if self.takes_p and p is not None:
             return f"p{p * 100:g}{' (discrete)' if method == 'discrete' else ''} of {field}"
-        if self.name == "distinct":
-            return f"distinct {field}"
-        return f"{self.name} of {field}"
+        return self.heading.format(op=self.name, field=field)
 
 
 def _sum(total: float, n: int) -> float | None:
@@ -66,7 +67,7 @@ OPS: dict[str, Op] = {op.name: op for op in [
     Op("min", "order", "take the smallest value of", sql="min({x})", measures=("number", "temporal")),
     Op("max", "order", "take the largest value of", sql="max({x})", measures=("number", "temporal")),
     Op("distinct", "order", "count distinct values of", sql="count(DISTINCT {x})", whole=True, sums=True,
-       measures=("number", "temporal", "string"), empty=0),
+       measures=("number", "temporal", "string"), empty=0, heading="distinct {field}"),
 ]}
 
 ORDER_OPS = tuple(name for name, op in OPS.items() if op.kind == "order")
