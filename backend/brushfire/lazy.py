@@ -416,7 +416,8 @@ class LazySession:
                 order_by: str | None = None, descending: bool = False) -> pa.Table:
         declared = self.spec.interactions.details
         named = {*(columns or (declared.columns if declared else [])), *([order_by] if order_by else [])}
-        listed = declared is not None and named <= set(declared.columns)
+        # the engine's columns: the declared ones and each join's key (plan.detail_columns)
+        listed = declared is not None and named <= set(self.plan.detail_columns)
         if listed and not self.lazy:  # the engine's, unless the view's bars were not indexed
             try:
                 return self.inner.details(view, bars, page, page_size, columns, order_by, descending)
