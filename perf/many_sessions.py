@@ -138,12 +138,7 @@ def serve(args, src: str):
             wait_ready(f"http://127.0.0.1:{port}", proc, log, 3600.0)
             yield f"ws://127.0.0.1:{port}", proc.pid
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            harness.stop_server(proc)
 
 
 def run(servers: list[tuple[str, list[str], list[int]]], args, rows: list[dict]) -> None:

@@ -33,6 +33,8 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
+from brushfire.bench import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -132,12 +134,7 @@ def main() -> int:
             health = httpx.get(f"{base}/health", timeout=5).json()
             print(f"/health: {json.dumps(health)}")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            harness.stop_server(proc)
     print(f"load after: {loadavg()}")
     grew = last - first
     ok = grew <= args.limit

@@ -310,12 +310,7 @@ def serve(args, engine: str) -> Iterator[str]:
                    + f"\n--- the end of the {engine} server's log ---\n{tail}")
             raise BenchError(msg) from None
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
 
 
 def _wait_ready(url: str, proc: subprocess.Popen, log, timeout: float, engine: str) -> None:
@@ -397,3 +392,13 @@ def _git_commit() -> str | None:
 
 
 __all__ = ["BenchError", "add_arguments", "run", "serve"]
+
+
+def stop_server(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """Stop a server process: terminate, then kill after `grace` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
