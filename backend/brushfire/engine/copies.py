@@ -328,8 +328,12 @@ class Copies:
 
 def typed_list(items) -> List:
     """`items` (tuples of arrays of one type) in a numba typed list: a kernel takes it
-    without unpacking each array on every call."""
-    out = List()
+    without unpacking each array on every call (built by compiled code: K.list_of)."""
+    items = iter(items)
+    first = next(items, None)
+    if first is None:
+        return List()
+    out = K.list_of(first)
     for x in items:
-        out.append(x)
+        K.list_append(out, x)
     return out

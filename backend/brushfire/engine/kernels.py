@@ -44,12 +44,32 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
+from numba.typed import List
 
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
 _NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
 _NO_ROWS64 = np.empty(0, np.int64)  # rows unread: a sequential chunk's keys are at c0 + i
+
+
+# --- typed lists (shards, copies), built by compiled code -------------------------------------
+
+
+@njit(cache=True)
+def list_of(item):
+    """A typed list holding `item`. Built here, in code numba caches on disk, not by
+    `List().append` from Python, which compiles the list's methods for each item type in
+    every process (about 0.7 s per type: most of a server's start)."""
+    out = List()
+    out.append(item)
+    return out
+
+
+@njit(cache=True)
+def list_append(items, item):
+    """`list_of`'s list, one more item."""
+    items.append(item)
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
