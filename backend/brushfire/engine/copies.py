@@ -16,10 +16,7 @@ memory-mapped on load: a restart builds nothing. They are file-backed pages, whi
 kernel may drop and read again, so they are not counted against the cap below (that is
 for anonymous memory); /health reports their bytes as `mapped`. A copy file that is
 missing or fails its checksum leaves its dim without copies: it reads rows through the
-store's own order (exact, slower), and the loader (a missing file) or the check says so.
-The checksums are checked in the background after a start (at 100M rows the copies are
-twice the store: reading them all would be most of a restart); a dim's copies are read
-once its files pass.
+store's own order (exact, slower), and the loader says so.
 
 A store captured before copies were stored (its manifest records none) gets them as it
 used to: built in memory in the background (a shard per chunk, never ahead of a reply)
@@ -31,10 +28,8 @@ until then.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
-from collections.abc import Callable
 
 import numpy as np
 from numba.typed import List
@@ -230,48 +225,21 @@ class Copies:
         self._left = {d: len(shards) for d in dims}
         self._ready: set[int] = {d for d in dims if not shards}
         self._lock = threading.Lock()
-        self.job: parallel.Job | None = None  # the build (`start`)
-        self._checks: dict[int, Callable[[], str | None]] = {}  # stored copies' (`verify`)
-        self.check_job: parallel.Job | None = None
-        self.notes: list[str] = []  # stored copies their checks found unusable, and why
+        self.job: parallel.Job | None = None
 
     @staticmethod
-    def stored(shards: list, stored: dict[int, list[Copy]],
-               checks: dict[int, Callable[[], str | None]] | None = None) -> Copies:
-        """The copies a capture stored (per dim, per shard, mapped from the store's files),
-        nothing to build, counted as mapped bytes while they live. A dim in `checks` (a
-        function saying why its files are not sound, None when they are) is used once
-        `verify` has run it; every other one is ready now."""
+    def stored(shards: list, stored: dict[int, list[Copy]]) -> Copies:
+        """The copies a capture stored (per dim, per shard, mapped from the store's files):
+        every one ready, nothing to build, counted as mapped bytes while they live."""
         out = Copies(shards, [], list(stored), rows_kept=False)
         out._copies = {d: list(cs) for d, cs in stored.items()}
-        out._checks = dict(checks or {})
         for d in stored if shards else ():
-            if d not in out._checks:
-                out._finish(d)
+            out._finish(d)
         size = out.nbytes
         with _reserved_lock:
             _mapped[0] += size
         weakref.finalize(out, _release, size, _mapped)
         return out
-
-    def verify(self, pool: parallel.Pool) -> None:
-        """Run the stored copies' checks (`stored`) on the pool's background work (inline
-        without workers), a dim per chunk: a sound dim's copies become usable, another's
-        never do (its note goes to stderr and `notes`). Until then a dim reads rows through
-        the store's own order: exact, slower; a restart does not wait for the checks."""
-        def check(d: int, why: Callable[[], str | None]) -> None:
-            problem = why()
-            if problem is None:
-                if self._shards:
-                    self._finish(d)
-            else:
-                self.notes.append(problem)
-                print(f"brushfire: {problem}", file=sys.stderr)
-
-        checks, self._checks = self._checks, {}
-        if checks:
-            chunks = (lambda d=d, why=why: check(d, why) for d, why in checks.items())
-            self.check_job = pool.background(parallel.Job(chunks, lambda: None))
 
     @property
     def nbytes(self) -> int:
@@ -297,13 +265,8 @@ class Copies:
         self.job = pool.background(parallel.Job(chunks, lambda: None))
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for every copy to be built (warm-up: before a dashboard is served); True
-        when built. Not for stored copies' checks (`verified`)."""
+        """Wait for every copy (warm-up: before a dashboard is served); True when built."""
         return self.job is None or self.job.finished.wait(timeout)
-
-    def verified(self, timeout: float | None = None) -> bool:
-        """Wait for the stored copies' checks (`verify`); True when they have run."""
-        return self.check_job is None or self.check_job.finished.wait(timeout)
 
     def _build(self, d: int, i: int) -> None:
         """Shard i's copy for dim d; the dim's last shard makes it usable."""

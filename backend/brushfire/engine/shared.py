@@ -7,8 +7,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +28,7 @@ from brushfire.engine.ordering import Orders
 from brushfire.engine.state import layout_arrays
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import Layout, ViewLayout
-from brushfire.lineage.store import Cube, LineageStore, copy_unusable, unverified_copy
+from brushfire.lineage.store import Cube, LineageStore
 
 ALL = "__all__"  # a view of one bar that every filter applies to: the selected rows
 
@@ -56,15 +54,6 @@ def every_row(store: LineageStore | None, column: str) -> pa.ChunkedArray:
         raise ValueError(msg)
     # shards' types may differ (a column all null in one): promoted as store.take does
     return pa.concat_tables([t.select([column]) for t in tables], promote_options="permissive").column(0)
-
-
-def _check_copy(store_ref: weakref.ref, d: int, files: list[tuple[Path, int]]) -> str | None:
-    """Dim d's stored copy `files` checked (lineage.store.unverified_copy): None when
-    sound, else the note saying why the dim goes without (the store weakly: a check
-    queued behind others keeps no replaced store alive)."""
-    why = unverified_copy(files)
-    store = store_ref()
-    return None if why is None or store is None else copy_unusable(store, d, why)
 
 
 class Shared:
@@ -120,10 +109,7 @@ class Shared:
                 if store.copies is not None:
                     self._copies = Copies.stored(store.shards, {
                         d: [Copy.of(parts, by_raw) for parts, by_raw in cs]
-                        for d, cs in store.copies.items()}, {
-                        d: partial(_check_copy, self._store_ref, d, files)
-                        for d, files in store.copy_checks.items()})
-                    self._copies.verify(pool)
+                        for d, cs in store.copies.items()})
                     return self._copies
                 lay = store.layout
                 rows_kept = keeps_rows(lay)

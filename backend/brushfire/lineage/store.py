@@ -103,10 +103,6 @@ class LineageStore:
     # by_raw) (engine/copies.py); None: the capture stored none (the engine builds them)
     copies: dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None = None
     copy_notes: list[str] = field(default_factory=list)  # copies found unusable, and why
-    # per dim with copies: their files and CRC32s, still to be checked before the engine
-    # reads them (it checks them in the background: `unverified_copy`); empty when loaded
-    # with every check done (or none asked for)
-    copy_checks: dict[int, list[tuple[Path, int]]] = field(default_factory=dict)
 
     @property
     def views(self) -> list[ViewLayout]:
@@ -485,7 +481,7 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
     except (KeyError, ValueError, TypeError, AssertionError, OSError, pa.ArrowInvalid) as e:
         msg = f"cache entry {entry} is inconsistent: {e!r}"
         raise CacheError(msg) from None
-    store.copies, store.copy_notes, store.copy_checks = load_copies(entry, meta, store, verify)
+    store.copies, store.copy_notes = load_copies(entry, meta, store, verify)
     for note in store.copy_notes:
         print(f"brushfire: {note}", file=sys.stderr)
     return store
@@ -497,25 +493,22 @@ def copy_files(s: dict) -> dict[int, list[str]]:
     return {int(d): [f"copy-{c['key']}-{d}.{p}.npy" for p in COPY_PARTS] for d in c.get("dims", {})}
 
 
-def load_copies(entry: Path, meta: dict, store: LineageStore, verify: bool) -> tuple[
-        dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None, list[str], dict[int, list[tuple[Path, int]]]]:
+def load_copies(entry: Path, meta: dict, store: LineageStore,
+                verify: bool) -> tuple[dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None, list[str]]:
     """The clustered key copies the manifest records (`copies`), mapped, each file's size
-    checked: a dim whose files are all there gets its copies, any other reads the store's
-    own order (never a wrong answer), with a note saying why; None when the capture stored
-    none (an entry from before copies were stored). With `verify`, the copy files' CRC32s
-    to check, per dim, before the engine reads that dim's copies: not here, because at
-    100M rows the copies are twice the store (10 GB, seconds of reading a restart does not
-    wait for); the engine checks them in the background (`unverified_copy`)."""
+    (and, with `verify`, CRC32) checked: a dim whose files are all sound gets its copies,
+    any other reads the store's own order (never a wrong answer), with a note saying why.
+    None when the capture stored none (an entry from before copies were stored)."""
     if "copies" not in meta:
-        return None, [], {}
+        return None, []
     if meta["copies"].get("format") != COPY_FORMAT:
         return None, [f"the clustered key copies in {entry.name} were stored in format "
                       f"{meta['copies'].get('format')}, this version reads {COPY_FORMAT}: they are "
-                      "built in memory instead until the dashboard is captured again"], {}
+                      "built in memory instead until the dashboard is captured again"]
     lay = store.layout
     out, notes = {}, []
     dims = [int(d) for d in meta["copies"].get("dims", [])]
-    checks: dict[int, list[tuple[Path, int]]] = {d: [] for d in dims}
+    checks: list[tuple[int, Path, dict]] = []
     bad: dict[int, str] = {}
     for d in dims:
         for s in meta["shards"]:
@@ -523,16 +516,22 @@ def load_copies(entry: Path, meta: dict, store: LineageStore, verify: bool) -> t
             if names is None:
                 bad.setdefault(d, f"shard {s['name']} has none")
                 continue
-            for n in names:
-                path, want = entry / SHARDS / s["name"] / n, s["files"].get(n, {})
-                try:
-                    size = path.stat().st_size
-                except OSError:
-                    size = -1
-                if d not in bad and size != want.get("size"):
-                    bad[d] = f"{path.name} is missing or has the wrong size"
-                checks[d].append((path, want.get("crc32", -1)))
+            checks += [(d, entry / SHARDS / s["name"] / n, s["files"].get(n, {})) for n in names]
+    for d, path, want in checks:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = -1
+        if d not in bad and size != want.get("size"):
+            bad[d] = f"{path.name} is missing or has the wrong size"
+    if verify:
+        todo = [(d, p, w) for d, p, w in checks if d not in bad]
+        with ThreadPoolExecutor(4) as pool:
+            for (d, path, want), crc in zip(todo, pool.map(_crc, [p for _, p, _ in todo]), strict=True):
+                if d not in bad and crc != want.get("crc32"):
+                    bad[d] = f"{path.name} fails its checksum"
     for d in dims:
+        name = lay.dims[d].name if d < len(lay.dims) else str(d)
         if d not in bad:
             try:
                 out[d] = [_copy_of(entry, s, d, lay, shard) for s, shard
@@ -540,30 +539,10 @@ def load_copies(entry: Path, meta: dict, store: LineageStore, verify: bool) -> t
                 continue
             except (KeyError, ValueError, TypeError, AssertionError, OSError) as e:
                 bad[d] = f"its files do not fit the store ({e})"
-        notes.append(copy_unusable(store, d, bad[d]))
-    return out, notes, ({d: checks[d] for d in out} if verify else {})
-
-
-def copy_unusable(store: LineageStore, d: int, why: str) -> str:
-    """The note for dim d's stored copy found unusable (`why`)."""
-    lay = store.layout
-    name = lay.dims[d].name if d < len(lay.dims) else str(d)
-    entry = store.directory.name if store.directory is not None else "the store"
-    return (f"the clustered key copy of dim {name!r} in {entry} is not usable: {why}; dim "
-            f"{name!r} reads rows through the store's own order (exact, slower) until the "
-            "dashboard is captured again")
-
-
-def unverified_copy(files: list[tuple[Path, int]]) -> str | None:
-    """Why the first of a dim's copy `files` (path, CRC32 from the manifest) is not sound
-    (its checksum, or it is gone); None when all are."""
-    for path, want in files:
-        try:
-            if _crc(path) != want:
-                return f"{path.name} fails its checksum"
-        except OSError:
-            return f"{path.name} is missing"
-    return None
+        notes.append(f"the clustered key copy of dim {name!r} in {entry.name} is not usable: "
+                     f"{bad[d]}; dim {name!r} reads rows through the store's own order "
+                     "(exact, slower) until the dashboard is captured again")
+    return out, notes
 
 
 def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[dict[str, np.ndarray], bool]:
