@@ -13,7 +13,9 @@ import pytest
 
 from brushfire import Dashboard, versions
 from brushfire.errors import CacheError, CaptureError, SpecError
+from brushfire.lineage import store as st
 from brushfire.lineage.store import (
+    Checked,
     capture_key,
     entry_dir,
     files_fingerprint,
@@ -104,7 +106,33 @@ def test_what_identifies_a_capture(cached, small_parquet, tmp_path):
     assert files_fingerprint(local_files(sample.source)) != before
 
 
-DAMAGES = ["flip_a_byte", "truncate", "remove_manifest", "remove_shard_file", "manifest_is_a_list",
+def test_a_file_unchanged_since_its_checksum_passed_is_not_read_again(cached, monkeypatch):
+    """checked.json: the files whose CRC32 passed, with their stat stamps; a load reads
+    only the files whose stamp moved, and a record it cannot use means reading them all."""
+    dash, _ = cached
+    entry = dash.store.directory
+    read: list = []
+    crc = st._crc
+    monkeypatch.setattr(st, "_crc", lambda path: read.append(path) or crc(path))
+    (entry / Checked.FILE).unlink(missing_ok=True)
+    load_store(entry, dash.spec)
+    every = len(read)
+    assert every > 3 and (entry / Checked.FILE).exists()
+    read.clear()
+    load_store(entry, dash.spec)
+    assert read == []
+    victim = read_manifest(entry)["shards"][0]
+    victim = entry / "shards" / victim["name"] / f"keys-{victim['rows']}.npy"
+    os.utime(victim)  # touched: its stamp moved, its bytes did not
+    load_store(entry, dash.spec)
+    assert read == [victim]
+    read.clear()
+    (entry / Checked.FILE).write_text("[1, 2")
+    load_store(entry, dash.spec)
+    assert len(read) == every
+
+
+DAMAGES = ["flip_a_byte", "flip_a_byte_keeping_its_times", "truncate", "remove_manifest", "remove_shard_file", "manifest_is_a_list",
            "manifest_without_files", "manifest_not_json", "entry_is_a_file"]
 
 
@@ -123,6 +151,14 @@ def test_a_damaged_entry_is_detected_and_recaptured(spark, small_parquet, tmp_pa
         data = bytearray(victim.read_bytes())
         data[-1] ^= 0xFF
         victim.write_bytes(bytes(data))
+    elif damage == "flip_a_byte_keeping_its_times":  # after a load recorded it as checked
+        load_store(entry, d)
+        assert (entry / Checked.FILE).exists()
+        before = victim.stat()
+        data = bytearray(victim.read_bytes())
+        data[-1] ^= 0xFF
+        victim.write_bytes(bytes(data))
+        os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))  # its change time moves
     elif damage == "truncate":
         victim.write_bytes(victim.read_bytes()[:-10])
     elif damage == "remove_manifest":

@@ -65,6 +65,14 @@ def file_crc(path: Path) -> dict:
     return {"size": size, "crc32": crc}
 
 
+def stat_stamp(path: Path) -> list[int]:
+    """What the file system says of a file that changes whenever its bytes do: size,
+    modification and change times (ns), inode and device. Writing to a file moves its
+    change time, which no user call sets back; a copy or a replacement is a new inode."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
 def read_npy(path: Path) -> np.ndarray:
     """A stored array, its pages read from the file as used (read-only), as a plain
     ndarray: np.memmap's Python hooks run on every slice, ~1 µs each."""
