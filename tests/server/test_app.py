@@ -36,7 +36,9 @@ def test_http_endpoints(server):
     health = httpx.get(f"http://{addr}/health").json()
     assert health | {"memory": None} == {"status": "ok", "sessions": 0, "dashboards": {"proto": "ready"},
                                          "memory": None}
-    assert set(health["memory"]) == {"conditional_cubes", "key_copies", "details_orders"}  # tests/server/test_sessions.py
+    assert set(health["memory"]) == {"conditional_cubes", "key_copies", "details_orders", "process"}  # tests/server/test_sessions.py
+    rss = health["memory"]["process"]  # Linux: /proc/self/status
+    assert rss["rss"] >= rss["anon"] > 10 << 20 and rss["file"] > 0
     assert httpx.get(f"http://{addr}/api/dashboards").json()[0]["rows"] == dash.store.n_rows
     d = httpx.get(f"http://{addr}/api/dashboards/proto").json()
     assert d["status"] == "ready"

@@ -110,7 +110,7 @@ def run(args) -> int:
     failures: dict[str, str] = {}  # engine -> why its run failed (with its server's log)
     for engine in engines:
         try:
-            with _target(args, engine) as (play, description):
+            with _target(args, engine) as (play, description, memory):
                 name = description["name"]
                 if given and given.dashboard != name:
                     msg = f"the trace is of dashboard {given.dashboard!r}, not {name!r}"
@@ -129,6 +129,7 @@ def run(args) -> int:
                 load_before = os.getloadavg()
                 result = play(trace, args.clients, args.check_every if args.check else 0)
                 load_after = os.getloadavg()
+                served_memory = memory()
         except BrushfireError as e:  # this engine failed; the others still run and are reported
             failures[engine] = str(e)
             runs[engine] = {"error": str(e)}
@@ -136,12 +137,17 @@ def run(args) -> int:
             continue
         summary = report.summarize(result.records, result.seconds)
         runs[engine] = {"summary": summary, "load_avg": [load_before, load_after],
-                        "records": [asdict(r) for r in result.records]}
+                        "server_memory": served_memory, "records": [asdict(r) for r in result.records]}
         lat = summary["latency_ms"]
         print(f"  p50 {lat.get('p50', 0):.3f} ms  p99 {lat.get('p99', 0):.3f} ms  "
               f"max {lat.get('max', 0):.1f} ms  skipped {summary['skipped']}  errors {summary['errors']}"
               + (f"  first error: {summary['first_errors'][0]}" if summary["first_errors"] else ""),
               flush=True)
+        if served_memory:
+            gib = {k: v / 2**30 for k, v in served_memory.items()}
+            print(f"  {'this process' if args.in_process else 'the server'}'s resident memory after "
+                  f"the replay: {gib['rss']:.2f} GiB ({gib['anon']:.2f} built, {gib['file']:.2f} "
+                  "file-backed: mapped store and copies)", flush=True)
         if args.check:
             checker = checker or _checker(args, description)
             from brushfire.bench.replay import loads
@@ -242,10 +248,11 @@ def _target(args, engine: str):
     if args.in_process:
         from brushfire.bench.local import replay_in_process
         from brushfire.describe import describe_dashboard
+        from brushfire.engine import memory
 
         served = _open_here(args, engine)
         yield (lambda trace, clients, keep: replay_in_process(served, trace, clients, keep),
-               describe_dashboard(_open_here(args, "brushfire")))
+               describe_dashboard(_open_here(args, "brushfire")), memory.process)
         return
     from brushfire.bench.replay import replay
     from brushfire.bench.replay import run as run_replay
@@ -254,7 +261,8 @@ def _target(args, engine: str):
         name = _only_dashboard(url) if not args.trace else load_trace(args.trace).dashboard
         description = _get_json(url, f"/api/dashboards/{name}")
         yield (lambda trace, clients, keep: run_replay(replay(url, trace, clients, args.paced,
-                                                              keep_every=keep)), description)
+                                                              keep_every=keep)), description,
+               lambda: _server_memory(url))
 
 
 _opened: dict = {}  # (spec, engine) -> the dashboard served in this process
@@ -330,6 +338,17 @@ def _wait_ready(url: str, proc: subprocess.Popen, log, timeout: float, engine: s
             msg = f"the {engine} server did not start within {timeout:.0f} s"
             raise BenchError(msg)
         time.sleep(0.25)
+
+
+def _server_memory(url: str) -> dict[str, int]:
+    """The server's resident memory (/health: engine.memory.process), {} if it says none
+    (a baseline's server reports it too: the same /health)."""
+    try:
+        health = _get_json(url, "/health")
+    except (BrushfireError, OSError, ValueError):  # (a server gone: the replay says why)
+        return {}
+    got = health.get("memory", {}).get("process", {}) if isinstance(health, dict) else {}
+    return got if {"rss", "anon", "file"} <= set(got) else {}
 
 
 def _free_port() -> int:
