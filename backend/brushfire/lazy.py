@@ -46,7 +46,18 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData, check_bars, check_page
+from brushfire.engine.api import (
+    BrushRequest,
+    Capability,
+    ClearRequest,
+    LazyUpdate,
+    ParameterRequest,
+    SelectRequest,
+    Update,
+    ViewData,
+    check_bars,
+    check_page,
+)
 from brushfire.engine.session import Session
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import MAX_FORWARD_RIDS
@@ -98,31 +109,55 @@ class LazySession:
 
     # --- interactions ----------------------------------------------------------------
 
+    # The Python API (brush, select, set_parameter, clear) checks what it is given: a name
+    # that takes no such filter gets the engine's error, and the engine's Python API checks
+    # the rest; `apply_*`, of a request checked by its message (brushfire/requests.py),
+    # checks nothing again and hands the engine the request.
+
     def brush(self, view: str, interval, y=None) -> Update:
-        f = self._declared(view)
-        if f is not None and f.kind in ("interval", "rect"):
-            v = self.spec.view(view)
-            return self._engine(view, lambda: self.inner.brush(view, interval, y), lambda: view_type(v).brush_sql(
-                v, self._times(view, interval), y, sql.SPARK), (interval, y))
-        v = self._find(view)
-        if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
+        if not self._takes(view, ("interval", "rect")):
             return self.inner.brush(view, interval, y)  # the engine's error says what it takes
+        return self._brush(BrushRequest(view, interval, y), lambda: self.inner.brush(view, interval, y))
+
+    def apply_brush(self, r: BrushRequest) -> Update:
+        return self._brush(r, lambda: self.inner.apply_brush(r))
+
+    def _brush(self, r: BrushRequest, engine: Callable[[], Update]) -> Update:
+        v = self.spec.view(r.view)
+        if self.plan.has_filter(r.view):  # declared: the engine's, unless it refuses
+            return self._engine(r.view, engine, lambda: view_type(v).brush_sql(
+                v, self._times(r.view, r.interval), r.y, sql.SPARK), (r.interval, r.y))
         # (the view type's brush_sql refuses a missing or extra y)
-        pred = view_type(v).brush_sql(v, self._times(view, interval), self._numbers(y), sql.SPARK)
-        return self._set_lazy(view, pred, (interval, y), self._brush_targets(view),
-                              f"no crossfilter group declares a brush on {view!r}")
+        pred = view_type(v).brush_sql(v, self._times(r.view, r.interval), self._numbers(r.y), sql.SPARK)
+        return self._set_lazy(r.view, pred, (r.interval, r.y), self._brush_targets(r.view),
+                              f"no crossfilter group declares a brush on {r.view!r}")
 
     def select(self, view: str, values: list) -> Update:
-        f = self._declared(view)
-        if f is not None and f.kind == "points":
-            return self._engine(view, lambda: self.inner.select(view, values), lambda: sql.select_sql(
-                self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
-        v = self._find(view)
-        if v is None or m.brush_of(v) != "points" or f is not None:
+        if not self._takes(view, ("points",)):
             return self.inner.select(view, values)  # the engine's error
-        pred = sql.select_sql(v, values, self._bars_of().tops.get(view), sql.SPARK)
-        return self._set_lazy(view, pred, list(values), self._brush_targets(view),
-                              f"no crossfilter group declares a brush on {view!r}")
+        return self._select(SelectRequest(view, values), lambda: self.inner.select(view, values))
+
+    def apply_select(self, r: SelectRequest) -> Update:
+        return self._select(r, lambda: self.inner.apply_select(r))
+
+    def _select(self, r: SelectRequest, engine: Callable[[], Update]) -> Update:
+        v = self.spec.view(r.view)
+
+        def pred() -> str:
+            return sql.select_sql(v, r.values, self._bars_of().tops.get(r.view), sql.SPARK)
+
+        if self.plan.has_filter(r.view):  # declared: the engine's, unless it refuses
+            return self._engine(r.view, engine, pred, list(r.values))
+        return self._set_lazy(r.view, pred(), list(r.values), self._brush_targets(r.view),
+                              f"no crossfilter group declares a brush on {r.view!r}")
+
+    def _takes(self, name: str, kinds: tuple[str, ...]) -> bool:
+        """Whether view `name` takes a brush of `kinds`: declared so, or undeclared and of
+        such a view type (answered lazily)."""
+        f, v = self._declared(name), self._find(name)
+        if f is not None:
+            return f.kind in kinds
+        return v is not None and m.brush_of(v) in kinds
 
     def set_parameter(self, name: str, value) -> Update:
         f = self._declared(name)
@@ -132,6 +167,12 @@ class LazySession:
             return self.clear(name)
         return self._engine(name, lambda: self.inner.set_parameter(name, value), lambda: sql.parameter_sql(
             self.spec.parameter(name), value, sql.SPARK), value)
+
+    def apply_parameter(self, r: ParameterRequest) -> Update:
+        if r.value is None:
+            return self.apply_clear(ClearRequest(r.name))
+        return self._engine(r.name, lambda: self.inner.apply_parameter(r), lambda: sql.parameter_sql(
+            self.spec.parameter(r.name), r.value, sql.SPARK), r.value)
 
     def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
         """Filter the rows on any column of the source: `lo <= column <= hi`, or its value
@@ -179,16 +220,27 @@ class LazySession:
                               f"no view brushes column {column!r}")
 
     def clear(self, name: str | None = None) -> Update:
+        return self._clear(name, self.inner.clear)
+
+    def apply_clear(self, r: ClearRequest) -> Update:
+        def engine(name: str | None) -> Update:
+            if name is not None and not self.plan.has_filter(name):  # a brush answered lazily,
+                return self.inner.clear(name)  # not active: the engine's error, as ever
+            return self.inner.apply_clear(ClearRequest(name))
+
+        return self._clear(r.name, engine)
+
+    def _clear(self, name: str | None, engine: Callable[[str | None], Update]) -> Update:
         t0 = time.perf_counter()
         touched: set[str] = set()
         if name is not None and name not in self.lazy:
-            update = self.inner.clear(name)  # (the engine's error for an unknown name)
+            update = engine(name)  # (the engine's error for an unknown name)
         else:
             names = [name] if name else list(self.lazy)
             touched = {v for n in names for v in self.lazy[n].applies_to}
             for n in names:
                 del self.lazy[n]
-            update = self.inner.clear() if name is None else Update({})
+            update = engine(None) if name is None else Update({})
         if name is None:
             self.order.clear()
         else:

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from brushfire import requests as R
 from brushfire import selection as S
 from brushfire import values as V
+from brushfire.engine import api as R
 from brushfire.engine.api import ForwardAPI, LazyUpdate, SessionAPI, Update, ViewData
 from brushfire.errors import BrushfireError
 from brushfire.requests import answers_lazily, echo_id, filter_kinds, lazy_api, parse
@@ -36,19 +36,19 @@ log = logging.getLogger("brushfire.protocol")
 
 
 def run_brush(session: SessionAPI, r: R.BrushRequest) -> dict:
-    return update_reply(session, session.brush(r.view, r.interval, y=r.y))
+    return update_reply(session, session.apply_brush(r))
 
 
 def run_select(session: SessionAPI, r: R.SelectRequest) -> dict:
-    return update_reply(session, session.select(r.view, r.values))
+    return update_reply(session, session.apply_select(r))
 
 
 def run_clear(session: SessionAPI, r: R.ClearRequest) -> dict:
-    return update_reply(session, session.clear(r.name))
+    return update_reply(session, session.apply_clear(r))
 
 
 def run_parameter(session: SessionAPI, r: R.ParameterRequest) -> dict:
-    return update_reply(session, session.set_parameter(r.name, r.value))
+    return update_reply(session, session.apply_parameter(r))
 
 
 def run_filters(session: SessionAPI, r: R.FiltersRequest) -> dict:
@@ -152,19 +152,20 @@ def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
 
 
 def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update:
-    """Replace the session's filters by `state` (checked): clear, then each entry. The
-    update holds every view."""
-    update = session.clear()
+    """Replace the session's filters by `state` (checked: a filters message's, or the
+    session's own before it), each entry as its checked request: clear, then each entry.
+    The update holds every view."""
+    update = session.apply_clear(R.ClearRequest(None))
     for name, f in state.items():
         m = S.message_of(name, f)
         if m["type"] == "brush":
-            u = session.brush(name, m["interval"], y=m.get("y"))
+            u = session.apply_brush(R.BrushRequest(name, m["interval"], m.get("y")))
         elif m["type"] == "select":
-            u = session.select(name, m["values"])
+            u = session.apply_select(R.SelectRequest(name, m["values"]))
         elif m["type"] == "filter":  # (a name on a source column: checked, a LAZY session's)
             u = lazy_api(session).filter_column(m["column"], m.get("interval"), m.get("values"))
         else:
-            u = session.set_parameter(name, m["value"])
+            u = session.apply_parameter(R.ParameterRequest(name, m["value"]))
         update.methods.update(u.methods)
     update.views = session.views()
     return update

@@ -5,15 +5,14 @@ A message is a JSON object with a lowercase `type` and an optional `id`. `parse`
 into its `Message` class (the fields' shapes and limits: pydantic, its errors worded by
 `message_problem` as `path: problem; valid choices`); the message's `check` then checks
 its values against the dashboard (names, bars, bounds, choices, what the session
-declares it can do) and returns its request, a frozen dataclass (`BrushRequest`, ...),
-with the session untouched whatever is wrong. The limits are brushfire/limits.py's and a
+declares it can do) and returns its request, a frozen dataclass (`BrushRequest`, ...:
+engine/api.py, the sessions' contract), with the session untouched whatever is wrong. The limits are brushfire/limits.py's and a
 part several messages share is checked by the one function every layer calls
 (`engine.api.check_bars`, `views.base.check_brush_y`), the message's path before its words.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, cast
 
 import pydantic
@@ -21,101 +20,30 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brushfire import selection as S
 from brushfire import values as V
-from brushfire.engine.api import Capability, LazyAPI, SessionAPI, check_bars
+from brushfire.engine.api import (
+    BrushRequest,
+    Capability,
+    ClearRequest,
+    DetailsRequest,
+    DimensionForwardRequest,
+    DimensionRequest,
+    FilterRequest,
+    FiltersRequest,
+    ForwardRequest,
+    HighlightRequest,
+    LazyAPI,
+    ParameterRequest,
+    Request,
+    SelectRequest,
+    SessionAPI,
+    StateRequest,
+    check_bars,
+)
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
 from brushfire.views import view_type
 from brushfire.views.base import check_brush_y
 from brushfire.wire import ProtocolError, decode_message
-
-# --- the checked requests ----------------------------------------------------------------
-# Values stay as sent (replies echo the filters as given); each was checked by its message.
-
-
-@dataclass(frozen=True)
-class Request:
-    """A message checked against the dashboard (its `id` stays with `protocol.handle`)."""
-
-
-@dataclass(frozen=True)
-class BrushRequest(Request):
-    view: str  # a brushable view (an interval brush's, or a heatmap's rect brush)
-    interval: tuple  # (lo, hi): numbers, or ISO times on a temporal view; None: an open end
-    y: tuple | None  # a rect brush's y interval; None for an interval brush
-
-
-@dataclass(frozen=True)
-class SelectRequest(Request):
-    view: str  # a categorical view
-    values: list  # its categories, '(other)' included
-
-
-@dataclass(frozen=True)
-class ClearRequest(Request):
-    name: str | None  # a filter's name; None: every filter
-
-
-@dataclass(frozen=True)
-class ParameterRequest(Request):
-    name: str
-    value: Any  # one of a dropdown's choices (a list of them for `in`), a slider's value; None
-
-
-@dataclass(frozen=True)
-class FiltersRequest(Request):
-    state: dict[str, S.TaggedFilter]  # the whole selection state, each entry checked
-
-
-@dataclass(frozen=True)
-class HighlightRequest(Request):
-    source: str
-    bars: list[int]
-    targets: list[str] | None  # None: the declared ones (every other view, lazily)
-    lazy: bool  # the session answers undeclared pairs (Capability.LAZY)
-
-
-@dataclass(frozen=True)
-class FilterRequest(Request):
-    column: str  # a source column (a LAZY session's)
-    interval: tuple | None  # one of interval and values
-    values: list | None
-
-
-@dataclass(frozen=True)
-class DetailsRequest(Request):
-    view: str | None  # with bars of it, or neither: the rows of the selection
-    bars: list[int] | None
-    page: int
-    page_size: int | None  # None: the declared page size
-    columns: list[str] | None
-    order_by: str | None
-    descending: bool
-
-
-@dataclass(frozen=True)
-class ForwardRequest(Request):
-    rids: list[int]
-
-
-@dataclass(frozen=True)
-class DimensionRequest(Request):
-    join: str
-    view: str | None
-    bars: list[int] | None
-    page: int
-    page_size: int | None
-
-
-@dataclass(frozen=True)
-class DimensionForwardRequest(Request):
-    join: str
-    key: str | int | float
-
-
-@dataclass(frozen=True)
-class StateRequest(Request):
-    pass
-
 
 # --- the messages as sent, each checked into its request -----------------------------------
 
