@@ -136,7 +136,7 @@ def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
         msg = parse(raw)
         msg_id, kind = msg.id, msg.type
         t0 = time.perf_counter()
-        request = msg.check(session)  # checked once: nothing below checks it again
+        request = msg.check(session)  # once: a filter's is not checked again below
         reply = RUNS[type(request)](session, request)
         reply.setdefault("ms", (time.perf_counter() - t0) * 1e3)
     except ProtocolError as e:

@@ -1,5 +1,7 @@
 """Client messages parsed and checked, once, into typed requests: what `protocol.handle`
-runs on a session, trusted from there down.
+runs on a session. A filter's request (brush, select, parameter, clear, filters) is
+trusted from there down (the sessions' `apply_*`); details, highlighting and forward
+lineage still pass the checks of the engine methods they call.
 
 A message is a JSON object with a lowercase `type` and an optional `id`. `parse` reads it
 into its `Message` class (the fields' shapes and limits: pydantic, its errors worded by
