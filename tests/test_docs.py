@@ -46,10 +46,10 @@ def test_the_widget_doc_covers_its_python_api():
 
 
 def test_every_message_type_is_in_the_protocol_doc():
-    from brushfire import protocol
+    from brushfire import requests
 
     doc = (ROOT / "docs" / "protocol.md").read_text()
-    for name, model in protocol.TYPES.items():
+    for name, model in requests.TYPES.items():
         assert f"| `{name}` |" in doc, f"docs/protocol.md does not list the message {name!r}"
         for field in model.model_fields:
             if field not in ("type", "id"):
@@ -151,7 +151,9 @@ def test_the_baseline_recipe_lists_every_module_that_names_one():
 
 
 def test_every_message_class_is_dispatched():
-    """The message recipe's `MESSAGES`: a Message subclass left out of it is never parsed."""
-    from brushfire import protocol
+    """The message recipe's `MESSAGES`: a Message subclass left out of it is never parsed;
+    its request's runner in `RUNS`: a request left out of it is never run."""
+    from brushfire import protocol, requests
 
-    assert set(protocol.Message.__subclasses__()) == set(protocol.MESSAGES)
+    assert set(requests.Message.__subclasses__()) == set(requests.MESSAGES)
+    assert set(requests.Request.__subclasses__()) == set(protocol.RUNS)

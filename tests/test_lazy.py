@@ -14,7 +14,7 @@ import pytest
 from bars import same
 from brushfire import Dashboard, protocol, sql
 from brushfire.errors import NotCapturedError
-from brushfire.lazy import source_for
+from brushfire.spark_source import source_for
 from brushfire.spec import parse_dashboard
 from brushfire.views import brush_sql, key_sql
 from oracle import Oracle

@@ -278,3 +278,39 @@ def test_a_details_page_calls_no_python_per_value(rich_local, monkeypatch):
     reply = protocol.handle(rich_local.session(), {"type": "details", "page_size": 1000})
     assert reply["type"] == "details" and len(reply["rows"]) == 1000
     assert set(reply["rows"][0]) == {"rid", "x", "cat", "t"} and calls == []
+
+
+def test_a_message_from_the_wire_is_checked_once(rich_local, monkeypatch):
+    """A filter message is checked by its `check` into a request (brushfire/requests.py);
+    the session stack below (the lazy answers, the engine) trusts it: neither layer's
+    Python API, nor the engine's checks of a name and a brush's y, runs again. The replies
+    are those of the Python API's path (perf/replies.py --check)."""
+    from brushfire.engine import session as engine
+    from brushfire.lazy import LazySession
+
+    def checked_again(*args, **kwargs):
+        msg = "checked again below the protocol"
+        raise AssertionError(msg)
+
+    session = rich_local.session()
+    for layer in (LazySession, engine.Session):
+        for name in ("brush", "select", "set_parameter", "clear"):
+            monkeypatch.setattr(layer, name, checked_again)
+    monkeypatch.setattr(engine, "find_filter", checked_again)
+    monkeypatch.setattr(engine, "check_brush_y", checked_again)
+    messages = [
+        {"type": "brush", "view": "hx", "interval": [20, 60]},
+        {"type": "brush", "view": "heat", "interval": [0, 50], "y": [0, 60]},
+        {"type": "brush", "view": "week", "interval": ["2024-01-01", None]},
+        {"type": "select", "view": "cat", "values": ["c01"]},
+        {"type": "parameter", "name": "pdest", "value": "AAA"},
+        {"type": "parameter", "name": "pm", "value": 50},
+        {"type": "parameter", "name": "pm", "value": None},
+        {"type": "clear", "view": "hx"},
+        {"type": "filters", "filters": {"hk": {"interval": [0, 40]}, "cat": {"values": ["c02"]}}},
+        {"type": "clear"},
+    ]
+    for message in messages:
+        reply = protocol.handle(session, message)
+        assert reply["type"] == "update", (message, reply)
+    assert reply["filters"] == {}

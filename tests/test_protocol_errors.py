@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from brushfire import protocol
+from brushfire import protocol, requests
 
 BIG = "1" + "0" * 400  # an integer beyond the float range
 TYPES = "brush, select, clear, parameter, filters, highlight, filter, details, forward, dimension, dimension_forward, state"
@@ -227,6 +227,6 @@ def test_any_number_or_string_is_an_id_and_echoed_as_sent(session, msg_id):
 
 def test_every_checked_field_has_a_shape_for_its_errors():
     """A field without one was answered '... is not valid here' (filter.column, highlight.targets)."""
-    fields = {f for m in protocol.MESSAGES for f, info in m.model_fields.items()
-              if f != "type" and info.annotation is not protocol.Value}
-    assert fields - set(protocol.FIELD_SHAPES) == set()
+    fields = {f for m in requests.MESSAGES for f, info in m.model_fields.items()
+              if f != "type" and info.annotation is not requests.Value}
+    assert fields - set(requests.FIELD_SHAPES) == set()

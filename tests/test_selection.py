@@ -76,11 +76,11 @@ def test_a_filters_message_is_all_or_nothing_even_when_the_engine_refuses(rich_l
     assert protocol.handle(session, {"type": "filters", "filters": first})["filters"] == first
     before = protocol.handle(session, {"type": "state"})
 
-    def refuse(view, values):
-        msg = f"select on {view!r} needs per-row lineage, which is not kept"
+    def refuse(r):  # (a checked request's select: the protocol's)
+        msg = f"select on {r.view!r} needs per-row lineage, which is not kept"
         raise NotCapturedError(msg)
 
-    monkeypatch.setattr(session, "select", refuse)
+    monkeypatch.setattr(session, "apply_select", refuse)
     reply = protocol.handle(session, {"type": "filters", "id": 1, "filters": {
         "hk": {"interval": [0, 40]}, "cat": {"values": ["c01"]}}})
     assert reply == {"type": "error", "id": 1, "message": "select on 'cat' needs per-row lineage, which is not kept"}

@@ -27,11 +27,12 @@ from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
-from brushfire.lazy import LazySession, source_for
+from brushfire.lazy import LazySession
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.source import join_files, local_files, same_files
+from brushfire.spark_source import source_for
 from brushfire.spec import models as m
 from brushfire.spec.checks import spec_error
 from brushfire.spec.loader import load_dashboard, parse_dashboard

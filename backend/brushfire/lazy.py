@@ -28,9 +28,10 @@ views it was computing are then stale and recomputed by the next answer. Replies
 what was answered lazily, why and how long it took (`LazyUpdate`).
 
 The Spark session is the process's (started on first use, `capture.spark.get_spark`),
-one `SparkSource` per dashboard, whose table Spark caches (memory, then disk) once the
-first lazy answer has read it. rids on Spark are row positions in the source's
-partition order, as capture numbers them (checked against the store's shards).
+one `SparkSource` per dashboard (brushfire/spark_source.py: where the queries this
+module writes run), whose table Spark caches (memory, then disk) once the first lazy
+answer has read it. rids on Spark are row positions in the source's partition order,
+as capture numbers them (checked against the store's shards).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,174 +46,27 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire import values as V
-from brushfire.engine.api import Capability, LazyUpdate, Update, ViewData, check_bars, check_page
+from brushfire.engine.api import (
+    BrushRequest,
+    Capability,
+    ClearRequest,
+    LazyUpdate,
+    ParameterRequest,
+    SelectRequest,
+    Update,
+    ViewData,
+    check_bars,
+    check_page,
+)
 from brushfire.engine.session import Session
-from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
+from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import MAX_FORWARD_RIDS
 from brushfire.selection import COLUMN, did_you_mean, state_json
+from brushfire.spark_source import Cancelled, SparkSource
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
 DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
-
-
-class Cancelled(BrushfireError):
-    """A lazy answer was cancelled by the next interaction."""
-
-
-# --- the source on Spark --------------------------------------------------------------
-
-
-class SparkSource:
-    """A dashboard's source on Spark, for lazy answers; shared by its sessions."""
-
-    def __init__(self, spec: m.DashboardSpec, store, master: str | None = None) -> None:
-        """`store`: the captured store, whose rows and shards rids are checked against
-        (not kept: a source must not keep a dashboard's arrays alive)."""
-        self.spec, self.master = spec, master
-        self.n_rows = store.n_rows
-        self.shards = [(*s.source, s.start, s.n_rows) for s in store.shards
-                       if s.n_rows]
-        self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
-        self._lock = threading.Lock()
-        self.spark = None
-        self.columns: dict[str, str] = {}  # column -> kind (number, temporal, string, other)
-        self._rid_sql: str | None = None
-        self._known: tuple[dict[str, str | None] | None] | None = None  # known_columns, once
-
-    def known_columns(self) -> dict[str, str | None] | None:
-        """The source's columns as Spark reads it ({column: kind, None where only Spark can
-        tell}), known without starting Spark: Spark's own once started, else footers or a
-        CSV header (brushfire.source.source_columns), the derived columns and the
-        profiling checks' columns. None when only Spark can tell (a JSON source). Names
-        are checked against it before any Spark job, so that no message naming a column
-        that is not there starts one."""
-        if self.spark is not None:
-            return self.columns
-        if self._known is None:
-            from brushfire.source import source_columns
-
-            try:
-                found = source_columns(self.spec.source)
-            except BrushfireError:  # unreadable now: Spark will say why, at its turn
-                found = None
-            if found is not None and self.spec.profile is not None:
-                found |= {fd.view_name: "string" for fd in self.spec.profile.fd}
-            self._known = (found,)
-        return self._known[0]
-
-    def start(self):
-        """The Spark session, and the source registered as a temporary view (first call)."""
-        with self._lock:
-            if self.spark is None:
-                from pyspark.sql import functions as F
-
-                from brushfire.capture.analyze import analyze_source
-                from brushfire.capture.spark import get_spark, schema_kinds
-
-                spark = get_spark(self.master)
-                # (a column of its own, so that no other query's plan matches the cached one:
-                # Spark would answer it from the cache, with no files to list)
-                # (every column of the joined tables: a lazy filter may name any of them)
-                df = analyze_source(spark, self.spec, origin=True, all_columns=True).withColumn(
-                    "__bf_lazy", F.lit(self.table))
-                df.createOrReplaceTempView(self.table)
-                # kept by Spark (memory, then disk) once the first answer has read it: later
-                # answers neither re-read the files nor recompute the profiling checks
-                spark.catalog.cacheTable(self.table)
-                self.columns = {c: k for c, k in schema_kinds(df).items() if not c.startswith("__bf_")}
-                self.spark = spark
-        return self.spark
-
-    def run(self, group: str, query: str, what: str) -> list:
-        """Rows of `query`, run in job group `group` (cancelled by `cancel(group)`)."""
-        spark = self.start()
-        sc = spark.sparkContext
-        sc.setJobGroup(group, what, interruptOnCancel=True)
-        try:
-            return spark.sql(query).collect()
-        except Exception as e:
-            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
-                raise
-            text = str(e)
-            if "cancel" in text.lower():
-                msg = f"{what}: cancelled by the next interaction"
-                raise Cancelled(msg) from None
-            from brushfire.capture.analyze import spark_message
-
-            msg = f"Spark failed while {what}: {spark_message(e)}"
-            raise InteractionError(msg) from None
-        finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
-
-    def cancel(self, group: str) -> None:
-        if self.spark is not None:
-            self.spark.sparkContext.cancelJobGroup(group)
-
-    def progress(self, group: str) -> tuple[str, float | None]:
-        """(stage, fraction of its tasks done) of the jobs running in `group`."""
-        if self.spark is None:
-            return "starting Spark", None
-        tracker = self.spark.sparkContext.statusTracker()
-        total = done = 0
-        for job in tracker.getJobIdsForGroup(group):
-            info = tracker.getJobInfo(job)
-            for sid in (info.stageIds if info else []):
-                stage = tracker.getStageInfo(sid)
-                if stage:
-                    total += stage.numTasks
-                    done += stage.numCompletedTasks
-        return "running on Spark", (done / total if total else None)
-
-    def rid_table(self, group: str) -> str:
-        """SQL of the source with each row's rid (`__rid`): its place in capture's order, by
-        input file, split and position (capture/analyze.py, `with_row_origin`). Checked
-        against the store's shards once."""
-        if self._rid_sql is None:
-            from brushfire.capture.analyze import ORIGIN, rid_offsets
-
-            self.start()
-            file, start, pos = ORIGIN
-            counts = self.run(group, f"SELECT {file}, {start}, count(1) AS n FROM {self.table} "
-                                     "GROUP BY 1, 2", "numbering the source's rows")
-            sizes = {(r[0], int(r[1])): int(r["n"]) for r in counts}
-            offsets = rid_offsets(sizes)
-            self._check_rids(sizes, offsets)
-            cases = " ".join(f"WHEN {file} = {sql.value_lit(f, sql.SPARK)} AND {start} = {s} THEN {o}"
-                             for (f, s), o in offsets.items()) or "WHEN false THEN 0"
-            self._rid_sql = (f"SELECT *, (CASE {cases} END) + row_number() OVER (PARTITION BY "
-                             f"{file}, {start} ORDER BY {pos}) - 1 AS __rid FROM {self.table}")
-        return self._rid_sql
-
-    def _check_rids(self, sizes: dict[tuple, int], offsets: dict[tuple, int]) -> None:
-        total = sum(sizes.values())
-        if total != self.n_rows:
-            msg = (f"the source has {total:,} rows now, the capture {self.n_rows:,}: "
-                   "recapture the dashboard to answer this")
-            raise NotCapturedError(msg)
-        for file, split, start, n in self.shards:  # a shard holds rows of one split
-            first = offsets.get((file, split))
-            if first is None or start < first or start + n > first + sizes[(file, split)]:
-                msg = ("Spark splits the source's files otherwise than at capture (another "
-                       "spark.sql.files.maxPartitionBytes?): rows cannot be matched to rids")
-                raise NotCapturedError(msg)
-
-
-_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dashboard -> SparkSource
-_sources_lock = threading.Lock()
-
-
-def source_for(dash, master: str | None = None) -> SparkSource:
-    """The dashboard's SparkSource (one per dashboard while it lives; `master` sets its
-    Spark master, default $BRUSHFIRE_SPARK_MASTER or the process's running session)."""
-    with _sources_lock:
-        source = _sources.get(dash)
-        if source is None:
-            source = _sources[dash] = SparkSource(dash.spec, dash.store, master)
-        elif master is not None:
-            source.master = master
-        return source
 
 
 # --- the session ------------------------------------------------------------------------
@@ -256,31 +109,55 @@ class LazySession:
 
     # --- interactions ----------------------------------------------------------------
 
+    # The Python API (brush, select, set_parameter, clear) checks what it is given: a name
+    # that takes no such filter gets the engine's error, and the engine's Python API checks
+    # the rest; `apply_*`, of a request checked by its message (brushfire/requests.py),
+    # checks nothing again and hands the engine the request.
+
     def brush(self, view: str, interval, y=None) -> Update:
-        f = self._declared(view)
-        if f is not None and f.kind in ("interval", "rect"):
-            v = self.spec.view(view)
-            return self._engine(view, lambda: self.inner.brush(view, interval, y), lambda: view_type(v).brush_sql(
-                v, self._times(view, interval), y, sql.SPARK), (interval, y))
-        v = self._find(view)
-        if v is None or m.brush_of(v) not in ("interval", "rect") or f is not None:
+        if not self._takes(view, ("interval", "rect")):
             return self.inner.brush(view, interval, y)  # the engine's error says what it takes
+        return self._brush(BrushRequest(view, interval, y), lambda: self.inner.brush(view, interval, y))
+
+    def apply_brush(self, r: BrushRequest) -> Update:
+        return self._brush(r, lambda: self.inner.apply_brush(r))
+
+    def _brush(self, r: BrushRequest, engine: Callable[[], Update]) -> Update:
+        v = self.spec.view(r.view)
+        if self.plan.has_filter(r.view):  # declared: the engine's, unless it refuses
+            return self._engine(r.view, engine, lambda: view_type(v).brush_sql(
+                v, self._times(r.view, r.interval), r.y, sql.SPARK), (r.interval, r.y))
         # (the view type's brush_sql refuses a missing or extra y)
-        pred = view_type(v).brush_sql(v, self._times(view, interval), self._numbers(y), sql.SPARK)
-        return self._set_lazy(view, pred, (interval, y), self._brush_targets(view),
-                              f"no crossfilter group declares a brush on {view!r}")
+        pred = view_type(v).brush_sql(v, self._times(r.view, r.interval), self._numbers(r.y), sql.SPARK)
+        return self._set_lazy(r.view, pred, (r.interval, r.y), self._brush_targets(r.view),
+                              f"no crossfilter group declares a brush on {r.view!r}")
 
     def select(self, view: str, values: list) -> Update:
-        f = self._declared(view)
-        if f is not None and f.kind == "points":
-            return self._engine(view, lambda: self.inner.select(view, values), lambda: sql.select_sql(
-                self.spec.view(view), values, self._bars_of().tops.get(view), sql.SPARK), list(values))
-        v = self._find(view)
-        if v is None or m.brush_of(v) != "points" or f is not None:
+        if not self._takes(view, ("points",)):
             return self.inner.select(view, values)  # the engine's error
-        pred = sql.select_sql(v, values, self._bars_of().tops.get(view), sql.SPARK)
-        return self._set_lazy(view, pred, list(values), self._brush_targets(view),
-                              f"no crossfilter group declares a brush on {view!r}")
+        return self._select(SelectRequest(view, values), lambda: self.inner.select(view, values))
+
+    def apply_select(self, r: SelectRequest) -> Update:
+        return self._select(r, lambda: self.inner.apply_select(r))
+
+    def _select(self, r: SelectRequest, engine: Callable[[], Update]) -> Update:
+        v = self.spec.view(r.view)
+
+        def pred() -> str:
+            return sql.select_sql(v, r.values, self._bars_of().tops.get(r.view), sql.SPARK)
+
+        if self.plan.has_filter(r.view):  # declared: the engine's, unless it refuses
+            return self._engine(r.view, engine, pred, list(r.values))
+        return self._set_lazy(r.view, pred(), list(r.values), self._brush_targets(r.view),
+                              f"no crossfilter group declares a brush on {r.view!r}")
+
+    def _takes(self, name: str, kinds: tuple[str, ...]) -> bool:
+        """Whether view `name` takes a brush of `kinds`: declared so, or undeclared and of
+        such a view type (answered lazily)."""
+        f, v = self._declared(name), self._find(name)
+        if f is not None:
+            return f.kind in kinds
+        return v is not None and m.brush_of(v) in kinds
 
     def set_parameter(self, name: str, value) -> Update:
         f = self._declared(name)
@@ -290,6 +167,12 @@ class LazySession:
             return self.clear(name)
         return self._engine(name, lambda: self.inner.set_parameter(name, value), lambda: sql.parameter_sql(
             self.spec.parameter(name), value, sql.SPARK), value)
+
+    def apply_parameter(self, r: ParameterRequest) -> Update:
+        if r.value is None:
+            return self.apply_clear(ClearRequest(r.name))
+        return self._engine(r.name, lambda: self.inner.apply_parameter(r), lambda: sql.parameter_sql(
+            self.spec.parameter(r.name), r.value, sql.SPARK), r.value)
 
     def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
         """Filter the rows on any column of the source: `lo <= column <= hi`, or its value
@@ -337,16 +220,27 @@ class LazySession:
                               f"no view brushes column {column!r}")
 
     def clear(self, name: str | None = None) -> Update:
+        return self._clear(name, self.inner.clear)
+
+    def apply_clear(self, r: ClearRequest) -> Update:
+        def engine(name: str | None) -> Update:
+            if name is not None and not self.plan.has_filter(name):  # a brush answered lazily,
+                return self.inner.clear(name)  # not active: the engine's error, as ever
+            return self.inner.apply_clear(ClearRequest(name))
+
+        return self._clear(r.name, engine)
+
+    def _clear(self, name: str | None, engine: Callable[[str | None], Update]) -> Update:
         t0 = time.perf_counter()
         touched: set[str] = set()
         if name is not None and name not in self.lazy:
-            update = self.inner.clear(name)  # (the engine's error for an unknown name)
+            update = engine(name)  # (the engine's error for an unknown name)
         else:
             names = [name] if name else list(self.lazy)
             touched = {v for n in names for v in self.lazy[n].applies_to}
             for n in names:
                 del self.lazy[n]
-            update = self.inner.clear() if name is None else Update({})
+            update = engine(None) if name is None else Update({})
         if name is None:
             self.order.clear()
         else:

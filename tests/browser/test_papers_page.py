@@ -12,7 +12,7 @@ import pytest
 
 from bars import sql_count, sql_values
 from brushfire import sql, versions
-from brushfire.lazy import source_for
+from brushfire.spark_source import source_for
 from brushfire.spec import models as m
 from brushfire.views import key_sql
 from oracle import Oracle

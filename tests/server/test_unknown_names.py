@@ -13,7 +13,7 @@ import pyarrow.csv as pacsv
 import pytest
 from websockets.sync.client import connect
 
-from brushfire import lazy
+from brushfire import spark_source
 from brushfire.server import create_app
 from brushfire.server.app import uvicorn_options
 from brushfire.source import source_columns
@@ -65,7 +65,7 @@ def no_spark(monkeypatch):
         msg = "Spark was started"
         raise AssertionError(msg)
 
-    monkeypatch.setattr(lazy.SparkSource, "start", start)
+    monkeypatch.setattr(spark_source.SparkSource, "start", start)
     return started
 
 
@@ -86,7 +86,7 @@ def test_unknown_names_are_refused_at_once_without_spark(served, no_spark, messa
 
 
 def test_known_columns_come_from_footers_and_the_spec(rich_local, no_spark):
-    source = lazy.source_for(rich_local)
+    source = spark_source.source_for(rich_local)
     assert source.known_columns() == {"x": "number", "k": "number", "cat": "string", "dest": "string",
                                       "t": "temporal", "m": "number"}
     assert no_spark == [] and source.spark is None

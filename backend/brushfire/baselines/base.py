@@ -19,7 +19,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
-from brushfire.engine.api import Capability, Update, ViewData, check_bars, find_filter
+from brushfire.engine.api import (
+    BrushRequest,
+    Capability,
+    ClearRequest,
+    ParameterRequest,
+    SelectRequest,
+    Update,
+    ViewData,
+    check_bars,
+    find_filter,
+)
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
@@ -153,32 +163,50 @@ class SqlSession:
 
     # --- interactions ------------------------------------------------------------------
 
+    # The Python API (brush, select, set_parameter, clear) checks the filter's name and
+    # kind, then does what `apply_*`, of a request checked by its message
+    # (brushfire/requests.py), does; the SQL's own checks of values run in both.
+
     def brush(self, view: str, interval, y=None) -> Update:
-        f = self._filter(view, ("interval", "rect"))
-        pred = brush_sql(self.spec.view(f.name), interval, y, self.backend.dialect)
-        return self._apply(f.name, pred, (interval, y))
+        self._filter(view, ("interval", "rect"))
+        return self.apply_brush(BrushRequest(view, interval, y))
+
+    def apply_brush(self, r: BrushRequest) -> Update:
+        pred = brush_sql(self.spec.view(r.view), r.interval, r.y, self.backend.dialect)
+        return self._apply(r.view, pred, (r.interval, r.y))
 
     def select(self, view: str, values: list) -> Update:
-        f = self._filter(view, ("points",))
-        pred = sql.select_sql(self.spec.view(f.name), values, self.backend.tops[f.name],
+        self._filter(view, ("points",))
+        return self.apply_select(SelectRequest(view, values))
+
+    def apply_select(self, r: SelectRequest) -> Update:
+        pred = sql.select_sql(self.spec.view(r.view), r.values, self.backend.tops[r.view],
                               self.backend.dialect)
-        return self._apply(f.name, pred, list(values))
+        return self._apply(r.view, pred, list(r.values))
 
     def set_parameter(self, name: str, value) -> Update:
         self._filter(name, ("param_eq", "param_range"))
-        if value is None:
-            return self.clear(name)
         p = self.spec.parameter(name)
         listed = p.multiple or p.op == "between"  # a list of values, or [lo, hi]: sql checks it
-        if not listed and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+        if value is not None and not listed and (
+                isinstance(value, bool) or not isinstance(value, (str, int, float))):
             msg = f"parameter {name!r} takes a string or a number, got {value!r}"
             raise InteractionError(msg)
-        pred = sql.parameter_sql(p, value, self.backend.dialect)
-        return self._apply(name, pred, value)
+        return self.apply_parameter(ParameterRequest(name, value))
+
+    def apply_parameter(self, r: ParameterRequest) -> Update:
+        if r.value is None:
+            return self.apply_clear(ClearRequest(r.name))
+        pred = sql.parameter_sql(self.spec.parameter(r.name), r.value, self.backend.dialect)
+        return self._apply(r.name, pred, r.value)
 
     def clear(self, name: str | None = None) -> Update:
         if name:
             self._filter(name, None)
+        return self.apply_clear(ClearRequest(name))
+
+    def apply_clear(self, r: ClearRequest) -> Update:
+        name = r.name
         t0 = time.perf_counter()
         names = [name] if name else list(self.preds)
         views = self._affected(names)

@@ -21,7 +21,7 @@ import time
 from brushfire import sql
 from brushfire.baselines.duckdb import DuckDBBackend, DuckDBSession
 from brushfire.bench import pixels
-from brushfire.engine.api import Update
+from brushfire.engine.api import BrushRequest, Update
 from brushfire.spec import models as m
 from brushfire.views import brush_sql, view_type
 
@@ -108,10 +108,11 @@ class PreaggSession(DuckDBSession):
         self.built: tuple | None = None  # (view, the other filters) of pre_<view>
         self.targets: list[str] = []
 
-    def brush(self, view: str, interval, y=None):
-        f = self._filter(view, ("interval", "rect"))
+    def apply_brush(self, r: BrushRequest):
+        """(`brush`, the Python API, checks and comes here too.)"""
+        f, interval, y = self._filters[r.view], r.interval, r.y
         if f.kind != "interval" or f.name not in self.backend.grids:  # rects, calendar parts:
-            return super().brush(view, interval, y)  # the plain DuckDB answer
+            return super().apply_brush(r)  # the plain DuckDB answer
         t0 = time.perf_counter()
         v = self.spec.view(f.name)
         pred = brush_sql(v, interval, None, self.backend.dialect)  # validates the bounds

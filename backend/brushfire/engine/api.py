@@ -1,6 +1,6 @@
 """The engine's contract: what every session answers (Brushfire's, and
-the baselines' behind the same server), its result types, and the request checks they
-share.
+the baselines' behind the same server), its result types, the typed requests a message
+is checked into (brushfire/requests.py), and the request checks they share.
 
 `protocol.handle` talks to any `SessionAPI`; `Update` and `ViewData` are what it returns.
 A session's `store` is a `StoreInfo`: what clients need to know about the dashboard's
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` 
 
     from brushfire.lineage.layout import ViewLayout
     from brushfire.plan import CapturePlan, Filter
+    from brushfire.selection import TaggedFilter
 
 
 @dataclass
@@ -60,6 +61,96 @@ class LazyUpdate(Update):
     reason: str = ""  # why the engine could not answer
     lazy_seconds: float = 0.0  # of which on Spark
     cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
+
+
+# --- checked requests: a client message checked against the dashboard, once, by its
+# `check` (brushfire/requests.py). A session's `apply_*` methods take them and check nothing
+# again; values stay as sent (replies echo the filters as given).
+
+
+@dataclass(frozen=True)
+class Request:
+    """A message checked against the dashboard (its `id` stays with `protocol.handle`)."""
+
+
+@dataclass(frozen=True)
+class BrushRequest(Request):
+    view: str  # a brushable view (an interval brush's, or a heatmap's rect brush)
+    interval: tuple  # (lo, hi): numbers, or ISO times on a temporal view; None: an open end
+    y: tuple | None  # a rect brush's y interval; None for an interval brush
+
+
+@dataclass(frozen=True)
+class SelectRequest(Request):
+    view: str  # a categorical view
+    values: list  # its categories, '(other)' included
+
+
+@dataclass(frozen=True)
+class ClearRequest(Request):
+    name: str | None  # a filter's name; None: every filter
+
+
+@dataclass(frozen=True)
+class ParameterRequest(Request):
+    name: str
+    value: Any  # one of a dropdown's choices (a list of them for `in`), a slider's value; None
+
+
+@dataclass(frozen=True)
+class FiltersRequest(Request):
+    state: dict[str, TaggedFilter]  # the whole selection state, each entry checked
+
+
+@dataclass(frozen=True)
+class HighlightRequest(Request):
+    source: str
+    bars: list[int]
+    targets: list[str] | None  # None: the declared ones (every other view, lazily)
+    lazy: bool  # the session answers undeclared pairs (Capability.LAZY)
+
+
+@dataclass(frozen=True)
+class FilterRequest(Request):
+    column: str  # a source column (a LAZY session's)
+    interval: tuple | None  # one of interval and values
+    values: list | None
+
+
+@dataclass(frozen=True)
+class DetailsRequest(Request):
+    view: str | None  # with bars of it, or neither: the rows of the selection
+    bars: list[int] | None
+    page: int
+    page_size: int | None  # None: the declared page size
+    columns: list[str] | None
+    order_by: str | None
+    descending: bool
+
+
+@dataclass(frozen=True)
+class ForwardRequest(Request):
+    rids: list[int]
+
+
+@dataclass(frozen=True)
+class DimensionRequest(Request):
+    join: str
+    view: str | None
+    bars: list[int] | None
+    page: int
+    page_size: int | None
+
+
+@dataclass(frozen=True)
+class DimensionForwardRequest(Request):
+    join: str
+    key: str | int | float
+
+
+@dataclass(frozen=True)
+class StateRequest(Request):
+    pass
 
 
 class Capability(StrEnum):
@@ -95,10 +186,16 @@ class SessionAPI(Protocol):
     store: StoreInfo
     capabilities: frozenset[Capability]
 
+    # the Python API's interactions: each checks what it is given
     def brush(self, view: str, interval, y=None) -> Update: ...
     def select(self, view: str, values: list) -> Update: ...
     def set_parameter(self, name: str, value) -> Update: ...
     def clear(self, name: str | None = None) -> Update: ...
+    # the same, of requests checked by their message (brushfire/requests.py): not checked again
+    def apply_brush(self, r: BrushRequest) -> Update: ...
+    def apply_select(self, r: SelectRequest) -> Update: ...
+    def apply_parameter(self, r: ParameterRequest) -> Update: ...
+    def apply_clear(self, r: ClearRequest) -> Update: ...
     @property
     def filters(self) -> dict[str, Any]: ...
     def views(self) -> dict[str, ViewData]: ...

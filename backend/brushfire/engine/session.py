@@ -37,7 +37,17 @@ import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import builders, memory, multi, parallel, queries, stats
-from brushfire.engine.api import Capability, SessionAPI, Update, ViewData, find_filter
+from brushfire.engine.api import (
+    BrushRequest,
+    Capability,
+    ClearRequest,
+    ParameterRequest,
+    SelectRequest,
+    SessionAPI,
+    Update,
+    ViewData,
+    find_filter,
+)
 from brushfire.engine.methods import base, cube
 from brushfire.engine.methods.conditional import Tile
 from brushfire.engine.reads import Reads
@@ -136,38 +146,54 @@ class Session:
 
     # --- public interactions --------------------------------------------------------
 
+    # The Python API (brush, select, set_parameter, clear) checks what it is given, then does
+    # what the `apply_*` of a request checked by its message (brushfire/requests.py) does.
+
     def brush(self, view: str, interval, y=None) -> Update:
         """Interval brush `lo <= x <= hi` on a histogram/temporal view (None = open end);
         for heatmaps, `interval` is the x interval and `y` the y interval."""
         f = self._filter(view, ("interval", "rect"))
-        fl = self.layout.filter(f.name)
         check_brush_y(view, f.kind, y)
-        tests = [self._interval(view, fl.dims[0], interval)]
+        return self.apply_brush(BrushRequest(view, interval, y))
+
+    def apply_brush(self, r: BrushRequest) -> Update:
+        f = self._filters[r.view]
+        fl = self.layout.filter(f.name)
+        tests = [self._interval(r.view, fl.dims[0], r.interval)]  # (bounds as the dim's values)
         if f.kind == "rect":
-            tests.append(self._interval(view, fl.dims[1], y, "y"))
-        return self._apply(f.name, Selection(tuple(tests), (interval, y)))
+            tests.append(self._interval(r.view, fl.dims[1], r.y, "y"))
+        return self._apply(f.name, Selection(tuple(tests), (r.interval, r.y)))
 
     def select(self, view: str, values: list) -> Update:
         """Select bars of a categorical view by value ('(other)': every value beyond the
         top N). An empty list selects nothing; an unknown value is an error."""
-        f = self._filter(view, ("points",))
-        fl = self.layout.filter(f.name)
-        vl = self.layout.view(view)
-        values = category_values(values, vl.value_type == "temporal")  # times as the bars spell them
+        self._filter(view, ("points",))
+        return self.apply_select(SelectRequest(view, values))
+
+    def apply_select(self, r: SelectRequest) -> Update:
+        fl = self.layout.filter(r.view)
+        vl = self.layout.view(r.view)
+        values = category_values(r.values, vl.value_type == "temporal")  # times as the bars spell them
         keys = category_keys(vl.labels, values)
-        return self._apply(f.name, Selection((set_test(fl.dims[0], keys),), values))
+        return self._apply(r.view, Selection((set_test(fl.dims[0], keys),), values))
 
     def set_parameter(self, name: str, value) -> Update:
         """Set a parameter's value; None makes it inactive."""
         f = self._filter(name, ("param_eq", "param_range"))
+        in_list = f.kind == "param_eq" and self.layout.filter(name).op == "in"
+        if value is not None and in_list and not isinstance(value, (list, tuple)):
+            msg = f"parameter {name!r} takes a list of values, got {V.show(value)}"
+            raise InteractionError(msg)
+        return self.apply_parameter(ParameterRequest(name, value))
+
+    def apply_parameter(self, r: ParameterRequest) -> Update:
+        name, value = r.name, r.value
         if value is None:
-            return self.clear(name)
+            return self.apply_clear(ClearRequest(name))
+        f = self._filters[name]
         fl = self.layout.filter(name)
         d = fl.dims[0]
         if f.kind == "param_eq" and fl.op == "in":  # a list of values: any of them
-            if not isinstance(value, (list, tuple)):
-                msg = f"parameter {name!r} takes a list of values, got {V.show(value)}"
-                raise InteractionError(msg)
             value = [dict_value(self.layout.dims[d], x) for x in value]  # times as the choices
             test = set_test(d, [dict_key(self.layout.dims[d], x) for x in value])
         elif f.kind == "param_eq":
@@ -187,7 +213,11 @@ class Session:
         """Remove one brush / parameter, or all of them."""
         if name:
             self._filter(name, None)
-        elif self.active:  # every filter off: every view is its base result
+        return self.apply_clear(ClearRequest(name))
+
+    def apply_clear(self, r: ClearRequest) -> Update:
+        name = r.name
+        if not name and self.active:  # every filter off: every view is its base result
             with self._lock, self._pool.replying():
                 t0 = time.perf_counter()
                 for n in list(self.active):

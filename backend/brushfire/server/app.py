@@ -23,7 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
-from brushfire import export, protocol, versions, wire
+from brushfire import export, protocol, requests, versions, wire
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
 from brushfire.engine import memory
@@ -265,7 +265,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
                         raw = message.get("bytes") or b""
                     msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
                     skipped = queue("msg", msg, _brush_key(msg))
-                    if answering and interrupt is not None and msg.get("type") in protocol.FILTER_TYPES:
+                    if answering and interrupt is not None and msg.get("type") in requests.FILTER_TYPES:
                         interrupt()  # the next interaction cancels a lazy answer still running
                 except protocol.ProtocolError as e:
                     skipped = queue("reply", protocol.error_reply(str(e)))

@@ -76,7 +76,7 @@ class HostedDashboard:
                                       memory_budget=memory_budget)
                 progress("warming up the engine", None)
                 dash.warm_up()
-                from brushfire.lazy import source_for
+                from brushfire.spark_source import source_for
 
                 # lazy answers run on the same master; the source's column names are read
                 # now (footers), so that no message naming a column that is not there
@@ -138,7 +138,7 @@ class HostedDashboard:
             if new is None:
                 return False
             new.warm_up()
-            from brushfire.lazy import source_for
+            from brushfire.spark_source import source_for
 
             source_for(new, master=new.opened_with.get("spark_master")).known_columns()
         except Exception as e:  # noqa: BLE001 - a failed reload must not stop the serving
