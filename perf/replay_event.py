@@ -45,7 +45,7 @@ def main() -> None:
         t0 = time.perf_counter()
         reply = protocol.handle(s, messages[args.index])
         ms = (time.perf_counter() - t0) * 1e3
-        print(f"{rep}: {ms:.1f} ms  selected {reply.get('selected')}  methods {reply.get('methods')}")
+        print(f"{rep}: {ms:.1f} ms (engine {reply.get('ms')})  selected {reply.get('selected')}  methods {reply.get('methods')}")
         s.close()
     print(f"load average after {os.getloadavg()[0]:.2f}")
 

@@ -33,11 +33,6 @@ class Reads:
         self._pool, self._copies = pool, copies
         self.state, self.active = state, active  # the session's, as they change
         self._splits: dict[int, list] = {}  # n -> split(n)
-        self._run_layouts: dict[int, tuple] = {}  # id of a dim's copies -> (them, run_layout)
-
-    def forget(self) -> None:
-        """Drop what was kept of the copies' layouts (the session closed)."""
-        self._run_layouts.clear()
 
     def by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                 q=None) -> None:
@@ -124,31 +119,13 @@ class Reads:
         holding about equally many rows of the key ranges' runs. A copy's rows are in key
         order, so a range's run sits in a few of its blocks: split by blocks alone, one
         thread could get a whole run and the other none."""
-        starts, at, lo, hi, shard, block = self.run_layout(copy)
+        starts, at, lo, hi, shard, block = self._s.run_layout(copy)
         segs = np.empty((len(at), 4), np.int64)
         m = K.split_runs(starts, at, lo, hi, shard, block, kr, n, segs)
         out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
         for t, i, b0, b1 in segs[:m].tolist():
             out[t].append((i, b0, b1))
         return [u for u in out if u]
-
-    def run_layout(self, copy: list[Copy]) -> tuple:
-        """A dim's copies' key starts side by side (shards x keys) and, per block of every
-        shard with blocks: its shard's row there, its first and end position, its shard and
-        its number in it."""
-        cached = self._run_layouts.get(id(copy))
-        if cached is None or cached[0] is not copy:
-            bsize = self.layout.block_rows
-            units = self._s.units
-            starts = np.stack([copy[i].starts for i, _ in units])
-            at = np.concatenate([np.full(nb, j) for j, (_, nb) in enumerate(units)])
-            block = np.concatenate([np.arange(nb, dtype=np.int64) for _, nb in units])
-            shard = np.concatenate([np.full(nb, i) for i, nb in units])
-            ends = starts[at, -1]
-            lo = np.minimum(block * bsize, ends)
-            hi = np.minimum(lo + bsize, ends)
-            cached = self._run_layouts[id(copy)] = (copy, (starts, at, lo, hi, shard, block))
-        return cached[1]
 
     def rows_guard(self, d: int, vi, need) -> None:
         """The kernels read keys of kept dims only (an index past them reads foreign

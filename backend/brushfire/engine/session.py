@@ -137,12 +137,14 @@ class Session:
         memory.freed(self._budget.release_owner(self), self._pool)
         self._pool.prune()
         self._rows_cache.clear()
-        self.reads.forget()
 
     def wait_for_copies(self, timeout: float | None = None) -> bool:
-        """Wait until the store's clustered key copies are built (a warm-up before serving;
-        interactions never wait, they read the store's own order meanwhile)."""
-        return self._copies is None or self._copies.wait(timeout)
+        """Wait until the store's clustered key copies are built and their runs laid out (a
+        warm-up before serving; interactions never wait: they read the store's order)."""
+        if self._copies is not None and not self._copies.wait(timeout):
+            return False
+        self._s.warm_copies()
+        return True
 
     # --- public interactions --------------------------------------------------------
 

@@ -91,6 +91,7 @@ class Shared:
         self._short: tuple[int, list[tuple[int, int]]] | None = None  # rows_in_blocks' sizes
         self._copies: Copies | None = None
         self._copies_lock = threading.Lock()
+        self._run_layouts: dict[int, tuple] = {}  # id of a dim's copies -> (them, run_layout)
         self._base_views: dict[str, ViewData] = {}  # view -> base_view's result
         # the shards' arrays as the kernels' *_units take them (None: no shard has rows)
         self.shard_list = typed_list(s.arrays for s in store.shards) if self.units else None
@@ -121,6 +122,36 @@ class Shared:
                 self._copies.dtype = dtype
                 self._copies.start(pool)
             return self._copies
+
+    def run_layout(self, copy: list) -> tuple:
+        """A dim's copies' key starts side by side (shards x keys) and, per block of every
+        shard with blocks: its shard's row there, its first and end position, its shard and
+        its number in it (Reads.split_runs). Once per store and dim (`warm_copies` makes
+        them before a dashboard is served): at 100M rows a fine dim's starts are 29 MB,
+        stacked from 55 files, ~100 ms that a reply must not pay."""
+        with self._copies_lock:
+            cached = self._run_layouts.get(id(copy))
+        if cached is None or cached[0] is not copy:
+            bsize = self._store.layout.block_rows
+            starts = np.stack([copy[i].starts for i, _ in self.units])
+            at = np.concatenate([np.full(nb, j) for j, (_, nb) in enumerate(self.units)])
+            block = np.concatenate([np.arange(nb, dtype=np.int64) for _, nb in self.units])
+            shard = np.concatenate([np.full(nb, i) for i, nb in self.units])
+            ends = starts[at, -1]
+            lo = np.minimum(block * bsize, ends)
+            hi = np.minimum(lo + bsize, ends)
+            cached = (copy, (starts, at, lo, hi, shard, block))
+            with self._copies_lock:
+                self._run_layouts[id(copy)] = cached
+        return cached[1]
+
+    def warm_copies(self) -> None:
+        """The run layouts of every dim whose copies are ready (`run_layout`)."""
+        copies = self._copies
+        for d in copies.dims if copies is not None and self.units else ():
+            copy = copies.of(d)
+            if copy is not None:
+                self.run_layout(copy)
 
     def zones(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every block's zone maps, all shards side by side: (zmin, zmax (D, blocks), rows
