@@ -20,7 +20,8 @@ Loading checks the manifest and every file it maps (size and checksum), so an en
 fails is never served. A file whose checksum passed is recorded in `checked.json` with its
 `stat_stamp`; a later load reads again only the files whose stamp changed (as git's index
 does: at 100M rows the files are 15 GB, seconds of reading at every start). A capture
-holds the entry's lock, then removes what no manifest uses. A process that still maps a removed file keeps reading it (Linux frees it on unmap).
+holds the entry's lock, then removes what no manifest uses. A process that still maps a
+removed file keeps reading it (Linux frees it on unmap).
 """
 
 from __future__ import annotations
@@ -451,7 +452,9 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
                verify: bool = True) -> LineageStore:
     """Load an entry's current capture, checking that it was made for `dash`'s spec (and
     for capture `key`, when given) and every mapped file's size (and, with `verify`, its
-    CRC32); CacheError if it is not sound. Arrays are memory-mapped."""
+    CRC32, unless unchanged since it last passed: `Checked`); CacheError if it is not
+    sound. Arrays are memory-mapped, and (with `verify`) read into the page cache in the
+    background (`prefetch`)."""
     entry = Path(entry)
     try:
         meta = json.loads((entry / MANIFEST).read_text())
