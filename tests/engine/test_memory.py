@@ -145,8 +145,9 @@ def test_budget_reservations():
 
 def test_usage_reports_every_budget():
     got = memory.usage()
-    assert set(got) == {"conditional_cubes", "key_copies", "details_orders"}
-    assert all({"bytes", "budget"} <= set(v) for v in got.values())
+    assert set(got) == {"conditional_cubes", "key_copies", "details_orders", "process"}
+    assert all({"bytes", "budget"} <= set(v) for k, v in got.items() if k != "process")
+    assert got["process"]["rss"] >= got["process"]["anon"] > 0  # Linux: /proc/self/status
 
 
 def test_no_cubes_are_planned_while_other_sessions_keep_the_pool_busy(rich_local, budget):
