@@ -8,9 +8,10 @@ into its `Message` class (the fields' shapes and limits: pydantic, its errors wo
 `message_problem` as `path: problem; valid choices`); the message's `check` then checks
 its values against the dashboard (names, bars, bounds, choices, what the session
 declares it can do) and returns its request, a frozen dataclass (`BrushRequest`, ...:
-engine/api.py, the sessions' contract), with the session untouched whatever is wrong. The limits are brushfire/limits.py's and a
-part several messages share is checked by the one function every layer calls
-(`engine.api.check_bars`, `views.base.check_brush_y`), the message's path before its words.
+engine/api.py, the sessions' contract), with the session untouched whatever is wrong.
+The limits are brushfire/limits.py's, and a part several messages share is checked by the
+one function every layer calls (`engine.api.check_bars`, `views.base.check_brush_y`), the
+message's path before its words.
 """
 
 from __future__ import annotations
