@@ -245,12 +245,7 @@ class Details(Message):
         if self.descending and self.order_by is None:
             msg = "details.descending: orders by order_by, which is missing; give the column to order by"
             raise InteractionError(msg)
-        if self.view is not None:
-            _check_view(session, "details.view", self.view)
-            _check_bars(session, "details.bars", self.view, self.bars or [])
-        elif self.bars is not None:
-            msg = "details.bars: bars need a view; give view with bars, or neither for the rows of the selection"
-            raise InteractionError(msg)
+        _check_view_bars(session, "details", self.view, self.bars, "the rows of the selection")
         if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
             for i, c in enumerate(self.columns or ()):
                 lazy_api(session).check_column(c, f"details.columns[{i}]")
@@ -306,12 +301,7 @@ class Dimension(Message):
     def check(self, session: SessionAPI) -> DimensionRequest:
         _check_join(session, "dimension.join", self.join)
         _check_rows(session, "dimension")
-        if self.view is not None:
-            _check_view(session, "dimension.view", self.view)
-            _check_bars(session, "dimension.bars", self.view, self.bars or [])
-        elif self.bars is not None:
-            msg = "dimension.bars: bars need a view; give view with bars, or neither for the selection"
-            raise InteractionError(msg)
+        _check_view_bars(session, "dimension", self.view, self.bars, "the selection")
         return DimensionRequest(self.join, self.view, self.bars, self.page, self.page_size)
 
 
@@ -503,6 +493,18 @@ def _check_view(session: SessionAPI, where: str, name: str) -> None:
 def _layout(session: SessionAPI, view: str):
     """The store's layout of a view (None: no such view)."""
     return next((v for v in session.store.views if v.name == view), None)
+
+
+def _check_view_bars(session: SessionAPI, kind: str, view: str | None, bars: list[int] | None,
+                     otherwise: str) -> None:
+    """A lineage request's optional view and its bars (bars only with a view; neither:
+    `otherwise`)."""
+    if view is not None:
+        _check_view(session, f"{kind}.view", view)
+        _check_bars(session, f"{kind}.bars", view, bars or [])
+    elif bars is not None:
+        msg = f"{kind}.bars: bars need a view; give view with bars, or neither for {otherwise}"
+        raise InteractionError(msg)
 
 
 def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> None:

@@ -501,10 +501,8 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
         checked.save()
         # the files a load did not read (unchanged since checked) may have left the page
         # cache: a reply's first touch of such a page waits for the disk (a brush at 100M
-        # rows took 2.6 s so, 6 ms once cached)
-        copies = [entry / SHARDS / s["name"] / n for s in meta["shards"]
-                  for names in copy_files(s).values() for n in names]
-        prefetch([p for p, _ in files] + copies)
+        # rows took 2.6 s so, 6 ms once cached); those it read are cached
+        prefetch(checked.unread)
     return store
 
 
@@ -553,6 +551,7 @@ class Checked:
         except (OSError, ValueError):
             self.known = {}
         self.now: dict[str, list[int]] = {}  # what passed in this load
+        self.unread: list[Path] = []  # ... without being read (unchanged since checked)
 
     def first_bad(self, files: list[tuple[Path, int]]) -> Path | None:
         """The first of `files` (path, the manifest's CRC32) that is missing or fails its
@@ -566,6 +565,7 @@ class Checked:
                 return path
             if self.known.get(name) == stamp:
                 self.now[name] = stamp
+                self.unread.append(path)
             else:
                 todo.append((path, name, stamp))  # stamped before reading: a write meanwhile moves it
         with ThreadPoolExecutor(4) as pool:
