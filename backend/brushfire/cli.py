@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def memory_size(text: str) -> str:
     """--memory-budget: '16GB', '512MB', '2G', bytes (kept as text; parsed where used)."""
-    from brushfire.capture.budget import parse_size
+    from brushfire.sizes import parse_size
 
     try:
         if parse_size(text) <= 0:
@@ -290,11 +290,11 @@ def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
         return None
     from dataclasses import asdict
 
-    from brushfire.capture.budget import parse_size
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.errors import BrushfireError
     from brushfire.lineage.layout import CaptureConfig
     from brushfire.lineage.store import entry_dir, read_manifest, spec_hash
+    from brushfire.sizes import parse_size
 
     # the capture `Dashboard.open` would load (the same config: the budget from the environment)
     config = CaptureConfig(memory_budget=parse_size(DEFAULT_BUDGET) if DEFAULT_BUDGET else None)
@@ -378,10 +378,10 @@ def _schema(args) -> int:
 
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
-    from brushfire.capture.budget import parse_size
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
     from brushfire.lineage.layout import CaptureConfig
     from brushfire.plan import explain, plan_capture
+    from brushfire.sizes import parse_size
     from brushfire.spec import load_dashboard
 
     dash = load_dashboard(args.spec)
@@ -441,11 +441,15 @@ def copies_text(store, nbytes: dict[str, int]) -> str:
     why (engine/copies.py `choices`), and their bytes."""
     from brushfire.engine.copies import choices
 
+    record = (store.manifest or {}).get("copies") or {}
+    why = record.get("why")  # as the capture chose (the spec's workload, its trace and budget)
+    chosen = [(int(d), int(d) in record.get("dims", []), w) for d, w in why.items()] if why \
+        else choices(store.layout)
     n = max(1, store.n_rows)
     total = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
     lines = [f"\nclustered key copies (stored with the lineage, memory-mapped; a filter's change "
              f"reads its dim's rows from its copy, in key order): {total / n:.1f} bytes per row"]
-    for d, got, why in choices(store.layout):
+    for d, got, reason in chosen:
         name = store.layout.dims[d].name
         size = nbytes.get(f"_copy {name}")
         if got and size is None:  # (its files failed their checks: store.copy_notes)
@@ -454,7 +458,7 @@ def copies_text(store, nbytes: dict[str, int]) -> str:
             what = f"a copy, {size / n:.1f} bytes per row"
         else:
             what = "none"
-        lines.append(f"  {name}: {what} — {why}")
+        lines.append(f"  {name}: {what} — {reason}")
     return "\n".join(lines)
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from brushfire.cachedir import default_cache_dir
-from brushfire.capture.budget import parse_size
 from brushfire.engine import kernels as K
 from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
@@ -31,6 +30,7 @@ from brushfire.lazy import LazySession
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
 from brushfire.plan import CapturePlan, plan_capture
+from brushfire.sizes import parse_size
 from brushfire.source import join_files, local_files, same_files
 from brushfire.spark_source import source_for
 from brushfire.spec import models as m

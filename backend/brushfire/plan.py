@@ -1,6 +1,7 @@
 """Workload analysis: from a dashboard spec, decide exactly which lineage to capture.
 
-`plan_capture` is pure. It follows Smoke §4: a view that is never brushed needs no
+`plan_capture` is pure, but for reading the spec's recorded workload (a trace file,
+brushfire/workload.py). It follows Smoke §4: a view that is never brushed needs no
 backward index; a view nothing filters or highlights needs no forward codes beyond its
 base result; columns no interaction touches are not carried; parameters get data-skipping
 partitions (their rows grouped by value in every block); 1-dimensional filters get
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from brushfire.sizes import format_size
 from brushfire.spec import models as m
 from brushfire.views import source_fields, view_type
+from brushfire.workload import Workload, read_workload
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class CapturePlan:
     detail_columns: tuple[str, ...]
     bar_index_views: tuple[str, ...]  # views whose bars map back to rids (bar → rows)
     notes: tuple[str, ...] = field(default=())
+    workload: Workload | None = None  # the spec's recorded workload, its trace read
 
     def filter(self, name: str) -> Filter:
         return next(f for f in self.filters if f.name == name)
@@ -163,11 +167,29 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
                  v.name in bar_index)
         for v in dash.views
     )
-    return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index)
+    return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index,
+                       workload=read_workload(dash))
 
 
 # what each filter's dim gets (engine/copies.py `choices`; capture says it per dim)
 COPY_TEXT = "built at capture (its rows in key order), unless its keys are kept as cubes only"
+
+
+def copy_text(plan: CapturePlan, name: str) -> str:
+    """What filter `name`'s dim gets as `brushfire plan` says it, before the layout's sizes
+    are known (`brushfire capture` says what it got)."""
+    w = plan.workload
+    if w is None:
+        return COPY_TEXT
+    budget = "" if w.copy_budget is None else \
+        f", within the copy budget of {format_size(w.copy_budget)} (the most changed filters' first)"
+    if w.trace is None:
+        return COPY_TEXT + budget.replace("the most changed filters'", "in the layout's order")
+    moves = dict(w.moves).get(name, 0)
+    if not moves:
+        return (f"none: the workload's trace ({w.messages:,} filter changes) never changes "
+                f"{name} (its changes read the store's own order)")
+    return f"{COPY_TEXT}; {moves:,} of the workload trace's {w.messages:,} filter changes{budget}"
 
 
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
@@ -204,7 +226,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
             if f.cube_targets:
                 lines.append(f"    cubes (group-by push-down): {vp.name} keys × bars of "
                              + ", ".join(f.cube_targets))
-            lines.append(f"    clustered key copy: {COPY_TEXT}")
+            lines.append(f"    clustered key copy: {copy_text(plan, vp.name)}")
         if vp.bar_index:
             why = "linked highlighting" if vp.name in plan.highlight_sources else "details on demand"
             lines.append(f"    bar → rows index: kept for {why}")
@@ -214,7 +236,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
         if f.kind.startswith("param"):
             lines.append(f"  parameter {f.name}: {_index_text(f)} (data skipping)"
                          + (f" — {_dims_text(layout, f)}" if layout is not None else ""))
-            lines.append(f"    clustered key copy: {COPY_TEXT}")
+            lines.append(f"    clustered key copy: {copy_text(plan, f.name)}")
             if f.name in nbytes:
                 lines.append(f"    bytes: {nbytes[f.name]:,}")
     if plan.detail_columns:

@@ -204,6 +204,81 @@ def test_each_dim_gets_a_copy_or_not_and_capture_says_why(small_parquet, tmp_pat
     assert "cubes only (memory budget): no rows to copy" in copies_text(small, small.nbytes())
 
 
+def test_a_recorded_workload_orders_and_budgets_the_copies(small_parquet, tmp_path):
+    """The spec's `workload`: the filters its trace changes get copies, the most changed
+    first, while they fit the copy budget; a filter the trace never changes gets none;
+    `brushfire plan` and `capture` say why; the answers stay those of the store's order."""
+    import json
+
+    from brushfire.cli import copies_text
+    from brushfire.plan import explain
+
+    trace = tmp_path / "trace.json"
+    events = [{"t": i, "message": {"type": "brush", "view": "hy", "interval": [10, 20 + i]}}
+              for i in range(5)] + [
+        {"t": 9, "message": {"type": "select", "view": "cat", "values": ["a"]}},
+        {"t": 10, "message": {"type": "filters", "filters": {"cat": {"values": ["b"]}}}},
+        {"t": 11, "message": {"type": "clear"}}]
+    trace.write_text(json.dumps({"format": "brushfire-trace", "version": 1, "dashboard": "traced",
+                                 "events": events}))
+    views = [
+        {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+        {"name": "cat", "type": "categorical", "field": "cat", "top": 3},
+        {"name": "hy", "type": "histogram", "field": "k", "bin": {"step": 10, "extent": [0, 100]}}]
+    d = {"name": "traced", "source": {"path": str(small_parquet)}, "views": views,
+         "interactions": {"crossfilter": [{"views": ["hx", "cat", "hy"]}]}}
+    table = pq.read_table(small_parquet)
+    full = capture_table(plan_capture(parse_dashboard(d)), table, tmp_path / "all", CONFIG)
+    one = max(v for k, v in full.nbytes().items() if k.startswith("_copy "))
+    spec = parse_dashboard({**d, "workload": {"trace": str(trace), "copy_budget": int(1.5 * one)}})
+    plan = plan_capture(spec)
+    assert plan.workload.moves == (("hy", 5), ("cat", 2)) and plan.workload.messages == 7
+    said = explain(plan)
+    assert "5 of the workload trace's 7 filter changes" in said
+    assert "never changes hx (its changes read the store's own order)" in said
+    store = capture_table(plan, table, tmp_path / "traced", CONFIG)
+    lay = store.layout
+    names = {lay.dims[d].name: d for d in range(len(lay.dims))}
+    assert sorted(store.copies) == [names["value:k"]]  # the most changed; cat's is over budget
+    text = copies_text(store, store.nbytes())
+    assert "value:k: a copy" in text and "5 of the trace's 7 filter changes (71%)" in text
+    assert "bars:cat: none" in text and "over the copy budget" in text
+    assert "value:x: none" in text and "the trace never changes it" in text
+    # a restart maps what the capture chose, and says the same
+    again = st.load_store(store.directory, spec)
+    assert sorted(again.copies) == [names["value:k"]]
+    assert copies_text(again, again.nbytes()) == text
+    # exact: the same answers as the store's own order
+    dash = Dashboard(spec, plan, again)
+    with_copies = Session(again, plan, pool=Pool(0), prefer="incremental")
+    without = Session(again, plan, pool=Pool(0), prefer="incremental", copies=False)
+    replay(dash, with_copies, without, events=200)
+
+
+def test_a_workload_trace_that_cannot_be_read_names_the_spec_key(small_parquet, tmp_path):
+    from brushfire.errors import SpecError
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(f"""name: traced
+source: {{path: {small_parquet}}}
+views:
+  - {{name: hx, type: histogram, field: x, bin: {{step: 10, extent: [0, 100]}}}}
+workload:
+  trace: missing.json
+""")
+    from brushfire.spec import load_dashboard
+
+    with pytest.raises(SpecError) as e:
+        plan_capture(load_dashboard(spec_file))
+    assert f"{spec_file}:6: workload.trace: cannot read the trace {tmp_path / 'missing.json'}" in str(e.value)
+    (tmp_path / "missing.json").write_text('{"events": []}')
+    with pytest.raises(SpecError, match="is not a brushfire trace"):
+        plan_capture(load_dashboard(spec_file))
+    spec_file.write_text(spec_file.read_text().replace("trace: missing.json", "copy_budget: lots"))
+    with pytest.raises(SpecError, match=r"spec.yaml:6: workload.copy_budget: expected a size in bytes"):
+        load_dashboard(spec_file)
+
+
 def test_copies_of_another_format_are_built_in_memory_instead(captured, tmp_path, capfd):
     import shutil
 

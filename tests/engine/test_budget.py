@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from brushfire import Dashboard
 from brushfire.capture import budget
-from brushfire.capture.budget import parse_size
 from brushfire.errors import NotCapturedError
 from brushfire.lineage.layout import Dim
+from brushfire.sizes import parse_size
 from brushfire.spec import parse_dashboard
 from engine.test_session_oracle import actions_for, apply, check_all, spec_a, spec_b
 from oracle import Oracle

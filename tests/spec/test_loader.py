@@ -31,7 +31,7 @@ bad/unknown_key_bin.yaml:11: views[0].bin.clmap: unknown key 'clmap'
     hint: did you mean 'clamp'?"""),
     ("unknown_key_top_level.yaml", """\
 bad/unknown_key_top_level.yaml:8: interaction: unknown key 'interaction'
-    the dashboard accepts: name, title, source, views, interactions, profile, layout
+    the dashboard accepts: name, title, source, views, interactions, profile, workload, layout
     hint: did you mean 'interactions'?"""),
     ("unknown_key_categorical.yaml", """\
 bad/unknown_key_categorical.yaml:8: views[0].topp: unknown key 'topp'
@@ -196,15 +196,15 @@ bad/yaml_two_documents.yaml:4: not valid YAML: expected a single document in the
     hint: a spec file holds one dashboard: remove the second '---'"""),
     ("not_mapping_list.yaml", """\
 bad/not_mapping_list.yaml:1: the document is a list, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, workload, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_scalar.yaml", """\
 bad/not_mapping_scalar.yaml:2: the document is a string, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, workload, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     ("not_mapping_empty.yaml", """\
 bad/not_mapping_empty.yaml:1: the document is empty, not a mapping
-    a dashboard spec has the keys: name, title, source, views, interactions, profile, layout
+    a dashboard spec has the keys: name, title, source, views, interactions, profile, workload, layout
     hint: start the file with top-level keys, e.g. 'name: flights'"""),
     # --- YAML the loader refuses before walking it: alias bombs and cycles, deep nesting, bad bytes
     ("yaml_alias_bomb.yaml", """\

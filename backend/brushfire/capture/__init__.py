@@ -274,7 +274,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        copies, notes = build_copies(entry, layout, shards, progress)
+        copies, notes = build_copies(entry, layout, shards, progress, workload=plan.workload)
         info.changes += notes
         info.seconds["copies"] = time.perf_counter() - t0
 

@@ -15,24 +15,11 @@ lose their per-row arrays first. Then, per filter and per view:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from brushfire.lineage.layout import Dim
 
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 EXACT_CUBE_BYTES = 256 << 20  # a filter's per-key cube when its per-row keys are dropped
-
-
-def parse_size(text: str | int) -> int:
-    """'512MB', '2G', '1.5gib', 1000000 -> bytes."""
-    if isinstance(text, int):
-        return text
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b)?\s*", str(text).lower())
-    if not match:
-        msg = f"a memory size is a number with an optional unit (KB, MB, GB, TB), got {text!r}"
-        raise ValueError(msg)
-    return int(float(match[1]) * UNITS[match[2]])
 
 
 def row_bytes(d: Dim) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 from brushfire.lineage import store as st
 from brushfire.lineage.files import read_npy, write_npy
 from brushfire.lineage.layout import Layout
+from brushfire.workload import Workload
 
 
 def copy_key(s: dict, layout_hash: str) -> str:
@@ -44,16 +45,18 @@ def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: i
 
 def build_copies(entry: Path, layout: Layout, shards: list[dict],
                  progress: Callable[[str, float | None], None],
-                 threads: int | None = None) -> tuple[dict, list[str]]:
+                 threads: int | None = None, workload: Workload | None = None) -> tuple[dict, list[str]]:
     """Give every shard record of `shards` (in place: its `copies` and `files`) the copies
-    of the dims `candidate_dims` names, reusing those whose key holds; returns the
-    manifest's `copies` ({"dims": [...], "format": lineage/store.py COPY_FORMAT}) and notes
+    of the dims `choices` gives one (as the spec's `workload` orders and budgets them),
+    reusing those whose key holds; returns the manifest's `copies` ({"dims": [...],
+    "format": lineage/store.py COPY_FORMAT, "why": {dim: what it got and why}}) and notes
     on what was built."""
     from brushfire.engine import kernels as K
-    from brushfire.engine.copies import Copy, candidate_dims, hist_slots, keeps_rows, key_dtype
+    from brushfire.engine.copies import Copy, choices, hist_slots, keeps_rows, key_dtype
     from brushfire.engine.shared import kernel_layout
 
-    dims = candidate_dims(layout) if layout.row_dims else []
+    chosen = choices(layout, sum(s["n_rows"] for s in shards), workload) if layout.row_dims else []
+    dims = [d for d, got, _ in chosen if got]
     rows_kept = keeps_rows(layout)
     _, L = kernel_layout(layout)
     slots = hist_slots(L)
@@ -97,7 +100,7 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
         built = len({s["name"] for s, _ in tasks})
         notes.append(f"clustered key copies of {names}: built for {built:,} of {len(shards):,} "
                      f"shards, kept for the others")
-    return {"dims": dims, "format": st.COPY_FORMAT}, notes
+    return {"dims": dims, "format": st.COPY_FORMAT, "why": {str(d): why for d, _, why in chosen}}, notes
 
 
 def _present(entry: Path, s: dict, name: str) -> bool:

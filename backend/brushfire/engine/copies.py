@@ -30,12 +30,17 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba.typed import List
 
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
+from brushfire.sizes import format_size
+
+if TYPE_CHECKING:
+    from brushfire.workload import Workload
 
 COPY_MEMORY_ENV = "BRUSHFIRE_COPY_MEMORY"  # e.g. "4GB"; "0" builds none
 
@@ -70,18 +75,24 @@ def usage() -> dict[str, int]:
         return {"bytes": _reserved[0], "budget": default_cap(), "mapped": _mapped[0]}
 
 
-def candidate_dims(lay) -> list[int]:
+def candidate_dims(lay, n_rows: int = 0, workload: Workload | None = None) -> list[int]:
     """The dims that get a copy: the declared filters' indexed dims with per-row keys, in
     the layout's order (the updates read rows through them; lineage queries, rarer, go
-    without). `choices` says why each dim does or does not."""
-    return [d for d, got, _ in choices(lay) if got]
+    without), or as the spec's workload orders and budgets them. `choices` says why each
+    dim does or does not."""
+    return [d for d, got, _ in choices(lay, n_rows, workload) if got]
 
 
-def choices(lay) -> list[tuple[int, bool, str]]:
+def choices(lay, n_rows: int = 0, workload: Workload | None = None) -> list[tuple[int, bool, str]]:
     """Per dim of the layout: (dim, gets a copy, why), from the declared interactions (the
-    filters: brushes, selections, parameters) and what capture kept per row. Pure."""
-    out = []
+    filters: brushes, selections, parameters), what capture kept per row and, when the
+    spec records a workload (brushfire/workload.py), how often its trace changes each
+    filter — a dim no filter of the trace changes gets none — and the copies' byte budget,
+    spent on the most changed dims first (a copy costs about `row_bytes` per row of
+    `n_rows`). Pure."""
+    out: list[tuple[int, bool, str]] = []
     filtered = list(dict.fromkeys(d for f in lay.filters for d in f.dims))
+    wanted: list[tuple[int, str, int]] = []  # (dim, why, messages of the trace)
     for d in filtered:
         names = ", ".join(f"{f.name} ({f.kind.replace('_', ' ')})" for f in lay.filters if d in f.dims)
         if d >= lay.row_dims:
@@ -91,7 +102,30 @@ def choices(lay) -> list[tuple[int, bool, str]]:
             out.append((d, False, f"filtered by {names}, but not indexed (its filter is "
                                   "answered by scans and cubes)"))
         else:
-            out.append((d, True, f"filtered by {names}"))
+            moves = sum(dict(workload.moves).get(f.name, 0) for f in lay.filters if d in f.dims) \
+                if workload is not None else 0
+            wanted.append((d, f"filtered by {names}", moves))
+    traced = workload is not None and workload.trace is not None
+    if traced:  # the most changed first (ties: the layout's order)
+        wanted.sort(key=lambda w: -w[2])
+    each = n_rows * row_bytes(lay.row_dims, keeps_rows(lay), 0, key_dtype(lay).itemsize)
+    left = workload.copy_budget if workload is not None else None
+    for d, why, moves in wanted:
+        if traced:
+            share = moves / workload.messages if workload.messages else 0.0
+            why += f"; {moves:,} of the trace's {workload.messages:,} filter changes ({share:.0%})"
+            if not moves:
+                out.append((d, False, why + ": the trace never changes it (its changes read "
+                                            "the store's own order)"))
+                continue
+        if left is not None and each > left:
+            out.append((d, False, why + f": over the copy budget ({format_size(workload.copy_budget)}; "
+                                        f"a copy takes about {format_size(each)})"))
+            continue
+        if left is not None:
+            left -= each
+        out.append((d, True, why))
+    out.sort(key=lambda c: filtered.index(c[0]))
     out += [(d, False, "no filter reads it (its keys ride in every copy's rows)")
             for d in range(len(lay.dims)) if d not in filtered]
     return out
@@ -108,7 +142,7 @@ def default_cap() -> int:
     of the memory."""
     text = os.environ.get(COPY_MEMORY_ENV)
     if text:
-        from brushfire.capture.budget import parse_size
+        from brushfire.sizes import parse_size
 
         return parse_size(text)
     try:

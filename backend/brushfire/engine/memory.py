@@ -44,7 +44,7 @@ def default_cap() -> int:
     sixteenth of the memory, at most 1 GiB."""
     text = os.environ.get(CUBE_MEMORY_ENV)
     if text:
-        from brushfire.capture.budget import parse_size
+        from brushfire.sizes import parse_size
 
         return parse_size(text)
     try:

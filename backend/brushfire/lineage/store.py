@@ -256,6 +256,8 @@ def spec_hash(dash: DashboardSpec) -> str:
     d["views"] = [view_definition(v) for v in dash.views]
     if not d["source"].get("joins"):  # (as before joins were: captures of such specs stay current)
         d["source"].pop("joins", None)
+    if d.get("workload") is None:  # (as before it was: captures of such specs stay current)
+        d.pop("workload", None)
     return _hash(d)
 
 

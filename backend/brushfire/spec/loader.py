@@ -115,6 +115,9 @@ def parse_dashboard(
         source = dash.source.model_copy(update={"path": resolve_path(dash.source.path, base_dir),
                                                 "joins": joins})
         dash = dash.model_copy(update={"source": source})
+        if dash.workload is not None and dash.workload.trace is not None:  # read when planned
+            workload = dash.workload.model_copy(update={"trace": resolve_path(dash.workload.trace, base_dir)})
+            dash = dash.model_copy(update={"workload": workload})
     # Keep where each path was written, for errors reading a table (brushfire.source).
     base = str(Path(base_dir).resolve()) if base_dir is not None else "."
     object.__setattr__(dash.source, "_spec_path", SpecPath(

@@ -9,6 +9,7 @@ schema.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from typing import Annotated, Literal
 
@@ -24,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from brushfire.limits import MAX_BARS, MAX_TOP
+from brushfire.sizes import SIZE_PATTERN
 from brushfire.spec import aggregates
 
 AggregateOp = Literal[tuple(aggregates.OPS)]  # type: ignore[valid-type]  # spec/aggregates.py
@@ -513,6 +515,27 @@ class Section(Model):
     rows: list[Row] = Field(min_length=1)
 
 
+class Workload(Model):
+    """How people use the dashboard, beyond what its interactions declare: what capture
+    keeps for the filters follows it (Smoke's workload-aware capture, SubZero's budget;
+    docs/spec.md "workload")."""
+
+    # a recorded session (docs/trace.md), relative to the spec's folder: the filters it
+    # changes get clustered key copies, the most changed first; the others get none
+    trace: str | None = None
+    # bytes of clustered key copies at most (e.g. "6GB"): the most used filters' first
+    copy_budget: str | int | None = None
+
+    @field_validator("copy_budget", mode="before")
+    @classmethod
+    def _size(cls, v):
+        if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (
+                isinstance(v, str) and re.fullmatch(SIZE_PATTERN, v)):
+            return v
+        kind, msg = "size", "expected a size in bytes: a number with an optional unit (KB, MB, GB, TB), e.g. 6GB; got {got}"
+        raise PydanticCustomError(kind, msg, {"got": repr(v)})
+
+
 class DashboardSpec(Model):
     """A whole dashboard's spec: its source, its views and the interactions it allows.
     (`brushfire.Dashboard` is the opened dashboard: this spec, its plan and its lineage.)"""
@@ -525,6 +548,7 @@ class DashboardSpec(Model):
     views: list[View] = Field(min_length=1)
     interactions: Interactions = Interactions()
     profile: Profile | None = None
+    workload: Workload | None = None
     # display only: where the page puts the views (sections of rows); views it leaves out
     # follow, in spec order
     layout: list[Section] | None = None

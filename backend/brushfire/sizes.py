@@ -1,0 +1,25 @@
+"""Sizes in bytes as people write them ('512MB', '2G', '1.5gib'): the memory budget, the
+copies' budget (capture/budget.py, the spec's `workload.copy_budget`)."""
+
+from __future__ import annotations
+
+import re
+
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+SIZE_PATTERN = r"^\s*[0-9]*\.?[0-9]+\s*[kKmMgGtT]?([iI]?[bB])?\s*$"  # what parse_size takes
+
+
+def parse_size(text: str | int) -> int:
+    """'512MB', '2G', '1.5gib', 1000000 -> bytes."""
+    if isinstance(text, int):
+        return text
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b)?\s*", str(text).lower())
+    if not match:
+        msg = f"a memory size is a number with an optional unit (KB, MB, GB, TB), got {text!r}"
+        raise ValueError(msg)
+    return int(float(match[1]) * UNITS[match[2]])
+
+
+def format_size(n: int) -> str:
+    """Bytes as a person reads them: '512 MB', '2.50 GB' (binary units, as parse_size's)."""
+    return f"{n / (1 << 30):.2f} GB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MB"

@@ -1,0 +1,94 @@
+"""A dashboard's recorded workload (the spec's `workload`, docs/spec.md): how often a
+recorded session (a trace, docs/trace.md) changes each filter, for what capture keeps per
+filter (engine/copies.py `choices`). Read when the capture is planned, before any Spark
+work; a trace that cannot be read is a spec error naming the spec's file, line and key.
+
+Only what capture needs is read: the filters each message changes (a brush's or a
+selection's view, a parameter's name, every filter of a `filters` message). Replaying a
+trace (`brushfire bench --trace`) checks each message whole."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from brushfire.errors import SpecError, SpecProblem
+from brushfire.sizes import parse_size
+from brushfire.spec import models as m
+from brushfire.spec.problems import line_of
+
+KEY = "workload.trace"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The filters a recorded trace changes: messages per filter name (`moves`), out of
+    `messages` filter changes in all; and the copies' byte budget (None: no limit)."""
+
+    trace: str | None
+    moves: tuple[tuple[str, int], ...]  # (filter, messages), most first
+    messages: int
+    copy_budget: int | None
+
+    def share(self, name: str) -> float:
+        return dict(self.moves).get(name, 0) / self.messages if self.messages else 0.0
+
+
+def read_workload(dash: m.DashboardSpec) -> Workload | None:
+    """The spec's workload, its trace read (None: the spec declares none)."""
+    w = dash.workload
+    if w is None:
+        return None
+    budget = None if w.copy_budget is None else parse_size(w.copy_budget)
+    if w.trace is None:
+        return Workload(None, (), 0, budget)
+    counts = filter_moves(_read(dash, w.trace), known_filters(dash))
+    return Workload(w.trace, tuple(counts.most_common()), sum(counts.values()), budget)
+
+
+def known_filters(dash: m.DashboardSpec) -> set[str]:
+    """The names a message may change: brushable and selectable views, and parameters."""
+    return {v.name for v in dash.views if m.brush_of(v) != "none"} | {
+        p.name for p in dash.interactions.parameters}
+
+
+def filter_moves(events: list, names: set[str]) -> Counter:
+    """Messages per filter of `names` among a trace's events (others: not counted)."""
+    out: Counter = Counter()
+    for e in events:
+        msg = e.get("message") if isinstance(e, dict) else None
+        if not isinstance(msg, dict):
+            continue
+        kind = msg.get("type")
+        if kind in ("brush", "select"):
+            changed = [msg.get("view")]
+        elif kind == "parameter":
+            changed = [msg.get("name")]
+        elif kind == "filters" and isinstance(msg.get("filters"), dict):
+            changed = list(msg["filters"])
+        else:
+            continue
+        out.update(n for n in changed if isinstance(n, str) and n in names)
+    return out
+
+
+def _read(dash: m.DashboardSpec, path: str) -> list:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        _fail(dash, f"cannot read the trace {path}: {e.strerror}",
+              "record one with the page's Record control, or `brushfire bench --save-trace FILE`")
+    except ValueError as e:
+        _fail(dash, f"the trace {path} is not valid JSON: {e}")
+    if not isinstance(data, dict) or data.get("format") != "brushfire-trace" \
+            or not isinstance(data.get("events"), list):
+        _fail(dash, f"{path} is not a brushfire trace (docs/trace.md: an object with "
+                    "\"format\": \"brushfire-trace\" and a list of \"events\")")
+    return data["events"]
+
+
+def _fail(dash: m.DashboardSpec, msg: str, hint: str = ""):
+    line = line_of(getattr(dash, "_lines", {}), ("workload", "trace"))
+    raise SpecError([SpecProblem(getattr(dash, "_filename", "<spec>"), line, KEY, msg, hint)])
