@@ -230,6 +230,12 @@ def test_a_recorded_workload_orders_and_budgets_the_copies(small_parquet, tmp_pa
     table = pq.read_table(small_parquet)
     full = capture_table(plan_capture(parse_dashboard(d)), table, tmp_path / "all", CONFIG)
     one = max(v for k, v in full.nbytes().items() if k.startswith("_copy "))
+    # without a workload, the default budget (half the machine's memory at capture) is
+    # spent in the layout's order
+    by_default = C.choices(full.layout, full.n_rows, None, default_budget=int(1.5 * one))
+    assert [got for _, got, _ in by_default[:3]] == [True, False, False]
+    assert "over the default copy budget" in by_default[1][2]
+    assert sorted(full.copies) == sorted(C.candidate_dims(full.layout))  # (they fit the default)
     spec = parse_dashboard({**d, "workload": {"trace": str(trace), "copy_budget": int(1.5 * one)}})
     plan = plan_capture(spec)
     assert plan.workload.moves == (("hy", 5), ("cat", 2)) and plan.workload.messages == 7

@@ -52,10 +52,18 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     "format": lineage/store.py COPY_FORMAT, "why": {dim: what it got and why}}) and notes
     on what was built."""
     from brushfire.engine import kernels as K
-    from brushfire.engine.copies import Copy, choices, hist_slots, keeps_rows, key_dtype
+    from brushfire.engine.copies import (
+        Copy,
+        choices,
+        hist_slots,
+        keeps_rows,
+        key_dtype,
+        stored_budget,
+    )
     from brushfire.engine.shared import kernel_layout
 
-    chosen = choices(layout, sum(s["n_rows"] for s in shards), workload) if layout.row_dims else []
+    chosen = choices(layout, sum(s["n_rows"] for s in shards), workload, stored_budget()) \
+        if layout.row_dims else []
     dims = [d for d, got, _ in chosen if got]
     rows_kept = keeps_rows(layout)
     _, L = kernel_layout(layout)

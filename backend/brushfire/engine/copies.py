@@ -83,13 +83,14 @@ def candidate_dims(lay, n_rows: int = 0, workload: Workload | None = None) -> li
     return [d for d, got, _ in choices(lay, n_rows, workload) if got]
 
 
-def choices(lay, n_rows: int = 0, workload: Workload | None = None) -> list[tuple[int, bool, str]]:
+def choices(lay, n_rows: int = 0, workload: Workload | None = None,
+            default_budget: int | None = None) -> list[tuple[int, bool, str]]:
     """Per dim of the layout: (dim, gets a copy, why), from the declared interactions (the
     filters: brushes, selections, parameters), what capture kept per row and, when the
     spec records a workload (brushfire/workload.py), how often its trace changes each
-    filter — a dim no filter of the trace changes gets none — and the copies' byte budget,
-    spent on the most changed dims first (a copy costs about `row_bytes` per row of
-    `n_rows`). Pure."""
+    filter — a dim no filter of the trace changes gets none — and the copies' byte budget
+    (the workload's, else `default_budget`), spent on the most changed dims first (a copy
+    costs about `row_bytes` per row of `n_rows`). Pure."""
     out: list[tuple[int, bool, str]] = []
     filtered = list(dict.fromkeys(d for f in lay.filters for d in f.dims))
     wanted: list[tuple[int, str, int]] = []  # (dim, why, messages of the trace)
@@ -109,7 +110,11 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None) -> list[tupl
     if traced:  # the most changed first (ties: the layout's order)
         wanted.sort(key=lambda w: -w[2])
     each = n_rows * row_bytes(lay.row_dims, keeps_rows(lay), 0, key_dtype(lay).itemsize)
-    left = workload.copy_budget if workload is not None else None
+    declared = workload is not None and workload.copy_budget is not None
+    budget = workload.copy_budget if declared else default_budget
+    which = "the copy budget" if declared else ("the default copy budget (half of the capturing "
+                                                "machine's memory; the spec's workload.copy_budget sets it)")
+    left = budget
     for d, why, moves in wanted:
         if traced:
             share = moves / workload.messages if workload.messages else 0.0
@@ -119,8 +124,8 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None) -> list[tupl
                                             "the store's own order)"))
                 continue
         if left is not None and each > left:
-            out.append((d, False, why + f": over the copy budget ({format_size(workload.copy_budget)}; "
-                                        f"a copy takes about {format_size(each)})"))
+            out.append((d, False, why + f": over {which} ({format_size(budget)}; a copy takes "
+                                        f"about {format_size(each)})"))
             continue
         if left is not None:
             left -= each
@@ -129,6 +134,16 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None) -> list[tupl
     out += [(d, False, "no filter reads it (its keys ride in every copy's rows)")
             for d in range(len(lay.dims)) if d not in filtered]
     return out
+
+
+def stored_budget() -> int:
+    """The bytes of copies a capture stores when the spec's workload sets no budget: half
+    of this machine's memory — the store's own pages and the server need the rest of the
+    page cache (copies past it would be read from disk again and again)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
 
 
 def keeps_rows(lay) -> bool:
