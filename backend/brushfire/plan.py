@@ -172,7 +172,8 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
 
 
 # what each filter's dim gets (engine/copies.py `choices`; capture says it per dim)
-COPY_TEXT = "built at capture (its rows in key order), unless its keys are kept as cubes only"
+COPY_TEXT = ("built at capture (its rows in key order), unless its keys are kept as cubes only "
+             "or the copies pass their budget (default: half of the capturing machine's memory)")
 
 
 def copy_text(plan: CapturePlan, name: str) -> str:

@@ -75,12 +75,12 @@ def usage() -> dict[str, int]:
         return {"bytes": _reserved[0], "budget": default_cap(), "mapped": _mapped[0]}
 
 
-def candidate_dims(lay, n_rows: int = 0, workload: Workload | None = None) -> list[int]:
-    """The dims that get a copy: the declared filters' indexed dims with per-row keys, in
-    the layout's order (the updates read rows through them; lineage queries, rarer, go
-    without), or as the spec's workload orders and budgets them. `choices` says why each
-    dim does or does not."""
-    return [d for d, got, _ in choices(lay, n_rows, workload) if got]
+def candidate_dims(lay) -> list[int]:
+    """The dims that get a copy built in memory (a store captured before copies were
+    stored): the declared filters' indexed dims with per-row keys, in the layout's order
+    (the updates read rows through them; lineage queries, rarer, go without). `choices`
+    says why each dim does or does not; a capture also weighs the spec's workload."""
+    return [d for d, got, _ in choices(lay) if got]
 
 
 def choices(lay, n_rows: int = 0, workload: Workload | None = None,
