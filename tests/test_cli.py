@@ -25,6 +25,17 @@ def test_validate_checks_columns_against_the_source(small_parquet, tmp_path, cap
     assert f"{spec}: ok" in capsys.readouterr().out
 
 
+def test_validate_reads_the_workload_trace(small_parquet, tmp_path, capsys):
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\nworkload:\n  trace: t.json\n")
+    assert main(["validate", str(spec)]) == 1
+    assert f"{spec}:6: workload.trace: cannot read the trace {tmp_path / 't.json'}" in capsys.readouterr().err
+    (tmp_path / "t.json").write_text('{"format": "brushfire-trace", "version": 1, "dashboard": "v", "events": []}')
+    assert main(["validate", str(spec)]) == 0
+    assert f"{spec}: ok" in capsys.readouterr().out
+
+
 def test_validate_reports_file_line_and_key(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nsource: {path: a.parquet}\nviews:\n  - name: v\n    type: histogram\n"

@@ -241,6 +241,8 @@ def _validate(args) -> int:
         temporal_fields,
     )
 
+    from brushfire.workload import read_workload
+
     failed = 0
     spark = None
     for path in args.specs:
@@ -251,6 +253,7 @@ def _validate(args) -> int:
             check_profile_columns(dash, [*(types or {}), *dash.source.columns])
             if types is not None:
                 check_temporal_bars(dash, time_ranges(dash.source, temporal_fields(dash)))
+            read_workload(dash)  # its trace readable (read again when the capture is planned)
             warnings = [w.render() for w in expression_warnings(dash, types)]
             if args.spark and (dash.source.columns or dash.source.filters or types is None):
                 from brushfire.capture.analyze import analyze_source
