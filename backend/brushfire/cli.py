@@ -240,7 +240,6 @@ def _validate(args) -> int:
         expression_warnings,
         temporal_fields,
     )
-
     from brushfire.workload import read_workload
 
     failed = 0
