@@ -127,3 +127,35 @@ def test_a_dict_keyed_measure_over_its_limit_names_its_op(tmp_path):
          "interactions": {"crossfilter": [{"views": ["x", "v"]}]}}
     with pytest.raises(CaptureError, match="view v: aggregate op 'distinct' needs every value of 's'"):
         capture_table(plan_capture(parse_dashboard(s)), rows, tmp_path, CaptureConfig(max_keys=5))
+
+
+def test_cube_blocks_grow_with_rows_so_an_edge_block_stays_small():
+    """At scale a cube block holds at most ROWS_PER_CUBE_BLOCK rows (the rows a bound inside
+    it reads), not 1/2048 of the rows; small sources keep the configured limits."""
+    from brushfire.capture.layout import ROWS_PER_CUBE_BLOCK, scaled_cubes
+
+    config = CaptureConfig()
+    assert scaled_cubes(config, 3_000_000) is config
+    big = scaled_cubes(config, 100_000_000)
+    assert big.max_cube_blocks == 100_000_000 // ROWS_PER_CUBE_BLOCK > config.max_cube_blocks
+    assert big.cube_bytes // big.max_cube_blocks == config.cube_bytes // config.max_cube_blocks
+    assert scaled_cubes(config, 10**12).max_cube_blocks == 16_384
+
+
+def test_an_earlier_captures_cube_blocks_are_kept_unless_much_coarser_than_now_allowed():
+    """Appended rows keep the blocks (no shard captured before is re-keyed), unless the
+    source grew so that twice as many blocks fit: then they are chosen afresh; a block per
+    key is kept whatever the limit."""
+    from brushfire.capture.layout import _sticky_blocks
+    from brushfire.lineage.layout import Dim
+
+    values = [float(v) for v in range(100)]
+    merged = Dim("value:x", "dense", "x", None, "float", 100, True, values=values,
+                 cube_starts=[0, 25, 50, 75, 100])
+    now = Dim("value:x", "dense", "x", None, "float", 101, True, values=[*values, 100.0])
+    config = CaptureConfig(max_cube_blocks=6)
+    assert _sticky_blocks(now, merged, 1, config) == [0, 25, 50, 75, 101]
+    assert _sticky_blocks(now, merged, 1, CaptureConfig(max_cube_blocks=8)) is None  # 4 <= 8 // 2
+    per_key = Dim("value:x", "dense", "x", None, "float", 100, True, values=values,
+                  cube_starts=list(range(101)))
+    assert _sticky_blocks(now, per_key, 1, CaptureConfig(max_cube_blocks=1000)) == [*range(100), 101]

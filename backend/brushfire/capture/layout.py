@@ -190,6 +190,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
                     filters=filters, n_raw=n_raw, n_meas=len(measure_fields),
                     measure_fields=measure_fields, detail_columns=list(plan.detail_columns),
                     notes=list(choice.notes), arrays=arrays)
+    config = scaled_cubes(config, stats.n_rows)
     for f in filters:
         if not f.cube_targets:
             continue
@@ -253,6 +254,22 @@ def _keep_rows_first(dims: list[Dim], views: list[ViewLayout], filters: list[Fil
     return out, views, filters, n_raw
 
 
+ROWS_PER_CUBE_BLOCK = 12_288  # at scale, a cube block's rows at most (below)
+MAX_SCALED_CUBE_BLOCKS = 16_384
+
+
+def scaled_cubes(config: CaptureConfig, n_rows: int) -> CaptureConfig:
+    """The cube limits for a source of `n_rows` rows: `config`'s, or, where its blocks
+    would hold more than ROWS_PER_CUBE_BLOCK rows each, more blocks and the bytes to
+    match: a bound inside a block reads that block's rows (engine/methods/cube.py), and
+    2,048 blocks of 100M rows are 49k rows each (2.4 ms a slide step; 12k rows: ~0.6)."""
+    want = min(MAX_SCALED_CUBE_BLOCKS, n_rows // ROWS_PER_CUBE_BLOCK)
+    if want <= config.max_cube_blocks:
+        return config
+    return replace(config, max_cube_blocks=want,
+                   cube_bytes=config.cube_bytes * want // config.max_cube_blocks)
+
+
 def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[int]:
     """Runs of keys with about equally many rows (`weights` per key), at most
     max_cube_blocks runs and within cube_bytes for `width` bars: every key its own block
@@ -287,11 +304,13 @@ def _key_weights(d: Dim, stats: SourceStats) -> np.ndarray:
 def _sticky_blocks(d: Dim, old: Dim | None, width: int, config: CaptureConfig) -> list[int] | None:
     """The previous capture's cube blocks of a dim, as the same values over its keys now
     (a dense dim's new values fall into the blocks around them), when it had some and they
-    fit; else None (chosen afresh)."""
+    fit and are not much coarser than the limit now allows (rows appended since: more
+    blocks, `scaled_cubes`); else None (chosen afresh)."""
     if old is None or old.cube_starts is None or old.kind != d.kind or d.kind not in ("dense", "fine"):
         return None
     limit = max(1, min(config.max_cube_blocks, config.cube_bytes // (8 * max(1, width))))
-    if len(old.cube_starts) - 1 > limit:
+    blocks = len(old.cube_starts) - 1
+    if blocks > limit or (blocks < old.nkeys and blocks <= limit // 2):  # (5 % more rows: kept)
         return None
     if d.kind == "fine":
         if old.edges != d.edges:
