@@ -314,3 +314,65 @@ def test_a_message_from_the_wire_is_checked_once(rich_local, monkeypatch):
         reply = protocol.handle(session, message)
         assert reply["type"] == "update", (message, reply)
     assert reply["filters"] == {}
+
+
+def test_a_lineage_query_from_the_wire_is_checked_once(rich_local, monkeypatch):
+    """Details, highlighting and forward lineage are checked by their message's `check` too
+    (the view, its bars, the page, the columns, the rids); the sessions' `answer_*` trust
+    the request: neither layer's Python API (which checks its arguments), nor the engine's
+    checks of bars, page and columns, runs again."""
+    from brushfire import lazy, lazy_queries
+    from brushfire.engine import queries
+    from brushfire.engine import session as engine
+
+    def checked_again(*args, **kwargs):
+        msg = "checked again below the protocol"
+        raise AssertionError(msg)
+
+    session = rich_local.session()
+    want = {}  # the replies of the Python API's path, before it is patched
+    messages = [
+        {"type": "details"},
+        {"type": "details", "view": "hx", "bars": [0, 3], "page": 1, "page_size": 2},
+        {"type": "details", "view": "cat", "order_by": "x", "descending": True},
+        {"type": "highlight", "source": "cat", "bars": [0, 1]},
+        {"type": "highlight", "source": "cat", "bars": [2], "targets": ["hx"]},
+        {"type": "forward", "rids": [0, 5, 7]},
+    ]
+    protocol.handle(session, {"type": "brush", "view": "hx", "interval": [20, 60]})
+    for message in messages:
+        want[str(message)] = protocol.handle(session, message)
+    for layer in (lazy.LazySession, engine.Session):
+        for name in ("details", "highlight", "forward", "backward_rids", "count_selected"):
+            monkeypatch.setattr(layer, name, checked_again)
+    for module, name in ((queries, "check_bars"), (queries, "details_request"),
+                         (queries, "check_view_bars"), (lazy_queries, "check_bars"),
+                         (lazy_queries, "check_page")):
+        monkeypatch.setattr(module, name, checked_again)
+    for message in messages:
+        reply = protocol.handle(session, message)
+        assert reply["type"] == message["type"], (message, reply)
+        assert {**reply, "ms": 0} == {**want[str(message)], "ms": 0}
+
+
+def test_details_with_the_declared_page_size_over_the_limit_are_refused_by_the_message(
+        small_parquet, tmp_path):
+    """The declared page size (up to 100,000 in a spec) is checked with the message: the
+    session's `answer_details` takes the request as it is."""
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.dashboard import Dashboard
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+    from server.conftest import rich_spec
+
+    spec = rich_spec(small_parquet)
+    spec["interactions"]["details"]["page_size"] = 20_000
+    spec = parse_dashboard(spec)
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, pq.read_table(small_parquet), tmp_path))
+    for session in (dash.session(), dash.engine_session()):
+        reply = protocol.handle(session, {"type": "details", "view": "hx"})
+        assert reply["message"] == "page_size: 20000 is not an integer from 1 to 10,000", reply
+        assert protocol.handle(session, {"type": "details", "page_size": 3})["total"] == 3000

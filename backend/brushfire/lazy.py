@@ -42,8 +42,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from brushfire import sql
 from brushfire import values as V
 from brushfire.engine.api import (
@@ -55,19 +53,14 @@ from brushfire.engine.api import (
     SelectRequest,
     Update,
     ViewData,
-    check_bars,
-    check_page,
 )
 from brushfire.engine.session import Session
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.limits import MAX_FORWARD_RIDS
+from brushfire.lazy_queries import LazyQueries
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spark_source import Cancelled, SparkSource
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
-
-DEFAULT_PAGE = 100  # details rows per page when the spec declares no details
-
 
 # --- the session ------------------------------------------------------------------------
 
@@ -83,7 +76,7 @@ class _Lazy:
     retry: Callable[[], Update] | None = None  # a declared filter the engine refused, set again
 
 
-class LazySession:
+class LazySession(LazyQueries):
     """A session answering what the engine can, and the rest lazily on Spark."""
 
     @property
@@ -293,113 +286,6 @@ class LazySession:
             return self.current[name]
         return self.inner.view(name)
 
-    def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
-        if not self.lazy:
-            return self.inner.count_selected(view, bars)
-        if view is None and bars is None and self._selected is not None and not self.stale:
-            return self._selected
-        where = self._where(None) if view is None else self._bars_where(view, bars)
-        rows = self._spark(f"SELECT count(1) FROM {self.source.table} WHERE {where}",
-                           "counting the selected rows")
-        return int(rows[0][0])
-
-    # --- lineage queries -------------------------------------------------------------------
-
-    def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-                page_size: int | None = None, columns: list[str] | None = None,
-                order_by: str | None = None, descending: bool = False) -> pa.Table:
-        declared = self.spec.interactions.details
-        named = {*(columns or (declared.columns if declared else [])), *([order_by] if order_by else [])}
-        # the engine's columns: the declared ones and each join's key (plan.detail_columns)
-        listed = declared is not None and named <= set(self.plan.detail_columns)
-        if listed and not self.lazy:  # the engine's, unless the view's bars were not indexed
-            try:
-                return self.inner.details(view, bars, page, page_size, columns, order_by, descending)
-            except NotCapturedError:
-                pass
-        size = page_size or (declared.page_size if declared else DEFAULT_PAGE)  # checked before Spark
-        check_page(page, size)
-        for i, c in enumerate(columns or ()):
-            self.check_column(c, f"details.columns[{i}]")
-        where = self._where(None) if view is None else self._bars_where(view, bars)
-        self.source.start()
-        columns = list(dict.fromkeys(columns or (declared.columns if declared else self.source.columns)))
-        unknown = [c for c in [*columns, *([order_by] if order_by is not None else [])]
-                   if c not in self.source.columns]
-        if unknown:
-            msg = f"no column {unknown[0]!r} in the source; columns: {', '.join(sorted(self.source.columns))}"
-            raise InteractionError(msg)
-        group = self._begin()
-        try:
-            table = self.source.rid_table(group)
-            cols = ", ".join(sql.ident(c, sql.SPARK) for c in columns)
-            # as engine/ordering.py: NULLS LAST, NaN the largest (as Spark orders it), then rid
-            order = "__rid" if order_by is None else \
-                f"{sql.ident(order_by, sql.SPARK)} {'DESC' if descending else 'ASC'} NULLS LAST, __rid"
-            rows = self._spark(f"SELECT __rid AS rid, {cols} FROM ({table}) AS t WHERE {where} "
-                               f"ORDER BY {order} LIMIT {size} OFFSET {page * size}",
-                               "finding the rows behind the selection", group)
-        finally:
-            self._end(group)
-        data = {"rid": pa.array([int(r[0]) for r in rows], pa.int64())}
-        for i, c in enumerate(columns, start=1):
-            data[c] = [r[i] for r in rows]
-        return pa.table(data)
-
-    def forward(self, rids) -> dict[str, list[int]]:
-        try:
-            return self.inner.forward(rids)
-        except NotCapturedError:
-            pass
-        try:
-            rids = [int(r) for r in rids]
-        except (TypeError, ValueError):
-            msg = "rids must be a list of row ids (integers)"
-            raise InteractionError(msg) from None
-        if len(rids) > MAX_FORWARD_RIDS or any(not 0 <= r < self.store.n_rows for r in rids):
-            msg = f"rids must be at most {MAX_FORWARD_RIDS:,} row ids in [0, {self.store.n_rows})"
-            raise InteractionError(msg)
-        if not rids:
-            return {v.name: [] for v in self.spec.views}
-        b = self._bars_of()
-        keys = ", ".join(f"{b.bar_sql[v.name]} AS k{i}" for i, v in enumerate(self.spec.views))
-        group = self._begin()
-        try:
-            table = self.source.rid_table(group)
-            rows = self._spark(f"SELECT DISTINCT {keys} FROM ({table}) AS t WHERE __rid IN "
-                               f"({', '.join(map(str, rids))})", "finding the bars of rows", group)
-        finally:
-            self._end(group)
-        out = {}
-        for i, v in enumerate(self.spec.views):
-            index = b.keys[v.name]
-            out[v.name] = sorted({index[k] for k in (_key(r[i]) for r in rows) if k in index})
-        return out
-
-    def highlight(self, source: str, bars: list[int], targets: list[str] | None = None) -> dict[str, ViewData]:
-        declared = [t for h in self.spec.interactions.highlight if h.source == source for t in h.targets]
-        wanted = list(dict.fromkeys(targets or declared or [v.name for v in self.spec.views
-                                                            if v.name != source]))
-        for t in [source, *wanted]:
-            self._view(t)
-        if set(wanted) <= set(declared) and not any(self._lazy_for(t) for t in wanted):
-            try:
-                got = self.inner.highlight(source, bars)
-                return {t: got[t] for t in wanted}
-            except NotCapturedError:
-                pass
-        in_bars = self._in_bars(source, bars)
-        out = self._groups(wanted, lambda t: f"({self._where(t)}) AND ({in_bars})",
-                           "highlighting linked rows")
-        return {t: out[t] for t in wanted}
-
-    def backward_rids(self, *args, **kwargs):
-        if self.lazy:
-            msg = ("the rows behind the selection are not known by rid under a filter answered "
-                   f"on Spark ({', '.join(self.lazy)}): ask for details instead")
-            raise NotCapturedError(msg)
-        return self.inner.backward_rids(*args, **kwargs)
-
     # --- lazy machinery ----------------------------------------------------------------
 
     def close(self) -> None:
@@ -597,18 +483,6 @@ class LazySession:
             value = (self._times(name, interval), y)
         return state_json({name: value}, {f.name: f.kind for f in self.plan.filters})[name]
 
-    def _bars_where(self, view: str, bars: list[int] | None) -> str:
-        self._view(view)
-        bars = list(range(self._bars_of().layouts[view].nbars)) if bars is None else bars
-        return f"({self._where(view)}) AND ({self._in_bars(view, bars)})"
-
-    def _in_bars(self, view: str, bars) -> str:
-        b = self._bars_of()
-        bars = check_bars(b.layouts[view].nbars, view, bars)
-        keys = {i: k for k, i in b.keys[view].items()}
-        wanted = ", ".join(sql.lit(keys[x], sql.SPARK) for x in bars)
-        return f"({b.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"
-
     def _lazy_for(self, view: str) -> bool:
         return any(view in f.applies_to for f in self.lazy.values())
 
@@ -683,9 +557,3 @@ def _checked(convert, x, where: str, i: int):
     except InteractionError as e:
         msg = f"{where}: interval[{i}]: {e}"
         raise InteractionError(msg) from None
-
-
-def _key(x):
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x

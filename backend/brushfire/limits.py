@@ -17,5 +17,6 @@ MAX_DROPDOWN_VALUES = 65_534  # distinct values of a dropdown parameter's field 
 # Requests (docs/protocol.md): a protocol message and a session's Python API are held to the
 # same ones (engine/api.py checks them), whichever front asks.
 MAX_PAGE_ROWS = 10_000  # rows of one details or dimension page
+DEFAULT_PAGE = 100  # details rows per page when the spec declares no details (answered lazily)
 MAX_PAGE = 2**31 - 1  # a page's number
 MAX_FORWARD_RIDS = 10_000  # row ids of one forward request

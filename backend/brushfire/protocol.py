@@ -24,7 +24,7 @@ from typing import Any, cast
 from brushfire import selection as S
 from brushfire import values as V
 from brushfire.engine import api as R
-from brushfire.engine.api import ForwardAPI, LazyUpdate, SessionAPI, Update, ViewData
+from brushfire.engine.api import ForwardAPI, LazyUpdate, LineageAPI, SessionAPI, Update, ViewData
 from brushfire.errors import BrushfireError
 from brushfire.requests import answers_lazily, echo_id, filter_kinds, lazy_api, parse
 from brushfire.wire import ProtocolError, decode_message, jsonable, rows_json
@@ -65,12 +65,7 @@ def run_filters(session: SessionAPI, r: R.FiltersRequest) -> dict:
 
 
 def run_highlight(session: SessionAPI, r: R.HighlightRequest) -> dict:
-    if r.targets and r.lazy:  # (undeclared pairs answered on Spark)
-        views = lazy_api(session).highlight(r.source, r.bars, targets=r.targets)
-    else:
-        views = session.highlight(r.source, r.bars)
-        if r.targets:  # checked: declared targets of this source
-            views = {t: views[t] for t in r.targets}
+    views = session.answer_highlight(r)  # (r.targets in their order; undeclared pairs: on Spark)
     return {"type": "highlight", "source": r.source, "bars": r.bars,
             "views": {n: view_json(v) for n, v in views.items()}}
 
@@ -80,28 +75,26 @@ def run_filter(session: SessionAPI, r: R.FilterRequest) -> dict:
 
 
 def run_details(session: SessionAPI, r: R.DetailsRequest) -> dict:
-    table = session.details(r.view, r.bars, r.page, r.page_size, r.columns, r.order_by,
-                            r.descending)
-    total = session.count_selected(r.view, r.bars)
-    return {"type": "details", "page": r.page, "total": total, "rows": rows_json(table)}
+    got = session.answer_details(r)
+    return {"type": "details", "page": r.page, "total": got.total, "rows": rows_json(got.rows)}
 
 
 def run_forward(session: SessionAPI, r: R.ForwardRequest) -> dict:
-    return forward_reply(session, r.rids)
+    return forward_reply(session, r)
 
 
 def run_dimension(session: SessionAPI, r: R.DimensionRequest) -> dict:
-    from brushfire.engine.dimensions import dimension_rows
+    from brushfire.engine.dimensions import answer_dimension
 
-    got = dimension_rows(session, r.join, r.view, r.bars, r.page, r.page_size)
+    got = answer_dimension(cast(LineageAPI, session), r)  # (Dimension.check: the session declares ROWS)
     return {"type": "dimension", "join": r.join, "page": r.page, "total": got.total,
             "unmatched": got.unmatched, "rows": rows_json(got.table)}
 
 
 def run_dimension_forward(session: SessionAPI, r: R.DimensionForwardRequest) -> dict:
-    from brushfire.engine.dimensions import dimension_forward
+    from brushfire.engine.dimensions import answer_dimension_forward
 
-    rows, views = dimension_forward(session, r.join, r.key)
+    rows, views = answer_dimension_forward(cast(LineageAPI, session), r)
     pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
     return {"type": "dimension_forward", "join": r.join, "key": r.key, "rows": rows,
             "views": views, "pruned": pruned}
@@ -136,7 +129,7 @@ def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
         msg = parse(raw)
         msg_id, kind = msg.id, msg.type
         t0 = time.perf_counter()
-        request = msg.check(session)  # once: a filter's is not checked again below
+        request = msg.check(session)  # once: not checked again below
         reply = RUNS[type(request)](session, request)
         reply.setdefault("ms", (time.perf_counter() - t0) * 1e3)
     except ProtocolError as e:
@@ -196,12 +189,12 @@ def error_reply(message: str, msg_id: Any = None) -> dict:
     return {"type": "error", "id": msg_id, "message": message}
 
 
-def forward_reply(session: SessionAPI, rids: list[int]) -> dict:
-    """The bars rows `rids` fall in, per view; `pruned`: the views whose bars per row were
+def forward_reply(session: SessionAPI, r: R.ForwardRequest) -> dict:
+    """The bars rows `r.rids` fall in, per view; `pruned`: the views whose bars per row were
     not captured (nothing filters or highlights them), so they are left out."""
-    views = cast(ForwardAPI, session).forward(rids)  # (Forward.check: the session declares it)
+    views = cast(ForwardAPI, session).answer_forward(r)  # (Forward.check: the session declares it)
     pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
-    reply = {"type": "forward", "rids": rids, "views": views, "pruned": pruned}
+    reply = {"type": "forward", "rids": r.rids, "views": views, "pruned": pruned}
     if pruned:
         reply["note"] = (f"bars per row were not captured for {', '.join(pruned)}: nothing filters"
                          " or highlights them (brushfire plan)")

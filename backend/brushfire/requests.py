@@ -1,7 +1,7 @@
 """Client messages parsed and checked, once, into typed requests: what `protocol.handle`
-runs on a session. A filter's request (brush, select, parameter, clear, filters) is
-trusted from there down (the sessions' `apply_*`); details, highlighting and forward
-lineage still pass the checks of the engine methods they call.
+runs on a session, which trusts it from there down: a filter's request (brush, select,
+parameter, clear, filters) is taken by the sessions' `apply_*`, a lineage query's
+(details, highlight, forward, dimension) by their `answer_*`.
 
 A message is a JSON object with a lowercase `type` and an optional `id`. `parse` reads it
 into its `Message` class (the fields' shapes and limits: pydantic, its errors worded by
@@ -41,9 +41,11 @@ from brushfire.engine.api import (
     SessionAPI,
     StateRequest,
     check_bars,
+    check_join_captured,
+    check_page,
 )
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.limits import MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
+from brushfire.limits import DEFAULT_PAGE, MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
 from brushfire.views import view_type
 from brushfire.views.base import check_brush_y
 from brushfire.wire import ProtocolError, decode_message
@@ -246,11 +248,12 @@ class Details(Message):
             msg = "details.descending: orders by order_by, which is missing; give the column to order by"
             raise InteractionError(msg)
         _check_view_bars(session, "details", self.view, self.bars, "the rows of the selection")
+        declared = session.plan.dashboard.interactions.details
         if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
             for i, c in enumerate(self.columns or ()):
                 lazy_api(session).check_column(c, f"details.columns[{i}]")
+            check_page(self.page, self.page_size or (declared.page_size if declared else DEFAULT_PAGE))
             return self._request()
-        declared = session.plan.dashboard.interactions.details
         if declared is None:
             msg = "details: details on demand is not declared in this dashboard's interactions"
             raise NotCapturedError(msg)
@@ -260,6 +263,7 @@ class Details(Message):
                 msg = (f"details.{where}: {V.show(c)} is not a details column; columns: "
                        f"{', '.join(declared.columns)}" + S.did_you_mean(c, declared.columns))
                 raise InteractionError(msg)
+        check_page(self.page, self.page_size or declared.page_size)  # (the declared one: up to 100,000)
         return self._request()
 
     def _request(self) -> DetailsRequest:
@@ -302,6 +306,8 @@ class Dimension(Message):
         _check_join(session, "dimension.join", self.join)
         _check_rows(session, "dimension")
         _check_view_bars(session, "dimension", self.view, self.bars, "the selection")
+        check_join_captured(session.plan, self.join)  # (then details are declared)
+        check_page(self.page, self.page_size or session.plan.dashboard.interactions.details.page_size)
         return DimensionRequest(self.join, self.view, self.bars, self.page, self.page_size)
 
 
@@ -319,6 +325,7 @@ class DimensionForward(Message):
         if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
             msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
             raise InteractionError(msg)
+        check_join_captured(session.plan, self.join)
         return DimensionForwardRequest(self.join, self.key)
 
 

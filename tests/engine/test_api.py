@@ -131,3 +131,29 @@ def test_bars_pages_and_y_are_refused_alike_by_every_layer(rich_local):
         assert protocol.handle(lazy, message)["message"] == want
     reply = protocol.handle(lazy, {"type": "details", "page_size": MAX_PAGE_ROWS + 1})
     assert reply["message"].endswith(f"page_size is an integer from 1 to {MAX_PAGE_ROWS:,}")
+
+
+def test_a_baselines_details_trust_the_checked_request(rich_local, monkeypatch):
+    """DuckDB's details of a `details` message: `answer_details` checks neither the bars nor
+    the page and columns again, and counts the rows without its Python API's checks."""
+    pytest.importorskip("duckdb")
+    from brushfire.baselines import base, duckdb, with_engine
+
+    def checked_again(*args, **kwargs):
+        msg = "checked again below the protocol"
+        raise AssertionError(msg)
+
+    s = with_engine(rich_local, "duckdb").session()
+    protocol.handle(s, {"type": "brush", "view": "hx", "interval": [10, 70]})
+    messages = [{"type": "details", "view": "cat", "bars": [0, 2], "page_size": 4},
+                {"type": "details", "order_by": "x", "page": 2, "page_size": 3}]
+    want = [protocol.handle(s, m) for m in messages]
+    assert [w["type"] for w in want] == ["details", "details"], want
+    monkeypatch.setattr(base, "check_bars", checked_again)
+    monkeypatch.setattr(duckdb, "details_request", checked_again)
+    for name in ("details", "count_selected"):
+        monkeypatch.setattr(duckdb.DuckDBSession, name, checked_again)
+    for m, w in zip(messages, want, strict=True):
+        assert {**protocol.handle(s, m), "ms": 0} == {**w, "ms": 0}
+    assert protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0]})["message"] == \
+        "linked highlighting is not offered by the duckdb baseline"

@@ -130,12 +130,45 @@ def test_protocol_messages_and_their_errors(star):
         assert reply == {"type": "error", "id": None, "message": text}, reply
 
 
+def test_dimension_messages_are_checked_once(star, monkeypatch):
+    """The message's check checks the join (its lineage captured), the view, its bars and the
+    page; `answer_dimension` and `answer_dimension_forward` trust the request: the Python
+    API's checks (`_join`, the page, `backward_rids`'s view and bars) do not run again."""
+    from brushfire.engine import dimensions, queries
+    from brushfire.engine import session as engine
+    from brushfire.lazy import LazySession
+
+    def checked_again(*args, **kwargs):
+        msg = "checked again below the protocol"
+        raise AssertionError(msg)
+
+    dash, _ = star
+    messages = [{"type": "dimension", "join": "region", "view": "zone", "bars": [0, 1], "page_size": 3},
+                {"type": "dimension", "join": "store", "page": 1, "page_size": 2}]
+    want = [handle(dash.session(), m) for m in messages]
+    for name, target in (("_join", dimensions), ("details_request", dimensions),
+                         ("check_view_bars", queries), ("check_bars", queries)):
+        monkeypatch.setattr(target, name, checked_again)
+    monkeypatch.setattr(LazySession, "backward_rids", checked_again)
+    monkeypatch.setattr(engine.Session, "backward_rids", checked_again)
+    for m, w in zip(messages, want, strict=True):
+        got = handle(dash.session(), m)
+        assert got["type"] == "dimension" and {**got, "ms": 0} == {**w, "ms": 0}, got
+    key = want[0]["rows"][0]["region.code"]
+    fwd = handle(dash.session(), {"type": "dimension_forward", "join": "region", "key": key})
+    assert fwd["type"] == "dimension_forward" and fwd["rows"] > 0, fwd
+
+
 def test_without_details_there_is_no_lineage_through_joins(tmp_path):
     dash = open_star(tmp_path, 1, 300, details=False)
     with pytest.raises(NotCapturedError) as info:
         dimension_rows(dash.engine_session(), "store")
-    assert str(info.value) == ("lineage through join 'store' was not captured: declare details "
-                               "on demand (its key column is kept with the details' columns)")
+    text = ("lineage through join 'store' was not captured: declare details on demand (its key "
+            "column is kept with the details' columns)")
+    assert str(info.value) == text
+    for m in [{"type": "dimension", "join": "store"},  # the message's check says it
+              {"type": "dimension_forward", "join": "store", "key": 1}]:
+        assert handle(dash.session(), m) == {"type": "error", "id": None, "message": text}
     with pytest.raises(InteractionError):
         dimension_forward(dash.engine_session(), "nope", 1)
 

@@ -23,6 +23,9 @@ from brushfire.engine.api import (
     BrushRequest,
     Capability,
     ClearRequest,
+    DetailsPage,
+    DetailsRequest,
+    HighlightRequest,
     ParameterRequest,
     SelectRequest,
     Update,
@@ -231,8 +234,12 @@ class SqlSession:
         return self.current[name].data
 
     def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
-        """Rows passing every filter: read off a view that every active filter applies to
-        (its total includes the rows it drops), else counted."""
+        """Rows passing every filter, or behind bars of a view (`_count`)."""
+        return self._count(view, self._checked_bars(view, bars))
+
+    def _count(self, view: str | None, bars: list[int] | None) -> int:
+        """`count_selected` of a checked view and bars: read off a view that every active
+        filter applies to (its total includes the rows it drops), else counted."""
         if view is None and bars is None:
             for v, b in self.current.items():
                 if all(sql.applies(self.spec, f, v) for f in self.preds):
@@ -240,14 +247,22 @@ class SqlSession:
             return self.backend.count(sql.where_sql(self.spec, self.preds, None), self.cur)
         return self.backend.count(self._bars_where(view, bars), self.cur)
 
+    # details and highlighting are not offered (DuckDB's session offers details)
+
     def details(self, view=None, bars=None, page=0, page_size=None, columns=None, order_by=None,
                 descending=False) -> pa.Table:
         msg = f"details on demand is not offered by the {self.engine} baseline"
         raise NotCapturedError(msg)
 
+    def answer_details(self, r: DetailsRequest) -> DetailsPage:
+        return self.details()
+
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]:
         msg = f"linked highlighting is not offered by the {self.engine} baseline"
         raise NotCapturedError(msg)
+
+    def answer_highlight(self, r: HighlightRequest) -> dict[str, ViewData]:
+        return self.highlight(r.source, r.bars)
 
     # --- machinery -----------------------------------------------------------------------
 
@@ -271,14 +286,22 @@ class SqlSession:
             out += [v for v in self._filters[n].filters_views if v not in out]
         return out
 
-    def _bars_where(self, view: str | None, bars: list[int] | None) -> str:
+    def _checked_bars(self, view: str | None, bars) -> list[int] | None:
+        """The Python API's view and its bars (without a view, bars are not read)."""
         if view is None:
-            return sql.where_sql(self.spec, self.preds, None)
+            return bars
         layout = self.backend.layouts.get(view)
         if layout is None:
             msg = f"unknown view {view!r}"
             raise InteractionError(msg)
-        bars = list(range(layout.nbars)) if bars is None else check_bars(layout.nbars, view, bars)
+        return None if bars is None else check_bars(layout.nbars, view, bars)
+
+    def _bars_where(self, view: str | None, bars: list[int] | None) -> str:
+        """The filters and bars of a view (checked), as SQL."""
+        if view is None:
+            return sql.where_sql(self.spec, self.preds, None)
+        layout = self.backend.layouts[view]
+        bars = list(range(layout.nbars)) if bars is None else bars
         keys = {i: k for k, i in self.backend.keys[view].items()}
         wanted = ", ".join(sql.lit(keys[b], self.backend.dialect) for b in bars)
         in_bars = f"({self.backend.bar_sql[view]}) IN ({wanted})" if bars else "FALSE"

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from brushfire import sql
 from brushfire.baselines.base import Backend, Groups, SqlSession
-from brushfire.engine.api import details_request
+from brushfire.engine.api import DetailsPage, DetailsRequest, details_request
 from brushfire.spec import models as m
 
 READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
@@ -106,6 +106,18 @@ class DuckDBSession(SqlSession):
         """A page of the rows behind bars or the current selection, in rid order or by
         `order_by` (NULLS LAST; DuckDB orders NaN as the largest value), then rid."""
         columns, size = details_request(self.plan, page, page_size, columns)
+        return self._details(view, self._checked_bars(view, bars), page, size, columns, order_by,
+                             descending)
+
+    def answer_details(self, r: DetailsRequest) -> DetailsPage:
+        spec = self.spec.interactions.details  # (declared: the request's check)
+        columns = list(dict.fromkeys(r.columns or spec.columns))  # each once
+        rows = self._details(r.view, r.bars, r.page, r.page_size or spec.page_size, columns,
+                             r.order_by, r.descending)
+        return DetailsPage(rows, self._count(r.view, r.bars))
+
+    def _details(self, view: str | None, bars: list[int] | None, page: int, size: int,
+                 columns: list[str], order_by: str | None, descending: bool) -> pa.Table:
         order = "rowid" if order_by is None else \
             f"{sql.ident(order_by)} {'DESC' if descending else 'ASC'} NULLS LAST, rowid"
         q = (f"SELECT CAST(rowid AS INTEGER) AS rid, {', '.join(sql.ident(c) for c in columns)} FROM src "

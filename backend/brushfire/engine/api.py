@@ -63,9 +63,19 @@ class LazyUpdate(Update):
     cancelled: bool = False  # the next interaction cancelled it: `lazy` views are stale
 
 
+@dataclass
+class DetailsPage:
+    """A details request's answer: a page of the rows behind bars or the selection (with
+    their rids) and how many rows there are in all."""
+
+    rows: pa.Table
+    total: int
+
+
 # --- checked requests: a client message checked against the dashboard, once, by its
-# `check` (brushfire/requests.py). A session's `apply_*` methods take them and check nothing
-# again; values stay as sent (replies echo the filters as given).
+# `check` (brushfire/requests.py). A session's `apply_*` (filters) and `answer_*` (lineage
+# queries) methods take them and check nothing again; values stay as sent (replies echo the
+# filters as given).
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ class DetailsRequest(Request):
     view: str | None  # with bars of it, or neither: the rows of the selection
     bars: list[int] | None
     page: int
-    page_size: int | None  # None: the declared page size
+    page_size: int | None  # None: the declared page size (checked too)
     columns: list[str] | None
     order_by: str | None
     descending: bool
@@ -135,11 +145,11 @@ class ForwardRequest(Request):
 
 @dataclass(frozen=True)
 class DimensionRequest(Request):
-    join: str
+    join: str  # a join whose key column the capture kept (details declared)
     view: str | None
     bars: list[int] | None
     page: int
-    page_size: int | None
+    page_size: int | None  # None: the declared details page size (checked too)
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,11 @@ class SessionAPI(Protocol):
                 page_size: int | None = None, columns: list[str] | None = None,
                 order_by: str | None = None, descending: bool = False) -> pa.Table: ...
     def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]: ...
+    # the lineage queries of requests checked by their message: not checked again
+    def answer_details(self, r: DetailsRequest) -> DetailsPage: ...
+    def answer_highlight(self, r: HighlightRequest) -> dict[str, ViewData]:
+        """The share of each target's bars from `r.bars` of `r.source`: `r.targets` in
+        their order, else every declared one (a LAZY session: every other view)."""
     def close(self) -> None:
         """The user left: stop the session's background work and free what it holds (the
         server calls it when a connection ends; interactions after it may still run)."""
@@ -224,6 +239,10 @@ class LineageAPI(SessionAPI, Protocol):
     def backward_rids(self, view: str | None = None, bars: list[int] | None = None,
                       offset: int = 0, limit: int | None = None) -> np.ndarray: ...
 
+    def rids_behind(self, view: str | None, bars: list[int] | None, offset: int = 0,
+                    limit: int | None = None) -> np.ndarray:
+        """`backward_rids` of a view and bars a request's check checked: not checked again."""
+
 
 @runtime_checkable
 class ForwardAPI(SessionAPI, Protocol):
@@ -231,6 +250,8 @@ class ForwardAPI(SessionAPI, Protocol):
     were not captured left out)."""
 
     def forward(self, rids) -> dict[str, list[int]]: ...
+    def answer_forward(self, r: ForwardRequest) -> dict[str, list[int]]:
+        """`forward` of the rids a forward message's check checked: not checked again."""
 
 
 @runtime_checkable
@@ -316,3 +337,14 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
     size = page_size or spec.page_size
     check_page(page, size)
     return columns, size
+
+
+def check_join_captured(plan: CapturePlan, name: str) -> None:
+    """Lineage through join `name` needs its key column, which the capture keeps with the
+    details' columns."""
+    key = f"{name}.{plan.dashboard.source.join(name).key}"
+    if key not in plan.detail_columns:
+        msg = (f"lineage through join {name!r} was not captured: declare details on demand "
+               "(its key column is kept with the details' columns)")
+        raise NotCapturedError(msg)
+

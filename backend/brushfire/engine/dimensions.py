@@ -21,8 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from brushfire.engine.api import details_request
-from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.engine.api import (
+    DimensionForwardRequest,
+    DimensionRequest,
+    check_join_captured,
+    details_request,
+)
+from brushfire.errors import InteractionError
 from brushfire.spec import models as m
 
 ROWS = "rows"  # the column of `dimension_rows` that counts the source's rows per dimension row
@@ -43,11 +48,7 @@ def _join(session, name: str) -> m.Join:
     if name not in names:
         msg = f"no join named {name!r}; joins: {', '.join(names) or 'none'}"
         raise InteractionError(msg)
-    key = f"{name}.{src.join(name).key}"
-    if key not in session.plan.detail_columns:
-        msg = (f"lineage through join {name!r} was not captured: declare details on demand "
-               "(its key column is kept with the details' columns)")
-        raise NotCapturedError(msg)
+    check_join_captured(session.plan, name)
     return src.join(name)
 
 
@@ -55,13 +56,25 @@ def dimension_rows(session, join: str, view: str | None = None, bars: list[int] 
                    page: int = 0, page_size: int | None = None) -> DimensionRows:
     """The rows of `join`'s dimension table behind the current selection (or behind bars
     of a view, as it shows them): each with `rows`, how many rows of the selection reach
-    it, most first (ties by key); paged as details are."""
+    it, most first (ties by key); paged as details are. Checks what it is given, then does
+    what `answer_dimension` does."""
     j = _join(session, join)
+    _, size = details_request(session.plan, page, page_size, [f"{j.name}.{j.key}"])
+    return _rows(session, j, session.backward_rids(view, bars), page, size)
+
+
+def answer_dimension(session, r: DimensionRequest) -> DimensionRows:
+    """`dimension_rows` of a request checked by its message (brushfire/requests.py: the
+    join's lineage captured, the view, bars and page): not checked again."""
+    j = session.plan.dashboard.source.join(r.join)
+    size = r.page_size or session.plan.dashboard.interactions.details.page_size
+    return _rows(session, j, session.rids_behind(r.view, r.bars), r.page, size)
+
+
+def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
     key = f"{j.name}.{j.key}"
-    _, size = details_request(session.plan, page, page_size, [key])
     columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
                       if c.startswith(f"{j.name}.") and c != key]]
-    rids = session.backward_rids(view, bars)
     table = session.store.take(np.asarray(rids, np.int64), columns)
     aggs = [(key, "count", pc.CountOptions(mode="all"))] + [(c, "first") for c in columns[1:]]
     grouped = table.group_by(key, use_threads=False).aggregate(aggs)
@@ -77,8 +90,20 @@ def dimension_rows(session, join: str, view: str | None = None, bars: list[int] 
 def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]]]:
     """(rows of the source whose `join` row has key `key`, the bars each view shows them
     in): forward lineage from a dimension row. Views whose bars per row were pruned are
-    left out (as `forward` leaves them out)."""
-    j = _join(session, join)
+    left out (as `forward` leaves them out). Checks the join, then does what
+    `answer_dimension_forward` does."""
+    return _forward(session, _join(session, join), key)
+
+
+def answer_dimension_forward(session, r: DimensionForwardRequest) -> tuple[int, dict[str, list[int]]]:
+    """`dimension_forward` of a request checked by its message (the join's lineage
+    captured, the key a string or a number): the join not checked again (the key's type
+    against the column's is known only here; the rows found are the engine's, checked by
+    `forward` as any caller's)."""
+    return _forward(session, session.plan.dashboard.source.join(r.join), r.key)
+
+
+def _forward(session, j: m.Join, key) -> tuple[int, dict[str, list[int]]]:
     column = f"{j.name}.{j.key}"
     rids = []
     for s in session.store.shards:
@@ -96,4 +121,5 @@ def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]
     return len(rids), session.forward(rids)
 
 
-__all__ = ["ROWS", "DimensionRows", "dimension_forward", "dimension_rows"]
+__all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_forward", "dimension_forward",
+           "dimension_rows"]

@@ -1,6 +1,12 @@
 """Lineage queries (Smoke's backward and forward traces) on a session's filter state:
 the rows behind bars or behind the selection (details on demand), the bars of given rows
-in each view, linked highlighting, and the measures an order statistic reads."""
+in each view, linked highlighting, and the measures an order statistic reads.
+
+`Queries` is the session's side of them (engine/session.py's `Session` is one): its
+Python API (`details`, `highlight`, `forward`, `backward_rids`, `count_selected`) checks
+what it is given, then does what the `answer_*` of a request checked by its message
+(brushfire/requests.py) does; the functions below check nothing a request's check
+checked (the view, its bars, the page, the columns, the rids)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,15 @@ import pyarrow as pa
 
 from brushfire.engine import kernels as K
 from brushfire.engine import ordering, stats
-from brushfire.engine.api import ViewData, check_bars, details_request
+from brushfire.engine.api import (
+    DetailsPage,
+    DetailsRequest,
+    ForwardRequest,
+    HighlightRequest,
+    ViewData,
+    check_bars,
+    details_request,
+)
 from brushfire.engine.costs import index_cost, scan_cost
 from brushfire.engine.methods import scan
 from brushfire.engine.state import Selection, Test, bars_test, merge_ranges
@@ -24,8 +38,83 @@ if TYPE_CHECKING:
     from brushfire.engine.session import Session
 
 
-def backward_rids(session: Session, view: str | None = None, bars: list[int] | None = None,
-                  offset: int = 0, limit: int | None = None) -> np.ndarray:
+class Queries:
+    """The lineage queries of a session (a mixin of engine/session.py's `Session`)."""
+
+    def backward_rids(self: Session, view: str | None = None, bars: list[int] | None = None,
+                      offset: int = 0, limit: int | None = None) -> np.ndarray:
+        """rids behind bars of a view as shown, or behind the selection (`rids_behind`)."""
+        return rids_behind(self, view, check_view_bars(self, view, bars), offset, limit)
+
+    def rids_behind(self: Session, view: str | None, bars: list[int] | None, offset: int = 0,
+                    limit: int | None = None) -> np.ndarray:
+        return rids_behind(self, view, bars, offset, limit)
+
+    def count_selected(self: Session, view: str | None = None, bars: list[int] | None = None) -> int:
+        """Number of rows `backward_rids` would return without paging."""
+        return count_behind(self, view, check_view_bars(self, view, bars))
+
+    def count_behind(self: Session, view: str | None, bars: list[int] | None) -> int:
+        """`count_selected` of a checked view and bars (a request's)."""
+        return count_behind(self, view, bars)
+
+    def details(self: Session, view: str | None = None, bars: list[int] | None = None, page: int = 0,
+                page_size: int | None = None, columns: list[str] | None = None,
+                order_by: str | None = None, descending: bool = False) -> pa.Table:
+        """A page of the input rows behind bars or the selection (`page_rows`)."""
+        columns, size = details_request(self.plan, page, page_size, columns)
+        if order_by is not None:
+            details_request(self.plan, 0, None, [order_by])  # a details column
+        bars = check_view_bars(self, view, bars)
+        return page_rows(self, view, bars, page, size, columns, order_by, descending)
+
+    def answer_details(self: Session, r: DetailsRequest) -> DetailsPage:
+        spec = self.plan.dashboard.interactions.details  # (declared: the request's check)
+        columns = list(dict.fromkeys(r.columns or spec.columns))  # each once
+        rows = page_rows(self, r.view, r.bars, r.page, r.page_size or spec.page_size, columns,
+                         r.order_by, r.descending)
+        return DetailsPage(rows, count_behind(self, r.view, r.bars))
+
+    def forward(self: Session, rids) -> dict[str, list[int]]:
+        """Bars each view's rows `rids` contribute to (`bars_of_rows`)."""
+        try:
+            rids = np.asarray(rids, np.int64).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            msg = "rids must be a list of row ids (integers)"
+            raise InteractionError(msg) from None
+        if len(rids) and (rids.min() < 0 or rids.max() >= self.store.n_rows):
+            msg = f"rids must be in [0, {self.store.n_rows})"
+            raise InteractionError(msg)
+        return bars_of_rows(self, rids)
+
+    def answer_forward(self: Session, r: ForwardRequest) -> dict[str, list[int]]:
+        return bars_of_rows(self, np.asarray(r.rids, np.int64).reshape(-1))
+
+    def highlight(self: Session, source: str, bars: list[int]) -> dict[str, ViewData]:
+        """Linked highlighting from `bars` of `source` (`highlighted`)."""
+        if not highlight_targets(self, source):
+            msg = f"no highlight from view {source!r} is declared"
+            raise NotCapturedError(msg)
+        return highlighted(self, source, check_bars(self.layout.view(source).nbars, source, bars))
+
+    def answer_highlight(self: Session, r: HighlightRequest) -> dict[str, ViewData]:
+        got = highlighted(self, r.source, r.bars)
+        return {t: got[t] for t in r.targets} if r.targets else got
+
+
+def check_view_bars(session: Session, view: str | None, bars) -> list[int] | None:
+    """The Python API's view and bars: bars of a view (its bar numbers), or neither."""
+    if view is None:
+        if bars is not None:
+            msg = "bars need a view"
+            raise InteractionError(msg)
+        return None
+    session._view_index(view)
+    return None if bars is None else check_bars(session.layout.view(view).nbars, view, bars)
+
+
+def rids_behind(session: Session, view: str | None = None, bars: list[int] | None = None,
+                offset: int = 0, limit: int | None = None) -> np.ndarray:
     """rids behind bars of a view as currently shown (rows in the bars passing the
     view's other filters), or behind the current selection (rows passing every active
     filter) when `view` is None; in rid order, `offset` / `limit` page."""
@@ -50,14 +139,13 @@ def backward_rids(session: Session, view: str | None = None, bars: list[int] | N
         return out[:written]
 
 
-def count_selected(session: Session, view: str | None = None, bars: list[int] | None = None) -> int:
-    """Number of rows `backward_rids` would return without paging."""
+def count_behind(session: Session, view: str | None, bars: list[int] | None) -> int:
+    """Number of rows `rids_behind` would return without paging."""
     if view is None and bars is None:
         if not session.active or not session._has_all:
             return session.store.n_rows
         return int(session.agg.counts[session._s.all.bar_off])
     if view is not None and bars is None:
-        session._view_index(view)
         return int(stats.bar_counts(session.layout.view(view), session.agg).sum())
     with session._lock, session._pool.replying():
         need, (d, kr) = lineage_source(session, view, bars)
@@ -70,20 +158,16 @@ def count_selected(session: Session, view: str | None = None, bars: list[int] | 
             rows_cost(session, d, kr)))])))
 
 
-def details(session: Session, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-            page_size: int | None = None, columns: list[str] | None = None,
-            order_by: str | None = None, descending: bool = False) -> pa.Table:
+def page_rows(session: Session, view: str | None, bars: list[int] | None, page: int, size: int,
+              columns: list[str], order_by: str | None, descending: bool) -> pa.Table:
     """A page of the input rows behind bars or the current selection (details on
     demand), from the capture's snapshot, with their rids: in rid order, or ordered by
     the details column `order_by` (engine/ordering.py: SQL's ORDER BY with NULLS LAST,
     then rid)."""
-    columns, size = details_request(session.plan, page, page_size, columns)
-    if order_by is not None:
-        details_request(session.plan, 0, None, [order_by])  # a details column
     if page * size >= session.store.n_rows:
         rids = np.zeros(0, np.int64)
     elif order_by is None:
-        rids = session.backward_rids(view, bars, offset=page * size, limit=size)
+        rids = rids_behind(session, view, bars, offset=page * size, limit=size)
     else:
         rids = sorted_page(session, view, bars, order_by, descending, page * size, size)
     table = session.store.take(rids, columns)
@@ -98,23 +182,22 @@ def sorted_page(session: Session, view: str | None, bars: list[int] | None, colu
     the selected rows' values."""
     co = session._s.orders.get(column, session.store.n_rows)
     if co is None:  # not built yet (its build has started): every selected row's value
-        every = session.backward_rids(view, bars)
+        every = rids_behind(session, view, bars)
         key = session.store.take(every, [column]).column(0)
         return every[ordering.page_order(key, descending, offset, limit)]
     if view is None:
-        selected = session.count_selected()
+        selected = count_behind(session, None, None)
     else:
-        session._view_index(view)
         per_bar = stats.bar_counts(session.layout.view(view), session.agg)
-        if bars is not None:  # an estimate: lineage_source checks the bars
-            per_bar = per_bar[[b for b in bars if isinstance(b, int) and 0 <= b < len(per_bar)]]
+        if bars is not None:  # an estimate
+            per_bar = per_bar[list(bars)]
         selected = int(per_bar.sum())
     if ordering.prefer_walk(session.store.n_rows, selected, offset + limit):
         rids = walk(session, co, view, bars, descending, offset, limit,
                     ordering.walk_budget(session.store.n_rows, selected))
         if rids is not None:
             return rids
-    return ordering.gather_page(co, session.backward_rids(view, bars), descending, offset, limit)
+    return ordering.gather_page(co, rids_behind(session, view, bars), descending, offset, limit)
 
 
 def walk(session: Session, co: ordering.ColumnOrder, view: str | None, bars: list[int] | None,
@@ -133,17 +216,9 @@ def walk(session: Session, co: ordering.ColumnOrder, view: str | None, bars: lis
         return ordering.walk_page(co, passes, descending, offset, limit, budget)
 
 
-def forward(session: Session, rids) -> dict[str, list[int]]:
-    """Bars each view's rows `rids` contribute to (forward lineage); views whose bars
-    per row were pruned (nothing needs them) are left out."""
-    try:
-        rids = np.asarray(rids, np.int64).reshape(-1)
-    except (TypeError, ValueError, OverflowError):
-        msg = "rids must be a list of row ids (integers)"
-        raise InteractionError(msg) from None
-    if len(rids) and (rids.min() < 0 or rids.max() >= session.store.n_rows):
-        msg = f"rids must be in [0, {session.store.n_rows})"
-        raise InteractionError(msg)
+def bars_of_rows(session: Session, rids: np.ndarray) -> dict[str, list[int]]:
+    """Bars each view's rows `rids` (row ids of the store) contribute to (forward
+    lineage); views whose bars per row were pruned (nothing needs them) are left out."""
     si, local = session.store.locate(rids)
     out = {}
     for vi, v in enumerate(session.layout.views):
@@ -159,12 +234,16 @@ def forward(session: Session, rids) -> dict[str, list[int]]:
     return out
 
 
-def highlight(session: Session, source: str, bars: list[int]) -> dict[str, ViewData]:
+def highlight_targets(session: Session, source: str) -> list[str]:
+    return [t for h in session.plan.dashboard.interactions.highlight if h.source == source
+            for t in h.targets]
+
+
+def highlighted(session: Session, source: str, bars: list[int]) -> dict[str, ViewData]:
     """Linked highlighting: for each declared target, the aggregate per bar of the rows
     in the selected `bars` of `source` that the target currently shows."""
-    targets = [t for h in session.plan.dashboard.interactions.highlight if h.source == source
-               for t in h.targets]
-    if not targets:
+    targets = highlight_targets(session, source)
+    if not targets:  # (a lazy session's, asking the engine first)
         msg = f"no highlight from view {source!r} is declared"
         raise NotCapturedError(msg)
     with session._lock, session._pool.replying():
@@ -194,14 +273,10 @@ def lineage_source(session: Session, view: str | None, bars: list[int] | None):
                           list(session.active) if view is None else session._others(view),
                           "the rows behind " + ("the selection" if view is None else f"view {view!r}"))
     if view is None:
-        if bars is not None:
-            msg = "bars need a view"
-            raise InteractionError(msg)
         need = np.uint64(0)
         for g in session.active:
             need |= np.uint64(1 << session._fi[g])
         return need, driver_of(session, list(session.active))
-    session._view_index(view)
     vl = session.layout.view(view)
     if not (session.plan.view(view).bar_index and vl.code_dims):
         msg = (f"backward lineage of view {view!r} was not captured: declare details on "
@@ -216,9 +291,9 @@ def lineage_source(session: Session, view: str | None, bars: list[int] | None):
 
 
 def bars_adhoc(session: Session, view: str, bars) -> tuple[Test, tuple[int, list]]:
-    """Point the spare filter at `bars` of `view`; (its test, (dim, candidate keys))."""
+    """Point the spare filter at `bars` of `view` (checked); (its test, (dim, candidate
+    keys))."""
     vl = session.layout.view(view)
-    bars = check_bars(vl.nbars, view, bars)
     if not vl.code_dims:
         msg = f"the bars of view {view!r} per row were not captured"
         raise NotCapturedError(msg)

@@ -33,7 +33,6 @@ from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from brushfire import values as V
 from brushfire.engine import builders, memory, multi, parallel, queries, stats
@@ -75,8 +74,9 @@ __all__ = ["Session", "SessionAPI", "Update", "ViewData"]
 IDLE_SECONDS = 0.12  # a pause after which conditional cubes are prepared for the next brush
 
 
-class Session:
-    """Filter state of one user; answers every interaction from the store."""
+class Session(queries.Queries):
+    """Filter state of one user; answers every interaction from the store (the lineage
+    queries: engine/queries.py, `Queries`)."""
 
     capabilities = frozenset({Capability.ROWS, Capability.FORWARD})
 
@@ -251,31 +251,6 @@ class Session:
     def view(self, name: str) -> ViewData:
         self._view_index(name)
         return self._view_data(name)
-
-    # --- lineage queries ------------------------------------------------------------
-
-    def backward_rids(self, view: str | None = None, bars: list[int] | None = None,
-                      offset: int = 0, limit: int | None = None) -> np.ndarray:
-        """rids behind bars of a view as shown, or behind the selection (engine/queries.py)."""
-        return queries.backward_rids(self, view, bars, offset, limit)
-
-    def count_selected(self, view: str | None = None, bars: list[int] | None = None) -> int:
-        """Number of rows `backward_rids` would return without paging."""
-        return queries.count_selected(self, view, bars)
-
-    def details(self, view: str | None = None, bars: list[int] | None = None, page: int = 0,
-                page_size: int | None = None, columns: list[str] | None = None,
-                order_by: str | None = None, descending: bool = False) -> pa.Table:
-        """A page of the input rows behind bars or the selection (engine/queries.py)."""
-        return queries.details(self, view, bars, page, page_size, columns, order_by, descending)
-
-    def forward(self, rids) -> dict[str, list[int]]:
-        """Bars each view's rows `rids` contribute to (engine/queries.py)."""
-        return queries.forward(self, rids)
-
-    def highlight(self, source: str, bars: list[int]) -> dict[str, ViewData]:
-        """Linked highlighting from `bars` of `source` (engine/queries.py)."""
-        return queries.highlight(self, source, bars)
 
     # --- the update machinery -------------------------------------------------------
 
