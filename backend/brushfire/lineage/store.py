@@ -403,6 +403,8 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
                     [f"{part}.{x}" for x in ("counts", "sums", "oks") if f"{part}.{x}" in opened[path]]
                 for name in names:
                     a = opened[path][name]
+                    if a.dtype.kind in "iu":  # (counts are written narrow: capture/keys.py)
+                        a = a.astype(np.int64)
                     totals[name] = totals[name] + a if name in totals else a.copy()
             for path in [p for p in opened if p.parent.name == s["name"]]:
                 opened.pop(path).close()
