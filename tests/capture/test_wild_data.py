@@ -185,13 +185,11 @@ def bounds(dash, oracle, name: str, rng) -> list:
 def parameter(dash, session, oracle, p, rng) -> None:
     """Set parameter `p` to one of its choices, a value in or beyond its range, or None."""
     kind, domain = dash.store.parameter_domain(p.name)
-    if rng.random() < 0.15:
+    if rng.random() < 0.15 or not domain:  # (a field without values: no choice, no range)
         value = None
     elif kind != "range":
         pick = [domain[int(i)] for i in rng.integers(0, len(domain), int(rng.integers(1, 3)))]
         value = pick if p.multiple else pick[0]
-    elif not domain:  # a slider over a field without values
-        value = None
     else:
         lo, hi = domain
         if isinstance(lo, str):
