@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -422,3 +423,46 @@ def test_integers_beyond_2_53_compare_as_doubles_as_sql_does(tmp_path):
         session.set_parameter("p", value)
         oracle.set_parameter("p", value)
         assert_views_equal_sql(dash, session, oracle, value)
+
+
+@pytest.mark.spark
+def test_on_spark_an_append_of_wild_rows_equals_sql_and_a_capture_from_scratch(spark, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(tame(wild_rows(600, 1)), folder / "part-0.parquet")
+    d = wild_spec(folder)
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    spec = parse_dashboard(d)
+    Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "inc", config=CONFIG)
+    pq.write_table(beyond(wild_rows(300, 2)), folder / "part-1.parquet")  # NaN, nulls, new extents
+    for cache in ("inc", "full"):
+        dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / cache, config=CONFIG)
+        assert dash.store.n_rows == 900
+        if cache == "inc":
+            assert any("reused 1 of 2 input files" in c for c in dash.store.info.changes), \
+                dash.store.info.changes
+        play(dash, Oracle(dash.spec, spark), 3, 8)
+
+
+def test_an_append_under_a_dropdown_over_a_float_field_with_nan(tmp_path):
+    """The dropdown's values (NaN among them) weigh its cube blocks by their counts,
+    looked up by value: NaN is no dict key (nan != nan), and the append failed with
+    KeyError: nan."""
+    from brushfire.capture.local import capture_tables
+
+    def part(n: int, seed: int) -> pa.Table:
+        rng = np.random.default_rng(seed)
+        return pa.table({"fc": pa.array(np.array([0.5, np.nan, 1.5])[rng.integers(0, 3, n)]),
+                         "y": pa.array(rng.integers(0, 7, n))})
+
+    views = [{"name": "y", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 7]}}]
+    plan = plan_capture(parse_dashboard(wild_spec("/nonexistent/x.parquet", views, ["y", "fc"],
+                                                  [{"name": "p", "field": "fc"}])))
+    tables = {"a": part(300, 1)}
+    capture_tables(plan, tables, tmp_path / "inc", CONFIG)
+    tables["b"] = part(200, 2)
+    store = capture_tables(plan, tables, tmp_path / "inc", CONFIG)
+    assert any("reused 1 of 2 input files" in c for c in store.info.changes), store.info.changes
+    session = Dashboard(plan.dashboard, plan, store).session()
+    session.set_parameter("p", math.nan)
+    assert session.count_selected() == sum(pc.sum(pc.is_nan(t["fc"])).as_py() for t in tables.values())
