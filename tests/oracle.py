@@ -15,6 +15,7 @@ import math
 import shutil
 import tempfile
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -59,7 +60,9 @@ class Oracle:
             self.con.execute("CREATE VIEW src AS SELECT * FROM checked")
         else:
             self.con.execute("CREATE VIEW src AS SELECT * FROM base")
-        self.top = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
+        # (-0.0 and 0.0 are one value, grouped under either: the engine names it 0.0)
+        self.top = {v.name: [r[0] + 0.0 if isinstance(r[0], float) else r[0]
+                             for r in self.con.execute(sql.top_sql(v)).fetchall()]
                     for v in dash.views if isinstance(v, m.CategoricalView)}
         self.filters: dict[str, str] = {}  # active filter name -> SQL predicate
         self._measures: dict[str, tuple[bool, dict]] = {}  # view -> (integer?, {bar: Σ|x|})
@@ -107,7 +110,8 @@ class Oracle:
         agg += f", {sql.aggregate_sql(v.aggregate, self.kind(v.aggregate.field))}" if order else ", NULL"
         q = (f"SELECT {key} AS bar, count(*){agg} FROM src WHERE ({self.where(name)}) "
              f"AND ({extra}) GROUP BY 1 HAVING bar IS NOT NULL")
-        rows = self.con.execute(q).fetchall()
+        rows = [(r[0], r[1], _double(r[2]), r[3], _double(r[4]))
+                for r in self.con.execute(q).fetchall()]
         self._nonnull[name] = {r[0]: r[3] for r in rows}  # measures per bar, for `agrees`
         return {r[0]: (r[1], r[2], r[2] / r[3] if r[3] else None,  # mean: the exact sum, divided once
                        _iso(r[4])) for r in rows}
@@ -137,7 +141,7 @@ class Oracle:
             cases = [f"WHEN {null} THEN '{self.null_reason(v, null)}'"]
         elif isinstance(v, m.CategoricalView):
             f = sql.ident(v.field)
-            tops = ", ".join(sql.lit(x) for x in self.top[name]) or "NULL"
+            tops = ", ".join(sql.value_lit(x) for x in self.top[name]) or "NULL"
             cases = [f"WHEN {f} IS NULL THEN '{self.null_reason(v, f'{f} IS NULL')}'",
                      f"WHEN {f} NOT IN ({tops}) THEN '{'other' if v.other else 'beyond_top'}'"]
         else:
@@ -206,6 +210,12 @@ class Oracle:
         return key_sql(v, self.top.get(v.name))
 
 
+def _double(x):
+    """A DECIMAL from SQL as the engine reads decimals: the nearest double (as
+    brushfire.bench.check does; a Decimal does not subtract from a float)."""
+    return float(x) if isinstance(x, Decimal) else x
+
+
 def _iso(x):
     """A datetime as the engine writes instants (UTC, ISO with the offset)."""
     if isinstance(x, datetime):
@@ -218,8 +228,8 @@ def _norm_row(r) -> tuple:
     for x in r:
         if isinstance(x, float) and math.isnan(x):
             out.append("NaN")
-        elif isinstance(x, datetime):
-            out.append(x.replace(tzinfo=None).isoformat())
+        elif isinstance(x, datetime):  # an instant: in UTC (a zoned one's zone apart)
+            out.append((x if x.tzinfo is None else x.astimezone(UTC)).replace(tzinfo=None).isoformat())
         else:
             out.append(x)
     return tuple(out)

@@ -47,6 +47,22 @@ def test_float32_columns_compare_widened_to_double():
     assert con.execute(f"SELECT count(*) FROM src WHERE {sql.parameter_sql(p, edge)}").fetchone() == (0,)
 
 
+def test_a_float_categorical_keys_each_row_as_its_bar_label():
+    """A row's key is its bar's `label_keys` text: -0.0 is 0.0's bar, and a float32 value
+    is its bar's double (DuckDB's text of a FLOAT is its own shortest digits, '0.1')."""
+    from brushfire.views import view_type
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE src AS SELECT CAST(x AS FLOAT) AS f FROM (VALUES (-0.0), (0.0), (0.1), "
+                "('nan'::DOUBLE), ('-inf'::DOUBLE), (2.5), (NULL)) t(x)")
+    view = m.CategoricalView(name="c", type="categorical", field="f", top=4)
+    top = [0.0, float(np.float32(0.1)), math.nan, -math.inf]
+    keys = view_type(view).label_keys(view, top)
+    got = con.execute(f"SELECT {key_sql(view, top)} AS k, count(*) FROM src GROUP BY 1").fetchall()
+    assert sorted(got, key=repr) == sorted([(keys[0], 2), (keys[1], 1), (keys[2], 1), (keys[3], 1),
+                                            (sql.OTHER, 1), (None, 1)], key=repr)
+
+
 def test_infinite_values_fall_in_no_bin_or_the_clamped_edges():
     con = duckdb.connect()
     con.execute("CREATE TABLE src AS SELECT * FROM (VALUES ('-inf'::DOUBLE), ('inf'::DOUBLE), (5.0)) t(x)")

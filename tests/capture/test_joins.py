@@ -74,6 +74,22 @@ def test_the_join_keeps_the_rows_and_equals_a_sql_left_join(tmp_path_factory, se
         assert got[c].to_pylist() == want[c].to_pylist(), c
 
 
+def test_keys_of_other_types_match_as_in_sql():
+    """An int32 `on` and an int64 key (holding ids beyond int32: they match nothing, as in
+    SQL; casting them to int32 failed the capture), and float keys with -0.0 (= 0.0, as
+    Spark's join normalizes it)."""
+    d = {"name": "keys", "source": {"path": "/nonexistent/f.parquet", "joins": [
+        {"name": "d", "path": "/nonexistent/d.parquet", "key": "id", "on": "k"}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    source = parse_dashboard(d).source
+    dim = pa.table({"id": pa.array([1, 2, 3_000_000_000], pa.int64()), "name": ["a", "b", "c"]})
+    fact = pa.table({"k": pa.array([2, None, 7, 1], pa.int32())})
+    assert join_tables(fact, source, {"d": dim})["d.name"].to_pylist() == ["b", None, None, "a"]
+    dim = pa.table({"id": pa.array([0.0, 1.5, math.nan]), "name": ["zero", "x", "nan"]})
+    fact = pa.table({"k": pa.array([-0.0, 1.5, math.nan, None], pa.float32())})
+    assert join_tables(fact, source, {"d": dim})["d.name"].to_pylist() == ["zero", "x", "nan", None]
+
+
 def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
     fact, dims = make_star(100, 1)
     dims["item"] = pa.concat_tables([dims["item"], dims["item"].slice(2, 1)])

@@ -452,6 +452,8 @@ bad/highlight_without_targets.yaml:11: interactions.highlight[0].targets: missin
     a highlight requires: source, targets"""),
     ("details_page_size_zero.yaml", """\
 bad/details_page_size_zero.yaml:12: interactions.details.page_size: must be >= 1, got 0"""),
+    ("details_page_size_over_limit.yaml", """\
+bad/details_page_size_over_limit.yaml:12: interactions.details.page_size: must be <= 10000, got 20000"""),
     ("details_page_size_fraction.yaml", """\
 bad/details_page_size_fraction.yaml:12: interactions.details.page_size: expected a whole number, got 10.5"""),
     ("details_no_columns.yaml", """\

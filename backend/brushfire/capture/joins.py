@@ -94,14 +94,30 @@ def join_tables(fact: pa.Table, source: m.Source, dims: dict[str, pa.Table]) -> 
     for j in source.joins:
         dim = dims[j.name]
         check_unique(j, dim)
-        left, right = out.column(j.on), dim.column(j.key)
-        if left.type != right.type:
-            right = right.cast(left.type)
+        left, right = _comparable(out.column(j.on), dim.column(j.key))
         # the matching dimension row of each row (null: none; nulls never match)
         at = pc.index_in(left, value_set=right.combine_chunks(), skip_nulls=True)
         for c in dim.column_names:
             out = out.append_column(f"{j.name}.{c}", dim.column(c).take(at))
     return out
+
+
+def _comparable(left, right) -> tuple:
+    """The two key columns in one type, compared as SQL (and Spark's join) compares them:
+    integers of any width as int64 (an int64 key beyond an int32 `on` matches nothing,
+    it is no error), integers with floats as doubles, a float's -0.0 as 0.0 (Spark
+    normalizes join keys so: -0.0 = 0.0); otherwise the key as `on`'s type."""
+    t, u = left.type, right.type
+    if pa.types.is_integer(t) and pa.types.is_integer(u):
+        common = pa.int64() if t != u else t
+    elif all(pa.types.is_integer(x) or pa.types.is_floating(x) for x in (t, u)):
+        common = pa.float64()
+    else:
+        common = t
+    left, right = left.cast(common), right.cast(common)
+    if pa.types.is_floating(common):
+        left, right = pc.add(left, 0.0), pc.add(right, 0.0)  # (-0.0 + 0.0 is 0.0)
+    return left, right
 
 
 __all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column",

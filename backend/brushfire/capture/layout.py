@@ -41,7 +41,7 @@ from brushfire.lineage.layout import (
 from brushfire.plan import CapturePlan
 from brushfire.spec import aggregates
 from brushfire.spec import models as m
-from brushfire.values import format_instant, parse_instant
+from brushfire.values import choice_key, format_instant, parse_instant
 from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
 
 
@@ -295,9 +295,9 @@ def _key_weights(d: Dim, stats: SourceStats) -> np.ndarray:
         return stats.values[d.field].counts.astype(np.float64)
     if d.kind == "dict":
         values, counts = stats.counts[d.field]
-        pos = {v: i for i, v in enumerate(values)}
+        pos = {choice_key(v): i for i, v in enumerate(values)}  # (NaN is no key of a dict)
         keys = [parse_instant(x) for x in d.values] if d.value_type == "temporal" else d.values
-        return np.array([counts[pos[v]] for v in keys], np.float64)
+        return np.array([counts[pos[choice_key(v)]] for v in keys], np.float64)
     return np.ones(d.nkeys, np.float64)  # fine buckets are about equally full; bars unknown
 
 

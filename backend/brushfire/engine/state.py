@@ -136,10 +136,9 @@ def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: 
     numbers (times: UTC microseconds), never NaN."""
     if d.kind == "dense":
         u = values if values is not None else np.asarray(d.values)
-        if u.dtype.kind == "i":  # integers (and times): compare exactly, as integers
-            klo = 0 if lo is None else int(np.searchsorted(u, V.int_bound(lo, True, strict_lo), "left"))
-            khi = d.nkeys - 1 if hi is None else int(np.searchsorted(
-                u, V.int_bound(hi, False, strict_hi), "right")) - 1
+        if u.dtype.kind == "i":  # integers (and times)
+            klo = 0 if lo is None else _int_key(u, lo, True, strict_lo)
+            khi = d.nkeys - 1 if hi is None else _int_key(u, hi, False, strict_hi)
         else:
             klo = 0 if lo is None else int(np.searchsorted(u, float(lo), "right" if strict_lo else "left"))
             khi = d.nkeys - 1 if hi is None else int(np.searchsorted(
@@ -164,6 +163,19 @@ def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: 
     if klo < 0:
         klo, elo = 0, -1
     return Test(1, dim, klo, khi, elo, ehi, vlo, vhi)
+
+
+def _int_key(u: np.ndarray, x, up: bool, strict: bool) -> int:
+    """In sorted integers `u`, the first that passes `x <= u` (`up`; `<` when strict), or
+    the last that passes `u <= x` (`<`), compared as SQL compares them (docs/spec.md:
+    CAST(x AS DOUBLE) with the bound as a double): beyond 2^53 both rounded to doubles
+    (2^53 + 1 <= 2^53 is true), below, exactly (the bound's ceil / floor)."""
+    if len(u) and (int(u[0]) < -(2**53) or int(u[-1]) > 2**53):
+        side = ("right" if strict else "left") if up else ("left" if strict else "right")
+        k = int(np.searchsorted(u.astype(np.float64), float(x), side))
+    else:
+        k = int(np.searchsorted(u, V.int_bound(x, up, strict), "left" if up else "right"))
+    return k if up else k - 1
 
 
 def set_test(dim: int, keys) -> Test:

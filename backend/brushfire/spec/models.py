@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from brushfire.limits import MAX_BARS, MAX_TOP
+from brushfire.limits import MAX_BARS, MAX_PAGE_ROWS, MAX_TOP
 from brushfire.sizes import SIZE_PATTERN
 from brushfire.spec import aggregates
 
@@ -64,7 +64,7 @@ _NOT_BOOL_INT = BeforeValidator(lambda v: _not_bool(v, "int_type"))
 # ints with their bounds inside the check (where the JSON Schema shows them as minimum, maximum)
 MaxBins = Annotated[int, Field(ge=2, le=MAX_BARS), _NOT_BOOL_INT]
 Top = Annotated[int, Field(ge=1, le=MAX_TOP), _NOT_BOOL_INT]
-PageSize = Annotated[int, Field(ge=1, le=100_000), _NOT_BOOL_INT]
+PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_ROWS), _NOT_BOOL_INT]  # (a details request's)
 
 
 class Model(BaseModel):

@@ -55,6 +55,13 @@ class Categorical(ViewType):
             tops = ", ".join(str(sql.micros(x)) for x in top)
             return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {us} IN ({tops}) "
                     f"THEN CAST({us} AS {d.string}) ELSE {other} END")
+        if any(isinstance(x, float) for x in top or []):
+            # a float's text is not one value's: -0.0 (= 0.0) writes '-0.0', and a float32
+            # writes its own shortest digits ('0.1', a bar of 0.10000000149011612): each
+            # top value's rows get that value's key as `label_keys` spells it
+            whens = " ".join(f"WHEN {f} = {sql.value_lit(x, d)} THEN {sql.lit(k, d)}"
+                             for x, k in zip(top, self.label_keys(view, top), strict=True))
+            return f"CASE WHEN {f} IS NULL THEN NULL {whens} ELSE {other} END"
         tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
                 f"THEN CAST({f} AS {d.string}) ELSE {other} END")
