@@ -13,9 +13,10 @@ import pytest
 
 from brushfire import Dashboard, versions
 from brushfire.errors import CacheError, CaptureError, SpecError
+from brushfire.lineage import checks
 from brushfire.lineage import store as st
+from brushfire.lineage.checks import Checked
 from brushfire.lineage.store import (
-    Checked,
     capture_key,
     entry_dir,
     files_fingerprint,
@@ -112,8 +113,8 @@ def test_a_file_unchanged_since_its_checksum_passed_is_not_read_again(cached, mo
     dash, _ = cached
     entry = dash.store.directory
     read: list = []
-    crc = st._crc
-    monkeypatch.setattr(st, "_crc", lambda path: read.append(path) or crc(path))
+    crc = checks._crc
+    monkeypatch.setattr(checks, "_crc", lambda path: read.append(path) or crc(path))
     (entry / Checked.FILE).unlink(missing_ok=True)
     load_store(entry, dash.spec)
     every = len(read)

@@ -18,7 +18,7 @@ that source, as parts that later captures reuse:
   and CRC32 of every file it uses.
 Loading checks the manifest and every file it maps (size and checksum), so an entry that
 fails is never served. A file whose checksum passed is recorded in `checked.json` with its
-`stat_stamp`; a later load reads again only the files whose stamp changed (as git's index
+`stat_stamp` (lineage/checks.py); a later load reads again only the files whose stamp changed (as git's index
 does: at 100M rows the files are 15 GB, seconds of reading at every start). A capture
 holds the entry's lock, then removes what no manifest uses. A process that still maps a
 removed file keeps reading it (Linux frees it on unmap).
@@ -33,11 +33,8 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
-import zlib
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,12 +43,11 @@ import pyarrow as pa
 
 from brushfire.errors import CacheError
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
+from brushfire.lineage.checks import Checked, prefetch
 from brushfire.lineage.files import (
     part_name,
     read_arrow,
     read_npy,
-    stat_stamp,
-    write_bytes,
     write_npy,
 )
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
@@ -510,81 +506,6 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
     return store
 
 
-PREFETCH_STEP = 2 << 20  # bytes per read-ahead request: Linux caps one at its window
-
-
-def prefetch(paths: list[Path]) -> threading.Thread:
-    """Ask the kernel to read `paths` into the page cache, in order, on a daemon thread
-    (posix_fadvise WILLNEED, a PREFETCH_STEP at a time: the kernel reads ahead while the
-    process goes on; pages already cached cost nothing). Not the process's memory: the
-    cache's, which the kernel gives back under pressure."""
-    def run() -> None:
-        with contextlib.suppress(AttributeError, OSError):  # the lowest CPU priority
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        for path in paths:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                for at in range(0, os.fstat(fd).st_size, PREFETCH_STEP):
-                    os.posix_fadvise(fd, at, PREFETCH_STEP, os.POSIX_FADV_WILLNEED)
-            except (OSError, AttributeError):  # (no posix_fadvise: not Linux)
-                return
-            finally:
-                os.close(fd)
-
-    thread = threading.Thread(target=run, name="brushfire-prefetch", daemon=True)
-    thread.start()
-    return thread
-
-
-class Checked:
-    """The files of an entry whose CRC32 passed, each with its `stat_stamp` then
-    (`checked.json`): a file whose stamp and manifest checksum are unchanged is not read
-    again. The record is only ever a shortcut: a missing, unreadable or foreign one means
-    reading every file, and one that cannot be written is not an error."""
-
-    FILE = "checked.json"
-
-    def __init__(self, entry: Path) -> None:
-        self.entry = entry
-        try:
-            known = json.loads((entry / self.FILE).read_text())
-            self.known = known if isinstance(known, dict) else {}
-        except (OSError, ValueError):
-            self.known = {}
-        self.now: dict[str, list[int]] = {}  # what passed in this load
-        self.unread: list[Path] = []  # ... without being read (unchanged since checked)
-
-    def first_bad(self, files: list[tuple[Path, int]]) -> Path | None:
-        """The first of `files` (path, the manifest's CRC32) that is missing or fails its
-        checksum, reading only those changed since they last passed; None when all pass."""
-        todo = []
-        for path, want in files:
-            name = path.relative_to(self.entry).as_posix()
-            try:
-                stamp = [want, *stat_stamp(path)]
-            except OSError:
-                return path
-            if self.known.get(name) == stamp:
-                self.now[name] = stamp
-                self.unread.append(path)
-            else:
-                todo.append((path, name, stamp))  # stamped before reading: a write meanwhile moves it
-        with ThreadPoolExecutor(4) as pool:
-            for (path, name, stamp), crc in zip(todo, pool.map(_crc, [p for p, _, _ in todo]), strict=True):
-                if crc != stamp[0]:
-                    return path
-                self.now[name] = stamp
-        return None
-
-    def save(self) -> None:
-        """Record what passed in this load (only that: files no longer used drop out)."""
-        with contextlib.suppress(OSError):
-            write_bytes(self.entry / self.FILE, json.dumps(self.now).encode())
-
-
 def copy_files(s: dict) -> dict[int, list[str]]:
     """A shard's stored copies' files (COPY_PARTS), per dim, as its record names them."""
     c = s.get("copies") or {}
@@ -736,14 +657,6 @@ def name_unmatched_rows(layout: Layout, dash: DashboardSpec, base: Aggregates,
         at = v.bar_off + (v.nbars + v.reasons.index("null")) * v.width
         if int(base.counts[at:at + v.width].sum()) == unmatched[j.name]:
             v.reasons[v.reasons.index("null")] = f"no_match:{j.name}"
-
-
-def _crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb", buffering=0) as f:
-        while chunk := f.read(8 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 def _json_default(o):
