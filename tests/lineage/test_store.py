@@ -14,7 +14,6 @@ import pytest
 from brushfire import Dashboard, versions
 from brushfire.errors import CacheError, CaptureError, SpecError
 from brushfire.lineage import checks
-from brushfire.lineage import store as st
 from brushfire.lineage.checks import Checked
 from brushfire.lineage.store import (
     capture_key,
