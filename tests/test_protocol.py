@@ -353,26 +353,3 @@ def test_a_lineage_query_from_the_wire_is_checked_once(rich_local, monkeypatch):
         reply = protocol.handle(session, message)
         assert reply["type"] == message["type"], (message, reply)
         assert {**reply, "ms": 0} == {**want[str(message)], "ms": 0}
-
-
-def test_details_with_the_declared_page_size_over_the_limit_are_refused_by_the_message(
-        small_parquet, tmp_path):
-    """The declared page size (up to 100,000 in a spec) is checked with the message: the
-    session's `answer_details` takes the request as it is."""
-    import pyarrow.parquet as pq
-
-    from brushfire.capture.local import capture_table
-    from brushfire.dashboard import Dashboard
-    from brushfire.plan import plan_capture
-    from brushfire.spec import parse_dashboard
-    from server.conftest import rich_spec
-
-    spec = rich_spec(small_parquet)
-    spec["interactions"]["details"]["page_size"] = 20_000
-    spec = parse_dashboard(spec)
-    plan = plan_capture(spec)
-    dash = Dashboard(spec, plan, capture_table(plan, pq.read_table(small_parquet), tmp_path))
-    for session in (dash.session(), dash.engine_session()):
-        reply = protocol.handle(session, {"type": "details", "view": "hx"})
-        assert reply["message"] == "page_size: 20000 is not an integer from 1 to 10,000", reply
-        assert protocol.handle(session, {"type": "details", "page_size": 3})["total"] == 3000

@@ -263,7 +263,7 @@ class Details(Message):
                 msg = (f"details.{where}: {V.show(c)} is not a details column; columns: "
                        f"{', '.join(declared.columns)}" + S.did_you_mean(c, declared.columns))
                 raise InteractionError(msg)
-        check_page(self.page, self.page_size or declared.page_size)  # (the declared one: up to 100,000)
+        check_page(self.page, self.page_size or declared.page_size)  # (the declared one, as the spec allows)
         return self._request()
 
     def _request(self) -> DetailsRequest:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 import uuid
 import zlib
 from pathlib import Path
@@ -73,10 +74,16 @@ def stat_stamp(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+_HEADERS = threading.Lock()  # np.load parses an .npy header with ast.literal_eval, which
+# CPython 3.11 does not run safely in two threads at once ("SystemError: AST constructor
+# recursion depth mismatch": a capture's copies are built by a thread per core)
+
+
 def read_npy(path: Path) -> np.ndarray:
     """A stored array, its pages read from the file as used (read-only), as a plain
     ndarray: np.memmap's Python hooks run on every slice, ~1 µs each."""
-    return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+    with _HEADERS:
+        return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
 
 
 def read_arrow(path: Path) -> pa.Table:
