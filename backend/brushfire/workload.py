@@ -25,15 +25,13 @@ KEY = "workload.trace"
 @dataclass(frozen=True)
 class Workload:
     """The filters a recorded trace changes: messages per filter name (`moves`), out of
-    `messages` filter changes in all; and the copies' byte budget (None: no limit)."""
+    `messages` filter changes in all; and the copies' byte budget (None: the default,
+    engine/copies.py `stored_budget`)."""
 
     trace: str | None
     moves: tuple[tuple[str, int], ...]  # (filter, messages), most first
     messages: int
     copy_budget: int | None
-
-    def share(self, name: str) -> float:
-        return dict(self.moves).get(name, 0) / self.messages if self.messages else 0.0
 
 
 def read_workload(dash: m.DashboardSpec) -> Workload | None:
