@@ -182,10 +182,11 @@ def copy_text(plan: CapturePlan, name: str) -> str:
     w = plan.workload
     if w is None:
         return COPY_TEXT
+    order = "the most changed filters' first" if w.trace is not None else "in the layout's order"
     budget = "" if w.copy_budget is None else \
-        f", within the copy budget of {format_size(w.copy_budget)} (the most changed filters' first)"
+        f", within the copy budget of {format_size(w.copy_budget)} ({order})"
     if w.trace is None:
-        return COPY_TEXT + budget.replace("the most changed filters'", "in the layout's order")
+        return COPY_TEXT + budget
     moves = dict(w.moves).get(name, 0)
     if not moves:
         return (f"none: the workload's trace ({w.messages:,} filter changes) never changes "

@@ -37,7 +37,7 @@ from numba.typed import List
 
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
-from brushfire.sizes import format_size
+from brushfire.sizes import format_size, parse_size
 
 if TYPE_CHECKING:
     from brushfire.workload import Workload
@@ -94,6 +94,7 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None,
     out: list[tuple[int, bool, str]] = []
     filtered = list(dict.fromkeys(d for f in lay.filters for d in f.dims))
     wanted: list[tuple[int, str, int]] = []  # (dim, why, messages of the trace)
+    moved = dict(workload.moves) if workload is not None else {}
     for d in filtered:
         names = ", ".join(f"{f.name} ({f.kind.replace('_', ' ')})" for f in lay.filters if d in f.dims)
         if d >= lay.row_dims:
@@ -103,8 +104,7 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None,
             out.append((d, False, f"filtered by {names}, but not indexed (its filter is "
                                   "answered by scans and cubes)"))
         else:
-            moves = sum(dict(workload.moves).get(f.name, 0) for f in lay.filters if d in f.dims) \
-                if workload is not None else 0
+            moves = sum(moved.get(f.name, 0) for f in lay.filters if d in f.dims)
             wanted.append((d, f"filtered by {names}", moves))
     traced = workload is not None and workload.trace is not None
     if traced:  # the most changed first (ties: the layout's order)
@@ -157,8 +157,6 @@ def default_cap() -> int:
     of the memory."""
     text = os.environ.get(COPY_MEMORY_ENV)
     if text:
-        from brushfire.sizes import parse_size
-
         return parse_size(text)
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4

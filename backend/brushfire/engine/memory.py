@@ -32,6 +32,7 @@ import weakref
 from collections import OrderedDict
 
 from brushfire.engine import parallel
+from brushfire.sizes import parse_size
 
 CUBE_MEMORY_ENV = "BRUSHFIRE_CUBE_MEMORY"  # e.g. "512MB"; "0" builds no conditional cubes
 DEFAULT_CUBE_SHARE = 16  # a sixteenth of the memory,
@@ -44,8 +45,6 @@ def default_cap() -> int:
     sixteenth of the memory, at most 1 GiB."""
     text = os.environ.get(CUBE_MEMORY_ENV)
     if text:
-        from brushfire.sizes import parse_size
-
         return parse_size(text)
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
