@@ -112,7 +112,7 @@ def main() -> int:
             counts = [int(n) for n in args.processes.split(",")]
             for (label, src), n in zip(variants, counts * len(variants) if len(counts) == 1 else counts,
                                        strict=True):
-                started = [stack.enter_context(serve(args, src)) for _ in range(n)]
+                started = [stack.enter_context(serve(args, src, label)) for _ in range(n)]
                 servers.append((label, [u for u, _ in started], [pid for _, pid in started]))
             run(servers, args, rows)
     if args.out:
@@ -122,13 +122,15 @@ def main() -> int:
 
 
 @contextlib.contextmanager
-def serve(args, src: str):
-    """`brushfire serve` on a free port (from source tree `src` when given): (url, pid)."""
+def serve(args, src: str, label: str = ""):
+    """`brushfire serve` on a free port (from source tree `src` when given): (url, pid).
+    Each labelled source tree keeps its captures under `--cache-dir`/LABEL: another
+    commit's store format is not this one's, and one cache would re-capture at each start."""
     port = free_port()
     cmd = [sys.executable, "-m", "brushfire.cli", "serve", args.spec, "--port", str(port),
            "--max-sessions", "1024", "--max-sessions-per-client", "1024"]
     if args.cache_dir:
-        cmd += ["--cache-dir", args.cache_dir]
+        cmd += ["--cache-dir", str(Path(args.cache_dir) / label) if label else args.cache_dir]
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = os.pathsep.join([str(Path(src).resolve()), *filter(None, [env.get("PYTHONPATH")])])

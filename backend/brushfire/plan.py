@@ -1,7 +1,7 @@
 """Workload analysis: from a dashboard spec, decide exactly which lineage to capture.
 
-`plan_capture` is pure, but for reading the spec's recorded workload (a trace file,
-brushfire/workload.py). It follows Smoke §4: a view that is never brushed needs no
+`plan_capture` is pure; the spec's recorded workload (a trace file, brushfire/workload.py)
+is read only when capture or `brushfire plan` asks for it (`CapturePlan.workload`). It follows Smoke §4: a view that is never brushed needs no
 backward index; a view nothing filters or highlights needs no forward codes beyond its
 base result; columns no interaction touches are not carried; parameters get data-skipping
 partitions (their rows grouped by value in every block); 1-dimensional filters get
@@ -15,6 +15,7 @@ key to a bar, or a bar column of its own).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from brushfire.sizes import format_size
 from brushfire.spec import models as m
@@ -70,7 +71,13 @@ class CapturePlan:
     detail_columns: tuple[str, ...]
     bar_index_views: tuple[str, ...]  # views whose bars map back to rids (bar → rows)
     notes: tuple[str, ...] = field(default=())
-    workload: Workload | None = None  # the spec's recorded workload, its trace read
+
+    @cached_property
+    def workload(self) -> Workload | None:
+        """The spec's recorded workload, its trace read when first asked for: by capture
+        (before Spark) and `brushfire plan`, never by opening a capture from the cache, so
+        a trace deleted after its capture costs nothing."""
+        return read_workload(self.dashboard)
 
     def filter(self, name: str) -> Filter:
         return next(f for f in self.filters if f.name == name)
@@ -167,8 +174,7 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
                  v.name in bar_index)
         for v in dash.views
     )
-    return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index,
-                       workload=read_workload(dash))
+    return CapturePlan(dash, views, tuple(filters), highlight_sources, details, bar_index)
 
 
 # what each filter's dim gets (engine/copies.py `choices`; capture says it per dim)

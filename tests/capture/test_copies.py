@@ -15,6 +15,7 @@ import pytest
 
 from brushfire import protocol
 from brushfire.bench import workloads
+from brushfire.capture import capture_dashboard
 from brushfire.capture.local import capture_table, capture_tables
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard
@@ -254,8 +255,10 @@ def test_a_recorded_workload_orders_and_budgets_the_copies(small_parquet, tmp_pa
     again = st.load_store(store.directory, spec)
     assert sorted(again.copies) == [names["value:k"]]
     assert copies_text(again, again.nbytes()) == text
+    # once captured, the trace is not needed: opening the capture never reads it
+    trace.unlink()
+    dash = Dashboard(spec, plan_capture(spec), again)
     # exact: the same answers as the store's own order
-    dash = Dashboard(spec, plan, again)
     with_copies = Session(again, plan, pool=Pool(0), prefer="incremental")
     without = Session(again, plan, pool=Pool(0), prefer="incremental", copies=False)
     replay(dash, with_copies, without, events=200)
@@ -274,12 +277,13 @@ workload:
 """)
     from brushfire.spec import load_dashboard
 
+    plan = plan_capture(load_dashboard(spec_file))  # (read when capture asks for it)
     with pytest.raises(SpecError) as e:
-        plan_capture(load_dashboard(spec_file))
+        capture_dashboard(plan, spark="not started: the trace is read before Spark")
     assert f"{spec_file}:6: workload.trace: cannot read the trace {tmp_path / 'missing.json'}" in str(e.value)
     (tmp_path / "missing.json").write_text('{"events": []}')
     with pytest.raises(SpecError, match="is not a brushfire trace"):
-        plan_capture(load_dashboard(spec_file))
+        _ = plan_capture(load_dashboard(spec_file)).workload
     spec_file.write_text(spec_file.read_text().replace("trace: missing.json", "copy_budget: lots"))
     with pytest.raises(SpecError, match=r"spec.yaml:6: workload.copy_budget: expected a size in bytes"):
         load_dashboard(spec_file)

@@ -99,6 +99,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
         check_columns(dash, schema)
+    _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
     runner = sp.SparkRunner(spark, dash, config, progress)
