@@ -53,6 +53,7 @@ from brushfire.engine.api import (
     SelectRequest,
     Update,
     ViewData,
+    brush_request,
 )
 from brushfire.engine.session import Session
 from brushfire.errors import InteractionError, NotCapturedError
@@ -110,7 +111,8 @@ class LazySession(LazyQueries):
     def brush(self, view: str, interval, y=None) -> Update:
         if not self._takes(view, ("interval", "rect")):
             return self.inner.brush(view, interval, y)  # the engine's error says what it takes
-        return self._brush(BrushRequest(view, interval, y), lambda: self.inner.brush(view, interval, y))
+        r = brush_request(self.plan.dashboard.view(view), interval, y, f"brush on view {view!r}: ")
+        return self._brush(r, lambda: self.inner.brush(view, interval, y))
 
     def apply_brush(self, r: BrushRequest) -> Update:
         return self._brush(r, lambda: self.inner.apply_brush(r))
@@ -119,9 +121,9 @@ class LazySession(LazyQueries):
         v = self.spec.view(r.view)
         if self.plan.has_filter(r.view):  # declared: the engine's, unless it refuses
             return self._engine(r.view, engine, lambda: view_type(v).brush_sql(
-                v, self._times(r.view, r.interval), r.y, sql.SPARK), (r.interval, r.y))
+                v, r.bounds, r.y_bounds, sql.SPARK), (r.interval, r.y))
         # (the view type's brush_sql refuses a missing or extra y)
-        pred = view_type(v).brush_sql(v, self._times(r.view, r.interval), self._numbers(r.y), sql.SPARK)
+        pred = view_type(v).brush_sql(v, r.bounds, r.y_bounds, sql.SPARK)
         return self._set_lazy(r.view, pred, (r.interval, r.y), self._brush_targets(r.view),
                               f"no crossfilter group declares a brush on {r.view!r}")
 
@@ -521,12 +523,6 @@ class LazySession(LazyQueries):
             return interval
         bound = V.time_bound if kind == "time" else V.number_bound
         return (_checked(bound, lo, view, 0), _checked(bound, hi, view, 1))
-
-    def _numbers(self, y):
-        if y is None:
-            return None
-        lo, hi = sql.pair(y)
-        return (_checked(V.number_bound, lo, "y", 0), _checked(V.number_bound, hi, "y", 1))
 
     def _bars_of(self):
         """Bar numbering and bar-key SQL (Spark) of every view, as captured."""

@@ -56,9 +56,9 @@ def run_filters(session: SessionAPI, r: R.FiltersRequest) -> dict:
     previous = S.state_json(session.filters, filter_kinds(session))
     t0 = time.perf_counter()
     try:
-        update = set_filters(session, r.state)
+        update = set_filters(session, r.requests)
     except Exception:  # refused by the engine, or failed: restore
-        set_filters(session, S.parse_state(previous))
+        set_filters(session, parse({"type": "filters", "filters": previous}).check(session).requests)
         raise
     update.seconds = time.perf_counter() - t0
     return update_reply(session, update)
@@ -144,21 +144,19 @@ def handle(session: SessionAPI, raw: str | bytes | dict) -> dict:
     return reply
 
 
-def set_filters(session: SessionAPI, state: dict[str, S.TaggedFilter]) -> Update:
-    """Replace the session's filters by `state` (checked: a filters message's, or the
-    session's own before it), each entry as its checked request: clear, then each entry.
-    The update holds every view."""
+def set_filters(session: SessionAPI, requests: tuple[R.Request, ...]) -> Update:
+    """Replace the session's filters by a `filters` message's checked `requests` (or the
+    session's own before it): clear, then each request. The update holds every view."""
     update = session.apply_clear(R.ClearRequest(None))
-    for name, f in state.items():
-        m = S.message_of(name, f)
-        if m["type"] == "brush":
-            u = session.apply_brush(R.BrushRequest(name, m["interval"], m.get("y")))
-        elif m["type"] == "select":
-            u = session.apply_select(R.SelectRequest(name, m["values"]))
-        elif m["type"] == "filter":  # (a name on a source column: checked, a LAZY session's)
-            u = lazy_api(session).filter_column(m["column"], m.get("interval"), m.get("values"))
+    for r in requests:
+        if isinstance(r, R.BrushRequest):
+            u = session.apply_brush(r)
+        elif isinstance(r, R.SelectRequest):
+            u = session.apply_select(r)
+        elif isinstance(r, R.FilterRequest):  # (a name on a source column: a LAZY session's)
+            u = lazy_api(session).filter_column(r.column, r.interval, r.values)
         else:
-            u = session.apply_parameter(R.ParameterRequest(name, m["value"]))
+            u = session.apply_parameter(cast(R.ParameterRequest, r))
         update.methods.update(u.methods)
     update.views = session.views()
     return update

@@ -40,13 +40,14 @@ from brushfire.engine.api import (
     SelectRequest,
     SessionAPI,
     StateRequest,
+    brush_request,
     check_bars,
     check_join_captured,
     check_page,
+    slider_bounds,
 )
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import DEFAULT_PAGE, MAX_FORWARD_RIDS, MAX_PAGE, MAX_PAGE_ROWS
-from brushfire.views import view_type
 from brushfire.views.base import check_brush_y
 from brushfire.wire import ProtocolError, decode_message
 
@@ -102,10 +103,9 @@ class Brush(Message):
 
     def check(self, session: SessionAPI) -> BrushRequest:
         kind = _check_name(session, "brush.view", self.view, ("interval", "rect"))
-        axes = [("interval", self.interval), ("y", self.y)]
         check_brush_y(self.view, kind, self.y, "brush.y")
-        _check_bounds(session, self.view, [(f": {a}", p) for a, p in axes], f"brush on view {self.view!r}")
-        return BrushRequest(self.view, self.interval, self.y)
+        return brush_request(session.plan.dashboard.view(self.view), self.interval, self.y,
+                             f"brush on view {self.view!r}: ")
 
 
 class Select(Message):
@@ -143,8 +143,8 @@ class Parameter(Message):
 
     def check(self, session: SessionAPI) -> ParameterRequest:
         _check_name(session, "parameter.name", self.name, ("param_eq", "param_range"))
-        _check_parameter(session, self.name, self.value, f"parameter {self.name!r}")
-        return ParameterRequest(self.name, self.value)
+        bounds = _check_parameter(session, self.name, self.value, f"parameter {self.name!r}")
+        return ParameterRequest(self.name, self.value, bounds)
 
 
 class Filters(Message):
@@ -161,22 +161,8 @@ class Filters(Message):
         columns = {n for n in state if lazy and n.startswith(S.COLUMN)}  # checked by the session
         S.check_names({n: f for n, f in state.items() if n not in columns},
                       S.tags_of_kinds(filter_kinds(session)))
-        for name, f in state.items():
-            where = f"filters.{name}"
-            if name in columns:
-                if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
-                    msg = f"{where}: a filter on a source column takes an interval or values"
-                    raise InteractionError(msg)
-                lazy_api(session).check_column(name[len(S.COLUMN):], where)  # known without Spark
-            elif isinstance(f, S.IntervalFilter):
-                _check_bounds(session, name, [(".interval", f.interval)], where)
-            elif isinstance(f, S.RectFilter):
-                _check_bounds(session, name, [(".rect.x", f.rect.x), (".rect.y", f.rect.y)], where)
-            elif isinstance(f, S.ValuesFilter):
-                _check_values(session, name, f.values, f"{where}.values")
-            else:
-                _check_parameter(session, name, f.parameter, f"{where}.parameter")
-        return FiltersRequest(state)
+        return FiltersRequest(state, tuple(_entry_request(session, name, f, name in columns)
+                                           for name, f in state.items()))
 
 
 class Highlight(Message):
@@ -521,12 +507,29 @@ def _check_bars(session: SessionAPI, where: str, view: str, bars: list[int]) -> 
         check_bars(layout.nbars, view, bars, where)
 
 
-def _check_bounds(session: SessionAPI, name: str, axes: list, where: str) -> None:
-    """Interval bounds: numbers, or ISO times on temporal views. `axes`: (path, [lo, hi])."""
-    temporal = _is_temporal(session, name)
-    for axis, pair in axes:
-        for i, x in enumerate(pair or ()):
-            _check(lambda x=x: V.time_bound(x) if temporal else V.number_bound(x), f"{where}{axis}[{i}]")
+def _entry_request(session: SessionAPI, name: str, f: S.TaggedFilter, column: bool) -> Request:
+    """One entry of a `filters` message (its names checked) as its checked request; an
+    error names it as `filters.<name>...`."""
+    where = f"filters.{name}"
+    if column:  # a filter on a source column (a LAZY session's)
+        if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
+            msg = f"{where}: a filter on a source column takes an interval or values"
+            raise InteractionError(msg)
+        column_name = name[len(S.COLUMN):]
+        lazy_api(session).check_column(column_name, where)  # known without Spark
+        interval = list(f.interval) if isinstance(f, S.IntervalFilter) else None
+        values = list(f.values) if isinstance(f, S.ValuesFilter) else None
+        return FilterRequest(column_name, interval, values)
+    if isinstance(f, S.IntervalFilter):
+        return brush_request(session.plan.dashboard.view(name), list(f.interval), None, f"{where}.")
+    if isinstance(f, S.RectFilter):
+        return brush_request(session.plan.dashboard.view(name), list(f.rect.x), list(f.rect.y), f"{where}.",
+                             ("rect.x", "rect.y"))
+    if isinstance(f, S.ValuesFilter):
+        _check_values(session, name, f.values, f"{where}.values")
+        return SelectRequest(name, list(f.values))
+    bounds = _check_parameter(session, name, f.parameter, f"{where}.parameter")
+    return ParameterRequest(name, f.parameter, bounds)
 
 
 def _check_values(session: SessionAPI, view: str, values: list, where: str) -> None:
@@ -539,10 +542,11 @@ def _check_values(session: SessionAPI, view: str, values: list, where: str) -> N
         _check(lambda x=x: choices.check(x), f"{where}[{i}]")
 
 
-def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
-    """A dropdown's value (one of its choices), or a slider's number or ISO time."""
+def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple | None:
+    """A dropdown's value (one of its choices), or a slider's number or ISO time: a slider's
+    value as compared (`slider_bounds`), else None."""
     if value is None:
-        return
+        return None
     kind, domain = session.store.parameter_domain(name)
     dropdown = kind in ("values", "times")  # (times: a time field's, any ISO spelling)
     if dropdown and session.plan.filter(name).op == "in":  # multiple: a list
@@ -551,20 +555,13 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> None:
             raise InteractionError(msg)
         for i, x in enumerate(value):
             _check(lambda x=x: _choices(domain, kind == "times").check(x), f"{where}[{i}]")
-        return
+        return None
     if dropdown:
         _check(lambda: _choices(domain, kind == "times").check(value), where)
-        return
-    temporal = _is_temporal(session, name)
-    bound = V.time_bound if temporal else V.number_bound
-    if session.plan.filter(name).op == "between":  # [lo, hi]
-        if not isinstance(value, list) or len(value) != 2 or None in value:
-            msg = f"{where}: parameter {name!r} takes a range [lo, hi], got {V.show(value)}"
-            raise InteractionError(msg)
-        for i, x in enumerate(value):
-            _check(lambda x=x: bound(x), f"{where}[{i}]")
-    else:
-        _check(lambda: bound(value), where)
+        return None
+    # a slider over times: the store gives its range as ISO times
+    temporal = kind == "range" and bool(domain) and isinstance(domain[0], str)
+    return slider_bounds(name, value, temporal, session.plan.filter(name).op == "between", where)
 
 
 def _check(test, where: str) -> None:
@@ -573,16 +570,6 @@ def _check(test, where: str) -> None:
     except InteractionError as e:
         msg = f"{where}: {e}"
         raise InteractionError(msg) from None
-
-
-def _is_temporal(session: SessionAPI, name: str) -> bool:
-    """Whether a filter compares times: a temporal view's brush, or a slider whose range
-    the store gives as ISO times."""
-    view = next((v for v in session.plan.dashboard.views if v.name == name), None)
-    if view is not None:  # (a calendar part's brush is over its values: numbers)
-        return view_type(view).bound(view) == "time"
-    kind, domain = session.store.parameter_domain(name)
-    return kind == "range" and bool(domain) and isinstance(domain[0], str)
 
 
 _choice_sets: dict[tuple[int, bool], tuple[object, V.Choices]] = {}  # -> (domain, its Choices)

@@ -30,6 +30,7 @@ from brushfire.engine.api import (
     SelectRequest,
     Update,
     ViewData,
+    brush_request,
     check_bars,
     find_filter,
 )
@@ -172,7 +173,7 @@ class SqlSession:
 
     def brush(self, view: str, interval, y=None) -> Update:
         self._filter(view, ("interval", "rect"))
-        return self.apply_brush(BrushRequest(view, interval, y))
+        return self.apply_brush(brush_request(self.spec.view(view), interval, y, f"brush on view {view!r}: "))
 
     def apply_brush(self, r: BrushRequest) -> Update:
         pred = brush_sql(self.spec.view(r.view), r.interval, r.y, self.backend.dialect)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import MAX_PAGE, MAX_PAGE_ROWS
-from brushfire.values import show
+from brushfire.values import number_bound, show, time_bound
+from brushfire.views import view_type
 
 if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` stays light
     import numpy as np
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` 
     from brushfire.lineage.layout import ViewLayout
     from brushfire.plan import CapturePlan, Filter
     from brushfire.selection import TaggedFilter
+    from brushfire.spec import models as m
 
 
 @dataclass
@@ -74,8 +76,9 @@ class DetailsPage:
 
 # --- checked requests: a client message checked against the dashboard, once, by its
 # `check` (brushfire/requests.py). A session's `apply_*` (filters) and `answer_*` (lineage
-# queries) methods take them and check nothing again; values stay as sent (replies echo the
-# filters as given).
+# queries) methods take them and check nothing again. Values stay as sent (replies echo the
+# filters as given); a brush's bounds and a slider's value also travel as compared
+# (`brush_request`, `slider_bounds`: converted where they are checked, once).
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,14 @@ class Request:
 
 @dataclass(frozen=True)
 class BrushRequest(Request):
+    """A brush, its bounds as sent (replies echo them) and as the view's dims compare them:
+    made by `brush_request`, which checks and converts them once."""
+
     view: str  # a brushable view (an interval brush's, or a heatmap's rect brush)
     interval: tuple  # (lo, hi): numbers, or ISO times on a temporal view; None: an open end
     y: tuple | None  # a rect brush's y interval; None for an interval brush
+    bounds: tuple  # `interval` as compared: numbers; times as UTC microseconds; None: open
+    y_bounds: tuple | None  # `y` so
 
 
 @dataclass(frozen=True)
@@ -105,11 +113,13 @@ class ClearRequest(Request):
 class ParameterRequest(Request):
     name: str
     value: Any  # one of a dropdown's choices (a list of them for `in`), a slider's value; None
+    bounds: tuple | None = None  # a slider's value as compared (`slider_bounds`); else None
 
 
 @dataclass(frozen=True)
 class FiltersRequest(Request):
-    state: dict[str, TaggedFilter]  # the whole selection state, each entry checked
+    state: dict[str, TaggedFilter]  # the whole selection state, as sent
+    requests: tuple[Request, ...]  # each entry as its checked request, in the state's order
 
 
 @dataclass(frozen=True)
@@ -312,6 +322,51 @@ def check_bars(nbars: int, view: str, bars, where: str = "bars") -> list[int]:
             msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; its bars are 0 to {nbars - 1}"
             raise InteractionError(msg)
     return [int(b) for b in bars]
+
+
+def brush_request(view: m.View, interval, y=None, where: str = "",
+                  axes: tuple[str, str] = ("interval", "y")) -> BrushRequest:
+    """A brush on `view` checked and converted once: each bound a number, or an ISO time on
+    a temporal view (brushfire.values), or None for an open end. An error names the bound
+    as `where` + its axis's name (`axes`) + [i], e.g. "brush on view 'hx': interval[0]"."""
+    bound = time_bound if view_type(view).bound(view) == "time" else number_bound
+
+    def converted(pair, axis: str) -> tuple:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            msg = f"{where}{axis}: {show(pair)} is not [lo, hi] (null for an open end)"
+            raise InteractionError(msg)
+        out = []
+        for i, x in enumerate(pair):
+            try:
+                out.append(bound(x))
+            except InteractionError as e:
+                msg = f"{where}{axis}[{i}]: {e}"
+                raise InteractionError(msg) from None
+        return tuple(out)
+
+    return BrushRequest(view.name, interval, y, converted(interval, axes[0]),
+                        None if y is None else converted(y, axes[1]))
+
+
+def slider_bounds(name: str, value, temporal: bool, between: bool, where: str) -> tuple:
+    """A slider's value checked and converted once: (lo, hi) of a `between` slider's
+    [lo, hi], else (value,); numbers, or ISO times on a slider over times (as UTC
+    microseconds). An error names the value as `where` (+ [i])."""
+    bound = time_bound if temporal else number_bound
+
+    def converted(x, at: str):
+        try:
+            return bound(x)
+        except InteractionError as e:
+            msg = f"{at}: {e}"
+            raise InteractionError(msg) from None
+
+    if not between:
+        return (converted(value, where),)
+    if not isinstance(value, list) or len(value) != 2 or None in value:
+        msg = f"{where}: parameter {name!r} takes a range [lo, hi], got {show(value)}"
+        raise InteractionError(msg)
+    return tuple(converted(x, f"{where}[{i}]") for i, x in enumerate(value))
 
 
 def check_page(page, page_size) -> None:

@@ -45,7 +45,9 @@ from brushfire.engine.api import (
     SessionAPI,
     Update,
     ViewData,
+    brush_request,
     find_filter,
+    slider_bounds,
 )
 from brushfire.engine.methods import base, cube
 from brushfire.engine.methods.conditional import Tile
@@ -156,14 +158,15 @@ class Session(queries.Queries):
         for heatmaps, `interval` is the x interval and `y` the y interval."""
         f = self._filter(view, ("interval", "rect"))
         check_brush_y(view, f.kind, y)
-        return self.apply_brush(BrushRequest(view, interval, y))
+        return self.apply_brush(brush_request(self.plan.dashboard.view(view), interval, y,
+                                              f"brush on view {view!r}: "))
 
     def apply_brush(self, r: BrushRequest) -> Update:
         f = self._filters[r.view]
         fl = self.layout.filter(f.name)
-        tests = [self._interval(r.view, fl.dims[0], r.interval)]  # (bounds as the dim's values)
+        tests = [self._interval(fl.dims[0], r.bounds)]
         if f.kind == "rect":
-            tests.append(self._interval(r.view, fl.dims[1], r.y, "y"))
+            tests.append(self._interval(fl.dims[1], r.y_bounds))
         return self._apply(f.name, Selection(tuple(tests), (r.interval, r.y)))
 
     def select(self, view: str, values: list) -> Update:
@@ -186,7 +189,12 @@ class Session(queries.Queries):
         if value is not None and in_list and not isinstance(value, (list, tuple)):
             msg = f"parameter {name!r} takes a list of values, got {V.show(value)}"
             raise InteractionError(msg)
-        return self.apply_parameter(ParameterRequest(name, value))
+        bounds = None
+        if value is not None and f.kind == "param_range":
+            fl = self.layout.filter(name)
+            bounds = slider_bounds(name, value, self.layout.dims[fl.dims[0]].value_type == "temporal",
+                                   fl.op == "between", f"parameter {name!r}")
+        return self.apply_parameter(ParameterRequest(name, value, bounds))
 
     def apply_parameter(self, r: ParameterRequest) -> Update:
         name, value = r.name, r.value
@@ -202,9 +210,9 @@ class Session(queries.Queries):
             value = dict_value(self.layout.dims[d], value)
             test = set_test(d, [dict_key(self.layout.dims[d], value)])
         elif fl.op == "between":  # [lo, hi], inclusive, as a brush
-            test = self._interval(name, d, value, "value")
+            test = self._interval(d, r.bounds)
         else:
-            v = self._bound(name, d, value, "value")  # named "value of 'p'"
+            v = r.bounds[0]
             lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)
             test = interval_test(self.layout.dims[d], d, lo, hi, strict_lo=fl.op == "gt",
                                  strict_hi=fl.op == "lt", values=self._s.values[d],
@@ -406,20 +414,7 @@ class Session(queries.Queries):
     def _filter(self, name: str, kinds: tuple[str, ...] | None):
         return find_filter(self._filters, name, kinds)
 
-    def _interval(self, view: str, d: int, interval, axis: str = "interval") -> Test:
-        if not isinstance(interval, (list, tuple)) or len(interval) != 2:
-            msg = f"{axis} of view {view!r} is [lo, hi] (null for an open end), got {interval!r}"
-            raise InteractionError(msg)
-        lo, hi = (self._bound(view, d, x, f"{axis}[{i}]") for i, x in enumerate(interval))
-        return interval_test(self.layout.dims[d], d, lo, hi, values=self._s.values[d],
+    def _interval(self, d: int, bounds: tuple) -> Test:
+        """Dim d's test of a checked brush's bounds (numbers; times as UTC microseconds)."""
+        return interval_test(self.layout.dims[d], d, *bounds, values=self._s.values[d],
                              edges=self._s.edges[d])
-
-    def _bound(self, view: str, d: int, x, what: str):
-        """A user bound as the dim's value type: numbers, times as UTC microseconds."""
-        try:
-            if self.layout.dims[d].value_type == "temporal":
-                return V.time_bound(x)
-            return V.number_bound(x)
-        except InteractionError as e:
-            msg = f"{what} of {view!r}: {e}"
-            raise InteractionError(msg) from None
