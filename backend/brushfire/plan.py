@@ -1,11 +1,13 @@
 """Workload analysis: from a dashboard spec, decide exactly which lineage to capture.
 
 `plan_capture` is pure; the spec's recorded workload (a trace file, brushfire/workload.py)
-is read only when capture or `brushfire plan` asks for it (`CapturePlan.workload`). It follows Smoke §4: a view that is never brushed needs no
-backward index; a view nothing filters or highlights needs no forward codes beyond its
-base result; columns no interaction touches are not carried; parameters get data-skipping
-partitions (their rows grouped by value in every block); 1-dimensional filters get
-group-by push-down cubes towards the views they filter.
+is read only when capture or `brushfire plan` asks for it (`CapturePlan.workload`).
+
+It follows Smoke §4: a view that is never brushed needs no backward index; a view nothing
+filters or highlights needs no forward codes beyond its base result; columns no
+interaction touches are not carried; parameters get data-skipping partitions (their rows
+grouped by value in every block); 1-dimensional filters get group-by push-down cubes
+towards the views they filter.
 
 The plan names what each interaction needs; `capture.layout` then decides, from the
 source's profile, how each need is stored (a dense or fine key per value, a lookup from a
