@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from dataclasses import replace
 from datetime import datetime
 
 import httpx
@@ -138,7 +139,7 @@ def test_the_server_streams_them_with_the_apis_access_checks(rich_local, tmp_pat
 
 def test_a_dashboard_without_details_says_so(rich_local):
     s = rich_local.session()
-    s.plan = s.plan.__class__(**{**s.plan.__dict__, "dashboard": rich_local.spec.model_copy(
-        update={"interactions": rich_local.spec.interactions.model_copy(update={"details": None})})})
+    s.plan = replace(s.plan, dashboard=rich_local.spec.model_copy(
+        update={"interactions": rich_local.spec.interactions.model_copy(update={"details": None})}))
     with pytest.raises(NotCapturedError, match="details on demand is not declared"):
         export.selection_table(s)
