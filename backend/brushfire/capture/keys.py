@@ -345,7 +345,7 @@ class Keyed:
     def __init__(self, fields: ShardFields, layout: Layout, dash: m.DashboardSpec) -> None:
         self.fields, self.layout, self.dash = fields, layout, dash
         self._keys: dict[int, np.ndarray] = {}
-        self._meas: dict[int, np.ndarray] = {}
+        self._meas: dict[str, np.ndarray] = {}
         self._codes: dict[str, np.ndarray] = {}
 
     def key(self, i: int) -> np.ndarray:
@@ -355,9 +355,13 @@ class Keyed:
         return self._keys[i]
 
     def meas(self, j: int) -> np.ndarray:
-        if j not in self._meas:
-            self._meas[j] = measure(self.fields, self.layout.measure_fields[j])
-        return self._meas[j]
+        return self.field_measure(self.layout.measure_fields[j])
+
+    def field_measure(self, f: str) -> np.ndarray:
+        """Field f as a measure (`measure`), computed once."""
+        if f not in self._meas:
+            self._meas[f] = measure(self.fields, f)
+        return self._meas[f]
 
     def code(self, v: ViewLayout) -> np.ndarray:
         """Code per row in 0..ncodes (lineage/layout.py; ncodes = dropped), as the engine
@@ -392,6 +396,8 @@ class Keyed:
             return self.layout.mlut(v.name)[self.key(v.mdim)]
         if v.measure == "stored":
             return self.meas(v.mcol)
+        if v.measure == "raw":
+            return self.field_measure(self.layout.dims[v.mdim].field)
         return None
 
 

@@ -186,6 +186,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
                                     list(f.cube_targets), f.op))
     choice = budget.choose(dims, stats.n_rows, config.memory_budget, _gathering_dims(views, dims))
     dims, views, filters, n_raw = _keep_rows_first(dims, views, filters, choice.kept)
+    measure_fields = _raw_measures(dims, views, measure_fields)
     layout = Layout(dashboard=dash.name, block_rows=config.block_rows, dims=dims, views=views,
                     filters=filters, n_raw=n_raw, n_meas=len(measure_fields),
                     measure_fields=measure_fields, detail_columns=list(plan.detail_columns),
@@ -252,6 +253,22 @@ def _keep_rows_first(dims: list[Dim], views: list[ViewLayout], filters: list[Fil
     for f in filters:
         f.dims = [new[i] for i in f.dims]
     return out, views, filters, n_raw
+
+
+def _raw_measures(dims: list[Dim], views: list[ViewLayout], fields: list[str]) -> list[str]:
+    """Views summing a field a fine dim keeps per row read its raw values (measure "raw")
+    instead of a stored copy of the same numbers: 8 bytes a row less per such field (a
+    histogram of price beside revenue by region). Returns the fields still stored, the
+    views' `mcol` renumbered to them."""
+    fine = {d.field: i for i, d in enumerate(dims) if d.kind == "fine" and d.rows and d.raw >= 0}
+    for v in views:
+        if v.measure == "stored" and fields[v.mcol] in fine:
+            v.measure, v.mdim, v.mcol = "raw", fine[fields[v.mcol]], -1
+    kept = list(dict.fromkeys(fields[v.mcol] for v in views if v.measure == "stored"))
+    for v in views:
+        if v.measure == "stored":
+            v.mcol = kept.index(fields[v.mcol])
+    return kept
 
 
 ROWS_PER_CUBE_BLOCK = 12_288  # at scale, a cube block's rows at most (below)

@@ -116,9 +116,9 @@ class _Hasher:
         what = {k: getattr(v, k) for k in ("name", "type", "op", "nbars", "reasons", "width",
                                            "p", "method", "value_type")}
         what["bars"] = self.bars(v)
-        if v.measure in ("lut", "stored"):  # the measure field's value
-            what["measure"] = layout.dims[v.mdim].field if v.measure == "lut" else \
-                layout.measure_fields[v.mcol]
+        if v.measure in ("lut", "raw", "stored"):  # the measure field's value
+            what["measure"] = layout.measure_fields[v.mcol] if v.measure == "stored" else \
+                layout.dims[v.mdim].field
         elif v.measure == "cells":  # blocks of the measure's keys
             what["measure"] = self.blocks(layout.dims[v.mdim], v.mstarts)
         return _hash(what)

@@ -18,7 +18,7 @@ Arguments (built by engine/state.py from lineage/layout.py):
      min(luts[vlut0[v] + keys[vdim0[v], r]] (+ luts[vlut1[v] + keys[vdim1[v], r]]), nbars[v]);
      code // width[v] is its bar or reason (width > 1: order-statistic cells).
      Its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
-     or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
+     raw[mcol[v], r] when finite (mkind 3: a fine dim's raw row), or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
      (-1: not indexed).
 - Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
      Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t:
@@ -244,17 +244,23 @@ def _bars(keys, rows, c0, n, v, L, out):
 
 
 @njit(nogil=True, cache=True)
-def _measures(keys, meas, rows, c0, n, v, L, out, crow):
-    """out[i] = view v's measure of row i of the chunk (NaN: missing); keys and stored
-    measures are found as in `_fails`."""
+def _measures(keys, raw, meas, rows, c0, n, v, L, out, crow):
+    """out[i] = view v's measure of row i of the chunk (NaN: missing); keys, raw values and
+    stored measures are found as in `_fails`. A raw value (kind 3) is a measure when
+    finite, as a stored one (capture/columns.measure: ±inf is missing)."""
     kind, md, mc, mo, mluts = L[7][v], L[8][v], L[9][v], L[10][v], L[11]
+    if kind == 3:
+        for i in range(n):
+            x = raw[mc, _shard_row(rows, crow, c0, i)]
+            out[i] = x if np.isfinite(x) else np.nan
+        return
     for i in range(n):
         out[i] = (mluts[mo + keys[md, c0 + i if c0 >= 0 else rows[i]]] if kind == 1
                   else meas[mc, _shard_row(rows, crow, c0, i)])
 
 
 @njit(nogil=True, cache=True)
-def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs,
+def _count_chunk(keys, raw, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs,
                  crow, inv=False):
     """Add each row i of the chunk wts[i] times to its bar of each view v it passes
     (fail[i] & need[v] == 0; with `inv`, each view it fails instead: a complement). Views
@@ -303,7 +309,7 @@ def _count_chunk(keys, meas, rows, c0, n, fail, wts, views, need, L, counts, sum
                 if ((fail[q] & nv) == 0) != inv:
                     counts[base + bars[q]] += wts[q]
         if mkind[v] != 0:
-            _measures(keys, meas, rows, c0, n, v, L, xs, crow)
+            _measures(keys, raw, meas, rows, c0, n, v, L, xs, crow)
             for q in range(n):
                 x = xs[q]
                 if ((fail[q] & nv) == 0) != inv and x == x:  # others' bars may be the spare one
@@ -438,12 +444,12 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
             alive = _alive_count(fail, wts, cn, common, dead2) if dead2 or common else cn
             if _worth_gathering(alive, cn, nv):
                 m = _alive(fail, wts, c0, cn, common, dead2, rows2, fail2, wts2, m, alive)
-                m = _flush(keys, meas, rows2, m, False, fail2, wts2, vb, need, L, counts, sums,
+                m = _flush(keys, raw, meas, rows2, m, False, fail2, wts2, vb, need, L, counts, sums,
                            oks, bars, xs)
                 continue
-            _count_chunk(keys, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
+            _count_chunk(keys, raw, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
                          bars, xs, _NO_ROWS)
-        _flush(keys, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks, bars, xs)
+        _flush(keys, raw, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks, bars, xs)
 
 
 @njit(nogil=True, cache=True)
@@ -507,14 +513,14 @@ def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2, m, alive) -> np.in
 
 
 @njit(nogil=True, cache=True)
-def _flush(keys, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+def _flush(keys, raw, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
            inv=False) -> np.int64:
     """Count the gathered rows (`inv`: as a complement) once there are a chunk's worth (or
     any, with `force`); returns how many are left gathered (0 or m). `pos` etc. hold
     2 x CHUNK."""
     if m == 0 or (m < CHUNK and not force):
         return m
-    _count_chunk(keys, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+    _count_chunk(keys, raw, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
                  _NO_ROWS, inv)
     return 0
 
@@ -725,7 +731,7 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
         for i in range(cn):
             wts[i] = np.int64(now[i]) - np.int64(was[i])
     _fails(keys, raw, rows, -1, cn, union, L, Q, fail, _NO_ROWS)
-    _count_chunk(keys, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs,
+    _count_chunk(keys, raw, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs,
                  _NO_ROWS)
 
 
@@ -870,7 +876,7 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     for j in range(views.shape[0]):
         union |= need[views[j]]
         common &= need[views[j]]
-        stored |= L[7][views[j]] == 2
+        stored |= L[7][views[j]] >= 2  # (3: raw values, also read at shard rows)
         measured |= L[7][views[j]] != 0
     complements = hist.shape[0] > 0 and not measured  # a histogram has no sums
     dead2 = union != 0 and _dead_when_two_fail(union, views, need)
@@ -920,18 +926,18 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
             if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
                 _add_hist(hist, c0 // grid, wu, views, L, counts)
                 m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
-                m3 = _flush(C, meas, pos3, m3, False, fail3, wts3, views, need, L, counts, sums,
+                m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts, sums,
                             oks, bars, xs, True)
             elif _worth_gathering(alive, cn, views.shape[0]):
                 m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
-                m = _flush(C, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
+                m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
                            oks, bars, xs)
             else:
-                _count_chunk(C, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
+                _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
                              bars, xs, crow)
             c0 = c1
-    _flush(C, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
-    _flush(C, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars, xs, True)
+    _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
+    _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars, xs, True)
 
 
 @njit(nogil=True, cache=True)
@@ -1129,7 +1135,7 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks)
                 for q in range(m):
                     counts[bars[q]] += 1
                 if mkind[v] != 0:
-                    _measures(keys, meas, rows2, -1, m, v, L, xs, _NO_ROWS)
+                    _measures(keys, raw, meas, rows2, -1, m, v, L, xs, _NO_ROWS)
                     for q in range(m):
                         x = xs[q]
                         if bars[q] != spare and x == x:

@@ -136,7 +136,7 @@ class Reads:
         dims = [d] if d >= 0 else []
         for i in vi:
             v = self._s.all if i == len(lay.views) else lay.views[i]
-            dims += list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+            dims += list(v.code_dims) + ([v.mdim] if v.measure in ("lut", "raw") else [])
         union = int(np.bitwise_or.reduce(need[vi])) if len(vi) else 0
         dims += [int(t) for f in range(len(lay.filters) + 1) if union >> f & 1
                  for t in self.state.tdim[2 * f:2 * f + 2] if t >= 0]

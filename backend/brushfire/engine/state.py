@@ -311,6 +311,8 @@ def layout_arrays(layout: Layout, extra=None) -> tuple:
             mlut_at += len(ml)
         elif v.measure == "stored":
             mkind[i], mcol[i] = 2, v.mcol
+        elif v.measure == "raw":
+            mkind[i], mdim[i], mcol[i] = 3, v.mdim, layout.dims[v.mdim].raw
     draw = np.array([d.raw for d in layout.dims], np.int64)
     idims = layout.indexed_dims
     dslot = np.array([idims.index(i) if i in idims else -1 for i in range(len(layout.dims))], np.int64)

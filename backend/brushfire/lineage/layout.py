@@ -36,8 +36,9 @@ pruned (nothing needs it per row; it keeps its base result). Its codes are, in o
   sorted values, else the exact values of the one or two blocks a rank falls in are
   gathered from the rows (engine/stats.py);
 - slot `ncodes`: rows dropped any other way (a heatmap's rows outside its cells).
-A sum / mean view's measure is a float64 looked up from a dense dim's values or a stored
-column (NaN = missing).
+A sum / mean view's measure is a float64 looked up from a dense dim's values, read from a
+fine dim's raw values (its finite ones; the dim keeps them per row anyway, so the field is
+not stored twice) or from a stored column (NaN = missing).
 """
 
 from __future__ import annotations
@@ -118,8 +119,9 @@ class ViewLayout:
     bar_off: int  # first slot in the flat aggregate arrays
     labels: list  # JSON-able bar descriptions
     code_dims: list[int] = field(default_factory=list)  # [] = pruned, else 1 or 2 dims
-    measure: str = "none"  # none | lut | stored | cells (order statistics: the measure's key)
-    mdim: int = -1  # measure lut: the dense dim whose values are the measure; cells: its dim
+    measure: str = "none"  # none | lut | raw | stored | cells (order statistics: the measure's key)
+    mdim: int = -1  # measure lut: the dense dim whose values are the measure; raw: the fine
+    # dim whose raw values are; cells: the measure's dim
     mcol: int = -1  # stored measure: row of the shard's `meas` array
     reasons: list[str] = field(default_factory=list)  # pseudo-bars after the bars
     width: int = 1  # cells per bar: measure blocks + 1 (order statistics), else 1
@@ -231,7 +233,7 @@ class Layout:
     def countable(self, view: str) -> bool:
         """Can the view be counted row by row (its bar and measure keys are kept)?"""
         v = self.view(view)
-        dims = list(v.code_dims) + ([v.mdim] if v.measure == "lut" else [])
+        dims = list(v.code_dims) + ([v.mdim] if v.measure in ("lut", "raw") else [])
         return bool(v.code_dims) and all(self.dims[d].rows for d in dims)
 
     def filter_rows(self, name: str) -> bool:

@@ -68,7 +68,8 @@ COPY_FORMAT = 2  # how a copy's arrays are laid out (2: uint8 keys where they fi
 @dataclass
 class Cube:
     """Prefix sums over a dim's cube blocks of one target view's aggregates:
-    counts[j] = rows of cube blocks 0..j-1, shape (blocks + 1, the view's nslots)."""
+    counts[j] = rows of cube blocks 0..j-1, shape (blocks + 1, the view's nslots); counts
+    and oks as stored, in the narrowest unsigned type that holds them (`narrow_counts`)."""
 
     counts: np.ndarray
     sums: np.ndarray  # (0, 0) when the target has no measure
@@ -436,13 +437,25 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
                 cells = cells.reshape(nblocks + 1, width)[:nblocks]
                 prefix = np.zeros((nblocks + 1, width), cells.dtype)
                 np.cumsum(cells, axis=0, out=prefix[1:])
-                arrays[f"cube.{f.name}.{t}.{part}"] = prefix
+                arrays[f"cube.{f.name}.{t}.{part}"] = narrow_counts(prefix) if part != "sums" else prefix
             cubes.append([f.name, t])
     files = {}
     for name, arr in arrays.items():
         fname = f"g-{tag}.{name}.npy"
         files[fname] = write_npy(Path(entry) / fname, arr)
     return {"files": files, "cubes": cubes}
+
+
+def narrow_counts(prefix: np.ndarray) -> np.ndarray:
+    """A cube's prefix counts in the narrowest of uint16 / uint32 that holds its largest
+    (its last row: prefix sums only grow), else as they are (int64): a store of up to
+    4G rows keeps its cubes in half the bytes. Readers only add differences of two
+    prefix rows (non-negative) to int64 aggregates, which numpy does without loss."""
+    top = int(prefix[-1].max()) if prefix.size else 0
+    for t in (np.uint16, np.uint32):
+        if top <= np.iinfo(t).max:
+            return prefix.astype(t)
+    return prefix
 
 
 # --- load --------------------------------------------------------------------------------
