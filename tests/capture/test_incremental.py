@@ -211,6 +211,22 @@ def test_spec_edits_rebuild_only_what_depends_on_them(tmp_path):
     assert "built for 0 of 6 shards" in same.info.changes[-1]  # (the copies: capture/copies.py)
 
 
+def test_a_measure_moves_between_a_stored_column_and_a_fine_dims_raw_values(tmp_path):
+    """mean_m reads m from a stored column until a view keys m per row (a fine dim, past
+    40 values): then from that dim's raw values, and back when the view goes."""
+    tables = tables_of((600, 1), (600, 2))
+    d = spec()
+    assert capture(d, tables, tmp_path / "inc").layout.view("mean_m").measure == "stored"
+    views = [*spec()["views"], {"name": "hm", "type": "histogram", "field": "m",
+                                "bin": {"step": 25, "extent": [-50, 300]}}]
+    got = capture(spec(views), tables, tmp_path / "inc")
+    assert got.layout.view("mean_m").measure == "raw" and got.layout.n_meas == 0
+    assert_same_answers(capture(spec(views), tables, tmp_path / "full1"), got, spec(views))
+    back = capture(d, tables, tmp_path / "inc")
+    assert back.layout.view("mean_m").measure == "stored" and back.layout.n_meas == 1
+    assert_same_answers(capture(d, tables, tmp_path / "full2"), back, d)
+
+
 def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     d = spec()
     d["source"]["path"] = str(small_parquet)
