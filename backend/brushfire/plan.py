@@ -318,6 +318,9 @@ def _dims_text(layout, f: Filter) -> str:
     parts = []
     for name in f.dim_names:
         d = next((d for d in layout.dims if d.name == name), None)
+        if d is None and name.startswith("bars:"):  # a view sharing another's bars dim
+            v = next((v for v in layout.views if f"bars:{v.name}" == name and v.code_dims), None)
+            d = layout.dims[v.code_dims[0]] if v is not None else None
         if d is not None:
             parts.append(_dim_text(d))
     return "; ".join(parts)

@@ -125,6 +125,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
     views: list[ViewLayout] = []
     off = 0
     measure_fields: list[str] = []
+    bars_dims: dict[str, int] = {}  # `_bars_identity` -> its bars dim
     for v in dash.views:
         vp = plan.view(v.name)
         brushed = plan.has_filter(v.name)
@@ -156,8 +157,15 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
             # (an order statistic gathering values from rows needs each row's cell)
             # indexed when bars map back to rows, or a points brush selects by bar (an
             # interval brush selects by the field's own value dim)
-            d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", layout_v.kbars,
-                        vp.bar_index or (brushed and m.brush_of(v) == "points")))
+            indexed = vp.bar_index or (brushed and m.brush_of(v) == "points")
+            same = _bars_identity(v, layout_v)
+            d = bars_dims.get(same) if same is not None else None
+            if d is None:  # (else the bars of an earlier view over the same field: one key column)
+                d = add(Dim(f"bars:{v.name}", "bars", None, v.name, "bars", layout_v.kbars, indexed))
+                if same is not None:
+                    bars_dims[same] = d
+            dims[d].indexed |= indexed
+            dim_of[f"bars:{v.name}"] = d
             layout_v.code_dims = [d]
             arrays[f"lut.{v.name}.0"] = _identity_lut(layout_v.kbars) * w
         if order and layout_v.code_dims:
@@ -253,6 +261,16 @@ def _keep_rows_first(dims: list[Dim], views: list[ViewLayout], filters: list[Fil
     for f in filters:
         f.dims = [new[i] for i in f.dims]
     return out, views, filters, n_raw
+
+
+def _bars_identity(view, v: ViewLayout) -> str | None:
+    """What decides a categorical view's bar per row (views/categorical.py `row_codes`): its
+    field, labels in order, reasons and '(other)' bar. Views alike in these (a count and
+    a revenue by region) share one bars dim: one key column and one index, not two.
+    None for other views (their bars are not compared)."""
+    if not isinstance(view, m.CategoricalView):
+        return None
+    return repr((view.field, view.other, v.labels, v.reasons, v.value_type, v.kbars))
 
 
 def _raw_measures(dims: list[Dim], views: list[ViewLayout], fields: list[str]) -> list[str]:

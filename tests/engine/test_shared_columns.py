@@ -1,7 +1,9 @@
-"""A sum or mean over a field that a fine dim keeps per row reads the dim's raw values
-(measure "raw", capture/layout.py `_raw_measures`) instead of a stored copy of the same
-numbers: the layout stores no measure column, and every method's answers (±inf and NaN
-skipped, as SQL's) equal DuckDB's, on a capture made in this process."""
+"""A field's per-row values stored once (capture/layout.py): a sum or mean over a field
+that a fine dim keeps per row reads the dim's raw values (measure "raw", `_raw_measures`)
+instead of a stored copy of the same numbers, and categorical views with the same bars
+over one field share one bars dim (`_bars_identity`). Every method's answers (±inf and
+NaN skipped, as SQL's; each view's own brush not applied to it) equal DuckDB's, on a
+capture made in this process."""
 
 from __future__ import annotations
 
@@ -47,12 +49,18 @@ def spec(path) -> dict:
              "bin": {"step": 20, "extent": [-40, 140], "clamp": True}},
             {"name": "revenue", "type": "categorical", "field": "dest",
              "aggregate": {"op": "sum", "field": "p"}},
+            {"name": "flights", "type": "categorical", "field": "dest"},
+            {"name": "median_p", "type": "categorical", "field": "dest", "brush": "none",
+             "aggregate": {"op": "median", "field": "p"}},
+            {"name": "top_dest", "type": "categorical", "field": "dest", "top": 2},
             {"name": "mean_p", "type": "categorical", "field": "cat", "top": 5,
              "aggregate": {"op": "mean", "field": "p"}},
             {"name": "hp_mean", "type": "histogram", "field": "p", "brush": "none",
              "bin": {"step": 40, "extent": [-40, 140]}, "aggregate": {"op": "mean", "field": "p"}},
         ],
-        "interactions": {"crossfilter": [{"views": ["hp", "revenue", "mean_p", "hp_mean"]}]},
+        "interactions": {"crossfilter": [{"views": ["hp", "revenue", "flights", "median_p",
+                                                   "top_dest", "mean_p", "hp_mean"]}],
+                         "details": {"columns": ["p", "dest"]}},
     }
 
 
@@ -77,9 +85,33 @@ def test_a_sum_over_a_fine_field_stores_no_measure_column(captured):
     assert "measures" not in dash.store.nbytes() or dash.store.nbytes()["measures"] == 0
 
 
+def test_categorical_views_with_the_same_bars_share_one_bars_dim(captured):
+    dash, _ = captured
+    lay = dash.store.layout
+    shared = {lay.view(v).code_dims[0] for v in ("revenue", "flights", "median_p")}
+    assert len(shared) == 1 and lay.dims[shared.pop()].indexed
+    assert lay.view("top_dest").code_dims[0] != lay.view("flights").code_dims[0]  # other bars
+    names = [d.name for d in lay.dims]
+    assert "bars:revenue" in names and "bars:flights" not in names and "bars:top_dest" in names
+
+
+def test_the_rows_behind_a_bar_of_a_view_sharing_a_bars_dim(captured):
+    dash, oracle = captured
+    s = new_session(dash, None)
+    oracle.clear()
+    s.brush("hp", [10.0, 70.0])
+    oracle.brush("hp", [10.0, 70.0])
+    labels = s.view("flights").labels
+    for bar in range(len(labels) - 1):  # ('(other)' apart: five destinations, all shown)
+        got = s.count_behind("flights", [bar])
+        want = oracle.con.execute(f"SELECT count(*) FROM src WHERE ({oracle.where(None)}) "
+                                  f"AND dest = '{labels[bar]}'").fetchone()[0]
+        assert got == want, labels[bar]
+
+
 @pytest.mark.parametrize("policy", [None, "incremental", "incremental, store order", "recompute",
                                     "scan", "tile", "complement"])
-def test_raw_measures_equal_sql_after_every_interaction(captured, policy):
+def test_answers_equal_sql_after_every_interaction(captured, policy):
     dash, oracle = captured
 
     @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
