@@ -18,8 +18,8 @@ Arguments (built by engine/state.py from lineage/layout.py):
      min(luts[vlut0[v] + keys[vdim0[v], r]] (+ luts[vlut1[v] + keys[vdim1[v], r]]), nbars[v]);
      code // width[v] is its bar or reason (width > 1: order-statistic cells).
      Its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
-     raw[mcol[v], r] when finite (mkind 3: a fine dim's raw row), or none (0). draw[d] is the raw row of fine dim d (-1: none), dslot[d] its index slot
-     (-1: not indexed).
+     raw[mcol[v], r] when finite (mkind 3: a fine dim's raw row), or none (0). draw[d] is
+     the raw row of fine dim d (-1: none), dslot[d] its index slot (-1: not indexed).
 - Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
      Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t:
      mode 0 passes every row, 1 passes keys tlo..thi (empty when tlo > thi) except, for
@@ -260,8 +260,8 @@ def _measures(keys, raw, meas, rows, c0, n, v, L, out, crow):
 
 
 @njit(nogil=True, cache=True)
-def _count_chunk(keys, raw, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks, bars, xs,
-                 crow, inv=False):
+def _count_chunk(keys, raw, meas, rows, c0, n, fail, wts, views, need, L, counts, sums, oks,
+                 bars, xs, crow, inv=False):
     """Add each row i of the chunk wts[i] times to its bar of each view v it passes
     (fail[i] & need[v] == 0; with `inv`, each view it fails instead: a complement). Views
     with few bars count without a branch per row (rows that do not count go to a spare
@@ -449,7 +449,8 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
                 continue
             _count_chunk(keys, raw, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
                          bars, xs, _NO_ROWS)
-        _flush(keys, raw, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks, bars, xs)
+        _flush(keys, raw, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks,
+               bars, xs)
 
 
 @njit(nogil=True, cache=True)
@@ -520,8 +521,8 @@ def _flush(keys, raw, meas, pos, m, force, fail2, wts2, views, need, L, counts, 
     2 x CHUNK."""
     if m == 0 or (m < CHUNK and not force):
         return m
-    _count_chunk(keys, raw, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
-                 _NO_ROWS, inv)
+    _count_chunk(keys, raw, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks,
+                 bars, xs, _NO_ROWS, inv)
     return 0
 
 
@@ -731,8 +732,8 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
         for i in range(cn):
             wts[i] = np.int64(now[i]) - np.int64(was[i])
     _fails(keys, raw, rows, -1, cn, union, L, Q, fail, _NO_ROWS)
-    _count_chunk(keys, raw, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks, bars, xs,
-                 _NO_ROWS)
+    _count_chunk(keys, raw, meas, rows, -1, cn, fail, wts, views, need, L, counts, sums, oks,
+                 bars, xs, _NO_ROWS)
 
 
 @njit(nogil=True, cache=True)
@@ -926,18 +927,19 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
             if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
                 _add_hist(hist, c0 // grid, wu, views, L, counts)
                 m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
-                m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts, sums,
-                            oks, bars, xs, True)
+                m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
+                            sums, oks, bars, xs, True)
             elif _worth_gathering(alive, cn, views.shape[0]):
                 m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
                 m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
                            oks, bars, xs)
             else:
-                _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts, sums, oks,
-                             bars, xs, crow)
+                _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts,
+                             sums, oks, bars, xs, crow)
             c0 = c1
     _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
-    _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars, xs, True)
+    _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars,
+           xs, True)
 
 
 @njit(nogil=True, cache=True)
