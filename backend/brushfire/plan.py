@@ -343,5 +343,16 @@ def _code_text(layout, view: str) -> str:
         return "not kept"
     dims = [layout.dims[i] for i in v.code_dims]
     if dims[0].kind == "bars":
-        return "its own key column (bar number)"
-    return "looked up from the key of " + " and ".join(d.field for d in dims) + " (no column of its own)"
+        text = "its own key column (bar number)" if dims[0].view == view else \
+            f"the key column of view {dims[0].view} (the same bars over the same field)"
+    else:
+        text = ("looked up from the key of " + " and ".join(d.field for d in dims)
+                + " (no column of its own)")
+    if v.measure == "lut":
+        text += f"; its measure looked up from the key of {layout.dims[v.mdim].field}"
+    elif v.measure == "raw":
+        text += (f"; its measure read from {layout.dims[v.mdim].field}'s raw values, kept per "
+                 "row for its brushes (no column of its own)")
+    elif v.measure == "stored":
+        text += f"; its measure a stored column of {layout.measure_fields[v.mcol]} (8 bytes a row)"
+    return text

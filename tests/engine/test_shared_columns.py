@@ -7,6 +7,8 @@ capture made in this process."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 from brushfire import Dashboard
 from brushfire.capture.local import capture_table
 from brushfire.lineage.layout import CaptureConfig
-from brushfire.plan import plan_capture
+from brushfire.plan import explain, plan_capture
 from brushfire.spec import parse_dashboard
 from engine.test_session_oracle import actions_for, apply, check_all, new_session
 from oracle import Oracle
@@ -93,6 +95,16 @@ def test_categorical_views_with_the_same_bars_share_one_bars_dim(captured):
     assert lay.view("top_dest").code_dims[0] != lay.view("flights").code_dims[0]  # other bars
     names = [d.name for d in lay.dims]
     assert "bars:revenue" in names and "bars:flights" not in names and "bars:top_dest" in names
+
+
+def test_the_plan_says_which_column_a_view_reads(captured):
+    dash, _ = captured
+    text = explain(dash.plan, layout=dash.store.layout)
+    views = dict(re.findall(r"  view (\w+) \[.*?\n(?:    .*\n)*?    bar per row: (.*)", text))
+    assert views["revenue"] == ("its own key column (bar number); its measure read from p's raw "
+                                "values, kept per row for its brushes (no column of its own)")
+    assert views["flights"] == "the key column of view revenue (the same bars over the same field)"
+    assert views["top_dest"] == "its own key column (bar number)"
 
 
 def test_the_rows_behind_a_bar_of_a_view_sharing_a_bars_dim(captured):
