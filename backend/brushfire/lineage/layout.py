@@ -43,7 +43,7 @@ not stored twice) or from a stored column (NaN = missing).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -265,8 +265,13 @@ class Layout:
     # --- persistence ------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        meta = asdict(self)
+        """The layout as the manifest keeps it, its arrays apart: dims, views and filters
+        as dicts of their fields, sharing their lists (`asdict`'s deep copy of each of a
+        fine dim's 65k edges took 0.4 s)."""
+        meta = _fields(self)
         meta.pop("arrays")
+        for name in ("dims", "views", "filters"):
+            meta[name] = [_fields(x) for x in meta[name]]
         return meta
 
     @classmethod
@@ -276,3 +281,7 @@ class Layout:
         meta["views"] = [ViewLayout(**v) for v in meta["views"]]
         meta["filters"] = [FilterLayout(**f) for f in meta["filters"]]
         return cls(**meta, arrays=arrays)
+
+
+def _fields(obj) -> dict:
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
