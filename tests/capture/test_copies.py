@@ -302,3 +302,43 @@ def test_copies_of_another_format_are_built_in_memory_instead(captured, tmp_path
     assert "built in memory instead" in capfd.readouterr().err
     copies = Shared.of(store).copies(Pool(0))
     assert copies.job is not None and copies.wait(60) and copies.dims
+
+
+def test_a_view_added_over_keys_already_kept_recounts_only_the_copies_histograms(tmp_path):
+    """A view over a field whose keys the shards keep already (its bars' edges among the
+    field's bucket edges: no key changes) changes only the copies' chunk histograms: the keys, rows, starts and zone
+    maps are kept as they are, and the store answers as one captured from scratch."""
+    from capture.test_incremental import assert_same_answers, capture, spec, tables_of
+
+    tables = tables_of((600, 1), (600, 2))
+    entry = capture(spec(), tables, tmp_path / "inc").directory
+
+    def files(part: str) -> dict[str, int]:
+        """The copies' files of one part (keys, ...: every part but "hist"), with their times."""
+        m = st.read_manifest(entry)
+        return {n: os.stat(entry / st.SHARDS / s["name"] / n).st_mtime_ns
+                for s in m["shards"] for ns in st.copy_files(s).values() for n in ns
+                if (n.endswith(".hist.npy") == (part == "hist"))}
+
+    keys, hist = files("keys"), files("hist")
+    views = [*spec()["views"], {"name": "hx20", "type": "histogram", "field": "x", "brush": "none",
+                                "bin": {"step": 20, "extent": [0, 100]}}]
+    added = capture(spec(views), tables, tmp_path / "inc")
+    assert added.directory == entry
+    meta2 = st.read_manifest(entry)
+    assert keys and files("keys") == keys  # the same files, not written again
+    assert files("hist").keys().isdisjoint(hist)  # counted again, under their new key
+    note = next(c for c in added.info.changes if c.startswith("clustered key copies"))
+    assert f"built for 0 of {len(meta2['shards'])} shards" in note
+    assert f"({len(meta2['shards'])} with their chunk histograms counted again" in note
+    full = capture(spec(views), tables, tmp_path / "full")
+    assert_same_answers(full, added, spec(views))
+    # every part of every copy as a capture from scratch stores it
+    fresh = st.read_manifest(full.directory)
+    assert len(fresh["shards"]) == len(meta2["shards"])
+    for s, t in zip(meta2["shards"], fresh["shards"], strict=True):
+        assert st.copy_files(s).keys() == st.copy_files(t).keys()
+        for d, names in st.copy_files(s).items():
+            for a, b in zip(names, st.copy_files(t)[d], strict=True):
+                np.testing.assert_array_equal(np.load(entry / st.SHARDS / s["name"] / a),
+                                              np.load(full.directory / st.SHARDS / t["name"] / b))

@@ -27,10 +27,18 @@ from brushfire.lineage.layout import Layout
 from brushfire.workload import Workload
 
 
-def copy_key(s: dict, layout_hash: str) -> str:
-    """What a shard's copies are built from: its per-row arrays and the layout's (hash)."""
-    text = json.dumps([st.COPY_FORMAT, s["rows"], s["rows_key"], layout_hash])
+def copy_key(s: dict, order_hash: str) -> str:
+    """What a shard's copies' keys, rows, starts and zone maps are built from: its per-row
+    arrays and `order_hash`. Their chunk histograms are keyed apart (`hist_key`): a view
+    added over keys the shard has already changes only those."""
+    text = json.dumps([st.COPY_FORMAT, s["rows"], s["rows_key"], order_hash])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def hist_key(key: str, layout_hash: str) -> str:
+    """What a copy's chunk histograms are built from: its keys (`copy_key`) and the layout
+    arrays they count (`layout_hash`)."""
+    return hashlib.sha256(json.dumps([key, layout_hash]).encode()).hexdigest()[:12]
 
 
 def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: int) -> str:
@@ -43,14 +51,22 @@ def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: i
     return h.hexdigest()
 
 
+def order_hash(nkeys: list[int], draw: list[int], rows_kept: bool, dtype: np.dtype, chunk: int) -> str:
+    """A hash of what a copy's order, keys and zone maps depend on besides the shard's
+    per-row arrays: every dim's key count, the fine dims' raw rows, whether shard rows are
+    kept, the keys' dtype and the chunk grid."""
+    return hashlib.sha256(json.dumps([nkeys, draw, rows_kept, str(dtype), chunk]).encode()).hexdigest()
+
+
 def build_copies(entry: Path, layout: Layout, shards: list[dict],
                  progress: Callable[[str, float | None], None],
                  threads: int | None = None, workload: Workload | None = None) -> tuple[dict, list[str]]:
     """Give every shard record of `shards` (in place: its `copies` and `files`) the copies
     of the dims `choices` gives one (as the spec's `workload` orders and budgets them),
-    reusing those whose key holds; returns the manifest's `copies` ({"dims": [...],
-    "format": lineage/store.py COPY_FORMAT, "why": {dim: what it got and why}}) and notes
-    on what was built."""
+    reusing those whose key holds and, where only the views changed, recounting just their
+    chunk histograms; returns the manifest's `copies` ({"dims": [...], "format":
+    lineage/store.py COPY_FORMAT, "why": {dim: what it got and why}}) and notes on what
+    was built."""
     from brushfire.engine import kernels as K
     from brushfire.engine.copies import (
         Copy,
@@ -68,35 +84,44 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     rows_kept = keeps_rows(layout)
     _, L = kernel_layout(layout)
     slots = hist_slots(L)
-    lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)  # (key_dtype: from the layout's nkeys)
     nkeys = [d.nkeys for d in layout.dims]
     dtype = key_dtype(layout)
-    tasks: list[tuple[dict, int]] = []
+    ohash = order_hash(nkeys[:layout.row_dims], [int(x) for x in L[12]], rows_kept, dtype, K.CHUNK)
+    lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)
+    tasks: list[tuple[dict, int, bool]] = []  # (shard, dim, only its histograms)
     kept = 0
     for s in shards:
-        key = copy_key(s, lhash) if dims else ""
+        key = copy_key(s, ohash) if dims else ""
+        hkey = hist_key(key, lhash)
         old = s.get("copies") or {}
-        reuse = old.get("key") == key and all(str(d) in old.get("dims", {}) for d in dims) \
-            and all(_present(entry, s, n) for d in dims for n in st.copy_files(s)[d])
-        if reuse:
-            s["copies"] = {**old, "dims": {str(d): old["dims"][str(d)] for d in dims}}
+        files = st.copy_files(s)
+        same = old.get("key") == key
+        have = [d for d in dims if same and str(d) in old.get("dims", {})
+                and all(_present(entry, s, n) for n in files[d][:-1])]
+        s["copies"] = {"key": key, "hist": hkey, "chunk": K.CHUNK,
+                       "dims": {str(d): old["dims"][str(d)] for d in have}}
+        recount = [d for d in have if old.get("hist", old.get("key")) != hkey
+                   or not _present(entry, s, files[d][-1])]
+        if len(have) == len(dims) and not recount:
             kept += 1
-            continue
-        s["copies"] = {"key": key, "chunk": K.CHUNK, "dims": {}}
-        tasks += [(s, d) for d in dims]
+        tasks += [(s, d, False) for d in dims if d not in have] + [(s, d, True) for d in recount]
 
-    def build(s: dict, d: int) -> tuple[dict, int, dict, bool]:
+    def build(s: dict, d: int, hist_only: bool) -> tuple[dict, int, dict, bool]:
         sd = entry / st.SHARDS / s["name"]
+        names = dict(zip(Copy.PARTS, st.copy_names(s["copies"], d), strict=True))
+        if hist_only:  # the keys as stored, their histograms counted again
+            hist = Copy.histograms(read_npy(sd / names["keys"]), L, slots)
+            return s, d, {names["hist"]: write_npy(sd / names["hist"], hist)}, \
+                s["copies"]["dims"][str(d)]["by_raw"]
         arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
         copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
-        names = [f"copy-{s['copies']['key']}-{d}.{p}.npy" for p in st.COPY_PARTS]
-        files = {n: write_npy(sd / n, getattr(copy, p)) for n, p in zip(names, Copy.PARTS, strict=True)}
-        return s, d, files, copy.by_raw
+        return s, d, {names[p]: write_npy(sd / names[p], getattr(copy, p)) for p in Copy.PARTS}, \
+            copy.by_raw
 
     if tasks:
         progress("copies: clustered key copies built by the driver", 0.0)
         with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:
-            futures = [pool.submit(build, s, d) for s, d in tasks]
+            futures = [pool.submit(build, s, d, h) for s, d, h in tasks]
             for i, f in enumerate(as_completed(futures)):
                 s, d, files, by_raw = f.result()
                 s["files"].update(files)
@@ -105,9 +130,12 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     notes = []
     if dims:
         names = ", ".join(layout.dims[d].name for d in dims)
-        built = len({s["name"] for s, _ in tasks})
+        built = len({s["name"] for s, _, h in tasks if not h})
+        recounted = len({s["name"] for s, _, h in tasks if h} - {s["name"] for s, _, h in tasks if not h})
         notes.append(f"clustered key copies of {names}: built for {built:,} of {len(shards):,} "
-                     f"shards, kept for the others")
+                     f"shards, kept for the others" + (f" ({recounted:,} with their chunk "
+                                                       "histograms counted again: the views changed)"
+                                                       if recounted else ""))
     return {"dims": dims, "format": st.COPY_FORMAT, "why": {str(d): why for d, _, why in chosen}}, notes
 
 

@@ -232,11 +232,18 @@ class Copy:
         copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
         K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
         if slots:
-            copy.hist = np.zeros((chunks, slots), np.uint16)
-            K.chunk_hist(copy.keys, L, K.CHUNK, copy.hist)
+            copy.hist = Copy.histograms(copy.keys, L, slots)
         for a in (copy.keys, copy.rows, copy.starts, copy.zones, copy.hist):
             a.setflags(write=False)  # as mapped ones are: the kernels take one type of each
         return copy
+
+    @staticmethod
+    def histograms(keys: np.ndarray, L: tuple, slots: int) -> np.ndarray:
+        """The chunk histograms of a copy's `keys`: `slots` slots of layout arrays L per
+        CHUNK positions (kernels.chunk_hist)."""
+        hist = np.zeros((-(-keys.shape[1] // K.CHUNK), slots), np.uint16)
+        K.chunk_hist(keys, L, K.CHUNK, hist)
+        return hist
 
     @staticmethod
     def of(parts: dict[str, np.ndarray], by_raw: bool) -> Copy:

@@ -520,9 +520,17 @@ def load_store(entry: str | Path, dash: DashboardSpec, key: str | None = None,
 
 
 def copy_files(s: dict) -> dict[int, list[str]]:
-    """A shard's stored copies' files (COPY_PARTS), per dim, as its record names them."""
+    """A shard's stored copies' files (COPY_PARTS), per dim, as its record names them: the
+    chunk histograms under their own key (capture/copies.py hist_key; records without
+    one keep them under the copy's)."""
     c = s.get("copies") or {}
-    return {int(d): [f"copy-{c['key']}-{d}.{p}.npy" for p in COPY_PARTS] for d in c.get("dims", {})}
+    return {int(d): copy_names(c, int(d)) for d in c.get("dims", {})}
+
+
+def copy_names(c: dict, d: int) -> list[str]:
+    """The files (COPY_PARTS) of dim d's copy under a shard's copies record `c`."""
+    return [f"copy-{c.get('hist', c['key']) if p == 'hist' else c['key']}-{d}.{p}.npy"
+            for p in COPY_PARTS]
 
 
 def load_copies(entry: Path, meta: dict, store: LineageStore, checked: Checked | None
