@@ -420,6 +420,9 @@ def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: di
             (shards_dir / g["name"] / name).replace(shards_dir / s["name"] / name)
             s["files"][name] = f
         for fld, info in g["fields"].items():
+            if fld in s["fields"]:  # redefined: the same keys and partial results' definitions
+                # may now stand for other rows (pmod(k, 7) -> pmod(k + 1, 7)): none reused
+                s["rows"], s["rows_key"], s["partials"] = None, None, {}
             s["fields"][fld] = {**info, "def": definitions[fld]}
         s.setdefault("snapshot", {}).update({c: definitions[c] for c in spec.snapshot})
         s.setdefault("nulls", {}).update({c: [n, definitions[c]] for c, n in g.get("nulls", {}).items()})
