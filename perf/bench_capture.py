@@ -138,11 +138,13 @@ def main() -> None:
             sec["append 5% as a file"] = seconds
             out["ratios"]["append / full capture"] = seconds / full
             out["append changes"] = again.info.changes
+            out["breakdown (append)"] = dict(again.info.seconds)
             edited = parse_dashboard(with_view(spec_dict))
             seconds, again, _ = timed_capture(edited, spark, cache)
             sec["add one view"] = seconds
             out["ratios"]["add one view / full capture"] = seconds / full
             out["add-view changes"] = again.info.changes
+            out["breakdown (add one view)"] = dict(again.info.seconds)
             retitled = parse_dashboard({**with_view(spec_dict), "title": "retitled"})
             jobs = spark_jobs(spark)
             t0 = time.perf_counter()

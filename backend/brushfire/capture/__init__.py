@@ -102,8 +102,11 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
+    t0 = time.perf_counter()
     runner = sp.SparkRunner(spark, dash, config, progress)
+    planned = time.perf_counter() - t0
     store = run_capture(plan, runner, cache_dir, config, progress, fresh)
+    store.info.seconds["source plan (Spark)"] = planned  # (before the capture's clock)
     if baseline:  # (over the spec as capture resolved it: `maxbins` bins chosen)
         from brushfire.spec import parse_dashboard
 
@@ -222,6 +225,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)))
         rows_id = runner.rows_identity()
         reuse = plan_reuse(old, files, rows_id, spec, definitions)
+        info.seconds["files and definitions"] = time.perf_counter() - t_all
         info.changes += reuse.notes
         shards_dir = entry / st.SHARDS
         shards_dir.mkdir(parents=True, exist_ok=True)
@@ -328,6 +332,9 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     versions.record(cache, meta, entry)
     store = st.load_store(entry, dash, verify=False)
     store.info.nbytes = store.nbytes()
+    # (the manifest records the capture up to its own writing; the caller sees it all)
+    store.info.seconds["manifest written, loaded"] = time.perf_counter() - t_all - info.seconds["capture"]
+    store.info.seconds["capture"] = time.perf_counter() - t_all
     return store
 
 
