@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import mmap
 import os
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -333,12 +335,74 @@ def test_a_view_added_over_keys_already_kept_recounts_only_the_copies_histograms
     assert f"({len(meta2['shards'])} with their chunk histograms counted again" in note
     full = capture(spec(views), tables, tmp_path / "full")
     assert_same_answers(full, added, spec(views))
-    # every part of every copy as a capture from scratch stores it
-    fresh = st.read_manifest(full.directory)
-    assert len(fresh["shards"]) == len(meta2["shards"])
-    for s, t in zip(meta2["shards"], fresh["shards"], strict=True):
+    assert_same_copies(added.directory, full.directory)
+
+
+def assert_same_copies(entry, scratch) -> None:
+    """Every part of every stored copy of `entry` as a capture from scratch (`scratch`)
+    stores it, shard for shard."""
+    got, want = st.read_manifest(entry), st.read_manifest(scratch)
+    assert len(got["shards"]) == len(want["shards"])
+    assert got["copies"]["dims"] == want["copies"]["dims"]
+    for s, t in zip(got["shards"], want["shards"], strict=True):
         assert st.copy_files(s).keys() == st.copy_files(t).keys()
+        assert s["copies"]["dims"] == t["copies"]["dims"]  # (by_raw)
         for d, names in st.copy_files(s).items():
             for a, b in zip(names, st.copy_files(t)[d], strict=True):
                 np.testing.assert_array_equal(np.load(entry / st.SHARDS / s["name"] / a),
-                                              np.load(full.directory / st.SHARDS / t["name"] / b))
+                                              np.load(scratch / st.SHARDS / t["name"] / b), err_msg=a)
+
+
+def test_appended_values_of_a_dense_dim_renumber_the_copies_built_before(tmp_path):
+    """A file that brings new values of a dense dim (before, between and after the old
+    ones) re-keys the shards captured before: their copies' keys are renumbered, not
+    built again, and equal those built from the shards' new keys; the answers equal a
+    capture from scratch."""
+    import pyarrow as pa
+
+    from capture.test_incremental import CONFIG, assert_same_answers, spec, tables_of
+
+    def with_d(table, values) -> pa.Table:
+        rng = np.random.default_rng(table.num_rows)
+        return table.append_column("d", pa.array(rng.choice(values, table.num_rows)))
+
+    views = [*spec()["views"][:3], {"name": "hd", "type": "histogram", "field": "d",
+                                    "bin": {"step": 1, "extent": [-2, 12]}}]
+    d = spec(views)
+    tables = {k: with_d(t, [0.0, 2.0, 4.0, 6.0, 8.0]) for k, t in tables_of((600, 1), (500, 2)).items()}
+    plan = plan_capture(parse_dashboard(d))
+    first = capture_tables(plan, tables, tmp_path / "inc", CONFIG)
+    assert first.layout.dims[first.layout.dim_index("value:d")].kind == "dense"
+    tables["f2"] = with_d(make_rows(300, 3), [-1.0, 3.0, 9.0])
+    again = capture_tables(plan, tables, tmp_path / "inc", CONFIG)
+    note = next(c for c in again.info.changes if c.startswith("clustered key copies"))
+    old = len(first.shards)
+    assert f"({old} with their keys renumbered" in note, note
+    assert_copies_as_built(again)
+    assert_same_answers(capture_tables(plan, tables, tmp_path / "full", CONFIG), again, d)
+
+
+def assert_copies_as_built(store: st.LineageStore) -> None:
+    """The store's stored copies are those `build_copies` builds from its shards' per-row
+    arrays now. (Not those of a capture from scratch: an incremental capture may keep
+    earlier bucket edges, another layout with the same answers.)"""
+    from brushfire.capture.copies import build_copies
+
+    entry = store.directory
+    meta = st.read_manifest(entry)
+    stored = {(s["name"], n): np.load(entry / st.SHARDS / s["name"] / n)
+              for s in meta["shards"] for ns in st.copy_files(s).values() for n in ns}
+    assert stored
+    shards = [{**s, "copies": {}, "files": dict(s["files"])} for s in meta["shards"]]
+    with tempfile.TemporaryDirectory() as scratch:
+        for s in shards:  # the per-row arrays beside copies built anew
+            (Path(scratch) / st.SHARDS / s["name"]).mkdir(parents=True)
+            for n in (f"keys-{s['rows']}.npy", f"raw-{s['rows']}.npy"):
+                os.link(entry / st.SHARDS / s["name"] / n, Path(scratch) / st.SHARDS / s["name"] / n)
+        build_copies(Path(scratch), store.layout, shards, lambda *_: None)
+        built = {(s["name"], n): np.load(Path(scratch) / st.SHARDS / s["name"] / n)
+                 for s in shards for ns in st.copy_files(s).values() for n in ns}
+        assert [s["copies"]["dims"] for s in shards] == [s["copies"]["dims"] for s in meta["shards"]]
+        assert built.keys() == stored.keys()
+        for k, a in stored.items():
+            np.testing.assert_array_equal(a, built[k], err_msg=str(k))

@@ -28,6 +28,7 @@ from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
 from brushfire.values import format_instant
 from brushfire.views import view_type
+from capture.test_copies import assert_copies_as_built
 from rows import make_rows
 
 CONFIG = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
@@ -277,6 +278,7 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
         got = capture(d, tables, inc)
         want = capture(d, tables, tmp_path_factory.mktemp("full"))
         assert_same_answers(want, got, d, seed + n)
+        assert_copies_as_built(got)
 
 
 @pytest.mark.spark

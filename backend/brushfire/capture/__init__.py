@@ -35,7 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from brushfire import versions
-from brushfire.capture.copies import build_copies
+from brushfire.capture.copies import Before, build_copies, key_maps, order_hash
 from brushfire.capture.joins import join_columns, key_column
 from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
 from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
@@ -254,9 +254,13 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         t0 = time.perf_counter()
         stats = merge_stats(stats_spec(plan, config), shards, _reader(shards_dir))
         binned = resolve_plan(plan, stats)  # the spec's bins, maxbins chosen
-        layout = make_layout(binned, stats, config, _previous_layout(old, entry))
+        previous = _previous_layout(old, entry)
+        layout = make_layout(binned, stats, config, previous)
         hashes = part_hashes(layout, binned.dashboard)
         reuse_rows = _reusable_rows(old, layout, hashes)
+        maps = key_maps(previous, layout, reuse_rows) if previous is not None else None
+        before = Before(order_hash(previous), maps, {s["name"]: (s["rows"], s["rows_key"]) for s in shards}) \
+            if maps is not None else None
         info.seconds["statistics and layout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -279,7 +283,8 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        copies, notes = build_copies(entry, layout, shards, progress, workload=plan.workload)
+        copies, notes = build_copies(entry, layout, shards, progress, workload=plan.workload,
+                                     before=before)
         info.changes += notes
         info.seconds["copies"] = time.perf_counter() - t0
 

@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,22 +52,66 @@ def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: i
     return h.hexdigest()
 
 
-def order_hash(nkeys: list[int], draw: list[int], rows_kept: bool, dtype: np.dtype, chunk: int) -> str:
+def order_hash(layout: Layout) -> str:
     """A hash of what a copy's order, keys and zone maps depend on besides the shard's
-    per-row arrays: every dim's key count, the fine dims' raw rows, whether shard rows are
-    kept, the keys' dtype and the chunk grid."""
-    return hashlib.sha256(json.dumps([nkeys, draw, rows_kept, str(dtype), chunk]).encode()).hexdigest()
+    per-row arrays: the key count and raw row of every dim kept per row, whether shard
+    rows are kept, the keys' dtype and the chunk grid."""
+    from brushfire.engine import kernels as K
+    from brushfire.engine.copies import keeps_rows, key_dtype
+
+    kept = layout.dims[:layout.row_dims]
+    what = [[d.nkeys for d in kept], [d.raw for d in kept], keeps_rows(layout),
+            str(key_dtype(layout)), K.CHUNK]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+
+def key_maps(old: Layout, new: Layout, same: dict[int, tuple]) -> list[np.ndarray] | None:
+    """Per dim kept per row, old key -> new key (the no-value key last), when `new` keys
+    every row as `old` did but for a renumbering: a dense or dropdown dim that gained
+    values (an appended file's), the others unchanged (`same`: parts.reusable_rows). None
+    when a dim keys rows otherwise (new bucket edges, other bars, a value gone). Pure."""
+    from brushfire.engine.copies import keeps_rows
+
+    if old.row_dims != new.row_dims or keeps_rows(old) != keeps_rows(new):
+        return None
+    out = []
+    for i, (a, b) in enumerate(zip(old.dims[:old.row_dims], new.dims[:new.row_dims], strict=True)):
+        if same.get(i, (None,))[0] == i:
+            out.append(np.arange(b.nkeys + 1, dtype=np.int64))
+            continue
+        what = ("name", "kind", "field", "value_type", "part", "raw")
+        if a.kind not in ("dense", "dict") or any(getattr(a, k) != getattr(b, k) for k in what):
+            return None
+        index = {repr(x): j for j, x in enumerate(b.values)}
+        lut = np.array([index.get(repr(x), -1) for x in a.values] + [b.nkeys], np.int64)
+        if (lut < 0).any():
+            return None
+        out.append(lut)
+    return out
+
+
+@dataclass
+class Before:
+    """The entry's last capture, for copies renumbered instead of built again: its layout's
+    `order_hash`, each dim's `key_maps` to this one, and each shard's per-row arrays then
+    ({name: (rows, rows_key)})."""
+
+    order_hash: str
+    maps: list[np.ndarray]
+    rows: dict[str, tuple]
 
 
 def build_copies(entry: Path, layout: Layout, shards: list[dict],
                  progress: Callable[[str, float | None], None],
-                 threads: int | None = None, workload: Workload | None = None) -> tuple[dict, list[str]]:
+                 threads: int | None = None, workload: Workload | None = None,
+                 before: Before | None = None) -> tuple[dict, list[str]]:
     """Give every shard record of `shards` (in place: its `copies` and `files`) the copies
     of the dims `choices` gives one (as the spec's `workload` orders and budgets them),
-    reusing those whose key holds and, where only the views changed, recounting just their
-    chunk histograms; returns the manifest's `copies` ({"dims": [...], "format":
-    lineage/store.py COPY_FORMAT, "why": {dim: what it got and why}}) and notes on what
-    was built."""
+    reusing those whose key holds, recounting just their chunk histograms where only the
+    views changed, and renumbering the keys of those `before` built where only dense or
+    dropdown dims gained values (`key_maps`: the order is the same); returns the
+    manifest's `copies` ({"dims": [...], "format": lineage/store.py COPY_FORMAT, "why":
+    {dim: what it got and why}}) and notes on what was built."""
     from brushfire.engine import kernels as K
     from brushfire.engine.copies import (
         Copy,
@@ -86,42 +131,52 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     slots = hist_slots(L)
     nkeys = [d.nkeys for d in layout.dims]
     dtype = key_dtype(layout)
-    ohash = order_hash(nkeys[:layout.row_dims], [int(x) for x in L[12]], rows_kept, dtype, K.CHUNK)
+    ohash = order_hash(layout)
     lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)
-    tasks: list[tuple[dict, int, bool]] = []  # (shard, dim, only its histograms)
-    kept = 0
+    tasks: list[tuple[dict, int, str]] = []  # (shard, dim, "build" | "hist" | "renumber")
+    older: dict[str, dict] = {}  # shard -> the copies record `before` left, to renumber
     for s in shards:
         key = copy_key(s, ohash) if dims else ""
         hkey = hist_key(key, lhash)
         old = s.get("copies") or {}
         files = st.copy_files(s)
-        same = old.get("key") == key
-        have = [d for d in dims if same and str(d) in old.get("dims", {})
-                and all(_present(entry, s, n) for n in files[d][:-1])]
+        present = [d for d in dims if str(d) in old.get("dims", {})
+                   and all(_present(entry, s, n) for n in files[d][:-1])]
+        have = present if old.get("key") == key else []
         s["copies"] = {"key": key, "hist": hkey, "chunk": K.CHUNK,
                        "dims": {str(d): old["dims"][str(d)] for d in have}}
         recount = [d for d in have if old.get("hist", old.get("key")) != hkey
                    or not _present(entry, s, files[d][-1])]
-        if len(have) == len(dims) and not recount:
-            kept += 1
-        tasks += [(s, d, False) for d in dims if d not in have] + [(s, d, True) for d in recount]
+        renumber = present if not have and _renumbered(old, s["name"], before) else []
+        renumber = [d for d in renumber if np.all(np.diff(before.maps[d]) > 0)]  # (the order kept)
+        if renumber:
+            older[s["name"]] = old
+        tasks += [(s, d, "hist") for d in recount] + [(s, d, "renumber") for d in renumber]
+        tasks += [(s, d, "build") for d in dims if d not in have and d not in renumber]
 
-    def build(s: dict, d: int, hist_only: bool) -> tuple[dict, int, dict, bool]:
+    def build(s: dict, d: int, how: str) -> tuple[dict, int, dict, bool]:
         sd = entry / st.SHARDS / s["name"]
         names = dict(zip(Copy.PARTS, st.copy_names(s["copies"], d), strict=True))
-        if hist_only:  # the keys as stored, their histograms counted again
+        if how == "hist":  # the keys as stored, their histograms counted again
             hist = Copy.histograms(read_npy(sd / names["keys"]), L, slots)
             return s, d, {names["hist"]: write_npy(sd / names["hist"], hist)}, \
                 s["copies"]["dims"][str(d)]["by_raw"]
-        arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
-        copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
+        if how == "renumber":
+            old = older[s["name"]]
+            was = dict(zip(Copy.PARTS, st.copy_names(old, d), strict=True))
+            copy = Copy.renumbered(read_npy(sd / was["keys"]), read_npy(sd / was["rows"]),
+                                   read_npy(sd / was["starts"]), before.maps, d, L, slots, dtype)
+            copy.by_raw = old["dims"][str(d)]["by_raw"]
+        else:
+            arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
+            copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
         return s, d, {names[p]: write_npy(sd / names[p], getattr(copy, p)) for p in Copy.PARTS}, \
             copy.by_raw
 
     if tasks:
         progress("copies: clustered key copies built by the driver", 0.0)
         with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:
-            futures = [pool.submit(build, s, d, h) for s, d, h in tasks]
+            futures = [pool.submit(build, s, d, how) for s, d, how in tasks]
             for i, f in enumerate(as_completed(futures)):
                 s, d, files, by_raw = f.result()
                 s["files"].update(files)
@@ -130,13 +185,26 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     notes = []
     if dims:
         names = ", ".join(layout.dims[d].name for d in dims)
-        built = len({s["name"] for s, _, h in tasks if not h})
-        recounted = len({s["name"] for s, _, h in tasks if h} - {s["name"] for s, _, h in tasks if not h})
-        notes.append(f"clustered key copies of {names}: built for {built:,} of {len(shards):,} "
-                     f"shards, kept for the others" + (f" ({recounted:,} with their chunk "
-                                                       "histograms counted again: the views changed)"
-                                                       if recounted else ""))
+        built = {s["name"] for s, _, how in tasks if how == "build"}
+        counts = {how: len({s["name"] for s, _, h in tasks if h == how} - built)
+                  for how in ("renumber", "hist")}
+        how = [f"{counts['renumber']:,} with their keys renumbered (dense or dropdown dims gained "
+               "values)"] if counts["renumber"] else []
+        how += [f"{counts['hist']:,} with their chunk histograms counted again (the views changed)"] \
+            if counts["hist"] else []
+        notes.append(f"clustered key copies of {names}: built for {len(built):,} of {len(shards):,} "
+                     f"shards, kept for the others" + (f" ({'; '.join(how)})" if how else ""))
     return {"dims": dims, "format": st.COPY_FORMAT, "why": {str(d): why for d, _, why in chosen}}, notes
+
+
+def _renumbered(old: dict, name: str, before: Before | None) -> bool:
+    """Were a shard's copies of record `old` built by the last capture from its per-row
+    arrays then, which this capture keyed again only by `before.maps`?"""
+    if before is None or name not in before.rows or not old.get("key"):
+        return False
+    rows, rows_key = before.rows[name]
+    return rows is not None and old["key"] == copy_key({"rows": rows, "rows_key": rows_key},
+                                                        before.order_hash)
 
 
 def _present(entry: Path, s: dict, name: str) -> bool:

@@ -228,14 +228,34 @@ class Copy:
         raw = arrays[1][rc] if rc >= 0 else _NO_RAW
         by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw)
         copy.by_raw = rc >= 0 and bool(by_raw)
-        chunks = -(-n // K.CHUNK)
-        copy.zones = np.empty((chunks, 2 * keys.shape[0]), np.uint16)
-        K.chunk_zones(copy.keys, K.CHUNK, copy.zones)
+        return copy._zoned(L, slots)
+
+    @staticmethod
+    def renumbered(keys: np.ndarray, rows: np.ndarray, starts: np.ndarray, maps: list[np.ndarray],
+                   d: int, L: tuple | None, slots: int, dtype: type = np.uint16) -> Copy:
+        """Dim d's copy of a shard built under another numbering of the keys (`keys`, `rows`,
+        `starts` as stored then), each dim's keys renumbered by maps[e] (old key -> new, the
+        no-value key last; capture/copies.py `key_maps`). maps[d] increasing: the rows'
+        order is the one `build` gives under the new keys, only the starts move (a key new
+        to the data gets none). Its by_raw is the old copy's."""
+        copy = Copy(np.empty(keys.shape, dtype), np.array(rows), np.empty(0, np.int64))
+        for e in range(keys.shape[0]):
+            copy.keys[e] = maps[e][keys[e]]
+        nkeys = int(maps[d][-1])  # (the no-value key's number)
+        runs = np.append(maps[d], nkeys + 1)  # old key -> new, and the end of the rows
+        copy.starts = np.asarray(starts)[np.searchsorted(runs, np.arange(nkeys + 2))]
+        return copy._zoned(L, slots)
+
+    def _zoned(self, L: tuple | None, slots: int) -> Copy:
+        """The copy with its zone maps and chunk histograms, read-only."""
+        chunks = -(-self.keys.shape[1] // K.CHUNK)
+        self.zones = np.empty((chunks, 2 * self.keys.shape[0]), np.uint16)
+        K.chunk_zones(self.keys, K.CHUNK, self.zones)
         if slots:
-            copy.hist = Copy.histograms(copy.keys, L, slots)
-        for a in (copy.keys, copy.rows, copy.starts, copy.zones, copy.hist):
+            self.hist = Copy.histograms(self.keys, L, slots)
+        for a in (self.keys, self.rows, self.starts, self.zones, self.hist):
             a.setflags(write=False)  # as mapped ones are: the kernels take one type of each
-        return copy
+        return self
 
     @staticmethod
     def histograms(keys: np.ndarray, L: tuple, slots: int) -> np.ndarray:
