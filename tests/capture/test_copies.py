@@ -392,7 +392,6 @@ def assert_copies_as_built(store: st.LineageStore) -> None:
     meta = st.read_manifest(entry)
     stored = {(s["name"], n): np.load(entry / st.SHARDS / s["name"] / n)
               for s in meta["shards"] for ns in st.copy_files(s).values() for n in ns}
-    assert stored
     shards = [{**s, "copies": {}, "files": dict(s["files"])} for s in meta["shards"]]
     with tempfile.TemporaryDirectory() as scratch:
         for s in shards:  # the per-row arrays beside copies built anew

@@ -244,7 +244,8 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
 
 
 OPS = st.lists(st.sampled_from(["append", "change", "remove", "add_view", "drop_view", "rebin",
-                                "details"]), min_size=1, max_size=5)
+                                "details", "aggregate", "regroup", "top", "unit", "unbrush"]),
+               min_size=1, max_size=5)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -255,6 +256,7 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
     tables = tables_of((int(rng.integers(50, 600)), seed), (int(rng.integers(0, 300)), seed + 1))
     d = spec()
     capture(d, tables, inc)
+    groups: list[list[str]] = []  # crossfilter groups ([]: one of every view)
     for n, op in enumerate(ops, 1):
         if op == "append":
             tables[f"g{n}"] = shifted(make_rows(int(rng.integers(1, 400)), seed + n), rng.integers(-90, 90))
@@ -274,7 +276,32 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
         elif op == "details":
             d["interactions"]["details"]["columns"] = list(rng.choice(
                 ["x", "k", "cat", "dest", "t", "m"], size=int(rng.integers(1, 5)), replace=False))
-        d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+        elif op == "aggregate":  # another statistic of a bar chart or histogram
+            i = int(rng.integers(0, len(d["views"])))
+            if d["views"][i]["type"] in ("histogram", "categorical"):
+                d["views"][i] = {**d["views"][i], "brush": "none", "aggregate": {
+                    "op": str(rng.choice(["count", "sum", "mean", "median", "max"])),
+                    "field": str(rng.choice(["m", "x", "k"]))}}
+                if d["views"][i]["aggregate"]["op"] == "count":
+                    d["views"][i]["aggregate"] = {"op": "count"}
+        elif op == "unbrush":  # a view's brush taken away or given back
+            i = int(rng.integers(0, len(d["views"])))
+            v = d["views"][i]
+            d["views"][i] = {k: x for k, x in v.items() if k != "brush"} if v.get("brush") == "none" \
+                and "aggregate" not in v else {**v, "brush": "none"}
+        elif op == "top":
+            for i, v in enumerate(d["views"]):
+                if v["type"] == "categorical":
+                    d["views"][i] = {**v, "top": int(rng.integers(1, 8))}
+        elif op == "unit":
+            for i, v in enumerate(d["views"]):
+                if v["type"] == "temporal":
+                    d["views"][i] = {**v, "unit": str(rng.choice(["day", "week", "month"]))}
+        names = [v["name"] for v in d["views"]]
+        if op == "regroup" or (groups and set(sum(groups, [])) != set(names)):
+            cut = int(rng.integers(1, len(names))) if len(names) > 1 else 1
+            groups = [names[:cut], names[cut:]] if op == "regroup" and names[cut:] else []
+        d["interactions"]["crossfilter"] = [{"views": g} for g in groups or [names]]
         got = capture(d, tables, inc)
         want = capture(d, tables, tmp_path_factory.mktemp("full"))
         assert_same_answers(want, got, d, seed + n)
