@@ -30,7 +30,6 @@ from pathlib import Path
 from first_run import ROOT, load, serve_until_ready
 
 from brushfire.lineage import store as st
-from brushfire.lineage.layout import Layout
 from brushfire.spec import load_dashboard
 
 
@@ -40,7 +39,7 @@ def copy_bytes(entry: Path) -> dict:
     if meta is None or "copies" not in meta:
         msg = f"{entry} holds no capture with stored copies: run brushfire capture first"
         raise SystemExit(msg)
-    layout = Layout.from_json(meta["layout"], {})
+    layout = st.read_layout(entry, meta)
     n = max(1, meta["n_rows"])
     per: dict[str, dict[str, float]] = {}
     for s in meta["shards"]:

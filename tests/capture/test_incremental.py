@@ -383,3 +383,30 @@ def test_on_spark_a_redefined_column_with_the_same_values_is_keyed_again(spark, 
     assert not again.from_cache
     assert any(c.startswith("scanning y alone") for c in again.store.info.changes), again.store.info.changes
     assert_same_answers(full.store, again.store, d)
+
+
+def test_a_layouts_long_lists_are_stored_as_arrays_and_read_back(tmp_path, monkeypatch):
+    """Long lists of a layout (a fine dim's edges, a dense dim's values) are arrays beside
+    the manifest, not JSON numbers: the store loads as one with them inline, and the next
+    capture reads the earlier layout back (its bucket edges kept)."""
+    from brushfire.lineage import layout as layout_module
+    from brushfire.lineage import store as bstore
+
+    config = CaptureConfig(block_rows=64, shard_rows=512, max_keys=600)
+    tables = tables_of((1500, 1), (1500, 2))
+    plan = plan_capture(parse_dashboard(spec()))
+    packed = capture_tables(plan, tables, tmp_path / "packed", config)
+    dims = bstore.read_manifest(packed.directory)["layout"]["dims"]
+    refs = {(d["name"], f) for d in dims for f in layout_module.PACKED_FIELDS if isinstance(d[f], dict)}
+    assert ("value:x", "edges") in refs, refs
+    with monkeypatch.context() as m:
+        m.setattr(layout_module, "_packable", lambda xs: None)
+        inline = capture_tables(plan, tables, tmp_path / "inline", config)
+    assert not any(isinstance(d[f], dict) for d in bstore.read_manifest(inline.directory)["layout"]["dims"]
+                   for f in layout_module.PACKED_FIELDS)
+    assert_same(lineage(inline), lineage(packed))
+    tables["f2"] = make_rows(300, 3)  # more of the same
+    again = capture_tables(plan, tables, tmp_path / "packed", config)
+    x = packed.layout.dim_index("value:x")
+    assert again.layout.dims[x].edges == packed.layout.dims[x].edges  # the earlier layout, read back
+    assert_same_answers(capture_tables(plan, tables, tmp_path / "full", config), again, spec())

@@ -257,7 +257,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         previous = _previous_layout(old, entry)
         layout = make_layout(binned, stats, config, previous)
         hashes = part_hashes(layout, binned.dashboard)
-        reuse_rows = _reusable_rows(old, layout, hashes)
+        reuse_rows = _reusable_rows(old, previous, layout, hashes)
         maps = key_maps(previous, layout, reuse_rows) if previous is not None else None
         before = Before(order_hash(previous), maps, {s["name"]: (s["rows"], s["rows_key"]) for s in shards}) \
             if maps is not None else None
@@ -290,7 +290,9 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
 
         t0 = time.perf_counter()
         tag = run
-        glob = st.assemble(entry, layout, shards, tag, progress)
+        packed: dict[str, np.ndarray] = {}
+        layout_json = layout.to_json(packed)
+        glob = st.assemble(entry, layout, shards, tag, progress, packed)
         for s in shards:  # the files this capture uses, and no other
             s["fields"] = {f: v for f, v in s["fields"].items() if f in spec.fields}
             s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
@@ -319,8 +321,8 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "n_rows": info.n_rows,
             "tag": tag,
-            "layout": layout.to_json(),
-            "layout_arrays": sorted(layout.arrays),
+            "layout": layout_json,
+            "layout_arrays": sorted(layout.arrays | packed),
             "cubes": glob["cubes"],
             "copies": copies,
             "files": glob["files"],
@@ -369,8 +371,8 @@ def _previous_layout(old: dict | None, entry: Path) -> Layout | None:
     if old is None:
         return None
     try:
-        return Layout.from_json(old["layout"], {})
-    except (KeyError, TypeError, ValueError):
+        return st.read_layout(entry, old)
+    except (KeyError, TypeError, ValueError, OSError):
         return None
 
 
@@ -478,14 +480,14 @@ def _key_tasks(shards: list[dict], hashes: PartHashes, run: str, reuse_rows: dic
     return tasks
 
 
-def _reusable_rows(old: dict | None, layout: Layout, hashes: PartHashes) -> dict:
-    """Which dims' per-row arrays the shards captured before hold already (parts.py)."""
-    if old is None:
+def _reusable_rows(old: dict | None, before: Layout | None, layout: Layout, hashes: PartHashes) -> dict:
+    """Which dims' per-row arrays the shards captured before (under layout `before`, of
+    manifest `old`) hold already (parts.py)."""
+    if old is None or before is None:
         return {}
     try:
         from brushfire.spec import parse_dashboard
 
-        before = Layout.from_json(old["layout"], {})
         old_hashes = part_hashes(before, parse_dashboard(old["resolved_spec"]))
     except Exception:  # (a manifest of another version's spec: nothing reused)  # noqa: BLE001
         return {}

@@ -382,9 +382,11 @@ def _remove(p: Path) -> None:
 # --- the global arrays -------------------------------------------------------------------
 
 
-def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress=None) -> dict:
+def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress=None,
+             packed: dict[str, np.ndarray] | None = None) -> dict:
     """Sum the shards' partial results (in rid order, so a sum is the same whichever
-    capture wrote each part) into the global arrays, written as `g-<tag>.*.npy`; returns
+    capture wrote each part) into the global arrays, written as `g-<tag>.*.npy` with the
+    layout's arrays and its `packed` lists (Layout.to_json); returns
     {"files": {name: {size, crc32}}, "cubes": [[filter, target], ...]}."""
     totals: dict[str, np.ndarray] = {}
     opened: dict[Path, np.lib.npyio.NpzFile] = {}
@@ -408,7 +410,7 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
     finally:
         for z in opened.values():
             z.close()
-    arrays = {f"layout.{k}": v for k, v in layout.arrays.items()}
+    arrays = {f"layout.{k}": v for k, v in (layout.arrays | (packed or {})).items()}
     base = np.zeros((3, layout.nslots))
     for v in layout.views:
         part = totals.get(f"base.{v.name}")
@@ -624,12 +626,18 @@ def mapped_files(entry: Path, meta: dict) -> list[tuple[Path, dict]]:
     return out
 
 
+def read_layout(entry: Path, meta: dict) -> Layout:
+    """The layout of an entry's manifest `meta`, with its arrays (mapped)."""
+    arrays = {k: np.asarray(read_npy(entry / f"g-{meta['tag']}.layout.{k}.npy"))
+              for k in meta["layout_arrays"]}
+    return Layout.from_json(meta["layout"], arrays)
+
+
 def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     def arr(name: str) -> np.ndarray:
         return read_npy(entry / f"g-{meta['tag']}.{name}.npy")
 
-    layout_arrays = {k: np.asarray(arr(f"layout.{k}")) for k in meta["layout_arrays"]}
-    layout = Layout.from_json(meta["layout"], layout_arrays)
+    layout = read_layout(entry, meta)
     shards, start = [], 0
     for s in meta["shards"]:
         sd = entry / SHARDS / s["name"]
