@@ -32,6 +32,7 @@ from capture.test_copies import assert_copies_as_built
 from rows import make_rows
 
 CONFIG = CaptureConfig(block_rows=64, shard_rows=256, max_keys=40, max_cube_blocks=6)
+DENSE = CaptureConfig(block_rows=64, shard_rows=256, max_keys=400, max_cube_blocks=6)  # k, m dense
 DETAILS = ["x", "cat", "t", "m"]
 
 
@@ -51,9 +52,9 @@ def spec(views: list[dict] | None = None, details: list[str] = DETAILS, **intera
                              "details": {"columns": details}, **interactions}}
 
 
-def capture(d: dict, tables: dict[str, pa.Table], cache):
+def capture(d: dict, tables: dict[str, pa.Table], cache, config: CaptureConfig = CONFIG):
     dash = parse_dashboard(d)
-    return capture_tables(plan_capture(dash), tables, cache, CONFIG)
+    return capture_tables(plan_capture(dash), tables, cache, config)
 
 
 def lineage(store) -> dict:
@@ -243,23 +244,35 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     assert spec_hash(parse_dashboard(retitled)) == spec_hash(dash)
 
 
-OPS = st.lists(st.sampled_from(["append", "change", "remove", "add_view", "drop_view", "rebin",
-                                "details", "aggregate", "regroup", "top", "unit", "unbrush"]),
-               min_size=1, max_size=5)
+OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
+                                "rebin", "details", "aggregate", "regroup", "top", "unit",
+                                "unbrush"]), min_size=1, max_size=5)
+
+
+def widened(table: pa.Table, by: int) -> pa.Table:
+    """New integer values of k and m among, below and above the old ones."""
+    k = pc.add(table["k"], by)
+    m = pc.add(pc.multiply(table["m"], 0.5), float(by))
+    return table.set_column(1, "k", k).set_column(5, "m", m)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=OPS, seed=st.integers(0, 1000))
-def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed):
+@given(ops=OPS, seed=st.integers(0, 1000), dense=st.booleans())
+def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
+                                                                           dense):
+    """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
     rng = np.random.default_rng(seed)
     inc = tmp_path_factory.mktemp("inc")
     tables = tables_of((int(rng.integers(50, 600)), seed), (int(rng.integers(0, 300)), seed + 1))
     d = spec()
-    capture(d, tables, inc)
+    config = DENSE if dense else CONFIG
+    capture(d, tables, inc, config)
     groups: list[list[str]] = []  # crossfilter groups ([]: one of every view)
     for n, op in enumerate(ops, 1):
         if op == "append":
             tables[f"g{n}"] = shifted(make_rows(int(rng.integers(1, 400)), seed + n), rng.integers(-90, 90))
+        elif op == "widen":
+            tables[f"w{n}"] = widened(make_rows(int(rng.integers(1, 300)), seed + n), int(rng.integers(-30, 30)))
         elif op == "change" and tables:
             name = sorted(tables)[int(rng.integers(0, len(tables)))]
             tables[name] = make_rows(int(rng.integers(1, 400)), seed + 100 + n)
@@ -302,8 +315,8 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
             cut = int(rng.integers(1, len(names))) if len(names) > 1 else 1
             groups = [names[:cut], names[cut:]] if op == "regroup" and names[cut:] else []
         d["interactions"]["crossfilter"] = [{"views": g} for g in groups or [names]]
-        got = capture(d, tables, inc)
-        want = capture(d, tables, tmp_path_factory.mktemp("full"))
+        got = capture(d, tables, inc, config)
+        want = capture(d, tables, tmp_path_factory.mktemp("full"), config)
         assert_same_answers(want, got, d, seed + n)
         assert_copies_as_built(got)
 
