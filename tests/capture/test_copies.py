@@ -1,7 +1,9 @@
 """Clustered key copies stored by the capture (capture/copies.py) and mapped on load
 (lineage/store.py `load_copies`): a restart builds nothing, the mapped copies are those
 the engine would build, a corrupted or missing copy file leaves its dim on the store's own
-order (exact) and says so, and an incremental capture builds only the new shards' copies."""
+order (exact) and says so, and an incremental capture builds only the new shards' copies:
+a view added recounts only the chunk histograms, values appended to a dense dim renumber
+the keys of the copies built before (each checked against copies built from the keys)."""
 
 from __future__ import annotations
 
@@ -308,8 +310,9 @@ def test_copies_of_another_format_are_built_in_memory_instead(captured, tmp_path
 
 def test_a_view_added_over_keys_already_kept_recounts_only_the_copies_histograms(tmp_path):
     """A view over a field whose keys the shards keep already (its bars' edges among the
-    field's bucket edges: no key changes) changes only the copies' chunk histograms: the keys, rows, starts and zone
-    maps are kept as they are, and the store answers as one captured from scratch."""
+    field's bucket edges: no key changes) changes only the copies' chunk histograms: the
+    keys, rows, starts and zone maps are kept as they are, and the store answers and
+    stores its copies as one captured from scratch."""
     from capture.test_incremental import assert_same_answers, capture, spec, tables_of
 
     tables = tables_of((600, 1), (600, 2))
