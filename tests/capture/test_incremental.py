@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from brushfire import Dashboard
@@ -104,15 +104,13 @@ def assert_same_answers(a, b, d: dict, seed: int = 0, steps: int = 15) -> None:
             break
         f = filters[int(rng.integers(0, len(filters)))]
         v = a.view(f.name)
-        if rng.random() < 0.15:
+        if rng.random() < 0.15 or not v.labels:  # (no bars, over no rows: nothing to brush)
             sa.clear(f.name), sb.clear(f.name)
         elif f.kind == "points":
             values = [x for x in v.labels if rng.random() < 0.4] or v.labels[:1]
             sa.select(f.name, values), sb.select(f.name, values)
         else:
             lo, hi = view_type(dash.view(f.name)).extent(v.labels)
-            if isinstance(lo, int) and v.value_type == "values" and dash.view(f.name).type == "temporal":
-                pass
             x = sorted(rng.uniform(float(lo) - 1, float(hi) + 1, 2))
             interval = [format_instant(int(t)) for t in x] if dash.view(f.name).type == "temporal" \
                 and not getattr(dash.view(f.name), "part", None) else [float(t) for t in x]
@@ -258,6 +256,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, seed=st.integers(0, 1000), dense=st.booleans())
+@example(ops=["add_view", "remove"], seed=416, dense=False)  # (left a file of no rows: views without bars)
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
