@@ -129,3 +129,36 @@ def test_room_for_background_work_only_after_a_quiet_moment():
     assert pool.has_room()  # a quiet moment now
     with pool.replying():  # an interaction after a quiet moment: room for its structures
         assert pool.has_room()
+
+
+class Held:
+    """Something a task holds (in the server: a session, a replaced capture's arrays)."""
+
+
+def let_go(ref, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while ref() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return ref() is None
+
+
+def test_what_ran_is_not_kept_alive_by_the_waiting_threads():
+    """A reply task, a background job's chunks and `done`, and a timer call are let go once
+    made: a thread waiting for the next one holds nothing of the last (the server's
+    replaced capture stayed alive until the next reply, background job or timer call)."""
+    import weakref
+
+    pool = Pool(1)
+    held = [Held() for _ in range(5)]
+    refs = [weakref.ref(h) for h in held]
+
+    def chunks(h):
+        yield lambda: h
+    pool.run([lambda h=held[0]: h, lambda h=held[0]: h, lambda h=held[1]: h])
+    job = pool.background(Job(chunks(held[2]), lambda h=held[3]: h))
+    assert job.finished.wait(5)
+    made = threading.Event()
+    pool.after(0.01, lambda h=held[4]: made.set() or h)
+    assert made.wait(5)
+    del held, job
+    assert all(let_go(r) for r in refs), [r() is not None for r in refs]

@@ -124,6 +124,9 @@ class Pool:
                     fn()
                 except Exception:  # speculative work only: log it, keep the timer
                     logging.getLogger("brushfire").exception("engine timer call failed")
+            # a waiting thread's locals hold nothing of the last call: it may be all that
+            # keeps a closed session, or a capture replaced by a newer one, alive
+            later = fn = None
 
     def _start(self) -> None:
         for i in range(self.workers):
@@ -272,6 +275,7 @@ class Pool:
                     self._cond.wait()
                 task = self._urgent.popleft()
             task()
+            task = None  # not kept alive while waiting for the next (see _tick)
 
     def _work_background(self) -> None:
         """A background thread: chunks of background jobs, at the lowest CPU priority."""
@@ -293,6 +297,7 @@ class Pool:
             if chunk is None:
                 if finish:
                     self._finish(job)
+                job = None  # not kept alive while waiting for the next (see _tick)
                 continue
             try:
                 chunk()
@@ -305,6 +310,7 @@ class Pool:
                     finish = job.exhausted and job.running == 0
                 if finish:
                     self._finish(job)
+                job = chunk = None
 
     @staticmethod
     def _finish(job: Job) -> None:
@@ -312,6 +318,7 @@ class Pool:
             if not job.cancelled:
                 job.done()
         finally:
+            job.chunks, job.done = iter(()), _nothing  # whoever keeps the job keeps not its work
             job.finished.set()
 
 
