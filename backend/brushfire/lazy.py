@@ -36,6 +36,7 @@ as capture numbers them (checked against the store's shards).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -268,12 +269,18 @@ class LazySession(LazyQueries):
                    + did_you_mean(name, names))
             raise InteractionError(msg)
 
+    @functools.cached_property
+    def _declared_kinds(self) -> dict[str, str]:
+        """`filter_kinds` but the active filters on columns: the spec's and plan's, fixed
+        (asked twice a message: its check and its reply's filters)."""
+        kinds = {v.name: m.brush_of(v) for v in self.spec.views if m.brush_of(v) != "none"}
+        return kinds | {f.name: f.kind for f in self.plan.filters}
+
     def filter_kinds(self) -> dict[str, str]:
         """Each filter name this session takes and its kind (the protocol checks messages
         by it): the plan's filters, every brushable view (undeclared brushes are answered
         lazily) and the active filters on source columns."""
-        kinds = {v.name: m.brush_of(v) for v in self.spec.views if m.brush_of(v) != "none"}
-        kinds |= {f.name: f.kind for f in self.plan.filters}
+        kinds = dict(self._declared_kinds)
         for n, f in self.lazy.items():
             if n.startswith(COLUMN):
                 kinds[n] = "interval" if f.given and isinstance(f.given[0], list) else "points"

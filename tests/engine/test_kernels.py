@@ -520,6 +520,32 @@ def _segment(rng: np.random.Generator, n: int, dtype) -> np.ndarray:
 
 
 @settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_rank_blocks_equals_cumulative_sums(seed):
+    """Bars of empty, one-row and many-row blocks (zeros between, before and after), the
+    ranks at both ends and between: the block and the rank within it, as numpy finds
+    them from each bar's cumulative counts."""
+    rng = np.random.default_rng(seed)
+    nbars, m = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+    cells = rng.choice([0, 0, 0, 1, 2, 7, 100], (nbars, m + 1)).astype(np.int64)
+    n = cells[:, :m].sum(axis=1)
+    bars = np.flatnonzero(n > 0).astype(np.int64)
+    if not len(bars):
+        return
+    lo = (rng.random(len(bars)) * n[bars]).astype(np.int64)
+    hi = np.minimum(lo + rng.integers(0, 3, len(bars)), n[bars] - 1)
+    got = [np.empty(len(bars), np.int64) for _ in range(4)]
+    K.rank_blocks(cells, m, bars, lo, hi, *got)
+    cum = np.cumsum(cells[bars, :m], axis=1)
+    before = np.concatenate([np.zeros((len(bars), 1), np.int64), cum[:, :-1]], axis=1)
+    for k, (ranks, j, r) in enumerate([(lo, got[0], got[1]), (hi, got[2], got[3])]):
+        want = (cum <= ranks[:, None]).sum(axis=1)
+        assert j.tolist() == want.tolist(), k
+        assert r.tolist() == (ranks - before[np.arange(len(bars)), want]).tolist(), k
+        assert (cells[bars, j] > r).all()  # the block holds that many rows
+
+
+@settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), integers=st.booleans())
 def test_select_ranks_equals_sorting_each_segment(seed, integers):
     """Ranks in segments of ties, sorted and reversed runs, one value or many (empty

@@ -208,16 +208,12 @@ def order_values(v: ViewLayout, cells: np.ndarray, dim: Dim | None, gather: Gath
     if not len(has):
         return [None] * v.nbars
     lo, hi, d = ranks(v.op, v.p, v.method, n[has])
-    cum = np.cumsum(counts[has], axis=1)
     # the block holding each rank, and the rank within it
-    jl = (cum <= lo[:, None]).sum(axis=1)
-    jh = (cum <= hi[:, None]).sum(axis=1)
-    before = np.concatenate([np.zeros((len(has), 1), np.int64), cum[:, :-1]], axis=1)
-    rl = lo - before[np.arange(len(has)), jl]
-    rh = hi - before[np.arange(len(has)), jh]
+    jl, rl, jh, rh = (np.empty(len(has), np.int64) for _ in range(4))
+    K.rank_blocks(np.ascontiguousarray(cells, np.int64), m, has.astype(np.int64), lo, hi, jl, rl, jh, rh)
     exact = dim is not None and dim.kind in ("dense", "dict") and m == dim.nkeys
     if exact:  # a block per key: the key's value
-        values = np.asarray(dim.values)
+        values = dim.value_array
         xl, xh = values[jl], values[jh]
     else:
         got = _gathered(v, dim, has, jl, rl, jh, rh, cells, gather)
@@ -282,7 +278,7 @@ def _gathered(v: ViewLayout, dim: Dim | None, bars: np.ndarray, jl, rl, jh, rh, 
         return None
     if dim.kind == "dense":
         keys = values.astype(np.int64)
-        values = np.asarray(dim.values)[keys] if len(keys) else np.zeros(0)
+        values = dim.value_array[keys] if len(keys) else np.zeros(0)
     values = np.ascontiguousarray(values)
     targets = np.concatenate([table[cell_l], table[cell_h]])
     out = np.empty(len(targets), values.dtype)

@@ -43,6 +43,7 @@ not stored twice) or from a stored column (NaN = missing).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -108,6 +109,13 @@ class Dim:
     def exact(self) -> bool:
         """Does the key decide every selection on this dim, with no raw value needed?"""
         return self.kind != "fine"
+
+    @functools.cached_property
+    def value_array(self) -> np.ndarray:
+        """`values` as an array, made once (not a field: the layout's JSON leaves it out):
+        a reply that looks values up by key must not convert a list of thousands each
+        time (20 us for flights' 867 delays, a tenth of a median view's update)."""
+        return np.asarray(self.values)
 
 
 @dataclass
