@@ -29,10 +29,9 @@ load falls on both:
     python perf/many_sessions.py --src before=/tmp/base/backend --src after=backend
         --clients 1,10,25,50 --events 300 --repeat 2 --idle 0     (one command line)
 
-`--processes N` starts N servers of each source tree and spreads the K sessions over them
-(session c on server c mod N; CPU and RSS summed): what the sessions would see if the
-server answered them in N processes (one process's Python runs one thread at a time).
-One count per --src compares them: `--src one=backend --src two=backend --processes 1,2`.
+`--workers N` serves with `brushfire serve --workers N` (N processes on the port; CPU and
+RSS summed over the server's processes). One count per --src compares them:
+`--src one=backend --src two=backend --workers 1,2`.
 """
 
 from __future__ import annotations
@@ -66,16 +65,32 @@ def cpu_seconds(pid: int | None) -> float:
     if pid is None:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return ru.ru_utime + ru.ru_stime
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # a process that ended
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15 of stat)
 
 
-async def play(urls: list[str], traces: list, timeout: float) -> tuple[list, float, int]:
-    """Every trace on its own session at once, trace c on the server urls[c mod len(urls)];
-    (records, seconds, sessions that failed)."""
-    targets = [replay.ws_url(url, traces[0].dashboard) for url in urls]
+def family(pid: int) -> list[int]:
+    """`pid` and every process under it (`serve --workers`: the workers)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+    out = [pid]
+    for p in out:
+        out.extend(c for c, parent in parents.items() if parent == p)
+    return out
+
+
+async def play(url: str, traces: list, timeout: float) -> tuple[list, float, int]:
+    """Every trace on its own session at once; (records, seconds, sessions that failed)."""
+    target = replay.ws_url(url, traces[0].dashboard)
     t0 = time.perf_counter()
-    runs = await asyncio.gather(*(replay._fast(targets[c % len(targets)], tr, c, t0, 0, timeout)  # noqa: SLF001
+    runs = await asyncio.gather(*(replay._fast(target, tr, c, t0, 0, timeout)  # noqa: SLF001
                                   for c, tr in enumerate(traces)), return_exceptions=True)
     seconds = time.perf_counter() - t0
     records = [r for run in runs if not isinstance(run, BaseException) for r in run[0]]
@@ -92,8 +107,8 @@ def main() -> int:
     ap.add_argument("--src", action="append", default=[], metavar="LABEL=DIR",
                     help="a server per source tree (DIR: a backend/ folder), played in turn")
     ap.add_argument("--repeat", type=int, default=1, help="play every K on every server this many times")
-    ap.add_argument("--processes", default="1",
-                    help="server processes per source tree (comma-separated: one per --src), the sessions spread over them")
+    ap.add_argument("--workers", default="1",
+                    help="`serve --workers` per source tree (comma-separated: one per --src)")
     ap.add_argument("--clients", default="1,25,50", help="comma-separated session counts")
     ap.add_argument("--events", type=int, default=400, help="messages per session")
     ap.add_argument("--seeds", choices=("distinct", "same"), default="distinct")
@@ -104,16 +119,15 @@ def main() -> int:
     args = ap.parse_args()
     rows: list[dict] = []
     if args.url is not None:
-        run([("", [args.url], [])], args, rows)
+        run([("", args.url, None)], args, rows)
     else:
         with contextlib.ExitStack() as stack:
             servers = []
             variants = [x.split("=", 1) for x in args.src or ["="]]
-            counts = [int(n) for n in args.processes.split(",")]
+            counts = [int(n) for n in args.workers.split(",")]
             for (label, src), n in zip(variants, counts * len(variants) if len(counts) == 1 else counts,
                                        strict=True):
-                started = [stack.enter_context(serve(args, src, label)) for _ in range(n)]
-                servers.append((label, [u for u, _ in started], [pid for _, pid in started]))
+                servers.append((label, *stack.enter_context(serve(args, src, label, n))))
             run(servers, args, rows)
     if args.out:
         Path(args.out).write_text(json.dumps({"spec": args.spec, "events": args.events, "seeds": args.seeds,
@@ -122,13 +136,14 @@ def main() -> int:
 
 
 @contextlib.contextmanager
-def serve(args, src: str, label: str = ""):
-    """`brushfire serve` on a free port (from source tree `src` when given): (url, pid).
+def serve(args, src: str, label: str = "", workers: int = 1):
+    """`brushfire serve` on a free port (from source tree `src` when given; in `workers`
+    processes): (url, pid).
     Each labelled source tree keeps its captures under `--cache-dir`/LABEL: another
     commit's store format is not this one's, and one cache would re-capture at each start."""
     port = free_port()
     cmd = [sys.executable, "-m", "brushfire.cli", "serve", args.spec, "--port", str(port),
-           "--max-sessions", "1024", "--max-sessions-per-client", "1024"]
+           "--max-sessions", "1024", "--max-sessions-per-client", "1024", "--workers", str(workers)]
     if args.cache_dir:
         cmd += ["--cache-dir", str(Path(args.cache_dir) / label) if label else args.cache_dir]
     env = dict(os.environ)
@@ -143,50 +158,53 @@ def serve(args, src: str, label: str = ""):
             harness.stop_server(proc)
 
 
-def run(servers: list[tuple[str, list[str], list[int]]], args, rows: list[dict]) -> None:
-    """Every K on every server (label, its processes' URLs, their pids: none when driven by
-    --url) in turn, --repeat times."""
-    def rss(pids) -> str:
-        return f"RSS {sum(rss_mib(p) for p in pids):,.0f} MiB" if pids else ""
+def run(servers: list[tuple[str, str, int | None]], args, rows: list[dict]) -> None:
+    """Every K on every server (label, URL, pid: None when driven by --url) in turn,
+    --repeat times."""
+    def rss(pid) -> str:
+        return f"RSS {sum(rss_mib(p) for p in family(pid)):,.0f} MiB" if pid else ""
 
-    url = servers[0][1][0]
+    url = servers[0][1]
     name = harness._only_dashboard(url)  # noqa: SLF001
     info = workloads.DashboardInfo.from_description(harness._get_json(url, f"/api/dashboards/{name}"))  # noqa: SLF001
     warm = workloads.human(info, seed=1, events=200)
-    for label, urls, pids in servers:
-        print(f"server {label} ready {rss(pids)}", flush=True)
-        for u in urls:
-            replay.run(play([u], [warm], args.timeout))  # untimed: code paths loaded
+    for label, u, pid in servers:
+        print(f"server {label} ready {rss(pid)}", flush=True)
+        for _ in range(4):  # untimed: code paths loaded (in each worker, likely)
+            replay.run(play(u, [warm] * 4, args.timeout))
     for rep in range(args.repeat):
         for k in [int(x) for x in args.clients.split(",")]:
-            for label, urls, pids in servers if rep % 2 == 0 else servers[::-1]:
-                rows.append(one(label, urls, pids, k, info, args))
-                print(f"{label:>8} {fmt(rows[-1])}  {rss(pids)}", flush=True)
-    for label, urls, pids in servers:
-        if pids and args.idle:
+            for label, u, pid in servers if rep % 2 == 0 else servers[::-1]:
+                rows.append(one(label, u, pid, k, info, args))
+                print(f"{label:>8} {fmt(rows[-1])}  {rss(pid)}", flush=True)
+    for label, u, pid in servers:
+        if pid and args.idle:
             time.sleep(args.idle)
-            print(f"{label} after {args.idle:.0f} s idle: {rss(pids)}; /health: "
-                  f"{json.dumps([harness._get_json(u, '/health') for u in urls])}", flush=True)  # noqa: SLF001
+            print(f"{label} after {args.idle:.0f} s idle: {rss(pid)}; /health (one worker's): "
+                  f"{json.dumps(harness._get_json(u, '/health'))}", flush=True)  # noqa: SLF001
 
 
 def fmt(row: dict) -> str:
     cpu = (f"  CPU/msg server {row['server_cpu_ms']:.2f} client {row['client_cpu_ms']:.2f} ms"
            if row["server_cpu_ms"] is not None else f"  CPU/msg client {row['client_cpu_ms']:.2f} ms")
-    return (f"{row['clients']:3d} sessions: p50 {row['p50_ms']:7.1f}  p99 {row['p99_ms']:7.1f}  max "
+    workers = f" ({row['workers']} workers)" if row["workers"] > 1 else ""
+    return (f"{row['clients']:3d} sessions{workers}: p50 {row['p50_ms']:7.1f}  p99 {row['p99_ms']:7.1f}  max "
             f"{row['max_ms']:7.1f} ms  (engine p99 {row['engine_p99_ms']:.1f})  {row['msg_per_s']:6.0f} msg/s"
             f"{cpu}  errors {row['errors']}  skipped {row['skipped']}  lost {row['lost']}"
             f"  load {row['load_before'][0]:.2f} -> {row['load_after'][0]:.2f}")
 
 
-def one(label: str, urls: list[str], pids: list[int], k: int, info, args) -> dict:
-    """K sessions flat out on the server (its processes at `urls`): the summary row."""
+def one(label: str, url: str, pid: int | None, k: int, info, args) -> dict:
+    """K sessions flat out on the server: the summary row."""
     traces = [workloads.human(info, seed=1000 + (c if args.seeds == "distinct" else 0),
                               events=args.events) for c in range(k)]
     load0 = os.getloadavg()
+    pids = family(pid) if pid else []
+    workers = harness._get_json(url, "/health").get("worker", {}).get("of", 1)  # noqa: SLF001
     gc.disable()
     try:
         server0, client0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(None)
-        records, seconds, failed = replay.run(play(urls, traces, args.timeout))
+        records, seconds, failed = replay.run(play(url, traces, args.timeout))
         server1, client1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(None)
     finally:
         gc.enable()
@@ -194,7 +212,7 @@ def one(label: str, urls: list[str], pids: list[int], k: int, info, args) -> dic
     answered = [r for r in records if r.reply_type != "skipped"]
     lat = np.array([r.latency_ms for r in answered]) if answered else np.zeros(1)
     eng = np.array([r.engine_ms for r in answered if r.engine_ms is not None] or [0.0])
-    row = {"server": label, "processes": len(urls), "clients": k, "messages": k * args.events, "answered": len(answered),
+    row = {"server": label, "workers": workers, "clients": k, "messages": k * args.events, "answered": len(answered),
            "lost": k * args.events - len(records), "failed_sessions": failed,
            "errors": sum(r.reply_type == "error" for r in records),
            "skipped": sum(r.reply_type == "skipped" for r in records),

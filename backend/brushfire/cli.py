@@ -105,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(appended, rewritten, removed); then capture again, reading only what "
                         "changed, and serve the new capture: open pages redraw, their filters "
                         "kept (docs/spec.md, Growing data)")
+    p.add_argument("--workers", type=_positive, default=1, metavar="N",
+                   help="answer in N server processes on the port (default 1): each holds its "
+                        "sessions and 1/N of the cores, memory budgets and session limits; "
+                        "many sessions at once are answered faster with up to one per core. "
+                        "The dashboards are captured first, then the workers start (not with "
+                        "--watch; docs/deploy.md)")
     access = p.add_argument_group("access (docs/deploy.md, Security)")
     token = access.add_mutually_exclusive_group()
     token.add_argument("--token", nargs="?", const="", default=None, type=_token_text,
@@ -542,6 +548,10 @@ def _serve(args) -> int:
     from brushfire.server.hosting import HostedDashboard
     from brushfire.server.security import Security, is_loopback
 
+    if args.workers > 1 and args.watch is not None:
+        print("brushfire serve: --watch reloads the dashboards of one process: serve with "
+              "--workers 1 to watch the data", file=sys.stderr)
+        return 2
     token = serve_token(args.token, args.no_token, args.host)
     security = Security.for_bind(args.host, token=token, allow_origins=args.allow_origin,
                                  allow_hosts=args.allow_host)
@@ -553,6 +563,15 @@ def _serve(args) -> int:
     if args.watch is not None:
         for h in hosts:
             h.watch(args.watch, echo=ProgressLine())
+    if args.workers > 1:
+        specs = _captured(hosts)
+        if not specs:
+            return 1
+        hosts = [HostedDashboard(spec) for spec in specs]  # their names below; no store kept here
+        import gc
+
+        gc.unfreeze()  # what opening them froze (Dashboard.warm_up) is garbage here now
+        gc.collect()
     names = ", ".join(h.name for h in hosts)
     print(f"serving {names}  (Ctrl-C stops); open:", file=sys.stderr)
     for url in serve_urls(args.host, args.port, token):
@@ -561,9 +580,41 @@ def _serve(args) -> int:
         print(f"warning: no access token: anyone who can reach port {args.port} can read every "
               "dashboard's data", file=sys.stderr)
     sys.stderr.flush()
+    if args.workers > 1:
+        from pathlib import Path
+
+        from brushfire.server import workers
+
+        app = workers.WorkerApp(tuple(specs), Path(args.cache_dir or DEFAULT_CACHE), args.spark_master,
+                                args.memory_budget or DEFAULT_BUDGET, security,
+                                workers.share(limits, args.workers))
+        print(f"    in {args.workers} worker processes", file=sys.stderr)
+        try:
+            workers.serve(app, host=args.host, port=args.port, workers=args.workers)
+        except OSError as e:
+            print(f"brushfire serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+                  file=sys.stderr)
+            return 1
+        return 0
     uvicorn.run(create_app(hosts, security=security, limits=limits), host=args.host,
                 port=args.port, log_level="warning", **uvicorn_options())
     return 0
+
+
+def _captured(hosts) -> list:
+    """(`serve --workers`) Wait for every dashboard to be opened (captured, when the cache
+    has none), so that the workers open them from the cache; the specs of those ready.
+    One that failed is reported and left out; none ready: an error."""
+    specs = []
+    for h in hosts:
+        h.wait()
+        if h.status == "ready":
+            specs.append(h.spec)
+        else:
+            print(f"brushfire serve: {h.name} is not served: {h.error}", file=sys.stderr)
+    if not specs:
+        print("brushfire serve: no dashboard could be opened", file=sys.stderr)
+    return specs
 
 
 def serve_token(given: str | None, no_token: bool, host: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
 import pytest
@@ -35,7 +36,7 @@ def test_http_endpoints(server):
     addr, dash = server
     health = httpx.get(f"http://{addr}/health").json()
     assert health | {"memory": None} == {"status": "ok", "sessions": 0, "dashboards": {"proto": "ready"},
-                                         "memory": None}
+                                         "memory": None, "worker": {"pid": os.getpid(), "of": 1}}
     assert set(health["memory"]) == {"conditional_cubes", "key_copies", "details_orders", "process"}  # tests/server/test_sessions.py
     rss = health["memory"]["process"]  # Linux: /proc/self/status
     assert rss["rss"] >= rss["anon"] > 10 << 20 and rss["file"] > 0

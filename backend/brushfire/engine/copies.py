@@ -153,15 +153,16 @@ def keeps_rows(lay) -> bool:
 
 
 def default_cap() -> int:
-    """Bytes the copies of the process may take: $BRUSHFIRE_COPY_MEMORY, else a quarter
-    of the memory."""
+    """Bytes the copies built in memory may take: $BRUSHFIRE_COPY_MEMORY, else a quarter
+    of the memory; the machine's, so a server of N processes (`serve --workers N`, each
+    building its own) gives each an Nth. (Copies stored at capture are mapped, shared.)"""
     text = os.environ.get(COPY_MEMORY_ENV)
     if text:
-        return parse_size(text)
+        return parse_size(text) // parallel.processes()
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 // parallel.processes()
     except (ValueError, OSError, AttributeError):
-        return 2 << 30
+        return (2 << 30) // parallel.processes()
 
 
 def row_bytes(row_dims: int, rows_kept: bool, hist_slots: int = 0, key_bytes: int = 2) -> int:

@@ -42,15 +42,16 @@ TRIM_BYTES = 64 << 20  # freed by closed sessions before the allocator is asked 
 
 def default_cap() -> int:
     """Bytes all sessions' conditional cubes may take: $BRUSHFIRE_CUBE_MEMORY, else a
-    sixteenth of the memory, at most 1 GiB."""
+    sixteenth of the memory, at most 1 GiB; the machine's, so a server of N processes
+    (`serve --workers N`) gives each an Nth."""
     text = os.environ.get(CUBE_MEMORY_ENV)
     if text:
-        return parse_size(text)
+        return parse_size(text) // parallel.processes()
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return 256 << 20
-    return min(DEFAULT_CUBE_CAP, total // DEFAULT_CUBE_SHARE)
+        return (256 << 20) // parallel.processes()
+    return min(DEFAULT_CUBE_CAP, total // DEFAULT_CUBE_SHARE) // parallel.processes()
 
 
 class Budget:

@@ -329,16 +329,35 @@ def lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
+PROCESSES_ENV = "BRUSHFIRE_PROCESSES"  # server processes sharing the machine (`serve --workers`)
+
+
+def processes() -> int:
+    """How many server processes share this machine's cores and memory: $BRUSHFIRE_PROCESSES
+    (`brushfire serve --workers N` sets it for its workers), else 1."""
+    try:
+        return max(1, int(os.environ.get(PROCESSES_ENV, "1")))
+    except ValueError:
+        return 1
+
+
+def cores() -> int:
+    """The cores this process may keep busy: the machine's (those it may run on), shared
+    among `processes()`, at least one."""
+    machine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+    return max(1, machine // processes())
+
+
 _POOL: Pool | None = None
 _LOCK = threading.Lock()
 
 
 def pool() -> Pool:
-    """The process's engine pool: one worker per core besides the calling thread."""
+    """The process's engine pool: one worker per core of its share besides the calling
+    thread (at least one: background work never runs on a reply's thread)."""
     global _POOL
     if _POOL is None:
         with _LOCK:
             if _POOL is None:
-                cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-                _POOL = Pool(max(1, (cores or 2) - 1))
+                _POOL = Pool(max(1, cores() - 1))
     return _POOL

@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from brushfire import export, protocol, requests, versions, wire
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
-from brushfire.engine import memory
+from brushfire.engine import memory, parallel
 from brushfire.errors import BrushfireError
 from brushfire.server.hosting import HostedDashboard
 from brushfire.server.security import Security, SecurityMiddleware
@@ -89,9 +89,11 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
     @app.get("/health")
     def health() -> dict:
         """Status, open sessions, and the memory the engine's budgets hold (bytes in use
-        and the budget: every session's conditional cubes, every store's key copies)."""
+        and the budget: every session's conditional cubes, every store's key copies): the
+        answering process's (`serve --workers N`: one of N, `worker` says which)."""
         return {"status": "ok", "dashboards": {n: h.status for n, h in sorted(hosts.items())},
-                "sessions": sum(sessions.values()), "memory": memory.usage()}
+                "sessions": sum(sessions.values()), "memory": memory.usage(),
+                "worker": {"pid": os.getpid(), "of": parallel.processes()}}
 
     @app.get("/api/dashboards")
     def list_dashboards() -> list[dict]:
@@ -394,7 +396,7 @@ async def _answer(ws: WebSocket, session, payload: dict) -> str:
 # cores only wait for the lock and for each other (50 sessions flat out on flights 3M,
 # perf/README.md: 2 threads on 2 cores answered 506-535 messages/s, p99 140-145 ms; 3
 # threads 462-485, p99 150-202; asyncio's default 6, 399-410, p99 200-205).
-CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+CORES = parallel.cores()
 REPLIES = ThreadPoolExecutor(max_workers=CORES, thread_name_prefix="brushfire-reply")
 
 
