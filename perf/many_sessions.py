@@ -143,7 +143,9 @@ def serve(args, src: str, label: str = "", workers: int = 1):
     commit's store format is not this one's, and one cache would re-capture at each start."""
     port = free_port()
     cmd = [sys.executable, "-m", "brushfire.cli", "serve", args.spec, "--port", str(port),
-           "--max-sessions", "1024", "--max-sessions-per-client", "1024", "--workers", str(workers)]
+           "--max-sessions", "1024", "--max-sessions-per-client", "1024"]
+    if workers != 1:  # (a tree from before `--workers` serves in one process)
+        cmd += ["--workers", str(workers)]
     if args.cache_dir:
         cmd += ["--cache-dir", str(Path(args.cache_dir) / label) if label else args.cache_dir]
     env = dict(os.environ)
@@ -161,8 +163,9 @@ def serve(args, src: str, label: str = "", workers: int = 1):
 def run(servers: list[tuple[str, str, int | None]], args, rows: list[dict]) -> None:
     """Every K on every server (label, URL, pid: None when driven by --url) in turn,
     --repeat times."""
-    def rss(pid) -> str:
-        return f"RSS {sum(rss_mib(p) for p in family(pid)):,.0f} MiB" if pid else ""
+    def rss(pid) -> str:  # summed over the server's processes (their shared pages counted in each)
+        each = [rss_mib(p) for p in family(pid)]
+        return f"RSS {sum(x for x in each if x == x):,.0f} MiB" if pid else ""  # (NaN: a process gone)
 
     url = servers[0][1]
     name = harness._only_dashboard(url)  # noqa: SLF001

@@ -39,7 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    """The process's resident memory in MiB; NaN when it has ended."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return float("nan")
+    for line in text.splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
