@@ -63,6 +63,15 @@ def test_the_workers_listen_on_one_port():
         taken.listen()
         with pytest.raises(OSError):  # a port another program holds: an error, not a hang
             bind("127.0.0.1", taken.getsockname()[1], 2)
+    other = bind("127.0.0.1", 0, 2)  # another server's workers: their port is not shared
+    try:
+        for s in other:
+            s.listen()
+        with pytest.raises(OSError):
+            bind("127.0.0.1", other[0].getsockname()[1], 2)
+    finally:
+        for s in other:
+            s.close()
 
 
 def test_watch_is_refused_with_several_workers(capsys):

@@ -83,9 +83,15 @@ def bind(host: str, port: int, n: int) -> list[socket.socket]:
     """`n` listening sockets on host:port (SO_REUSEPORT: the kernel spreads new connections
     over them evenly, by their addresses; measured, one socket shared by two workers gave
     41 of 50 sessions to one of them: the first to wake accepts all that wait); one shared
-    socket where the system has no SO_REUSEPORT."""
+    socket where the system has no SO_REUSEPORT. A port in use, even by another server's
+    SO_REUSEPORT sockets, is an error: never a port shared with a stranger."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     reuse = hasattr(socket, "SO_REUSEPORT")
+    if reuse:  # a plain bind fails where any socket listens; then the port is free for ours
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            port = probe.getsockname()[1]  # port 0: the one the system chose
     out: list[socket.socket] = []
     try:
         for _ in range(n if reuse else 1):
@@ -95,7 +101,7 @@ def bind(host: str, port: int, n: int) -> list[socket.socket]:
             if reuse:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.bind((host, port))
-            port = sock.getsockname()[1]  # port 0: the one the first was given
+            port = sock.getsockname()[1]
             sock.set_inheritable(True)
     except OSError:
         for sock in out:
