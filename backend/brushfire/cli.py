@@ -583,12 +583,16 @@ def _serve(args) -> int:
     if args.workers > 1:
         from pathlib import Path
 
+        from brushfire.engine.parallel import machine_cores
         from brushfire.server import workers
 
         app = workers.WorkerApp(tuple(specs), Path(args.cache_dir or DEFAULT_CACHE), args.spark_master,
                                 args.memory_budget or DEFAULT_BUDGET, security,
                                 workers.share(limits, args.workers))
         print(f"    in {args.workers} worker processes", file=sys.stderr)
+        if args.workers > machine_cores():
+            print(f"note: {args.workers} workers on {machine_cores()} cores: more workers than "
+                  "cores only share them (and split the memory budgets further)", file=sys.stderr)
         try:
             workers.serve(app, host=args.host, port=args.port, workers=args.workers)
         except OSError as e:

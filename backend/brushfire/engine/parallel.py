@@ -341,11 +341,15 @@ def processes() -> int:
         return 1
 
 
+def machine_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+
+
 def cores() -> int:
-    """The cores this process may keep busy: the machine's (those it may run on), shared
-    among `processes()`, at least one."""
-    machine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-    return max(1, machine // processes())
+    """The cores this process may keep busy: the machine's, shared among `processes()`,
+    at least one."""
+    return max(1, machine_cores() // processes())
 
 
 _POOL: Pool | None = None
