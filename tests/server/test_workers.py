@@ -115,14 +115,15 @@ def test_two_workers_answer_sessions_on_one_port_and_stop_together(spark, small_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "backend"))
+    log = (tmp_path / "serve.log").open("w")  # (a pipe nobody reads could fill and stop the server)
     proc = subprocess.Popen([sys.executable, "-m", "brushfire.cli", "serve", str(spec_path), "--port", str(port),
                              "--workers", "2", "--cache-dir", str(cache)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 180
         workers: set[int] = set()
         while len(workers) < 2:  # each request a new connection: the kernel spreads them
-            assert proc.poll() is None, proc.stdout.read()
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
             assert time.monotonic() < deadline, f"workers answering: {workers}"
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
@@ -150,3 +151,4 @@ def test_two_workers_answer_sessions_on_one_port_and_stop_together(spark, small_
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        log.close()
