@@ -26,7 +26,7 @@ from brushfire.describe import describe_dashboard
 from brushfire.engine import copies as C
 from brushfire.engine.parallel import Pool
 from brushfire.engine.session import Session
-from brushfire.engine.shared import Shared
+from brushfire.engine.shared import Shared, kernel_layout
 from brushfire.lineage import store as st
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
@@ -339,6 +339,28 @@ def test_a_view_added_over_keys_already_kept_recounts_only_the_copies_histograms
     full = capture(spec(views), tables, tmp_path / "full")
     assert_same_answers(full, added, spec(views))
     assert_same_copies(added.directory, full.directory)
+
+
+def test_copies_of_a_layout_with_too_many_bars_for_histograms_keep_none(tmp_path):
+    """Views whose bars (a median's cells) pass HIST_SLOTS: the copies keep no chunk
+    histograms, and a change of the views' bars over kept keys counts none again either
+    (it counted them into an array of no slots, writing past its end: a crash, found by
+    the incremental property test)."""
+    from capture.test_incremental import DENSE, assert_same_answers, capture, spec, tables_of
+
+    tables = tables_of((300, 1), (150, 2))  # x and m keyed by value (dense): few rows
+    views = spec()["views"]
+    views[4] = {**views[4], "aggregate": {"op": "max", "field": "m"}}  # bars x m's keys: cells
+    first = capture(spec(views), tables, tmp_path / "inc", DENSE)
+    assert C.hist_slots(kernel_layout(first.layout)[1]) == 0
+    views[0] = {**views[0], "bin": {"maxbins": 7}}  # other bars over the same keys
+    again = capture(spec(views), tables, tmp_path / "inc", DENSE)
+    note = next(c for c in again.info.changes if c.startswith("clustered key copies"))
+    assert "built for 0 of" in note, note
+    full = capture(spec(views), tables, tmp_path / "full", DENSE)
+    assert_same_answers(full, again, spec(views))
+    assert_same_copies(again.directory, full.directory)
+    assert all(parts["hist"].shape == (0, 0) for cs in again.copies.values() for parts, _ in cs)
 
 
 def assert_same_copies(entry, scratch) -> None:

@@ -257,6 +257,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, seed=st.integers(0, 1000), dense=st.booleans())
 @example(ops=["add_view", "remove"], seed=416, dense=False)  # (left a file of no rows: views without bars)
+@example(ops=["aggregate", "rebin"], seed=1, dense=True)
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""

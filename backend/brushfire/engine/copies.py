@@ -252,8 +252,7 @@ class Copy:
         chunks = -(-self.keys.shape[1] // K.CHUNK)
         self.zones = np.empty((chunks, 2 * self.keys.shape[0]), np.uint16)
         K.chunk_zones(self.keys, K.CHUNK, self.zones)
-        if slots:
-            self.hist = Copy.histograms(self.keys, L, slots)
+        self.hist = Copy.histograms(self.keys, L, slots)
         for a in (self.keys, self.rows, self.starts, self.zones, self.hist):
             a.setflags(write=False)  # as mapped ones are: the kernels take one type of each
         return self
@@ -261,7 +260,10 @@ class Copy:
     @staticmethod
     def histograms(keys: np.ndarray, L: tuple, slots: int) -> np.ndarray:
         """The chunk histograms of a copy's `keys`: `slots` slots of layout arrays L per
-        CHUNK positions (kernels.chunk_hist)."""
+        CHUNK positions (kernels.chunk_hist); none (0 x 0) for 0 slots (`hist_slots`: too
+        many), the kernel not run (it would write every view's bars past the array's end)."""
+        if not slots:
+            return np.zeros((0, 0), np.uint16)
         hist = np.zeros((-(-keys.shape[1] // K.CHUNK), slots), np.uint16)
         K.chunk_hist(keys, L, K.CHUNK, hist)
         return hist
