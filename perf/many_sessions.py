@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from brushfire.bench import harness, replay, workloads
+from brushfire.bench.processes import family
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -70,20 +71,6 @@ def cpu_seconds(pid: int | None) -> float:
     except FileNotFoundError:  # a process that ended
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14, 15 of stat)
-
-
-def family(pid: int) -> list[int]:
-    """`pid` and every process under it (`serve --workers`: the workers)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            continue
-    out = [pid]
-    for p in out:
-        out.extend(c for c, parent in parents.items() if parent == p)
-    return out
 
 
 async def play(url: str, traces: list, timeout: float) -> tuple[list, float, int]:

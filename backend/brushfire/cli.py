@@ -558,7 +558,8 @@ def _serve(args) -> int:
     limits = Limits(args.max_sessions, args.max_sessions_per_client)
     hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                                      spark_master=args.spark_master, echo=ProgressLine(),
-                                     memory_budget=args.memory_budget or DEFAULT_BUDGET)
+                                     memory_budget=args.memory_budget or DEFAULT_BUDGET,
+                                     warm=args.workers == 1)  # workers warm up their own
              for spec in args.specs]  # a bad spec fails here, before the server starts
     if args.watch is not None:
         for h in hosts:
@@ -570,8 +571,7 @@ def _serve(args) -> int:
         hosts = [HostedDashboard(spec) for spec in specs]  # their names below; no store kept here
         import gc
 
-        gc.unfreeze()  # what opening them froze (Dashboard.warm_up) is garbage here now
-        gc.collect()
+        gc.collect()  # the stores opened here, before the workers are spawned
     names = ", ".join(h.name for h in hosts)
     print(f"serving {names}  (Ctrl-C stops); open:", file=sys.stderr)
     for url in serve_urls(args.host, args.port, token):

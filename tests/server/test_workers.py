@@ -19,6 +19,7 @@ import yaml
 from websockets.sync.client import connect
 
 from brushfire import Dashboard, protocol, wire
+from brushfire.bench.processes import command, family
 from brushfire.engine import copies, memory, parallel
 from brushfire.server.app import Limits
 from brushfire.server.workers import bind, share
@@ -79,28 +80,6 @@ def test_watch_is_refused_with_several_workers(capsys):
 
     assert main(["serve", "no-such-spec.yaml", "--workers", "2", "--watch"]) == 2
     assert "--workers 1" in capsys.readouterr().err
-
-
-def family(pid: int) -> list[int]:
-    """`pid` and the processes under it, with their command names."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(text.rsplit(")", 1)[1].split()[1])
-    out = [pid]
-    for p in out:
-        out.extend(c for c, parent in parents.items() if parent == p)
-    return out
-
-
-def command(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 @pytest.mark.spark

@@ -55,10 +55,12 @@ class HostedDashboard:
     @classmethod
     def opening(cls, spec: str | Path | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
                 spark_master: str | None = None, spark=None, echo=None,
-                memory_budget: str | int | None = None) -> HostedDashboard:
+                memory_budget: str | int | None = None, warm: bool = True) -> HostedDashboard:
         """Start opening `spec` in a daemon thread. A bad spec raises here, at once; a
         failing capture is reported through `status`/`error`. `echo(stage, fraction)`
-        also receives the progress (the command line prints it)."""
+        also receives the progress (the command line prints it). `warm=False`: only make
+        sure the capture is in the cache (`serve --workers`' parent, which serves nothing
+        itself): no engine warm-up, no reading of the source's column names."""
         model = spec if isinstance(spec, m.DashboardSpec) else load_dashboard(spec)
         host = cls(model)
 
@@ -74,14 +76,15 @@ class HostedDashboard:
                 dash = Dashboard.open(model, cache_dir=cache_dir, spark=spark,
                                       spark_master=spark_master, progress=progress,
                                       memory_budget=memory_budget)
-                progress("warming up the engine", None)
-                dash.warm_up()
-                from brushfire.spark_source import source_for
+                if warm:
+                    progress("warming up the engine", None)
+                    dash.warm_up()
+                    from brushfire.spark_source import source_for
 
-                # lazy answers run on the same master; the source's column names are read
-                # now (footers), so that no message naming a column that is not there
-                # starts Spark
-                source_for(dash, master=spark_master).known_columns()
+                    # lazy answers run on the same master; the source's column names are
+                    # read now (footers), so that no message naming a column that is not
+                    # there starts Spark
+                    source_for(dash, master=spark_master).known_columns()
                 host.dashboard = dash
                 how = "from the lineage cache" if dash.from_cache else "captured on Spark"
                 progress(f"{model.name} ready: {dash.store.n_rows:,} rows {how}", 1.0)
