@@ -8,7 +8,7 @@ import pytest
 from bars import same, sql_count, sql_values
 from brushfire import Dashboard, protocol
 from brushfire.describe import describe_dashboard
-from brushfire.errors import SpecError
+from brushfire.errors import CacheError, SpecError
 from brushfire.spec import parse_dashboard
 from oracle import Oracle
 
@@ -67,3 +67,11 @@ def test_a_default_the_data_does_not_take_is_a_spec_error(dash, spark, small_par
     assert str(info.value).startswith(
         "defaults.yaml:10: interactions.parameters[0].default: the default 'ZZZ' cannot be applied: ")
     assert str(info.value).endswith("hint: give a value of the field, or leave default out")
+
+
+def test_opening_from_the_cache_only_never_captures(dash, tmp_path):
+    again = Dashboard.open(dash.user_spec, cache_dir=dash.opened_with["cache_dir"], capture=False)
+    assert again.from_cache and again.store.n_rows == dash.store.n_rows
+    with pytest.raises(CacheError, match="no current capture of defaults in the lineage cache"):
+        Dashboard.open(dash.user_spec, cache_dir=tmp_path / "empty", capture=False)
+    assert not (tmp_path / "empty").exists() or not any((tmp_path / "empty").iterdir())

@@ -60,26 +60,29 @@ class Dashboard:
     def open(cls, spec: str | Path | dict | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
              spark=None, spark_master: str | None = None, progress=None,
              recapture: bool = False, memory_budget: str | int | None = DEFAULT_BUDGET,
-             config: CaptureConfig | None = None) -> Dashboard:
+             config: CaptureConfig | None = None, capture: bool = True) -> Dashboard:
         """Load `spec` (a YAML path, a dict or a model) and its lineage: from the cache when
         an entry for this spec and source exists and is sound, else by capturing on Spark
         (`spark_master`, default $BRUSHFIRE_SPARK_MASTER or local[*]) into the cache (a
         temporary directory when `cache_dir` is None or cannot be written). When the
         per-row lineage would exceed `memory_budget` (bytes or "16GB"), the most expensive
-        dims keep cubes only (capture/budget.py; `brushfire capture` says which)."""
+        dims keep cubes only (capture/budget.py; `brushfire capture` says which).
+        `capture=False`: from the cache only; no current entry raises CacheError (the
+        workers of `serve --workers`, whose parent captured: N captures at once, never)."""
         dash = _as_model(spec)
         plan = plan_capture(dash)
         config = config or CaptureConfig()
         if memory_budget is not None:
             config = replace(config, memory_budget=parse_size(memory_budget))
-        out = cls._open(dash, plan, cache_dir, config, spark, spark_master, progress, recapture)
+        out = cls._open(dash, plan, cache_dir, config, spark, spark_master, progress, recapture,
+                        capture)
         out.user_spec = dash
         out.opened_with = {"cache_dir": cache_dir, "config": config, "spark_master": spark_master}
         return out
 
     @classmethod
     def _open(cls, dash: m.DashboardSpec, plan: CapturePlan, cache_dir, config: CaptureConfig,
-              spark, spark_master, progress, recapture: bool) -> Dashboard:
+              spark, spark_master, progress, recapture: bool, capture: bool = True) -> Dashboard:
         fresh = recapture
         if cache_dir is not None and not recapture:
             directory = entry_dir(cache_dir, dash)
@@ -91,6 +94,10 @@ class Dashboard:
                 except CacheError as e:
                     print(f"brushfire: {e}; capturing again", file=sys.stderr)
                     fresh = True  # nothing of an entry that failed its checks is reused
+        if not capture:
+            msg = (f"no current capture of {dash.name} in the lineage cache {cache_dir} (the source "
+                   "changed or the entry was removed since it was captured): capture it again")
+            raise CacheError(msg)
         from brushfire.capture import capture_dashboard
 
         store = capture_dashboard(plan, spark=spark, master=spark_master, progress=progress,

@@ -55,12 +55,14 @@ class HostedDashboard:
     @classmethod
     def opening(cls, spec: str | Path | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
                 spark_master: str | None = None, spark=None, echo=None,
-                memory_budget: str | int | None = None, warm: bool = True) -> HostedDashboard:
+                memory_budget: str | int | None = None, warm: bool = True,
+                capture: bool = True) -> HostedDashboard:
         """Start opening `spec` in a daemon thread. A bad spec raises here, at once; a
         failing capture is reported through `status`/`error`. `echo(stage, fraction)`
         also receives the progress (the command line prints it). `warm=False`: only make
         sure the capture is in the cache (`serve --workers`' parent, which serves nothing
-        itself): no engine warm-up, no reading of the source's column names."""
+        itself): no engine warm-up, no reading of the source's column names.
+        `capture=False`: from the cache only (`Dashboard.open`)."""
         model = spec if isinstance(spec, m.DashboardSpec) else load_dashboard(spec)
         host = cls(model)
 
@@ -75,7 +77,7 @@ class HostedDashboard:
             try:
                 dash = Dashboard.open(model, cache_dir=cache_dir, spark=spark,
                                       spark_master=spark_master, progress=progress,
-                                      memory_budget=memory_budget)
+                                      memory_budget=memory_budget, capture=capture)
                 if warm:
                     progress("warming up the engine", None)
                     dash.warm_up()

@@ -6,10 +6,10 @@ sessions brushing at once queue for it (perf/README.md, "Many sessions"). Worker
 whole servers, each with its own sessions, engine pool and reply threads sized to its
 share of the cores (engine/parallel.py: `processes`, `cores`), and its share of the
 engine's memory budgets. The dashboards are captured once, by the parent, before any
-worker starts; each worker opens them from the lineage cache (the store's files are
-mapped: the page cache holds them once for all). uvicorn's supervisor binds the port,
-starts the workers (spawned: no Spark or thread state inherited), and replaces one that
-dies.
+worker starts; each worker opens them from the lineage cache only, never capturing (the
+store's files are mapped: the page cache holds them once for all). uvicorn's supervisor
+binds the port, starts the workers (spawned: no Spark or thread state inherited), and
+replaces one that dies.
 
 What is per worker: a session lives in the worker that accepted its connection; `/health`
 reports the answering worker (`worker`); the session limits are split among the workers
@@ -46,8 +46,8 @@ class WorkerApp:
 
     def __call__(self):
         hosts = [HostedDashboard.opening(spec, cache_dir=self.cache_dir, spark_master=self.spark_master,
-                                         memory_budget=self.memory_budget)
-                 for spec in self.specs]
+                                         memory_budget=self.memory_budget, capture=False)
+                 for spec in self.specs]  # what the parent captured; never N captures at once
         return create_app(hosts, security=self.security, limits=self.limits)
 
 
