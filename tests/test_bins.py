@@ -1,4 +1,5 @@
-"""bins.py: `maxbins` resolved into a nice step and extent (pure, table-tested), through views."""
+"""bins.py: `maxbins` resolved into a nice step and extent, a step alone into an extent (pure,
+table-tested), through views."""
 
 from __future__ import annotations
 
@@ -67,6 +68,56 @@ def test_values_at_the_edge_of_doubles_ask_for_a_step() -> None:
         bins.nice_bin(-1.7e308, 1.7e308, 10)
 
 
+@pytest.mark.parametrize(("lo", "hi", "step", "extent"), [
+    (0.3, 99.1, 10, (0, 100)),
+    (0, 100, 10, (0, 100)),  # 100 lands in the last, closed bar
+    (-3, 7, 2.5, (-5, 7.5)),
+    (-7, -3, 1, (-7, -3)),
+    (5, 5, 10, (0, 10)),  # one value: one step
+    (-5, -5, 10, (-10, 0)),
+    (20, 20, 10, (20, 30)),  # on a step: the bar starting there
+    (None, None, 2.5, (0, 2.5)),  # no finite value
+    (1003, 1004, 0.5, (1003, 1004)),
+], ids=str)
+def test_step_bin(lo, hi, step, extent) -> None:
+    assert bins.step_bin(lo, hi, step) == m.Bin(step=step, extent=extent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=FINITE, b=FINITE, step=st.sampled_from([0.1, 0.25, 1, 7.5, 1e3, 3e7, 1e10]))
+def test_step_bin_holds_every_value_in_whole_steps(a, b, step) -> None:
+    lo, hi = min(a, b), max(a, b)
+    s = Fraction(step)
+    first, last = math.floor(Fraction(lo) / s), max(math.ceil(Fraction(hi) / s), math.floor(Fraction(lo) / s) + 1)
+    if last - first > 65_534:
+        with pytest.raises(CaptureError, match="a view has at most 65,534: give a larger step"):
+            bins.step_bin(lo, hi, step, what="view h, bin")
+        return
+    got = bins.step_bin(lo, hi, step, clamp=True)
+    assert got.clamp and got.step == step
+    assert got.extent[0] <= lo and hi <= got.extent[1]
+    # the bounds are whole steps (each rounded to a double once) ...
+    assert got.extent == (float(first * s), float(last * s))
+    # ... and no more of them than the values need (the bars as the double arithmetic
+    # counts them: one more where the bounds' rounding widens the extent)
+    assert last - first <= got.count <= last - first + 1
+
+
+def test_a_step_too_fine_for_the_data_is_refused_at_capture() -> None:
+    with pytest.raises(CaptureError, match=r"view h, bin: step 0.001 over the data's values from 0 to "
+                                           r"1e\+06 makes 1,000,000,000 bars"):
+        bins.step_bin(0, 1e6, 0.001, what="view h, bin")
+    with pytest.raises(CaptureError, match="give the extent too"):
+        bins.step_bin(0, 1.7e308, 1e308)
+    heat = parse_dashboard({"name": "d", "source": {"path": "x.parquet"}, "views": [
+        {"name": "heat", "type": "heatmap", "x": {"field": "x", "bin": {"step": 1}},
+         "y": {"field": "k", "bin": {"step": 1}}}]})
+    views.resolve_bins(heat, {"x": (0, 200), "k": (0, 300)})  # 60,000 cells
+    with pytest.raises(CaptureError, match="view heat: its bins fitted to the data make 300 × 300 = "
+                                           "90,000 cells; a heatmap has at most 65,534"):
+        views.resolve_bins(heat, {"x": (0, 300), "k": (0, 300)})
+
+
 @pytest.mark.parametrize(("top", "other", "sort", "labels"), [
     (3, True, "count", ["b", "a", "c", "(other)"]),  # by count, ties by value
     (3, True, "name", ["a", "b", "c", "(other)"]),  # the same top 3, by name
@@ -87,14 +138,16 @@ SPEC = {
         {"name": "heat", "type": "heatmap", "x": {"field": "k", "bin": {"maxbins": 4, "clamp": True}},
          "y": {"field": "x", "bin": {"step": 2, "extent": [0, 10]}}},
         {"name": "c", "type": "categorical", "field": "s"},
+        {"name": "stepped", "type": "histogram", "field": "w", "bin": {"step": 0.25}},
     ],
 }
 
 
-def test_resolve_bins_replaces_only_maxbins_bins() -> None:
+def test_resolve_bins_replaces_only_bins_fitted_to_the_data() -> None:
     dash = parse_dashboard(SPEC)
-    assert views.maxbins_fields(dash) == ["x", "k"]
-    got = views.resolve_bins(dash, {"x": (0.5, 42.0), "k": (-3.0, 30.0)})
+    assert views.maxbins_fields(dash) == ["x", "k", "w"]
+    got = views.resolve_bins(dash, {"x": (0.5, 42.0), "k": (-3.0, 30.0), "w": (-0.1, 0.6)})
+    assert got.view("stepped").bin == m.Bin(step=0.25, extent=(-0.25, 0.75))
     assert got.view("h").bin == m.Bin(step=5, extent=(0, 45))
     assert got.view("heat").x.bin == m.Bin(step=10, extent=(-10, 30), clamp=True)
     assert got.view("fixed") is dash.view("fixed") and got.view("c") is dash.view("c")

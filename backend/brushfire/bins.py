@@ -5,8 +5,8 @@ driver (labels, lookups from keys).
 The rules are the spec's (docs/spec.md) and `sql.py`'s:
 - histogram: bar floor((x - lo) / step) in double arithmetic, the last bar closed; values
   outside the extent go to the edge bars when clamped, else are dropped; a `maxbins` bin
-  gets its step and extent from the data's range once, at capture (`nice_bin`), and
-  everything after sees a plain step and extent;
+  gets its step and extent from the data's range once, at capture (`nice_bin`), a bin of
+  a step alone its extent (`step_bin`), and everything after sees a plain step and extent;
 - temporal: UTC calendar units from the first to the last instant in the data; weeks
   start on Monday (as SQL's date_trunc('week')); a calendar part (hour of day, day of
   week, month of year: models.CALENDAR_PARTS) has a bar per value of the part, always;
@@ -26,6 +26,7 @@ import numpy as np
 
 from brushfire import values as V
 from brushfire.errors import CaptureError
+from brushfire.limits import MAX_BARS
 from brushfire.lineage.layout import OTHER
 from brushfire.spec import models as m
 
@@ -70,6 +71,34 @@ def nice_bin(lo: float | None, hi: float | None, maxbins: int, clamp: bool = Fal
             if out.count <= maxbins:  # (as the double arithmetic counts it)
                 return out
         k += 1
+
+
+def step_bin(lo: float | None, hi: float | None, step: float, clamp: bool = False,
+             what: str = "bin") -> m.Bin:
+    """The extent a bin of `step` alone gets for data whose finite values span [lo, hi]
+    (None: no finite value, taken as [0, 0]): whole steps from 0, [floor(lo / step),
+    ceil(hi / step)] x step, one step when that is empty (as `nice_bin` widens its extent).
+    Bounds are exact rationals rounded to the nearest double once: the extent holds every
+    value. More than MAX_BARS bars is a CaptureError naming `what`."""
+    if lo is None or hi is None:
+        lo = hi = 0.0
+    s = Fraction(step)
+    first, last = math.floor(Fraction(lo) / s), math.ceil(Fraction(hi) / s)
+    last = max(last, first + 1)
+    out = None
+    if last - first <= MAX_BARS:
+        try:
+            out = m.Bin(step=step, extent=(float(first * s), float(last * s)), clamp=clamp)
+        except OverflowError:  # a whole step past the largest double
+            msg = (f"{what}: the values reach {max(abs(lo), abs(hi)):g}, too close to the "
+                   "largest double for an extent of whole steps; give the extent too")
+            raise CaptureError(msg) from None
+    if out is None or out.count > MAX_BARS:  # (the latter as the double arithmetic counts)
+        msg = (f"{what}: step {step:g} over the data's values from {lo:g} to {hi:g} makes "
+               f"{last - first:,} bars; a view has at most {MAX_BARS:,}: give a larger step, "
+               "or an extent and clamp: true")
+        raise CaptureError(msg)
+    return out
 
 
 def hist_code(x: np.ndarray, valid: np.ndarray, b: m.Bin) -> np.ndarray:

@@ -66,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --spark: the Spark master (default local[1])")
 
     p = command("plan", "print the capture plan: what lineage each view needs and why",
-                "No Spark runs; the bins of maxbins views are known once captured.")
+                "No Spark runs; bins fitted to the data (maxbins, a step alone) are known once "
+                "captured.")
     p.add_argument("spec", help=SPEC_HELP)
     p.add_argument("--cache-dir", default=None, type=directory,
                    help=_cache_help("lineage cache whose capture of this spec, if any, says which "
-                                    "bins maxbins chose"))
+                                    "bins it fitted to the data"))
 
     p = command("capture", "capture a dashboard's lineage on Spark into the lineage cache",
                 "Then print what was kept, what was reused of earlier captures and rebuilt, the "
@@ -289,9 +290,10 @@ def _plan(args) -> int:
 
 
 def cached_bins(dash, cache_dir: str | None) -> dict[str, list] | None:
-    """The bins the cache's capture of `dash` chose for its `maxbins` views ({view: [[step,
-    start, stop], ...]}), or None: without a capture of this spec they are unknown until
-    capture (they come from the data's min and max; a capture of the source as it was)."""
+    """The bins the cache's capture of `dash` fitted to the data (maxbins, a step alone):
+    {view: [[step, start, stop], ...]}, or None: without a capture of this spec they are
+    unknown until capture (they come from the data's min and max; a capture of the source
+    as it was)."""
     from brushfire.views import maxbins_fields
 
     if not maxbins_fields(dash):

@@ -216,7 +216,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
     for vp in plan.views:
         view = plan.dashboard.view(vp.name)
         lines.append(f"  view {vp.name} [{view.type}, {view.aggregate.op}]")
-        lines += _maxbins_text(view, (bins or {}).get(vp.name, []))
+        lines += _fitted_bins_text(view, (bins or {}).get(vp.name, []))
         if vp.forward:
             lines.append(f"    forward codes: kept — {'; '.join(vp.reasons)}")
         elif vp.bar_index:
@@ -282,23 +282,28 @@ def _joins_text(plan: CapturePlan) -> list[str]:
     return out
 
 
-def _maxbins_text(view, chosen: list) -> list[str]:
-    """A view's `maxbins` bins: the rule before capture, the step and extent it chose after
-    (`chosen`: the view's bins as capture recorded them)."""
+def _fitted_bins_text(view, chosen: list) -> list[str]:
+    """A view's bins fitted to the data (`maxbins`, a step alone): the rule before
+    capture, the step and extent it chose after (`chosen`: the view's bins as capture
+    recorded them)."""
     binned = view_type(view).axes(view)
     axes = [(a.path[0] + " " if len(binned) > 1 else "", a.bin) for a in binned]
     out = []
     for i, (axis, b) in enumerate(axes):
-        if b.maxbins is None:
+        if b.resolved:
             continue
         if i < len(chosen):
             step, lo, hi = chosen[i]
             n = m.Bin(step=step, extent=(lo, hi)).count
-            out.append(f"    {axis}bins: maxbins {b.maxbins} chose step {step:g} over [{lo:g}, {hi:g}]"
-                       f" ({n} bars, from the data's min and max)")
-        else:
+            rule = f"maxbins {b.maxbins} chose step {step:g}" if b.maxbins else f"step {step:g}"
+            out.append(f"    {axis}bins: {rule} over [{lo:g}, {hi:g}] ({n} bars, from the data's "
+                       "min and max)")
+        elif b.maxbins:
             out.append(f"    {axis}bins: at most {b.maxbins}; a nice step and extent chosen at "
                        "capture from the data's min and max (brushfire capture shows them)")
+        else:
+            out.append(f"    {axis}bins: step {b.step:g}; the extent, whole steps around the data's "
+                       "min and max, fitted at capture (brushfire capture shows it)")
     return out
 
 

@@ -236,7 +236,7 @@ def _csv_names(source: m.Source) -> list[str] | None:
     rename them)."""
     import csv
 
-    opts = {k.lower(): v for k, v in source.options.items()}
+    opts = {k.lower(): v for k, v in source.reader_options.items()}
     path = Path(source.path.removeprefix("file://"))
     first = path if path.is_file() else next(iter(sorted(_data_files(path))), None)
     if first is None or first.suffix in (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate"):

@@ -71,9 +71,10 @@ def top_sql(view: m.CategoricalView) -> str:
 
 def bin_sql(col: str, b: m.Bin, d: Dialect = DUCKDB) -> str:
     """The bin number of a row (NULL when dropped: null, NaN, outside an unclamped extent).
-    A `maxbins` bin must be resolved first (the opened `Dashboard.spec` has it resolved)."""
+    A bin fitted to the data (maxbins, a step alone) must be resolved first (the opened
+    `Dashboard.spec` has it resolved)."""
     if not b.resolved:
-        msg = "a maxbins bin has no step before capture chose it: use the opened Dashboard's spec"
+        msg = "a bin fitted to the data has no extent before capture: use the opened Dashboard's spec"
         raise ValueError(msg)
     lo, hi, nb, step = num(float(b.extent[0])), num(float(b.extent[1])), b.count, num(float(b.step))
     below = "0" if b.clamp else "NULL"

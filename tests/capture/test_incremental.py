@@ -243,8 +243,8 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
 
 
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
-                                "rebin", "details", "aggregate", "regroup", "top", "unit",
-                                "unbrush"]), min_size=1, max_size=5)
+                                "rebin", "restep", "details", "aggregate", "regroup", "top",
+                                "unit", "unbrush"]), min_size=1, max_size=5)
 
 
 def widened(table: pa.Table, by: int) -> pa.Table:
@@ -258,6 +258,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 @given(ops=OPS, seed=st.integers(0, 1000), dense=st.booleans())
 @example(ops=["add_view", "remove"], seed=416, dense=False)  # (left a file of no rows: views without bars)
 @example(ops=["aggregate", "rebin"], seed=1, dense=True)
+@example(ops=["restep", "widen", "append"], seed=5, dense=False)  # a step's extent widened twice
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
@@ -285,6 +286,9 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
             d["views"].pop(int(rng.integers(0, len(d["views"]))))
         elif op == "rebin":
             d["views"][0] = {**d["views"][0], "bin": {"maxbins": int(rng.integers(2, 40))}} \
+                if d["views"][0]["type"] == "histogram" else d["views"][0]
+        elif op == "restep":  # a step whose extent the data decides (widened by appends)
+            d["views"][0] = {**d["views"][0], "bin": {"step": float(rng.choice([0.5, 2.5, 10, 40]))}} \
                 if d["views"][0]["type"] == "histogram" else d["views"][0]
         elif op == "details":
             d["interactions"]["details"]["columns"] = list(rng.choice(

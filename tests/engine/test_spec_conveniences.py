@@ -1,4 +1,5 @@
-"""Spec conveniences against DuckDB (issue 17): `maxbins` bins chosen from the data,
+"""Spec conveniences against DuckDB (issue 17): `maxbins` bins chosen from the data (and a
+step's extent fitted to it),
 categorical views sorted by name, calendar parts, `between` and multi-select parameters.
 
 Each dashboard is captured without Spark (capture/local.py) over awkward random rows in
@@ -6,7 +7,8 @@ unequal partitions, then random interactions are played on an engine session and
 oracle (tests/oracle.py: the spec's semantics as SQL, run by DuckDB); after every step
 each view, its caveats and the selected rows must be equal. The oracle reads the opened
 dashboard's spec (`Dashboard.spec`), in which a `maxbins` bin has the step and extent
-capture chose: which is checked apart, from DuckDB's min and max of the field.
+capture chose (a step alone, its extent): which is checked apart, from DuckDB's min and
+max of the field.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def spec(path) -> dict:
         "views": [
             {"name": "hx", "type": "histogram", "field": "x", "bin": {"maxbins": 12}},
             {"name": "hk", "type": "histogram", "field": "k", "bin": {"maxbins": 30}},
+            {"name": "hx_step", "type": "histogram", "field": "x", "bin": {"step": 7.5}},
             {"name": "mean_k", "type": "histogram", "field": "x", "brush": "none",
              "bin": {"maxbins": 7}, "aggregate": {"op": "mean", "field": "k"}},
             {"name": "heat", "type": "heatmap", "brush": "none",
@@ -76,8 +79,8 @@ def spec(path) -> dict:
             {"name": "day", "type": "temporal", "field": "t", "unit": "week"},
         ],
         "interactions": {
-            "crossfilter": [{"views": ["hx", "hk", "mean_k", "heat", "cat", "by_name", "all_by_name",
-                                       "hod", "dow", "moy", "day"]},
+            "crossfilter": [{"views": ["hx", "hk", "hx_step", "mean_k", "heat", "cat", "by_name",
+                                       "all_by_name", "hod", "dow", "moy", "day"]},
                             {"views": ["moy_brushed", "hk"]}],
             "parameters": [
                 {"name": "krange", "field": "k", "widget": "slider", "op": "between",
@@ -114,6 +117,10 @@ def test_maxbins_chooses_from_the_data_min_and_max(captured):
     assert dash.spec.view("mean_k").bin == bins.nice_bin(lo_x, hi_x, 7)
     assert dash.spec.view("heat").x.bin == bins.nice_bin(lo_k, hi_k, 5)
     assert dash.spec.view("heat").y.bin == written.view("heat").y.bin
+    # a step alone: whole steps of 7.5 from the one below the min to the one above the max
+    assert dash.spec.view("hx_step").bin == bins.step_bin(lo_x, hi_x, 7.5)
+    got = dash.spec.view("hx_step").bin
+    assert got.extent == (math.floor(lo_x / 7.5) * 7.5, math.ceil(hi_x / 7.5) * 7.5)
     assert dash.plan.dashboard is dash.spec
     for name, maxbins in (("hx", 12), ("hk", 30), ("mean_k", 7)):
         b = dash.spec.view(name).bin
@@ -129,6 +136,10 @@ def test_maxbins_chooses_from_the_data_min_and_max(captured):
     assert (f"bins: maxbins 30 chose step {b.step:g} over [{b.extent[0]:g}, {b.extent[1]:g}] "
             f"({b.count} bars") in text
     assert "bins: at most 30; a nice step and extent chosen at capture" in explain(plan_capture(written))
+    b = dash.spec.view("hx_step").bin
+    assert f"bins: step 7.5 over [{b.extent[0]:g}, {b.extent[1]:g}] ({b.count} bars" in text
+    assert "bins: step 7.5; the extent, whole steps around the data's min and max, fitted at capture" \
+        in explain(plan_capture(written))
 
 
 def test_sort_orders_the_bars_by_count_or_name(captured):

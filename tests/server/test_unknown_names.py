@@ -95,10 +95,10 @@ def test_known_columns_come_from_footers_and_the_spec(rich_local, no_spark):
 def test_source_columns_of_csv_and_json(tmp_path):
     table = pa.table({"a": [1, 2], "b c": ["x", "y"]})
     pacsv.write_csv(table, tmp_path / "h.csv")
-    with_header = m.Source(path=str(tmp_path / "h.csv"), options={"header": "true"},
-                           columns={"d": "a + 1"})
+    with_header = m.Source(path=str(tmp_path / "h.csv"), columns={"d": "a + 1"})  # header: the default
     assert source_columns(with_header) == {"a": None, "b c": None, "d": None}
-    assert list(source_columns(m.Source(path=str(tmp_path / "h.csv")))) == ["_c0", "_c1"]  # Spark's names
+    no_header = m.Source(path=str(tmp_path / "h.csv"), options={"HEADER": "false"})
+    assert list(source_columns(no_header)) == ["_c0", "_c1"]  # Spark's names
     (tmp_path / "s.csv").write_text("a;b\n1;2\n")
     assert list(source_columns(m.Source(path=str(tmp_path / "s.csv"), options={"sep": ";", "header": "true"}))) \
         == ["a", "b"]

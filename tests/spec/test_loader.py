@@ -68,17 +68,17 @@ bad/bin_step_negative.yaml:10: views[0].y.bin.step: bin step must be a number > 
 bad/extent_reversed.yaml:10: views[0].bin.extent: extent [180, -60] is empty: the first value must be below the second
     hint: write extent: [lo, hi] with lo < hi"""),
     ("bin_maxbins_and_step.yaml", """\
-bad/bin_maxbins_and_step.yaml:8: views[0].bin: give either maxbins, or step and extent: maxbins chooses the step and extent
-    hint: keep maxbins for bins fitted to the data, or step and extent for fixed ones"""),
+bad/bin_maxbins_and_step.yaml:8: views[0].bin: give either maxbins, or a step (and an extent): maxbins chooses the step and extent
+    hint: keep maxbins for a nice step fitted to the data, or a step (and an extent) of your own"""),
     ("bin_maxbins_one.yaml", """\
 bad/bin_maxbins_one.yaml:8: views[0].bin.maxbins: must be >= 2, got 1
     hint: values on both sides of 0 take two whole steps, so maxbins is at least 2"""),
     ("bin_without_step.yaml", """\
 bad/bin_without_step.yaml:8: views[0].bin: bin has extent but no step
-    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, bin: {step: 10} (the extent fitted to the data) or bin: {maxbins: 20} (a nice step fitted to the data)"""),
     ("bin_empty.yaml", """\
-bad/bin_empty.yaml:8: views[0].bin: bin needs step and extent, or maxbins
-    hint: e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"""),
+bad/bin_empty.yaml:8: views[0].bin: bin needs a step (with an extent, or fitted to the data), or maxbins
+    hint: e.g. bin: {step: 10, extent: [0, 100]}, bin: {step: 10} (the extent fitted to the data) or bin: {maxbins: 20} (a nice step fitted to the data)"""),
     ("categorical_sort_unknown.yaml", """\
 bad/categorical_sort_unknown.yaml:8: views[0].sort: unsupported sort 'frequency'
     sort accepts: count, name

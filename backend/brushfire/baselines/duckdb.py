@@ -14,8 +14,6 @@ from brushfire.baselines.base import Backend, Groups, SqlSession
 from brushfire.engine.api import DetailsPage, DetailsRequest, details_request
 from brushfire.spec import models as m
 
-READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
-
 
 def connect_source(spec: m.DashboardSpec, threads: int | None = None,
                    cache_dir: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -26,10 +24,11 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     sources DuckDB cannot read (ORC). The profiling checks' columns come with the rows
     Spark materialized, else from `sql.profile_sql`."""
     source = spec.source
-    reader = READERS.get(source.resolved_format)
-    # ORC, too (DuckDB does not read it), and folders of files (rows in capture's order);
-    # joins of other tables than Parquet files (a CSV's types are Spark's to infer)
-    materialized = bool(source.columns or source.filters or reader is None
+    # a Parquet file is read as it is; anything else as Spark reads it: a CSV's or JSON's
+    # types are Spark's to infer (DuckDB's inference differs), DuckDB does not read ORC,
+    # and a folder's rows come in capture's order; so with joins of other tables than
+    # Parquet files
+    materialized = bool(source.columns or source.filters or source.resolved_format != "parquet"
                         or not os.path.isfile(source.path)
                         or any(j.resolved_format != "parquet" or not os.path.isfile(j.path)
                                for j in source.joins))
@@ -41,7 +40,7 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
         files = ", ".join(_quote(f) for f in materialize_source(spec, cache))
         relation = f"read_parquet([{files}])"
     else:
-        relation = f"{reader}({_quote(source.path)})"
+        relation = f"read_parquet({_quote(source.path)})"
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")

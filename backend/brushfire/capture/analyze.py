@@ -47,7 +47,7 @@ def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
     with the types the whole has)."""
     if src.resolved_format == "delta":  # the Parquet files its log names, as they are
         return _read_delta(spark, src, paths)
-    reader = spark.read.format(src.resolved_format).options(**src.options)
+    reader = spark.read.format(src.resolved_format).options(**src.reader_options)
     if paths is None:
         return reader.load(src.path)
     if Path(src.path.removeprefix("file://")).is_dir() or "://" in src.path:
@@ -71,7 +71,7 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None):
         raise source_error(src, f"the Delta table's version {table.version()} has no files")
     parts = table.metadata().partition_columns
     with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
-        df = spark.read.format("parquet").options(**src.options) \
+        df = spark.read.format("parquet").options(**src.reader_options) \
             .option("basePath", src.path).load(files)
     if parts:  # as strings from the folder names, then as the table types them
         import pyarrow as pa
@@ -149,7 +149,7 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
             .sortWithinPartitions(*ORIGIN)
     fields = {f.name: f.dataType for f in df.schema.fields}
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
-    check_columns(dash, {c: _fine_kind(t) for c, t in fields.items()}, derived=derived)
+    check_columns(dash, {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}, derived=derived)
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):

@@ -96,7 +96,7 @@ def read_source(spark, source: m.Source):
     from pyspark.sql import functions as F
 
     with spark_errors("reading the source"):
-        reader = spark.read.format(source.resolved_format).options(**source.options)
+        reader = spark.read.format(source.resolved_format).options(**source.reader_options)
         df = reader.load(source.path)
         for name, expr in source.columns.items():
             df = df.withColumn(name, F.expr(expr))
@@ -107,11 +107,14 @@ def read_source(spark, source: m.Source):
 
 
 def schema_kinds(df) -> dict[str, str]:
-    """{column: 'number' | 'temporal' | 'string' | 'other'} for spec checks."""
+    """{column: 'number' | 'temporal' | 'string' | 'other'} for spec checks; capture's own
+    columns (`__bf_...`: where a row comes from) are not the source's and not named."""
     from pyspark.sql import types as T
 
     out = {}
     for f in df.schema.fields:
+        if f.name.startswith("__bf_"):
+            continue
         t = f.dataType
         if isinstance(t, T.NumericType):
             out[f.name] = "number"
@@ -222,7 +225,7 @@ class SparkRunner:
     def rows_identity(self) -> str:
         src = self.dash.source
         joins = sorted(self.join_definitions().values()) if src.filters else []
-        return _digest([src.resolved_format, sorted(src.options.items()), src.filters,
+        return _digest([src.resolved_format, sorted(src.reader_options.items()), src.filters,
                         sorted(src.columns.items()) if src.filters else [], self.split]
                        + ([joins] if joins else []))
 

@@ -263,7 +263,7 @@ def source_key(source: Source) -> str:
     format and reader options). Another sample of the data is another entry; derived
     columns and filters are not part of it (a capture reuses what they leave unchanged)."""
     path = source.path if "://" in source.path else os.path.abspath(source.path)
-    return _hash([path, source.resolved_format, source.options])[:16]
+    return _hash([path, source.resolved_format, source.reader_options])[:16]
 
 
 def entry_dir(cache_dir: str | Path, dash: DashboardSpec) -> Path:

@@ -76,6 +76,11 @@ Format = Literal["parquet", "csv", "json", "orc", "delta"]
 JOIN_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
+# what a CSV is read with unless its options say otherwise (Spark's own defaults are no
+# header and every column a string; people's CSV files have a header row and numbers)
+CSV_DEFAULTS = {"header": "true", "inferSchema": "true"}
+
+
 class Table(Model):
     """A table Spark reads: a file or directory, its format and reader options."""
 
@@ -86,6 +91,15 @@ class Table(Model):
     @property
     def resolved_format(self) -> str:
         return self.format or self.path.rsplit(".", 1)[-1].lower()
+
+    @property
+    def reader_options(self) -> dict[str, str]:
+        """The options Spark reads it with: the spec's, over CSV_DEFAULTS for a CSV (Spark's
+        option names are case-insensitive: the spec's `HEADER` replaces `header`)."""
+        if self.resolved_format != "csv":
+            return dict(self.options)
+        given = {k.lower() for k in self.options}
+        return {**{k: v for k, v in CSV_DEFAULTS.items() if k.lower() not in given}, **self.options}
 
 
 class Join(Table):
@@ -129,10 +143,11 @@ class Source(Table):
 
 class Bin(Model):
     """Equal-width bins: [start + i*step, start + (i+1)*step), the last bin closed. Either
-    `step` and `extent`, or `maxbins`: a nice step ({1, 2, 5} x 10^k) and extent chosen at
-    capture from the data's finite min and max (bins.py, `nice_bin`)."""
+    `step` and `extent`; or `step` alone: the extent of whole steps around the data's finite
+    min and max, fitted at capture (bins.py, `step_bin`); or `maxbins`: a nice step ({1, 2,
+    5} x 10^k) and extent chosen at capture from them (`nice_bin`)."""
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step", "extent"]},
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["step"]},
                                                            {"required": ["maxbins"]}]})
 
     step: Float | None = None
@@ -165,24 +180,24 @@ class Bin(Model):
     @model_validator(mode="after")
     def _step_or_maxbins(self) -> Bin:
         if self.maxbins is not None and (self.step is not None or self.extent is not None):
-            msg = "give either maxbins, or step and extent: maxbins chooses the step and extent"
+            msg = "give either maxbins, or a step (and an extent): maxbins chooses the step and extent"
             raise ValueError(msg)
-        if self.maxbins is None and (self.step is None or self.extent is None):
-            given = "step" if self.step is not None else "extent" if self.extent is not None else ""
-            msg = (f"bin has {given} but no {'extent' if given == 'step' else 'step'}" if given
-                   else "bin needs step and extent, or maxbins")
+        if self.maxbins is None and self.step is None:
+            msg = ("bin has extent but no step" if self.extent is not None
+                   else "bin needs a step (with an extent, or fitted to the data), or maxbins")
             raise ValueError(msg)
         return self
 
     @property
     def resolved(self) -> bool:
-        """Are step and extent known (given, or chosen at capture from maxbins)?"""
+        """Are step and extent known (given, or chosen at capture: maxbins, step alone)?"""
         return self.step is not None and self.extent is not None
 
     @property
     def count(self) -> int:
         """The number of bars (validate refuses more than limits.MAX_BARS); before capture
-        chose a maxbins bin's step, its upper bound."""
+        chose a maxbins bin's step, its upper bound; before it fitted a step's extent, 1
+        (capture refuses more than MAX_BARS then: `bins.step_bin`)."""
         if self.step is None or self.extent is None:
             return self.maxbins or 1
         bars = (self.extent[1] - self.extent[0]) / self.step

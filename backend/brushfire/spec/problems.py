@@ -163,9 +163,10 @@ def _value_hint(loc: Loc, msg: str) -> str:
     if loc[-2:] == ("bin", "extent"):
         return "write extent: [lo, hi] with lo < hi"
     if loc[-1:] == ("bin",) and "maxbins" in msg and "either" in msg:
-        return "keep maxbins for bins fitted to the data, or step and extent for fixed ones"
+        return "keep maxbins for a nice step fitted to the data, or a step (and an extent) of your own"
     if loc[-1:] == ("bin",):
-        return "e.g. bin: {step: 10, extent: [0, 100]}, or bin: {maxbins: 20} (a nice step fitted to the data)"
+        return ("e.g. bin: {step: 10, extent: [0, 100]}, bin: {step: 10} (the extent fitted to the data)"
+                " or bin: {maxbins: 20} (a nice step fitted to the data)")
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
     if loc[-2:] == ("aggregate", "p"):

@@ -8,10 +8,13 @@ chosen at capture, and the SQL predicate of a selection entry.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from brushfire import selection, sql
-from brushfire.bins import nice_bin
+from brushfire.bins import nice_bin, step_bin
+from brushfire.errors import CaptureError
+from brushfire.limits import MAX_BARS
 from brushfire.spec import models as m
 from brushfire.views.base import BinnedAxis, FieldNeed, ViewType
 from brushfire.views.categorical import Categorical
@@ -42,19 +45,33 @@ def source_fields(view: Any) -> list[str]:
 
 
 def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
-    """Fields with a `maxbins` bin: capture finds their finite min and max."""
+    """Fields with a bin fitted to the data (`maxbins`, or a step alone): capture finds
+    their finite min and max."""
     out = [a.field for v in dash.views for a in view_type(v).axes(v) if not a.bin.resolved]
     return list(dict.fromkeys(out))
 
 
 def resolve_bins(dash: m.DashboardSpec, extents: dict[str, tuple]) -> m.DashboardSpec:
-    """`dash` with each `maxbins` bin replaced by the step and extent `nice_bin` chooses
-    for its field's finite (min, max) in `extents`."""
+    """`dash` with each bin fitted to the data replaced by the step and extent `nice_bin`
+    (maxbins) or `step_bin` (a step alone) chooses for its field's finite (min, max) in
+    `extents`. A heatmap whose fitted axes make more than MAX_BARS cells: CaptureError."""
     def fit(v, i: int, a: BinnedAxis) -> m.Bin:
         b = a.bin
-        return b if b.resolved else nice_bin(*extents.get(a.field, (None, None)), b.maxbins, b.clamp)
+        if b.resolved:
+            return b
+        lo, hi = extents.get(a.field, (None, None))
+        if b.maxbins is not None:
+            return nice_bin(lo, hi, b.maxbins, b.clamp)
+        return step_bin(lo, hi, b.step, b.clamp, f"view {v.name}, {'.'.join(map(str, a.path))}")
 
-    return _replace_bins(dash, fit)
+    out = _replace_bins(dash, fit)
+    for v in out.views:
+        counts = [a.bin.count for a in view_type(v).axes(v)]
+        if len(counts) > 1 and math.prod(counts) > MAX_BARS:
+            msg = (f"view {v.name}: its bins fitted to the data make {' × '.join(f'{n:,}' for n in counts)}"
+                   f" = {math.prod(counts):,} cells; a {v.type} has at most {MAX_BARS:,}: give larger steps")
+            raise CaptureError(msg)
+    return out
 
 
 def bins_record(view) -> list[list[float]]:

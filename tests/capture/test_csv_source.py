@@ -1,0 +1,73 @@
+"""A CSV source as people write them, captured on Spark with no reader options: its first
+line names the columns (spaces and symbols included), numbers and dates are typed, a bin
+of a step alone gets its extent from the data; answers equal pandas' over the same file."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from brushfire import Dashboard
+from brushfire.errors import SpecError
+
+pytestmark = pytest.mark.spark
+
+SPEC = """\
+name: sales
+source: {{path: {path}}}
+views:
+  - {{name: amount, type: histogram, field: "amount ($)", bin: {{step: 10}}}}
+  - {{name: region, type: categorical, field: {region}}}
+  - {{name: when, type: temporal, field: "order date", unit: month}}
+interactions:
+  crossfilter:
+    - views: [amount, region, when]
+"""
+
+
+@pytest.fixture(scope="module")
+def sales(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    n = 700
+    frame = pd.DataFrame({
+        "order date": pd.to_datetime("2024-01-01") + pd.to_timedelta(rng.integers(0, 366, n), unit="D"),
+        "Region": rng.choice(["North", "South", "East", "West"], n, p=[0.4, 0.3, 0.2, 0.1]),
+        "amount ($)": rng.lognormal(3, 1, n).round(2),
+        "qty": rng.integers(1, 9, n),
+    })
+    path = tmp_path_factory.mktemp("csv") / "sales.csv"
+    frame.to_csv(path, index=False, date_format="%Y-%m-%d")
+    return path, frame
+
+
+def test_a_csv_with_a_header_is_captured_with_its_names_and_types(spark, sales, tmp_path):
+    path, frame = sales
+    spec = tmp_path / "sales.yaml"
+    spec.write_text(SPEC.format(path=path, region="Region"))
+    dash = Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    amount = frame["amount ($)"]
+    assert dash.spec.view("amount").bin.extent == (math.floor(amount.min() / 10) * 10,
+                                                    math.ceil(amount.max() / 10) * 10)
+    s = dash.engine_session()
+    counts = dict(zip(s.view("region").labels, s.view("region").counts, strict=True))
+    assert counts == {**frame["Region"].value_counts().to_dict(), "(other)": 0}
+    assert len(s.view("when").labels) == 12 and sum(s.view("when").counts) == len(frame)
+    s.brush("amount", (0, 50))
+    inside = frame[(amount >= 0) & (amount <= 50)]
+    assert s.count_selected() == len(inside)
+    counts = dict(zip(s.view("region").labels, s.view("region").counts, strict=True))
+    assert counts == {**inside["Region"].value_counts().to_dict(), "(other)": 0}
+
+
+def test_a_misspelt_csv_column_is_named_among_the_files_own(spark, sales, tmp_path):
+    path, _ = sales
+    spec = tmp_path / "sales.yaml"
+    spec.write_text(SPEC.format(path=path, region="Regoin"))
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    text = str(info.value)
+    assert "views[1].field: column 'Regoin' is not in the source" in text, text
+    assert "Region" in text and "__bf_" not in text, text
