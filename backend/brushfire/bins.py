@@ -73,6 +73,14 @@ def nice_bin(lo: float | None, hi: float | None, maxbins: int, clamp: bool = Fal
         k += 1
 
 
+def step_bars(lo: float, hi: float, step: float) -> int:
+    """How many bars `step_bin` gives data spanning [lo, hi] (exact, before the bounds are
+    rounded to doubles)."""
+    s = Fraction(step)
+    first = math.floor(Fraction(lo) / s)
+    return max(math.ceil(Fraction(hi) / s), first + 1) - first
+
+
 def step_bin(lo: float | None, hi: float | None, step: float, clamp: bool = False,
              what: str = "bin") -> m.Bin:
     """The extent a bin of `step` alone gets for data whose finite values span [lo, hi]
@@ -83,8 +91,8 @@ def step_bin(lo: float | None, hi: float | None, step: float, clamp: bool = Fals
     if lo is None or hi is None:
         lo = hi = 0.0
     s = Fraction(step)
-    first, last = math.floor(Fraction(lo) / s), math.ceil(Fraction(hi) / s)
-    last = max(last, first + 1)
+    first = math.floor(Fraction(lo) / s)
+    last = first + step_bars(lo, hi, step)
     out = None
     if last - first <= MAX_BARS:
         try:

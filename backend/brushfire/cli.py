@@ -238,14 +238,14 @@ def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
 
 
 def _validate(args) -> int:
-    from brushfire.source import read_types, time_ranges
+    from brushfire.source import column_ranges, read_types
     from brushfire.spec import load_dashboard
     from brushfire.spec.checks import (
         check_columns,
+        check_data_bars,
         check_profile_columns,
-        check_temporal_bars,
+        data_bar_fields,
         expression_warnings,
-        temporal_fields,
     )
     from brushfire.workload import read_workload
 
@@ -258,7 +258,7 @@ def _validate(args) -> int:
             check_columns(dash, types)  # with no types (CSV, JSON): the derived columns' own
             check_profile_columns(dash, [*(types or {}), *dash.source.columns])
             if types is not None:
-                check_temporal_bars(dash, time_ranges(dash.source, temporal_fields(dash)))
+                check_data_bars(dash, column_ranges(dash.source, data_bar_fields(dash)))
             read_workload(dash)  # its trace readable (read again when the capture is planned)
             warnings = [w.render() for w in expression_warnings(dash, types)]
             if args.spark and (dash.source.columns or dash.source.filters or types is None):

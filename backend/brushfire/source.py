@@ -8,9 +8,11 @@ and how a relative path was resolved) when the source came from a spec file.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -258,12 +260,14 @@ def _csv_names(source: m.Source) -> list[str] | None:
     return fields
 
 
-MAX_FOOTERS = 1_000  # files whose statistics time_ranges reads; beyond that it gives up
+MAX_FOOTERS = 1_000  # files whose statistics column_ranges reads; beyond that it gives up
 
 
-def time_ranges(source: m.Source, columns: list[str]) -> dict[str, tuple[datetime, datetime]]:
-    """{column: (first, last)} timestamps (UTC) of a local Parquet source, from its row
-    groups' statistics, for the `columns` every row group has statistics for."""
+def column_ranges(source: m.Source, columns: list[str]) -> dict[str, tuple]:
+    """{column: (smallest, largest)} of a local Parquet source, from its row groups'
+    statistics, for the `columns` every row group has statistics for: timestamps and dates
+    as naive UTC datetimes, numbers as finite floats (a column whose statistics hold an
+    infinity or NaN, or are of another type, is left out)."""
     if source.resolved_format != "parquet" or not is_local(source.path) or not columns:
         return {}
     import pyarrow.parquet as pq
@@ -272,7 +276,7 @@ def time_ranges(source: m.Source, columns: list[str]) -> dict[str, tuple[datetim
         files = ds.dataset(source.path.removeprefix("file://"), format="parquet").files
         if len(files) > MAX_FOOTERS:
             return {}
-        out: dict[str, tuple[datetime, datetime]] = {}
+        out: dict[str, tuple] = {}
         missing: set[str] = set()
         for f in files:
             meta = pq.ParquetFile(f).metadata
@@ -287,15 +291,29 @@ def time_ranges(source: m.Source, columns: list[str]) -> dict[str, tuple[datetim
                         if meta.row_group(rg).num_rows:
                             missing.add(c)
                         continue
-                    lo, hi = _utc(st.min), _utc(st.max)
-                    if lo is None or hi is None:
+                    lo, hi = _comparable(st.min), _comparable(st.max)
+                    if lo is None or hi is None or type(lo) is not type(hi):
                         missing.add(c)
                         continue
                     old = out.get(c, (lo, hi))
+                    if type(old[0]) is not type(lo):
+                        missing.add(c)
+                        continue
                     out[c] = (min(old[0], lo), max(old[1], hi))
-    except (OSError, pa.ArrowInvalid, ValueError):
+    except (OSError, pa.ArrowInvalid, ValueError, TypeError):
         return {}
     return {c: r for c, r in out.items() if c not in missing}
+
+
+def _comparable(x) -> datetime | float | None:
+    """A statistic as column_ranges compares it: a naive UTC datetime, a finite float, or
+    None (anything else)."""
+    if isinstance(x, (datetime, date)):
+        return _utc(x)
+    if isinstance(x, (int, float, Decimal)) and not isinstance(x, bool):
+        f = float(x)
+        return f if math.isfinite(f) else None
+    return None
 
 
 def _utc(x) -> datetime | None:

@@ -660,6 +660,31 @@ def test_validate_counts_temporal_bars_from_parquet_statistics(tmp_path, capsys)
     assert main(["validate", str(spec)]) == 0
 
 
+def test_validate_counts_the_bars_of_a_step_alone_from_parquet_statistics(tmp_path, capsys) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.cli import main
+
+    # two row groups, each with its own statistics (NaN and null are in none)
+    pq.write_table(pa.table({"x": [0.25, float("nan"), None, 3e4], "k": pa.array([-7, 40, 3, 0], pa.int32())}),
+                   tmp_path / "rows.parquet", row_group_size=2)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: t\nsource: {path: rows.parquet}\nviews:\n"
+                    "  - {name: hx, type: histogram, field: x, bin: {step: 0.1}}\n"
+                    "  - {name: heat, type: heatmap, x: {field: k, bin: {step: 0.001}},\n"
+                    "     y: {field: x, bin: {step: 10000}}}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:4: views[0].bin.step: step 0.1 makes 299,998 bars from 0.25 to 30000 (the smallest and largest x in the source); a view has at most 65,534 bars
+    hint: use a step of at least 0.458, or give an extent and clamp: true
+{spec}:5: views[1]: 47,000 × 3 = 141,000 cells over the source's range; a heatmap has at most 65,534 cells
+    hint: use larger steps on x or y
+"""
+    spec.write_text(spec.read_text().replace("step: 0.1}", "step: 1}").replace("0.001", "0.01"))
+    assert main(["validate", str(spec)]) == 0  # 29,999 bars; 4,700 × 3 cells
+
+
 # --- environment variables in source paths ---------------------------------------------
 
 ENV_SPEC = """\

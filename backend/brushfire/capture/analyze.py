@@ -28,13 +28,13 @@ from pathlib import Path
 
 from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, SpecError, SpecProblem
-from brushfire.source import read_types, source_error, time_ranges
+from brushfire.source import column_ranges, read_types, source_error
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
     check_columns,
-    check_temporal_bars,
+    check_data_bars,
+    data_bar_fields,
     expression_warnings,
-    temporal_fields,
 )
 
 log = logging.getLogger("brushfire.spec")
@@ -118,7 +118,7 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     warn = warn or log.warning
     src = dash.source
     if paths is None and read_types(src) is not None:  # local Parquet / ORC: footers, not Spark
-        check_temporal_bars(dash, time_ranges(src, temporal_fields(dash)))
+        check_data_bars(dash, column_ranges(src, data_bar_fields(dash)))
     with _spark_problem(lambda text: source_error(src, text, _read_hint(text, src))):
         df = read_raw(spark, src, paths, schema)
         _ = df.schema

@@ -353,39 +353,75 @@ def check_limits(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
 _UNIT_ORDER = ("minute", "hour", "day", "week", "month", "year")
 
 
-def check_temporal_bars(dash: m.DashboardSpec, ranges: dict[str, tuple[datetime, datetime]]) -> None:
-    """Temporal views have a bar per calendar unit from the first to the last timestamp:
-    with the source's range known (Parquet statistics), their number must fit MAX_BARS.
-    Skipped when static filters may narrow the range."""
+def check_data_bars(dash: m.DashboardSpec, ranges: dict[str, tuple]) -> None:
+    """Bars the data decides, counted from the source's range of each field where it is
+    known (`source.column_ranges`: Parquet statistics, no Spark), so that too many is an
+    error at the spec's key before any job: a temporal view has a bar per calendar unit
+    from the first to the last timestamp; a bin of a step alone (its extent fitted at
+    capture) a bar per step around the smallest and largest value. At most MAX_BARS each
+    (a heatmap's cells, too). Skipped when static filters may narrow the range; derived
+    and joined fields have no statistics."""
     if dash.source.filters:
         return
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     problems = []
     for i, v in enumerate(dash.views):
-        cal = view_type(v).calendar(v)
-        if cal is None or cal[0] in dash.source.columns or cal[0] not in ranges:
-            continue
-        field, unit = cal
-        lo, hi = ranges[field]
-        n = calendar_bars(unit, lo, hi)
-        if n <= MAX_BARS:
-            continue
-        coarser = next((u for u in _UNIT_ORDER[_UNIT_ORDER.index(unit) + 1:]
-                        if calendar_bars(u, lo, hi) <= MAX_BARS), "year")
-        loc: Loc = ("views", i, "unit")
-        msg = (f"{n:,} {unit} bars from {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} (the first and"
-               f" last {field} in the source); a view has at most {MAX_BARS:,} bars")
-        hint = f"use unit: {coarser} ({calendar_bars(coarser, lo, hi):,} bars)"
-        problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
+        for loc, msg, hint in _calendar_bars(dash, i, v, ranges) + _step_bars(dash, i, v, ranges):
+            problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
     if problems:
         raise SpecError(problems)
 
 
-def temporal_fields(dash: m.DashboardSpec) -> list[str]:
-    """The timestamp fields whose range decides how many bars a view has."""
+def _calendar_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple]) -> list[tuple[Loc, str, str]]:
+    cal = view_type(v).calendar(v)
+    if cal is None or cal[0] in dash.source.columns or not isinstance(ranges.get(cal[0], (0,))[0], datetime):
+        return []
+    field, unit = cal
+    lo, hi = ranges[field]
+    n = calendar_bars(unit, lo, hi)
+    if n <= MAX_BARS:
+        return []
+    coarser = next((u for u in _UNIT_ORDER[_UNIT_ORDER.index(unit) + 1:]
+                    if calendar_bars(u, lo, hi) <= MAX_BARS), "year")
+    msg = (f"{n:,} {unit} bars from {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} (the first and"
+           f" last {field} in the source); a view has at most {MAX_BARS:,} bars")
+    return [(("views", i, "unit"), msg, f"use unit: {coarser} ({calendar_bars(coarser, lo, hi):,} bars)")]
+
+
+def _step_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple]) -> list[tuple[Loc, str, str]]:
+    from brushfire.bins import step_bars
+
+    out: list[tuple[Loc, str, str]] = []
+    counts = []
+    for a in view_type(v).axes(v):
+        r = ranges.get(a.field)
+        if a.bin.resolved or a.bin.maxbins is not None or a.field in dash.source.columns \
+                or r is None or not isinstance(r[0], float):
+            counts.append(a.bin.count)
+            continue
+        n = step_bars(r[0], r[1], a.bin.step)
+        counts.append(n)
+        if n > MAX_BARS:
+            least = (r[1] - r[0]) / (MAX_BARS - 1)
+            msg = (f"step {a.bin.step:g} makes {n:,} bars from {r[0]:g} to {r[1]:g} (the smallest and"
+                   f" largest {a.field} in the source); a view has at most {MAX_BARS:,} bars")
+            out.append((("views", i, *a.path, "step"), msg,
+                        f"use a step of at least {least:.3g}, or give an extent and clamp: true"))
+    if not out and len(counts) > 1 and math.prod(counts) > MAX_BARS:
+        msg = (f"{' × '.join(f'{n:,}' for n in counts)} = {math.prod(counts):,} cells over the"
+               f" source's range; a {v.type} has at most {MAX_BARS:,} cells")
+        out.append((("views", i), msg, "use larger steps on x or y"))
+    return out
+
+
+def data_bar_fields(dash: m.DashboardSpec) -> list[str]:
+    """The fields whose range decides how many bars a view has: timestamps of temporal
+    views, numbers binned by a step alone."""
     cals = [view_type(v).calendar(v) for v in dash.views]
-    return list(dict.fromkeys(c[0] for c in cals if c is not None))
+    steps = [a.field for v in dash.views for a in view_type(v).axes(v)
+             if not a.bin.resolved and a.bin.maxbins is None]
+    return list(dict.fromkeys([c[0] for c in cals if c is not None] + steps))
 
 
 def calendar_bars(unit: str, lo: datetime, hi: datetime) -> int:
