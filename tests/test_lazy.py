@@ -13,7 +13,7 @@ import pytest
 
 from bars import same
 from brushfire import Dashboard, protocol, sql
-from brushfire.errors import NotCapturedError
+from brushfire.errors import CaptureError, NotCapturedError
 from brushfire.spark_source import source_for
 from brushfire.spec import parse_dashboard
 from brushfire.views import brush_sql, key_sql
@@ -164,12 +164,46 @@ def test_a_filter_on_a_column_no_view_shows(dash, oracle):
     for message, error in [
             ({"type": "filter", "column": "nope", "values": [1]}, "no column 'nope' in the source"),
             ({"type": "filter", "column": "cat", "interval": [0, 1]}, "filter it by values"),
-            ({"type": "filter", "column": "m"}, "an interval [lo, hi] or a list of values")]:
+            ({"type": "filter", "column": "m"}, "an interval [lo, hi] or a list of values"),
+            # values of another type than the column's: refused before Spark
+            ({"type": "filter", "column": "t", "values": [1, 2]}, "t: values[0]: 1 is a number, not a time"),
+            ({"type": "filter", "column": "dest", "values": ["AAA", 5]}, "holds strings: values ['AAA', 5]"),
+            ({"type": "filter", "column": "m", "values": [1, "x"]}, "m: values[1]:"),
+            ({"type": "filter", "column": "m", "values": [1e400]}, "m: values[0]: inf is not a finite number")]:
         reply = protocol.handle(s, message)
         assert reply["type"] == "error" and error in reply["message"], reply
     exp.check(s)
+    # values of a time column: ISO times, compared as instants
+    when = ["2021-01-03T00:00:00", "2021-02-01T05:00:00+01:00"]
+    protocol.handle(s, {"type": "filter", "column": "t", "values": [*when, None]})
+    exp.lazy("column:t", "t IN (TIMESTAMP '2021-01-03 00:00:00', TIMESTAMP '2021-02-01 04:00:00') "
+                         "OR t IS NULL", VIEWS)
+    exp.check(s)
     protocol.handle(s, {"type": "clear"})
     assert s.filters == {} and s.count_selected() == dash.store.n_rows
+
+
+def test_a_lazy_filter_spark_fails_on_leaves_the_filters_as_they_were(dash, oracle, monkeypatch):
+    s = dash.session()
+    exp = Expect(dash, oracle)
+    protocol.handle(s, {"type": "filter", "column": "m", "interval": [0, 120.5]})
+    exp.lazy("column:m", "m IS NOT NULL AND NOT isnan(m) AND m >= 0 AND m <= 120.5", VIEWS)
+    before = protocol.filters_json(s)
+
+    def fails(*args, **kwargs):
+        msg = "Spark failed while answering lazily: the executors are gone"
+        raise CaptureError(msg)
+
+    with monkeypatch.context() as m:
+        m.setattr(s.source, "run", fails)
+        for message in ({"type": "filter", "column": "dest", "values": ["AAA"]},  # a new filter
+                        {"type": "filter", "column": "m", "interval": [5, 6]}):  # a filter changed
+            reply = protocol.handle(s, message)
+            assert reply["type"] == "error" and "the executors are gone" in reply["message"], reply
+            assert protocol.filters_json(s) == before
+    exp.check(s)  # and the next answers are of those filters
+    reply = protocol.handle(s, {"type": "filter", "column": "dest", "values": ["AAA"]})
+    assert reply["type"] == "update", reply
 
 
 def test_an_undeclared_highlight_pair(dash, oracle):

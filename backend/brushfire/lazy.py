@@ -37,6 +37,7 @@ as capture numbers them (checked against the store's shards).
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 import uuid
@@ -189,7 +190,7 @@ class LazySession(LazyQueries):
             lo, hi = sql.pair(interval)
         known = self.source.known_columns()
         kind = (known or {}).get(column)
-        if known is None or (kind is None and values is None):
+        if kind is None:
             self.source.start()  # a JSON source's names, or a derived column's kind: Spark's
             kind = self.source.columns.get(column)
             if kind is None:
@@ -197,10 +198,18 @@ class LazySession(LazyQueries):
                        f"{', '.join(sorted(self.source.columns))}")
                 raise InteractionError(msg)
         if values is not None:
-            c = sql.ident(column, sql.SPARK)
             plain = [x for x in values if x is not None]
+            c = sql.ident(column, sql.SPARK)
+            if kind == "temporal":  # ISO times, compared as UTC microseconds
+                c = sql.time_us(column, sql.SPARK)
+                plain = [_checked(V.time_bound, x, column, i, "values") for i, x in enumerate(plain)]
+            elif kind == "number":
+                plain = [_checked(_finite, x, column, i, "values") for i, x in enumerate(plain)]
+            elif kind == "string" and any(not isinstance(x, str) for x in plain):
+                msg = f"column {column!r} holds strings: values {V.show(values)} must be strings"
+                raise InteractionError(msg)
             parts = [f"{c} IN ({', '.join(sql.lit(x, sql.SPARK) for x in plain)})"] if plain else []
-            parts += [f"{c} IS NULL"] if None in values else []
+            parts += [f"{sql.ident(column, sql.SPARK)} IS NULL"] if None in values else []
             pred = " OR ".join(parts) or "FALSE"
             given = list(values)
         else:
@@ -346,7 +355,15 @@ class LazySession(LazyQueries):
         self._note(name)
         touched = set(views) | (set(old.applies_to) if old else set())
         update = Update({v: self.inner.view(v) for v in touched}, dict.fromkeys(touched, "engine"))
-        return self._merge(update, reason, t0)
+        try:
+            return self._merge(update, reason, t0)
+        except BaseException:  # Spark refused or failed: the session keeps its filters as they were
+            if old is None:
+                self.lazy.pop(name, None)
+                self._forget(name)
+            else:
+                self.lazy[name] = old
+            raise
 
     def _merge(self, update: Update, reason: str, t0: float | None = None) -> Update:
         """`update` (the engine's) with the views the lazy filters apply to recomputed on
@@ -554,9 +571,18 @@ class LazySession(LazyQueries):
         return self._bars
 
 
-def _checked(convert, x, where: str, i: int):
+def _finite(x):
+    """A number a values filter compares with: finite (V.number_bound's checks)."""
+    v = V.number_bound(x)
+    if v is None or not math.isfinite(v):
+        msg = f"{V.show(x)} is not a finite number"
+        raise InteractionError(msg)
+    return v
+
+
+def _checked(convert, x, where: str, i: int, key: str = "interval"):
     try:
         return convert(x)
     except InteractionError as e:
-        msg = f"{where}: interval[{i}]: {e}"
+        msg = f"{where}: {key}[{i}]: {e}"
         raise InteractionError(msg) from None
