@@ -463,3 +463,13 @@ def test_a_client_that_leaves_cancels_its_lazy_answer(dash, monkeypatch):
         while httpx.get(f"http://{addr}/health").json()["sessions"]:
             assert time.monotonic() < deadline, "the lazy answer ran on for a client that had left"
             time.sleep(0.1)
+
+
+@pytest.mark.parametrize(("order_by", "error"), [
+    ("", "details.order_by: no column '' in the source; columns: "),
+    ("mm", "details.order_by: no column 'mm' in the source; columns: cat, dest, k, m, t, x; did you mean 'm'?"),
+])
+def test_details_ordered_by_no_column_is_an_error_before_spark(dash, order_by, error):
+    s = dash.session()
+    reply = protocol.handle(s, {"type": "details", "order_by": order_by, "descending": True})
+    assert reply["type"] == "error" and reply["message"].startswith(error), reply

@@ -84,7 +84,7 @@ class LazyQueries:
         """Whether details of `columns` are the engine's: the declared ones and each join's
         key (plan.detail_columns)."""
         declared = self.spec.interactions.details
-        named = {*(columns or (declared.columns if declared else [])), *([order_by] if order_by else [])}
+        named = {*(columns or (declared.columns if declared else [])), *([order_by] if order_by is not None else [])}
         return declared is not None and named <= set(self.plan.detail_columns)
 
     def _details(self: LazySession, view: str | None, bars: list[int] | None, page: int, size: int,

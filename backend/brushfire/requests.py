@@ -238,6 +238,8 @@ class Details(Message):
         if answers_lazily(session):  # unlisted columns are read on Spark: names known without it
             for i, c in enumerate(self.columns or ()):
                 lazy_api(session).check_column(c, f"details.columns[{i}]")
+            if self.order_by is not None:
+                lazy_api(session).check_column(self.order_by, "details.order_by")
             check_page(self.page, self.page_size or (declared.page_size if declared else DEFAULT_PAGE))
             return self._request()
         if declared is None:
