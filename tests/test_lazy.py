@@ -473,3 +473,10 @@ def test_details_ordered_by_no_column_is_an_error_before_spark(dash, order_by, e
     s = dash.session()
     reply = protocol.handle(s, {"type": "details", "order_by": order_by, "descending": True})
     assert reply["type"] == "error" and reply["message"].startswith(error), reply
+
+
+def test_a_details_page_past_the_last_row_is_empty_without_spark(dash, monkeypatch):
+    s = dash.session()
+    monkeypatch.setattr(s.source, "run", lambda *a, **k: pytest.fail("no Spark job for a page past the end"))
+    reply = protocol.handle(s, {"type": "details", "page": 10**9, "page_size": 50, "columns": ["k", "dest"]})
+    assert reply["type"] == "details" and reply["rows"] == [], reply

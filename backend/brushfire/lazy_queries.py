@@ -99,6 +99,8 @@ class LazyQueries:
         if unknown:
             msg = f"no column {unknown[0]!r} in the source; columns: {', '.join(sorted(self.source.columns))}"
             raise InteractionError(msg)
+        if page * size >= self.store.n_rows:  # past the last row (and past Spark's int OFFSET)
+            return pa.table({"rid": pa.array([], pa.int64()), **{c: pa.array([]) for c in columns}})
         group = self._begin()
         try:
             table = self.source.rid_table(group)
