@@ -91,6 +91,7 @@ REFUSED = [
     ("abs(DISTINCT delay)", "DISTINCT in a function call is for aggregates, which are not allowed here", 4),
     ("abs(delay) OVER (ORDER BY delay)", "window functions are not allowed in spec expressions", 11),
     ("current_user", "current_user is not allowed in spec expressions: it reveals the server's user", 0),
+    ("user || delay", "user is not allowed in spec expressions: it reveals the server's user", 0),
     ("current_timestamp()", "function 'current_timestamp' is not allowed in spec expressions: it is"
      " not deterministic", 0),
     ("unix_timestamp()", "unix_timestamp() without arguments is not allowed: it is not deterministic", 0),
@@ -109,6 +110,12 @@ REFUSED = [
     ("", "the expression is empty", 0),
     ("(" * 60 + "delay" + ")" * 60, "the expression nests more than 50 levels deep", 50),
 ]
+
+
+@pytest.mark.parametrize("text", ["user.country", "`user`.country", "`user`", "upper(`session_user`)"])
+def test_a_column_named_as_a_function_of_no_arguments_is_a_column(text: str) -> None:
+    # `user` quoted, or a field of it: Spark reads a column there, never current_user()
+    assert ex.analyze(text, {}).columns[0][0].split(".")[0] in ("user", "session_user")
 
 
 @pytest.mark.parametrize(("text", "message", "pos"), REFUSED, ids=[t[:40] for t, _, _ in REFUSED])

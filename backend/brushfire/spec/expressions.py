@@ -469,7 +469,7 @@ class _Parser:
             return "string"
         if t.kind == "qident":
             self.take()
-            return self.column(t.text[1:-1].replace("``", "`"), t.pos)
+            return self.column(t.text[1:-1].replace("``", "`"), t.pos, quoted=True)
         if t.kind == "op" and t.text == "(":
             self.take()
             if self.tok.word in _QUERY:
@@ -535,8 +535,10 @@ class _Parser:
             self.refuse("lambda functions (x -> ...) are not allowed", "", self.tok.pos)
         return self.column(t.text, t.pos)
 
-    def column(self, name: str, pos: int) -> str | None:
-        if name.lower() in _NILADIC and name.lower() not in self.known:
+    def column(self, name: str, pos: int, quoted: bool = False) -> str | None:
+        # `user`, or user.country (a field of a column named so): a column, not the function
+        if name.lower() in _NILADIC and name.lower() not in self.known and not quoted \
+                and not self.at("."):
             self.refuse(f"{name} is not allowed in spec expressions: "
                         f"{_DANGEROUS.get(name.lower(), 'it is not deterministic')}", "", pos)
         self.columns.append((name, pos))
