@@ -382,6 +382,13 @@ def test_capture_help_describes_the_spec_and_the_cache(capsys):
     # relative to the spec's folder: the same, and how to write it
     ("data/flight-3m.parquet", "{data} has no 'flight-3m.parquet'; did you mean 'flights-3m.parquet'?"
                                "; fix the path, or make it absolute"),
+    # a pattern: the folder it names is the path to write
+    ("data/*.parquet", "a path is a file or a folder (every data file in it is read), not a pattern:"
+                       " write path: data for every file in that folder, or move the files you want"
+                       " into a folder of their own"),
+    ("{data}/flights-?m.parquet", "a path is a file or a folder (every data file in it is read), not a"
+                                  " pattern: write path: {data} for every file in that folder, or move"
+                                  " the files you want into a folder of their own"),
 ])
 def test_a_missing_source_says_where_the_path_stops_existing(written, hint, tmp_path, capsys):
     data = tmp_path / "data"

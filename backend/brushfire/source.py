@@ -56,7 +56,13 @@ def check_path(source: m.Table) -> None:
     path = Path(source.path.removeprefix("file://"))
     if not path.exists():
         where: SpecPath | None = getattr(source, "_spec_path", None)
-        if where and where.written != source.path and Path(where.written).exists():
+        if any(c in path.name for c in "*?[{"):
+            folder = path.parent
+            hint = (f"a path is a file or a folder (every data file in it is read), not a pattern:"
+                    f" write path: {str(folder) if where is None else str(Path(where.written).parent)}"
+                    " for every file in that folder, or move the files you want into a folder of"
+                    " their own") if folder.is_dir() else _missing_hint(path)
+        elif where and where.written != source.path and Path(where.written).exists():
             hint = (f"{where.written!r} exists relative to the current directory, but a spec's"
                     " paths are relative to the spec file: write it relative to"
                     f" {where.base_dir}, or absolute")
