@@ -168,7 +168,12 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
 
     needed = needed_columns(dash)
     shuffled = False
+    own = {c.lower(): c for c in df.columns}  # (validate knows a CSV or JSON source's only now)
     for i, j in enumerate(dash.source.joins):
+        if j.name.lower() in own:
+            raise _spec_error(dash, ("source", "joins", i, "name"),
+                              f"join name {j.name!r} is a column of the source ({own[j.name.lower()]!r})",
+                              "a join's columns are <join>.<column>: give the join another name")
         with _spark_problem(lambda text, j=j: source_error(j, text, _read_hint(text, j))):
             dim = read_raw(spark, j)
             _ = dim.schema
@@ -193,9 +198,11 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
     return df, shuffled
 
 
-def check_join_keys(spark, dash: m.DashboardSpec) -> None:
+def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) -> None:
     """CaptureError when a join's key is not unique in its table (one small job per join,
-    over the dimension table alone)."""
+    over the dimension table alone), compared as the join compares it with its `on`
+    column (`on_types`: {join name: Spark type of its on column}): string keys '7' and
+    '007' are one key for an integer `on`, which Spark casts them to."""
     from pyspark.sql import functions as F
 
     from brushfire.capture.joins import duplicate_error
@@ -203,10 +210,34 @@ def check_join_keys(spark, dash: m.DashboardSpec) -> None:
 
     for j in dash.source.joins:
         with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
-            dup = (read_raw(spark, j).select(F.col(_q(j.key)).alias("k")).where(F.col("k").isNotNull())
-                   .groupBy("k").count().where(F.col("count") > 1).limit(1).collect())
+            dim = read_raw(spark, j)
+            key = F.col(_q(j.key))
+            as_joined = _key_as_joined(dim.select(key).schema.fields[0].dataType,
+                                       (on_types or {}).get(j.name))
+            k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
+            dup = (dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
+                   .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
+                   .where(F.col("n") > 1).limit(1).collect())
         if dup:
-            raise duplicate_error(j, dup[0]["k"])
+            raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
+
+
+def _key_as_joined(key_type, on_type) -> str | None:
+    """The type Spark compares a join's key in when it differs from the key's own (None:
+    the key's own), so that keys the join takes as equal count as duplicates: a string
+    key with a non-string `on` is cast to `on`'s type, an integer or decimal key with a
+    floating `on` compared as a double."""
+    from pyspark.sql import types as T
+
+    if on_type is None or key_type == on_type:
+        return None
+    if isinstance(key_type, T.StringType) and not isinstance(on_type, T.StringType):
+        return on_type.simpleString()
+    numeric = (T.IntegralType, T.DecimalType)
+    if isinstance(key_type, numeric) and isinstance(on_type, T.FractionalType) \
+            and not isinstance(on_type, T.DecimalType):
+        return "double"
+    return None
 
 
 def _flat_fields(df, src: m.Source):

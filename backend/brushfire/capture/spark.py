@@ -153,7 +153,8 @@ class SparkRunner:
         self._joins: dict[str, str] | None = None
         if dash.source.joins:  # a duplicated dimension key: refused before the scan
             progress("checking that the joins' keys are unique", None)
-            check_join_keys(spark, dash)
+            fields = {f.name: f.dataType for f in self.df.schema.fields}
+            check_join_keys(spark, dash, {j.name: fields.get(j.on) for j in dash.source.joins})
 
     def source(self):
         """The source as a dashboard without lineage reads it (joins made, no row origin)."""
