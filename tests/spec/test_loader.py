@@ -258,6 +258,9 @@ bad/join_name_dotted.yaml:5: source.joins[0].name: 'origin-airport' is not a val
     ("join_name_duplicate.yaml", """\
 bad/join_name_duplicate.yaml:6: source.joins[1].name: duplicate join name 'airport'
     hint: source.joins[0] has the same name; join names must be unique"""),
+    ("join_column_quoted_whole.yaml", """\
+bad/join_column_quoted_whole.yaml:5: source.columns.state: `airport.state` names a column called 'airport.state', which Spark does not have: the columns of join 'airport' are its fields
+    hint: write airport.state or `airport`.`state`"""),
     ("join_on_derived_column.yaml", """\
 bad/join_on_derived_column.yaml:7: source.joins[0].on: 'code' is a derived column, and derived columns are computed after the joins
     hint: join on a column of the source's files (a derived column may read the joined columns)"""),

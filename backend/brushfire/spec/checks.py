@@ -213,6 +213,30 @@ def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             out.append(((*loc, "on"), msg,
                         "a join's on names a column of the source or of a join above it: "
                         "reorder source.joins"))
+    return out + _quoted_join_columns(dash)
+
+
+def _quoted_join_columns(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
+    """A joined column quoted whole in a derived column or static filter (`` `j.label` ``,
+    as DuckDB would quote it): Spark reads it as one column named 'j.label', which is not
+    there (a join's columns are fields of the join), and says only that it cannot resolve
+    it, at capture."""
+    joins = {j.name.lower() for j in dash.source.joins}
+    exprs: list[tuple[Loc, str]] = [(("source", "columns", n), x) for n, x in dash.source.columns.items()]
+    exprs += [(("source", "filters", i), x) for i, x in enumerate(dash.source.filters)]
+    out: list[tuple[Loc, str, str]] = []
+    for loc, text in exprs if joins else []:
+        try:
+            columns = ex.analyze(text, check=False).columns
+        except ex.ExpressionError:
+            continue  # (reported by check_expressions)
+        for col, at in columns:
+            end = text.find("`", at + 1) if text.startswith("`", at) else -1
+            head, dot, rest = text[at + 1:end].partition(".")
+            if end > 0 and dot and head.lower() in joins and "`" not in rest:
+                out.append((loc, f"`{head}.{rest}` names a column called {head + dot + rest!r}, which "
+                            f"Spark does not have: the columns of join {head!r} are its fields",
+                            f"write {head}.{rest} or `{head}`.`{rest}`"))
     return out
 
 
