@@ -230,7 +230,7 @@ def _quoted_join_columns(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             columns = ex.analyze(text, check=False).columns
         except ex.ExpressionError:
             continue  # (reported by check_expressions)
-        for col, at in columns:
+        for _, at in columns:
             end = text.find("`", at + 1) if text.startswith("`", at) else -1
             head, dot, rest = text[at + 1:end].partition(".")
             if end > 0 and dot and head.lower() in joins and "`" not in rest:
