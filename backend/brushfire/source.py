@@ -169,15 +169,16 @@ def same_files(a: list[dict], b: list[dict]) -> bool:
     return key(a) == key(b)
 
 
-def read_types(source: m.Source) -> dict[str, str] | None:
+def read_types(source: m.Source) -> dict[str, str | None] | None:
     """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
     source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
     and for remote paths; with the columns `<join>.<column>` of each join whose dimension
-    table's schema is known so (spec/checks.check_columns leaves the others to Spark). Raises
-    at source.path (a join's path) when a table cannot be read."""
-    joined: dict[str, str] = {}
+    table's schema is known so, or whose names are (a CSV file's first line: `csv_types`,
+    kinds None where Spark infers them; spec/checks.check_columns leaves the others to
+    Spark). Raises at source.path (a join's path) when a table cannot be read."""
+    joined: dict[str, str | None] = {}
     for j in source.joins:
-        types = table_types(j)
+        types = table_types(j) or csv_types(j)
         joined |= {f"{j.name}.{c}": k for c, k in (types or {}).items()}
     types = table_types(source)
     return None if types is None else types | joined
@@ -201,8 +202,23 @@ def table_types(source: m.Table) -> dict[str, str] | None:
     return {f.name: fine_kind_of(f.type) for f in schema}
 
 
-def read_schema(source: m.Source) -> dict[str, str] | None:
-    """{column: 'number' | 'temporal' | 'string' | 'other'} of the source, or None for
+def csv_types(table: m.Table) -> dict[str, str | None] | None:
+    """A local CSV table's columns from its first line (`_csv_names`), for a dimension
+    table's names before Spark reads it: all strings without the `inferSchema` option (as
+    Spark reads them), else of kinds only Spark knows (None). None when not such a table,
+    or its first line cannot be read plainly."""
+    if table.resolved_format != "csv" or not is_local(table.path):
+        return None
+    names = _csv_names(table)
+    if names is None:
+        return None
+    infer = {k.lower(): v for k, v in table.options.items()}.get("inferschema", "false").lower() == "true"
+    names[0] = names[0].removeprefix("\ufeff")  # (a byte-order mark: never refuse a name for it)
+    return dict.fromkeys(names, None if infer else "string")
+
+
+def read_schema(source: m.Source) -> dict[str, str | None] | None:
+    """{column: 'number' | 'temporal' | 'string' | 'other' | None (Spark infers it)} of the source, or None for
     formats whose schema Spark infers by reading the data (CSV, JSON)."""
     types = read_types(source)
     if types is None:

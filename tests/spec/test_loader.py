@@ -902,3 +902,80 @@ def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_cla
         pass
 
     assert model_name(SectionLayout) == "a section layout"
+
+
+@pytest.mark.parametrize(("options", "view", "expected"), [
+    ("{header: 'true'}", "{name: n, type: categorical, field: d.nmae}", """\
+{spec}:7: views[0].field: column 'd.nmae' is not in the table of join 'd' (dim.csv)
+    columns: d.iata, d.name, d.lat
+    hint: did you mean 'd.name'?"""),
+    ("{header: 'true', inferSchema: 'true'}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}",
+     None),
+    # without inferSchema, Spark reads every column of a CSV file as a string
+    ("{header: 'true'}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", """\
+{spec}:7: views[0].field: column 'd.lat' is a string column, but a histogram view needs a number column
+    hint: use a categorical view for strings, or derive a number in source.columns"""),
+], ids=["unknown_column", "inferred_kind_unchecked", "string_without_inferschema"])
+def test_a_csv_dimension_tables_columns_are_checked_from_its_first_line(tmp_path, options, view, expected):
+    """validate knows a local CSV dimension table's columns without Spark (its header):
+    the key, `on` of a join below and joined columns are checked as a Parquet table's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name,lat\nORD,O'Hare,41.9\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    f"    - {{name: d, path: dim.csv, key: iata, on: k, options: {options}}}\n"
+                    f"views:\n  - {view}\n")
+    dash = load_dashboard(spec)
+    if expected is None:
+        check_columns(dash, read_types(dash.source))
+        return
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == expected.format(spec=spec)
+
+
+def test_a_csv_dimension_tables_key_is_checked_from_its_first_line(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.csv, key: iat, on: k, options: {header: 'true'}}\n"
+                    "views:\n  - {name: n, type: categorical, field: d.name}\n")
+    with pytest.raises(SpecError) as info:
+        dash = load_dashboard(spec)
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == f"""\
+{spec}:5: source.joins[0].key: column 'iat' is not in the table of join 'd' (dim.csv)
+    columns: iata, name
+    hint: did you mean 'iata'?"""
+
+
+def test_a_csv_dimension_table_without_header_says_so(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.csv, key: iata, on: k}\n"
+                    "views:\n  - {name: n, type: categorical, field: d._c1}\n")
+    with pytest.raises(SpecError) as info:
+        dash = load_dashboard(spec)
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == f"""\
+{spec}:5: source.joins[0].key: column 'iata' is not in the table of join 'd' (dim.csv)
+    columns: _c0, _c1
+    hint: Spark names a CSV file's columns _c0, _c1, ... unless it reads their names from its first line: add options: {{header: "true"}} to the join"""

@@ -593,7 +593,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         derived = derived_kinds(dash, schema)
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
-    known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
+    known = {c: _coarse(k) if k is not None else "derived" for c, k in schema.items()} | derived_coarse
+    # (None: a column whose kind Spark infers, a CSV dimension table's: not checked)
     known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
@@ -691,8 +692,11 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
             if f"{j.name}.{j.key}" not in schema:
                 msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
                        f"({Path(j.path).name})" + choices_phrase("columns", columns))
-                problem((*loc, "key"), msg, did_you_mean(j.key, columns) or
-                        "name the column of the dimension table that the source's on column holds")
+                unnamed = bool(columns) and all(c == f"_c{n}" for n, c in enumerate(columns))
+                problem((*loc, "key"), msg, did_you_mean(j.key, columns) or (
+                        "Spark names a CSV file's columns _c0, _c1, ... unless it reads their names "
+                        "from its first line: add options: {header: \"true\"} to the join" if unnamed else
+                        "name the column of the dimension table that the source's on column holds"))
         on = src.join_of(j.on)
         if on is not None and on.name in unread:
             continue
