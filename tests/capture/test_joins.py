@@ -478,6 +478,39 @@ def test_on_spark_keys_equal_as_the_join_compares_them_are_refused_first(spark, 
 
 
 @pytest.mark.spark
+def test_on_spark_a_key_the_joins_cast_fails_on_names_the_join(spark, tmp_path):
+    """A string column compared with an integer one is cast to an integer, by Spark as by
+    DuckDB, and a value that is not one fails the query. A dimension's key is checked
+    before the scan; a source's `on` fails the scan, whose error names the join."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int64()), "s": ["7", "x"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\nabc,letters\n")
+    pq.write_table(pa.table({"id": pa.array([7, 1], pa.int64()), "name": ["seven", "one"]}),
+                   tmp_path / "dim.parquet")
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.parquet"), "joins": [
+        {"name": "d", "path": str(tmp_path / "dim.csv"), "key": "id", "on": "k",
+         "options": {"header": "true"}}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value) == (
+        f"join 'd': key 'id' of {tmp_path}/dim.csv holds 'abc', which is not a BIGINT: the join "
+        "compares the key with 'k' (BIGINT) as SQL does, casting it, and Spark (as DuckDB) fails on a "
+        f"value that is not one; hint: fix or remove that row of {tmp_path}/dim.csv, or give 'k' and "
+        "'id' one type in the files")
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
+    d["source"]["joins"] = [{"name": "d", "path": str(tmp_path / "dim.parquet"), "key": "id", "on": "s"}]
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "The value 'x' of the type" in str(info.value), str(info.value)
+    assert str(info.value).endswith(
+        f"; join 'd' compares 's' (STRING) with key 'id' of {tmp_path}/dim.parquet (BIGINT): Spark casts "
+        "each 's' to BIGINT, as SQL does, and fails on a value that is not one; hint: give 's' and 'id' "
+        "one type in the files"), str(info.value)
+
+
+@pytest.mark.spark
 def test_on_spark_a_join_named_as_a_column_of_a_csv_source_is_refused_at_its_name(spark, tmp_path):
     """validate cannot know a CSV source's columns; capture's analysis names the join,
     not Spark's 'ambiguous reference' at its on."""

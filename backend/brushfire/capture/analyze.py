@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from brushfire.capture.profiling import add_profile_columns
-from brushfire.errors import BrushfireError, SpecError, SpecProblem
+from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
 from brushfire.source import read_types, source_error, time_ranges
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
@@ -215,6 +215,15 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
             as_joined = _key_as_joined(dim.select(key).schema.fields[0].dataType,
                                        (on_types or {}).get(j.name))
             k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
+            if as_joined is not None:  # a key the join's cast fails on fails the scan: say so now
+                bad = dim.where(key.isNotNull() & k.isNull()).select(key.alias("raw")).limit(1).collect()
+                if bad:
+                    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} holds {bad[0]['raw']!r}, which is "
+                           f"not a {as_joined.upper()}: the join compares the key with {j.on!r} "
+                           f"({as_joined.upper()}) as SQL does, casting it, and Spark (as DuckDB) fails on "
+                           f"a value that is not one; hint: fix or remove that row of {j.path}, or give "
+                           f"{j.on!r} and {j.key!r} one type in the files")
+                    raise CaptureError(msg)
             dup = (dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
                    .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
                    .where(F.col("n") > 1).limit(1).collect())
