@@ -261,6 +261,9 @@ bad/join_name_duplicate.yaml:6: source.joins[1].name: duplicate join name 'airpo
     ("join_column_quoted_whole.yaml", """\
 bad/join_column_quoted_whole.yaml:5: source.columns.state: `airport.state` names a column called 'airport.state', which Spark does not have: the columns of join 'airport' are its fields
     hint: write airport.state or `airport`.`state`"""),
+    ("join_name_duplicate_case.yaml", """\
+bad/join_name_duplicate_case.yaml:6: source.joins[1].name: join name 'Airport' differs from source.joins[0]'s 'airport' only in case, and Spark reads names case-insensitively
+    hint: give the join another name"""),
     ("join_on_derived_column.yaml", """\
 bad/join_on_derived_column.yaml:7: source.joins[0].on: 'code' is a derived column, and derived columns are computed after the joins
     hint: join on a column of the source's files (a derived column may read the joined columns)"""),

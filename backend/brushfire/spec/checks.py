@@ -183,12 +183,18 @@ def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     out: list[tuple[Loc, str, str]] = []
     joins = dash.source.joins
     names = [j.name for j in joins]
+    lower = [n.lower() for n in names]  # (Spark reads names case-insensitively)
     derived = {c.lower(): c for c in dash.source.columns}
     for i, j in enumerate(joins):
         loc: Loc = ("source", "joins", i)
-        if names.index(j.name) != i:
+        first = lower.index(j.name.lower())
+        if first != i and names[first] == j.name:
             out.append(((*loc, "name"), f"duplicate join name {j.name!r}",
-                        f"source.joins[{names.index(j.name)}] has the same name; join names must be unique"))
+                        f"source.joins[{first}] has the same name; join names must be unique"))
+        elif first != i:
+            out.append(((*loc, "name"), f"join name {j.name!r} differs from source.joins[{first}]'s "
+                        f"{names[first]!r} only in case, and Spark reads names case-insensitively",
+                        "give the join another name"))
         if j.name.lower() in derived:
             out.append(((*loc, "name"), f"join name {j.name!r} is a derived column's name",
                         "a join's columns are <join>.<column>: give the join another name"))
