@@ -498,7 +498,8 @@ def test_on_spark_a_key_the_joins_cast_fails_on_names_the_join(spark, tmp_path):
         f"join 'd': key 'id' of {tmp_path}/dim.csv holds 'abc', which is not a BIGINT: the join "
         "compares the key with 'k' (BIGINT) as SQL does, casting it, and Spark (as DuckDB) fails on a "
         f"value that is not one; hint: fix or remove that row of {tmp_path}/dim.csv, or give 'k' and "
-        "'id' one type in the files")
+        "'id' one type in the files (a CSV file's columns are strings unless options: "
+        '{inferSchema: "true"})')
     assert not list((tmp_path / "cache").glob("*/shards/*"))
     d["source"]["joins"] = [{"name": "d", "path": str(tmp_path / "dim.parquet"), "key": "id", "on": "s"}]
     with pytest.raises(CaptureError) as info:

@@ -223,6 +223,9 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
                            f"({as_joined.upper()}) as SQL does, casting it, and Spark (as DuckDB) fails on "
                            f"a value that is not one; hint: fix or remove that row of {j.path}, or give "
                            f"{j.on!r} and {j.key!r} one type in the files")
+                    infer = {k.lower(): v.lower() for k, v in j.options.items()}.get("inferschema")
+                    if j.resolved_format == "csv" and infer != "true":  # ('7.0': a double, inferred)
+                        msg += ' (a CSV file\'s columns are strings unless options: {inferSchema: "true"})'
                     raise CaptureError(msg)
             dup = (dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
                    .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
