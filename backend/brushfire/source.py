@@ -176,12 +176,18 @@ def read_types(source: m.Source) -> dict[str, str | None] | None:
     table's schema is known so, or whose names are (a CSV file's first line: `csv_types`,
     kinds None where Spark infers them; spec/checks.check_columns leaves the others to
     Spark). Raises at source.path (a join's path) when a table cannot be read."""
+    types = table_types(source)
+    return None if types is None else types | _joined_types(source)
+
+
+def _joined_types(source: m.Source) -> dict[str, str | None]:
+    """`<join>.<column>`: kind of each join whose dimension table's columns are known
+    without Spark (footers, a CSV file's first line)."""
     joined: dict[str, str | None] = {}
     for j in source.joins:
         types = table_types(j) or csv_types(j)
         joined |= {f"{j.name}.{c}": k for c, k in (types or {}).items()}
-    types = table_types(source)
-    return None if types is None else types | joined
+    return joined
 
 
 def table_types(source: m.Table) -> dict[str, str] | None:
@@ -230,16 +236,19 @@ def source_columns(source: m.Source) -> dict[str, str | None] | None:
     """The source's columns as Spark reads them, found without Spark: {column: kind
     ('number' | 'temporal' | 'string' | 'other'), or None where only Spark's analysis can
     tell}: the raw ones from Parquet / ORC footers or a CSV file's first line, then the
-    spec's derived columns (kinds unknown). None when only
-    Spark can tell which columns there are: JSON (Spark infers them from every record),
-    remote paths, a CSV header it could not read plainly. Raises at source.path when the
-    source cannot be read."""
+    spec's derived columns (kinds unknown), and the joins' `<join>.<column>`. None when
+    only Spark can tell which columns there are: JSON (Spark infers them from every
+    record), remote paths, a CSV header it could not read plainly (the source's or a
+    join's). Raises at source.path when the source cannot be read."""
     raw: dict[str, str | None] | None = read_schema(source)
     if raw is None and source.resolved_format == "csv" and is_local(source.path):
         names = _csv_names(source)
-        raw = None if names is None else dict.fromkeys(names)
+        raw = None if names is None else dict.fromkeys(names) | {
+            c: None for c in _joined_types(source)}  # (kinds: Spark's, with the source's)
     if raw is None:
         return None
+    if any(not any(c.startswith(f"{j.name}.") for c in raw) for j in source.joins):
+        return None  # a dimension table whose columns only Spark knows (JSON, remote)
     out = dict(raw)
     out.update(dict.fromkeys(source.columns))  # derived: Spark types them
     return out

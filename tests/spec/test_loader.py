@@ -982,3 +982,33 @@ def test_a_csv_dimension_table_without_header_says_so(tmp_path):
 {spec}:5: source.joins[0].key: column 'iata' is not in the table of join 'd' (dim.csv)
     columns: _c0, _c1
     hint: Spark names a CSV file's columns _c0, _c1, ... unless it reads their names from its first line: add options: {{header: "true"}} to the join"""
+
+
+def test_the_columns_known_without_spark_hold_the_joins(tmp_path):
+    """`source_columns` (what a message's column names are checked against before Spark
+    starts): a CSV dimension table's columns too, so that a lazy `filter` or unlisted
+    details column over one is answered (it was refused: 'no column ... in the source');
+    None (only Spark can tell) while a dimension table's columns are unknown (JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import source_columns
+
+    pq.write_table(pa.table({"k": ["ORD"], "n": [1]}), tmp_path / "fact.parquet")
+    (tmp_path / "fact.csv").write_text("k,n\nORD,1\n")
+    (tmp_path / "dim.csv").write_text("iata,country\nORD,USA\n")
+    (tmp_path / "dim.json").write_text('{"iata": "ORD", "country": "USA"}\n')
+
+    def columns(source: str, dim: str, options: str = "{header: 'true'}"):
+        spec = tmp_path / "s.yaml"
+        spec.write_text(f"name: s\nsource:\n  path: {source}\n  options: {{header: 'true'}}\n  joins:\n"
+                        f"    - {{name: d, path: {dim}, key: iata, on: k, options: {options}}}\n"
+                        "views:\n  - {name: c, type: categorical, field: d.country}\n")
+        return source_columns(load_dashboard(spec).source)
+
+    assert columns("fact.parquet", "dim.csv") == {"k": "string", "n": "number", "d.iata": "string",
+                                                  "d.country": "string"}
+    assert columns("fact.parquet", "dim.csv", "{header: 'true', inferSchema: 'true'}") == {
+        "k": "string", "n": "number", "d.iata": None, "d.country": None}
+    assert columns("fact.csv", "dim.csv") == {"k": None, "n": None, "d.iata": None, "d.country": None}
+    assert columns("fact.parquet", "dim.json", "{}") is None
