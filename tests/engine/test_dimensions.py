@@ -213,3 +213,22 @@ def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):
     assert dimension_forward(s, "d", 10**20)[0] == 0  # beyond the column's precision
     with pytest.raises(InteractionError, match="key 'seven' is not a value of d.id"):
         dimension_forward(s, "d", "seven")
+
+
+def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):
+    """A fact table of no rows (its shards none): `dimension` replies with no rows (it
+    failed: the rows taken had no key column to group by)."""
+    import pyarrow as pa
+
+    fact = pa.table({"k": pa.array([], pa.int64()), "x": pa.array([], pa.int64())})
+    dim = pa.table({"id": pa.array([7], pa.int64()), "label": ["seven"]})
+    spec = parse_dashboard({
+        "name": "none", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"}],
+        "interactions": {"crossfilter": [{"views": ["label"]}], "details": {"columns": ["x", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    got = handle(s, {"type": "dimension", "join": "d"})
+    assert (got["type"], got["total"], got["unmatched"], got["rows"]) == ("dimension", 0, 0, []), got
+    assert handle(s, {"type": "details", "page": 0})["rows"] == []

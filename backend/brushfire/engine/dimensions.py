@@ -77,6 +77,8 @@ def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> Dimensi
     columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
                       if c.startswith(f"{j.name}.") and c != key]]
     table = session.store.take(np.asarray(rids, np.int64), columns)
+    if not table.num_rows:  # (of a source of no rows, the columns' types are unknown)
+        return DimensionRows(table.select(columns).append_column(ROWS, pa.array([], pa.int64())), 0, 0)
     aggs = [(key, "count", pc.CountOptions(mode="all"))] + [(c, "first") for c in columns[1:]]
     grouped = table.group_by(key, use_threads=False).aggregate(aggs)
     grouped = grouped.rename_columns([ROWS if n == f"{key}_count" else n.removesuffix("_first")
