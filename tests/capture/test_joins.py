@@ -475,6 +475,16 @@ def test_on_spark_keys_equal_as_the_join_compares_them_are_refused_first(spark, 
     assert "is not unique (the value '007' is equal to another row's as the join compares it " \
         "with 'k': 7)" in str(info.value), str(info.value)
     assert not list((tmp_path / "cache").glob("*/shards/*"))
+    # Spark's own coercion: an int32 on compares a string key as a BIGINT ('3000000000' is
+    # one, matching nothing), a decimal on as a DOUBLE ('7.001' and '7.004' are two keys)
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int32()),
+                             "dec": pa.array([7, 1], pa.decimal128(10, 2))}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n3000000000,big\n7.001,a\n7.004,b\n")
+    d["source"]["joins"][0]["on"] = "dec"
+    assert spark_store(spark, d, tmp_path / "cache2").n_rows == 2
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n3000000000,big\n")
+    d["source"]["joins"][0]["on"] = "k"
+    assert spark_store(spark, d, tmp_path / "cache3").n_rows == 2
 
 
 @pytest.mark.spark
@@ -496,7 +506,7 @@ def test_on_spark_a_key_the_joins_cast_fails_on_names_the_join(spark, tmp_path):
         spark_store(spark, d, tmp_path / "cache")
     assert str(info.value) == (
         f"join 'd': key 'id' of {tmp_path}/dim.csv holds 'abc', which is not a BIGINT: the join "
-        "compares the key with 'k' (BIGINT) as SQL does, casting it, and Spark (as DuckDB) fails on a "
+        "compares the key with 'k' as a BIGINT, casting it as SQL does, and Spark (as DuckDB) fails on a "
         f"value that is not one; hint: fix or remove that row of {tmp_path}/dim.csv, or give 'k' and "
         "'id' one type in the files (a CSV file's columns are strings unless options: "
         '{inferSchema: "true"})')

@@ -212,18 +212,18 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
         with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
             dim = read_raw(spark, j)
             key = F.col(_q(j.key))
-            as_joined = _key_as_joined(dim.select(key).schema.fields[0].dataType,
+            as_joined = _key_as_joined(spark, dim.select(key).schema.fields[0].dataType,
                                        (on_types or {}).get(j.name))
             k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
             if as_joined is not None:  # a key the join's cast fails on fails the scan: say so now
                 bad = dim.where(key.isNotNull() & k.isNull()).select(key.alias("raw")).limit(1).collect()
                 if bad:
                     msg = (f"join {j.name!r}: key {j.key!r} of {j.path} holds {bad[0]['raw']!r}, which is "
-                           f"not a {as_joined.upper()}: the join compares the key with {j.on!r} "
-                           f"({as_joined.upper()}) as SQL does, casting it, and Spark (as DuckDB) fails on "
+                           f"not a {as_joined.upper()}: the join compares the key with {j.on!r} as a "
+                           f"{as_joined.upper()}, casting it as SQL does, and Spark (as DuckDB) fails on "
                            f"a value that is not one; hint: fix or remove that row of {j.path}, or give "
                            f"{j.on!r} and {j.key!r} one type in the files")
-                    infer = {k.lower(): v.lower() for k, v in j.options.items()}.get("inferschema")
+                    infer = {o.lower(): v.lower() for o, v in j.options.items()}.get("inferschema")
                     if j.resolved_format == "csv" and infer != "true":  # ('7.0': a double, inferred)
                         msg += ' (a CSV file\'s columns are strings unless options: {inferSchema: "true"})'
                     raise CaptureError(msg)
@@ -234,22 +234,22 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
             raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
 
 
-def _key_as_joined(key_type, on_type) -> str | None:
+def _key_as_joined(spark, key_type, on_type) -> str | None:
     """The type Spark compares a join's key in when it differs from the key's own (None:
-    the key's own), so that keys the join takes as equal count as duplicates: a string
-    key with a non-string `on` is cast to `on`'s type, an integer or decimal key with a
-    floating `on` compared as a double."""
-    from pyspark.sql import types as T
+    the key's own), so that keys the join takes as equal count as duplicates: Spark's own
+    coercion of `on = key` (a string key with an integer `on` is cast to BIGINT, with a
+    decimal one both to DOUBLE), read from the analysed comparison."""
+    from pyspark.sql import functions as F
 
     if on_type is None or key_type == on_type:
         return None
-    if isinstance(key_type, T.StringType) and not isinstance(on_type, T.StringType):
-        return on_type.simpleString()
-    numeric = (T.IntegralType, T.DecimalType)
-    if isinstance(key_type, numeric) and isinstance(on_type, T.FractionalType) \
-            and not isinstance(on_type, T.DecimalType):
-        return "double"
-    return None
+    try:
+        df = spark.range(0).select(F.lit(None).cast(on_type).alias("o"), F.lit(None).cast(key_type).alias("k"))
+        plan = df.select((F.col("o") == F.col("k")).alias("c"))._jdf.queryExecution().analyzed()
+        compared = plan.projectList().apply(0).child().right().dataType().simpleString()
+    except Exception:  # (py4j: a plan of another shape) the key as it is
+        return None
+    return None if compared == key_type.simpleString() else compared
 
 
 def _flat_fields(df, src: m.Source):
