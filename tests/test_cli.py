@@ -209,6 +209,23 @@ def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path,
 """
 
 
+def test_validate_says_which_joins_columns_it_could_not_check(tmp_path, capsys):
+    """A JSON dimension table's columns are Spark's to infer: 'ok' says they were not
+    checked (a plain 'ok' let a typo in a joined column through to capture unnoticed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7], pa.int64())}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.json").write_text('{"id": 7, "name": "seven"}\n')
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.json, key: id, on: k}\n"
+                    "views:\n  - {name: a, type: categorical, field: d.nmae}\n")
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().out == (
+        f"{spec}: ok (the columns of join d are checked at capture, or with --spark)\n")
+
+
 @pytest.mark.spark
 def test_validate_with_spark_refuses_a_duplicated_join_key(spark, tmp_path, capsys):
     """What capture refuses before its scan, `validate --spark` refuses too: a key that is

@@ -274,9 +274,12 @@ def _validate(args) -> int:
                     check_join_keys(spark, dash, {j.name: fields.get(j.on) for j in dash.source.joins})
             for w in warnings:
                 print(f"warning: {w}", file=sys.stderr)
-            checked = types is not None or args.spark
-            print(f"{path}: ok" + ("" if checked else
-                                   " (columns are checked at capture, or with --spark)"))
+            unread = [j.name for j in dash.source.joins  # (a JSON table's: only Spark knows them)
+                      if not any(c.startswith(f"{j.name}.") for c in types or {})]
+            checked = (types is not None and not unread) or args.spark
+            print(f"{path}: ok" + ("" if checked else " (columns are checked at capture, or with --spark)"
+                                   if types is None else f" (the columns of join {', '.join(unread)} "
+                                   "are checked at capture, or with --spark)"))
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1
