@@ -212,7 +212,7 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
         with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
             dim = read_raw(spark, j)
             key = F.col(_q(j.key))
-            as_joined = _key_as_joined(spark, dim.select(key).schema.fields[0].dataType,
+            as_joined = key_as_joined(spark, dim.select(key).schema.fields[0].dataType,
                                        (on_types or {}).get(j.name))
             k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
             if as_joined is not None:  # a key the join's cast fails on fails the scan: say so now
@@ -234,7 +234,7 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
             raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
 
 
-def _key_as_joined(spark, key_type, on_type) -> str | None:
+def key_as_joined(spark, key_type, on_type) -> str | None:
     """The type Spark compares a join's key in when it differs from the key's own (None:
     the key's own), so that keys the join takes as equal count as duplicates: Spark's own
     coercion of `on = key` (a string key with an integer `on` is cast to BIGINT, with a

@@ -284,9 +284,12 @@ class SparkRunner:
             for j in self.dash.source.joins:
                 on, key = fields.get(j.on), fields.get(f"{j.name}.{j.key}")
                 if on is not None and key is not None and on.typeName() == "string" != key.typeName():
-                    t = key.simpleString().upper()
+                    from brushfire.capture.analyze import key_as_joined
+
+                    t = (key_as_joined(self.spark, on, key) or on.simpleString()).upper()  # (on, cast)
                     msg = (f"{e}; join {j.name!r} compares {j.on!r} (STRING) with key {j.key!r} of "
-                           f"{j.path} ({t}): Spark casts each {j.on!r} to {t}, as SQL does, and fails "
+                           f"{j.path} ({key.simpleString().upper()}): Spark casts each {j.on!r} to {t}, "
+                           "as SQL does, and fails "
                            f"on a value that is not one; hint: give {j.on!r} and {j.key!r} one type "
                            "in the files")
                     raise CaptureError(msg) from e
