@@ -209,6 +209,45 @@ def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path,
 """
 
 
+def test_validate_says_which_joins_columns_it_could_not_check(tmp_path, capsys):
+    """A JSON dimension table's columns are Spark's to infer: 'ok' says they were not
+    checked (a plain 'ok' let a typo in a joined column through to capture unnoticed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7], pa.int64())}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.json").write_text('{"id": 7, "name": "seven"}\n')
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.json, key: id, on: k}\n"
+                    "views:\n  - {name: a, type: categorical, field: d.nmae}\n")
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().out == (
+        f"{spec}: ok (the columns of join d are checked at capture, or with --spark)\n")
+
+
+@pytest.mark.spark
+def test_validate_with_spark_refuses_a_duplicated_join_key(spark, tmp_path, capsys):
+    """What capture refuses before its scan, `validate --spark` refuses too: a key that is
+    not unique as the join compares it ('7' and '007' for an integer on)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int64())}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n007,bond\n")
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.csv, key: id, on: k, options: {inferSchema: 'false'}}\n"
+                    "views:\n  - {name: a, type: categorical, field: d.name}\n")
+    assert main(["validate", str(spec)]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--spark", str(spec)]) == 1
+    assert capsys.readouterr().err == (
+        f"join 'd': key 'id' of {tmp_path}/dim.csv is not unique (the value '007' is equal to another "
+        "row's as the join compares it with 'k': 7), so a row of the source would match several rows; "
+        f"hint: join on a unique column of {tmp_path}/dim.csv, or remove its duplicate rows\n")
+
+
 # --- capture progress: a line per phase to files and pipes, one line redrawn on a terminal --
 
 # what a capture of the flights dashboard reported (issue 36): (seconds since start, stage,

@@ -261,19 +261,26 @@ def _validate(args) -> int:
                 check_data_bars(dash, column_ranges(dash.source, data_bar_fields(dash)))
             read_workload(dash)  # its trace readable (read again when the capture is planned)
             warnings = [w.render() for w in expression_warnings(dash, types)]
-            if args.spark and (dash.source.columns or dash.source.filters or types is None):
-                from brushfire.capture.analyze import analyze_source
+            if args.spark and (dash.source.columns or dash.source.filters or dash.source.joins
+                               or types is None):
+                from brushfire.capture.analyze import analyze_source, check_join_keys
                 from brushfire.capture.spark import get_spark
 
                 spark = spark or get_spark(args.spark_master or "local[1]",
                                            app_name="brushfire-validate", driver_memory="1g")
                 warnings = []
-                analyze_source(spark, dash, warn=warnings.append)
+                df = analyze_source(spark, dash, warn=warnings.append)
+                if dash.source.joins:  # (a small job over each dimension table, as capture's)
+                    fields = {f.name: f.dataType for f in df.schema.fields}
+                    check_join_keys(spark, dash, {j.name: fields.get(j.on) for j in dash.source.joins})
             for w in warnings:
                 print(f"warning: {w}", file=sys.stderr)
-            checked = types is not None or args.spark
-            print(f"{path}: ok" + ("" if checked else
-                                   " (columns are checked at capture, or with --spark)"))
+            unread = [j.name for j in dash.source.joins  # (a JSON table's: only Spark knows them)
+                      if not any(c.startswith(f"{j.name}.") for c in types or {})]
+            checked = (types is not None and not unread) or args.spark
+            print(f"{path}: ok" + ("" if checked else " (columns are checked at capture, or with --spark)"
+                                   if types is None else f" (the columns of join {', '.join(unread)} "
+                                   "are checked at capture, or with --spark)"))
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1

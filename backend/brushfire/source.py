@@ -177,18 +177,25 @@ def same_files(a: list[dict], b: list[dict]) -> bool:
     return key(a) == key(b)
 
 
-def read_types(source: m.Source) -> dict[str, str] | None:
+def read_types(source: m.Source) -> dict[str, str | None] | None:
     """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
     source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
     and for remote paths; with the columns `<join>.<column>` of each join whose dimension
-    table's schema is known so (spec/checks.check_columns leaves the others to Spark). Raises
-    at source.path (a join's path) when a table cannot be read."""
-    joined: dict[str, str] = {}
-    for j in source.joins:
-        types = table_types(j)
-        joined |= {f"{j.name}.{c}": k for c, k in (types or {}).items()}
+    table's schema is known so, or whose names are (a CSV file's first line: `csv_types`,
+    kinds None where Spark infers them; spec/checks.check_columns leaves the others to
+    Spark). Raises at source.path (a join's path) when a table cannot be read."""
     types = table_types(source)
-    return None if types is None else types | joined
+    return None if types is None else types | _joined_types(source)
+
+
+def _joined_types(source: m.Source) -> dict[str, str | None]:
+    """`<join>.<column>`: kind of each join whose dimension table's columns are known
+    without Spark (footers, a CSV file's first line)."""
+    joined: dict[str, str | None] = {}
+    for j in source.joins:
+        types = table_types(j) or csv_types(j)
+        joined |= {f"{j.name}.{c}": k for c, k in (types or {}).items()}
+    return joined
 
 
 def table_types(source: m.Table) -> dict[str, str] | None:
@@ -209,8 +216,23 @@ def table_types(source: m.Table) -> dict[str, str] | None:
     return {f.name: fine_kind_of(f.type) for f in schema}
 
 
-def read_schema(source: m.Source) -> dict[str, str] | None:
-    """{column: 'number' | 'temporal' | 'string' | 'other'} of the source, or None for
+def csv_types(table: m.Table) -> dict[str, str | None] | None:
+    """A local CSV table's columns from its first line (`_csv_names`), for a dimension
+    table's names before Spark reads it: all strings with `inferSchema: "false"` (as Spark
+    reads them then), else of kinds only Spark knows (None; models.CSV_DEFAULTS). None when not such a table,
+    or its first line cannot be read plainly."""
+    if table.resolved_format != "csv" or not is_local(table.path):
+        return None
+    names = _csv_names(table)
+    if names is None:
+        return None
+    infer = {k.lower(): v for k, v in table.reader_options.items()}.get("inferschema", "false").lower() == "true"
+    names[0] = names[0].removeprefix("\ufeff")  # (a byte-order mark: never refuse a name for it)
+    return dict.fromkeys(names, None if infer else "string")
+
+
+def read_schema(source: m.Source) -> dict[str, str | None] | None:
+    """{column: 'number' | 'temporal' | 'string' | 'other' | None (Spark infers it)} of the source, or None for
     formats whose schema Spark infers by reading the data (CSV, JSON)."""
     types = read_types(source)
     if types is None:
@@ -222,16 +244,19 @@ def source_columns(source: m.Source) -> dict[str, str | None] | None:
     """The source's columns as Spark reads them, found without Spark: {column: kind
     ('number' | 'temporal' | 'string' | 'other'), or None where only Spark's analysis can
     tell}: the raw ones from Parquet / ORC footers or a CSV file's first line, then the
-    spec's derived columns (kinds unknown). None when only
-    Spark can tell which columns there are: JSON (Spark infers them from every record),
-    remote paths, a CSV header it could not read plainly. Raises at source.path when the
-    source cannot be read."""
+    spec's derived columns (kinds unknown), and the joins' `<join>.<column>`. None when
+    only Spark can tell which columns there are: JSON (Spark infers them from every
+    record), remote paths, a CSV header it could not read plainly (the source's or a
+    join's). Raises at source.path when the source cannot be read."""
     raw: dict[str, str | None] | None = read_schema(source)
     if raw is None and source.resolved_format == "csv" and is_local(source.path):
         names = _csv_names(source)
-        raw = None if names is None else dict.fromkeys(names)
+        raw = None if names is None else dict.fromkeys(names) | {
+            c: None for c in _joined_types(source)}  # (kinds: Spark's, with the source's)
     if raw is None:
         return None
+    if any(not any(c.startswith(f"{j.name}.") for c in raw) for j in source.joins):
+        return None  # a dimension table whose columns only Spark knows (JSON, remote)
     out = dict(raw)
     out.update(dict.fromkeys(source.columns))  # derived: Spark types them
     return out

@@ -103,6 +103,24 @@ def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
     assert not list((tmp_path / "cache").glob("*/shards/*"))  # nothing scanned
 
 
+def test_keys_equal_as_the_join_compares_them_are_duplicates():
+    """String keys '7' and '007' are one key for an integer `on` (the join casts them to
+    it, as SQL does): refused, not a fact row matched twice (or once, silently)."""
+    d = {"name": "keys", "source": {"path": "/nonexistent/f.parquet", "joins": [
+        {"name": "d", "path": "/nonexistent/d.csv", "key": "id", "on": "k"}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    source = parse_dashboard(d).source
+    dim = pa.table({"id": ["7", "007", "1"], "name": ["seven", "bond", "one"]})
+    with pytest.raises(CaptureError) as info:
+        join_tables(pa.table({"k": pa.array([7, 1], pa.int64())}), source, {"d": dim})
+    assert str(info.value).startswith(
+        "join 'd': key 'id' of /nonexistent/d.csv is not unique (the value '7' is equal to another "
+        "row's as the join compares it with 'k': 7), so a row of the source would match several rows")
+    # compared as strings they are two keys
+    got = join_tables(pa.table({"k": ["7", "007", None]}), source, {"d": dim})
+    assert got["d.name"].to_pylist() == ["seven", "bond", None]
+
+
 def test_only_the_columns_the_spec_reads_are_carried(tmp_path):
     d = star_spec(tmp_path)
     d["source"]["columns"] = {"big": "store.size * 2"}
@@ -436,6 +454,93 @@ def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spar
     with pytest.raises(SpecError) as info:
         spark_store(spark, d, tmp_path / "cache")
     assert str(info.value).startswith("<spec>: source.joins[2].key: Spark cannot read column 'id' of ")
+
+
+@pytest.mark.spark
+def test_on_spark_keys_equal_as_the_join_compares_them_are_refused_first(spark, tmp_path):
+    """A CSV dimension's string keys '7' and '007' joined on an integer column: Spark's
+    join casts them to integers, where they are one key (the source's rows would be
+    repeated); refused before the scan, as any duplicated key."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7, 1, None], pa.int64())}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n1,one\n007,bond\n")
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.parquet"), "joins": [
+        {"name": "d", "path": str(tmp_path / "dim.csv"), "key": "id", "on": "k",
+         "options": {"inferSchema": "false"}}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "join 'd': key 'id' of " in str(info.value), str(info.value)
+    assert "is not unique (the value '007' is equal to another row's as the join compares it " \
+        "with 'k': 7)" in str(info.value), str(info.value)
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
+    # Spark's own coercion: an int32 on compares a string key as a BIGINT ('3000000000' is
+    # one, matching nothing), a decimal on as a DOUBLE ('7.001' and '7.004' are two keys)
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int32()),
+                             "dec": pa.array([7, 1], pa.decimal128(10, 2))}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n3000000000,big\n7.001,a\n7.004,b\n")
+    d["source"]["joins"][0]["on"] = "dec"
+    assert spark_store(spark, d, tmp_path / "cache2").n_rows == 2
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\n3000000000,big\n")
+    d["source"]["joins"][0]["on"] = "k"
+    assert spark_store(spark, d, tmp_path / "cache3").n_rows == 2
+
+
+@pytest.mark.spark
+def test_on_spark_a_key_the_joins_cast_fails_on_names_the_join(spark, tmp_path):
+    """A string column compared with an integer one is cast to an integer, by Spark as by
+    DuckDB, and a value that is not one fails the query. A dimension's key is checked
+    before the scan; a source's `on` fails the scan, whose error names the join."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int64()), "s": ["7", "x"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("id,name\n7,seven\nabc,letters\n")
+    pq.write_table(pa.table({"id": pa.array([7, 1], pa.int64()), "name": ["seven", "one"]}),
+                   tmp_path / "dim.parquet")
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.parquet"), "joins": [
+        {"name": "d", "path": str(tmp_path / "dim.csv"), "key": "id", "on": "k",
+         "options": {"inferSchema": "false"}}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value) == (
+        f"join 'd': key 'id' of {tmp_path}/dim.csv holds 'abc', which is not a BIGINT: the join "
+        "compares the key with 'k' as a BIGINT, casting it as SQL does, and Spark (as DuckDB) fails on a "
+        f"value that is not one; hint: fix or remove that row of {tmp_path}/dim.csv, or give 'k' and "
+        "'id' one type in the files (a CSV file's columns are strings unless options: "
+        '{inferSchema: "true"})')
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
+    d["source"]["joins"] = [{"name": "d", "path": str(tmp_path / "dim.parquet"), "key": "id", "on": "s"}]
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "The value 'x' of the type" in str(info.value), str(info.value)
+    assert str(info.value).endswith(
+        f"; join 'd' compares 's' (STRING) with key 'id' of {tmp_path}/dim.parquet (BIGINT): Spark casts "
+        "each 's' to BIGINT, as SQL does, and fails on a value that is not one; hint: give 's' and 'id' "
+        "one type in the files"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_a_join_named_as_a_column_of_a_csv_source_is_refused_at_its_name(spark, tmp_path):
+    """validate cannot know a CSV source's columns; capture's analysis names the join,
+    not Spark's 'ambiguous reference' at its on."""
+    from brushfire.errors import SpecError
+
+    (tmp_path / "fact.csv").write_text("k,amount\n7,1\n1,2\n")
+    pa_dim = pa.table({"id": pa.array([7], pa.int64()), "name": ["seven"]})
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa_dim, tmp_path / "dim.parquet")
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.csv"), "options": {"header": "true"},
+                                    "joins": [{"name": "Amount", "path": str(tmp_path / "dim.parquet"),
+                                               "key": "id", "on": "k"}]},
+         "views": [{"name": "v", "type": "categorical", "field": "Amount.name"}]}
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value).startswith(
+        "<spec>: source.joins[0].name: join name 'Amount' is a column of the source ('amount')\n"
+        "    hint: a join's columns are <join>.<column>: give the join another name"), str(info.value)
 
 
 @pytest.mark.spark

@@ -186,3 +186,49 @@ def test_an_engine_without_rows_refuses_lineage_through_joins(star):
         assert reply["message"] == (f"{m['type']}: lineage through joins needs the rows behind the "
                                     "selection by rid, which this session does not have (an engine "
                                     "without per-row lineage, or a filter answered on Spark is active)")
+
+
+def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):
+    """`dimension_forward` over a decimal key (TPC-H's keys are often decimals): 7, 7.0
+    and '7.00' are the key 7.00; 7.001 is no key (SQL's `=`), not 7.00 rounded."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    dec = pa.decimal128(10, 2)
+    fact = pa.table({"k": pa.array([Decimal("7.00"), Decimal("1.00"), None, Decimal("7.00")], dec),
+                     "x": pa.array([1, 2, 3, 4], pa.int64())})
+    dim = pa.table({"id": pa.array([Decimal("7.00"), Decimal("1.00")], dec), "label": ["seven", "one"]})
+    spec = parse_dashboard({
+        "name": "dec", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).engine_session()
+    for key in (7, 7.0, "7.00", "7"):
+        assert dimension_forward(s, "d", key)[0] == 2, key
+    assert dimension_forward(s, "d", 7.001)[0] == 0
+    assert dimension_forward(s, "d", 10**20)[0] == 0  # beyond the column's precision
+    with pytest.raises(InteractionError, match="key 'seven' is not a value of d.id"):
+        dimension_forward(s, "d", "seven")
+
+
+def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):
+    """A fact table of no rows (its shards none): `dimension` replies with no rows (it
+    failed: the rows taken had no key column to group by)."""
+    import pyarrow as pa
+
+    fact = pa.table({"k": pa.array([], pa.int64()), "x": pa.array([], pa.int64())})
+    dim = pa.table({"id": pa.array([7], pa.int64()), "label": ["seven"]})
+    spec = parse_dashboard({
+        "name": "none", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"}],
+        "interactions": {"crossfilter": [{"views": ["label"]}], "details": {"columns": ["x", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    got = handle(s, {"type": "dimension", "join": "d"})
+    assert (got["type"], got["total"], got["unmatched"], got["rows"]) == ("dimension", 0, 0, []), got
+    assert handle(s, {"type": "details", "page": 0})["rows"] == []

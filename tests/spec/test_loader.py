@@ -258,6 +258,12 @@ bad/join_name_dotted.yaml:5: source.joins[0].name: 'origin-airport' is not a val
     ("join_name_duplicate.yaml", """\
 bad/join_name_duplicate.yaml:6: source.joins[1].name: duplicate join name 'airport'
     hint: source.joins[0] has the same name; join names must be unique"""),
+    ("join_column_quoted_whole.yaml", """\
+bad/join_column_quoted_whole.yaml:5: source.columns.state: `airport.state` names a column called 'airport.state', which Spark does not have: the columns of join 'airport' are its fields
+    hint: write airport.state or `airport`.`state`"""),
+    ("join_name_duplicate_case.yaml", """\
+bad/join_name_duplicate_case.yaml:6: source.joins[1].name: join name 'Airport' differs from source.joins[0]'s 'airport' only in case, and Spark reads names case-insensitively
+    hint: give the join another name"""),
     ("join_on_derived_column.yaml", """\
 bad/join_on_derived_column.yaml:7: source.joins[0].on: 'code' is a derived column, and derived columns are computed after the joins
     hint: join on a column of the source's files (a derived column may read the joined columns)"""),
@@ -924,3 +930,109 @@ def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_cla
         pass
 
     assert model_name(SectionLayout) == "a section layout"
+
+
+@pytest.mark.parametrize(("options", "view", "expected"), [
+    ("{header: 'true'}", "{name: n, type: categorical, field: d.nmae}", """\
+{spec}:7: views[0].field: column 'd.nmae' is not in the table of join 'd' (dim.csv)
+    columns: d.iata, d.name, d.lat
+    hint: did you mean 'd.name'?"""),
+    ("{}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", None),  # (inferred: CSV_DEFAULTS)
+    # without inferSchema, Spark reads every column of a CSV file as a string
+    ("{inferSchema: 'false'}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", """\
+{spec}:7: views[0].field: column 'd.lat' is a string column, but a histogram view needs a number column
+    hint: use a categorical view for strings, or derive a number in source.columns"""),
+], ids=["unknown_column", "inferred_kind_unchecked", "string_without_inferschema"])
+def test_a_csv_dimension_tables_columns_are_checked_from_its_first_line(tmp_path, options, view, expected):
+    """validate knows a local CSV dimension table's columns without Spark (its header):
+    the key, `on` of a join below and joined columns are checked as a Parquet table's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name,lat\nORD,O'Hare,41.9\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    f"    - {{name: d, path: dim.csv, key: iata, on: k, options: {options}}}\n"
+                    f"views:\n  - {view}\n")
+    dash = load_dashboard(spec)
+    if expected is None:
+        check_columns(dash, read_types(dash.source))
+        return
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == expected.format(spec=spec)
+
+
+def test_a_csv_dimension_tables_key_is_checked_from_its_first_line(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.csv, key: iat, on: k, options: {header: 'true'}}\n"
+                    "views:\n  - {name: n, type: categorical, field: d.name}\n")
+    with pytest.raises(SpecError) as info:
+        dash = load_dashboard(spec)
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == f"""\
+{spec}:5: source.joins[0].key: column 'iat' is not in the table of join 'd' (dim.csv)
+    columns: iata, name
+    hint: did you mean 'iata'?"""
+
+
+def test_a_csv_dimension_table_without_header_says_so(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
+    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
+                    "    - {name: d, path: dim.csv, key: iata, on: k, options: {header: 'false'}}\n"
+                    "views:\n  - {name: n, type: categorical, field: d._c1}\n")
+    with pytest.raises(SpecError) as info:
+        dash = load_dashboard(spec)
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == f"""\
+{spec}:5: source.joins[0].key: column 'iata' is not in the table of join 'd' (dim.csv)
+    columns: _c0, _c1
+    hint: Spark names a CSV file's columns _c0, _c1, ... unless it reads their names from its first line: drop header: "false" from the join's options"""
+
+
+def test_the_columns_known_without_spark_hold_the_joins(tmp_path):
+    """`source_columns` (what a message's column names are checked against before Spark
+    starts): a CSV dimension table's columns too, so that a lazy `filter` or unlisted
+    details column over one is answered (it was refused: 'no column ... in the source');
+    None (only Spark can tell) while a dimension table's columns are unknown (JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import source_columns
+
+    pq.write_table(pa.table({"k": ["ORD"], "n": [1]}), tmp_path / "fact.parquet")
+    (tmp_path / "fact.csv").write_text("k,n\nORD,1\n")
+    (tmp_path / "dim.csv").write_text("iata,country\nORD,USA\n")
+    (tmp_path / "dim.json").write_text('{"iata": "ORD", "country": "USA"}\n')
+
+    def columns(source: str, dim: str, options: str = "{header: 'true'}"):
+        spec = tmp_path / "s.yaml"
+        spec.write_text(f"name: s\nsource:\n  path: {source}\n  options: {{header: 'true'}}\n  joins:\n"
+                        f"    - {{name: d, path: {dim}, key: iata, on: k, options: {options}}}\n"
+                        "views:\n  - {name: c, type: categorical, field: d.country}\n")
+        return source_columns(load_dashboard(spec).source)
+
+    assert columns("fact.parquet", "dim.csv", "{inferSchema: 'false'}") == {
+        "k": "string", "n": "number", "d.iata": "string", "d.country": "string"}
+    assert columns("fact.parquet", "dim.csv") == {  # inferred at capture (CSV_DEFAULTS)
+        "k": "string", "n": "number", "d.iata": None, "d.country": None}
+    assert columns("fact.csv", "dim.csv") == {"k": None, "n": None, "d.iata": None, "d.country": None}
+    assert columns("fact.parquet", "dim.json", "{}") is None

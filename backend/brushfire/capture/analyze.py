@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from brushfire.capture.profiling import add_profile_columns
-from brushfire.errors import BrushfireError, SpecError, SpecProblem
+from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
 from brushfire.source import column_ranges, read_types, source_error
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
@@ -168,7 +168,12 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
 
     needed = needed_columns(dash)
     shuffled = False
+    own = {c.lower(): c for c in df.columns}  # (validate knows a CSV or JSON source's only now)
     for i, j in enumerate(dash.source.joins):
+        if j.name.lower() in own:
+            raise _spec_error(dash, ("source", "joins", i, "name"),
+                              f"join name {j.name!r} is a column of the source ({own[j.name.lower()]!r})",
+                              "a join's columns are <join>.<column>: give the join another name")
         with _spark_problem(lambda text, j=j: source_error(j, text, _read_hint(text, j))):
             dim = read_raw(spark, j)
             _ = dim.schema
@@ -193,9 +198,11 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
     return df, shuffled
 
 
-def check_join_keys(spark, dash: m.DashboardSpec) -> None:
+def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) -> None:
     """CaptureError when a join's key is not unique in its table (one small job per join,
-    over the dimension table alone)."""
+    over the dimension table alone), compared as the join compares it with its `on`
+    column (`on_types`: {join name: Spark type of its on column}): string keys '7' and
+    '007' are one key for an integer `on`, which Spark casts them to."""
     from pyspark.sql import functions as F
 
     from brushfire.capture.joins import duplicate_error
@@ -203,10 +210,46 @@ def check_join_keys(spark, dash: m.DashboardSpec) -> None:
 
     for j in dash.source.joins:
         with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
-            dup = (read_raw(spark, j).select(F.col(_q(j.key)).alias("k")).where(F.col("k").isNotNull())
-                   .groupBy("k").count().where(F.col("count") > 1).limit(1).collect())
+            dim = read_raw(spark, j)
+            key = F.col(_q(j.key))
+            as_joined = key_as_joined(spark, dim.select(key).schema.fields[0].dataType,
+                                       (on_types or {}).get(j.name))
+            k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
+            if as_joined is not None:  # a key the join's cast fails on fails the scan: say so now
+                bad = dim.where(key.isNotNull() & k.isNull()).select(key.alias("raw")).limit(1).collect()
+                if bad:
+                    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} holds {bad[0]['raw']!r}, which is "
+                           f"not a {as_joined.upper()}: the join compares the key with {j.on!r} as a "
+                           f"{as_joined.upper()}, casting it as SQL does, and Spark (as DuckDB) fails on "
+                           f"a value that is not one; hint: fix or remove that row of {j.path}, or give "
+                           f"{j.on!r} and {j.key!r} one type in the files")
+                    infer = {o.lower(): v.lower() for o, v in j.reader_options.items()}.get("inferschema")
+                    if j.resolved_format == "csv" and infer != "true":  # ('7.0': a double, inferred)
+                        msg += ' (a CSV file\'s columns are strings unless options: {inferSchema: "true"})'
+                    raise CaptureError(msg)
+            dup = (dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
+                   .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
+                   .where(F.col("n") > 1).limit(1).collect())
         if dup:
-            raise duplicate_error(j, dup[0]["k"])
+            raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
+
+
+def key_as_joined(spark, key_type, on_type) -> str | None:
+    """The type Spark compares a join's key in when it differs from the key's own (None:
+    the key's own), so that keys the join takes as equal count as duplicates: Spark's own
+    coercion of `on = key` (a string key with an integer `on` is cast to BIGINT, with a
+    decimal one both to DOUBLE), read from the analysed comparison."""
+    from pyspark.sql import functions as F
+
+    if on_type is None or key_type == on_type:
+        return None
+    try:
+        df = spark.range(0).select(F.lit(None).cast(on_type).alias("o"), F.lit(None).cast(key_type).alias("k"))
+        plan = df.select((F.col("o") == F.col("k")).alias("c"))._jdf.queryExecution().analyzed()
+        compared = plan.projectList().apply(0).child().right().dataType().simpleString()
+    except Exception:  # (py4j: a plan of another shape) the key as it is
+        return None
+    return None if compared == key_type.simpleString() else compared
 
 
 def _flat_fields(df, src: m.Source):

@@ -70,20 +70,28 @@ def join_columns(dash: m.DashboardSpec) -> list[str]:
     return [key_column(j) for j in dash.source.joins]
 
 
-def duplicate_error(j: m.Join, value) -> CaptureError:
+def duplicate_error(j: m.Join, value, as_joined=None) -> CaptureError:
+    """`as_joined`: the value as the join compares it with `on`, when that differs."""
+    where = "on more than one row" if as_joined is None or as_joined == value else \
+        f"equal to another row's as the join compares it with {j.on!r}: {as_joined!r}"
     msg = (f"join {j.name!r}: key {j.key!r} of {j.path} is not unique (the value {value!r} is "
-           "on more than one row), so a row of the source would match several rows; "
+           f"{where}), so a row of the source would match several rows; "
            f"hint: join on a unique column of {j.path}, or remove its duplicate rows")
     return CaptureError(msg)
 
 
-def check_unique(j: m.Join, dim: pa.Table) -> None:
-    """CaptureError when the dimension's key holds a (non-null) value twice."""
-    keys = dim.column(j.key).drop_null()
-    counts = pc.value_counts(keys)
+def check_unique(j: m.Join, dim: pa.Table, compared=None) -> None:
+    """CaptureError when the dimension's key holds a (non-null) value twice: as the join
+    compares it (`compared`: the key in the join's type, e.g. '007' and '7' as integers),
+    or as it is."""
+    raw = dim.column(j.key).combine_chunks()
+    keys = raw if compared is None else compared.combine_chunks()
+    counts = pc.value_counts(keys.drop_null())
     dup = pc.filter(counts, pc.greater(counts.field("counts"), 1))
     if len(dup):
-        raise duplicate_error(j, dup.field("values")[0].as_py())
+        value = dup.field("values")[0]
+        first = pc.index(keys, value).as_py()  # (-1 for NaN, which equals no value)
+        raise duplicate_error(j, raw[first].as_py() if first >= 0 else value.as_py(), value.as_py())
 
 
 def join_tables(fact: pa.Table, source: m.Source, dims: dict[str, pa.Table]) -> pa.Table:
@@ -93,8 +101,8 @@ def join_tables(fact: pa.Table, source: m.Source, dims: dict[str, pa.Table]) -> 
     out = fact
     for j in source.joins:
         dim = dims[j.name]
-        check_unique(j, dim)
         left, right = _comparable(out.column(j.on), dim.column(j.key))
+        check_unique(j, dim, right)
         # the matching dimension row of each row (null: none; nulls never match)
         at = pc.index_in(left, value_set=right.combine_chunks(), skip_nulls=True)
         for c in dim.column_names:

@@ -156,7 +156,8 @@ class SparkRunner:
         self._joins: dict[str, str] | None = None
         if dash.source.joins:  # a duplicated dimension key: refused before the scan
             progress("checking that the joins' keys are unique", None)
-            check_join_keys(spark, dash)
+            fields = {f.name: f.dataType for f in self.df.schema.fields}
+            check_join_keys(spark, dash, {j.name: fields.get(j.on) for j in dash.source.joins})
 
     def source(self):
         """The source as a dashboard without lineage reads it (joins made, no row origin)."""
@@ -261,7 +262,7 @@ class SparkRunner:
 
         # each input split its own partition (no packing of small files), so that a file's
         # splits and shards are the same in every capture, whatever else the source holds
-        with spark_errors("scanning the source"), _conf(self.spark, {
+        with self._cast_errors(), spark_errors("scanning the source"), _conf(self.spark, {
                 "spark.sql.files.openCostInBytes": self.split}), \
                 track_progress(self.spark, self.progress, "scan: encoding the source's rows"):
             rows = df.mapInArrow(run_scan, "payload binary").collect()
@@ -271,6 +272,31 @@ class SparkRunner:
             if s["file"] is not None:
                 s["file"] = uris[s["file"]]
         return out
+
+    @contextlib.contextmanager
+    def _cast_errors(self) -> Iterator[None]:
+        """A scan failing on a cast: when a join compares a string `on` with a key of
+        another type (Spark casts each `on` to it, as SQL does, and fails on a value that is
+        not one), say which join, not only Spark's value and type."""
+        try:
+            yield
+        except CaptureError as e:
+            if "cannot be cast to" not in str(e):
+                raise
+            fields = {f.name: f.dataType for f in self.df.schema.fields}
+            for j in self.dash.source.joins:
+                on, key = fields.get(j.on), fields.get(f"{j.name}.{j.key}")
+                if on is not None and key is not None and on.typeName() == "string" != key.typeName():
+                    from brushfire.capture.analyze import key_as_joined
+
+                    t = (key_as_joined(self.spark, on, key) or on.simpleString()).upper()  # (on, cast)
+                    msg = (f"{e}; join {j.name!r} compares {j.on!r} (STRING) with key {j.key!r} of "
+                           f"{j.path} ({key.simpleString().upper()}): Spark casts each {j.on!r} to {t}, "
+                           "as SQL does, and fails "
+                           f"on a value that is not one; hint: give {j.on!r} and {j.key!r} one type "
+                           "in the files")
+                    raise CaptureError(msg) from e
+            raise
 
     def _uri_hashes(self, uris: list[str]) -> dict[int, str]:
         """{Spark's hash of a file's name: the name} (the scan tags rows with the hash)."""

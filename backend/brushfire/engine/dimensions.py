@@ -16,6 +16,7 @@ the interaction path of brushes. Pure functions of a session; no state of their 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import pyarrow as pa
@@ -76,6 +77,8 @@ def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> Dimensi
     columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
                       if c.startswith(f"{j.name}.") and c != key]]
     table = session.store.take(np.asarray(rids, np.int64), columns)
+    if not table.num_rows:  # (of a source of no rows, the columns' types are unknown)
+        return DimensionRows(table.select(columns).append_column(ROWS, pa.array([], pa.int64())), 0, 0)
     aggs = [(key, "count", pc.CountOptions(mode="all"))] + [(c, "first") for c in columns[1:]]
     grouped = table.group_by(key, use_threads=False).aggregate(aggs)
     grouped = grouped.rename_columns([ROWS if n == f"{key}_count" else n.removesuffix("_first")
@@ -110,15 +113,34 @@ def _forward(session, j: m.Join, key) -> tuple[int, dict[str, list[int]]]:
         if s.snapshot is None or not s.n_rows:
             continue
         col = s.snapshot.column(column)
-        try:
-            value = pa.scalar(key).cast(col.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
-            msg = f"key {key!r} is not a value of {column} ({col.type})"
-            raise InteractionError(msg) from None
+        value = _key_value(key, col.type, column)
+        if value is None:  # a number no value of the column equals
+            continue
         hit = pc.fill_null(pc.equal(col, value), False).to_numpy(zero_copy_only=False)
         rids.append(np.flatnonzero(hit) + s.start)
     rids = np.concatenate(rids) if rids else np.zeros(0, np.int64)
     return len(rids), session.forward(rids)
+
+
+def _key_value(key, t: pa.DataType, column: str):
+    """`key` as a scalar of the key column's type `t`, or None when it is a number no value
+    of a decimal column equals (7.001 of a decimal(10, 2): SQL's `=` finds no row, where
+    Arrow's cast would round it to 7.00). InteractionError for a key of another type."""
+    if pa.types.is_decimal(t) and isinstance(key, (int, float, str)) and not isinstance(key, bool):
+        try:
+            exact = Decimal(str(key))
+            if exact.is_finite() and exact == exact.quantize(Decimal(1).scaleb(-t.scale)):
+                return pa.scalar(exact, pa.decimal128(38, t.scale) if t.precision <= 38 else t).cast(t)
+            if exact.is_finite():
+                return None
+        except (InvalidOperation, pa.ArrowInvalid):
+            if isinstance(key, (int, float)):
+                return None  # (beyond the column's precision: no value of it)
+    try:
+        return pa.scalar(key).cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
+        msg = f"key {key!r} is not a value of {column} ({t})"
+        raise InteractionError(msg) from None
 
 
 __all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_forward", "dimension_forward",

@@ -190,7 +190,9 @@ class LineageStore:
         if not parts:
             schema = next((s.snapshot.select(columns).schema for s in self.shards
                            if s.snapshot is not None), None)
-            return schema.empty_table() if schema is not None else pa.table({})
+            if schema is not None:
+                return schema.empty_table()
+            return pa.table({c: pa.array([], pa.null()) for c in columns})  # (a source of no rows)
         table = pa.concat_tables(parts, promote_options="permissive")
         back = np.argsort(np.concatenate(positions), kind="stable")
         return table.take(pa.array(back))

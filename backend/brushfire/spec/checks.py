@@ -183,12 +183,18 @@ def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     out: list[tuple[Loc, str, str]] = []
     joins = dash.source.joins
     names = [j.name for j in joins]
+    lower = [n.lower() for n in names]  # (Spark reads names case-insensitively)
     derived = {c.lower(): c for c in dash.source.columns}
     for i, j in enumerate(joins):
         loc: Loc = ("source", "joins", i)
-        if names.index(j.name) != i:
+        first = lower.index(j.name.lower())
+        if first != i and names[first] == j.name:
             out.append(((*loc, "name"), f"duplicate join name {j.name!r}",
-                        f"source.joins[{names.index(j.name)}] has the same name; join names must be unique"))
+                        f"source.joins[{first}] has the same name; join names must be unique"))
+        elif first != i:
+            out.append(((*loc, "name"), f"join name {j.name!r} differs from source.joins[{first}]'s "
+                        f"{names[first]!r} only in case, and Spark reads names case-insensitively",
+                        "give the join another name"))
         if j.name.lower() in derived:
             out.append(((*loc, "name"), f"join name {j.name!r} is a derived column's name",
                         "a join's columns are <join>.<column>: give the join another name"))
@@ -213,6 +219,30 @@ def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
             out.append(((*loc, "on"), msg,
                         "a join's on names a column of the source or of a join above it: "
                         "reorder source.joins"))
+    return out + _quoted_join_columns(dash)
+
+
+def _quoted_join_columns(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
+    """A joined column quoted whole in a derived column or static filter (`` `j.label` ``,
+    as DuckDB would quote it): Spark reads it as one column named 'j.label', which is not
+    there (a join's columns are fields of the join), and says only that it cannot resolve
+    it, at capture."""
+    joins = {j.name.lower() for j in dash.source.joins}
+    exprs: list[tuple[Loc, str]] = [(("source", "columns", n), x) for n, x in dash.source.columns.items()]
+    exprs += [(("source", "filters", i), x) for i, x in enumerate(dash.source.filters)]
+    out: list[tuple[Loc, str, str]] = []
+    for loc, text in exprs if joins else []:
+        try:
+            columns = ex.analyze(text, check=False).columns
+        except ex.ExpressionError:
+            continue  # (reported by check_expressions)
+        for _, at in columns:
+            end = text.find("`", at + 1) if text.startswith("`", at) else -1
+            head, dot, rest = text[at + 1:end].partition(".")
+            if end > 0 and dot and head.lower() in joins and "`" not in rest:
+                out.append((loc, f"`{head}.{rest}` names a column called {head + dot + rest!r}, which "
+                            f"Spark does not have: the columns of join {head!r} are its fields",
+                            f"write {head}.{rest} or `{head}`.`{rest}`"))
     return out
 
 
@@ -605,7 +635,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         derived = derived_kinds(dash, schema)
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
-    known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
+    known = {c: _coarse(k) if k is not None else "derived" for c, k in schema.items()} | derived_coarse
+    # (None: a column whose kind Spark infers, a CSV dimension table's: not checked)
     known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
@@ -703,8 +734,11 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
             if f"{j.name}.{j.key}" not in schema:
                 msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
                        f"({Path(j.path).name})" + choices_phrase("columns", columns))
-                problem((*loc, "key"), msg, did_you_mean(j.key, columns) or
-                        "name the column of the dimension table that the source's on column holds")
+                unnamed = bool(columns) and all(c == f"_c{n}" for n, c in enumerate(columns))
+                problem((*loc, "key"), msg, did_you_mean(j.key, columns) or (
+                        "Spark names a CSV file's columns _c0, _c1, ... unless it reads their names "
+                        "from its first line: drop header: \"false\" from the join's options" if unnamed else
+                        "name the column of the dimension table that the source's on column holds"))
         on = src.join_of(j.on)
         if on is not None and on.name in unread:
             continue
