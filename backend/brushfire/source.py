@@ -192,7 +192,8 @@ def table_types(source: m.Table) -> dict[str, str] | None:
     if fmt not in FOOTER_FORMATS or not is_local(source.path):
         return None
     try:
-        schema = ds.dataset(source.path.removeprefix("file://"), format=fmt).schema
+        # (a folder's `key=value` subfolders are columns to Spark: a partitioned dataset's)
+        schema = ds.dataset(source.path.removeprefix("file://"), format=fmt, partitioning="hive").schema
     except (OSError, pa.ArrowInvalid) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise source_error(source, f"cannot read it as {fmt}: {first[:300]}",

@@ -423,3 +423,28 @@ def test_a_layouts_long_lists_are_stored_as_arrays_and_read_back(tmp_path, monke
     x = packed.layout.dim_index("value:x")
     assert again.layout.dims[x].edges == packed.layout.dims[x].edges  # the earlier layout, read back
     assert_same_answers(capture_tables(plan, tables, tmp_path / "full", config), again, spec())
+
+
+@pytest.mark.spark
+def test_on_spark_a_partitioned_datasets_partition_column_is_a_field(spark, tmp_path):
+    """A hive-partitioned folder (`year=2001/...`): Spark reads `year` as a column, so a
+    view may show it (the check before Spark reads the footers as Spark does), and a new
+    partition is scanned alone."""
+    folder = tmp_path / "data"
+    for year, seed in [(2001, 1), (2002, 2)]:
+        (folder / f"year={year}").mkdir(parents=True)
+        pq.write_table(make_rows(300, seed), folder / f"year={year}" / "part-0.parquet")
+    views = [*spec()["views"][:3], {"name": "year", "type": "categorical", "field": "year"}]
+    d = spec(views)
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "year=2003").mkdir()
+    pq.write_table(make_rows(200, 3), folder / "year=2003" / "part-0.parquet")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), \
+        again.store.info.changes
+    year = again.session().view("year")
+    assert (year.labels[:3], year.counts[:3]) == ([2001, 2002, 2003], [300, 300, 200])
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)
