@@ -62,7 +62,8 @@ class Runner(Protocol):
 
     def definitions(self, columns: list[str]) -> dict[str, str]:
         """A hash of what each column is (a source column's type, a derived column's
-        expression): an encoded field is reused only while its definition holds."""
+        expression and what it reads, with their types): an encoded field is reused only
+        while its definition holds."""
 
     def rows_identity(self) -> str:
         """A hash of what decides a file's rows and shards (format, reader options,

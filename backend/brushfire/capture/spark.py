@@ -180,6 +180,7 @@ class SparkRunner:
         from brushfire.lineage.store import files_fingerprint
 
         types = {f.name: f.dataType.simpleString() for f in self.df.schema.fields}
+        folded = {n.lower(): t for n, t in types.items()}  # (as Spark resolves an expression's names)
         src = self.dash.source
         checks = {fd.view_name: fd.model_dump(mode="json") for fd in
                   (self.dash.profile.fd if self.dash.profile else [])}
@@ -189,8 +190,10 @@ class SparkRunner:
         for c in columns:
             if c in checks:  # a profiling check's column depends on every row of the source
                 what = ["check", checks[c], files_fingerprint(self.files()), everything]
-            elif c in src.columns:  # (derived columns may use each other: all of them)
-                what = ["derived", c, sorted(src.columns.items()), types.get(c), everything]
+            elif c in src.columns:  # its expression, and what it reads (as Spark types it)
+                reads = derived_reads(src.columns, c)
+                what = ["derived", c, sorted((n, src.columns[n]) for n in reads if n in src.columns),
+                        sorted((n, folded.get(n.lower())) for n in reads), types.get(c), everything]
             elif src.join_of(c) is not None:  # its chain of joins and their tables' files
                 what = ["joined", c, types.get(c), [joins[j.name] for j in src.join_chain(c)]]
             else:
@@ -334,6 +337,29 @@ def spark_string_hash(text: str, seed: int = 42) -> int:
 
 def _quoted(c: str) -> str:
     return "`" + c.replace("`", "``") + "`"
+
+
+def derived_reads(columns: Mapping[str, str], name: str) -> set[str]:
+    """The columns derived column `name` reads: itself, the derived columns its expression
+    names (and theirs, transitively) and the source columns they name, as the spec spells
+    them (Spark resolves names case-insensitively). Every column, when an expression does
+    not parse (a trusted deployment's: BRUSHFIRE_TRUSTED_EXPRESSIONS)."""
+    from brushfire.spec.expressions import ExpressionError, analyze
+
+    derived = {c.lower(): c for c in columns}
+    out, todo = {name}, [name]
+    while todo:
+        try:
+            read = [c for c, _ in analyze(columns[todo.pop()], check=False).columns]
+        except ExpressionError:
+            return set(columns) | {name}
+        for c in read:
+            c = derived.get(c.lower(), c)
+            if c not in out:
+                out.add(c)
+                if c in columns:
+                    todo.append(c)
+    return out
 
 
 def _digest(obj) -> str:
