@@ -191,7 +191,7 @@ class SparkRunner:
             if c in checks:  # a profiling check's column depends on every row of the source
                 what = ["check", checks[c], files_fingerprint(self.files()), everything]
             elif c in src.columns:  # its expression, and what it reads (as Spark types it)
-                reads = derived_reads(src.columns, c)
+                reads = {c} | expression_reads(src.columns, src.columns[c])
                 what = ["derived", c, sorted((n, src.columns[n]) for n in reads if n in src.columns),
                         sorted((n, folded.get(n.lower())) for n in reads), types.get(c), everything]
             elif src.join_of(c) is not None:  # its chain of joins and their tables' files
@@ -225,9 +225,13 @@ class SparkRunner:
     def rows_identity(self) -> str:
         src = self.dash.source
         joins = sorted(self.join_definitions().values()) if src.filters else []
+        # the types of what the filters read (a CSV column an appended file widens)
+        types = {f.name.lower(): f.dataType.simpleString() for f in self.df.schema.fields}
+        reads = set().union(*(expression_reads(src.columns, f) for f in src.filters))
         return _digest([src.resolved_format, sorted(src.options.items()), src.filters,
                         sorted(src.columns.items()) if src.filters else [], self.split]
-                       + ([joins] if joins else []))
+                       + ([joins] if joins else [])
+                       + ([sorted((c, types.get(c.lower())) for c in reads)] if reads else []))
 
     def scan(self, files: list[dict], spec, shards_dir, run: str) -> list[dict]:
         from pyspark.sql import functions as F
@@ -339,26 +343,27 @@ def _quoted(c: str) -> str:
     return "`" + c.replace("`", "``") + "`"
 
 
-def derived_reads(columns: Mapping[str, str], name: str) -> set[str]:
-    """The columns derived column `name` reads: itself, the derived columns its expression
-    names (and theirs, transitively) and the source columns they name, as the spec spells
-    them (Spark resolves names case-insensitively). Every column, when an expression does
-    not parse (a trusted deployment's: BRUSHFIRE_TRUSTED_EXPRESSIONS)."""
+def expression_reads(columns: Mapping[str, str], text: str) -> set[str]:
+    """The columns an expression over the source reads: the derived columns (`columns`)
+    it names, and theirs, transitively, and the source columns they name, as the spec
+    spells them (Spark resolves names case-insensitively). Every derived column, when an
+    expression does not parse (a trusted deployment's: BRUSHFIRE_TRUSTED_EXPRESSIONS)."""
     from brushfire.spec.expressions import ExpressionError, analyze
 
     derived = {c.lower(): c for c in columns}
-    out, todo = {name}, [name]
+    out: set[str] = set()
+    todo = [text]
     while todo:
         try:
-            read = [c for c, _ in analyze(columns[todo.pop()], check=False).columns]
+            read = [c for c, _ in analyze(todo.pop(), check=False).columns]
         except ExpressionError:
-            return set(columns) | {name}
+            return out | set(columns)
         for c in read:
             c = derived.get(c.lower(), c)
             if c not in out:
                 out.add(c)
                 if c in columns:
-                    todo.append(c)
+                    todo.append(columns[c])
     return out
 
 
