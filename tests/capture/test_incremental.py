@@ -487,3 +487,24 @@ def test_on_spark_what_reads_a_column_is_scanned_again_when_its_type_changes(spa
     assert again.store.n_rows == full.store.n_rows
     assert again.store.view("ks").labels == full.store.view("ks").labels
     assert_same_answers(full.store, again.store, d)
+
+
+@pytest.mark.spark
+def test_on_spark_an_appended_file_spark_cannot_read_is_named_with_why_and_the_capture_kept(spark, tmp_path):
+    """The check before Spark reads one footer of a folder, so a bad file appended later is
+    found by the scan: the error names it and says why (not only 'error while reading
+    file'), and the earlier capture stays the entry's."""
+    from brushfire.errors import CaptureError
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "part-1.parquet").write_bytes(b"not parquet at all " * 50)
+    with pytest.raises(CaptureError, match=r"part-1\.parquet: .*is not a Parquet file"):
+        Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "part-1.parquet").unlink()
+    assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
