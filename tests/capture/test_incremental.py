@@ -436,20 +436,25 @@ def test_a_layouts_long_lists_are_stored_as_arrays_and_read_back(tmp_path, monke
 
 @pytest.mark.spark
 def test_on_spark_a_partitioned_datasets_partition_column_is_a_field(spark, tmp_path):
-    """A hive-partitioned folder (`year=2001/...`): Spark reads `year` as a column, so a
-    view may show it (the check before Spark reads the footers as Spark does), and a new
-    partition is scanned alone."""
+    """A hive-partitioned folder (`year=2001/day=2001-03-01/...`): Spark reads `year` and
+    `day` as columns (an int and a date), so views may show them (the check before Spark
+    sees them too, and leaves a partition column's type to Spark unless it is a number),
+    and a new partition is scanned alone."""
     folder = tmp_path / "data"
-    for year, seed in [(2001, 1), (2002, 2)]:
-        (folder / f"year={year}").mkdir(parents=True)
-        pq.write_table(make_rows(300, seed), folder / f"year={year}" / "part-0.parquet")
-    views = [*spec()["views"][:3], {"name": "year", "type": "categorical", "field": "year"}]
+
+    def partition(year: int, seed: int, n: int) -> None:
+        (folder / f"year={year}" / f"day={year}-03-01").mkdir(parents=True)
+        pq.write_table(make_rows(n, seed), folder / f"year={year}" / f"day={year}-03-01" / "part-0.parquet")
+
+    partition(2001, 1, 300)
+    partition(2002, 2, 300)
+    views = [*spec()["views"][:3], {"name": "year", "type": "categorical", "field": "year"},
+             {"name": "day", "type": "temporal", "field": "day", "unit": "month"}]
     d = spec(views)
     d["source"] = {"path": str(folder), "format": "parquet"}
     dash = parse_dashboard(d)
     Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
-    (folder / "year=2003").mkdir()
-    pq.write_table(make_rows(200, 3), folder / "year=2003" / "part-0.parquet")
+    partition(2003, 3, 200)
     again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
     assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), \
         again.store.info.changes

@@ -569,7 +569,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         derived = derived_kinds(dash, schema)
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
-    known = {c: _coarse(k) for c, k in schema.items()} | derived_coarse
+    # (a kind None: a column only Spark types, such as a partitioned dataset's `key=value`)
+    known = {c: _coarse(k) if k is not None else "derived" for c, k in schema.items()} | derived_coarse
     known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
