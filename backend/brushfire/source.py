@@ -178,12 +178,13 @@ def same_files(a: list[dict], b: list[dict]) -> bool:
 
 
 def read_types(source: m.Source) -> dict[str, str | None] | None:
-    """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other'} of the
-    source, or None for formats whose schema Spark infers by reading the data (CSV, JSON)
-    and for remote paths; with the columns `<join>.<column>` of each join whose dimension
-    table's schema is known so, or whose names are (a CSV file's first line: `csv_types`,
-    kinds None where Spark infers them; spec/checks.check_columns leaves the others to
-    Spark). Raises at source.path (a join's path) when a table cannot be read."""
+    """{column: 'int' | 'decimal' | 'double' | 'temporal' | 'string' | 'other', or None
+    where only Spark types it (a partition column of text)} of the source, or None for
+    formats whose schema Spark infers by reading the data (CSV, JSON) and for remote paths;
+    with the columns `<join>.<column>` of each join whose dimension table's schema is known
+    so, or whose names are (a CSV file's first line: `csv_types`, kinds None where Spark
+    infers them; spec/checks.check_columns leaves the others to Spark). Raises at
+    source.path (a join's path) when a table cannot be read."""
     types = table_types(source)
     return None if types is None else types | _joined_types(source)
 
@@ -198,7 +199,7 @@ def _joined_types(source: m.Source) -> dict[str, str | None]:
     return joined
 
 
-def table_types(source: m.Table) -> dict[str, str] | None:
+def table_types(source: m.Table) -> dict[str, str | None] | None:
     """`read_types` of one table, without joins."""
     check_path(source)
     fmt = source.resolved_format
@@ -207,13 +208,20 @@ def table_types(source: m.Table) -> dict[str, str] | None:
     if fmt not in FOOTER_FORMATS or not is_local(source.path):
         return None
     try:
-        schema = ds.dataset(source.path.removeprefix("file://"), format=fmt).schema
+        path = source.path.removeprefix("file://")
+        schema = ds.dataset(path, format=fmt).schema
+        # a folder's `key=value` subfolders are columns to Spark (a partitioned dataset's),
+        # typed by Spark's own inference from the values (a date, a decimal...): a kind
+        # only Spark tells (None), unless pyarrow's reads them as numbers too
+        hive = ds.dataset(path, format=fmt, partitioning="hive").schema
+        parts = {f.name: fine_kind_of(f.type) if pa.types.is_integer(f.type) else None
+                 for f in hive if f.name not in schema.names}
     except (OSError, pa.ArrowInvalid) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise source_error(source, f"cannot read it as {fmt}: {first[:300]}",
                            f"is it a {fmt} file? set source.format if the extension does not say"
                            ) from None
-    return {f.name: fine_kind_of(f.type) for f in schema}
+    return {f.name: fine_kind_of(f.type) for f in schema} | parts
 
 
 def csv_types(table: m.Table) -> dict[str, str | None] | None:

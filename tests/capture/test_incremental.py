@@ -16,6 +16,7 @@ import shutil
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -26,6 +27,7 @@ from brushfire.capture.local import capture_tables
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
+from brushfire.spec.models import CALENDAR_PARTS, is_part
 from brushfire.values import format_instant
 from brushfire.views import view_type
 from capture.test_copies import assert_copies_as_built
@@ -110,10 +112,13 @@ def assert_same_answers(a, b, d: dict, seed: int = 0, steps: int = 15) -> None:
             values = [x for x in v.labels if rng.random() < 0.4] or v.labels[:1]
             sa.select(f.name, values), sb.select(f.name, values)
         else:
-            lo, hi = view_type(dash.view(f.name)).extent(v.labels)
+            view = dash.view(f.name)
+            part = is_part(view)  # (brushed by the part's values, bars centred on them)
+            lo, hi = (CALENDAR_PARTS[view.unit][0] - 0.5, CALENDAR_PARTS[view.unit][0] + len(v.labels) - 0.5) \
+                if part else view_type(view).extent(v.labels)
             x = sorted(rng.uniform(float(lo) - 1, float(hi) + 1, 2))
-            interval = [format_instant(int(t)) for t in x] if dash.view(f.name).type == "temporal" \
-                and not getattr(dash.view(f.name), "part", None) else [float(t) for t in x]
+            interval = [format_instant(int(t)) for t in x] if view.type == "temporal" and not part \
+                else [float(t) for t in x]
             sa.brush(f.name, interval), sb.brush(f.name, interval)
         same((i, f.name))
 
@@ -259,6 +264,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 @example(ops=["add_view", "remove"], seed=416, dense=False)  # (left a file of no rows: views without bars)
 @example(ops=["aggregate", "rebin"], seed=1, dense=True)
 @example(ops=["restep", "widen", "append"], seed=5, dense=False)  # a step's extent widened twice
+@example(ops=["unit"], seed=1, dense=False)  # (a calendar part: brushed by its values)
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
@@ -313,7 +319,7 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
         elif op == "unit":
             for i, v in enumerate(d["views"]):
                 if v["type"] == "temporal":
-                    d["views"][i] = {**v, "unit": str(rng.choice(["day", "week", "month"]))}
+                    d["views"][i] = {**v, "unit": str(rng.choice(["day", "week", "month", "day_of_week"]))}
         names = [v["name"] for v in d["views"]]
         if op == "regroup" or (groups and set(sum(groups, [])) != set(names)):
             cut = int(rng.integers(1, len(names))) if len(names) > 1 else 1
@@ -381,15 +387,17 @@ def test_a_dashboard_notices_new_data_and_refreshes_without_spark_until_then(spa
 def test_on_spark_a_redefined_column_with_the_same_values_is_keyed_again(spark, tmp_path):
     """A derived column given another expression over the same set of values (so that its
     keys and every partial result's definition in the data's terms stay the same) still
-    changes which row has which value: its rows are keyed and counted again."""
+    changes which row has which value: its rows are keyed and counted again. Another
+    derived column, which does not read it, is kept."""
     path = tmp_path / "rows.parquet"
     pq.write_table(make_rows(900, 1), path)
     views = [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
-             {"name": "ky", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 7]}}]
+             {"name": "ky", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 7]}},
+             {"name": "hx2", "type": "histogram", "field": "x2", "bin": {"step": 20, "extent": [0, 200]}}]
 
     def spec_of(expression: str) -> dict:
         d = spec(views)
-        d["source"] = {"path": str(path), "columns": {"y": expression}}
+        d["source"] = {"path": str(path), "columns": {"y": expression, "x2": "x * 2"}}
         return d
 
     Dashboard.open(parse_dashboard(spec_of("pmod(k, 7)")), spark=spark, cache_dir=tmp_path / "cache",
@@ -399,6 +407,7 @@ def test_on_spark_a_redefined_column_with_the_same_values_is_keyed_again(spark, 
     full = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
     assert not again.from_cache
     assert any(c.startswith("scanning y alone") for c in again.store.info.changes), again.store.info.changes
+    assert not any(c.startswith("scanning") and "x2" in c for c in again.store.info.changes)
     assert_same_answers(full.store, again.store, d)
 
 
@@ -427,3 +436,84 @@ def test_a_layouts_long_lists_are_stored_as_arrays_and_read_back(tmp_path, monke
     x = packed.layout.dim_index("value:x")
     assert again.layout.dims[x].edges == packed.layout.dims[x].edges  # the earlier layout, read back
     assert_same_answers(capture_tables(plan, tables, tmp_path / "full", config), again, spec())
+
+
+@pytest.mark.spark
+def test_on_spark_a_partitioned_datasets_partition_column_is_a_field(spark, tmp_path):
+    """A hive-partitioned folder (`year=2001/day=2001-03-01/...`): Spark reads `year` and
+    `day` as columns (an int and a date), so views may show them (the check before Spark
+    sees them too, and leaves a partition column's type to Spark unless it is a number),
+    and a new partition is scanned alone."""
+    folder = tmp_path / "data"
+
+    def partition(year: int, seed: int, n: int) -> None:
+        (folder / f"year={year}" / f"day={year}-03-01").mkdir(parents=True)
+        pq.write_table(make_rows(n, seed), folder / f"year={year}" / f"day={year}-03-01" / "part-0.parquet")
+
+    partition(2001, 1, 300)
+    partition(2002, 2, 300)
+    views = [*spec()["views"][:3], {"name": "year", "type": "categorical", "field": "year"},
+             {"name": "day", "type": "temporal", "field": "day", "unit": "month"}]
+    d = spec(views)
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    partition(2003, 3, 200)
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), \
+        again.store.info.changes
+    year = again.session().view("year")
+    assert (year.labels[:3], year.counts[:3]) == ([2001, 2002, 2003], [300, 300, 200])
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("reader", ["derived column", "static filter"])
+def test_on_spark_what_reads_a_column_is_scanned_again_when_its_type_changes(spark, tmp_path, reader):
+    """CSV types are inferred from every file: a new file whose `k` has a fraction makes
+    `k` a double in every file, and `CAST(k AS STRING)` of the files captured before
+    changes ('3' becomes '3.0') though the derived column's own type (string) does not;
+    a static filter reading it keeps other rows."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    table = make_rows(400, 1).select(["k", "cat"])  # (no NaN: CSV would read 'nan' as text)
+    pcsv.write_csv(table, folder / "part-0.csv")
+    views = [{"name": "ks", "type": "categorical", "field": "ks", "top": 10},
+             {"name": "hk", "type": "histogram", "field": "k", "bin": {"step": 10, "extent": [-20, 120]}}]
+    d = spec(views, details=["k", "ks"])
+    d["source"] = {"path": str(folder), "format": "csv", "options": {"header": "true", "inferSchema": "true"},
+                   "columns": {"ks": "CAST(k AS STRING)" if reader == "derived column" else "cat"}}
+    if reader == "static filter":  # ('12' passes, '12.0' does not)
+        d["source"]["filters"] = ["k IS NULL OR length(CAST(k AS STRING)) < 3"]
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    more = make_rows(100, 2).select(["k", "cat"])
+    more = more.set_column(0, "k", pc.add(pc.cast(more["k"], pa.float64()), 0.5))
+    pcsv.write_csv(more, folder / "part-1.csv")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert again.store.n_rows == full.store.n_rows
+    assert again.store.view("ks").labels == full.store.view("ks").labels
+    assert_same_answers(full.store, again.store, d)
+
+
+@pytest.mark.spark
+def test_on_spark_an_appended_file_spark_cannot_read_is_named_with_why_and_the_capture_kept(spark, tmp_path):
+    """The check before Spark reads one footer of a folder, so a bad file appended later is
+    found by the scan: the error names it and says why (not only 'error while reading
+    file'), and the earlier capture stays the entry's."""
+    from brushfire.errors import CaptureError
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "part-1.parquet").write_bytes(b"not parquet at all " * 50)
+    with pytest.raises(CaptureError, match=r"part-1\.parquet: .*is not a Parquet file"):
+        Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "part-1.parquet").unlink()
+    assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache

@@ -209,3 +209,19 @@ def test_the_scans_file_tags_are_sparks_hash_of_the_names(spark):
     want = [r[0] for r in spark.createDataFrame([(n,) for n in names], "u string")
             .select(F.hash("u")).collect()]
     assert [sp.spark_string_hash(n) for n in names] == want
+
+
+COLUMNS = {"y": "pmod(k, 7)", "y2": "Y * 2 + x", "t": "to_timestamp(s)", "other": "m"}
+
+
+@pytest.mark.parametrize(("expression", "reads"), [
+    ("y2 > 3", {"y2", "y", "k", "x"}),  # through y2 and y, names as Spark resolves them
+    ("pmod(k, 7)", {"k"}),
+    ("length(CAST(k AS STRING)) < 3", {"k"}),
+    ("t IS NOT NULL AND other > 0", {"t", "s", "other", "m"}),
+    ("SELECT 1", set(COLUMNS)),  # does not parse (a trusted deployment's): every derived column
+])
+def test_what_an_expression_reads(expression, reads):
+    """What decides whether a derived column or a static filter still holds for the files
+    captured before (capture/spark.py `definitions`, `rows_identity`)."""
+    assert sp.expression_reads(COLUMNS, expression) == reads

@@ -62,7 +62,8 @@ class Runner(Protocol):
 
     def definitions(self, columns: list[str]) -> dict[str, str]:
         """A hash of what each column is (a source column's type, a derived column's
-        expression): an encoded field is reused only while its definition holds."""
+        expression and what it reads, with their types): an encoded field is reused only
+        while its definition holds."""
 
     def rows_identity(self) -> str:
         """A hash of what decides a file's rows and shards (format, reader options,
@@ -158,8 +159,8 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         return Reuse([], list(files), notes=["no earlier capture in this entry: scanning every file"])
     if old["source"]["rows_identity"] != rows_id:
         return Reuse([], list(files), notes=[
-            "the source's format, reader options, static filters or input split size changed: "
-            "scanning every file"])
+            "the source's format, reader options, static filters (or the types of the columns "
+            "they read) or input split size changed: scanning every file"])
     before = {f["uri"]: f for f in old["source"]["files"]}
     shards = {s["name"]: s for s in old["shards"]}
     out = Reuse([], [])

@@ -375,11 +375,14 @@ def spark_message(e: BaseException) -> str:
     """Spark's reason in one line: no error class tag, SQLSTATE, plan or Java stack."""
     text = str(e).strip()
     first = text.splitlines()[0] if text else type(e).__name__
+    causes: list[str] = []
     if "Py4JJavaError" in type(e).__name__ or first.startswith("An error occurred while calling"):
-        causes = [x for x in text.splitlines() if "Exception:" in x]
-        first = causes[0].split("Exception:", 1)[1] if causes else first
+        causes = [x.split("Exception:", 1)[1] for x in text.splitlines() if "Exception:" in x]
+        first = causes[0] if causes else first
     first = re.sub(r"^\s*\[[A-Z0-9_.]+\]\s*", "", first)
     first = re.sub(r"\s*SQLSTATE: \w+;?.*$", "", first).rstrip(" ;")
+    if re.fullmatch(r"Encountered error while reading file \S+", first.rstrip(".")) and len(causes) > 1:
+        first = f"{first.rstrip('.')}: {causes[1].strip()}"  # (a file's own error: why, not only which)
     return first[:400]
 
 

@@ -184,6 +184,7 @@ class SparkRunner:
         from brushfire.lineage.store import files_fingerprint
 
         types = {f.name: f.dataType.simpleString() for f in self.df.schema.fields}
+        folded = {n.lower(): t for n, t in types.items()}  # (as Spark resolves an expression's names)
         src = self.dash.source
         checks = {fd.view_name: fd.model_dump(mode="json") for fd in
                   (self.dash.profile.fd if self.dash.profile else [])}
@@ -193,8 +194,10 @@ class SparkRunner:
         for c in columns:
             if c in checks:  # a profiling check's column depends on every row of the source
                 what = ["check", checks[c], files_fingerprint(self.files()), everything]
-            elif c in src.columns:  # (derived columns may use each other: all of them)
-                what = ["derived", c, sorted(src.columns.items()), types.get(c), everything]
+            elif c in src.columns:  # its expression, and what it reads (as Spark types it)
+                reads = {c} | expression_reads(src.columns, src.columns[c])
+                what = ["derived", c, sorted((n, src.columns[n]) for n in reads if n in src.columns),
+                        sorted((n, folded.get(n.lower())) for n in reads), types.get(c), everything]
             elif src.join_of(c) is not None:  # its chain of joins and their tables' files
                 what = ["joined", c, types.get(c), [joins[j.name] for j in src.join_chain(c)]]
             else:
@@ -226,9 +229,13 @@ class SparkRunner:
     def rows_identity(self) -> str:
         src = self.dash.source
         joins = sorted(self.join_definitions().values()) if src.filters else []
+        # the types of what the filters read (a CSV column an appended file widens)
+        types = {f.name.lower(): f.dataType.simpleString() for f in self.df.schema.fields}
+        reads = set().union(*(expression_reads(src.columns, f) for f in src.filters))
         return _digest([src.resolved_format, sorted(src.reader_options.items()), src.filters,
                         sorted(src.columns.items()) if src.filters else [], self.split]
-                       + ([joins] if joins else []))
+                       + ([joins] if joins else [])
+                       + ([sorted((c, types.get(c.lower())) for c in reads)] if reads else []))
 
     def scan(self, files: list[dict], spec, shards_dir, run: str) -> list[dict]:
         from pyspark.sql import functions as F
@@ -363,6 +370,30 @@ def spark_string_hash(text: str, seed: int = 42) -> int:
 
 def _quoted(c: str) -> str:
     return "`" + c.replace("`", "``") + "`"
+
+
+def expression_reads(columns: Mapping[str, str], text: str) -> set[str]:
+    """The columns an expression over the source reads: the derived columns (`columns`)
+    it names, and theirs, transitively, and the source columns they name, as the spec
+    spells them (Spark resolves names case-insensitively). Every derived column, when an
+    expression does not parse (a trusted deployment's: BRUSHFIRE_TRUSTED_EXPRESSIONS)."""
+    from brushfire.spec.expressions import ExpressionError, analyze
+
+    derived = {c.lower(): c for c in columns}
+    out: set[str] = set()
+    todo = [text]
+    while todo:
+        try:
+            read = [c for c, _ in analyze(todo.pop(), check=False).columns]
+        except ExpressionError:
+            return out | set(columns)
+        for c in read:
+            c = derived.get(c.lower(), c)
+            if c not in out:
+                out.add(c)
+                if c in columns:
+                    todo.append(columns[c])
+    return out
 
 
 def _digest(obj) -> str:

@@ -635,8 +635,9 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         derived = derived_kinds(dash, schema)
     derived_coarse = {c: _coarse(k) if k not in (None, "null", "value") else "derived"
                       for c, k in derived.items()}
+    # (a kind None: a column only Spark types: a partitioned dataset's `key=value`, a CSV
+    # dimension table's whose kinds Spark infers; not checked)
     known = {c: _coarse(k) if k is not None else "derived" for c, k in schema.items()} | derived_coarse
-    # (None: a column whose kind Spark infers, a CSV dimension table's: not checked)
     known |= dict.fromkeys(profile_columns(dash), "string")  # added by capture
     problems: list[SpecProblem] = [] if partial else _expression_columns(dash, schema)
 
