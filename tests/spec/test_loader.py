@@ -1036,3 +1036,28 @@ def test_the_columns_known_without_spark_hold_the_joins(tmp_path):
         "k": "string", "n": "number", "d.iata": None, "d.country": None}
     assert columns("fact.csv", "dim.csv") == {"k": None, "n": None, "d.iata": None, "d.country": None}
     assert columns("fact.parquet", "dim.json", "{}") is None
+
+
+def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def spec_over(folder: str) -> str:
+        spec = tmp_path / f"{folder}.yaml"
+        spec.write_text(f"name: s\nsource: {{path: {folder}}}\nviews:\n"
+                        "  - {name: c, type: categorical, field: k}\n")
+        return str(spec)
+
+    (tmp_path / "parts" / "year=2001").mkdir(parents=True)
+    pq.write_table(pa.table({"k": ["a"]}), tmp_path / "parts" / "year=2001" / "p0.parquet")
+    pq.write_table(pa.table({"k": ["b"]}), tmp_path / "parts" / "p1.PARQUET")
+    (tmp_path / "parts" / "_SUCCESS").write_text("")  # not data, as Spark lists a folder
+    assert load_dashboard(spec_over("parts")).source.format == "parquet"
+    (tmp_path / "rows").mkdir()
+    (tmp_path / "rows" / "a.csv").write_text("k\na\n")
+    assert load_dashboard(spec_over("rows")).source.format == "csv"
+    (tmp_path / "table" / "_delta_log").mkdir(parents=True)
+    assert load_dashboard(spec_over("table")).source.format == "delta"
+    (tmp_path / "rows" / "b.json").write_text('{"k": "b"}\n')  # two kinds: the format must be given
+    with pytest.raises(SpecError, match="cannot tell the source's format: 'rows' has no extension"):
+        load_dashboard(spec_over("rows"))

@@ -9,6 +9,7 @@ later, the source's columns), and spec/problems.py words pydantic's errors.
 from __future__ import annotations
 
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +99,8 @@ def parse_dashboard(
     written = dash.source.path
     written_joins = [j.path for j in dash.source.joins]
     dash, unset = expand_environment(dash)
+    if not unset:
+        dash = with_folder_formats(dash, base_dir)
     problems = [
         SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
@@ -130,6 +133,37 @@ def parse_dashboard(
     object.__setattr__(dash, "_lines", lines)
     object.__setattr__(dash, "_filename", filename)
     return dash
+
+
+FOLDER_FORMATS = ("parquet", "csv", "json", "orc")  # the extensions a folder's files may share
+
+
+def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
+    """`dash` with the format of each table whose path is a local folder and whose format
+    is neither given nor its path's extension, read from the folder: `delta` when it holds
+    a `_delta_log`, else the extension every data file in it shares (names starting with
+    '_' or '.' are not data, as Spark lists them). Otherwise as it is (check_source then
+    asks for a format)."""
+    def fitted(t):
+        if t.format is not None or t.resolved_format in typing.get_args(m.Format) or _URI.match(t.path):
+            return t
+        folder = Path(resolve_path(t.path, base_dir) if base_dir is not None else t.path)
+        if not folder.is_dir():
+            return t
+        if (folder / "_delta_log").is_dir():
+            return t.model_copy(update={"format": "delta"})
+        try:
+            exts = {p.suffix.lower().lstrip(".") for p in folder.rglob("*") if p.is_file()
+                    and not any(x.startswith(("_", ".")) for x in p.relative_to(folder).parts)}
+        except OSError:
+            return t
+        return t.model_copy(update={"format": exts.pop()}) if len(exts) == 1 and exts <= set(FOLDER_FORMATS) else t
+
+    source = fitted(dash.source)
+    joins = [fitted(j) for j in dash.source.joins]
+    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
+        return dash
+    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
 
 
 @dataclass(frozen=True)
