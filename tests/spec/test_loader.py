@@ -932,18 +932,27 @@ def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_cla
     assert model_name(SectionLayout) == "a section layout"
 
 
-@pytest.mark.parametrize(("options", "view", "expected"), [
-    ("{header: 'true'}", "{name: n, type: categorical, field: d.nmae}", """\
+@pytest.mark.parametrize(("join", "view", "expected"), [
+    ("key: iata, options: {header: 'true'}", "{name: n, type: categorical, field: d.nmae}", """\
 {spec}:7: views[0].field: column 'd.nmae' is not in the table of join 'd' (dim.csv)
     columns: d.iata, d.name, d.lat
     hint: did you mean 'd.name'?"""),
-    ("{}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", None),  # (inferred: CSV_DEFAULTS)
+    ("key: iata, options: {}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", None),  # (inferred: CSV_DEFAULTS)
     # without inferSchema, Spark reads every column of a CSV file as a string
-    ("{inferSchema: 'false'}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", """\
+    ("key: iata, options: {inferSchema: 'false'}", "{name: n, type: histogram, field: d.lat, bin: {maxbins: 5}}", """\
 {spec}:7: views[0].field: column 'd.lat' is a string column, but a histogram view needs a number column
     hint: use a categorical view for strings, or derive a number in source.columns"""),
-], ids=["unknown_column", "inferred_kind_unchecked", "string_without_inferschema"])
-def test_a_csv_dimension_tables_columns_are_checked_from_its_first_line(tmp_path, options, view, expected):
+    ("key: iat, options: {header: 'true'}", "{name: n, type: categorical, field: d.name}", """\
+{spec}:5: source.joins[0].key: column 'iat' is not in the table of join 'd' (dim.csv)
+    columns: iata, name, lat
+    hint: did you mean 'iata'?"""),
+    ("key: iata, options: {header: 'false'}", "{name: n, type: categorical, field: d._c1}", """\
+{spec}:5: source.joins[0].key: column 'iata' is not in the table of join 'd' (dim.csv)
+    columns: _c0, _c1, _c2
+    hint: Spark names a CSV file's columns _c0, _c1, ... unless it reads their names from its first line: drop header: "false" from the join's options"""),
+], ids=["unknown_column", "inferred_kind_unchecked", "string_without_inferschema", "unknown_key",
+        "key_without_header"])
+def test_a_csv_dimension_tables_columns_are_checked_from_its_first_line(tmp_path, join, view, expected):
     """validate knows a local CSV dimension table's columns without Spark (its header):
     the key, `on` of a join below and joined columns are checked as a Parquet table's."""
     import pyarrow as pa
@@ -955,57 +964,16 @@ def test_a_csv_dimension_tables_columns_are_checked_from_its_first_line(tmp_path
     (tmp_path / "dim.csv").write_text("iata,name,lat\nORD,O'Hare,41.9\n")
     spec = tmp_path / "s.yaml"
     spec.write_text(f"name: s\nsource:\n  path: fact.parquet\n  joins:\n"
-                    f"    - {{name: d, path: dim.csv, key: iata, on: k, options: {options}}}\n"
+                    f"    - {{name: d, path: dim.csv, on: k, {join}}}\n"
                     f"views:\n  - {view}\n")
-    dash = load_dashboard(spec)
     if expected is None:
+        dash = load_dashboard(spec)
         check_columns(dash, read_types(dash.source))
         return
     with pytest.raises(SpecError) as info:
+        dash = load_dashboard(spec)
         check_columns(dash, read_types(dash.source))
     assert str(info.value) == expected.format(spec=spec)
-
-
-def test_a_csv_dimension_tables_key_is_checked_from_its_first_line(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from brushfire.source import read_types
-
-    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
-    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
-    spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
-                    "    - {name: d, path: dim.csv, key: iat, on: k, options: {header: 'true'}}\n"
-                    "views:\n  - {name: n, type: categorical, field: d.name}\n")
-    with pytest.raises(SpecError) as info:
-        dash = load_dashboard(spec)
-        check_columns(dash, read_types(dash.source))
-    assert str(info.value) == f"""\
-{spec}:5: source.joins[0].key: column 'iat' is not in the table of join 'd' (dim.csv)
-    columns: iata, name
-    hint: did you mean 'iata'?"""
-
-
-def test_a_csv_dimension_table_without_header_says_so(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from brushfire.source import read_types
-
-    pq.write_table(pa.table({"k": ["ORD"]}), tmp_path / "fact.parquet")
-    (tmp_path / "dim.csv").write_text("iata,name\nORD,O'Hare\n")
-    spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nsource:\n  path: fact.parquet\n  joins:\n"
-                    "    - {name: d, path: dim.csv, key: iata, on: k, options: {header: 'false'}}\n"
-                    "views:\n  - {name: n, type: categorical, field: d._c1}\n")
-    with pytest.raises(SpecError) as info:
-        dash = load_dashboard(spec)
-        check_columns(dash, read_types(dash.source))
-    assert str(info.value) == f"""\
-{spec}:5: source.joins[0].key: column 'iata' is not in the table of join 'd' (dim.csv)
-    columns: _c0, _c1
-    hint: Spark names a CSV file's columns _c0, _c1, ... unless it reads their names from its first line: drop header: "false" from the join's options"""
 
 
 def test_the_columns_known_without_spark_hold_the_joins(tmp_path):
