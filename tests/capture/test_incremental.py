@@ -216,6 +216,32 @@ def test_spec_edits_rebuild_only_what_depends_on_them(tmp_path):
     assert "built for 0 of 6 shards" in same.info.changes[-1]  # (the copies: capture/copies.py)
 
 
+def renamed(d: dict, names: dict[str, str]) -> dict:
+    d = copy.deepcopy(d)
+    for v in d["views"]:
+        v["name"] = names.get(v["name"], v["name"])
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    return d
+
+
+def test_a_renamed_view_keeps_its_parts(tmp_path):
+    """Renaming views (one keyed by its field's values, one by its bars: a bars dim) is
+    no change to what they count: every part is reused, under the new names."""
+    tables = tables_of((600, 1), (600, 2))
+    capture(spec(), tables, tmp_path / "inc")
+    d = renamed(spec(), {"hx": "x_hist", "cat": "category"})
+    got = capture(d, tables, tmp_path / "inc")
+    assert not any(c.startswith(("scanning", "per-row", "partial results: ")) and "computed" in c
+                   for c in got.info.changes), got.info.changes
+    assert "lineage: every part reused (nothing the layout decides changed)" in got.info.changes
+    n = next(c for c in got.info.changes if "under a new name" in c)
+    assert n.startswith("partial results: ") and not n.startswith("partial results: 0 "), n
+    assert_same_answers(capture(d, tables, tmp_path / "full"), got, d)
+    back = capture(spec(), tables, tmp_path / "inc")  # and back: reused again
+    assert "lineage: every part reused (nothing the layout decides changed)" in back.info.changes
+    assert_same_answers(capture(spec(), tables, tmp_path / "full2"), back, spec())
+
+
 def test_a_measure_moves_between_a_stored_column_and_a_fine_dims_raw_values(tmp_path):
     """mean_m reads m from a stored column until a view keys m per row (a fine dim, past
     40 values): then from that dim's raw values, and back when the view goes."""

@@ -265,6 +265,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["statistics and layout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        renamed = _renamed(shards, hashes)
         tasks = _key_tasks(shards, hashes, run, reuse_rows)
         rebuilt_rows = sum(1 for t in tasks if t["rows"])
         if tasks:
@@ -280,7 +281,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
                     s["partials"][p] = [f"partials-{run}.npz", hashes.partials[p]]
         for s in shards:  # parts of views and filters the spec no longer has
             s["partials"] = {p: v for p, v in s["partials"].items() if p in hashes.partials}
-        info.changes += _key_notes(shards, tasks, rebuilt_rows, hashes)
+        info.changes += _key_notes(shards, tasks, rebuilt_rows, hashes, renamed)
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -299,7 +300,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
             s["nulls"] = {c: v for c, v in s.get("nulls", {}).items() if c in spec.nulls}
             used = set(_field_files(s)) | set(st.shard_row_files(s)) | \
-                set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()} | \
+                set(st.snapshot_files(s, layout.detail_columns)) | {v[0] for v in s["partials"].values()} | \
                 {n for names in st.copy_files(s).values() for n in names}
             s["files"] = {k: v for k, v in s["files"].items() if k in used}
         info.n_rows = sum(s["n_rows"] for s in shards)
@@ -469,6 +470,22 @@ def _reader(shards_dir: Path):
     return read
 
 
+def _renamed(shards: list[dict], hashes: PartHashes) -> int:
+    """Take each shard's parts whose hash holds under another name (a renamed view's,
+    filter's or bars dim's: parts.py hashes no names) as the parts of their names now: a
+    record [file, hash, name in the file]. Returns how many were taken so."""
+    taken = 0
+    for s in shards:
+        by_hash = {(p.partition(".")[0], v[1]): v[2] if len(v) > 2 else p for p, v in s["partials"].items()}
+        files = {v[1]: v[0] for v in s["partials"].values()}
+        for p, h in hashes.partials.items():
+            stored = by_hash.get((p.partition(".")[0], h))
+            if s["partials"].get(p, [None, None])[1] != h and stored is not None:
+                s["partials"][p] = [files[h], h, stored] if stored != p else [files[h], h]
+                taken += 1
+    return taken
+
+
 def _key_tasks(shards: list[dict], hashes: PartHashes, run: str, reuse_rows: dict) -> list[dict]:
     tasks = []
     for s in shards:
@@ -495,16 +512,18 @@ def _reusable_rows(old: dict | None, before: Layout | None, layout: Layout, hash
     return reusable_rows(before, old_hashes.dims, layout, hashes.dims)
 
 
-def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes) -> list[str]:
+def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes,
+               renamed: int = 0) -> list[str]:
+    out = [f"partial results: {renamed:,} reused under a new name (a view renamed)"] if renamed else []
     if not tasks:
-        return ["lineage: every part reused (nothing the layout decides changed)"]
+        return [*out, "lineage: every part reused (nothing the layout decides changed)"]
     total = len(shards) * len(hashes.partials)
     computed = sum(len(t["wanted"]) for t in tasks)
     kinds = sorted({p.split(".")[0] for t in tasks for p in t["wanted"]})
     return [f"per-row lineage built for {rebuilt_rows:,} of {len(shards):,} shards, reused for "
             f"the others",
             f"partial results: {computed:,} of {total:,} computed ({', '.join(kinds) or 'none'}), "
-            "the others reused"]
+            "the others reused", *out]
 
 
 def _writable(cache_dir: str | Path | None) -> Path:
