@@ -242,6 +242,28 @@ def test_a_renamed_view_keeps_its_parts(tmp_path):
     assert_same_answers(capture(spec(), tables, tmp_path / "full2"), back, spec())
 
 
+def test_a_removed_file_that_takes_values_away_keys_no_shard_again(tmp_path):
+    """k has a dense dim (a key per distinct value); the removed file held two values no
+    other file has. The shards kept keep their keys (the dim keeps the old values, two of
+    them now on no row), and every answer is a capture's from scratch, also after an
+    append that brings new values."""
+    d = spec()
+    d["views"][-1] = {**d["views"][-1], "top": 5, "sort": "name"}  # bars that cannot change
+    tables = tables_of((400, 1), (500, 2), (300, 3))
+    first = capture(d, tables, tmp_path / "inc", DENSE)
+    del tables["f1"]
+    full = capture(d, tables, tmp_path / "full", DENSE)
+    k = first.layout.dims[first.layout.dim_index("value:k")]
+    assert k.kind == "dense" and full.layout.dims[full.layout.dim_index("value:k")].nkeys < k.nkeys
+    again = capture(d, tables, tmp_path / "inc", DENSE)
+    assert "lineage: every part reused (nothing the layout decides changed)" in again.info.changes, \
+        again.info.changes
+    assert_same_answers(full, again, d)
+    tables["f3"] = widened(make_rows(200, 4), 7)  # new values of k: keyed again, as they must
+    appended = capture(d, tables, tmp_path / "inc", DENSE)
+    assert_same_answers(capture(d, tables, tmp_path / "full2", DENSE), appended, d)
+
+
 def test_a_measure_moves_between_a_stored_column_and_a_fine_dims_raw_values(tmp_path):
     """mean_m reads m from a stored column until a view keys m per row (a fine dim, past
     40 values): then from that dim's raw values, and back when the view goes."""
