@@ -565,3 +565,41 @@ def test_on_spark_an_appended_file_spark_cannot_read_is_named_with_why_and_the_c
         Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
     (folder / "part-1.parquet").unlink()
     assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
+
+
+@pytest.mark.spark
+def test_on_spark_a_file_without_a_column_reads_it_as_null_said_and_refused_when_appended(spark, tmp_path):
+    """Spark reads a folder of Parquet files by its first file's columns: a file without
+    one of them reads it as null on its rows (as DuckDB's union of the files by name).
+    A capture of the folder says so, naming the file and the column; a file appended or
+    rewritten without a column the files captured before have is refused, named, before
+    any job, and the entry's last capture stays (what `Dashboard.refresh`'s caller keeps
+    serving)."""
+    import duckdb
+
+    from brushfire.errors import CaptureError
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    pq.write_table(make_rows(200, 2).drop_columns(["m"]), folder / "part-1.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    lacking = f"{folder / 'part-1.parquet'}: no column 'm': its rows read it as null"
+    assert any(c.startswith(lacking) for c in first.store.info.caveats), first.store.info.caveats
+    want = [r[0] for r in duckdb.sql(f"SELECT m FROM read_parquet('{folder}/*.parquet', union_by_name "
+                                     "= true, filename = true) ORDER BY filename, file_row_number").fetchall()]
+    got = first.store.take(np.arange(first.store.n_rows), ["m"])["m"].to_pylist()  # (rid order: by file)
+    assert got[300:] == [None] * 200 and repr(got) == repr(want)
+    pq.write_table(make_rows(100, 3).drop_columns(["m", "x"]), folder / "part-2.parquet")
+    assert first.stale()
+    with pytest.raises(CaptureError) as info:
+        first.refresh(spark=spark)
+    assert str(info.value).startswith(
+        f"{folder / 'part-2.parquet'}: has no column 'x', 'm', which the files captured before have: "
+        "its rows would read them as null; the last capture is kept; hint: "), str(info.value)
+    (folder / "part-2.parquet").unlink()
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert again.from_cache and again.store.manifest["created"] == first.store.manifest["created"]

@@ -69,6 +69,11 @@ class Runner(Protocol):
         """A hash of what decides a file's rows and shards (format, reader options,
         static filters, the input split size)."""
 
+    def lacking(self, files: list[dict]) -> dict[str, list[str]]:
+        """{file uri: the columns the spec reads that the source has and that file does
+        not} (Spark reads them as null on its rows), of those `files` whose columns are
+        known without reading them (footers); the others are not in it."""
+
     def join_files(self) -> list[dict]:
         """The files of the joins' dimension tables now (as `files`): a capture is current
         while they are unchanged (dashboard.is_current)."""
@@ -226,6 +231,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)))
         rows_id = runner.rows_identity()
         reuse = plan_reuse(old, files, rows_id, spec, definitions)
+        info.caveats += lacking_notes(runner.lacking(files), reuse, files)
         info.seconds["files and definitions"] = time.perf_counter() - t_all
         info.changes += reuse.notes
         shards_dir = entry / st.SHARDS
@@ -345,6 +351,29 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     store.info.seconds["manifest written, loaded"] = time.perf_counter() - t_all - info.seconds["capture"]
     store.info.seconds["capture"] = time.perf_counter() - t_all
     return store
+
+
+def lacking_notes(lacking: dict[str, list[str]], reuse: Reuse, files: list[dict]) -> list[str]:
+    """What `brushfire capture` says of the source's files without columns others have
+    (`Runner.lacking`): their rows read those columns as null, as Spark SQL reads the
+    folder. CaptureError when such a file is new or changed while files captured before
+    are kept (appended without a column, or rewritten without one): named, before any
+    job, so that the entry's last capture stays the one served."""
+    if reuse.keep:
+        new = {f["uri"]: f for f in reuse.scan}
+        bad = [(new[u]["path"], cs) for u, cs in lacking.items() if u in new]
+        if bad:
+            path, cs = bad[0]
+            more = f" (and {len(bad) - 1:,} more files)" if len(bad) > 1 else ""
+            msg = (f"{path}: has no column {', '.join(map(repr, cs))}, which the files captured before "
+                   f"have{more}: its rows would read {'it' if len(cs) == 1 else 'them'} as null; the last "
+                   "capture is kept; hint: write the file with every column of the others (null where "
+                   "unknown), or capture afresh (brushfire capture --recapture) to read its rows so")
+            raise CaptureError(msg)
+    paths = {f["uri"]: f["path"] for f in files}
+    return [f"{paths.get(u, u)}: no column {', '.join(map(repr, cs))}: its rows read "
+            f"{'it' if len(cs) == 1 else 'them'} as null (as Spark SQL reads the folder: by its "
+            "first file's columns)" for u, cs in sorted(lacking.items())]
 
 
 def unmatched_rows(dash, shards: list[dict]) -> dict[str, int]:
