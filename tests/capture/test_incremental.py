@@ -297,7 +297,7 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
 
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
                                 "rebin", "restep", "details", "aggregate", "regroup", "top",
-                                "unit", "unbrush"]), min_size=1, max_size=5)
+                                "unit", "unbrush", "rename"]), min_size=1, max_size=5)
 
 
 def widened(table: pa.Table, by: int) -> pa.Table:
@@ -313,6 +313,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 @example(ops=["aggregate", "rebin"], seed=1, dense=True)
 @example(ops=["restep", "widen", "append"], seed=5, dense=False)  # a step's extent widened twice
 @example(ops=["unit"], seed=1, dense=False)  # (a calendar part: brushed by its values)
+@example(ops=["rename", "remove", "rename", "append"], seed=3, dense=True)
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
@@ -336,6 +337,9 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
         elif op == "add_view":
             d["views"].append({"name": f"v{n}", "type": "histogram", "field": "m",
                                "bin": {"step": float(rng.integers(5, 60)), "extent": [-50, 300]}})
+        elif op == "rename":  # its parts are found under the old name (parts.py)
+            i = int(rng.integers(0, len(d["views"])))
+            d["views"][i] = {**d["views"][i], "name": f"r{n}"}
         elif op == "drop_view" and len(d["views"]) > 3:
             d["views"].pop(int(rng.integers(0, len(d["views"]))))
         elif op == "rebin":
