@@ -249,10 +249,12 @@ def test_a_number_for_a_key_of_strings_is_an_error(star):
     assert handle(s, {"type": "dimension_forward", "join": "region", "key": code})["rows"] > 0
 
 
-def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path):
+@pytest.mark.parametrize("where", ["here", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path, request, where):
     """A float key's NaN matches NaN (Spark's join: NaN = NaN, as SQL's `=` in DuckDB):
     its rows are matched, so replies write the key 'NaN' (JSON has no NaN, and a null key
-    says "no match"), and `dimension_forward` takes 'NaN' back to the same rows."""
+    says "no match"), and `dimension_forward` takes 'NaN' back to the same rows; captured
+    in this process and on Spark alike."""
     import math
 
     import pyarrow as pa
@@ -269,8 +271,12 @@ def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path):
         "views": [{"name": "label", "type": "categorical", "field": "d.label"},
                   {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 8]}}],
         "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.id"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    if where == "spark":
+        s = Dashboard.open(spec, spark=request.getfixturevalue("spark"), cache_dir=tmp_path / "cache",
+                           config=CONFIG).session()
+    else:
+        store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+        s = Dashboard(spec, plan_capture(spec), store).session()
     con = Oracle(spec).con
     want = con.execute('SELECT "d.id", count(*) FROM src WHERE "d.id" IS NOT NULL GROUP BY 1 '
                        "ORDER BY 2 DESC, 1").fetchall()
