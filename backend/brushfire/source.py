@@ -133,6 +133,8 @@ def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str
         return {}
     names: dict[str, set[str]] = {}
     for f in files:
+        if not is_local(f["path"]):
+            continue
         try:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
