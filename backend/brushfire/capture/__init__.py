@@ -543,7 +543,8 @@ def _reusable_rows(old: dict | None, before: Layout | None, layout: Layout, hash
 
 def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes,
                renamed: int = 0) -> list[str]:
-    out = [f"partial results: {renamed:,} reused under a new name (a view renamed)"] if renamed else []
+    out = [f"partial results: {renamed:,} reused under a new name (a view renamed, or defined "
+           "as another was)"] if renamed else []
     if not tasks:
         return [*out, "lineage: every part reused (nothing the layout decides changed)"]
     total = len(shards) * len(hashes.partials)
