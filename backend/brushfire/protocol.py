@@ -76,7 +76,14 @@ def run_filter(session: SessionAPI, r: R.FilterRequest) -> dict:
 
 def run_details(session: SessionAPI, r: R.DetailsRequest) -> dict:
     got = session.answer_details(r)
-    return {"type": "details", "page": r.page, "total": got.total, "rows": rows_json(got.rows)}
+    return {"type": "details", "page": r.page, "total": got.total,
+            "rows": rows_json(got.rows, join_keys(session))}
+
+
+def join_keys(session: SessionAPI) -> list[str]:
+    """The joins' key columns (`<join>.<key>`): null there says a row has no match, so a
+    float key's NaN is written as text there (wire.rows_json)."""
+    return [f"{j.name}.{j.key}" for j in session.plan.dashboard.source.joins]
 
 
 def run_forward(session: SessionAPI, r: R.ForwardRequest) -> dict:
@@ -88,7 +95,7 @@ def run_dimension(session: SessionAPI, r: R.DimensionRequest) -> dict:
 
     got = answer_dimension(cast(LineageAPI, session), r)  # (Dimension.check: the session declares ROWS)
     return {"type": "dimension", "join": r.join, "page": r.page, "total": got.total,
-            "unmatched": got.unmatched, "rows": rows_json(got.table)}
+            "unmatched": got.unmatched, "rows": rows_json(got.table, join_keys(session))}
 
 
 def run_dimension_forward(session: SessionAPI, r: R.DimensionForwardRequest) -> dict:

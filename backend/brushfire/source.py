@@ -123,6 +123,36 @@ def local_files(source: m.Table) -> list[dict] | None:
     return [file_record(f.as_uri()) for f in files]
 
 
+def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str, list[str]]:
+    """{file uri: the `columns` its footer does not have}, of local Parquet / ORC `files`
+    (`file_record`s; other formats, remote or unreadable files: not looked at). Spark
+    reads a folder by its first file's columns, so a file without one of them reads it as
+    null on its rows (a column of no file, a partition's `key=value`, is no file's: left
+    out). Names compared as Spark resolves them, case-insensitively."""
+    if fmt not in FOOTER_FORMATS or not columns:
+        return {}
+    names: dict[str, set[str]] = {}
+    for f in files:
+        if not is_local(f["path"]):
+            continue
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                schema = pq.read_schema(f["path"])
+            else:
+                import pyarrow.orc as orc
+
+                schema = orc.ORCFile(f["path"]).schema
+        except (OSError, pa.ArrowInvalid, KeyError):  # (Spark's read says why)
+            continue
+        names[f["uri"]] = {n.lower() for n in schema.names}
+    held = set().union(*names.values()) if names else set()
+    wanted = [c for c in columns if c.lower() in held]
+    out = {u: [c for c in wanted if c.lower() not in have] for u, have in names.items()}
+    return {u: cs for u, cs in out.items() if cs}
+
+
 # Delta Lake reader features whose tables are read right from their Parquet files
 DELTA_READABLE = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "checkpointProtection"}
 

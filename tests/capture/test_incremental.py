@@ -216,6 +216,54 @@ def test_spec_edits_rebuild_only_what_depends_on_them(tmp_path):
     assert "built for 0 of 6 shards" in same.info.changes[-1]  # (the copies: capture/copies.py)
 
 
+def renamed(d: dict, names: dict[str, str]) -> dict:
+    d = copy.deepcopy(d)
+    for v in d["views"]:
+        v["name"] = names.get(v["name"], v["name"])
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    return d
+
+
+def test_a_renamed_view_keeps_its_parts(tmp_path):
+    """Renaming views (one keyed by its field's values, one by its bars: a bars dim) is
+    no change to what they count: every part is reused, under the new names."""
+    tables = tables_of((600, 1), (600, 2))
+    capture(spec(), tables, tmp_path / "inc")
+    d = renamed(spec(), {"hx": "x_hist", "cat": "category"})
+    got = capture(d, tables, tmp_path / "inc")
+    assert not any(c.startswith(("scanning", "per-row", "partial results: ")) and "computed" in c
+                   for c in got.info.changes), got.info.changes
+    assert "lineage: every part reused (nothing the layout decides changed)" in got.info.changes
+    n = next(c for c in got.info.changes if "under a new name" in c)
+    assert n.startswith("partial results: ") and not n.startswith("partial results: 0 "), n
+    assert_same_answers(capture(d, tables, tmp_path / "full"), got, d)
+    back = capture(spec(), tables, tmp_path / "inc")  # and back: reused again
+    assert "lineage: every part reused (nothing the layout decides changed)" in back.info.changes
+    assert_same_answers(capture(spec(), tables, tmp_path / "full2"), back, spec())
+
+
+def test_a_removed_file_that_takes_values_away_keys_no_shard_again(tmp_path):
+    """k has a dense dim (a key per distinct value); the removed file held two values no
+    other file has. The shards kept keep their keys (the dim keeps the old values, two of
+    them now on no row), and every answer is a capture's from scratch, also after an
+    append that brings new values."""
+    d = spec()
+    d["views"][-1] = {**d["views"][-1], "top": 5, "sort": "name"}  # bars that cannot change
+    tables = tables_of((400, 1), (500, 2), (300, 3))
+    first = capture(d, tables, tmp_path / "inc", DENSE)
+    del tables["f1"]
+    full = capture(d, tables, tmp_path / "full", DENSE)
+    k = first.layout.dims[first.layout.dim_index("value:k")]
+    assert k.kind == "dense" and full.layout.dims[full.layout.dim_index("value:k")].nkeys < k.nkeys
+    again = capture(d, tables, tmp_path / "inc", DENSE)
+    assert "lineage: every part reused (nothing the layout decides changed)" in again.info.changes, \
+        again.info.changes
+    assert_same_answers(full, again, d)
+    tables["f3"] = widened(make_rows(200, 4), 7)  # new values of k: keyed again, as they must
+    appended = capture(d, tables, tmp_path / "inc", DENSE)
+    assert_same_answers(capture(d, tables, tmp_path / "full2", DENSE), appended, d)
+
+
 def test_a_measure_moves_between_a_stored_column_and_a_fine_dims_raw_values(tmp_path):
     """mean_m reads m from a stored column until a view keys m per row (a fine dim, past
     40 values): then from that dim's raw values, and back when the view goes."""
@@ -249,7 +297,7 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
 
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
                                 "rebin", "restep", "details", "aggregate", "regroup", "top",
-                                "unit", "unbrush"]), min_size=1, max_size=5)
+                                "unit", "unbrush", "rename"]), min_size=1, max_size=5)
 
 
 def widened(table: pa.Table, by: int) -> pa.Table:
@@ -265,6 +313,7 @@ def widened(table: pa.Table, by: int) -> pa.Table:
 @example(ops=["aggregate", "rebin"], seed=1, dense=True)
 @example(ops=["restep", "widen", "append"], seed=5, dense=False)  # a step's extent widened twice
 @example(ops=["unit"], seed=1, dense=False)  # (a calendar part: brushed by its values)
+@example(ops=["rename", "remove", "rename", "append"], seed=3, dense=True)
 def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_path_factory, ops, seed,
                                                                            dense):
     """(`dense`: k and m keyed by value, so that appended values renumber their keys.)"""
@@ -288,6 +337,9 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
         elif op == "add_view":
             d["views"].append({"name": f"v{n}", "type": "histogram", "field": "m",
                                "bin": {"step": float(rng.integers(5, 60)), "extent": [-50, 300]}})
+        elif op == "rename":  # its parts are found under the old name (parts.py)
+            i = int(rng.integers(0, len(d["views"])))
+            d["views"][i] = {**d["views"][i], "name": f"r{n}"}
         elif op == "drop_view" and len(d["views"]) > 3:
             d["views"].pop(int(rng.integers(0, len(d["views"]))))
         elif op == "rebin":
@@ -517,3 +569,41 @@ def test_on_spark_an_appended_file_spark_cannot_read_is_named_with_why_and_the_c
         Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
     (folder / "part-1.parquet").unlink()
     assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
+
+
+@pytest.mark.spark
+def test_on_spark_a_file_without_a_column_reads_it_as_null_said_and_refused_when_appended(spark, tmp_path):
+    """Spark reads a folder of Parquet files by its first file's columns: a file without
+    one of them reads it as null on its rows (as DuckDB's union of the files by name).
+    A capture of the folder says so, naming the file and the column; a file appended or
+    rewritten without a column the files captured before have is refused, named, before
+    any job, and the entry's last capture stays (what `Dashboard.refresh`'s caller keeps
+    serving)."""
+    import duckdb
+
+    from brushfire.errors import CaptureError
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    pq.write_table(make_rows(200, 2).drop_columns(["m"]), folder / "part-1.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    lacking = f"{folder / 'part-1.parquet'}: no column 'm': its rows read it as null"
+    assert any(c.startswith(lacking) for c in first.store.info.caveats), first.store.info.caveats
+    want = [r[0] for r in duckdb.sql(f"SELECT m FROM read_parquet('{folder}/*.parquet', union_by_name "
+                                     "= true, filename = true) ORDER BY filename, file_row_number").fetchall()]
+    got = first.store.take(np.arange(first.store.n_rows), ["m"])["m"].to_pylist()  # (rid order: by file)
+    assert got[300:] == [None] * 200 and repr(got) == repr(want)
+    pq.write_table(make_rows(100, 3).drop_columns(["m", "x"]), folder / "part-2.parquet")
+    assert first.stale()
+    with pytest.raises(CaptureError) as info:
+        first.refresh(spark=spark)
+    assert str(info.value).startswith(
+        f"{folder / 'part-2.parquet'}: has no column 'x', 'm', which the files captured before have: "
+        "its rows would read them as null; the last capture is kept; hint: "), str(info.value)
+    (folder / "part-2.parquet").unlink()
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert again.from_cache and again.store.manifest["created"] == first.store.manifest["created"]

@@ -232,3 +232,62 @@ def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):
     got = handle(s, {"type": "dimension", "join": "d"})
     assert (got["type"], got["total"], got["unmatched"], got["rows"]) == ("dimension", 0, 0, []), got
     assert handle(s, {"type": "details", "page": 0})["rows"] == []
+
+
+def test_a_number_for_a_key_of_strings_is_an_error(star):
+    """A string key is compared by its text, and a number has many ('7', '07', '7.0'): it
+    found no row, silently (Spark would cast the text to a number, DuckDB refuses the
+    comparison). The error names the column's type and how to give the key."""
+    dash, _ = star
+    s = dash.session()
+    for key, text in [(7, "'7'"), (7.5, "'7.5'")]:
+        reply = handle(s, {"type": "dimension_forward", "join": "region", "key": key})
+        assert reply == {"type": "error", "id": None, "message": (
+            f"key {key!r} is a number and region.code is a column of strings (string): give the "
+            f"key as its text, e.g. {text}")}, reply
+    code = handle(s, {"type": "dimension", "join": "region"})["rows"][0]["region.code"]
+    assert handle(s, {"type": "dimension_forward", "join": "region", "key": code})["rows"] > 0
+
+
+@pytest.mark.parametrize("where", ["here", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path, request, where):
+    """A float key's NaN matches NaN (Spark's join: NaN = NaN, as SQL's `=` in DuckDB):
+    its rows are matched, so replies write the key 'NaN' (JSON has no NaN, and a null key
+    says "no match"), and `dimension_forward` takes 'NaN' back to the same rows; captured
+    in this process and on Spark alike."""
+    import math
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    nan = math.nan
+    fact = pa.table({"k": pa.array([1.0, nan, nan, 2.0, None, 3.0, math.inf]), "x": pa.array(range(1, 8))})
+    dim = pa.table({"id": pa.array([1.0, nan, 2.0, math.inf]), "label": ["one", "nan", "two", "inf"]})
+    pq.write_table(fact, tmp_path / "f.parquet")
+    pq.write_table(dim, tmp_path / "d.parquet")
+    spec = parse_dashboard({
+        "name": "nan", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 8]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.id"]}}})
+    if where == "spark":
+        s = Dashboard.open(spec, spark=request.getfixturevalue("spark"), cache_dir=tmp_path / "cache",
+                           config=CONFIG).session()
+    else:
+        store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+        s = Dashboard(spec, plan_capture(spec), store).session()
+    con = Oracle(spec).con
+    want = con.execute('SELECT "d.id", count(*) FROM src WHERE "d.id" IS NOT NULL GROUP BY 1 '
+                       "ORDER BY 2 DESC, 1").fetchall()
+    got = handle(s, {"type": "dimension", "join": "d"})
+    assert [(r["d.id"], r["rows"]) for r in got["rows"]] == [
+        ("NaN" if math.isnan(k) else "Infinity" if k == math.inf else k, n) for k, n in want]
+    assert got["unmatched"] == con.execute('SELECT count(*) FROM src WHERE "d.id" IS NULL').fetchone()[0] == 2
+    details = handle(s, {"type": "details", "page": 0})["rows"]
+    assert [r["d.id"] for r in details] == [1.0, "NaN", "NaN", 2.0, None, None, "Infinity"]
+    for key, value in [("NaN", nan), (nan, nan), ("Infinity", math.inf), (1, 1.0)]:
+        fwd = handle(s, {"type": "dimension_forward", "join": "d", "key": key})
+        bars = [r[0] for r in con.execute(f"SELECT x FROM src WHERE \"d.id\" = '{value}'::DOUBLE "
+                                          "ORDER BY 1").fetchall()]
+        assert fwd["rows"] == len(bars) and fwd["views"]["x"] == bars, (key, fwd)  # (bar i: x = i)

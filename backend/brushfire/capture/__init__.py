@@ -69,6 +69,11 @@ class Runner(Protocol):
         """A hash of what decides a file's rows and shards (format, reader options,
         static filters, the input split size)."""
 
+    def lacking(self, files: list[dict]) -> dict[str, list[str]]:
+        """{file uri: the columns the spec reads that the source has and that file does
+        not} (Spark reads them as null on its rows), of those `files` whose columns are
+        known without reading them (footers); the others are not in it."""
+
     def join_files(self) -> list[dict]:
         """The files of the joins' dimension tables now (as `files`): a capture is current
         while they are unchanged (dashboard.is_current)."""
@@ -226,6 +231,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)))
         rows_id = runner.rows_identity()
         reuse = plan_reuse(old, files, rows_id, spec, definitions)
+        info.caveats += lacking_notes(runner.lacking(files), reuse, files)
         info.seconds["files and definitions"] = time.perf_counter() - t_all
         info.changes += reuse.notes
         shards_dir = entry / st.SHARDS
@@ -265,6 +271,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["statistics and layout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        renamed = _renamed(shards, hashes)
         tasks = _key_tasks(shards, hashes, run, reuse_rows)
         rebuilt_rows = sum(1 for t in tasks if t["rows"])
         if tasks:
@@ -280,7 +287,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
                     s["partials"][p] = [f"partials-{run}.npz", hashes.partials[p]]
         for s in shards:  # parts of views and filters the spec no longer has
             s["partials"] = {p: v for p, v in s["partials"].items() if p in hashes.partials}
-        info.changes += _key_notes(shards, tasks, rebuilt_rows, hashes)
+        info.changes += _key_notes(shards, tasks, rebuilt_rows, hashes, renamed)
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -299,7 +306,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             s["snapshot"] = {c: v for c, v in s.get("snapshot", {}).items() if c in spec.snapshot}
             s["nulls"] = {c: v for c, v in s.get("nulls", {}).items() if c in spec.nulls}
             used = set(_field_files(s)) | set(st.shard_row_files(s)) | \
-                set(st.snapshot_files(s, layout.detail_columns)) | {f for f, _ in s["partials"].values()} | \
+                set(st.snapshot_files(s, layout.detail_columns)) | {v[0] for v in s["partials"].values()} | \
                 {n for names in st.copy_files(s).values() for n in names}
             s["files"] = {k: v for k, v in s["files"].items() if k in used}
         info.n_rows = sum(s["n_rows"] for s in shards)
@@ -344,6 +351,29 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     store.info.seconds["manifest written, loaded"] = time.perf_counter() - t_all - info.seconds["capture"]
     store.info.seconds["capture"] = time.perf_counter() - t_all
     return store
+
+
+def lacking_notes(lacking: dict[str, list[str]], reuse: Reuse, files: list[dict]) -> list[str]:
+    """What `brushfire capture` says of the source's files without columns others have
+    (`Runner.lacking`): their rows read those columns as null, as Spark SQL reads the
+    folder. CaptureError when such a file is new or changed while files captured before
+    are kept (appended without a column, or rewritten without one): named, before any
+    job, so that the entry's last capture stays the one served."""
+    if reuse.keep:
+        new = {f["uri"]: f for f in reuse.scan}
+        bad = [(new[u]["path"], cs) for u, cs in lacking.items() if u in new]
+        if bad:
+            path, cs = bad[0]
+            more = f" (and {len(bad) - 1:,} more files)" if len(bad) > 1 else ""
+            msg = (f"{path}: has no column {', '.join(map(repr, cs))}, which the files captured before "
+                   f"have{more}: its rows would read {'it' if len(cs) == 1 else 'them'} as null; the last "
+                   "capture is kept; hint: write the file with every column of the others (null where "
+                   "unknown), or capture afresh (brushfire capture --recapture) to read its rows so")
+            raise CaptureError(msg)
+    paths = {f["uri"]: f["path"] for f in files}
+    return [f"{paths.get(u, u)}: no column {', '.join(map(repr, cs))}: its rows read "
+            f"{'it' if len(cs) == 1 else 'them'} as null (as Spark SQL reads the folder: by its "
+            "first file's columns)" for u, cs in sorted(lacking.items())]
 
 
 def unmatched_rows(dash, shards: list[dict]) -> dict[str, int]:
@@ -469,6 +499,22 @@ def _reader(shards_dir: Path):
     return read
 
 
+def _renamed(shards: list[dict], hashes: PartHashes) -> int:
+    """Take each shard's parts whose hash holds under another name (a renamed view's,
+    filter's or bars dim's: parts.py hashes no names) as the parts of their names now: a
+    record [file, hash, name in the file]. Returns how many were taken so."""
+    taken = 0
+    for s in shards:
+        by_hash = {(p.partition(".")[0], v[1]): v[2] if len(v) > 2 else p for p, v in s["partials"].items()}
+        files = {v[1]: v[0] for v in s["partials"].values()}
+        for p, h in hashes.partials.items():
+            stored = by_hash.get((p.partition(".")[0], h))
+            if s["partials"].get(p, [None, None])[1] != h and stored is not None:
+                s["partials"][p] = [files[h], h, stored] if stored != p else [files[h], h]
+                taken += 1
+    return taken
+
+
 def _key_tasks(shards: list[dict], hashes: PartHashes, run: str, reuse_rows: dict) -> list[dict]:
     tasks = []
     for s in shards:
@@ -495,16 +541,19 @@ def _reusable_rows(old: dict | None, before: Layout | None, layout: Layout, hash
     return reusable_rows(before, old_hashes.dims, layout, hashes.dims)
 
 
-def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes) -> list[str]:
+def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes: PartHashes,
+               renamed: int = 0) -> list[str]:
+    out = [f"partial results: {renamed:,} reused under a new name (a view renamed, or defined "
+           "as another was)"] if renamed else []
     if not tasks:
-        return ["lineage: every part reused (nothing the layout decides changed)"]
+        return [*out, "lineage: every part reused (nothing the layout decides changed)"]
     total = len(shards) * len(hashes.partials)
     computed = sum(len(t["wanted"]) for t in tasks)
     kinds = sorted({p.split(".")[0] for t in tasks for p in t["wanted"]})
     return [f"per-row lineage built for {rebuilt_rows:,} of {len(shards):,} shards, reused for "
             f"the others",
             f"partial results: {computed:,} of {total:,} computed ({', '.join(kinds) or 'none'}), "
-            "the others reused"]
+            "the others reused", *out]
 
 
 def _writable(cache_dir: str | Path | None) -> Path:

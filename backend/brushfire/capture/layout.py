@@ -92,8 +92,8 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
     for f in plan.value_fields:
         st = stats.values[f]
         if st.dense:
-            add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), True,
-                    values=st.values.tolist()))
+            values = _dense_values(st, before.get(f"value:{f}"))
+            add(Dim(f"value:{f}", "dense", f, None, st.type, len(values), True, values=values))
         else:
             edges, aligned, reps = _fine_buckets(dash, f, st, stats, config, before.get(f"value:{f}"))
             lo, hi = stats.bounds.get(f, (None, None))
@@ -141,7 +141,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         order = v.aggregate.order
         exact = True
         if order:
-            exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays)
+            exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays, before)
         off += layout_v.nslots
         needed = vp.forward or vp.bar_index
         luts = _luts(v, dims, dim_of, nbars, labels)
@@ -322,12 +322,30 @@ def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[
     return [int(s) for s in starts]
 
 
+def _dense_values(st: ValueStats, old: Dim | None) -> list:
+    """A dense dim's keys: the data's distinct values; or, when they are all among the
+    `old` capture's (files removed or rewritten took values away, none came), the old
+    keys, so that the shards captured before are not keyed again: a key no row has
+    any more counts no row (a slider's range and every answer read key counts)."""
+    values = st.values.tolist()
+    if old is None or old.kind != "dense" or old.part or old.value_type != st.type or \
+            len(old.values) <= len(values):
+        return values
+    known = np.asarray(old.values, st.values.dtype)
+    return list(old.values) if bool(np.isin(st.values, known).all()) else values
+
+
 def _key_weights(d: Dim, stats: SourceStats) -> np.ndarray:
     """Estimated rows per key, for choosing cube blocks before the rows are keyed."""
     if d.kind == "dense" and d.part:
         return np.ones(d.nkeys, np.float64)  # (a block per key: few keys)
     if d.kind == "dense":
-        return stats.values[d.field].counts.astype(np.float64)
+        st = stats.values[d.field]
+        if len(st.values) == d.nkeys:
+            return st.counts.astype(np.float64)
+        out = np.zeros(d.nkeys, np.float64)  # (old keys kept: `_dense_values`)
+        out[np.searchsorted(np.asarray(d.values, st.values.dtype), st.values)] = st.counts
+        return out
     if d.kind == "dict":
         values, counts = stats.counts[d.field]
         pos = {choice_key(v): i for i, v in enumerate(values)}  # (NaN is no key of a dict)
@@ -446,7 +464,8 @@ def _cells(lut: np.ndarray, v: ViewLayout) -> np.ndarray:
 
 
 def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str, int],
-                     stats: SourceStats, config: CaptureConfig, arrays: dict) -> bool:
+                     stats: SourceStats, config: CaptureConfig, arrays: dict,
+                     before: dict[str, Dim]) -> bool:
     """An order-statistic view's measure: a key dim of its field (a value dim, or a dict
     dim for strings) and blocks of its keys, M of them: every key its own block when
     bars x (keys + 1) cells fit `max_cells` (values read from the dim), else runs of keys
@@ -460,8 +479,8 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
     if d is None and f in stats.values:
         st = stats.values[f]
         if st.dense:
-            d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(st.values), False,
-                        values=st.values.tolist()))
+            values = _dense_values(st, before.get(f"value:{f}"))
+            d = add(Dim(f"value:{f}", "dense", f, None, st.type, len(values), False, values=values))
         else:
             edges = fine_edges(st, config.max_keys)
             d = add(Dim(f"value:{f}", "fine", f, None, st.type, len(edges), True, raw=0,

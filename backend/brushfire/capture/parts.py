@@ -5,7 +5,10 @@ Per-row arrays depend on how rows are keyed (each dim's keys: its values, edges,
 partial results depend only on what they count, in the data's terms: a view's bars as
 functions of values, a filter's cube blocks as ranges of values. So when appended rows
 bring a new distinct value (a dense dim's keys shift by one), the shards captured before
-are re-keyed but their base results and cubes are kept. Pure.
+are re-keyed but their base results and cubes are kept. Names are no part of a hash (a
+view's, a filter's, a bars dim's): a renamed view's parts are the same parts, which the
+capture finds by their hashes under their old names (capture/__init__.py `_renamed`).
+Pure.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ def reusable_rows(old: Layout, old_dims: list[str], new: Layout, new_dims: list[
 class _Hasher:
     def __init__(self, layout: Layout, dash: m.DashboardSpec) -> None:
         self.layout = layout
-        self.spec_views = {v.name: view_definition(v) for v in dash.views}
+        self.spec_views = {v.name: {k: x for k, x in view_definition(v).items() if k != "name"}
+                           for v in dash.views}
         self._dims: dict[int, str] = {}
 
     def bars(self, v: ViewLayout) -> dict:
@@ -87,7 +91,7 @@ class _Hasher:
         """A dim's keys: what each key stands for."""
         if i not in self._dims:
             d = self.layout.dims[i]
-            what = {k: getattr(d, k) for k in ("name", "kind", "field", "value_type", "nkeys", "part")}
+            what = {k: getattr(d, k) for k in ("kind", "field", "value_type", "nkeys", "part")}
             what["values"] = _list_hash(d.values)
             what["edges"] = _list_hash(d.edges)
             if d.view:
@@ -113,7 +117,7 @@ class _Hasher:
     def code(self, v: ViewLayout) -> str:
         """A view's codes and measure, as functions of a row's values."""
         layout = self.layout
-        what = {k: getattr(v, k) for k in ("name", "type", "op", "nbars", "reasons", "width",
+        what = {k: getattr(v, k) for k in ("type", "op", "nbars", "reasons", "width",
                                            "p", "method", "value_type")}
         what["bars"] = self.bars(v)
         if v.measure in ("lut", "raw", "stored"):  # the measure field's value

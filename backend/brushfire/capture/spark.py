@@ -221,6 +221,15 @@ class SparkRunner:
                 self._joins[j.name] = _digest([j.model_dump(mode="json"), what])
         return self._joins
 
+    def lacking(self, files: list[dict]) -> dict[str, list[str]]:
+        from brushfire.capture.joins import spec_columns
+        from brushfire.source import lacking_columns
+
+        used = spec_columns(self.dash)
+        used = None if used is None else {c.lower() for c in used}
+        columns = [f.name for f in self.raw_schema.fields if used is None or f.name.lower() in used]
+        return lacking_columns(self.dash.source.resolved_format, files, columns)
+
     def join_files(self) -> list[dict]:
         from brushfire.source import join_files
 

@@ -116,16 +116,32 @@ def _forward(session, j: m.Join, key) -> tuple[int, dict[str, list[int]]]:
         value = _key_value(key, col.type, column)
         if value is None:  # a number no value of the column equals
             continue
-        hit = pc.fill_null(pc.equal(col, value), False).to_numpy(zero_copy_only=False)
+        # (NaN is a key like any other: Spark's join matches NaN with NaN, as SQL's `=` does)
+        same = pc.is_nan(col) if _is_nan(value) else pc.equal(col, value)
+        hit = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
         rids.append(np.flatnonzero(hit) + s.start)
     rids = np.concatenate(rids) if rids else np.zeros(0, np.int64)
     return len(rids), session.forward(rids)
 
 
+def _is_nan(value: pa.Scalar) -> bool:
+    return pa.types.is_floating(value.type) and value.is_valid and value.as_py() != value.as_py()
+
+
 def _key_value(key, t: pa.DataType, column: str):
     """`key` as a scalar of the key column's type `t`, or None when it is a number no value
     of a decimal column equals (7.001 of a decimal(10, 2): SQL's `=` finds no row, where
-    Arrow's cast would round it to 7.00). InteractionError for a key of another type."""
+    Arrow's cast would round it to 7.00). InteractionError for a key of another type, and
+    for a number given for a key of strings: a string key is compared by its text, and a
+    number has many ('7', '07', '7.0'; SQL engines disagree: Spark casts the text to a
+    number, DuckDB refuses the comparison), so the number matched nothing, silently. A
+    float key's NaN and infinities are given as 'NaN', 'Infinity', '-Infinity' (as
+    replies write them: JSON has no such numbers)."""
+    text = t.value_type if pa.types.is_dictionary(t) else t
+    if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
+        msg = (f"key {key!r} is a number and {column} is a column of strings ({t}): give the "
+               f"key as its text, e.g. {str(key)!r}")
+        raise InteractionError(msg)
     if pa.types.is_decimal(t) and isinstance(key, (int, float, str)) and not isinstance(key, bool):
         try:
             exact = Decimal(str(key))

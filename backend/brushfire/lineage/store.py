@@ -396,14 +396,16 @@ def assemble(entry: Path, layout: Layout, shards: list[dict], tag: str, progress
         for i, s in enumerate(shards):
             if progress:
                 progress("summing shard results", i / max(1, len(shards)))
-            for part, (fname, _) in s["partials"].items():
+            for part, (fname, _, *stored) in s["partials"].items():
                 path = Path(entry) / SHARDS / s["name"] / fname
                 if path not in opened:
                     opened[path] = np.load(path, allow_pickle=False)
-                names = [part] if not part.startswith("cube.") else \
-                    [f"{part}.{x}" for x in ("counts", "sums", "oks") if f"{part}.{x}" in opened[path]]
-                for name in names:
-                    a = opened[path][name]
+                key = stored[0] if stored else part  # (the name it was written under: renamed since)
+                suffixes = [""] if not part.startswith("cube.") else \
+                    [f".{x}" for x in ("counts", "sums", "oks") if f"{key}.{x}" in opened[path]]
+                for suffix in suffixes:
+                    name = part + suffix
+                    a = opened[path][key + suffix]
                     if a.dtype.kind in "iu":  # (counts are written narrow: capture/keys.py)
                         a = a.astype(np.int64)
                     totals[name] = totals[name] + a if name in totals else a.copy()
