@@ -66,6 +66,9 @@ class Categorical(ViewType):
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
                 f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
+    def bar_row(self, view: m.CategoricalView, i: int, label, n: int) -> dict:
+        return {"label": V.wire_choice(label)}  # (sent back by a click: ±inf as 'Infinity')
+
     def base_key_sql(self, view: m.CategoricalView, d: sql.Dialect = sql.DUCKDB) -> str:
         return sql.ident(view.field, d)  # the value: the top N is left to the caller
 
