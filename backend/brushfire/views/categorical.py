@@ -39,7 +39,8 @@ class Categorical(ViewType):
         return ["null"] + ([] if view.other else ["beyond_top"])
 
     def row_codes(self, view: m.CategoricalView, vl, rows) -> np.ndarray:
-        top = [x for x in vl.labels if x != OTHER] if view.other else list(vl.labels)
+        # ('(other)' is the last label: a value '(other)' of the field may be a bar too)
+        top = list(vl.labels[:-1]) if view.other else list(vl.labels)
         if vl.value_type == "temporal":  # matched as UTC microseconds
             top = [V.parse_instant(x) for x in top]
         pos, valid = rows.positions(view.field, top)
