@@ -60,8 +60,9 @@ class Oracle:
             self.con.execute("CREATE VIEW src AS SELECT * FROM checked")
         else:
             self.con.execute("CREATE VIEW src AS SELECT * FROM base")
-        # (-0.0 and 0.0 are one value, grouped under either: the engine names it 0.0)
-        self.top = {v.name: [r[0] + 0.0 if isinstance(r[0], float) else r[0]
+        # (-0.0 and 0.0 are one value, grouped under either: the engine names it 0.0; a
+        # decimal is the nearest double, as the engine reads decimals)
+        self.top = {v.name: [r[0] + 0.0 if isinstance(r[0], float) else _double(r[0])
                              for r in self.con.execute(sql.top_sql(v)).fetchall()]
                     for v in dash.views if isinstance(v, m.CategoricalView)}
         self.filters: dict[str, str] = {}  # active filter name -> SQL predicate
@@ -106,19 +107,26 @@ class Oracle:
         mf = v.aggregate.field and sql.ident(v.aggregate.field)
         order = v.aggregate.op in m.ORDER_OPS
         x = mf and sql.summed_sql(v.aggregate.field)  # NaN and ±inf skipped, as the engine does
-        agg = f", sum({x}), count({x})" if mf and not order else ", NULL, 0"
-        agg += f", {sql.aggregate_sql(v.aggregate, self.kind(v.aggregate.field))}" if order else ", NULL"
-        q = (f"SELECT {key} AS bar, count(*){agg} FROM src WHERE ({self.where(name)}) "
-             f"AND ({extra}) GROUP BY 1 HAVING bar IS NOT NULL")
-        rows = [(r[0], r[1], _double(r[2]), r[3], _double(r[4]))
-                for r in self.con.execute(q).fetchall()]
+        agg2 = f", {sql.aggregate_sql(v.aggregate, self.kind(v.aggregate.field))}" if order else ", NULL"
+
+        def query(measure) -> list:
+            agg = f", sum({measure}), count({measure})" if mf and not order else ", NULL, 0"
+            return self.con.execute(f"SELECT {key} AS bar, count(*){agg}{agg2} FROM src WHERE "
+                                    f"({self.where(name)}) AND ({extra}) GROUP BY 1 "
+                                    "HAVING bar IS NOT NULL").fetchall()
+        try:
+            fetched = query(x)
+        except duckdb.OutOfRangeException:  # a DECIMAL(38, s) sum beyond DuckDB's decimals
+            fetched = query(f"CAST({x} AS DOUBLE)")
+        rows = [(r[0], r[1], _double(r[2]), r[3], _double(r[4])) for r in fetched]
         self._nonnull[name] = {r[0]: r[3] for r in rows}  # measures per bar, for `agrees`
         return {r[0]: (r[1], r[2], r[2] / r[3] if r[3] else None,  # mean: the exact sum, divided once
                        _iso(r[4])) for r in rows}
 
     def kind(self, column: str) -> str:
         """number, temporal or string: a column's type in DuckDB, coarsely."""
-        t = self.con.execute(f"SELECT typeof({sql.ident(column)}) FROM src LIMIT 1").fetchone()[0]
+        # (any_value: the column's type, also of a table without rows)
+        t = self.con.execute(f"SELECT typeof(any_value({sql.ident(column)})) FROM src").fetchone()[0]
         if t.startswith(("TIMESTAMP", "DATE")):
             return "temporal"
         return "string" if t == "VARCHAR" else "number"
@@ -140,10 +148,14 @@ class Oracle:
             null = f"{sql.ident(v.field)} IS NULL"
             cases = [f"WHEN {null} THEN '{self.null_reason(v, null)}'"]
         elif isinstance(v, m.CategoricalView):
-            f = sql.ident(v.field)
-            tops = ", ".join(sql.value_lit(x) for x in self.top[name]) or "NULL"
+            f = x = sql.ident(v.field)
+            top = self.top[name]
+            if sql.are_times(top):  # a time field's bars: instants, as UTC microseconds
+                x, tops = sql.time_us(v.field), ", ".join(str(sql.micros(t)) for t in top)
+            else:
+                tops = ", ".join(sql.value_lit(t) for t in top)
             cases = [f"WHEN {f} IS NULL THEN '{self.null_reason(v, f'{f} IS NULL')}'",
-                     f"WHEN {f} NOT IN ({tops}) THEN '{'other' if v.other else 'beyond_top'}'"]
+                     f"WHEN {x} NOT IN ({tops or 'NULL'}) THEN '{'other' if v.other else 'beyond_top'}'"]
         else:
             cases = [f"WHEN ({self.bar_sql(v)}) IS NULL THEN 'not_shown'"]
         reason = f"CASE {' '.join(cases)} ELSE NULL END"
@@ -187,7 +199,7 @@ class Oracle:
         if op == "count" or not mf:
             return sql.value_agrees(got, want, "count")
         if name not in self._measures:
-            t = self.con.execute(f"SELECT typeof({mf}) FROM src LIMIT 1").fetchall()
+            t = self.con.execute(f"SELECT typeof(any_value({mf})) FROM src").fetchall()
             integer = bool(t) and (t[0][0].endswith("INT") or t[0][0] in ("INTEGER", "HUGEINT")
                                    or (t[0][0].startswith("DECIMAL") and t[0][0].endswith(",0)")))
             x = sql.summed_sql(v.aggregate.field)

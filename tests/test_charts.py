@@ -222,3 +222,16 @@ def test_order_statistics_are_plain_numbers_or_times():
     spec = spec_of(first, HIST_LABELS, ["2001-01-01T00:00:00+00:00", None, None, None])
     y = layers(spec)[1]["encoding"]["y"]
     assert y["type"] == "temporal"
+
+
+@pytest.mark.parametrize("unit", ["minute", "hour", "day", "week", "month", "year"])
+def test_the_last_bar_of_year_9999_ends_at_the_last_instant(unit):
+    """A date of 9999-12-31 (Spark's and Parquet's largest) is a bar whose end, 10000-01-01,
+    no datetime holds: describing the view failed with 'year 10000 is out of range'."""
+    start = {"week": "9999-12-27T00:00:00+00:00", "month": "9999-12-01T00:00:00+00:00",
+             "year": "9999-01-01T00:00:00+00:00"}.get(unit, "9999-12-31T23:59:00+00:00")
+    v = view(type="temporal", field="t", unit=unit)
+    spec = spec_of(v, ["0001-01-01T00:00:00+00:00", start], [1, 2])
+    rows = spec["datasets"]["bars"]
+    assert [r["x1"] for r in rows][-1] == "9999-12-31T23:59:59.999999+00:00"
+    assert rows[0]["x1"] == marks.bar_end("0001-01-01T00:00:00+00:00", unit) > rows[0]["x0"]

@@ -480,3 +480,27 @@ def test_a_details_page_past_the_last_row_is_empty_without_spark(dash, monkeypat
     monkeypatch.setattr(s.source, "run", lambda *a, **k: pytest.fail("no Spark job for a page past the end"))
     reply = protocol.handle(s, {"type": "details", "page": 10**9, "page_size": 50, "columns": ["k", "dest"]})
     assert reply["type"] == "details" and reply["rows"] == [], reply
+
+
+def test_a_filter_on_a_boolean_column_takes_true_and_false(spark, tmp_path):
+    """A boolean column's values filter takes true / false (and null): booleans were
+    refused for every column ('values are strings or numbers'), so no filter could name a
+    boolean column's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ok = [True, False, None, True, True, False] * 5
+    pq.write_table(pa.table({"ok": pa.array(ok), "x": [float(i) for i in range(len(ok))]}),
+                   tmp_path / "b.parquet")
+    dash = Dashboard.open(parse_dashboard({
+        "name": "booleans", "source": {"path": str(tmp_path / "b.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 30]}}]}),
+        spark=spark, cache_dir=tmp_path / "cache")
+    s = dash.session()
+    for values, want in [([True], 15), ([False, None], 15), ([None], 5)]:
+        reply = protocol.handle(s, {"type": "filter", "column": "ok", "values": values})
+        assert (reply["selected"], reply["filters"]) == (want, {"column:ok": {"values": values}})
+    for message, error in [({"type": "filter", "column": "ok", "values": [1]}, "must be true or false"),
+                           ({"type": "filter", "column": "x", "values": [True]}, "True is not a number")]:
+        reply = protocol.handle(s, message)
+        assert reply["type"] == "error" and error in reply["message"], reply

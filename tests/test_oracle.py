@@ -25,3 +25,32 @@ def test_sums_and_means_skip_nan_and_infinite_measures(tmp_path):
     bars = oracle.view("s")
     assert {b: v[:3] for b, v in bars.items()} == {1: (4, 3.0, 3.0), 2: (2, 4.5, 4.5)}
     assert oracle.agrees("s", 1, 3.0, bars[1][1]) and not oracle.agrees("s", 1, 3.5, bars[1][1])
+
+
+def test_categorical_views_over_times_and_decimals_and_decimal_sums_beyond_duckdbs_range(tmp_path):
+    """A categorical view's top values from DuckDB are dates and Decimals: the caveats
+    compare a time's bars as instants and a decimal's as the nearest double (as the
+    engine reads decimals), and a DECIMAL(38) sum beyond DuckDB's decimals is summed in
+    doubles (it failed with an overflow); a table without rows still has its types."""
+    from datetime import date
+    from decimal import Decimal
+
+    path = tmp_path / "t.parquet"
+    big = Decimal("9" * 37)
+    pq.write_table(pa.table({
+        "d": pa.array([date(2020, 1, 1), date(2020, 1, 1), date(1969, 3, 1), None]),
+        "m": pa.array([Decimal("1.10"), Decimal("1.10"), Decimal("2.20"), None], pa.decimal128(10, 2)),
+        "big": pa.array([big, big, big, big], pa.decimal128(38, 0))}), path)
+    views = [{"name": "d", "type": "categorical", "field": "d", "top": 1},
+             {"name": "m", "type": "categorical", "field": "m", "top": 1, "other": False},
+             {"name": "s", "type": "categorical", "field": "d", "top": 1,
+              "aggregate": {"op": "sum", "field": "big"}}]
+    d = {"name": "times_decimals", "source": {"path": str(path)}, "views": views}
+    oracle = Oracle(parse_dashboard(d))
+    assert oracle.caveats("d") == {"null": 1, "other": 1}
+    assert oracle.caveats("m") == {"null": 1, "beyond_top": 1}
+    assert {k: v[0] for k, v in oracle.view("m").items()} == {"1.1": 2}
+    assert oracle.view("s")["(other)"][1] == float(big)
+    pq.write_table(pa.table({"d": pa.array([], pa.date32()), "big": pa.array([], pa.decimal128(38, 0))}), path)
+    empty = Oracle(parse_dashboard({**d, "views": views[2:]}))
+    assert empty.kind("d") == "temporal" and empty.view("s") == {}

@@ -353,3 +353,52 @@ def test_a_lineage_query_from_the_wire_is_checked_once(rich_local, monkeypatch):
         reply = protocol.handle(session, message)
         assert reply["type"] == message["type"], (message, reply)
         assert {**reply, "ms": 0} == {**want[str(message)], "ms": 0}
+
+
+def test_a_float_fields_infinite_categories_travel_as_text_and_select_their_rows(tmp_path):
+    """JSON has no infinity: a categorical bar or dropdown choice of +inf was sent as null,
+    the NaN bar's name, so a click on the inf bar (the page sends its label back) selected
+    the NaN rows, and +inf could not be picked at all. They travel as 'Infinity' and
+    '-Infinity' (values.wire_choice): labels, choices, the selection state, and back."""
+    import math
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.describe import describe_dashboard
+    from brushfire.plan import plan_capture
+    from oracle import Oracle
+
+    path = tmp_path / "inf.parquet"
+    table = pa.table({"f": [1.0, math.inf, math.inf, -math.inf, 2.0, math.nan, None],
+                      "y": [1, 2, 3, 4, 5, 6, 7]})
+    pq.write_table(table, path)
+    spec = parse_dashboard({
+        "name": "inf", "source": {"path": str(path)},
+        "views": [{"name": "c", "type": "categorical", "field": "f"},
+                  {"name": "h", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 8]}}],
+        "interactions": {"crossfilter": [{"views": ["c", "h"]}],
+                         "parameters": [{"name": "p", "field": "f", "multiple": True}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    described = json.loads(wire.dumps(describe_dashboard(dash)))
+    labels = described["views"][0]["labels"]
+    assert labels == ["Infinity", "-Infinity", 1.0, 2.0, None, "(other)"]
+    assert [b["label"] for b in described["views"][0]["spec"]["datasets"]["bars"]] == labels
+    assert described["parameters"][0]["values"] == labels[:-1]
+    oracle, s = Oracle(dash.spec), dash.session()
+    for picked, sql_values in [(["Infinity"], [math.inf]), (["-Infinity", None], [-math.inf, math.nan]),
+                               ([None], [math.nan])]:
+        reply = protocol.handle(s, json.dumps({"type": "select", "view": "c", "values": picked}))
+        oracle.select("c", sql_values)
+        assert reply["filters"] == {"c": {"values": picked}}
+        assert (reply["selected"], reply["views"]["h"]["counts"][1:7]) == \
+            (oracle.selected(), [oracle.view("h").get(i, (0,))[0] for i in range(1, 7)])
+    reply = protocol.handle(s, {"type": "parameter", "name": "p", "value": ["Infinity", 1.0]})
+    assert reply["selected"] == 0 and reply["filters"]["p"] == {"parameter": ["Infinity", 1.0]}
+    state = protocol.handle(s, {"type": "state"})["filters"]
+    again = dash.session()  # the state as JSON gives the same selection
+    assert protocol.handle(again, {"type": "filters", "filters": {"c": state["c"]}})["selected"] == 1
+    assert protocol.handle(again, {"type": "parameter", "name": "p", "value": ["Infinity"]})["selected"] == 0
+    assert protocol.handle(again, {"type": "clear", "view": "c"})["selected"] == 2

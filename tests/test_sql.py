@@ -85,6 +85,8 @@ def test_infinite_values_fall_in_no_bin_or_the_clamped_edges():
     (10.0 + 5e-8, 10.0, "mean", 10, 1e2, False, False),
     (None, None, "mean", 0, 0, False, True),
     (0.0, None, "sum", 0, 0, False, False),
+    (math.inf, math.inf, "sum", 2, math.inf, False, True),  # finite values summing past 1.8e308
+    (math.nan, 1.0, "sum", 2, math.inf, False, False),
 ])
 def test_value_agrees_is_the_documented_guarantee(got, want, op, count, abs_sum, integer, ok):
     assert sql.value_agrees(got, want, op, count, abs_sum, integer) is ok

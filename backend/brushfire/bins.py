@@ -155,8 +155,9 @@ def change_points(code, lo: float, hi: float, integral: bool) -> list[float]:
     out: list[float] = []
 
     def keys_of(v: np.ndarray) -> np.ndarray:  # values to integers in the same order
-        if integral:
-            return v.astype(np.int64)
+        if integral:  # (saturated: 2^63 - 1, the largest int64, is 2^63 as a double)
+            with np.errstate(invalid="ignore"):
+                return np.where(v >= 2.0**63, np.iinfo(np.int64).max, v.astype(np.int64))
         bits = v.astype(np.float64).view(np.int64)
         return np.where(bits < 0, np.int64(-(2**63)) - bits, bits)
 
@@ -169,7 +170,8 @@ def change_points(code, lo: float, hi: float, integral: bool) -> list[float]:
     a, b = keys_of(np.array([lo])), keys_of(np.array([hi]))
     first = code(values_of(a))[0]
     last = code(values_of(b))[0]
-    probe = (np.linspace(0.0, 1.0, 4097) * (b[0] / 2 - a[0] / 2) * 2 + a[0]).astype(np.int64)
+    probe = keys_of(np.linspace(0.0, 1.0, 4097) * (b[0] / 2 - a[0] / 2) * 2 + a[0]) if integral else \
+        (np.linspace(0.0, 1.0, 4097) * (b[0] / 2 - a[0] / 2) * 2 + a[0]).astype(np.int64)
     targets = np.unique(code(values_of(np.clip(probe, a[0], b[0]))))
     targets = np.union1d(targets, np.arange(first, last + 1)) if last - first < 100_000 else targets
     targets = targets[targets > first]

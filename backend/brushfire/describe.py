@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from brushfire import charts, protocol, versions
+from brushfire import values as V
 from brushfire.spec.models import brush_of
 from brushfire.views import bins_record, view_type
 
@@ -61,7 +62,7 @@ def _describe(dash: Dashboard) -> dict:
                       "snap": getattr(v, "snap", False),
                       "bounds": view_type(v).bound(v),
                       "lazy": lazy,
-                      "aggregate": v.aggregate.op, "labels": layout.labels,
+                      "aggregate": v.aggregate.op, "labels": [V.wire_choice(x) for x in layout.labels],
                       "bins": bins_record(v),
                       "counts": initial[v.name].counts, "values": initial[v.name].values,
                       "caveats": initial[v.name].caveats,
@@ -86,5 +87,6 @@ def _parameter_json(dash: Dashboard, p) -> dict:
     kind, domain = dash.store.parameter_domain(p.name)
     return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op,
             "multiple": p.multiple, "default": p.default,
-            "values": domain if kind in ("values", "times") else None,
+            "values": [V.wire_choice(x) for x in domain] if kind in ("values", "times") else None,
             "range": domain if kind == "range" and domain else None}
+

@@ -183,8 +183,8 @@ class LazySession(LazyQueries):
                 msg = f"values is a list, got {values!r}"
                 raise InteractionError(msg)
             bad = [x for x in values if x is not None and not isinstance(x, (str, int, float))]
-            if bad or any(isinstance(x, bool) for x in values):
-                msg = f"values are strings or numbers, got {V.show(values)}"
+            if bad:
+                msg = f"values are strings, numbers or booleans, got {V.show(values)}"
                 raise InteractionError(msg)
         else:
             lo, hi = sql.pair(interval)
@@ -207,6 +207,10 @@ class LazySession(LazyQueries):
                 plain = [_checked(_finite, x, column, i, "values") for i, x in enumerate(plain)]
             elif kind == "string" and any(not isinstance(x, str) for x in plain):
                 msg = f"column {column!r} holds strings: values {V.show(values)} must be strings"
+                raise InteractionError(msg)
+            elif kind not in ("string", "number", "temporal") and \
+                    any(not isinstance(x, bool) for x in plain):  # (a boolean column's kind)
+                msg = f"column {column!r} holds {kind} values: values {V.show(values)} must be true or false"
                 raise InteractionError(msg)
             parts = [f"{c} IN ({', '.join(sql.lit(x, sql.SPARK) for x in plain)})"] if plain else []
             parts += [f"{sql.ident(column, sql.SPARK)} IS NULL"] if None in values else []

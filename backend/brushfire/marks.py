@@ -292,12 +292,17 @@ def epoch_ms(iso: str) -> float:
 
 
 def bar_end(start: str, unit: str) -> str:
-    """The end of a calendar bar starting at `start` (UTC ISO), as ISO."""
+    """The end of a calendar bar starting at `start` (UTC ISO), as ISO; the last bar of
+    year 9999 ends at the last instant a datetime holds (10000-01-01 is none: describing
+    a view over such a date failed)."""
     t = datetime.fromisoformat(start)
-    if unit == "month":
-        end = t.replace(year=t.year + t.month // 12, month=t.month % 12 + 1)
-    elif unit == "year":
-        end = t.replace(year=t.year + 1)
-    else:
-        end = t + timedelta(**{f"{unit}s": 1})
+    try:
+        if unit == "month":
+            end = t.replace(year=t.year + t.month // 12, month=t.month % 12 + 1)
+        elif unit == "year":
+            end = t.replace(year=t.year + 1)
+        else:
+            end = t + timedelta(**{f"{unit}s": 1})
+    except (ValueError, OverflowError):  # past year 9999
+        end = datetime.max.replace(tzinfo=t.tzinfo)
     return end.isoformat()

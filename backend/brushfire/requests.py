@@ -117,8 +117,8 @@ class Select(Message):
 
     def check(self, session: SessionAPI) -> SelectRequest:
         _check_name(session, "select.view", self.view, ("points",))
-        _check_values(session, self.view, self.values, f"select on view {self.view!r}: values")
-        return SelectRequest(self.view, self.values)
+        values = _check_values(session, self.view, self.values, f"select on view {self.view!r}: values")
+        return SelectRequest(self.view, values)
 
 
 class Clear(Message):
@@ -143,8 +143,8 @@ class Parameter(Message):
 
     def check(self, session: SessionAPI) -> ParameterRequest:
         _check_name(session, "parameter.name", self.name, ("param_eq", "param_range"))
-        bounds = _check_parameter(session, self.name, self.value, f"parameter {self.name!r}")
-        return ParameterRequest(self.name, self.value, bounds)
+        value, bounds = _check_parameter(session, self.name, self.value, f"parameter {self.name!r}")
+        return ParameterRequest(self.name, value, bounds)
 
 
 class Filters(Message):
@@ -528,42 +528,46 @@ def _entry_request(session: SessionAPI, name: str, f: S.TaggedFilter, column: bo
         return brush_request(session.plan.dashboard.view(name), list(f.rect.x), list(f.rect.y), f"{where}.",
                              ("rect.x", "rect.y"))
     if isinstance(f, S.ValuesFilter):
-        _check_values(session, name, f.values, f"{where}.values")
-        return SelectRequest(name, list(f.values))
-    bounds = _check_parameter(session, name, f.parameter, f"{where}.parameter")
-    return ParameterRequest(name, f.parameter, bounds)
+        return SelectRequest(name, _check_values(session, name, f.values, f"{where}.values"))
+    value, bounds = _check_parameter(session, name, f.parameter, f"{where}.parameter")
+    return ParameterRequest(name, value, bounds)
 
 
-def _check_values(session: SessionAPI, view: str, values: list, where: str) -> None:
+def _check_values(session: SessionAPI, view: str, values: list, where: str) -> list:
     """Categories of a categorical view: values of its field (of a time field, ISO times),
-    or '(other)'."""
+    or '(other)'; returned as the engine takes them (`Choices.resolve`: 'Infinity' is a
+    float field's inf)."""
     layout = _layout(session, view)
     times = layout is not None and layout.value_type == "temporal"
     choices = _choices(session.view(view).labels, times)
     for i, x in enumerate(values):
         _check(lambda x=x: choices.check(x), f"{where}[{i}]")
+    return [choices.resolve(x) for x in values]
 
 
-def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple | None:
-    """A dropdown's value (one of its choices), or a slider's number or ISO time: a slider's
-    value as compared (`slider_bounds`), else None."""
+def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple:
+    """A dropdown's value (one of its choices, as the engine takes it: `Choices.resolve`),
+    or a slider's number or ISO time; and a slider's value as compared (`slider_bounds`),
+    else None."""
     if value is None:
-        return None
+        return None, None
     kind, domain = session.store.parameter_domain(name)
     dropdown = kind in ("values", "times")  # (times: a time field's, any ISO spelling)
     if dropdown and session.plan.filter(name).op == "in":  # multiple: a list
         if not isinstance(value, list):
             msg = f"{where}: parameter {name!r} takes a list of values, got {V.show(value)}"
             raise InteractionError(msg)
+        choices = _choices(domain, kind == "times")
         for i, x in enumerate(value):
-            _check(lambda x=x: _choices(domain, kind == "times").check(x), f"{where}[{i}]")
-        return None
+            _check(lambda x=x: choices.check(x), f"{where}[{i}]")
+        return [choices.resolve(x) for x in value], None
     if dropdown:
-        _check(lambda: _choices(domain, kind == "times").check(value), where)
-        return None
+        choices = _choices(domain, kind == "times")
+        _check(lambda: choices.check(value), where)
+        return choices.resolve(value), None
     # a slider over times: the store gives its range as ISO times
     temporal = kind == "range" and bool(domain) and isinstance(domain[0], str)
-    return slider_bounds(name, value, temporal, session.plan.filter(name).op == "between", where)
+    return value, slider_bounds(name, value, temporal, session.plan.filter(name).op == "between", where)
 
 
 def _check(test, where: str) -> None:

@@ -26,7 +26,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from brushfire.errors import InteractionError
-from brushfire.values import show
+from brushfire.values import show, wire_choice
 
 Bound = Any  # a number, an ISO time, or None for an open end (checked by brushfire.values)
 
@@ -228,8 +228,11 @@ def state_json(filters: dict[str, object], kinds: dict[str, str]) -> dict[str, d
             out[name] = {"interval": list(given[0])}
         elif kind == "rect":
             out[name] = {"rect": {"x": list(given[0]), "y": list(given[1])}}
-        elif kind == "points":
-            out[name] = {"values": list(given)}
+        elif kind == "points":  # (a float field's ±inf as 'Infinity': JSON has none)
+            out[name] = {"values": [wire_choice(x) for x in given]}
+        elif kind == "param_eq":
+            out[name] = {"parameter": [wire_choice(x) for x in given] if isinstance(given, list)
+                         else wire_choice(given)}
         else:
             out[name] = {"parameter": given}
     return out

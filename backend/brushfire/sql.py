@@ -340,6 +340,8 @@ def value_agrees(got, want, op: str, count: int = 0, abs_sum: float = 0.0,
     the bar's count."""
     if want is None or got is None:
         return got is None and want is None
+    if got == want:  # (also both ±inf: a double sum past 1.8e308, where got - want is NaN)
+        return True
     spec = aggregates.op(op)
     if spec.kind == "count" or (integer and abs_sum < EXACT_BELOW):
         return got == want

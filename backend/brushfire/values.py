@@ -11,6 +11,8 @@
 - Choices: `Choices.check` accepts a value of a categorical view or dropdown parameter,
   or says which values exist (with a "did you mean"). Over a time field the choices are
   ISO instants (`format_instant`) and a value is any spelling of one (`time_choice`).
+  A float field's infinities, which JSON cannot carry, travel as the text 'Infinity' and
+  '-Infinity' (`wire_choice`; NaN travels as null), and `Choices.resolve` takes them back.
 
 Every problem raises `InteractionError` with a message that names the value and says
 what is expected; callers add where the value came from (view, bound).
@@ -175,8 +177,19 @@ class Choices:
 
     def _as_choice(self, value):
         if not self.times or (isinstance(value, str) and ("str", value) in self._keys):
-            return value
+            return self._infinity(value)
         return time_choice(value)
+
+    def _infinity(self, value):
+        """±inf for its wire spelling (`wire_choice`) when that is a choice and the text
+        is not (a text field's 'Infinity' is itself)."""
+        x = INFINITIES.get(value) if isinstance(value, str) else None
+        return x if x is not None and ("str", value) not in self._keys else value
+
+    def resolve(self, value):
+        """A checked value as the engine and SQL take it: a float field's infinity for
+        its wire spelling, else `value` as given (a time field's ISO spelling included)."""
+        return value if self.times else self._infinity(value)
 
     def check(self, value) -> None:
         """Raise unless `value` is a choice, naming the first choices and the closest."""
@@ -206,6 +219,19 @@ def did_you_mean(value, choices: list) -> list:
         return same_case[:3]
     by_text = {str(c): c for c in choices}
     return [by_text[t] for t in difflib.get_close_matches(text, list(by_text), n=3, cutoff=0.6)]
+
+
+INFINITIES = {"Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def wire_choice(v):
+    """A category or dropdown choice as replies and the selection state spell it: a float
+    field's ±inf as 'Infinity' / '-Infinity' (JSON has no infinity; `jsonable` would make
+    it null, the NaN bar's name, and a click on the infinite bar would select the NaN
+    rows), anything else as it is."""
+    if isinstance(v, float) and math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
 
 
 def choice_key(v) -> tuple:

@@ -286,3 +286,26 @@ def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
         result = checker.check(replies)
         assert result.checked == 8
         assert result.mismatches == 0, result.examples
+
+
+def test_infinite_categories_as_a_client_reads_them(tmp_path):
+    """A float field's ±inf categories travel as 'Infinity' / '-Infinity' (the labels of
+    the description, the filters of replies): the check reads them back as ±inf."""
+    from brushfire.describe import describe_dashboard
+
+    rng = np.random.default_rng(8)
+    n = 200
+    level = rng.choice([math.inf, -math.inf, 1.5, math.nan], n)
+    rows = pa.table({"x": rng.uniform(0, 10, n), "level": pa.array(level)})
+    dash, _ = captured(tmp_path, rows, [{"name": "level", "type": "categorical", "field": "level", "top": 3}],
+                       [{"name": "plevel", "field": "level", "widget": "dropdown"}])
+    as_read = {v["name"]: v["labels"] for v in json.loads(wire.dumps(describe_dashboard(dash)))["views"]}
+    assert "Infinity" in as_read["level"] and "-Infinity" in as_read["level"]
+    replies = played(dash, [{"type": "select", "view": "level", "values": ["Infinity", "(other)"]},
+                            {"type": "brush", "view": "hx", "interval": [1, 6]},
+                            {"type": "clear", "view": "level"},
+                            {"type": "parameter", "name": "plevel", "value": "-Infinity"}])
+    checker = Checker(dash.spec, as_read)
+    assert checker.problems_once == []
+    result = checker.check(replies)
+    assert (result.checked, result.mismatches) == (4, 0), result.examples

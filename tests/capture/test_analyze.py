@@ -80,9 +80,13 @@ def test_decimal_division_warns_with_sparks_type(spark, small_parquet, tmp_path)
                         " literal such as 60.0D"]
 
 
-@pytest.mark.parametrize("case", ["missing", "empty directory", "corrupt"])
+@pytest.mark.parametrize("case", ["missing", "empty directory", "corrupt", "nanoseconds"])
 def test_unreadable_sources_are_reported_at_source_path(spark, tmp_path, case):
     data = tmp_path / "data"
+    if case == "nanoseconds":  # (as pandas writes a datetime column)
+        (data / "rows.parquet").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [1.0], "t": pa.array([0], pa.timestamp("ns"))}),
+                       data / "rows.parquet" / "part-0.parquet")
     if case == "empty directory":
         (data / "rows.parquet").mkdir(parents=True)
         (data / "rows.parquet" / "_SUCCESS").write_text("")
@@ -94,7 +98,9 @@ def test_unreadable_sources_are_reported_at_source_path(spark, tmp_path, case):
                        " make it absolute",
             "empty directory": "the directory holds no data files\n    hint: Spark reads every file"
                                " in it except names starting with '_' or '.'",
-            "corrupt": "cannot read it as parquet: "}[case]
+            "corrupt": "cannot read it as parquet: ",
+            "nanoseconds": "Illegal Parquet type: INT64 (TIMESTAMP(NANOS,false)).\n    hint: Spark reads"
+                           " times to the microsecond"}[case]
     with pytest.raises(SpecError) as info:
         analyze_source(spark, load_dashboard(spec))
     assert str(info.value).startswith(

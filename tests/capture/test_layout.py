@@ -159,3 +159,28 @@ def test_an_earlier_captures_cube_blocks_are_kept_unless_much_coarser_than_now_a
     per_key = Dim("value:x", "dense", "x", None, "float", 100, True, values=values,
                   cube_starts=list(range(101)))
     assert _sticky_blocks(now, per_key, 1, CaptureConfig(max_cube_blocks=1000)) == [*range(100), 101]
+
+
+def test_a_fine_int64_field_with_its_extremes_keys_each_row_in_its_bar(tmp_path):
+    """A field of many int64 values is cut into buckets at its histogram's bar edges. Two
+    roundings beyond 2^53 put rows in the wrong bars: 2^63 - 1 (2^63 as a double) overflowed
+    the bisection's integer keys, which found no edge at all, and the value standing for
+    the first bucket, edge - 1, is the edge itself as a double, in the next bar."""
+    import pyarrow.parquet as pq
+
+    from brushfire import Dashboard
+    from oracle import Oracle
+
+    rng = np.random.default_rng(1)
+    v = [int(x) for x in rng.integers(-2**62, 2**62, 200)] + [2**63 - 1, -2**63, 0, 5]
+    t = pa.table({"i": pa.array(v, pa.int64()), "y": pa.array(np.arange(len(v)) % 3)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    d = {"name": "i64", "source": {"path": str(tmp_path / "t.parquet")}, "views": [
+        {"name": "h", "type": "histogram", "field": "i", "bin": {"maxbins": 20}},
+        {"name": "y", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 3]}}],
+        "interactions": {"crossfilter": [{"views": ["h", "y"]}]}}
+    plan = plan_capture(parse_dashboard(d))
+    dash = Dashboard(plan.dashboard, plan, capture_table(plan, t, tmp_path / "cache", CaptureConfig(max_keys=40)))
+    assert dash.store.layout.dims[0].kind == "fine"
+    sql = Oracle(dash.spec).view("h")
+    assert dash.session().view("h").counts == [sql.get(i, (0,))[0] for i in range(20)]

@@ -252,3 +252,30 @@ def test_a_missing_source_is_a_clear_error(tmp_path):
     d = parse_dashboard(spec(tmp_path / "missing.parquet"))
     with pytest.raises((CaptureError, SpecError), match="missing.parquet.*no such file or directory"):
         Dashboard.open(d, cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize("n", [6, 300])  # few values (a dense dim), many (a fine one, raw values)
+def test_a_sliders_range_is_the_fields_finite_values(tmp_path, n):
+    """±inf are values of a float field, but no slider end: JSON has none (they were sent
+    as null, and the page's slider had no range); a field with no finite value has none."""
+    import math
+
+    import pyarrow as pa
+
+    from brushfire.capture.local import capture_table
+    from brushfire.lineage.layout import CaptureConfig
+    from brushfire.plan import plan_capture
+
+    f = [math.inf, -math.inf, math.nan, None, *np.linspace(-2.5, 7.5, n - 4)]
+    only_inf = [math.inf, -math.inf, math.nan] * (n // 3) + [None] * (n % 3)
+    table = pa.table({"f": pa.array(f, pa.float64()), "g": pa.array(only_inf, pa.float64()),
+                      "y": pa.array(np.arange(n) % 5)})
+    d = {"name": "ranges", "source": {"path": str(tmp_path / "none.parquet")},
+         "views": [{"name": "y", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 5]}}],
+         "interactions": {"parameters": [{"name": "pf", "field": "f", "widget": "slider", "op": "gte"},
+                                         {"name": "pg", "field": "g", "widget": "slider", "op": "between"}]}}
+    plan = plan_capture(parse_dashboard(d))
+    store = capture_table(plan, table, tmp_path / "cache", CaptureConfig(max_keys=40))
+    assert store.layout.dims[store.layout.filter("pf").dims[0]].kind == ("dense" if n < 40 else "fine")
+    assert store.parameter_domain("pf") == ("range", [-2.5, 7.5])
+    assert store.parameter_domain("pg") == ("range", [])

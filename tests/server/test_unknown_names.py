@@ -31,7 +31,7 @@ REFUSED = [  # (message, what the error says)
     ({"type": "filter", "column": "mm", "interval": [0, 1]}, "no column 'mm' in the source; columns: cat,"),
     ({"type": "filter", "column": "cat", "interval": [0, 1]}, "column 'cat' holds string values"),
     ({"type": "filter", "column": "x", "interval": ["a", 1]}, "x: interval[0]: 'a' is not a number"),
-    ({"type": "filter", "column": "x", "values": [{}]}, "values are strings or numbers"),
+    ({"type": "filter", "column": "x", "values": [{}]}, "values are strings, numbers or booleans"),
     ({"type": "filters", "filters": {f"column:{PASSWD}": {"interval": [0, 1]}}},
      f"filters.column:{PASSWD}: no column '{PASSWD}' in the source"),
     ({"type": "filters", "filters": {"column:nope": {"values": ["a"]}, "hx": {"interval": [0, 9]}}},

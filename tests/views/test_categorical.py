@@ -147,3 +147,24 @@ def test_a_time_that_is_no_bar_or_choice_is_refused(captured, msg, error):
     reply = protocol.handle(session, msg)
     assert reply["type"] == "error" and reply["message"].startswith(error), reply
     assert session.filters == {}
+
+
+def test_a_value_spelt_like_the_other_bar_is_a_bar_of_its_own(tmp_path):
+    """'(other)' is the last bar's label; a string field may hold the text '(other)' too,
+    among its top values. Rows were keyed by their place among the labels without every
+    '(other)', so each bar after that value counted the next bar's rows. A select of
+    '(other)' names the last bar, as the protocol says (docs/protocol.md)."""
+    s = ["a"] * 5 + ["(other)"] * 4 + ["b"] * 3 + ["c"] * 2 + [None]
+    table = pa.table({"s": pa.array(s), "y": list(range(len(s)))})
+    spec = parse_dashboard({
+        "name": "other_text", "source": {"path": str(tmp_path / "t.parquet")},
+        "views": [{"name": "s", "type": "categorical", "field": "s", "top": 2},
+                  {"name": "y", "type": "histogram", "field": "y", "bin": {"step": 5, "extent": [0, 15]}}],
+        "interactions": {"crossfilter": [{"views": ["s", "y"]}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    view = dash.session().view("s")
+    assert (view.labels, view.counts, view.caveats) == (["a", "(other)", "(other)"], [5, 4, 5],
+                                                        {"null": 1, "other": 5})
+    reply = protocol.handle(dash.session(), {"type": "select", "view": "s", "values": ["(other)"]})
+    assert (reply["selected"], reply["views"]["y"]["counts"]) == (5, [0, 1, 4])  # the rows of b and c (y 9-13)

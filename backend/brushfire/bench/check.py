@@ -62,6 +62,10 @@ class Checker:
         # categorical views over a time field: their labels are ISO instants, read as times
         self.times = {v.name for v in spec.views
                       if view_type(v).value_bars and _is_time(types.get(v.field, ""))}
+        # a float field's ±inf categories as a client reads them: 'Infinity' (wire_choice)
+        floats = {v.name for v in spec.views if view_type(v).value_bars and types.get(v.field) in ("DOUBLE", "FLOAT")}
+        self.labels = {n: [V.INFINITIES.get(x, x) if n in floats and isinstance(x, str) else x for x in ls]
+                       for n, ls in self.labels.items()}
         # per measured view: is the measure an integer, and Σ|x| per bar over all rows
         self.integer: dict[str, bool] = {}
         self.abs_sums: dict[str, dict] = {}

@@ -405,6 +405,12 @@ def _read_hint(text: str, src: m.Source) -> str:
         return "the path holds no data files Spark can read (empty directory, or wrong format?)"
     if "failed to find the data source" in low or "data_source_not_found" in low:
         return "source.format is parquet, csv, json or orc"
+    if "timestamp(nanos" in low:  # pandas writes its datetimes so, by default
+        return ("Spark reads times to the microsecond, not a Parquet column of nanoseconds: write"
+                " the file in microseconds, e.g. pandas' df.to_parquet(path, coerce_timestamps='us',"
+                " allow_truncated_timestamps=True), or pyarrow's write_table(..., coerce_timestamps='us')")
+    if "is not supported" in low or "illegal parquet type" in low:
+        return "a column of a type Spark cannot read: leave it out of the file, or store it as another type"
     return f"is it a {src.resolved_format} file? set source.format if the extension does not say"
 
 

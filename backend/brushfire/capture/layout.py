@@ -431,8 +431,9 @@ def _fine_buckets(dash: m.DashboardSpec, f: str, st: ValueStats, stats: SourceSt
         return edges, [], []
     first = np.nextafter(edges[1], -np.inf) if len(edges) > 1 else float(lo)
     reps = np.array([first, *edges[1:]], np.float64)
-    if integral:
-        reps = np.concatenate([[np.ceil(edges[1]) - 1 if len(edges) > 1 else lo],
+    if integral:  # (bucket 0's: the largest integer below edge 1 as a double, rows are
+        # bucketed so; ceil(edge) - 1 is the edge itself beyond 2^53, in the next bar)
+        reps = np.concatenate([[np.floor(first) if len(edges) > 1 else lo],
                                np.ceil(edges[1:])]).astype(np.int64)
     return edges, aligned, reps.tolist()
 

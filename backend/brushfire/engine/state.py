@@ -213,8 +213,8 @@ def category_keys(labels: list, values) -> list[int]:
         raise InteractionError(msg)
     pos = _positions(labels)
     out = []
-    for i, x in enumerate(values):
-        k = _position(pos, x)
+    for i, x in enumerate(values):  # ('(other)' is the last bar, even with a value '(other)')
+        k = len(labels) - 1 if isinstance(x, str) and x == OTHER and labels[-1:] == [OTHER] else _position(pos, x)
         if k is None:
             try:
                 V.Choices(labels).check(x)

@@ -30,6 +30,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -144,14 +145,17 @@ class LineageStore:
         return cache[name]
 
     def value_range(self, dim: int) -> tuple:
-        """Smallest and largest value of a dense or fine dim (None, None when empty)."""
+        """Smallest and largest finite value of a dense or fine dim (None, None when it has
+        none): a slider's range, which JSON could not carry as ±inf (they were sent as null,
+        and the page's slider had no range)."""
         d = self.layout.dims[dim]
         counts = self.keycounts[dim][:d.nkeys]
         present = np.flatnonzero(counts)
+        if d.kind == "dense":
+            finite = [d.values[k] for k in present if math.isfinite(d.values[k])]
+            return (finite[0], finite[-1]) if finite else (None, None)
         if not len(present):
             return None, None
-        if d.kind == "dense":
-            return d.values[present[0]], d.values[present[-1]]
         lo = hi = None  # fine: the raw values of the first and last buckets
         cast = int if d.value_type in ("int", "temporal") else float
         if not d.rows and d.bounds is not None:  # no raw values kept: the capture's bounds
@@ -165,12 +169,12 @@ class LineageStore:
         for s in self.shards:
             raw = s.arrays[1][d.raw]
             if len(raw):
-                ok = raw[~np.isnan(raw)]
+                ok = raw[np.isfinite(raw)]
                 if len(ok):
                     lo = ok.min() if lo is None else min(lo, ok.min())
                     hi = ok.max() if hi is None else max(hi, ok.max())
         cast = int if d.value_type in ("int", "temporal") else float
-        return cast(lo), cast(hi)
+        return (None, None) if lo is None else (cast(lo), cast(hi))
 
     def locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(shard index, row in shard) of global rids."""

@@ -39,7 +39,8 @@ class Categorical(ViewType):
         return ["null"] + ([] if view.other else ["beyond_top"])
 
     def row_codes(self, view: m.CategoricalView, vl, rows) -> np.ndarray:
-        top = [x for x in vl.labels if x != OTHER] if view.other else list(vl.labels)
+        # ('(other)' is the last label: a value '(other)' of the field may be a bar too)
+        top = list(vl.labels[:-1]) if view.other else list(vl.labels)
         if vl.value_type == "temporal":  # matched as UTC microseconds
             top = [V.parse_instant(x) for x in top]
         pos, valid = rows.positions(view.field, top)
@@ -65,6 +66,9 @@ class Categorical(ViewType):
         tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
                 f"THEN CAST({f} AS {d.string}) ELSE {other} END")
+
+    def bar_row(self, view: m.CategoricalView, i: int, label, n: int) -> dict:
+        return {"label": V.wire_choice(label)}  # (sent back by a click: ±inf as 'Infinity')
 
     def base_key_sql(self, view: m.CategoricalView, d: sql.Dialect = sql.DUCKDB) -> str:
         return sql.ident(view.field, d)  # the value: the top N is left to the caller
