@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from numbers import Integral, Real
 
 from brushfire.errors import InteractionError
+from brushfire.wire import float_text
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
@@ -221,7 +222,7 @@ def did_you_mean(value, choices: list) -> list:
     return [by_text[t] for t in difflib.get_close_matches(text, list(by_text), n=3, cutoff=0.6)]
 
 
-INFINITIES = {"Infinity": math.inf, "-Infinity": -math.inf}
+INFINITIES = {float_text(x): x for x in (math.inf, -math.inf)}  # (their wire spellings)
 
 
 def wire_choice(v):
@@ -229,9 +230,7 @@ def wire_choice(v):
     field's ±inf as 'Infinity' / '-Infinity' (JSON has no infinity; `jsonable` would make
     it null, the NaN bar's name, and a click on the infinite bar would select the NaN
     rows), anything else as it is."""
-    if isinstance(v, float) and math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
+    return float_text(v) if isinstance(v, float) and math.isinf(v) else v
 
 
 def choice_key(v) -> tuple:

@@ -139,7 +139,10 @@ def jsonable(x):
     return x
 
 
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+def float_text(x: float) -> str:
+    """A NaN or infinity as the wire spells it where null would say something else (JSON
+    has no such numbers): 'NaN', 'Infinity', '-Infinity'."""
+    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
 
 
 def rows_json(table, keys: Collection[str] = ()) -> list[dict]:
@@ -160,7 +163,7 @@ def rows_json(table, keys: Collection[str] = ()) -> list[dict]:
         t = col.type
         try:
             if pa.types.is_floating(t) and name in keys:
-                values = [None if x is None else x if math.isfinite(x) else _NON_FINITE[str(x)]
+                values = [None if x is None else x if math.isfinite(x) else float_text(x)
                           for x in col.to_pylist()]
             elif pa.types.is_floating(t):
                 values = pc.if_else(pc.is_finite(col), col, pa.scalar(None, t)).to_pylist()
