@@ -89,4 +89,3 @@ def _parameter_json(dash: Dashboard, p) -> dict:
             "multiple": p.multiple, "default": p.default,
             "values": [V.wire_choice(x) for x in domain] if kind in ("values", "times") else None,
             "range": domain if kind == "range" and domain else None}
-
