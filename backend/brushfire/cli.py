@@ -446,6 +446,11 @@ def _capture(args) -> int:
           "memory-mapped")
     for name, size in nbytes.items():
         print(f"  {name:<32} {size / 1e6:10.2f} MB")
+    for name, (shards, steps, exceptions) in store.raw_coding().items():
+        how = ", ".join(f"{kind} in {n:,}" for kind, n in shards.items())
+        lattice = (f"; on a lattice of steps of {', '.join(f'1e{j}' for j in steps)}"
+                   f" ({exceptions:,} rows kept aside)") if steps else ""
+        print(f"  raw values of {name}: {how} of {sum(shards.values())} shards{lattice}")
     print(copies_text(store, nbytes))
     for caveat in store.info.caveats:
         print(f"  caveat: {caveat}")

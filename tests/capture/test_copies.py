@@ -27,6 +27,7 @@ from brushfire.engine import copies as C
 from brushfire.engine.parallel import Pool
 from brushfire.engine.session import Session
 from brushfire.engine.shared import Shared, kernel_layout
+from brushfire.lineage import lattice
 from brushfire.lineage import store as st
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
@@ -87,8 +88,9 @@ def test_a_restart_maps_the_copies_the_capture_stored_and_builds_none(captured):
         assert got is not None and len(got) == len(store.shards)
         for shard, c in zip(store.shards, got, strict=True):
             assert mapped(c.keys) and mapped(c.starts) and mapped(c.zones)
-            built = C.Copy.build(shard.arrays, d, lay.dims[d].nkeys, C.keeps_rows(lay),
-                                 int(L[12][d]), L, C.hist_slots(L), C.key_dtype(lay))
+            built = C.Copy.build(shard.arrays[0], store.raw_values(store.shards.index(shard), d), d,
+                                 lay.dims[d].nkeys, C.keeps_rows(lay), L, C.hist_slots(L),
+                                 C.key_dtype(lay))
             for part in C.Copy.PARTS:
                 assert np.array_equal(getattr(c, part), getattr(built, part)), (d, part)
                 assert getattr(c, part).dtype == getattr(built, part).dtype, (d, part)
@@ -421,7 +423,7 @@ def assert_copies_as_built(store: st.LineageStore) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for s in shards:  # the per-row arrays beside copies built anew
             (Path(scratch) / st.SHARDS / s["name"]).mkdir(parents=True)
-            for n in (f"keys-{s['rows']}.npy", f"raw-{s['rows']}.npy"):
+            for n in (f"{a}-{s['rows']}.npy" for a in ("keys", *lattice.RawArrays._fields)):
                 os.link(entry / st.SHARDS / s["name"] / n, Path(scratch) / st.SHARDS / s["name"] / n)
         build_copies(Path(scratch), store.layout, shards, lambda *_: None)
         built = {(s["name"], n): np.load(Path(scratch) / st.SHARDS / s["name"] / n)

@@ -1,12 +1,14 @@
 """The numba kernels against plain numpy, on random shards (hypothesis): random dims and
 keys, random block sizes and backward indexes (identity blocks included), views reading
 their bar through one or two lookup tables (codes of one or two cells per bar), measures
-from lookups or stored columns (NaN included), and random filter states of every test mode."""
+from lookups or stored columns (NaN included), fine dims' raw values as float64 or on a
+decimal lattice, and random filter states of every test mode."""
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +17,9 @@ from hypothesis import strategies as st
 
 from brushfire.capture.keys import block_fences
 from brushfire.engine import kernels as K
+from brushfire.lineage import lattice
+from brushfire.lineage.layout import Dim
+from brushfire.lineage.store import base_table, kernel_arrays
 
 pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
 
@@ -31,7 +36,7 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
     raw = np.zeros((int(fine.sum()), n))
     for j, d in enumerate(np.flatnonzero(fine)):
         draw[d] = j
-        raw[j] = keys[d] + rng.random(n)  # raw values ordered with keys, as capture keeps them
+        raw[j] = keys[d] + raw_fraction(rng, n)  # raw values ordered with keys, as capture keeps them
     indexed = rng.random(nd) < 0.8
     indexed[0] = True
     dslot = np.full(nd, -1, np.int64)
@@ -77,9 +82,12 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
             luts.append(lut)
             at += len(lut)
     bar_off = np.concatenate([[0], np.cumsum(nbars + 1)[:-1]]).astype(np.int64)
-    mkind = rng.integers(0, 3, nv)
+    mkind = rng.integers(0, 4, nv)
     mdim = rng.integers(0, nd, nv)
     mcol = rng.integers(0, 2, nv)
+    raws = draw[mdim] >= 0  # kind 3: a fine dim's raw values
+    mkind = np.where(mkind == 3, np.where(raws, 3, 0), mkind)
+    mcol = np.where(mkind == 3, draw[mdim], mcol)
     moff = np.zeros(nv, np.int64)
     mluts, at = [np.zeros(1)], 1
     for v in range(nv):
@@ -97,10 +105,56 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
         if slot >= 0:
             slot_dims[slot] = d
     S = (*S, block_fences(keys, order, optr, slot_dims, bsize))  # as capture writes them
+    R = raw_arrays(keys, nkeys, draw, raw)
+    S = (S[0], R[0], *S[2:], *R[1:])
 
     nf = int(rng.integers(1, 4))
     Q = random_state(rng, nf, nd, nkeys, fine, nv, nbars)
     return S, L, Q, nf, nkeys, nslots, indexed
+
+
+def raw_fraction(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A fine dim's value within its key k's bucket [k, k + 1): arbitrary doubles (kept as
+    float64), cents (uint16 offsets on the lattice), millionths (uint32), or millionths
+    mostly below 0.06 and a few far up (uint16, those few exceptions: lineage/lattice.py)."""
+    style = rng.integers(0, 4)
+    if style == 0:
+        return rng.random(n)
+    if style == 1:
+        return rng.integers(0, 100, n) / 100
+    if style == 2:
+        return rng.integers(0, 10**6, n) / 1e6
+    return np.where(rng.random(n) < 0.005, rng.integers(100_000, 10**6, n), rng.integers(0, 60_000, n)) / 1e6
+
+
+def raw_arrays(keys: np.ndarray, nkeys: np.ndarray, draw: np.ndarray, raw: np.ndarray) -> tuple:
+    """The raw values of the fine dims as a store's loader gives them to the kernels: S[1]
+    and S[8:14] (lineage/lattice.py `pack`, lineage/store.py `kernel_arrays`); key k's
+    bucket is [k, k + 1), the no-value key's rows NaN."""
+    dims, rows = [], []
+    for d in np.flatnonzero(draw >= 0):
+        edges = np.concatenate([[-np.inf], np.arange(1, nkeys[d], dtype=np.float64)])
+        dims.append(Dim(f"value:{d}", "fine", str(d), None, "float", int(nkeys[d]), True,
+                        raw=int(draw[d]), edges=edges.tolist()))
+        rows.append((np.where(keys[d] < nkeys[d], raw[draw[d]], np.nan), keys[d], int(nkeys[d]), edges))
+    rows = [rows[i] for i in np.argsort([dm.raw for dm in dims])]
+    packed = lattice.pack(rows, keys.shape[1])
+    layout = SimpleNamespace(dims=dims)
+    arrays = kernel_arrays((None, packed.raw, *[None] * 6, *packed[1:]), layout,
+                           *base_table(layout, [packed.rinfo]))
+    return (arrays[1], *arrays[8:])
+
+
+def plain_raw(S, L) -> np.ndarray:
+    """The fine dims' raw values, (raw rows, n) float64 (NaN: no value), as the kernels
+    read them (kernels._raw_at)."""
+    n = S[0].shape[1]
+    out = np.full((len(S[12]), n), np.nan)
+    R = (S[1], *S[8:14])
+    for d, rc in enumerate(L[12]):
+        if rc >= 0:
+            out[rc] = [K._raw_at(R, rc, r, np.int64(S[0][d, r])) for r in range(n)]
+    return out
 
 
 def random_state(rng, nf, nd, nkeys, fine, nv, nbars):
@@ -151,11 +205,14 @@ def ref_measure(S, L, v):
         return L[11][L[10][v] + S[0][L[8][v]].astype(np.int64)]
     if kind == 2:
         return S[2][L[9][v]]
+    if kind == 3:
+        x = plain_raw(S, L)[L[9][v]]
+        return np.where(np.isfinite(x), x, np.nan)
     return None
 
 
 def ref_test(S, L, Q, t):
-    keys, raw = S[0], S[1]
+    keys, raw = S[0], plain_raw(S, L)
     tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim = Q
     n = keys.shape[1]
     mode = tmode[t]
@@ -271,7 +328,7 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
     if clustered:
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
         by_raw = rng.random() < 0.7  # a fine dim's copy in raw order within keys: edge buckets searched
-        raw = S[1][L[12][d]] if by_raw and L[12][d] >= 0 else np.zeros(0)
+        raw = plain_raw(S, L)[L[12][d]] if by_raw and L[12][d] >= 0 else np.zeros(0)
         cdim = d if K.cluster(S[0], d, nkeys[d], C, crow, starts, raw) else -1
         hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
         zones = np.zeros((len(hist), 2 * len(nkeys)), np.uint16)
@@ -310,7 +367,7 @@ def test_cluster_orders_the_shards_rows_by_key(case, keep_rows, by_raw, nan):
     S, L, _, _, nkeys, _, _ = make_case(rng, n, bsize)
     d = int(rng.integers(0, len(nkeys)))
     keys = S[0]
-    raw = np.round(S[1][L[12][d]], 1) if by_raw and L[12][d] >= 0 else np.zeros(0)  # with ties
+    raw = np.round(plain_raw(S, L)[L[12][d]], 1) if by_raw and L[12][d] >= 0 else np.zeros(0)  # with ties
     if raw.size and nan:
         raw[rng.integers(0, n)] = np.nan
     C, crow, starts = np.empty_like(keys), np.empty(n if keep_rows else 0, np.uint32), \
@@ -457,7 +514,7 @@ def test_gather_writes_the_measures_of_wanted_codes(case, use_index):
     passing = cand & ((ref_fails(S, L, Q, nf) & need) == 0)
     codes = ref_bars(S, L, v)
     rc = L[12][md]
-    measure = S[1][rc] if rc >= 0 else S[0][md].astype(np.float64)
+    measure = plain_raw(S, L)[rc] if rc >= 0 else S[0][md].astype(np.float64)
     want = [np.sort(measure[passing & (wanted[codes] == t)]) for t in range(ntargets)]
     offs = np.concatenate([[0], np.cumsum([len(w) for w in want])]).astype(np.int64)
     out = np.full(offs[-1], np.nan)
@@ -465,7 +522,7 @@ def test_gather_writes_the_measures_of_wanted_codes(case, use_index):
     K.gather(S, L, Q, v, need, d, kr, md, wanted.astype(np.int64), offs, fill, out, 0, S[4].shape[1])
     assert list(fill) == [len(w) for w in want]
     for t in range(ntargets):
-        assert np.array_equal(np.sort(out[offs[t]:offs[t + 1]]), want[t])
+        assert np.array_equal(np.sort(out[offs[t]:offs[t + 1]]), want[t], equal_nan=True)  # (no value: NaN)
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from brushfire.lineage import lattice
 from brushfire.lineage import store as st
 from brushfire.lineage.files import read_npy, write_npy
 from brushfire.lineage.layout import Layout
@@ -168,8 +169,13 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
                                    read_npy(sd / was["starts"]), before.maps, d, L, slots, dtype)
             copy.by_raw = old["dims"][str(d)]["by_raw"]
         else:
-            arrays = (read_npy(sd / f"keys-{s['rows']}.npy"), read_npy(sd / f"raw-{s['rows']}.npy"))
-            copy = Copy.build(arrays, d, nkeys[d], rows_kept, int(L[12][d]), L, slots, dtype)
+            keys = read_npy(sd / f"keys-{s['rows']}.npy")
+            dim, raw = layout.dims[d], None
+            if rows_kept and dim.kind == "fine" and dim.raw >= 0:
+                stored = lattice.RawArrays(*(read_npy(sd / f"{a}-{s['rows']}.npy")
+                                             for a in lattice.RawArrays._fields))
+                raw = lattice.values(stored, dim.raw, keys[d], dim.nkeys, np.asarray(dim.edges, np.float64))
+            copy = Copy.build(keys, raw, d, nkeys[d], rows_kept, L, slots, dtype)
         return s, d, {names[p]: write_npy(sd / names[p], getattr(copy, p)) for p in Copy.PARTS}, \
             copy.by_raw
 

@@ -9,7 +9,9 @@ backward index as it is; other indexed dims (bars, dropdowns, calendar parts) so
 keys per block here.
 
 A keyed shard holds, for its n rows (shapes as the engine reads them, engine/kernels.py):
-- keys   (dims kept per row, n) uint16; raw (fine dims, n) float64 (NaN = none);
+- keys   (dims kept per row, n) uint16; a fine dim's value per row in raw (rows, n) float64
+  (NaN = none) or, on a decimal lattice, as offsets in lat (uint32) or lat16 (uint16) with
+  exceptions in xrows / xvals, as rinfo (fine dims, 6) says (lineage/lattice.py);
 - meas   (stored measures, n) float64 (NaN = missing);
 - order  uint16, optr (indexed dims, blocks) int64: per block, the rows' positions in the
   block ordered by key, at order[optr[i, b]:...]; -1 = the identity (not stored);
@@ -34,6 +36,7 @@ from brushfire import values as V
 from brushfire.capture import columns as C
 from brushfire.capture import kernels
 from brushfire.capture.scan import Encoded, block_order, encode_column
+from brushfire.lineage import lattice
 from brushfire.lineage.files import part_name, read_arrow, read_npy, write_bytes, write_npy
 from brushfire.lineage.layout import FENCE, KEY_DTYPE, Dim, Layout, ViewLayout
 from brushfire.spec import models as m
@@ -494,7 +497,7 @@ def row_arrays(k: Keyed, previous: dict | None = None, old: dict | None = None) 
     kept = layout.row_dims  # dims kept per row come first; the others feed cubes only
     previous = previous or {}
     keys = np.empty((kept, n), KEY_DTYPE)
-    raw = np.empty((layout.n_raw, n), np.float64)
+    raws: list = [None] * layout.n_raw
     for i in range(kept):
         d = layout.dims[i]
         if i in previous:
@@ -503,11 +506,15 @@ def row_arrays(k: Keyed, previous: dict | None = None, old: dict | None = None) 
         else:
             keys[i] = k.key(i)
         if d.kind == "fine" and d.raw >= 0:
-            raw[d.raw] = old["raw"][previous[i][1]] if i in previous else raw_values(fields, d.field)
+            edges = np.asarray(d.edges, np.float64)
+            x = lattice.values(lattice.RawArrays(*(old[a] for a in lattice.RawArrays._fields)),
+                               previous[i][1], keys[i], d.nkeys, edges) \
+                if i in previous else raw_values(fields, d.field)
+            raws[d.raw] = (x, keys[i], d.nkeys, edges)
     meas = np.empty((layout.n_meas, n), np.float64)
     for j in range(layout.n_meas):
         meas[j] = k.meas(j)
-    out = {"keys": keys, "raw": raw, "meas": meas}
+    out = {"keys": keys, "meas": meas, **lattice.pack(raws, n)._asdict()}
     out.update(backward_index(keys, fields, layout, bsize, previous, old))
     out["zmin"], out["zmax"] = zone_maps(keys, [d.nkeys for d in layout.dims[:kept]], bsize)
     return out
@@ -541,7 +548,7 @@ def key_shard(directory: Path, n_rows: int, fields: dict[str, dict], layout: Lay
         old = reuse = None
         if previous and previous["dims"]:
             old = {a: read_npy(directory / f"{a}-{previous['tag']}.npy")
-                   for a in ("keys", "raw", "order", "optr")}
+                   for a in ("keys", "order", "optr", *lattice.RawArrays._fields)}
             reuse = {int(i): tuple(v) for i, v in previous["dims"].items()}
         for name, arr in row_arrays(k, reuse, old).items():
             files[f"{name}-{tag}.npy"] = write_npy(directory / f"{name}-{tag}.npy", arr)

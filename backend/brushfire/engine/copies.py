@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -215,20 +216,18 @@ class Copy:
         self.hist = np.zeros((0, 0), np.uint16)
 
     @staticmethod
-    def build(arrays: tuple, d: int, nkeys: int, rows_kept: bool, raw_row: int, L: tuple | None,
-              slots: int, dtype: type = np.uint16) -> Copy:
-        """Dim d's copy of a shard (its arrays as the kernels take them): rows in key order
-        on d (then in raw order on row `raw_row` of the shard's raw values, when >= 0 and
-        rows are kept), its keys as `dtype` (`key_dtype`), its zone maps, and its chunk
-        histograms of `slots` slots of layout arrays L (0: none)."""
-        keys = arrays[0]
+    def build(keys: np.ndarray, raw: np.ndarray | None, d: int, nkeys: int, rows_kept: bool,
+              L: tuple | None, slots: int, dtype: type = np.uint16) -> Copy:
+        """Dim d's copy of a shard (its keys as the kernels take them): rows in key order
+        on d (then in order of `raw`, a fine dim's values, when given and rows are kept),
+        its keys as `dtype` (`key_dtype`), its zone maps, and its chunk histograms of
+        `slots` slots of layout arrays L (0: none)."""
         n = keys.shape[1]
         copy = Copy(np.empty(keys.shape, dtype), np.empty(n if rows_kept else 0, np.uint32),
                     np.empty(nkeys + 2, np.int64))
-        rc = raw_row if rows_kept else -1
-        raw = arrays[1][rc] if rc >= 0 else _NO_RAW
-        by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw)
-        copy.by_raw = rc >= 0 and bool(by_raw)
+        sort = raw is not None and rows_kept
+        by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw if sort else _NO_RAW)
+        copy.by_raw = sort and bool(by_raw)
         return copy._zoned(L, slots)
 
     @staticmethod
@@ -285,12 +284,15 @@ class Copies:
     """The clustered copies of one store, shared by its sessions."""
 
     def __init__(self, shards: list, nkeys: list[int], dims: list[int], rows_kept: bool,
-                 reserved: int = 0, L: tuple | None = None) -> None:
+                 reserved: int = 0, L: tuple | None = None,
+                 raw: Callable[[int, int], np.ndarray | None] | None = None) -> None:
         """Copies to build (`start`). `reserved`: bytes `reserve` counted for these copies,
         given back when they go; `L`: the layout arrays the chunk histograms count (None,
-        or no `hist_slots`: none), and whose raw rows (L[12]) name the fine dims, whose
-        copies keep each key's rows in raw order when the shard rows are kept."""
+        or no `hist_slots`: none); `raw(shard, dim)`: a fine dim's values in a shard (None:
+        it keeps none), whose copies keep each key's rows in their order when the shard
+        rows are kept."""
         self._shards, self._nkeys, self._rows_kept = shards, nkeys, rows_kept
+        self._raw = raw
         self._L = L
         self._slots = hist_slots(L) if L is not None else 0
         self.dtype = np.dtype(np.uint16)  # the keys' (`key_dtype`; set by the store's owner)
@@ -347,9 +349,9 @@ class Copies:
 
     def _build(self, d: int, i: int) -> None:
         """Shard i's copy for dim d; the dim's last shard makes it usable."""
-        rc = int(self._L[12][d]) if self._L is not None else -1
-        copy = Copy.build(self._shards[i].arrays, d, self._nkeys[d], self._rows_kept, rc, self._L,
-                          self._slots, self.dtype)
+        raw = self._raw(i, d) if self._raw is not None and self._rows_kept else None
+        copy = Copy.build(self._shards[i].arrays[0], raw, d, self._nkeys[d], self._rows_kept,
+                          self._L, self._slots, self.dtype)
         with self._lock:
             self._copies[d][i] = copy
             self._left[d] -= 1

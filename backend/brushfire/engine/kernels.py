@@ -4,9 +4,13 @@ them on worker threads (engine/parallel.py), a block range per task, and sums th
 partial results.
 
 Arguments (built by engine/state.py from lineage/layout.py):
-- S  one shard: (keys (D, n) uint16, raw (R, n) float64, meas (M, n) float64,
+- S  one shard: (keys (D, n) uint16, raw (F, n) float64, meas (M, n) float64,
      order (T,) uint16, optr (I, nblocks) int64, zmin, zmax (D, nblocks) uint16,
-     fences (I, nblocks, bsize / FENCE) uint16).
+     fences (I, nblocks, bsize / FENCE) uint16, lat (A, n) uint32, lat16 (B, n) uint16,
+     xrows (E,) uint32, xvals (E,) float64, rinfo (R, 8) int64, rbase (C, K) int64). Raw
+     row rc (of R: one per fine dim kept per row) is a row of `raw` or, on a decimal
+     lattice, offsets in a row of `lat` or `lat16` (lineage/lattice.py, lineage/store.py
+     `kernel_arrays`); `_raw_at` reads a row's value either way.
      Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
      key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1;
      fences[i, b, j] is the key at position j * FENCE of that order, so that a search of a
@@ -18,7 +22,7 @@ Arguments (built by engine/state.py from lineage/layout.py):
      min(luts[vlut0[v] + keys[vdim0[v], r]] (+ luts[vlut1[v] + keys[vdim1[v], r]]), nbars[v]);
      code // width[v] is its bar or reason (width > 1: order-statistic cells).
      Its measure is mluts[moff[v] + keys[mdim[v], r]] (mkind 1), meas[mcol[v], r] (mkind 2),
-     raw[mcol[v], r] when finite (mkind 3: a fine dim's raw row), or none (0). draw[d] is
+     raw row mcol[v]'s value at r when finite (mkind 3: a fine dim's), or none (0). draw[d] is
      the raw row of fine dim d (-1: none), dslot[d] its index slot (-1: not indexed).
 - Q  the filter state: (tmode, tlo, thi, telo, tehi, tvlo, tvhi, tbits, bits, tview, tdim).
      Filter f has tests 2f and 2f + 1 on dims tdim[t] (-1: no second test); per test t:
@@ -46,9 +50,11 @@ from numba import njit, types
 from numba.extending import intrinsic
 from numba.typed import List
 
+from brushfire.lineage.lattice import POW10
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
+_POW10 = POW10  # (a global array: numba freezes it into the code)
 _NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
 _NO_ROWS64 = np.empty(0, np.int64)  # rows unread: a sequential chunk's keys are at c0 + i
 
@@ -73,6 +79,44 @@ def list_append(items, item):
 
 
 # --- per chunk: filter tests, bars, counting ------------------------------------------------
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _raw(S):
+    """A shard's raw values as the kernels pass them: (raw, lat, lat16, xrows, xvals,
+    rinfo, rbase)."""
+    return S[1], S[8], S[9], S[10], S[11], S[12], S[13]
+
+
+@njit(nogil=True, cache=True)
+def _exception(xrows, xvals, x0, x1, r) -> np.float64:
+    """The value of an exception row r (lineage/lattice.py): rows x0..x1 - 1 of xrows."""
+    return xvals[x0 + np.searchsorted(xrows[x0:x1], np.uint32(r))]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _raw_at(R, rc, r, k) -> np.float64:
+    """Raw row rc's value at shard row r, whose key on the fine dim is k (NaN: none), as
+    lineage/lattice.py `decode` gives it: R = `_raw(S)`, whose rinfo[rc] = (kind, row in
+    the kind's array, step j, base of bucket 0, first and end exception, row of rbase, the
+    no-value key)."""
+    raw64, lat, lat16, xrows, xvals, rinfo, rbase = R
+    kind, row = rinfo[rc, 0], rinfo[rc, 1]
+    if kind == 0:
+        return raw64[row, r]
+    if k >= rinfo[rc, 7]:
+        return np.nan
+    if kind == 1:
+        o = np.int64(lat[row, r])
+        top = np.int64(0xFFFFFFFF)
+    else:
+        o = np.int64(lat16[row, r])
+        top = np.int64(0xFFFF)
+    if o == top:
+        return _exception(xrows, xvals, rinfo[rc, 4], rinfo[rc, 5], r)
+    n = (rinfo[rc, 3] if k == 0 else rbase[rinfo[rc, 6], k]) + o
+    j = rinfo[rc, 2]
+    return np.float64(n) * _POW10[j] if j >= 0 else np.float64(n) / _POW10[-j]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -147,12 +191,12 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow, cdim=-1):
                     rc = draw[d]
                     vlo, vhi = tvlo[t], tvhi[t]
                     if d == cdim and c0 >= 0:
-                        _edge_runs(keys[d], raw[rc], crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail)
+                        _edge_runs(keys[d], raw, rc, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail)
                         continue
                     for i in range(first, last + 1):
                         k = np.int64(keys[d, c0 + i if c0 >= 0 else rows[i]])
                         if k in (elo, ehi):
-                            x = raw[rc, _shard_row(rows, crow, c0, i)]
+                            x = _raw_at(raw, rc, _shard_row(rows, crow, c0, i), k)
                             if (k == elo and x < vlo) or (k == ehi and x > vhi):
                                 fail[i] |= bit
                 elif mode == 2:
@@ -175,7 +219,7 @@ def _fails(keys, raw, rows, c0, n, union, L, Q, fail, crow, cdim=-1):
 
 
 @njit(nogil=True, cache=True)
-def _edge_runs(kd, rawd, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail) -> None:
+def _edge_runs(kd, raw, rc, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail) -> None:
     """`_fails`' fine edge buckets on the dim's own clustered copy (`cluster`: a key's rows
     in raw order): chunk rows first..last, at positions c0 + i, hold runs of one key each;
     in key elo's run the rows with raw < vlo are a prefix, in key ehi's those with
@@ -191,7 +235,7 @@ def _edge_runs(kd, rawd, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail) -
             a, z = i, j
             while a < z:
                 mid = (a + z) // 2
-                if rawd[crow[c0 + mid]] < vlo:
+                if _raw_at(raw, rc, np.int64(crow[c0 + mid]), k) < vlo:
                     a = mid + 1
                 else:
                     z = mid
@@ -201,7 +245,7 @@ def _edge_runs(kd, rawd, crow, c0, first, last, elo, ehi, vlo, vhi, bit, fail) -
             a, z = i, j
             while a < z:
                 mid = (a + z) // 2
-                if rawd[crow[c0 + mid]] > vhi:
+                if _raw_at(raw, rc, np.int64(crow[c0 + mid]), k) > vhi:
                     z = mid
                 else:
                     a = mid + 1
@@ -244,15 +288,42 @@ def _bars(keys, rows, c0, n, v, L, out):
 
 
 @njit(nogil=True, cache=True)
+def _raw_values(kd, R, rc, rows, c0, n, out, crow):
+    """out[i] = raw row rc's value at row i of the chunk (found as in `_fails`; kd: the fine
+    dim's keys), as `_raw_at` gives it, with the arrays taken from R once a chunk, not once
+    a row (a sum over a fine dim reads every row's)."""
+    raw64, lat, lat16, xrows, xvals, rinfo, rbase = R
+    kind, row, j, base0, x0, x1, brow, none = (rinfo[rc, 0], rinfo[rc, 1], rinfo[rc, 2], rinfo[rc, 3],
+                                               rinfo[rc, 4], rinfo[rc, 5], rinfo[rc, 6], rinfo[rc, 7])
+    if kind == 0:
+        for i in range(n):
+            out[i] = raw64[row, _shard_row(rows, crow, c0, i)]
+        return
+    top = np.int64(0xFFFFFFFF if kind == 1 else 0xFFFF)
+    scale = _POW10[abs(j)]
+    for i in range(n):
+        r = _shard_row(rows, crow, c0, i)
+        k = np.int64(kd[c0 + i if c0 >= 0 else rows[i]])
+        o = np.int64(lat[row, r]) if kind == 1 else np.int64(lat16[row, r])
+        if k >= none:
+            out[i] = np.nan
+        elif o == top:
+            out[i] = _exception(xrows, xvals, x0, x1, r)
+        else:
+            m = np.float64((base0 if k == 0 else rbase[brow, k]) + o)
+            out[i] = m * scale if j >= 0 else m / scale
+
+
+@njit(nogil=True, cache=True)
 def _measures(keys, raw, meas, rows, c0, n, v, L, out, crow):
     """out[i] = view v's measure of row i of the chunk (NaN: missing); keys, raw values and
     stored measures are found as in `_fails`. A raw value (kind 3) is a measure when
     finite, as a stored one (capture/columns.measure: ±inf is missing)."""
     kind, md, mc, mo, mluts = L[7][v], L[8][v], L[9][v], L[10][v], L[11]
     if kind == 3:
+        _raw_values(keys[md], raw, mc, rows, c0, n, out, crow)
         for i in range(n):
-            x = raw[mc, _shard_row(rows, crow, c0, i)]
-            out[i] = x if np.isfinite(x) else np.nan
+            out[i] = out[i] if np.isfinite(out[i]) else np.nan
         return
     for i in range(n):
         out[i] = (mluts[mo + keys[md, c0 + i if c0 >= 0 else rows[i]]] if kind == 1
@@ -406,7 +477,7 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
     (zone maps), and a block no view needs is not read; rows that count in no view are
     dropped before counting. `skip` is unused (kept for callers' symmetry with count).
     Cost: O(rows x (filters + views))."""
-    keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
+    keys, raw, meas, zmin, zmax = S[0], _raw(S), S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
     fail = np.empty(CHUNK, np.uint64)
@@ -656,7 +727,7 @@ def by_keys(S, L, Q, Qold, d, kranges, signs, mf, views, need, b0, b1, counts, s
       `need`). Each block's rows are visited in row order (a bitmap of the block sorts
       them), so the reads of the other columns go forward through the block.
     Cost: O(rows in the ranges x views) + O(blocks x ranges x log(block))."""
-    keys, raw, meas, order, optr, fences = S[0], S[1], S[2], S[3], S[4], S[7]
+    keys, raw, meas, order, optr, fences = S[0], _raw(S), S[2], S[3], S[4], S[7]
     n = keys.shape[1]
     bsize = L[14]
     slot = L[13][d]
@@ -865,7 +936,7 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     share one weight and mostly pass is counted as a complement: its histogram, less the
     rows failing (fewer to count).
     Cost: O(rows in the ranges x (filters + views)), sequential."""
-    raw, meas = S[1], S[2]
+    raw, meas = _raw(S), S[2]
     n = C.shape[1]
     bsize = L[14]
     lo_pos, hi_pos = b0 * bsize, min(n, b1 * bsize)
@@ -1002,7 +1073,7 @@ def rows_passing(S, L, Q, need, d, kranges, b0, b1, skip, limit, out, start):
     that pass `need`, in rid order, after skipping the first `skip` such rows; at most
     `limit`. With d >= 0 only rows whose key on indexed dim d is in `kranges` are
     candidates (found through the index), else every row. Returns (written, skipped)."""
-    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    keys, raw, order, optr = S[0], _raw(S), S[3], S[4]
     n = keys.shape[1]
     bsize = L[14]
     slot = L[13][d] if d >= 0 else -1
@@ -1044,7 +1115,7 @@ def rids_pass(shards, starts, L, Q, need, rids, out):
             buf[j - i] = rids[j] - starts[s]
             j += 1
         S = shards[s]
-        _fails(S[0], S[1], buf, -1, j - i, need, L, Q, fail, _NO_ROWS)
+        _fails(S[0], _raw(S), buf, -1, j - i, need, L, Q, fail, _NO_ROWS)
         for q in range(j - i):
             out[i + q] = fail[q] == 0
         i = j
@@ -1055,7 +1126,7 @@ def rids_pass(shards, starts, L, Q, need, rids, out):
 def count_passing(S, L, Q, need, d, kranges, b0, b1, skip) -> np.int64:
     """How many rows of blocks [b0, b1) pass `need` (candidates as in rows_passing;
     without an index, blocks where a filter in `skip` selects no key are skipped)."""
-    keys, raw, order, optr, zmin, zmax = S[0], S[1], S[3], S[4], S[5], S[6]
+    keys, raw, order, optr, zmin, zmax = S[0], _raw(S), S[3], S[4], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
     slot = L[13][d] if d >= 0 else -1
@@ -1081,7 +1152,7 @@ def tile(S, L, Q, views, need, cols, d, cblut, width, b0, b1, counts, sums, oks)
     those rows are left out. `counts` has one spare cell at the end for rows a view does
     not count. As `scan`: zone maps skip blocks, and rows that count in no view are
     dropped before counting. Cost: a sequential pass, as `scan`."""
-    keys, raw, meas, zmin, zmax = S[0], S[1], S[2], S[5], S[6]
+    keys, raw, meas, zmin, zmax = S[0], _raw(S), S[2], S[5], S[6]
     n = keys.shape[1]
     bsize = L[14]
     mkind = L[7]
@@ -1160,7 +1231,7 @@ def gather(S, L, Q, v, need, d, kranges, md, wanted, offs, fill, out, b0, b1):
     `kranges` (d < 0: every row). The measure is the row's raw value on fine dim md, else
     its key on md (the caller maps keys to values).
     Cost: O(candidates x filters) + O(blocks x ranges x log(block))."""
-    keys, raw, order, optr = S[0], S[1], S[3], S[4]
+    keys, raw, order, optr = S[0], _raw(S), S[3], S[4]
     n = keys.shape[1]
     bsize = L[14]
     slot = L[13][d] if d >= 0 else -1
@@ -1180,7 +1251,8 @@ def gather(S, L, Q, v, need, d, kranges, md, wanted, offs, fill, out, b0, b1):
             t = wanted[codes[q]]
             if t >= 0 and offs[t] + fill[t] < offs[t + 1]:
                 r = buf[q]
-                out[offs[t] + fill[t]] = raw[rc, r] if rc >= 0 else np.float64(keys[md, r])
+                out[offs[t] + fill[t]] = (_raw_at(raw, rc, r, np.int64(keys[md, r])) if rc >= 0
+                                          else np.float64(keys[md, r]))
                 fill[t] += 1
 
 

@@ -118,7 +118,7 @@ class Shared:
                 dims, size = reserve(candidate_dims(lay), store.n_rows,
                                      row_bytes(lay.row_dims, rows_kept, hist_slots(self.L), dtype.itemsize))
                 self._copies = Copies(store.shards, [d.nkeys for d in lay.dims], dims, rows_kept,
-                                      size, self.L)
+                                      size, self.L, store.raw_values)
                 self._copies.dtype = dtype
                 self._copies.start(pool)
             return self._copies

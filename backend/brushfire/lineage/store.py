@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from brushfire.errors import CacheError
+from brushfire.lineage import lattice
 from brushfire.lineage.arrays import Aggregates, CaptureInfo
 from brushfire.lineage.checks import Checked, prefetch
 from brushfire.lineage.files import (
@@ -55,12 +56,14 @@ from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec, Source
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 10  # 10: entries per dashboard and source, shards per input file, reusable
-# parts; 9: a time field's categorical bars and dropdown choices as ISO instants
+FORMAT_VERSION = 11  # 11: fine dims' raw values on a decimal lattice (lineage/lattice.py);
+# 10: entries per dashboard and source, shards per input file, reusable parts; 9: a time
+# field's categorical bars and dropdown choices as ISO instants
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 LOCK = ".lock"
-ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences")
+ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences", "lat", "lat16", "xrows",
+              "xvals", "rinfo")
 COPY_PARTS = ("keys", "rows", "starts", "zones", "hist")  # engine/copies.py Copy.PARTS
 COPY_FORMAT = 2  # how a copy's arrays are laid out (2: uint8 keys where they fit); copies of
 # another format are not mapped (the engine builds them, as for a capture that stored none)
@@ -82,7 +85,9 @@ class Shard:
     name: str
     start: int  # global rid of its first row
     n_rows: int
-    arrays: tuple  # (keys, raw, meas, order, optr, zmin, zmax, fences), as the kernels take them
+    # (keys, raw, meas, order, optr, zmin, zmax, fences, lat, lat16, xrows, xvals, rinfo,
+    # rbase), as the kernels take them (engine/kernels.py; `kernel_arrays`)
+    arrays: tuple
     snapshot: pa.Table | None
     # the input file (as Spark names it) and split (its byte offset) the rows come from:
     # rids follow (file, split, position), whichever capture scanned each shard
@@ -166,15 +171,47 @@ class LineageStore:
             lo, hi = edges[max(first, 1)], edges[last + 1]
             cast = int if d.value_type in ("int", "temporal") else float
             return cast(lo) if lo != float("inf") else None, cast(hi) if hi != float("inf") else None
-        for s in self.shards:
-            raw = s.arrays[1][d.raw]
-            if len(raw):
+        for i in range(len(self.shards)):
+            raw = self.raw_values(i, dim)
+            if raw is not None and len(raw):
                 ok = raw[np.isfinite(raw)]
                 if len(ok):
                     lo = ok.min() if lo is None else min(lo, ok.min())
                     hi = ok.max() if hi is None else max(hi, ok.max())
         cast = int if d.value_type in ("int", "temporal") else float
         return (None, None) if lo is None else (cast(lo), cast(hi))
+
+    def raw_values(self, shard: int, dim: int) -> np.ndarray | None:
+        """A fine dim's values in a shard as float64 (NaN: none), or None when the dim
+        keeps none per row (lineage/lattice.py: stored as float64 or on a lattice)."""
+        d = self.layout.dims[dim]
+        if d.kind != "fine" or d.raw < 0:
+            return None
+        a = self.shards[shard].arrays
+        return lattice.values(lattice.RawArrays(a[1], *a[8:13]), d.raw, a[0][dim], d.nkeys,
+                              np.asarray(d.edges, np.float64))
+
+    def raw_coding(self) -> dict[str, tuple[dict[str, int], list[int], int]]:
+        """How each fine dim's raw values are kept (lineage/lattice.py), for reports: {dim:
+        (shards with rows per coding "float64" | "uint32" | "uint16", the lattice's steps j
+        (values in steps of 10^j), exception rows)}."""
+        names = {lattice.FLOAT: "float64", lattice.LAT32: "uint32", lattice.LAT16: "uint16"}
+        out = {}
+        for d in self.layout.dims:
+            if d.kind != "fine" or d.raw < 0:
+                continue
+            shards: dict[str, int] = {}
+            steps, exceptions = set(), 0
+            for s in self.shards:
+                if not s.n_rows:
+                    continue
+                kind, _, j, _, x0, x1 = s.arrays[12][d.raw, :6].tolist()
+                shards[names[kind]] = shards.get(names[kind], 0) + 1
+                if kind != lattice.FLOAT:
+                    steps.add(j)
+                exceptions += x1 - x0
+            out[d.name] = (shards, sorted(steps), exceptions)
+        return out
 
     def locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(shard index, row in shard) of global rids."""
@@ -212,8 +249,11 @@ class LineageStore:
             if not d.rows:
                 continue
             size = 2 * self.n_rows
-            if d.kind == "fine":
-                size += 8 * self.n_rows
+            if d.kind == "fine" and d.raw >= 0:
+                for s in self.shards:
+                    kind, _, _, _, x0, x1 = s.arrays[12][d.raw, :6].tolist()
+                    size += {lattice.FLOAT: 8, lattice.LAT32: 4, lattice.LAT16: 2}[kind] * s.n_rows
+                    size += 12 * (x1 - x0)
             if d.indexed:
                 slot = idims.index(i)
                 for s in self.shards:
@@ -609,6 +649,36 @@ def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[d
     return parts, bool(s["copies"]["dims"][str(d)]["by_raw"])
 
 
+def base_table(layout: Layout, rinfos: list[np.ndarray]) -> tuple[np.ndarray, dict]:
+    """The bucket bases (lineage/lattice.py `bases`) of every (raw row, step) the shards'
+    `rinfos` code on the lattice, one row each, read-only (the kernels' `rbase`, shared by
+    every shard), and {(raw row, step): its row}."""
+    fine = {d.raw: d for d in layout.dims if d.kind == "fine" and d.raw >= 0}
+    used = sorted({(rc, row[2]) for r in rinfos for rc, row in enumerate(np.asarray(r).tolist())
+                   if row[0] != lattice.FLOAT})
+    table = np.zeros((len(used), max((d.nkeys for d in fine.values()), default=0) + 1), np.int64)
+    for i, (rc, j) in enumerate(used):
+        b = lattice.bases(np.asarray(fine[rc].edges, np.float64), j)
+        if b is None:  # (encode never chooses such a step)
+            msg = f"raw row {rc} on a lattice of steps 1e{j}, whose bucket bases are not exact"
+            raise ValueError(msg)
+        table[i, :len(b)] = b
+    table.setflags(write=False)
+    return table, {u: i for i, u in enumerate(used)}
+
+
+def kernel_arrays(arrays: tuple, layout: Layout, table: np.ndarray, index: dict) -> tuple:
+    """A shard's stored per-row arrays (ROW_ARRAYS) as the kernels take them: `rinfo` with
+    two more columns, each raw row's row of `table` (`base_table`) and its dim's no-value
+    key, then the table itself."""
+    nkeys = {d.raw: d.nkeys for d in layout.dims if d.kind == "fine" and d.raw >= 0}
+    rinfo = np.zeros((len(arrays[12]), 8), np.int64)
+    for rc, row in enumerate(np.asarray(arrays[12]).tolist()):
+        rinfo[rc] = (*row, index.get((rc, row[2]), -1), nkeys[rc])
+    rinfo.setflags(write=False)
+    return (*arrays[:12], rinfo, table)
+
+
 def shard_row_files(s: dict) -> list[str]:
     return [f"{a}-{s['rows']}.npy" for a in ROW_ARRAYS]
 
@@ -646,14 +716,20 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
         return read_npy(entry / f"g-{meta['tag']}.{name}.npy")
 
     layout = read_layout(entry, meta)
+    stored = {s["name"]: tuple(read_npy(entry / SHARDS / s["name"] / name) for name in shard_row_files(s))
+              for s in meta["shards"]}
+    table, index = base_table(layout, [a[12] for a in stored.values()])
+    stored = {name: kernel_arrays(a, layout, table, index) for name, a in stored.items()}
     shards, start = [], 0
     for s in meta["shards"]:
         sd = entry / SHARDS / s["name"]
-        arrays = tuple(read_npy(sd / name) for name in shard_row_files(s))
+        arrays = stored[s["name"]]
         n = s["n_rows"]
         assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
         assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
         assert arrays[7].shape[:2] == arrays[4].shape, f"shard {s['name']} fences shape"
+        assert arrays[1].shape[0] + arrays[8].shape[0] + arrays[9].shape[0] == layout.n_raw \
+            == arrays[12].shape[0], f"shard {s['name']} raw rows"
         snapshot = None
         if layout.detail_columns and n:
             cols = [read_arrow(sd / name).column(0)
