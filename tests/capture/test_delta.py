@@ -75,3 +75,46 @@ def test_a_folder_that_is_no_delta_table_is_a_clear_error(tmp_path):
 
     with pytest.raises(BrushfireError, match="not a Delta table"):
         Dashboard.open(parse_dashboard(delta_spec(tmp_path / "t")), cache_dir=tmp_path / "cache")
+
+
+def test_a_column_a_later_version_added_is_read_whichever_file_spark_reads_first(spark, tmp_path):
+    """Schema evolution (`schema_mode="merge"`): a column added by a later version is in
+    the table's schema though the files written before lack it (their rows read it as
+    null). Spark reads Parquet files by one file's columns (the first listed): a table
+    whose first file is an old one was refused ("column 'extra' is not in the source"),
+    and a version appending a file without the column could not be scanned alone."""
+    from deltalake import DeltaTable
+
+    def with_extra(rows: pa.Table, prefix: str) -> pa.Table:
+        return rows.append_column("extra", pa.array([f"{prefix}{i % 3}" for i in range(rows.num_rows)]))
+
+    for attempt in range(40):  # (file names are random: one whose first file lacks the column)
+        table = tmp_path / f"table{attempt}"
+        write_deltalake(table, make_rows(300, 1))
+        old = set(DeltaTable(str(table)).file_uris())
+        write_deltalake(table, with_extra(make_rows(200, 2), "e"), mode="append", schema_mode="merge")
+        if sorted(DeltaTable(str(table)).file_uris())[0] in old:
+            break
+    d = delta_spec(table)
+    d["views"].append({"name": "extra", "type": "categorical", "field": "extra", "top": 10})
+    d["interactions"] = {"crossfilter": [{"views": [v["name"] for v in d["views"]]}],
+                         "details": {"columns": ["x", "extra"]}}
+    dash = parse_dashboard(d)
+
+    def assert_extra_as_delta_reads_it(got) -> None:
+        rows = DeltaTable(str(table)).to_pyarrow_table()
+        want = rows.group_by("extra").aggregate([([], "count_all")]).to_pylist()
+        shown = dict(zip(got.store.view("extra").labels, got.session().view("extra").counts, strict=False))
+        assert {w["extra"]: w["count_all"] for w in want if w["extra"] is not None} == \
+            {k: n for k, n in shown.items() if n}
+        assert got.store.n_rows == rows.num_rows
+
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert_extra_as_delta_reads_it(first)
+    # a version whose file lacks the column (merged: null on its rows), scanned alone
+    write_deltalake(table, make_rows(100, 3), mode="append", schema_mode="merge")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), again.store.info.changes
+    assert_extra_as_delta_reads_it(again)
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)

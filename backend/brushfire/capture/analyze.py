@@ -46,7 +46,7 @@ def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
     them, or `paths` of them (with `schema`, the whole source's, so that a subset is read
     with the types the whole has)."""
     if src.resolved_format == "delta":  # the Parquet files its log names, as they are
-        return _read_delta(spark, src, paths)
+        return _read_delta(spark, src, paths, schema)
     reader = spark.read.format(src.resolved_format).options(**src.reader_options)
     if paths is None:
         return reader.load(src.path)
@@ -57,9 +57,13 @@ def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
     return reader.load(paths)
 
 
-def _read_delta(spark, src: m.Source, paths: list[str] | None):
-    """A Delta table's latest version (or `paths` of its files) read from its Parquet
-    files; partition columns from the files' folders, typed as the table's schema says."""
+def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
+    """A Delta table's latest version (or `paths` of its files, with `schema`: the whole
+    table's as read) read from its Parquet files, with every column of the table's schema
+    (a column a later version added, schema evolution, is null on the rows of the files
+    written before it: Spark reads Parquet files by one file's columns, so they are merged
+    when that one lacks some); partition columns from the files' folders, typed as the
+    table's schema says."""
     from pyspark.sql import functions as F
 
     from brushfire.capture.spark import _conf
@@ -70,9 +74,22 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None):
     if not files:
         raise source_error(src, f"the Delta table's version {table.version()} has no files")
     parts = table.metadata().partition_columns
+
+    def read(**options):
+        reader = spark.read.format("parquet").options(**src.reader_options).options(**options) \
+            .option("basePath", src.path)
+        if schema is not None:  # the whole table's data columns (its partitions: the folders')
+            from pyspark.sql.types import StructType
+
+            folded = {c.lower() for c in parts}
+            reader = reader.schema(StructType([f for f in schema.fields if f.name.lower() not in folded]))
+        return reader.load(files)
+
     with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
-        df = spark.read.format("parquet").options(**src.reader_options) \
-            .option("basePath", src.path).load(files)
+        df = read()
+        names = {c.lower() for c in df.columns}
+        if schema is None and any(c.lower() not in names for c in table.schema().to_arrow().names):
+            df = read(mergeSchema="true")
     if parts:  # as strings from the folder names, then as the table types them
         import pyarrow as pa
 
