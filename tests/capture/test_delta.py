@@ -118,3 +118,24 @@ def test_a_column_a_later_version_added_is_read_whichever_file_spark_reads_first
     assert_extra_as_delta_reads_it(again)
     full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
     assert_same_answers(full.store, again.store, d)
+
+
+def test_a_partition_value_of_non_ascii_text_reads_as_the_log_gives_it(spark, tmp_path):
+    """The deltalake package percent-encodes a partition value's folder name (`ünï` as
+    `pc=%C3%BCn%C3%AF`), which Spark unescapes one byte to one character: the value was
+    read as 'Ã¼nÃ¯'. Values come out as the table's log gives them."""
+    from deltalake import DeltaTable
+
+    table = tmp_path / "table"
+    rows = make_rows(400, 5)
+    values = ["ünï", "a b", "x=y", "50%", "naïve/ç", "plain", None]
+    rows = rows.append_column("pc", pa.array([values[i % len(values)] for i in range(rows.num_rows)]))
+    write_deltalake(table, rows, partition_by=["pc"])
+    d = delta_spec(table)
+    d["views"].append({"name": "pc", "type": "categorical", "field": "pc", "top": 10})
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    got = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    want = DeltaTable(str(table)).to_pyarrow_table().group_by("pc").aggregate([([], "count_all")])
+    shown = dict(zip(got.store.view("pc").labels, got.session().view("pc").counts, strict=False))
+    assert {k: n for k, n in shown.items() if n} == \
+        {w["pc"]: w["count_all"] for w in want.to_pylist() if w["pc"] is not None}

@@ -94,9 +94,43 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
         import pyarrow as pa
 
         schema = pa.schema(table.schema().to_arrow())
+        texts = [c for c in parts if _spark_type(schema.field(c).type) == "string"]
+        for c, fixes in _folder_misreads(table, texts).items():
+            fixed = F.col(c)
+            for read, value in fixes.items():
+                fixed = F.when(F.col(c) == F.lit(read), F.lit(value)).otherwise(fixed)
+            df = df.withColumn(c, fixed)
         for c in parts:
             df = df.withColumn(c, F.col(c).cast(_spark_type(schema.field(c).type)))
     return df
+
+
+def _folder_misreads(table, columns: list[str]) -> dict[str, dict[str, str]]:
+    """{partition column: {value as Spark reads it from a file's folder: the value the
+    table's log gives}} where they differ: Spark unescapes a folder name's `%XX` one byte
+    to one character, so a value of non-ASCII text the writer percent-encoded ('ü' as
+    `%C3%BC`, as the deltalake package writes it) reads as 'Ã¼'."""
+    import re
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+
+    if not columns:
+        return {}
+    actions = pa.table(table.get_add_actions(flatten=True))
+    out: dict[str, dict[str, str]] = {}
+    for c in columns:
+        key = f"partition.{c}"
+        if key not in actions.column_names:
+            continue
+        for path, value in zip(actions["path"].to_pylist(), actions[key].to_pylist(), strict=True):
+            folder = next((s[len(c) + 1:] for s in unquote(path).split("/") if s.startswith(f"{c}=")), None)
+            if folder is None or value is None or folder == "__HIVE_DEFAULT_PARTITION__":
+                continue
+            read = re.sub(r"%([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)), folder)
+            if read != value:
+                out.setdefault(c, {})[read] = value
+    return out
 
 
 def _spark_type(t) -> str:
