@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from pathlib import Path
 
 import httpx
 import pyarrow as pa
@@ -114,3 +115,28 @@ def test_watch_checks_on_its_own(spark, tmp_path):
         assert changed == [600] and host.reloads == 1
     finally:
         stop.set()
+
+
+def test_a_delta_version_naming_a_file_that_is_gone_is_a_clear_reload_error(spark, tmp_path):
+    """A new Delta version whose Parquet file is not there (deleted by hand): the reload
+    says so at source.path, naming the version and the file, not Python's bare
+    `FileNotFoundError: [Errno 2] ...`; the last good capture stays served."""
+    from deltalake import DeltaTable, write_deltalake
+
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(500, 1))
+    d = growing_spec(table)
+    d["source"]["format"] = "delta"
+    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    served = host.dashboard
+    before = set(DeltaTable(str(table)).file_uris())
+    write_deltalake(table, make_rows(200, 2), mode="append")
+    (gone,) = set(DeltaTable(str(table)).file_uris()) - before
+    Path(gone).unlink()
+    assert not host.reload(spark=spark)
+    assert host.dashboard is served and host.reload_error
+    assert "version 1 names a file that is not there" in host.reload_error and gone in host.reload_error, \
+        host.reload_error
+    assert not host.reload_error.startswith("FileNotFoundError")
+
