@@ -140,3 +140,13 @@ def test_a_delta_version_naming_a_file_that_is_gone_is_a_clear_reload_error(spar
         host.reload_error
     assert not host.reload_error.startswith("FileNotFoundError")
 
+
+def test_a_reload_failing_alike_at_every_check_is_said_once(spark, tmp_path):
+    """The watch checks every few seconds: a failure that stays (a file of another
+    schema, until someone removes it) is printed and logged once, not at every check."""
+    folder, host = growing_host(spark, tmp_path, 300, 3)
+    pq.write_table(pa.table({"x": ["not a number"] * 5, "cat": ["c01"] * 5}), folder / "part-1.parquet")
+    seen = []
+    for _ in range(3):
+        assert not host.reload(spark=spark, echo=lambda stage, fraction: seen.append(stage))
+    assert host.reload_error and sum("new data not picked up" in s for s in seen) == 1, seen
