@@ -150,3 +150,26 @@ def test_a_reload_failing_alike_at_every_check_is_said_once(spark, tmp_path):
     for _ in range(3):
         assert not host.reload(spark=spark, echo=lambda stage, fraction: seen.append(stage))
     assert host.reload_error and sum("new data not picked up" in s for s in seen) == 1, seen
+
+
+def vanishing_mid_scan(spark, tmp_path):
+    """A host over a folder, a file appended and removed while the reload's scan reads
+    it; returns (host, the file's name)."""
+    folder, host = growing_host(spark, tmp_path, 400, 5)
+    new = folder / "part-1.parquet"
+    pq.write_table(make_rows(200, 6), new)
+
+    def echo(stage: str, fraction) -> None:
+        if stage.startswith("scan") and new.exists():
+            new.unlink()
+    assert not host.reload(spark=spark, echo=echo)
+    return host, new
+
+
+def test_a_file_removed_while_the_reload_reads_it_is_named_with_why(spark, tmp_path):
+    """Not 'fix the path; executors must read it at the same path': the source's path is
+    there, one of its files went away while Spark read it."""
+    host, new = vanishing_mid_scan(spark, tmp_path)
+    assert str(new) in host.reload_error and "removed while it was read" in host.reload_error, \
+        host.reload_error
+    assert host.dashboard.store.n_rows == 400

@@ -451,6 +451,11 @@ def _analysis_hint(text: str) -> str:
 def _read_hint(text: str, src: m.Source) -> str:
     low = text.lower()
     if "path does not exist" in low or "path_not_found" in low:
+        from brushfire.source import is_local
+
+        if is_local(src.path) and Path(src.path.removeprefix("file://")).exists():  # one of its files
+            return ("a file of the source was removed while it was read: capture again (serve --watch "
+                    "does at its next check, the last capture served meanwhile)")
         return "fix the path; executors must read it at the same path (docs/deploy.md)"
     if "unable to infer schema" in low:
         return "the path holds no data files Spark can read (empty directory, or wrong format?)"
