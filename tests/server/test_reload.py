@@ -173,3 +173,12 @@ def test_a_file_removed_while_the_reload_reads_it_is_named_with_why(spark, tmp_p
     assert str(new) in host.reload_error and "removed while it was read" in host.reload_error, \
         host.reload_error
     assert host.dashboard.store.n_rows == 400
+
+
+def test_a_reload_error_goes_once_the_capture_served_is_current_again(spark, tmp_path):
+    """The file that failed the reload is gone for good: the served capture is the
+    source's again, and /api/dashboards/<name> no longer reports the old failure."""
+    host, _ = vanishing_mid_scan(spark, tmp_path)
+    assert host.reload_error
+    assert not host.reload(spark=spark)
+    assert host.reload_error is None and "reload_error" not in host.status_json()

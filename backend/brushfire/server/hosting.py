@@ -135,7 +135,8 @@ class HostedDashboard:
         whether it did."""
         old = self.dashboard
         try:
-            if not old.stale():
+            if not old.stale():  # (what failed before went away: the capture served is current)
+                self.reload_error = None
                 return False
             if echo is not None:
                 echo(f"{self.name}: the source's data changed: capturing what is new", None)
