@@ -75,21 +75,39 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
         raise source_error(src, f"the Delta table's version {table.version()} has no files")
     parts = table.metadata().partition_columns
 
-    def read(**options):
-        reader = spark.read.format("parquet").options(**src.reader_options).options(**options) \
-            .option("basePath", src.path)
-        if schema is not None:  # the whole table's data columns (its partitions: the folders')
-            from pyspark.sql.types import StructType
+    def read(paths: list[str], base: bool = True):
+        def load(**options):
+            reader = spark.read.format("parquet").options(**src.reader_options).options(**options)
+            if base:
+                reader = reader.option("basePath", src.path)
+            if schema is not None:  # the whole table's data columns (its partitions: the folders')
+                from pyspark.sql.types import StructType
 
-            folded = {c.lower() for c in parts}
-            reader = reader.schema(StructType([f for f in schema.fields if f.name.lower() not in folded]))
-        return reader.load(files)
+                folded = {c.lower() for c in parts}
+                reader = reader.schema(StructType([f for f in schema.fields if f.name.lower() not in folded]))
+            return reader.load(paths)
 
-    with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
-        df = read()
+        df = load()
         names = {c.lower() for c in df.columns}
-        if schema is None and any(c.lower() not in names for c in table.schema().to_arrow().names):
-            df = read(mergeSchema="true")
+        if schema is None and any(c.lower() not in names for c in data):
+            df = load(mergeSchema="true")
+        return df
+
+    data = [c for c in table.schema().to_arrow().names if c not in parts]
+    # a file whose folder holds an empty value (`pc=`: the deltalake package writes an empty
+    # string so, a null to Delta's readers) Spark refuses to read as a partition: read
+    # apart, its partition values from its folders
+    folders = {f: _folder_values(src, f, parts) for f in files}
+    blank = sorted({tuple(sorted(v.items())) for v in folders.values() if "" in v.values()})
+    with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
+        rest = [f for f in files if "" not in folders[f].values()]
+        df = read(rest) if rest else None
+        for values in blank:
+            group = read([f for f in files if tuple(sorted(folders[f].items())) == values], base=False)
+            for c, v in values:
+                group = group.withColumn(c, F.lit(None if v in ("", "__HIVE_DEFAULT_PARTITION__") else
+                                                  _unescaped(v)).cast("string"))
+            df = group if df is None else df.unionByName(group, allowMissingColumns=True)
     if parts:  # as strings from the folder names, then as the table types them
         import pyarrow as pa
 
@@ -97,12 +115,35 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
         texts = [c for c in parts if _spark_type(schema.field(c).type) == "string"]
         for c, fixes in _folder_misreads(table, texts).items():
             fixed = F.col(c)
-            for read, value in fixes.items():
-                fixed = F.when(F.col(c) == F.lit(read), F.lit(value)).otherwise(fixed)
+            for seen, value in fixes.items():
+                fixed = F.when(F.col(c) == F.lit(seen), F.lit(value)).otherwise(fixed)
             df = df.withColumn(c, fixed)
         for c in parts:
             df = df.withColumn(c, F.col(c).cast(_spark_type(schema.field(c).type)))
     return df
+
+
+def _unescaped(folder: str) -> str:
+    """A partition folder's value as Spark reads it: each `%XX` one character."""
+    import re
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)), folder)
+
+
+def _folder_values(src: m.Source, path: str, parts: list[str]) -> dict[str, str]:
+    """{partition column: the value its `column=value` folder gives (as written)} of a
+    file of a Delta table."""
+    root = Path(src.path.removeprefix("file://")).absolute()
+    try:
+        segments = Path(path.removeprefix("file://")).absolute().relative_to(root).parts[:-1]
+    except ValueError:
+        return {}
+    out = {}
+    for segment in segments:
+        c, eq, v = segment.partition("=")
+        if eq and c in parts:
+            out[c] = v
+    return out
 
 
 def _folder_misreads(table, columns: list[str]) -> dict[str, dict[str, str]]:
@@ -110,7 +151,6 @@ def _folder_misreads(table, columns: list[str]) -> dict[str, dict[str, str]]:
     table's log gives}} where they differ: Spark unescapes a folder name's `%XX` one byte
     to one character, so a value of non-ASCII text the writer percent-encoded ('ü' as
     `%C3%BC`, as the deltalake package writes it) reads as 'Ã¼'."""
-    import re
     from urllib.parse import unquote
 
     import pyarrow as pa
@@ -127,7 +167,7 @@ def _folder_misreads(table, columns: list[str]) -> dict[str, dict[str, str]]:
             folder = next((s[len(c) + 1:] for s in unquote(path).split("/") if s.startswith(f"{c}=")), None)
             if folder is None or value is None or folder == "__HIVE_DEFAULT_PARTITION__":
                 continue
-            read = re.sub(r"%([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)), folder)
+            read = _unescaped(folder)
             if read != value:
                 out.setdefault(c, {})[read] = value
     return out
