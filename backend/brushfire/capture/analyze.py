@@ -49,12 +49,51 @@ def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
         return _read_delta(spark, src, paths, schema)
     reader = spark.read.format(src.resolved_format).options(**src.reader_options)
     if paths is None:
-        return reader.load(src.path)
+        return _utf8_folders(reader.load(src.path), src, paths)
     if Path(src.path.removeprefix("file://")).is_dir() or "://" in src.path:
         reader = reader.option("basePath", src.path)  # partition columns from the folders
     if schema is not None:
         reader = reader.schema(schema)
-    return reader.load(paths)
+    return _utf8_folders(reader.load(paths), src, paths)
+
+
+def _utf8_folders(df, src: m.Source, paths: list[str] | None):
+    """A local partitioned dataset's text partition values as their folder names spell
+    them in UTF-8: pandas and pyarrow percent-encode a value's bytes (`city=Z%C3%BCrich`),
+    which Spark unescapes one byte to one character ('ZÃ¼rich')."""
+    from urllib.parse import unquote
+
+    from brushfire.source import is_local, local_files
+
+    root = Path(src.path.removeprefix("file://"))
+    texts = {f.name for f in df.schema.fields if f.dataType.typeName() == "string"}
+    if not is_local(src.path) or not root.is_dir() or not texts:
+        return df
+    files = paths if paths is not None else [f["path"] for f in local_files(src) or []]
+    fixes: dict[str, dict[str, str]] = {}
+    for f in files:
+        for c, v in _folder_values(src, f, sorted(texts)).items():
+            if "%" not in v:
+                continue
+            try:
+                right = unquote(v, errors="strict")
+            except UnicodeDecodeError:  # (not UTF-8: as Spark reads it)
+                continue
+            if _unescaped(v) != right:
+                fixes.setdefault(c, {})[_unescaped(v)] = right
+    return _remapped(df, fixes)
+
+
+def _remapped(df, fixes: dict[str, dict[str, str]]):
+    """`df` with each column's values `fixes[column]` maps replaced."""
+    from pyspark.sql import functions as F
+
+    for c, pairs in fixes.items():
+        fixed = F.col(c)
+        for seen, value in pairs.items():
+            fixed = F.when(F.col(c) == F.lit(seen), F.lit(value)).otherwise(fixed)
+        df = df.withColumn(c, fixed)
+    return df
 
 
 def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
@@ -113,11 +152,7 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
 
         schema = pa.schema(table.schema().to_arrow())
         texts = [c for c in parts if _spark_type(schema.field(c).type) == "string"]
-        for c, fixes in _folder_misreads(table, texts).items():
-            fixed = F.col(c)
-            for seen, value in fixes.items():
-                fixed = F.when(F.col(c) == F.lit(seen), F.lit(value)).otherwise(fixed)
-            df = df.withColumn(c, fixed)
+        df = _remapped(df, _folder_misreads(table, texts))
         for c in parts:
             df = df.withColumn(c, F.col(c).cast(_spark_type(schema.field(c).type)))
     return df
