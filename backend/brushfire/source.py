@@ -117,10 +117,25 @@ def local_files(source: m.Table) -> list[dict] | None:
     if not is_local(source.path):
         return None
     if source.resolved_format == "delta":
-        return [file_record(Path(p).as_uri()) for p in delta_files(source)]
+        table = delta_table(source)
+        out = []
+        for p in sorted(table.file_uris()):
+            try:
+                out.append(file_record(Path(p).as_uri()))
+            except FileNotFoundError:
+                raise source_error(source, f"the Delta table's version {table.version()} names a "
+                                   f"file that is not there: {p}", "was it deleted by hand? restore "
+                                   "it or write a new version without it") from None
+        return out
     path = Path(source.path.removeprefix("file://")).absolute()
     files = sorted(_data_files(path)) if path.is_dir() else [path] if path.exists() else []
-    return [file_record(f.as_uri()) for f in files]
+    out = []
+    for f in files:
+        try:
+            out.append(file_record(f.as_uri()))
+        except FileNotFoundError:  # removed since it was listed: not in the source
+            continue
+    return out
 
 
 def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str, list[str]]:

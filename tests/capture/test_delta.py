@@ -75,3 +75,103 @@ def test_a_folder_that_is_no_delta_table_is_a_clear_error(tmp_path):
 
     with pytest.raises(BrushfireError, match="not a Delta table"):
         Dashboard.open(parse_dashboard(delta_spec(tmp_path / "t")), cache_dir=tmp_path / "cache")
+
+
+def test_a_column_a_later_version_added_is_read_whichever_file_spark_reads_first(spark, tmp_path):
+    """Schema evolution (`schema_mode="merge"`): a column added by a later version is in
+    the table's schema though the files written before lack it (their rows read it as
+    null). Spark reads Parquet files by one file's columns (the first listed): a table
+    whose first file is an old one was refused ("column 'extra' is not in the source"),
+    and a version appending a file without the column could not be scanned alone."""
+    from deltalake import DeltaTable
+
+    def with_extra(rows: pa.Table, prefix: str) -> pa.Table:
+        return rows.append_column("extra", pa.array([f"{prefix}{i % 3}" for i in range(rows.num_rows)]))
+
+    for attempt in range(40):  # (file names are random: one whose first file lacks the column)
+        table = tmp_path / f"table{attempt}"
+        write_deltalake(table, make_rows(300, 1))
+        old = set(DeltaTable(str(table)).file_uris())
+        write_deltalake(table, with_extra(make_rows(200, 2), "e"), mode="append", schema_mode="merge")
+        if sorted(DeltaTable(str(table)).file_uris())[0] in old:
+            break
+    d = delta_spec(table)
+    d["views"].append({"name": "extra", "type": "categorical", "field": "extra", "top": 10})
+    d["interactions"] = {"crossfilter": [{"views": [v["name"] for v in d["views"]]}],
+                         "details": {"columns": ["x", "extra"]}}
+    dash = parse_dashboard(d)
+
+    def assert_extra_as_delta_reads_it(got) -> None:
+        rows = DeltaTable(str(table)).to_pyarrow_table()
+        want = rows.group_by("extra").aggregate([([], "count_all")]).to_pylist()
+        shown = dict(zip(got.store.view("extra").labels, got.session().view("extra").counts, strict=False))
+        assert {w["extra"]: w["count_all"] for w in want if w["extra"] is not None} == \
+            {k: n for k, n in shown.items() if n}
+        assert got.store.n_rows == rows.num_rows
+
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert_extra_as_delta_reads_it(first)
+    # a version whose file lacks the column (merged: null on its rows), scanned alone
+    write_deltalake(table, make_rows(100, 3), mode="append", schema_mode="merge")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 2 of 3 input files" in c for c in again.store.info.changes), again.store.info.changes
+    assert_extra_as_delta_reads_it(again)
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)
+
+
+def test_a_partition_value_of_non_ascii_text_reads_as_the_log_gives_it(spark, tmp_path):
+    """The deltalake package percent-encodes a partition value's folder name (`ünï` as
+    `pc=%C3%BCn%C3%AF`), which Spark unescapes one byte to one character: the value was
+    read as 'Ã¼nÃ¯'. Values come out as the table's log gives them."""
+    from deltalake import DeltaTable
+
+    table = tmp_path / "table"
+    rows = make_rows(400, 5)
+    values = ["ünï", "a b", "x=y", "50%", "naïve/ç", "plain", None]
+    rows = rows.append_column("pc", pa.array([values[i % len(values)] for i in range(rows.num_rows)]))
+    write_deltalake(table, rows, partition_by=["pc"])
+    d = delta_spec(table)
+    d["views"].append({"name": "pc", "type": "categorical", "field": "pc", "top": 10})
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    got = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    want = DeltaTable(str(table)).to_pyarrow_table().group_by("pc").aggregate([([], "count_all")])
+    shown = dict(zip(got.store.view("pc").labels, got.session().view("pc").counts, strict=False))
+    assert {k: n for k, n in shown.items() if n} == \
+        {w["pc"]: w["count_all"] for w in want.to_pylist() if w["pc"] is not None}
+
+
+def test_a_partition_of_empty_text_reads_as_null(spark, tmp_path):
+    """The deltalake package writes an empty string partition value as a folder `pc=`
+    (its log says ''; Delta's readers read null), which Spark refuses to read as a
+    partition ("Found an empty partition column value"): the whole table could not be
+    captured. Its files are read apart, the value null; an append is scanned alone."""
+    from deltalake import DeltaTable
+
+    table = tmp_path / "table"
+
+    def rows(n: int, seed: int) -> pa.Table:
+        t = make_rows(n, seed)
+        return t.append_column("pc", pa.array([["", "a", None, "ü"][i % 4] for i in range(n)]))
+
+    write_deltalake(table, rows(400, 1), partition_by=["pc"])
+    d = delta_spec(table)
+    d["views"].append({"name": "pc", "type": "categorical", "field": "pc", "top": 10})
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    dash = parse_dashboard(d)
+
+    def assert_as_delta_reads_it(got) -> None:
+        want = DeltaTable(str(table)).to_pyarrow_table()
+        counts = want.group_by("pc").aggregate([([], "count_all")]).to_pylist()
+        shown = dict(zip(got.store.view("pc").labels, got.session().view("pc").counts, strict=False))
+        assert {k: n for k, n in shown.items() if n} == \
+            {w["pc"]: w["count_all"] for w in counts if w["pc"] is not None}
+        assert got.store.n_rows == want.num_rows
+
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert_as_delta_reads_it(first)
+    write_deltalake(table, rows(200, 2), partition_by=["pc"], mode="append")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert_as_delta_reads_it(again)
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)

@@ -607,3 +607,36 @@ def test_on_spark_a_file_without_a_column_reads_it_as_null_said_and_refused_when
     (folder / "part-2.parquet").unlink()
     again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
     assert again.from_cache and again.store.manifest["created"] == first.store.manifest["created"]
+
+
+@pytest.mark.spark
+def test_on_spark_a_partition_value_of_non_ascii_text_reads_as_its_folder_spells_it(spark, tmp_path):
+    """pandas and pyarrow write a partition's value percent-encoded in UTF-8
+    (`city=Z%C3%BCrich`), which Spark unescapes one byte to one character: the value was
+    read as 'ZÃ¼rich' (DuckDB and pyarrow read 'Zürich')."""
+    folder = tmp_path / "data"
+    rows = make_rows(400, 1)
+    cities = ["Zürich", "São Paulo", "a b", "plain"]
+    rows.append_column("city", pa.array([cities[i % 4] for i in range(rows.num_rows)])).to_pandas() \
+        .to_parquet(folder, partition_cols=["city"])
+    views = [*spec()["views"][:3], {"name": "city", "type": "categorical", "field": "city", "top": 10}]
+    d = spec(views)
+    d["source"] = {"path": str(folder), "format": "parquet"}
+    dash = parse_dashboard(d)
+
+    def assert_as_pyarrow_reads_it(got) -> None:
+        import pyarrow.dataset as ds
+
+        want = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
+        counts = want.group_by("city").aggregate([([], "count_all")]).to_pylist()
+        shown = dict(zip(got.store.view("city").labels, got.session().view("city").counts, strict=False))
+        assert {k: n for k, n in shown.items() if n} == {w["city"]: w["count_all"] for w in counts}
+
+    assert_as_pyarrow_reads_it(Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG))
+    (folder / "city=M%C3%BCnchen").mkdir()
+    make_rows(100, 2).to_pandas().to_parquet(folder / "city=M%C3%BCnchen" / "part-0.parquet")  # (k: double)
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert any("reused 4 of 5 input files" in c for c in again.store.info.changes), again.store.info.changes
+    assert_as_pyarrow_reads_it(again)
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)

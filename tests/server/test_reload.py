@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from pathlib import Path
 
 import httpx
 import pyarrow as pa
@@ -114,3 +115,70 @@ def test_watch_checks_on_its_own(spark, tmp_path):
         assert changed == [600] and host.reloads == 1
     finally:
         stop.set()
+
+
+def test_a_delta_version_naming_a_file_that_is_gone_is_a_clear_reload_error(spark, tmp_path):
+    """A new Delta version whose Parquet file is not there (deleted by hand): the reload
+    says so at source.path, naming the version and the file, not Python's bare
+    `FileNotFoundError: [Errno 2] ...`; the last good capture stays served."""
+    from deltalake import DeltaTable, write_deltalake
+
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(500, 1))
+    d = growing_spec(table)
+    d["source"]["format"] = "delta"
+    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    served = host.dashboard
+    before = set(DeltaTable(str(table)).file_uris())
+    write_deltalake(table, make_rows(200, 2), mode="append")
+    (gone,) = set(DeltaTable(str(table)).file_uris()) - before
+    Path(gone).unlink()
+    assert not host.reload(spark=spark)
+    assert host.dashboard is served and host.reload_error
+    assert "version 1 names a file that is not there" in host.reload_error and gone in host.reload_error, \
+        host.reload_error
+    assert not host.reload_error.startswith("FileNotFoundError")
+
+
+def test_a_reload_failing_alike_at_every_check_is_said_once(spark, tmp_path):
+    """The watch checks every few seconds: a failure that stays (a file of another
+    schema, until someone removes it) is printed and logged once, not at every check."""
+    folder, host = growing_host(spark, tmp_path, 300, 3)
+    pq.write_table(pa.table({"x": ["not a number"] * 5, "cat": ["c01"] * 5}), folder / "part-1.parquet")
+    seen = []
+    for _ in range(3):
+        assert not host.reload(spark=spark, echo=lambda stage, fraction: seen.append(stage))
+    assert host.reload_error and sum("new data not picked up" in s for s in seen) == 1, seen
+
+
+def vanishing_mid_scan(spark, tmp_path):
+    """A host over a folder, a file appended and removed while the reload's scan reads
+    it; returns (host, the file's name)."""
+    folder, host = growing_host(spark, tmp_path, 400, 5)
+    new = folder / "part-1.parquet"
+    pq.write_table(make_rows(200, 6), new)
+
+    def echo(stage: str, fraction) -> None:
+        if stage.startswith("scan") and new.exists():
+            new.unlink()
+    assert not host.reload(spark=spark, echo=echo)
+    return host, new
+
+
+def test_a_file_removed_while_the_reload_reads_it_is_named_with_why(spark, tmp_path):
+    """Not 'fix the path; executors must read it at the same path': the source's path is
+    there, one of its files went away while Spark read it."""
+    host, new = vanishing_mid_scan(spark, tmp_path)
+    assert str(new) in host.reload_error and "removed while it was read" in host.reload_error, \
+        host.reload_error
+    assert host.dashboard.store.n_rows == 400
+
+
+def test_a_reload_error_goes_once_the_capture_served_is_current_again(spark, tmp_path):
+    """The file that failed the reload is gone for good: the served capture is the
+    source's again, and /api/dashboards/<name> no longer reports the old failure."""
+    host, _ = vanishing_mid_scan(spark, tmp_path)
+    assert host.reload_error
+    assert not host.reload(spark=spark)
+    assert host.reload_error is None and "reload_error" not in host.status_json()

@@ -46,20 +46,63 @@ def read_raw(spark, src: m.Source, paths: list[str] | None = None, schema=None):
     them, or `paths` of them (with `schema`, the whole source's, so that a subset is read
     with the types the whole has)."""
     if src.resolved_format == "delta":  # the Parquet files its log names, as they are
-        return _read_delta(spark, src, paths)
+        return _read_delta(spark, src, paths, schema)
     reader = spark.read.format(src.resolved_format).options(**src.reader_options)
     if paths is None:
-        return reader.load(src.path)
+        return _utf8_folders(reader.load(src.path), src, paths)
     if Path(src.path.removeprefix("file://")).is_dir() or "://" in src.path:
         reader = reader.option("basePath", src.path)  # partition columns from the folders
     if schema is not None:
         reader = reader.schema(schema)
-    return reader.load(paths)
+    return _utf8_folders(reader.load(paths), src, paths)
 
 
-def _read_delta(spark, src: m.Source, paths: list[str] | None):
-    """A Delta table's latest version (or `paths` of its files) read from its Parquet
-    files; partition columns from the files' folders, typed as the table's schema says."""
+def _utf8_folders(df, src: m.Source, paths: list[str] | None):
+    """A local partitioned dataset's text partition values as their folder names spell
+    them in UTF-8: pandas and pyarrow percent-encode a value's bytes (`city=Z%C3%BCrich`),
+    which Spark unescapes one byte to one character ('ZÃ¼rich')."""
+    from urllib.parse import unquote
+
+    from brushfire.source import is_local, local_files
+
+    root = Path(src.path.removeprefix("file://"))
+    texts = {f.name for f in df.schema.fields if f.dataType.typeName() == "string"}
+    if not is_local(src.path) or not root.is_dir() or not texts:
+        return df
+    files = paths if paths is not None else [f["path"] for f in local_files(src) or []]
+    fixes: dict[str, dict[str, str]] = {}
+    for f in files:
+        for c, v in _folder_values(src, f, sorted(texts)).items():
+            if "%" not in v:
+                continue
+            try:
+                right = unquote(v, errors="strict")
+            except UnicodeDecodeError:  # (not UTF-8: as Spark reads it)
+                continue
+            if _unescaped(v) != right:
+                fixes.setdefault(c, {})[_unescaped(v)] = right
+    return _remapped(df, fixes)
+
+
+def _remapped(df, fixes: dict[str, dict[str, str]]):
+    """`df` with each column's values `fixes[column]` maps replaced."""
+    from pyspark.sql import functions as F
+
+    for c, pairs in fixes.items():
+        fixed = F.col(c)
+        for seen, value in pairs.items():
+            fixed = F.when(F.col(c) == F.lit(seen), F.lit(value)).otherwise(fixed)
+        df = df.withColumn(c, fixed)
+    return df
+
+
+def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
+    """A Delta table's latest version (or `paths` of its files, with `schema`: the whole
+    table's as read) read from its Parquet files, with every column of the table's schema
+    (a column a later version added, schema evolution, is null on the rows of the files
+    written before it: Spark reads Parquet files by one file's columns, so they are merged
+    when that one lacks some); partition columns from the files' folders, typed as the
+    table's schema says."""
     from pyspark.sql import functions as F
 
     from brushfire.capture.spark import _conf
@@ -70,16 +113,99 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None):
     if not files:
         raise source_error(src, f"the Delta table's version {table.version()} has no files")
     parts = table.metadata().partition_columns
+
+    def read(paths: list[str], base: bool = True):
+        def load(**options):
+            reader = spark.read.format("parquet").options(**src.reader_options).options(**options)
+            if base:
+                reader = reader.option("basePath", src.path)
+            if schema is not None:  # the whole table's data columns (its partitions: the folders')
+                from pyspark.sql.types import StructType
+
+                folded = {c.lower() for c in parts}
+                reader = reader.schema(StructType([f for f in schema.fields if f.name.lower() not in folded]))
+            return reader.load(paths)
+
+        df = load()
+        names = {c.lower() for c in df.columns}
+        if schema is None and any(c.lower() not in names for c in data):
+            df = load(mergeSchema="true")
+        return df
+
+    data = [c for c in table.schema().to_arrow().names if c not in parts]
+    # a file whose folder holds an empty value (`pc=`: the deltalake package writes an empty
+    # string so, a null to Delta's readers) Spark refuses to read as a partition: read
+    # apart, its partition values from its folders
+    folders = {f: _folder_values(src, f, parts) for f in files}
+    blank = sorted({tuple(sorted(v.items())) for v in folders.values() if "" in v.values()})
     with _conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}):
-        df = spark.read.format("parquet").options(**src.reader_options) \
-            .option("basePath", src.path).load(files)
+        rest = [f for f in files if "" not in folders[f].values()]
+        df = read(rest) if rest else None
+        for values in blank:
+            group = read([f for f in files if tuple(sorted(folders[f].items())) == values], base=False)
+            for c, v in values:
+                group = group.withColumn(c, F.lit(None if v in ("", "__HIVE_DEFAULT_PARTITION__") else
+                                                  _unescaped(v)).cast("string"))
+            df = group if df is None else df.unionByName(group, allowMissingColumns=True)
     if parts:  # as strings from the folder names, then as the table types them
         import pyarrow as pa
 
         schema = pa.schema(table.schema().to_arrow())
+        texts = [c for c in parts if _spark_type(schema.field(c).type) == "string"]
+        df = _remapped(df, _folder_misreads(table, texts))
         for c in parts:
             df = df.withColumn(c, F.col(c).cast(_spark_type(schema.field(c).type)))
     return df
+
+
+def _unescaped(folder: str) -> str:
+    """A partition folder's value as Spark reads it: each `%XX` one character."""
+    import re
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)), folder)
+
+
+def _folder_values(src: m.Source, path: str, parts: list[str]) -> dict[str, str]:
+    """{partition column: the value its `column=value` folder gives (as written)} of a
+    file of a Delta table."""
+    root = Path(src.path.removeprefix("file://")).absolute()
+    try:
+        segments = Path(path.removeprefix("file://")).absolute().relative_to(root).parts[:-1]
+    except ValueError:
+        return {}
+    out = {}
+    for segment in segments:
+        c, eq, v = segment.partition("=")
+        if eq and c in parts:
+            out[c] = v
+    return out
+
+
+def _folder_misreads(table, columns: list[str]) -> dict[str, dict[str, str]]:
+    """{partition column: {value as Spark reads it from a file's folder: the value the
+    table's log gives}} where they differ: Spark unescapes a folder name's `%XX` one byte
+    to one character, so a value of non-ASCII text the writer percent-encoded ('ü' as
+    `%C3%BC`, as the deltalake package writes it) reads as 'Ã¼'."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+
+    if not columns:
+        return {}
+    actions = pa.table(table.get_add_actions(flatten=True))
+    out: dict[str, dict[str, str]] = {}
+    for c in columns:
+        key = f"partition.{c}"
+        if key not in actions.column_names:
+            continue
+        for path, value in zip(actions["path"].to_pylist(), actions[key].to_pylist(), strict=True):
+            folder = next((s[len(c) + 1:] for s in unquote(path).split("/") if s.startswith(f"{c}=")), None)
+            if folder is None or value is None or folder == "__HIVE_DEFAULT_PARTITION__":
+                continue
+            read = _unescaped(folder)
+            if read != value:
+                out.setdefault(c, {})[read] = value
+    return out
 
 
 def _spark_type(t) -> str:
@@ -400,6 +526,11 @@ def _analysis_hint(text: str) -> str:
 def _read_hint(text: str, src: m.Source) -> str:
     low = text.lower()
     if "path does not exist" in low or "path_not_found" in low:
+        from brushfire.source import is_local
+
+        if is_local(src.path) and Path(src.path.removeprefix("file://")).exists():  # one of its files
+            return ("a file of the source was removed while it was read: capture again (serve --watch "
+                    "does at its next check, the last capture served meanwhile)")
         return "fix the path; executors must read it at the same path (docs/deploy.md)"
     if "unable to infer schema" in low:
         return "the path holds no data files Spark can read (empty directory, or wrong format?)"

@@ -79,14 +79,28 @@ _HEADERS = threading.Lock()  # np.load parses an .npy header with ast.literal_ev
 # recursion depth mismatch": a capture's copies are built by a thread per core)
 
 
+# A mapped file holds a file descriptor while it is mapped (Python's mmap keeps one): a
+# store of thousands of small shards (a partitioned dataset of small files) would hold
+# tens of thousands, beyond the process's limit, and twice as many while a reload serves
+# the new capture beside the old one. Files this small are read into memory instead.
+SMALL_FILE = 64 << 10
+
+
 def read_npy(path: Path) -> np.ndarray:
     """A stored array, its pages read from the file as used (read-only), as a plain
-    ndarray: np.memmap's Python hooks run on every slice, ~1 µs each."""
+    ndarray: np.memmap's Python hooks run on every slice, ~1 µs each. A small file
+    (SMALL_FILE) is read whole, holding no file descriptor."""
     with _HEADERS:
+        if os.path.getsize(path) <= SMALL_FILE:
+            out = np.load(path, allow_pickle=False)
+            out.flags.writeable = False
+            return out
         return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
 
 
 def read_arrow(path: Path) -> pa.Table:
+    if os.path.getsize(path) <= SMALL_FILE:  # (as read_npy: no file descriptor held)
+        return pa.ipc.open_file(pa.py_buffer(Path(path).read_bytes())).read_all()
     return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 

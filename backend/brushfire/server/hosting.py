@@ -135,7 +135,8 @@ class HostedDashboard:
         whether it did."""
         old = self.dashboard
         try:
-            if not old.stale():
+            if not old.stale():  # (what failed before went away: the capture served is current)
+                self.reload_error = None
                 return False
             if echo is not None:
                 echo(f"{self.name}: the source's data changed: capturing what is new", None)
@@ -147,7 +148,10 @@ class HostedDashboard:
 
             source_for(new, master=new.opened_with.get("spark_master")).known_columns()
         except Exception as e:  # noqa: BLE001 - a failed reload must not stop the serving
-            self.reload_error = str(e) if isinstance(e, BrushfireError) else f"{type(e).__name__}: {e}"
+            error = str(e) if isinstance(e, BrushfireError) else f"{type(e).__name__}: {e}"
+            if error == self.reload_error:  # (the same failure at each check: said once)
+                return False
+            self.reload_error = error
             log.warning("brushfire: %s: new data not picked up (the last capture is served): %s",
                         self.name, self.reload_error)
             if echo is not None:
