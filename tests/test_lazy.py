@@ -504,3 +504,28 @@ def test_a_filter_on_a_boolean_column_takes_true_and_false(spark, tmp_path):
                            ({"type": "filter", "column": "x", "values": [True]}, "True is not a number")]:
         reply = protocol.handle(s, message)
         assert reply["type"] == "error" and error in reply["message"], reply
+
+
+def test_a_boolean_dropdown_under_a_lazy_filter_is_answered_on_spark(spark, tmp_path):
+    """A dropdown over a boolean field (a dimension's holiday flag, say) set while a filter
+    is answered on Spark: its predicate was CAST(flag AS DOUBLE) = true, which Spark
+    refuses (DuckDB takes it), so every lazy answer, highlight and details page of the
+    session failed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ok = [True, False, None, True, True, False] * 5
+    pq.write_table(pa.table({"ok": pa.array(ok), "x": [float(i) for i in range(len(ok))]}),
+                   tmp_path / "b.parquet")
+    dash = Dashboard.open(parse_dashboard({
+        "name": "booleans", "source": {"path": str(tmp_path / "b.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 30]}}],
+        "interactions": {"parameters": [{"name": "pok", "field": "ok"}]}}),
+        spark=spark, cache_dir=tmp_path / "cache")
+    s = dash.session()
+    assert protocol.handle(s, {"type": "parameter", "name": "pok", "value": True})["selected"] == 15
+    reply = protocol.handle(s, {"type": "filter", "column": "x", "interval": [0, 11]})
+    assert reply["type"] == "update" and reply["selected"] == 6, reply
+    assert reply["views"]["hx"]["counts"] == [5, 1, 0], reply
+    reply = protocol.handle(s, {"type": "parameter", "name": "pok", "value": False})
+    assert reply["type"] == "update" and reply["selected"] == 4, reply
