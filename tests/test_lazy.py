@@ -529,3 +529,35 @@ def test_a_boolean_dropdown_under_a_lazy_filter_is_answered_on_spark(spark, tmp_
     assert reply["views"]["hx"]["counts"] == [5, 1, 0], reply
     reply = protocol.handle(s, {"type": "parameter", "name": "pok", "value": False})
     assert reply["type"] == "update" and reply["selected"] == 4, reply
+
+
+def test_caveats_answered_on_spark_equal_sqls(spark, tmp_path):
+    """Views answered on Spark say which rows they do not show, as the engine's do
+    (docs/protocol.md, caveats): null, outside the extent, clamped, folded into (other),
+    without a measure, no_match:<join> on a star schema (they said nothing: {})."""
+    from brushfire.capture.local import capture_tables
+    from brushfire.lineage.layout import CaptureConfig
+    from brushfire.plan import plan_capture
+    from star_schemas import make_star, star_spec, write_star
+
+    fact, dims = make_star(1500, 4)
+    write_star(tmp_path, fact, dims)
+    d = star_spec(tmp_path)
+    d["views"].append({"name": "clamped", "type": "histogram", "field": "amount",
+                       "bin": {"step": 20, "extent": [0, 80], "clamp": True}})
+    d["views"].append({"name": "cells", "type": "heatmap", "x": {"field": "amount", "bin": {"step": 50, "extent": [0, 100]}},
+                       "y": {"field": "store.size", "bin": {"step": 100, "extent": [0, 200]}}})
+    d["interactions"]["crossfilter"][0]["views"] += ["clamped", "cells"]
+    spec = parse_dashboard(d)
+    store = capture_tables(plan_capture(spec), {"fact": fact}, tmp_path / "cache",
+                           CaptureConfig(block_rows=64, shard_rows=300), None, dims)
+    dash = Dashboard(spec, plan_capture(spec), store)
+    oracle = Oracle(dash.spec)
+    s = dash.session()
+    engine = {v.name: s.view(v.name).caveats for v in spec.views}
+    assert engine["zone"] == oracle.caveats("zone") and "no_match:region" in engine["zone"]
+    reply = protocol.handle(s, {"type": "filter", "column": "qty", "interval": [3, 12]})
+    assert set(reply["lazy"]["views"]) == {v.name for v in spec.views}, reply
+    oracle.where = lambda view: "qty IS NOT NULL AND qty >= 3 AND qty <= 12"
+    for v in spec.views:
+        assert reply["views"][v.name]["caveats"] == oracle.caveats(v.name), v.name
