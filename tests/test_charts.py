@@ -224,6 +224,21 @@ def test_order_statistics_are_plain_numbers_or_times():
     assert y["type"] == "temporal"
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["columns", "rows"])
+def test_a_categoricals_bars_of_times_draw_the_selected_and_highlighted_times(rows):
+    """A categorical view of the latest time per category (max of a timestamp, e.g. a
+    joined orders.o_ts per weekday): its selected and highlighted bars are times on the
+    time axis, as its bars of all rows (they were read as numbers: no selected bar was
+    drawn, and a second axis said 0.000000)."""
+    last = view(type="categorical", field="c", aggregate={"op": "max", "field": "t"})
+    labels = [f"category-{i}" for i in range(3)] if rows else ["a", "b", "c"]
+    spec = spec_of(last, labels, ["2001-01-01T00:00:00+00:00", None, "2001-03-01T00:00:00+00:00"], "points")
+    channel = "x" if rows else "y"
+    assert spec["usermeta"]["brushfire"]["shape"] == ("rows" if rows else "bars")
+    types = [layer["encoding"][channel]["type"] for layer in layers(spec) if channel in layer.get("encoding", {})]
+    assert types == ["temporal"] * 3, types
+
+
 @pytest.mark.parametrize("unit", ["minute", "hour", "day", "week", "month", "year"])
 def test_the_last_bar_of_year_9999_ends_at_the_last_instant(unit):
     """A date of 9999-12-31 (Spark's and Parquet's largest) is a bar whose end, 10000-01-01,

@@ -62,6 +62,7 @@ from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lazy_queries import LazyQueries
 from brushfire.selection import COLUMN, did_you_mean, state_json
 from brushfire.spark_source import Cancelled, SparkSource
+from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, view_type
 
@@ -422,25 +423,68 @@ class LazySession(LazyQueries):
             measure = (f"CASE WHEN isnan({x}) OR abs({x}) = CAST('Infinity' AS DOUBLE) THEN NULL "
                        f"ELSE {x} END") if x else "CAST(NULL AS DOUBLE)"
             parts.append(f"named_struct('v', {i}, 'ki', {ki}, 'ks', {ks}, 'm', {measure}, "
-                         f"'p', coalesce(({where(name)}), false))")
+                         f"'r', CAST(({view_type(v).reason_sql(v, key, sql.SPARK)}) AS INT), "
+                         f"'mm', {self._missing_sql(name)}, 'p', coalesce(({where(name)}), false))")
         if selected:
             parts.append(f"named_struct('v', -1, 'ki', CAST(0 AS BIGINT), 'ks', CAST(NULL AS STRING), "
-                         f"'m', CAST(NULL AS DOUBLE), 'p', coalesce(({self._where(None)}), false))")
+                         f"'m', CAST(NULL AS DOUBLE), 'r', CAST(NULL AS INT), 'mm', 0, "
+                         f"'p', coalesce(({self._where(None)}), false))")
         if not parts:
             return {}
-        query = (f"SELECT v, ki, ks, count(1), sum(m), count(m) FROM (SELECT inline(array("
-                 f"{', '.join(parts)})) FROM {self.source.table}) AS e WHERE p GROUP BY v, ki, ks")
+        query = (f"SELECT v, ki, ks, r, count(1), sum(m), count(m), sum(mm) FROM (SELECT inline(array("
+                 f"{', '.join(parts)})) FROM {self.source.table}) AS e WHERE p GROUP BY v, ki, ks, r")
         rows = self._spark(query, what)
         groups: dict[int, dict] = {}
+        caveats: dict[int, dict[str, int]] = {}
         for r in rows:
-            groups.setdefault(int(r[0]), {})[r[1] if r[1] is not None else r[2]] = (int(r[3]), r[4], int(r[5]))
+            i, key, reason, n, total, k, missing = int(r[0]), r[1] if r[1] is not None else r[2], \
+                r[3], int(r[4]), r[5], int(r[6]), int(r[7] or 0)
+            g = groups.setdefault(i, {})
+            if key in g:  # (a clamped edge bar's rows: two groups, with and without a reason)
+                n0, s0, k0 = g[key]
+                g[key] = (n0 + n, total if s0 is None else s0 if total is None else s0 + total, k0 + k)
+            else:
+                g[key] = (n, total, k)
+            if i < 0:
+                continue
+            names = self.store.view(views[i]).reasons  # (as captured: no_match:<join> for null)
+            cav = caveats.setdefault(i, {})
+            why = names[reason] if reason is not None else "not_shown" if key is None else None
+            if why is not None:
+                cav[why] = cav.get(why, 0) + n
+            if key is not None and missing:
+                cav["measure_null"] = cav.get("measure_null", 0) + missing
         for i, name in enumerate(views):  # order statistics: a group-by of their own each
             if self.spec.view(name).aggregate.order:
                 stats = self._order_statistic(name, where(name), what)
                 groups[i] = {k: (*g, stats.get(k)) for k, g in groups.get(i, {}).items()}
         if selected:
             self._selected = sum(n for n, _, _ in groups.get(-1, {}).values())
-        return {name: b.bars(name, groups.get(i, {})).data for i, name in enumerate(views)}
+        out = {}
+        for i, name in enumerate(views):
+            data = b.bars(name, groups.get(i, {})).data
+            cav = caveats.get(i, {})
+            if view_type(self.spec.view(name)).value_bars and data.labels and data.labels[-1] == sql.OTHER \
+                    and data.counts[-1]:
+                cav["other"] = data.counts[-1]
+            data.caveats = {r: c for r, c in cav.items() if c}
+            out[name] = data
+        return out
+
+    def _missing_sql(self, name: str) -> str:
+        """1 for a row whose measure the view's value leaves out (null or NaN; for a sum or
+        a mean ±inf too: the `measure_null` caveat), else 0."""
+        agg = self.spec.view(name).aggregate
+        if not agg.field or aggregates.op(agg.op).kind == "count":
+            return "0"
+        self.source.start()  # (the measure's type: Spark's)
+        f = sql.ident(agg.field, sql.SPARK)
+        missing = f"{f} IS NULL"
+        if self._bars_of().measure_kind(name) == "number":
+            missing += f" OR isnan(CAST({f} AS DOUBLE))"
+            if not agg.order:
+                missing += f" OR abs(CAST({f} AS DOUBLE)) = CAST('Infinity' AS DOUBLE)"
+        return f"CASE WHEN {missing} THEN 1 ELSE 0 END"
 
     def _order_statistic(self, name: str, where: str, what: str) -> dict:
         """{bar key: the view's order statistic} over the rows passing `where`, as SQL's
@@ -449,9 +493,38 @@ class LazySession(LazyQueries):
         key = b.bar_sql[name]
         key = f"CAST(({key}) AS {'STRING' if view_type(self.spec.view(name)).value_bars else 'BIGINT'})"
         self.source.start()  # (the measure's type: Spark's)
+        agg = self.spec.view(name).aggregate
+        if aggregates.op(agg.op).takes_method and agg.method != "discrete":
+            return self._interpolated(agg, key, where, what)
         query = (f"SELECT {key}, {b.stat_sql(name)} FROM {self.source.table} "
                  f"WHERE coalesce(({where}), false) GROUP BY 1")
         return {r[0]: r[1] for r in self._spark(query, what)}
+
+    def _interpolated(self, agg: m.Aggregate, key: str, where: str, what: str) -> dict:
+        """{bar key: median or continuous quantile} as the engine gives it, to DuckDB's last
+        bit: the values at ranks floor((n - 1) p) and ceil((n - 1) p) of each bar, from Spark,
+        interpolated by the engine's kernel (Spark's `percentile` rounds otherwise)."""
+        import numpy as np
+
+        from brushfire.engine.stats import interpolate, ranks
+
+        x = f"CAST({sql.ident(agg.field, sql.SPARK)} AS DOUBLE)"
+        h = f"(n - 1) * {sql.num(float(agg.p if agg.p is not None else aggregates.op(agg.op).p))}"
+        values = (f"SELECT {key} AS k, {x} AS x FROM {self.source.table} WHERE coalesce(({where}), "
+                  f"false) AND {x} IS NOT NULL AND NOT isnan({x})")
+        ranked = (f"SELECT k, x, row_number() OVER (PARTITION BY k ORDER BY x) - 1 AS r, "
+                  f"count(1) OVER (PARTITION BY k) AS n FROM ({values}) AS a")
+        query = f"SELECT k, n, r, x FROM ({ranked}) AS b WHERE r = floor({h}) OR r = ceil({h})"
+        bars: dict = {}
+        for k, n, r, value in self._spark(query, what):
+            bars.setdefault(k, (int(n), {}))[1][int(r)] = value
+        if not bars:
+            return {}
+        keys = list(bars)
+        lo, hi, d = ranks(agg.op, agg.p, agg.method, np.array([bars[k][0] for k in keys]))
+        xl = np.array([bars[k][1][i] for k, i in zip(keys, lo.tolist(), strict=True)], np.float64)
+        xh = np.array([bars[k][1][i] for k, i in zip(keys, hi.tolist(), strict=True)], np.float64)
+        return dict(zip(keys, interpolate(xl, xh, d).tolist(), strict=True))
 
     def _spark(self, query: str, what: str, group: str | None = None) -> list:
         own = group is None

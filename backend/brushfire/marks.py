@@ -80,7 +80,7 @@ def categorical_columns(view, full: list, other: int | None):
     y, base_y, keep = _measure(view, full, "y", measure_title(view), skip=other if clip else None,
                                field="pf" if clip else "full")
     base = _scaled_other(alt.Chart(data).encode(x=x, y2=base_y, tooltip=_tooltip()), other, clip)
-    layers = _kept(*_category_layers(base, y, "y", other, clip), keep=keep)
+    layers = _kept(*_category_layers(base, y, "y", other, clip, temporal_measure(full)), keep=keep)
     if clip:  # the '(other)' bar says how many rows it has selected
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
             baseline="top", dy=2, fontSize=10, color="#333").encode(
@@ -100,7 +100,7 @@ def categorical_rows(view, full: list, other: int | None):
     x, base_x, keep = _measure(view, full, "x", measure_title(view), reverse_key="y",
                                skip=other if clip else None, field="pf" if clip else "full")
     base = _scaled_other(alt.Chart(data).encode(y=y, x2=base_x, tooltip=_tooltip()), other, clip)
-    layers = _kept(*_category_layers(base, x, "x", other, clip), keep=keep)
+    layers = _kept(*_category_layers(base, x, "x", other, clip, temporal_measure(full)), keep=keep)
     if clip:
         layers.append(alt.Chart(data).transform_filter(f"datum.bar === {other}").mark_text(
             align="right", dx=-3, fontSize=10, color="#333").encode(
@@ -145,8 +145,11 @@ def _scaled_other(base, other: int | None, clip: bool):
     return base.transform_calculate(**scaled)
 
 
-def _category_layers(base, measure, channel: str, other: int | None, clip: bool):
+def _category_layers(base, measure, channel: str, other: int | None, clip: bool, times: bool = False):
+    """The bars of all rows (`measure`), of the selected rows and of the highlighted ones;
+    `times`: the values are times (min / max of a timestamp), on the measure's time axis."""
     enc = alt.X if channel == "x" else alt.Y
+    t = "T" if times else "Q"
     full = base.mark_bar(color=FULL_COLOR, clip=True).encode(**{channel: measure})
     # picked bars: `sel` is false for the bars left out of a pick (absent: none is picked);
     # `cur`: the bar the keyboard is on
@@ -154,11 +157,11 @@ def _category_layers(base, measure, channel: str, other: int | None, clip: bool)
     cursor = alt.condition("datum.cur === true", alt.value("#1f2328"), alt.value(None))
     v, h = ("pv", "ph") if clip else ("value", "hl")
     value = base.mark_bar(strokeWidth=1.5, clip=True).encode(
-        **{channel: enc(f"{v}:Q")}, color=color, stroke=cursor)
+        **{channel: enc(f"{v}:{t}")}, color=color, stroke=cursor)
     if other is not None:  # '(other)' is not a category but everything else: lighter
         value = value.encode(opacity=alt.condition(f"datum.bar === {other}", alt.value(0.6),
                                                    alt.value(1)))
-    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=True).encode(**{channel: enc(f"{h}:Q")})
+    hl = base.mark_bar(color=HIGHLIGHT_COLOR, clip=True).encode(**{channel: enc(f"{h}:{t}")})
     return full, value, hl
 
 

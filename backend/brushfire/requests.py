@@ -309,7 +309,10 @@ class DimensionForward(Message):
 
     def check(self, session: SessionAPI) -> DimensionForwardRequest:
         _check_join(session, "dimension_forward.join", self.join)
-        _check_rows(session, "dimension_forward")
+        if Capability.FORWARD not in session.capabilities:  # (every row is read: not the selection's)
+            msg = ("dimension_forward: lineage through joins needs the rows by rid and forward "
+                   "lineage, which this session does not have (an engine without per-row lineage)")
+            raise NotCapturedError(msg)
         if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
             msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
             raise InteractionError(msg)

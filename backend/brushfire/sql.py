@@ -240,7 +240,8 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
-    x = f if isinstance(value, str) else f"CAST({f} AS DOUBLE)"
+    # (a boolean compared as it is: Spark refuses CAST(flag AS DOUBLE) = TRUE, DuckDB takes it)
+    x = f if isinstance(value, (str, bool, np.bool_)) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {value_lit(value, d) if p.op == 'eq' else lit(value, d)}{guard}"
 
 

@@ -225,3 +225,24 @@ def test_what_an_expression_reads(expression, reads):
     """What decides whether a derived column or a static filter still holds for the files
     captured before (capture/spark.py `definitions`, `rows_identity`)."""
     assert sp.expression_reads(COLUMNS, expression) == reads
+
+
+@pytest.mark.parametrize(("filters", "joins"), [
+    (["`Nation`.`n_name` <> 'x'"], {"orders", "customer", "nation"}),  # a chain, any case
+    (["q > 1"], {"ship"}),  # through a derived column
+    (["amount > 1"], set()),
+    (["SELECT 1"], {"orders", "customer", "nation", "ship"}),  # does not parse: every join
+])
+def test_the_joins_a_static_filter_reads(filters, joins, monkeypatch):
+    """Which dimension tables decide the rows that pass the static filters (capture/spark.py
+    `joins_read`): a change of another table rescans only the joined columns."""
+    monkeypatch.setenv("BRUSHFIRE_TRUSTED_EXPRESSIONS", "1")  # (a query: a trusted deployment's)
+    src = parse_dashboard({"name": "j", "source": {
+        "path": "/nonexistent/f.parquet", "columns": {"q": "`ship`.`d_q` * 2"}, "filters": filters,
+        "joins": [{"name": "orders", "path": "/n/o.parquet", "key": "o_key", "on": "l_order"},
+                  {"name": "customer", "path": "/n/c.parquet", "key": "c_key", "on": "orders.o_cust"},
+                  {"name": "nation", "path": "/n/n.parquet", "key": "n_key", "on": "customer.c_nation"},
+                  {"name": "ship", "path": "/n/d.parquet", "key": "d_date", "on": "l_ship"}]},
+        "views": [{"name": "v", "type": "categorical", "field": "nation.n_name"}]}).source
+    reads = set().union(*(sp.expression_reads(src.columns, f) for f in src.filters))
+    assert sp.joins_read(src, reads) == joins

@@ -173,19 +173,35 @@ def test_without_details_there_is_no_lineage_through_joins(tmp_path):
         dimension_forward(dash.engine_session(), "nope", 1)
 
 
+@pytest.mark.spark
+def test_a_dimension_row_leads_to_its_bars_under_a_filter_answered_on_spark(spark, tmp_path):
+    """`dimension_forward` reads every row, not the selection: a filter answered on Spark
+    (on a column no view shows) does not change its answer (hovering a store while such a
+    filter was active was an error, as `dimension` is then)."""
+    s = open_star(tmp_path, 4, 600).session()
+    before = handle(s, {"type": "dimension_forward", "join": "store", "key": 1})
+    assert before["type"] == "dimension_forward" and before["rows"] > 0, before
+    reply = handle(s, {"type": "filter", "column": "qty", "interval": [3, 9]})
+    assert reply["type"] == "update" and reply["lazy"]["views"], reply
+    after = handle(s, {"type": "dimension_forward", "join": "store", "key": 1})
+    assert (after["type"], after["rows"], after["views"]) == ("dimension_forward", before["rows"], before["views"])
+    assert handle(s, {"type": "dimension", "join": "store"})["type"] == "error"  # (the selection's rows)
+
+
 def test_an_engine_without_rows_refuses_lineage_through_joins(star):
     """A baseline declares no ROWS: the message's check says so (it was an internal error)."""
     pytest.importorskip("duckdb")
     from brushfire.baselines import with_engine
 
     s = with_engine(star[0], "duckdb").session()
-    for m in [{"type": "dimension", "join": "store"},
-              {"type": "dimension_forward", "join": "store", "key": 1}]:
-        reply = handle(s, m)
-        assert reply["type"] == "error", reply
-        assert reply["message"] == (f"{m['type']}: lineage through joins needs the rows behind the "
-                                    "selection by rid, which this session does not have (an engine "
-                                    "without per-row lineage, or a filter answered on Spark is active)")
+    reply = handle(s, {"type": "dimension", "join": "store"})
+    assert reply["message"] == ("dimension: lineage through joins needs the rows behind the "
+                                "selection by rid, which this session does not have (an engine "
+                                "without per-row lineage, or a filter answered on Spark is active)")
+    reply = handle(s, {"type": "dimension_forward", "join": "store", "key": 1})
+    assert reply["message"] == ("dimension_forward: lineage through joins needs the rows by rid and "
+                                "forward lineage, which this session does not have (an engine "
+                                "without per-row lineage)")
 
 
 def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):

@@ -237,10 +237,13 @@ class SparkRunner:
 
     def rows_identity(self) -> str:
         src = self.dash.source
-        joins = sorted(self.join_definitions().values()) if src.filters else []
+        reads = set().union(*(expression_reads(src.columns, f) for f in src.filters))
+        # the joins that decide which rows pass the filters: a changed dimension table no
+        # filter reads (through its chain) rescans only the joined columns
+        deciding = joins_read(src, reads)
+        joins = sorted(h for name, h in self.join_definitions().items() if name in deciding)
         # the types of what the filters read (a CSV column an appended file widens)
         types = {f.name.lower(): f.dataType.simpleString() for f in self.df.schema.fields}
-        reads = set().union(*(expression_reads(src.columns, f) for f in src.filters))
         return _digest([src.resolved_format, sorted(src.reader_options.items()), src.filters,
                         sorted(src.columns.items()) if src.filters else [], self.split]
                        + ([joins] if joins else [])
@@ -379,6 +382,28 @@ def spark_string_hash(text: str, seed: int = 42) -> int:
 
 def _quoted(c: str) -> str:
     return "`" + c.replace("`", "``") + "`"
+
+
+def joins_read(src: m.Source, reads: set[str]) -> set[str]:
+    """The names of the joins whose tables decide the columns `reads` (expression_reads'):
+    each joined column's join and the joins before it in its chain (names compared as
+    Spark resolves them, case-insensitively); every join when an expression does not
+    parse (a trusted deployment's: what it reads is not known)."""
+    from brushfire.spec.expressions import ExpressionError, analyze
+
+    try:
+        for text in [*src.filters, *src.columns.values()]:
+            analyze(text, check=False)
+    except ExpressionError:
+        return {j.name for j in src.joins}
+    by_name = {j.name.lower(): j for j in src.joins}
+    out: set[str] = set()
+    for c in reads:
+        head, dot, _ = c.partition(".")
+        j = by_name.get(head.lower()) if dot else None
+        if j is not None:
+            out |= {x.name for x in src.join_chain(f"{j.name}.{j.key}")}
+    return out
 
 
 def expression_reads(columns: Mapping[str, str], text: str) -> set[str]:

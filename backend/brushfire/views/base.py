@@ -94,6 +94,12 @@ class ViewType:
         order of its pseudo-bars (lineage/layout.py): caveat names (`caveats`)."""
         return ["null"]
 
+    def reason_sql(self, view: Any, key: str, d: sql.Dialect = sql.DUCKDB) -> str:
+        """SQL for a row's reason as the position in `reasons` (NULL: none, the row is in its
+        bar as it is); `key`: the row's bar key (`key_sql`). Rows of a NULL key with no
+        reason are `not_shown` (a heatmap's)."""
+        return f"CASE WHEN {sql.ident(view.field, d)} IS NULL THEN 0 END"
+
     def monotone_code(self, view: Any, field: str):
         """The view's bar as a non-decreasing function of `field`'s values (numbers, times
         as UTC microseconds; a function of a float64 array), when the field's value alone

@@ -38,6 +38,10 @@ class Categorical(ViewType):
     def reasons(self, view: m.CategoricalView) -> list[str]:
         return ["null"] + ([] if view.other else ["beyond_top"])
 
+    def reason_sql(self, view: m.CategoricalView, key: str, d: sql.Dialect = sql.DUCKDB) -> str:
+        beyond = "" if view.other else f" WHEN ({key}) IS NULL THEN 1"
+        return f"CASE WHEN {sql.ident(view.field, d)} IS NULL THEN 0{beyond} END"
+
     def row_codes(self, view: m.CategoricalView, vl, rows) -> np.ndarray:
         # ('(other)' is the last label: a value '(other)' of the field may be a bar too)
         top = list(vl.labels[:-1]) if view.other else list(vl.labels)

@@ -44,6 +44,9 @@ class Heatmap(ViewType):
     def reasons(self, view: m.HeatmapView) -> list[str]:
         return []
 
+    def reason_sql(self, view: m.HeatmapView, key: str, d: sql.Dialect = sql.DUCKDB) -> str:
+        return "CAST(NULL AS INT)"  # (a row in no cell: not_shown)
+
     def monotone_code(self, view: m.HeatmapView, field: str):
         if view.x.field == view.y.field:  # (one field on both axes: its cells are no order)
             return None

@@ -34,6 +34,11 @@ class Histogram(ViewType):
     def reasons(self, view: m.HistogramView) -> list[str]:
         return ["null"] + (["clamped_below", "clamped_above"] if view.bin.clamp else ["below", "above"])
 
+    def reason_sql(self, view: m.HistogramView, key: str, d: sql.Dialect = sql.DUCKDB) -> str:
+        x = f"CAST({sql.ident(view.field, d)} AS DOUBLE)"
+        lo, hi = sql.num(float(view.bin.extent[0])), sql.num(float(view.bin.extent[1]))
+        return f"CASE WHEN {x} IS NULL OR isnan({x}) THEN 0 WHEN {x} < {lo} THEN 1 WHEN {x} > {hi} THEN 2 END"
+
     def monotone_code(self, view: m.HistogramView, field: str):
         return (lambda x: bins.hist_order(x, view.bin)) if field == view.field else None
 
