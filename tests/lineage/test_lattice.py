@@ -109,6 +109,16 @@ def test_a_shard_of_no_values_is_coded():
     assert coded is None or lattice.bases(far, coded.j) is not None
 
 
+def test_rows_a_sum_reads_stay_float64():
+    """`pack`'s `floats`: a fine dim a sum or mean reads keeps its values as they are (the
+    kernels read them for every row an update counts)."""
+    x, _ = CODED["cents"]
+    edges, keys, nkeys = buckets(x, 2000)
+    packed = lattice.pack([(x, keys, nkeys, edges)] * 2, N, floats={1})
+    assert packed.rinfo[:, 0].tolist() == [lattice.LAT32, lattice.FLOAT]
+    assert np.array_equal(packed.raw[0], x, equal_nan=True)
+
+
 def test_the_kernels_decode_as_numpy_does():
     """A shard of every kind of raw row (uint32 and uint16 offsets, with an exception, and
     floats) through store.kernel_arrays: kernels._raw_at gives lattice.values' value at

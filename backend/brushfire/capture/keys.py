@@ -514,7 +514,8 @@ def row_arrays(k: Keyed, previous: dict | None = None, old: dict | None = None) 
     meas = np.empty((layout.n_meas, n), np.float64)
     for j in range(layout.n_meas):
         meas[j] = k.meas(j)
-    out = {"keys": keys, "meas": meas, **lattice.pack(raws, n)._asdict()}
+    summed = {layout.dims[v.mdim].raw for v in layout.views if v.measure == "raw"}  # (lattice.py)
+    out = {"keys": keys, "meas": meas, **lattice.pack(raws, n, summed)._asdict()}
     out.update(backward_index(keys, fields, layout, bsize, previous, old))
     out["zmin"], out["zmax"] = zone_maps(keys, [d.nkeys for d in layout.dims[:kept]], bsize)
     return out

@@ -293,24 +293,35 @@ def _raw_values(kd, R, rc, rows, c0, n, out, crow):
     dim's keys), as `_raw_at` gives it, with the arrays taken from R once a chunk, not once
     a row (a sum over a fine dim reads every row's)."""
     raw64, lat, lat16, xrows, xvals, rinfo, rbase = R
-    kind, row, j, base0, x0, x1, brow, none = (rinfo[rc, 0], rinfo[rc, 1], rinfo[rc, 2], rinfo[rc, 3],
-                                               rinfo[rc, 4], rinfo[rc, 5], rinfo[rc, 6], rinfo[rc, 7])
+    kind, row = rinfo[rc, 0], rinfo[rc, 1]
     if kind == 0:
         for i in range(n):
             out[i] = raw64[row, _shard_row(rows, crow, c0, i)]
-        return
-    top = np.int64(0xFFFFFFFF if kind == 1 else 0xFFFF)
+    elif kind == 1:
+        _lattice_values(kd, lat[row], np.int64(0xFFFFFFFF), rinfo[rc], rbase, xrows, xvals, rows, c0,
+                        n, out, crow)
+    else:
+        _lattice_values(kd, lat16[row], np.int64(0xFFFF), rinfo[rc], rbase, xrows, xvals, rows, c0, n,
+                        out, crow)
+
+
+@njit(nogil=True, cache=True)
+def _lattice_values(kd, offs, top, info, rbase, xrows, xvals, rows, c0, n, out, crow):
+    """`_raw_values` of a raw row on the lattice (`_raw_at`): its offsets `offs` (uint32 or
+    uint16, `top` marking an exception), info = its row of rinfo."""
+    j, base0, x0, x1, none = info[2], info[3], info[4], info[5], info[7]
+    b = rbase[info[6]]
     scale = _POW10[abs(j)]
     for i in range(n):
         r = _shard_row(rows, crow, c0, i)
         k = np.int64(kd[c0 + i if c0 >= 0 else rows[i]])
-        o = np.int64(lat[row, r]) if kind == 1 else np.int64(lat16[row, r])
+        o = np.int64(offs[r])
         if k >= none:
             out[i] = np.nan
         elif o == top:
             out[i] = _exception(xrows, xvals, x0, x1, r)
         else:
-            m = np.float64((base0 if k == 0 else rbase[brow, k]) + o)
+            m = np.float64((base0 if k == 0 else b[k]) + o)
             out[i] = m * scale if j >= 0 else m / scale
 
 
