@@ -290,39 +290,17 @@ def _bars(keys, rows, c0, n, v, L, out):
 @njit(nogil=True, cache=True)
 def _raw_values(kd, R, rc, rows, c0, n, out, crow):
     """out[i] = raw row rc's value at row i of the chunk (found as in `_fails`; kd: the fine
-    dim's keys), as `_raw_at` gives it, with the arrays taken from R once a chunk, not once
-    a row (a sum over a fine dim reads every row's)."""
-    raw64, lat, lat16, xrows, xvals, rinfo, rbase = R
-    kind, row = rinfo[rc, 0], rinfo[rc, 1]
-    if kind == 0:
+    dim's keys), as `_raw_at` gives it. A row a sum reads is float64 (capture/keys.py), read
+    here with the arrays taken from R once a chunk, not once a row; one on the lattice (a
+    store that chose so) is decoded row by row."""
+    raw64, rinfo = R[0], R[5]
+    row = rinfo[rc, 1]
+    if rinfo[rc, 0] == 0:
         for i in range(n):
             out[i] = raw64[row, _shard_row(rows, crow, c0, i)]
-    elif kind == 1:
-        _lattice_values(kd, lat[row], np.int64(0xFFFFFFFF), rinfo[rc], rbase, xrows, xvals, rows, c0,
-                        n, out, crow)
-    else:
-        _lattice_values(kd, lat16[row], np.int64(0xFFFF), rinfo[rc], rbase, xrows, xvals, rows, c0, n,
-                        out, crow)
-
-
-@njit(nogil=True, cache=True)
-def _lattice_values(kd, offs, top, info, rbase, xrows, xvals, rows, c0, n, out, crow):
-    """`_raw_values` of a raw row on the lattice (`_raw_at`): its offsets `offs` (uint32 or
-    uint16, `top` marking an exception), info = its row of rinfo."""
-    j, base0, x0, x1, none = info[2], info[3], info[4], info[5], info[7]
-    b = rbase[info[6]]
-    scale = _POW10[abs(j)]
+        return
     for i in range(n):
-        r = _shard_row(rows, crow, c0, i)
-        k = np.int64(kd[c0 + i if c0 >= 0 else rows[i]])
-        o = np.int64(offs[r])
-        if k >= none:
-            out[i] = np.nan
-        elif o == top:
-            out[i] = _exception(xrows, xvals, x0, x1, r)
-        else:
-            m = np.float64((base0 if k == 0 else b[k]) + o)
-            out[i] = m * scale if j >= 0 else m / scale
+        out[i] = _raw_at(R, rc, _shard_row(rows, crow, c0, i), np.int64(kd[c0 + i if c0 >= 0 else rows[i]]))
 
 
 @njit(nogil=True, cache=True)
