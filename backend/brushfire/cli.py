@@ -396,6 +396,7 @@ def _schema(args) -> int:
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
+    from brushfire.lineage.lattice import step_text
     from brushfire.lineage.layout import CaptureConfig
     from brushfire.plan import explain, plan_capture
     from brushfire.sizes import parse_size
@@ -448,8 +449,8 @@ def _capture(args) -> int:
         print(f"  {name:<32} {size / 1e6:10.2f} MB")
     for name, (shards, steps, exceptions) in store.raw_coding().items():
         how = ", ".join(f"{kind} in {n:,}" for kind, n in shards.items())
-        lattice = (f"; on a lattice of steps of {', '.join(f'1e{j}' for j in steps)}"
-                   f" ({exceptions:,} rows kept aside)") if steps else ""
+        lattice = (f"; {', '.join(step_text(j) for j in steps)} ({exceptions:,} rows kept aside)"
+                   if steps else "")
         print(f"  raw values of {name}: {how} of {sum(shards.values())} shards{lattice}")
     print(copies_text(store, nbytes))
     for caveat in store.info.caveats:

@@ -114,12 +114,16 @@ def make_case(rng: np.random.Generator, n: int, bsize: int):
 
 
 def raw_fraction(rng: np.random.Generator, n: int) -> np.ndarray:
-    """A fine dim's value within its key k's bucket [k, k + 1): arbitrary doubles (kept as
-    float64), cents (uint16 offsets on the lattice), millionths (uint32), or millionths
-    mostly below 0.06 and a few far up (uint16, those few exceptions: lineage/lattice.py)."""
-    style = rng.integers(0, 4)
+    """A fine dim's value within its key k's bucket [k, k + 1): arbitrary doubles (offsets of
+    their bits, or float64 where they span too many), cents (uint16 offsets on the lattice),
+    millionths (uint32), millionths mostly below 0.06 and a few far up (uint16, those few
+    exceptions), or arbitrary doubles in a narrow band of each bucket (bits' offsets in
+    uint32; lineage/lattice.py)."""
+    style = rng.integers(0, 5)
     if style == 0:
         return rng.random(n)
+    if style == 4:
+        return 0.5 + rng.random(n) * 1e-6
     if style == 1:
         return rng.integers(0, 100, n) / 100
     if style == 2:
@@ -129,7 +133,7 @@ def raw_fraction(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def raw_arrays(keys: np.ndarray, nkeys: np.ndarray, draw: np.ndarray, raw: np.ndarray) -> tuple:
     """The raw values of the fine dims as a store's loader gives them to the kernels: S[1]
-    and S[8:14] (lineage/lattice.py `pack`, lineage/store.py `kernel_arrays`); key k's
+    and S[8:15] (lineage/lattice.py `pack`, lineage/store.py `kernel_arrays`); key k's
     bucket is [k, k + 1), the no-value key's rows NaN."""
     dims, rows = [], []
     for d in np.flatnonzero(draw >= 0):
@@ -150,7 +154,7 @@ def plain_raw(S, L) -> np.ndarray:
     read them (kernels._raw_at)."""
     n = S[0].shape[1]
     out = np.full((len(S[12]), n), np.nan)
-    R = (S[1], *S[8:14])
+    R = K._raw(S)
     for d, rc in enumerate(L[12]):
         if rc >= 0:
             out[rc] = [K._raw_at(R, rc, r, np.int64(S[0][d, r])) for r in range(n)]

@@ -1,6 +1,6 @@
-"""A fine dim's raw values on a decimal lattice (lineage/lattice.py): every value comes back
-bit for bit (-0.0 as 0.0), from numpy and from the kernels' decoder, or the shard keeps
-float64."""
+"""A fine dim's raw values on a decimal lattice or as offsets of their bits
+(lineage/lattice.py): every value comes back bit for bit (-0.0 as 0.0), from numpy and from
+the kernels' decoder, or the shard keeps float64."""
 
 from __future__ import annotations
 
@@ -46,11 +46,19 @@ CODED = {  # values on a lattice, and the step encode should find
     "one value": (np.full(N, 7.25), -2),
     "minus zero": (np.concatenate([RNG.integers(0, 100, N - 1).astype(float), [-0.0]]), 0),
 }
-FLOATS = {  # values off every lattice, or too far out: kept as float64
-    "arbitrary doubles": RNG.normal(0, 1, N),
-    "a sum of thirds": RNG.integers(0, 10**6, N) / 3,
-    "an infinity": np.concatenate([RNG.integers(0, 100, N - 1).astype(float), [np.inf]]),
-    "past 2^52": RNG.integers(0, 100, N).astype(float) + 2.0**60,
+BITS = {  # values off every decimal lattice, as offsets of their ordered bits: the kind
+    "arbitrary doubles in buckets": (RNG.uniform(100, 200, N), lattice.ULP48),
+    "arbitrary doubles in narrow buckets": (RNG.uniform(100, 101, N), lattice.ULP40),
+    "arbitrary doubles in narrower buckets": (RNG.uniform(100, 100.001, N), lattice.ULP32),
+    "float32 values": (RNG.normal(0, 30, N).astype(np.float32), lattice.ULP32),
+    "negative float32 values": (-RNG.gamma(2, 30, N).astype(np.float32), lattice.ULP16),
+    "a sum of thirds": (10**6 + RNG.integers(0, 10**4, N) / 3, lattice.ULP40),
+    "an infinity (an exception)": (np.concatenate([RNG.uniform(100, 101, N - 1), [np.inf]]), lattice.ULP40),
+    "past 2^52": (RNG.integers(0, 100, N).astype(float) * 256 + 2.0**60, lattice.ULP16),
+}
+FLOATS = {  # values whose buckets hold every magnitude: kept as float64
+    "every magnitude around zero": RNG.choice([-1.0, 1.0], N) * 10.0 ** RNG.uniform(-300, 300, N),
+    "a NaN among values": np.concatenate([RNG.uniform(100, 101, N - 1), [np.nan]]),
 }
 
 
@@ -67,17 +75,45 @@ def test_values_on_a_lattice_come_back_bit_for_bit(name):
     assert np.isnan(got[~has]).all()
 
 
+@pytest.mark.parametrize("name", BITS)
+def test_values_off_every_lattice_come_back_from_their_bits(name):
+    x, kind = BITS[name]
+    x = np.asarray(x, np.float64)
+    edges, keys, nkeys = buckets(x, 2000)
+    coded = lattice.encode(x, keys, nkeys, edges)
+    assert coded is not None and coded.kind == kind and coded.j >= lattice.ULP
+    got = lattice.decode(coded, keys, nkeys, edges)
+    assert np.array_equal(got.view(np.int64), x.view(np.int64))
+
+
+def test_float32_values_leave_their_low_bits_zero():
+    x = RNG.normal(0, 30, N).astype(np.float32).astype(np.float64)
+    edges, keys, nkeys = buckets(x, 2000)
+    assert lattice.encode(x, keys, nkeys, edges).j == lattice.ULP + 29  # 52 - 23 mantissa bits
+
+
+def test_ordered_bits_order_as_the_values():
+    x = np.sort(np.concatenate([RNG.normal(0, 1, 1000), 10.0 ** RNG.uniform(-300, 300, 1000),
+                                -(10.0 ** RNG.uniform(-300, 300, 1000)), [0.0, -np.inf, np.inf]]))
+    u = lattice.ordered(x)
+    assert (np.diff(u) >= 0).all() and (np.diff(u)[np.diff(x) > 0] > 0).all()
+    assert np.array_equal(lattice.from_ordered(u).view(np.int64), x.view(np.int64))
+    assert lattice.ordered(np.array([-0.0]))[0] == 0
+
+
 @pytest.mark.parametrize("name", FLOATS)
-def test_values_off_every_lattice_stay_float64(name):
+def test_values_off_every_lattice_and_bits_offset_stay_float64(name):
     x = FLOATS[name]
     edges, keys, nkeys = buckets(x, 2000)
+    keys[np.isnan(x)] = 0  # (a NaN with a key: as no capture keys it, refused)
     assert lattice.encode(x, keys, nkeys, edges) is None
 
 
 def test_offsets_take_the_narrowest_type_with_at_most_one_in_a_hundred_exceptions():
     """Whole numbers in buckets 1,000 wide take uint16 offsets; one bucket 2^40 wide with
     a few rows makes those rows exceptions (values kept beside their rows); more of them
-    than 1 % of the rows, uint32; past 2^32 in more than 1 %, float64."""
+    than 1 % of the rows, uint32; past 2^32 in more than 1 %, 48-bit offsets of their bits;
+    past 2^60 (their bits too far apart in more than 4 %), float64."""
     def cut(x, width):
         edges = np.concatenate([[-np.inf], np.arange(1, 200) * width])
         return edges, np.searchsorted(edges, x, "right") - 1, len(edges)
@@ -85,7 +121,8 @@ def test_offsets_take_the_narrowest_type_with_at_most_one_in_a_hundred_exception
     x = RNG.integers(0, 199_000, N).astype(np.float64)
     edges, keys, nkeys = cut(x, 1000.0)
     assert lattice.encode(x, keys, nkeys, edges).kind == lattice.LAT16
-    for rows, far, kind in ((20, 2**40, lattice.LAT16), (400, 2**20, lattice.LAT32), (400, 2**40, None)):
+    for rows, far, kind in ((20, 2**40, lattice.LAT16), (400, 2**20, lattice.LAT32), (400, 2**40, lattice.ULP48),
+                            (400, 2**60, None)):
         y = x.copy()
         wide = RNG.choice(N, rows, replace=False)
         y[wide] = 199_000 + RNG.integers(0, far, rows)  # the last bucket
@@ -120,28 +157,35 @@ def test_rows_a_sum_reads_stay_float64():
 
 
 def test_the_kernels_decode_as_numpy_does():
-    """A shard of every kind of raw row (uint32 and uint16 offsets, with an exception, and
-    floats) through store.kernel_arrays: kernels._raw_at gives lattice.values' value at
-    every row, NaN at the no-value key."""
+    """A shard of every kind of raw row (uint32 and uint16 offsets on the lattice, with an
+    exception; 16, 32, 40 and 48-bit offsets of bits, with an exception; and floats) through
+    store.kernel_arrays: kernels._raw_at gives lattice.values' value at every row, NaN at
+    the no-value key."""
     sparse = RNG.integers(0, 1000, N).astype(np.float64)  # and one row far out: an exception
     sparse[7] = 2.0**40
-    xs = [CODED["cents"][0], FLOATS["arbitrary doubles"], CODED["epoch milliseconds as microseconds"][0],
-          sparse]
+    xs = [CODED["cents"][0], FLOATS["every magnitude around zero"], CODED["epoch milliseconds as microseconds"][0],
+          sparse, *(np.asarray(BITS[k][0], np.float64) for k in (
+              "an infinity (an exception)", "arbitrary doubles in narrower buckets", "negative float32 values",
+              "arbitrary doubles in buckets")),
+          with_nan(RNG.uniform(-101, -100, N))]
     rows, dims = [], []
     for rc, x in enumerate(xs):
-        edges, keys, nkeys = buckets(x, 200)
+        edges, keys, nkeys = buckets(x, 200 if rc < 4 else 2000)
         rows.append((x, keys, nkeys, edges))
         dims.append(Dim(f"value:f{rc}", "fine", f"f{rc}", None, "float", nkeys, True, raw=rc,
                         edges=edges.tolist()))
     packed = lattice.pack(rows, N)
-    assert packed.rinfo[:, 0].tolist() == [lattice.LAT32, lattice.FLOAT, lattice.LAT32, lattice.LAT16]
-    assert packed.raw.shape == (1, N) and packed.lat.shape == (2, N) and packed.lat16.shape == (1, N)
-    assert len(packed.xrows) == len(packed.xvals) > 0
+    assert packed.rinfo[:, 0].tolist() == [lattice.LAT32, lattice.FLOAT, lattice.LAT32, lattice.LAT16,
+                                           lattice.ULP40, lattice.ULP32, lattice.ULP16, lattice.ULP48,
+                                           lattice.ULP40]
+    assert packed.raw.shape == (1, N) and packed.lat.shape == (6, N) and packed.lat16.shape == (3, N)
+    assert packed.lat8.shape == (2, N)
+    assert len(packed.xrows) == len(packed.xvals) > 1
     layout = SimpleNamespace(dims=dims)
     table, index = base_table(layout, [packed.rinfo])
     stored = (None, packed.raw, *[None] * 6, *packed[1:])
     arrays = kernel_arrays(stored, layout, table, index)
-    R = (arrays[1], *arrays[8:14])
+    R = K._raw(arrays)
     for rc, (x, keys, nkeys, edges) in enumerate(rows):
         want = lattice.values(packed, rc, keys, nkeys, edges)
         has = keys < nkeys

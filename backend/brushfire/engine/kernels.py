@@ -7,10 +7,12 @@ Arguments (built by engine/state.py from lineage/layout.py):
 - S  one shard: (keys (D, n) uint16, raw (F, n) float64, meas (M, n) float64,
      order (T,) uint16, optr (I, nblocks) int64, zmin, zmax (D, nblocks) uint16,
      fences (I, nblocks, bsize / FENCE) uint16, lat (A, n) uint32, lat16 (B, n) uint16,
-     xrows (E,) uint32, xvals (E,) float64, rinfo (R, 8) int64, rbase (C, K) int64). Raw
-     row rc (of R: one per fine dim kept per row) is a row of `raw` or, on a decimal
-     lattice, offsets in a row of `lat` or `lat16` (lineage/lattice.py, lineage/store.py
-     `kernel_arrays`); `_raw_at` reads a row's value either way.
+     xrows (E,) uint32, xvals (E,) float64, rinfo (R, 9) int64, rbase (C, K) int64, lat8
+     (G, n) uint8). Raw row rc (of R: one per fine dim kept per row) is a row of `raw` or,
+     on a decimal lattice or as offsets of its bits, offsets in a row of `lat` or `lat16`
+     (40 and 48 bits: `lat` and a row of `lat8` or `lat16`; lineage/lattice.py,
+     lineage/store.py `kernel_arrays`);
+     `_raw_at` reads a row's value either way.
      Block b holds rows [b*bsize, (b+1)*bsize); the rows of indexed dim slot i ordered by
      key are b*bsize + order[optr[i, b] + p] (p = 0..), or b*bsize + p when optr is -1;
      fences[i, b, j] is the key at position j * FENCE of that order, so that a search of a
@@ -50,11 +52,13 @@ from numba import njit, types
 from numba.extending import intrinsic
 from numba.typed import List
 
-from brushfire.lineage.lattice import POW10
+from brushfire.lineage.lattice import POW10, SIGN, ULP
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
 _POW10 = POW10  # (a global array: numba freezes it into the code)
+_ULP = ULP
+_SIGN = SIGN
 _NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
 _NO_ROWS64 = np.empty(0, np.int64)  # rows unread: a sequential chunk's keys are at c0 + i
 
@@ -84,8 +88,8 @@ def list_append(items, item):
 @njit(nogil=True, cache=True, inline="always")
 def _raw(S):
     """A shard's raw values as the kernels pass them: (raw, lat, lat16, xrows, xvals,
-    rinfo, rbase)."""
-    return S[1], S[8], S[9], S[10], S[11], S[12], S[13]
+    rinfo, rbase, lat8)."""
+    return S[1], S[8], S[9], S[10], S[11], S[12], S[13], S[14]
 
 
 @njit(nogil=True, cache=True)
@@ -98,24 +102,35 @@ def _exception(xrows, xvals, x0, x1, r) -> np.float64:
 def _raw_at(R, rc, r, k) -> np.float64:
     """Raw row rc's value at shard row r, whose key on the fine dim is k (NaN: none), as
     lineage/lattice.py `decode` gives it: R = `_raw(S)`, whose rinfo[rc] = (kind, row in
-    the kind's array, step j, base of bucket 0, first and end exception, row of rbase, the
-    no-value key)."""
-    raw64, lat, lat16, xrows, xvals, rinfo, rbase = R
+    the kind's array, step j, base of bucket 0, first and end exception, row of the high
+    bits, row of rbase, the no-value key)."""
+    raw64, lat, lat16, xrows, xvals, rinfo, rbase, lat8 = R
     kind, row = rinfo[rc, 0], rinfo[rc, 1]
     if kind == 0:
         return raw64[row, r]
-    if k >= rinfo[rc, 7]:
+    if k >= rinfo[rc, 8]:
         return np.nan
-    if kind == 1:
-        o = np.int64(lat[row, r])
-        top = np.int64(0xFFFFFFFF)
-    else:
+    if kind == 2 or kind == 3:  # uint16 offsets: on the lattice, or of bits
         o = np.int64(lat16[row, r])
         top = np.int64(0xFFFF)
+    elif kind == 1 or kind == 4:  # uint32
+        o = np.int64(lat[row, r])
+        top = np.int64(0xFFFFFFFF)
+    elif kind == 5:  # 40 bits of bits
+        o = np.int64(lat[row, r]) | (np.int64(lat8[rinfo[rc, 6], r]) << 32)
+        top = np.int64(0xFFFFFFFFFF)
+    else:  # 48
+        o = np.int64(lat[row, r]) | (np.int64(lat16[rinfo[rc, 6], r]) << 32)
+        top = np.int64(0xFFFFFFFFFFFF)
     if o == top:
         return _exception(xrows, xvals, rinfo[rc, 4], rinfo[rc, 5], r)
-    n = (rinfo[rc, 3] if k == 0 else rbase[rinfo[rc, 6], k]) + o
+    n = (rinfo[rc, 3] if k == 0 else rbase[rinfo[rc, 7], k]) + o
     j = rinfo[rc, 2]
+    if j >= _ULP:  # ordered bits (lattice.ordered), shifted
+        u = n << (j - _ULP)
+        m = u >> 63  # -1 for a negative value, else 0 (no branch: numba's inlining keeps one
+        # definition per name)
+        return np.int64(((u ^ m) - m) | (m & _SIGN)).view(np.float64)
     return np.float64(n) * _POW10[j] if j >= 0 else np.float64(n) / _POW10[-j]
 
 

@@ -1,4 +1,5 @@
-"""A fine dim's raw values on a decimal lattice: 2 or 4 bytes a row instead of 8, exactly.
+"""A fine dim's raw values on a decimal lattice, or as offsets of their bits: 2 to 6 bytes a
+row instead of 8, exactly.
 
 A fine dim keeps each row's value beside its bucket key, so that a brush edge inside a
 bucket is decided exactly (lineage/layout.py). Columns in the wild are rarely arbitrary
@@ -13,14 +14,27 @@ value decodes to that value (`encode` checks each one with `decode` itself; bit 
 but for -0.0, which comes back as the equal 0.0); the few rows of sparse buckets whose
 offset does not fit (at most 1 %) hold the type's largest value and are exceptions, their
 values kept as float64 beside their row. Else the row stays float64: exact either way.
+A shard whose values are on no decimal lattice (arbitrary doubles: quotients, float32
+columns read as doubles, noise) keeps them as offsets of their *ordered bits*: a double's
+bits as an int64 that orders like the values (the bits' magnitude, negated for negative
+values), shifted right by the bits every value leaves zero (29 for a float32 column),
+less its bucket's lower edge's: a bucket of an equi-depth fine dim is narrow, so its
+values share their sign, exponent and leading mantissa bits — uint16, uint32, 40 or 48
+bits (`lat` for the low 32, a row of `lat8` or `lat16` for the high 8 or 16) by how narrow
+(flights' air times in 14k buckets: 39 bits for half the rows, 44 for 99 %), the rows of
+the widest buckets (at most 4 %: the tails) kept aside as exceptions. `rinfo`'s step j is
+then ULP + the shift.
 Rows without a value (the no-value key) decode to NaN. A fine dim whose values a sum or mean
 reads stays float64: an update reads those for every row it counts, where decoding costs
 ~2 ns a row (TPC-H SF1's revenue over extended prices: incremental updates 20 % slower).
 
 A shard's raw arrays (`RawArrays`, the store's files of those names): `raw` (float64
-rows), `lat` (uint32 rows), `lat16` (uint16 rows), `xrows` / `xvals` (exceptions: rows,
-ascending per raw row, and values) and `rinfo` (raw rows, 6) int64: [kind, its row in the
-kind's array, j, base of bucket 0, first and end exception]. The kernels decode with
+rows), `lat` (uint32 rows: offsets, or their low 32 bits), `lat16` (uint16 rows: offsets, or
+48-bit offsets' high bits), `xrows` / `xvals` (exceptions: rows, ascending per raw row, and
+values), `rinfo` (raw rows, 7) int64: [kind, its row in the kind's array, j, base of bucket
+0, first and end exception, the row of its high bits (-1: none)], and `lat8` (uint8 rows:
+40-bit offsets' high bits).
+The kernels decode with
 engine/kernels.py `_raw_at`, this module's `decode` in numba (the tests check one against
 the other).
 """
@@ -32,13 +46,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-FLOAT, LAT32, LAT16 = 0, 1, 2
-OFFSETS = ((LAT16, np.uint16), (LAT32, np.uint32))  # narrowest first
+FLOAT, LAT32, LAT16, ULP16, ULP32, ULP40, ULP48 = 0, 1, 2, 3, 4, 5, 6
+# (kind, type, the largest offset: an exception's mark), narrowest first
+OFFSETS = ((LAT16, np.uint16, 0xFFFF), (LAT32, np.uint32, 0xFFFFFFFF))
+ULPS = ((ULP16, np.uint16, 0xFFFF), (ULP32, np.uint32, 0xFFFFFFFF), (ULP40, np.uint64, 2**40 - 1),
+        (ULP48, np.uint64, 2**48 - 1))
+WIDTH = {FLOAT: 8, LAT32: 4, LAT16: 2, ULP16: 2, ULP32: 4, ULP40: 5, ULP48: 6}  # bytes a row
+NAMES = {FLOAT: "float64", LAT32: "uint32", LAT16: "uint16", ULP16: "uint16 bits", ULP32: "uint32 bits",
+         ULP40: "40 bits", ULP48: "48 bits"}
+ULP = 100  # a step j >= ULP: offsets of ordered bits shifted right by j - ULP, not of 10^j
+MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
+SIGN = np.int64(-(2**63))
 POW10 = np.array([10.0**i for i in range(19)])  # exact: every power of ten up to 1e22 is a double
 STEPS = (9, 6, 3, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9)  # coarsest first: the smallest offsets
 EXACT = 2.0**52  # |n| below this: n, and each step's arithmetic on it, is exact in float64
 PROBE = 512  # values tried first, before every row is checked at a step
-EXCEPTIONS = 0.01  # share of a shard's rows with a value that may be exceptions
+EXCEPTIONS = 0.01  # share of a shard's rows with a value that may be exceptions, on a lattice
+ULP_EXCEPTIONS = 0.04  # ... as bits' offsets: an equi-depth dim's widest buckets (its tails)
+# hold a few percent of the rows; an exception costs 12 bytes, 40-bit offsets save 3 a row
 
 
 class RawArrays(NamedTuple):
@@ -50,13 +75,14 @@ class RawArrays(NamedTuple):
     xrows: np.ndarray
     xvals: np.ndarray
     rinfo: np.ndarray
+    lat8: np.ndarray
 
 
 class Coded(NamedTuple):
     kind: int
     j: int
     base0: int
-    off: np.ndarray  # uint16 or uint32 per row; the type's largest value: an exception
+    off: np.ndarray  # uint16, uint32 or (40, 48 bits) uint64 per row; its largest: an exception
     xrows: np.ndarray  # uint32, ascending
     xvals: np.ndarray
 
@@ -77,9 +103,34 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def step_text(j: int) -> str:
+    """How a step j codes values, for reports."""
+    if j < ULP:
+        return f"on a lattice of steps of 1e{j}"
+    return "as offsets of their bits" + (f" (the low {j - ULP} of them zero)" if j > ULP else "")
+
+
+def ordered(x: np.ndarray) -> np.ndarray:
+    """Doubles as int64 that order as they do: the bits' magnitude, negated for negative
+    values (-0.0 is 0, as 0.0; NaN orders past inf)."""
+    b = np.asarray(x, np.float64).view(np.int64)
+    m = b & MAGNITUDE
+    return np.where(b < 0, -m, m)
+
+
+def from_ordered(u: np.ndarray) -> np.ndarray:
+    """The doubles of `ordered` values."""
+    u = np.asarray(u, np.int64)
+    return np.where(u < 0, (-u) | SIGN, u).view(np.float64)
+
+
 def bases(edges: np.ndarray, j: int) -> np.ndarray | None:
-    """int64 base per key (its bucket's lower edge in steps of 10^j, less one; key 0 and
-    the no-value key: 0), or None when an edge is too far from 0 to be exact."""
+    """int64 base per key (its bucket's lower edge in steps of 10^j, less one; for j >= ULP,
+    its ordered bits shifted right by j - ULP; key 0 and the no-value key: 0), or None when
+    an edge is too far from 0 to be exact."""
+    if j >= ULP:
+        b = ordered(np.asarray(edges[1:], np.float64)) >> (j - ULP)
+        return np.concatenate([[0], b, [0]]).astype(np.int64)
     with np.errstate(all="ignore"):
         b = np.floor(_steps(np.asarray(edges[1:], np.float64), j)) - 1
     if len(b) and not np.all(np.abs(b) < EXACT):
@@ -89,8 +140,9 @@ def bases(edges: np.ndarray, j: int) -> np.ndarray | None:
 
 def encode(x: np.ndarray, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> Coded | None:
     """x's offsets on the coarsest step of STEPS that holds every value with a key below
-    nkeys exactly, in the narrowest type that leaves at most EXCEPTIONS of them out; None
-    when no step does."""
+    nkeys exactly, else as offsets of their ordered bits; in the narrowest type that leaves
+    at most EXCEPTIONS (as bits: ULP_EXCEPTIONS) of them out; None when neither does (NaN
+    among them, or offsets wider than 48 bits for too many)."""
     k = np.asarray(keys, np.int64)
     has = k < nkeys
     v = np.asarray(x, np.float64)[has]
@@ -99,37 +151,52 @@ def encode(x: np.ndarray, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> Co
         j = next((j for j in STEPS if bases(edges, j) is not None), None)
         return None if j is None else Coded(LAT16, j, 0, np.zeros(len(k), np.uint16), *none)
     with np.errstate(all="ignore"):
-        if not np.all(np.abs(v) < EXACT):  # (also: no NaN or ±inf)
+        if np.isnan(v).any():
             return None
+        finite = bool(np.all(np.abs(v) < EXACT))  # (a decimal step's arithmetic is exact)
         probe = v[:: max(1, len(v) // PROBE)]
-        for j in STEPS:
+        for j in STEPS if finite else ():
             p = np.rint(_steps(probe, j))
             if not (np.all(np.abs(p) < EXACT) and _same(_value(p, j), probe)):
                 continue
             n = np.rint(_steps(v, j))
             if not (np.all(np.abs(n) < EXACT) and _same(_value(n, j), v)):
                 continue
-            base = bases(edges, j)
-            if base is None:
-                continue
-            n = n.astype(np.int64)
-            kk = k[has]
-            first = kk == 0
-            base0 = int(n[first].min()) if first.any() else 0
-            b = base[kk]
-            b[first] = base0
-            off = n - b
-            rows = np.flatnonzero(has)
-            for kind, t in OFFSETS:
-                top = np.iinfo(t).max  # (the exceptions' mark)
-                out = (off < 0) | (off >= top)
-                if np.count_nonzero(out) > EXCEPTIONS * len(v):
-                    continue
-                coded = np.zeros(len(k), t)
-                coded[has] = np.where(out, top, off)
-                c = Coded(kind, j, base0, coded, rows[out].astype(np.uint32), v[out])
-                if _same(decode(c, k, nkeys, edges)[has], v):
-                    return c
+            c = _narrowest(n.astype(np.int64), j, OFFSETS, EXCEPTIONS, k, has, v, nkeys, edges)
+            if c is not None:
+                return c
+        u = ordered(v)
+        low = int(np.bitwise_or.reduce(u))
+        shift = (low & -low).bit_length() - 1 if low else 0
+        return _narrowest(u >> shift, ULP + shift, ULPS, ULP_EXCEPTIONS, k, has, v, nkeys, edges)
+
+
+def _narrowest(n: np.ndarray, j: int, kinds, share: float, k: np.ndarray, has: np.ndarray,
+               v: np.ndarray, nkeys: int, edges: np.ndarray) -> Coded | None:
+    """Integers n (one per row with a value) as offsets from their bucket's base at step j,
+    in the first of `kinds` whose range leaves at most `share` of them out and that
+    decodes to v."""
+    base = bases(edges, j)
+    if base is None:
+        return None
+    kk = k[has]
+    first = kk == 0
+    base0 = int(n[first].min()) if first.any() else 0
+    b = base[kk]
+    b[first] = base0
+    with np.errstate(over="ignore"):
+        off = n - b
+        wrapped = ((n ^ b) & (n ^ off)) < 0  # (the difference overflowed int64)
+    rows = np.flatnonzero(has)
+    for kind, t, top in kinds:
+        out = (off < 0) | (off >= top) | wrapped
+        if np.count_nonzero(out) > share * len(v):
+            continue
+        coded = np.zeros(len(k), t)
+        coded[has] = np.where(out, top, off)
+        c = Coded(kind, j, base0, coded, rows[out].astype(np.uint32), v[out])
+        if _same(decode(c, k, nkeys, edges)[has], v):
+            return c
     return None
 
 
@@ -141,7 +208,9 @@ def decode(c: Coded, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> np.ndar
         return np.full(len(k), np.nan)
     b = base[np.minimum(k, nkeys)]
     b[k == 0] = c.base0
-    out = _value((b + c.off.astype(np.int64)).astype(np.float64), c.j)
+    with np.errstate(over="ignore"):  # (exceptions' marks and no-value rows: replaced below)
+        n = b + c.off.astype(np.int64)
+        out = from_ordered(n << (c.j - ULP)) if c.j >= ULP else _value(n.astype(np.float64), c.j)
     out[c.xrows.astype(np.int64)] = c.xvals
     out[k >= nkeys] = np.nan
     return out
@@ -150,36 +219,48 @@ def decode(c: Coded, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> np.ndar
 def pack(rows: Sequence[tuple[np.ndarray, np.ndarray, int, np.ndarray]], n: int,
          floats: set[int] | frozenset[int] = frozenset()) -> RawArrays:
     """A shard's raw rows, each (values, keys, nkeys, edges) of a fine dim: on the lattice
-    where `encode` finds one, else (and for the rows `floats`) as they are."""
+    or as their bits' offsets where `encode` finds one, else (and for the rows `floats`) as
+    they are."""
     coded = [None if i in floats else encode(x, k, nk, e) for i, (x, k, nk, e) in enumerate(rows)]
-    of = {kind: [i for i, c in enumerate(coded) if (c.kind if c else FLOAT) == kind]
-          for kind in (FLOAT, LAT32, LAT16)}
-    raw = np.empty((len(of[FLOAT]), n), np.float64)
-    lat = np.empty((len(of[LAT32]), n), np.uint32)
-    lat16 = np.empty((len(of[LAT16]), n), np.uint16)
-    rinfo = np.zeros((len(rows), 6), np.int64)
+    of = {kind: [i for i, c in enumerate(coded) if (c.kind if c else FLOAT) == kind] for kind in WIDTH}
+    lows = {FLOAT: of[FLOAT], 32: of[LAT32] + of[ULP32] + of[ULP40] + of[ULP48], 16: of[LAT16] + of[ULP16]}
+    raw = np.empty((len(lows[FLOAT]), n), np.float64)
+    lat = np.empty((len(lows[32]), n), np.uint32)
+    lat16 = np.empty((len(lows[16]) + len(of[ULP48]), n), np.uint16)  # 48 bits' high ones last
+    lat8 = np.empty((len(of[ULP40]), n), np.uint8)
+    high = {i: r for r, i in enumerate(of[ULP40])} | {i: len(lows[16]) + r for r, i in enumerate(of[ULP48])}
+    rinfo = np.zeros((len(rows), 7), np.int64)
     xrows, xvals, at = [], [], 0
-    for kind, into in ((FLOAT, raw), (LAT32, lat), (LAT16, lat16)):
-        for r, i in enumerate(of[kind]):
+    for array, at_rows in ((raw, lows[FLOAT]), (lat, lows[32]), (lat16, lows[16])):
+        for r, i in enumerate(at_rows):
             c = coded[i]
             if c is None:
-                into[r] = rows[i][0]
-                rinfo[i] = (FLOAT, r, 0, 0, at, at)
+                array[r] = rows[i][0]
+                rinfo[i] = (FLOAT, r, 0, 0, at, at, -1)
                 continue
-            into[r] = c.off
-            rinfo[i] = (kind, r, c.j, c.base0, at, at + len(c.xrows))
+            array[r] = c.off & 0xFFFFFFFF if c.kind in (ULP40, ULP48) else c.off
+            if c.kind in (ULP40, ULP48):
+                (lat8 if c.kind == ULP40 else lat16)[high[i]] = c.off >> 32
+            rinfo[i] = (c.kind, r, c.j, c.base0, at, at + len(c.xrows), high.get(i, -1))
             xrows.append(c.xrows)
             xvals.append(c.xvals)
             at += len(c.xrows)
     return RawArrays(raw, lat, lat16, np.concatenate([np.zeros(0, np.uint32), *xrows]),
-                     np.concatenate([np.zeros(0), *xvals]), rinfo)
+                     np.concatenate([np.zeros(0), *xvals]), rinfo, lat8)
+
+
+def offsets(a: RawArrays, kind: int, row: int, hi: int) -> np.ndarray:
+    """A raw row's offsets of `kind` (rinfo's row and high row; 40 and 48 bits as uint64)."""
+    if kind in (ULP40, ULP48):
+        top = a.lat8[hi] if kind == ULP40 else a.lat16[hi]
+        return a.lat[row].astype(np.uint64) | (top.astype(np.uint64) << np.uint64(32))
+    return a.lat[row] if kind in (LAT32, ULP32) else a.lat16[row]
 
 
 def values(a: RawArrays, rc: int, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> np.ndarray:
     """Raw row rc of a shard as float64 (`keys`: the fine dim's keys, `edges` its buckets')."""
-    kind, row, j, base0, x0, x1 = (int(v) for v in a.rinfo[rc][:6])
+    kind, row, j, base0, x0, x1, hi = (int(v) for v in a.rinfo[rc][:7])
     if kind == FLOAT:
         return np.asarray(a.raw[row])
-    off = (a.lat if kind == LAT32 else a.lat16)[row]
-    return decode(Coded(kind, j, base0, off, a.xrows[x0:x1], a.xvals[x0:x1]), keys, nkeys,
-                  np.asarray(edges, np.float64))
+    return decode(Coded(kind, j, base0, offsets(a, kind, row, hi), a.xrows[x0:x1], a.xvals[x0:x1]), keys,
+                  nkeys, np.asarray(edges, np.float64))

@@ -56,14 +56,15 @@ from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec, Source
 from brushfire.values import format_instant
 
-FORMAT_VERSION = 11  # 11: fine dims' raw values on a decimal lattice (lineage/lattice.py);
+FORMAT_VERSION = 12  # 12: ... or as offsets of their bits (lat8); 11: fine dims' raw values
+# on a decimal lattice (lineage/lattice.py);
 # 10: entries per dashboard and source, shards per input file, reusable parts; 9: a time
 # field's categorical bars and dropdown choices as ISO instants
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 LOCK = ".lock"
 ROW_ARRAYS = ("keys", "raw", "meas", "order", "optr", "zmin", "zmax", "fences", "lat", "lat16", "xrows",
-              "xvals", "rinfo")
+              "xvals", "rinfo", "lat8")
 COPY_PARTS = ("keys", "rows", "starts", "zones", "hist")  # engine/copies.py Copy.PARTS
 COPY_FORMAT = 2  # how a copy's arrays are laid out (2: uint8 keys where they fit); copies of
 # another format are not mapped (the engine builds them, as for a capture that stored none)
@@ -86,7 +87,7 @@ class Shard:
     start: int  # global rid of its first row
     n_rows: int
     # (keys, raw, meas, order, optr, zmin, zmax, fences, lat, lat16, xrows, xvals, rinfo,
-    # rbase), as the kernels take them (engine/kernels.py; `kernel_arrays`)
+    # rbase, lat8), as the kernels take them (engine/kernels.py; `kernel_arrays`)
     arrays: tuple
     snapshot: pa.Table | None
     # the input file (as Spark names it) and split (its byte offset) the rows come from:
@@ -188,14 +189,14 @@ class LineageStore:
         if d.kind != "fine" or d.raw < 0:
             return None
         a = self.shards[shard].arrays
-        return lattice.values(lattice.RawArrays(a[1], *a[8:13]), d.raw, a[0][dim], d.nkeys,
+        return lattice.values(lattice.RawArrays(a[1], *a[8:13], a[14]), d.raw, a[0][dim], d.nkeys,
                               np.asarray(d.edges, np.float64))
 
     def raw_coding(self) -> dict[str, tuple[dict[str, int], list[int], int]]:
         """How each fine dim's raw values are kept (lineage/lattice.py), for reports: {dim:
-        (shards with rows per coding "float64" | "uint32" | "uint16", the lattice's steps j
-        (values in steps of 10^j), exception rows)}."""
-        names = {lattice.FLOAT: "float64", lattice.LAT32: "uint32", lattice.LAT16: "uint16"}
+        (shards with rows per coding `lattice.NAMES`, the lattice's steps j (values in steps
+        of 10^j; bits' offsets: j = lattice.ULP + their shift), exception rows)}."""
+        names = lattice.NAMES
         out = {}
         for d in self.layout.dims:
             if d.kind != "fine" or d.raw < 0:
@@ -252,7 +253,7 @@ class LineageStore:
             if d.kind == "fine" and d.raw >= 0:
                 for s in self.shards:
                     kind, _, _, _, x0, x1 = s.arrays[12][d.raw, :6].tolist()
-                    size += {lattice.FLOAT: 8, lattice.LAT32: 4, lattice.LAT16: 2}[kind] * s.n_rows
+                    size += lattice.WIDTH[kind] * s.n_rows
                     size += 12 * (x1 - x0)
             if d.indexed:
                 slot = idims.index(i)
@@ -670,13 +671,13 @@ def base_table(layout: Layout, rinfos: list[np.ndarray]) -> tuple[np.ndarray, di
 def kernel_arrays(arrays: tuple, layout: Layout, table: np.ndarray, index: dict) -> tuple:
     """A shard's stored per-row arrays (ROW_ARRAYS) as the kernels take them: `rinfo` with
     two more columns, each raw row's row of `table` (`base_table`) and its dim's no-value
-    key, then the table itself."""
+    key, then the table itself, then lat8."""
     nkeys = {d.raw: d.nkeys for d in layout.dims if d.kind == "fine" and d.raw >= 0}
-    rinfo = np.zeros((len(arrays[12]), 8), np.int64)
+    rinfo = np.zeros((len(arrays[12]), 9), np.int64)
     for rc, row in enumerate(np.asarray(arrays[12]).tolist()):
         rinfo[rc] = (*row, index.get((rc, row[2]), -1), nkeys[rc])
     rinfo.setflags(write=False)
-    return (*arrays[:12], rinfo, table)
+    return (*arrays[:12], rinfo, table, arrays[13])
 
 
 def shard_row_files(s: dict) -> list[str]:
@@ -728,7 +729,8 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
         assert arrays[0].shape == (layout.row_dims, n), f"shard {s['name']} keys shape"
         assert arrays[4].shape[0] == len(layout.indexed_dims), f"shard {s['name']} index slots"
         assert arrays[7].shape[:2] == arrays[4].shape, f"shard {s['name']} fences shape"
-        assert arrays[1].shape[0] + arrays[8].shape[0] + arrays[9].shape[0] == layout.n_raw \
+        high16 = int(np.count_nonzero(np.asarray(arrays[12])[:, 0] == lattice.ULP48))  # (lattice.pack)
+        assert arrays[1].shape[0] + arrays[8].shape[0] + arrays[9].shape[0] - high16 == layout.n_raw \
             == arrays[12].shape[0], f"shard {s['name']} raw rows"
         snapshot = None
         if layout.detail_columns and n:
