@@ -78,10 +78,12 @@ def spec_a(path) -> dict:
 
 
 def spec_b(path) -> dict:
-    """Derived columns, a static filter, calendar months, no 'other' bar, a gt slider."""
+    """Derived columns (x2: a float32 column of thirds, which the fine layout keeps as
+    offsets of their bits: lineage/lattice.py), a static filter, calendar months, no
+    'other' bar, a gt slider."""
     return {
         "name": "variant_b",
-        "source": {"path": str(path), "columns": {"x2": "x * 2 + 1"},
+        "source": {"path": str(path), "columns": {"x2": "cast(x * 2 / 3.0D + 1 as float)"},
                    "filters": ["k IS NULL OR k > -15"]},
         "views": [
             {"name": "hx2", "type": "histogram", "field": "x2",

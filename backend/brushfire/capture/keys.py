@@ -11,8 +11,8 @@ keys per block here.
 A keyed shard holds, for its n rows (shapes as the engine reads them, engine/kernels.py):
 - keys   (dims kept per row, n) uint16; a fine dim's value per row in raw (rows, n) float64
   (NaN = none) or, on a decimal lattice or as offsets of their bits, in lat (uint32), lat16
-  (uint16) or lat and lat8 (40 bits) with
-  exceptions in xrows / xvals, as rinfo (fine dims, 6) says (lineage/lattice.py);
+  (uint16), or lat and a row of lat8 or lat16 (40 or 48 bits), with exceptions in xrows /
+  xvals, as rinfo (fine dims, 7) says (lineage/lattice.py);
 - meas   (stored measures, n) float64 (NaN = missing);
 - order  uint16, optr (indexed dims, blocks) int64: per block, the rows' positions in the
   block ordered by key, at order[optr[i, b]:...]; -1 = the identity (not stored);
