@@ -306,8 +306,8 @@ def _bars(keys, rows, c0, n, v, L, out):
 def _raw_values(kd, R, rc, rows, c0, n, out, crow):
     """out[i] = raw row rc's value at row i of the chunk (found as in `_fails`; kd: the fine
     dim's keys), as `_raw_at` gives it. A row a sum reads is float64 (capture/keys.py), read
-    here with the arrays taken from R once a chunk, not once a row; one on the lattice (a
-    store that chose so) is decoded row by row."""
+    here with the arrays taken from R once a chunk, not once a row; one coded otherwise (on
+    the lattice or as bits' offsets: a store packed without `floats`) is decoded row by row."""
     raw64, rinfo = R[0], R[5]
     row = rinfo[rc, 1]
     if rinfo[rc, 0] == 0:
