@@ -113,7 +113,8 @@ def test_offsets_take_the_narrowest_type_with_at_most_one_in_a_hundred_exception
     """Whole numbers in buckets 1,000 wide take uint16 offsets; one bucket 2^40 wide with
     a few rows makes those rows exceptions (values kept beside their rows); more of them
     than 1 % of the rows, uint32; past 2^32 in more than 1 %, 48-bit offsets of their bits;
-    past 2^60 (their bits too far apart in more than 4 %), float64."""
+    past 2^60 (their bits, and the smallest values', too far apart in more than 10 %),
+    float64."""
     def cut(x, width):
         edges = np.concatenate([[-np.inf], np.arange(1, 200) * width])
         return edges, np.searchsorted(edges, x, "right") - 1, len(edges)
@@ -134,6 +135,21 @@ def test_offsets_take_the_narrowest_type_with_at_most_one_in_a_hundred_exception
         assert coded.kind == kind
         assert sorted(coded.xrows.tolist()) == coded.xrows.tolist()
         assert np.array_equal(lattice.decode(coded, keys, nkeys, edges), y)
+
+
+@pytest.mark.parametrize("share, kind", [(0.0, lattice.ULP40), (0.06, lattice.ULP40), (0.09, lattice.ULP48)])
+def test_bits_offsets_take_the_fewest_bytes_with_their_exceptions(share, kind):
+    """Doubles in narrow buckets take 40-bit offsets; a share of rows in a bucket 2^45 ulps
+    wide needs 48: kept aside as exceptions (12 bytes each) while that takes fewer bytes
+    than a sixth byte for every row, i.e. under 1/12 of the rows."""
+    wide = int(share * N)
+    x = np.concatenate([RNG.uniform(100, 101, N - wide), RNG.uniform(101, 101.5, wide)])
+    edges = np.concatenate([[-np.inf], np.quantile(x[: N - wide], np.linspace(0, 1, 2000)[1:-1]), [101.0]])
+    keys = np.searchsorted(edges, x, "right") - 1
+    coded = lattice.encode(x, keys, len(edges), edges)
+    assert coded.kind == kind
+    assert 0.9 * wide <= len(coded.xrows) <= wide if kind == lattice.ULP40 else not len(coded.xrows)
+    assert np.array_equal(lattice.decode(coded, keys, len(edges), edges), x)
 
 
 def test_a_shard_of_no_values_is_coded():

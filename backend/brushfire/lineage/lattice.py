@@ -22,7 +22,8 @@ less its bucket's lower edge's: a bucket of an equi-depth fine dim is narrow, so
 values share their sign, exponent and leading mantissa bits — uint16, uint32, 40 or 48
 bits (`lat` for the low 32, a row of `lat8` or `lat16` for the high 8 or 16) by how narrow
 (flights' air times in 14k buckets: 39 bits for half the rows, 44 for 99 %), the rows of
-the widest buckets (at most 4 %: the tails) kept aside as exceptions. `rinfo`'s step j is
+the widest buckets (at most 10 %: the tails, and next to zero, where values span many
+exponents) kept aside as exceptions where that takes fewer bytes. `rinfo`'s step j is
 then ULP + the shift.
 Rows without a value (the no-value key) decode to NaN. A fine dim whose values a sum or mean
 reads stays float64: an update reads those for every row it counts, where decoding costs
@@ -62,8 +63,11 @@ STEPS = (9, 6, 3, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9)  # coarsest first: the 
 EXACT = 2.0**52  # |n| below this: n, and each step's arithmetic on it, is exact in float64
 PROBE = 512  # values tried first, before every row is checked at a step
 EXCEPTIONS = 0.01  # share of a shard's rows with a value that may be exceptions, on a lattice
-ULP_EXCEPTIONS = 0.04  # ... as bits' offsets: an equi-depth dim's widest buckets (its tails)
-# hold a few percent of the rows; an exception costs 12 bytes, 40-bit offsets save 3 a row
+ULP_EXCEPTIONS = 0.1  # ... as bits' offsets: an equi-depth dim's widest buckets (its tails,
+# and the buckets next to zero, whose values span many exponents) hold a few percent of the
+# rows. Within the share, the type of the fewest bytes is taken: an exception costs
+# EXCEPTION_BYTES, a row one byte less a step narrower (40 of 48 bits: worth it up to 1/12)
+EXCEPTION_BYTES = 12  # its row (uint32) and value (float64)
 
 
 class RawArrays(NamedTuple):
@@ -140,8 +144,8 @@ def bases(edges: np.ndarray, j: int) -> np.ndarray | None:
 
 def encode(x: np.ndarray, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> Coded | None:
     """x's offsets on the coarsest step of STEPS that holds every value with a key below
-    nkeys exactly, else as offsets of their ordered bits; in the narrowest type that leaves
-    at most EXCEPTIONS (as bits: ULP_EXCEPTIONS) of them out; None when neither does (NaN
+    nkeys exactly, else as offsets of their ordered bits; in the type of the fewest bytes
+    that leaves at most EXCEPTIONS (as bits: ULP_EXCEPTIONS) of them out; None when neither does (NaN
     among them, or offsets wider than 48 bits for too many)."""
     k = np.asarray(keys, np.int64)
     has = k < nkeys
@@ -174,8 +178,8 @@ def encode(x: np.ndarray, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> Co
 def _narrowest(n: np.ndarray, j: int, kinds, share: float, k: np.ndarray, has: np.ndarray,
                v: np.ndarray, nkeys: int, edges: np.ndarray) -> Coded | None:
     """Integers n (one per row with a value) as offsets from their bucket's base at step j,
-    in the first of `kinds` whose range leaves at most `share` of them out and that
-    decodes to v."""
+    in the one of `kinds` that leaves at most `share` of them out, decodes to v and takes
+    the fewest bytes with its exceptions (of equal ones, the narrowest)."""
     base = bases(edges, j)
     if base is None:
         return None
@@ -188,10 +192,13 @@ def _narrowest(n: np.ndarray, j: int, kinds, share: float, k: np.ndarray, has: n
         off = n - b
         wrapped = ((n ^ b) & (n ^ off)) < 0  # (the difference overflowed int64)
     rows = np.flatnonzero(has)
+    fits = []  # (bytes, kind, type, mark, rows out) of each kind within `share`
     for kind, t, top in kinds:
         out = (off < 0) | (off >= top) | wrapped
-        if np.count_nonzero(out) > share * len(v):
-            continue
+        nout = np.count_nonzero(out)
+        if nout <= share * len(v):
+            fits.append((WIDTH[kind] * len(k) + EXCEPTION_BYTES * nout, kind, t, top, out))
+    for _, kind, t, top, out in sorted(fits, key=lambda f: f[0]):  # (stable: narrowest first)
         coded = np.zeros(len(k), t)
         coded[has] = np.where(out, top, off)
         c = Coded(kind, j, base0, coded, rows[out].astype(np.uint32), v[out])
