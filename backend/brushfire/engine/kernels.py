@@ -52,13 +52,14 @@ from numba import njit, types
 from numba.extending import intrinsic
 from numba.typed import List
 
-from brushfire.lineage.lattice import POW10, SIGN, ULP
+from brushfire.lineage.lattice import FLOAT, LAT16, LAT32, POW10, SIGN, ULP, ULP16, ULP32, ULP40
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
 _POW10 = POW10  # (a global array: numba freezes it into the code)
 _ULP = ULP
 _SIGN = SIGN
+_FLOAT, _LAT16, _LAT32, _ULP16, _ULP32, _ULP40 = FLOAT, LAT16, LAT32, ULP16, ULP32, ULP40  # raw kinds
 _NO_ROWS = np.empty(0, np.uint32)  # no clustered copy: raw values and measures at rows[i]
 _NO_ROWS64 = np.empty(0, np.int64)  # rows unread: a sequential chunk's keys are at c0 + i
 
@@ -106,20 +107,20 @@ def _raw_at(R, rc, r, k) -> np.float64:
     bits, row of rbase, the no-value key)."""
     raw64, lat, lat16, xrows, xvals, rinfo, rbase, lat8 = R
     kind, row = rinfo[rc, 0], rinfo[rc, 1]
-    if kind == 0:
+    if kind == _FLOAT:
         return raw64[row, r]
     if k >= rinfo[rc, 8]:
         return np.nan
-    if kind == 2 or kind == 3:  # uint16 offsets: on the lattice, or of bits
+    if kind in (_LAT16, _ULP16):  # uint16 offsets: on the lattice, or of bits
         o = np.int64(lat16[row, r])
         top = np.int64(0xFFFF)
-    elif kind == 1 or kind == 4:  # uint32
+    elif kind in (_LAT32, _ULP32):
         o = np.int64(lat[row, r])
         top = np.int64(0xFFFFFFFF)
-    elif kind == 5:  # 40 bits of bits
+    elif kind == _ULP40:  # the high 8 bits in lat8
         o = np.int64(lat[row, r]) | (np.int64(lat8[rinfo[rc, 6], r]) << 32)
         top = np.int64(0xFFFFFFFFFF)
-    else:  # 48
+    else:  # ULP48: the high 16 in lat16
         o = np.int64(lat[row, r]) | (np.int64(lat16[rinfo[rc, 6], r]) << 32)
         top = np.int64(0xFFFFFFFFFFFF)
     if o == top:
@@ -310,7 +311,7 @@ def _raw_values(kd, R, rc, rows, c0, n, out, crow):
     the lattice or as bits' offsets: a store packed without `floats`) is decoded row by row."""
     raw64, rinfo = R[0], R[5]
     row = rinfo[rc, 1]
-    if rinfo[rc, 0] == 0:
+    if rinfo[rc, 0] == _FLOAT:
         for i in range(n):
             out[i] = raw64[row, _shard_row(rows, crow, c0, i)]
         return
