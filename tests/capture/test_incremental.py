@@ -295,6 +295,30 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     assert spec_hash(parse_dashboard(retitled)) == spec_hash(dash)
 
 
+def distinct_x(n: int, seed: int) -> pa.Table:
+    """make_rows with x of all distinct values: a fine dim's field, which the scan keeps
+    as its values (no dictionary, no counts) when nothing counts it."""
+    rows = make_rows(n, seed)
+    return rows.set_column(0, "x", pa.array(np.random.default_rng(seed).normal(50, 20, n)))
+
+
+def test_a_field_counted_for_the_first_time_is_scanned_again(tmp_path):
+    """A field of mostly distinct numbers that only a histogram reads is kept by the scan
+    as its values, without value counts; a categorical view added over it needs them
+    (capture/stats.py): the capture failed reading the counts the kept shards do not have
+    (FileNotFoundError). Its files are scanned for it again."""
+    tables = {"f0": distinct_x(1500, 1), "f1": distinct_x(1200, 2)}
+    capture(spec(), tables, tmp_path / "inc")
+    d = spec([*spec()["views"], {"name": "xcat", "type": "categorical", "field": "x", "top": 5}])
+    again = capture(d, tables, tmp_path / "inc")
+    assert any(c.startswith("scanning x alone over 2 files") for c in again.info.changes), \
+        again.info.changes
+    assert_same_answers(capture(d, tables, tmp_path / "full"), again, d)
+    back = capture(spec(), tables, tmp_path / "inc")  # and without it again: nothing scanned
+    assert not any(c.startswith("scanning") for c in back.info.changes), back.info.changes
+    assert_same_answers(capture(spec(), tables, tmp_path / "full2"), back, spec())
+
+
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
                                 "rebin", "restep", "details", "aggregate", "regroup", "top",
                                 "unit", "unbrush", "rename"]), min_size=1, max_size=5)
