@@ -166,6 +166,12 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         return Reuse([], list(files), notes=[
             "the source's format, reader options, static filters (or the types of the columns "
             "they read) or input split size changed: scanning every file"])
+    sizes = {"block_rows": spec.block_rows, "shard_rows": spec.shard_rows, "max_keys": spec.sample_keys}
+    if any(old.get("config", {}).get(k) != v for k, v in sizes.items()):
+        # (a shard's rows, its fields' orders by value per block and how they are encoded
+        # depend on them: capture/scan.py)
+        return Reuse([], list(files), notes=[
+            "the capture's block, shard or key sizes changed: scanning every file"])
     before = {f["uri"]: f for f in old["source"]["files"]}
     shards = {s["name"]: s for s in old["shards"]}
     out = Reuse([], [])
