@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -293,6 +294,46 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     from brushfire.lineage.store import spec_hash
 
     assert spec_hash(parse_dashboard(retitled)) == spec_hash(dash)
+
+
+def distinct_x(n: int, seed: int) -> pa.Table:
+    """make_rows with x of all distinct values: a fine dim's field, which the scan keeps
+    as its values (no dictionary, no counts) when nothing counts it."""
+    rows = make_rows(n, seed)
+    return rows.set_column(0, "x", pa.array(np.random.default_rng(seed).normal(50, 20, n)))
+
+
+def test_a_field_counted_for_the_first_time_is_scanned_again(tmp_path):
+    """A field of mostly distinct numbers that only a histogram reads is kept by the scan
+    as its values, without value counts; a categorical view added over it needs them
+    (capture/stats.py): the capture failed reading the counts the kept shards do not have
+    (FileNotFoundError). Its files are scanned for it again."""
+    tables = {"f0": distinct_x(1500, 1), "f1": distinct_x(1200, 2)}
+    capture(spec(), tables, tmp_path / "inc")
+    d = spec([*spec()["views"], {"name": "xcat", "type": "categorical", "field": "x", "top": 5}])
+    again = capture(d, tables, tmp_path / "inc")
+    assert any(c.startswith("scanning x alone over 2 files") for c in again.info.changes), \
+        again.info.changes
+    assert_same_answers(capture(d, tables, tmp_path / "full"), again, d)
+    back = capture(spec(), tables, tmp_path / "inc")  # and without it again: nothing scanned
+    assert not any(c.startswith("scanning") for c in back.info.changes), back.info.changes
+    assert_same_answers(capture(spec(), tables, tmp_path / "full2"), back, spec())
+
+
+@pytest.mark.parametrize("size", ["block_rows", "shard_rows"])
+def test_a_capture_with_other_sizes_scans_every_file_again(tmp_path, size):
+    """The scan encodes a shard's fields with each block's order by value (block_rows)
+    and cuts a split into shards (shard_rows): shards kept from a capture with other
+    sizes read their orders with the wrong blocks (a median's gathered rows disagreed
+    with its counts), or a field scanned alone over them came in other shards ('the rows
+    of ... differ from its earlier capture')."""
+    tables = tables_of((700, 1), (500, 2))
+    capture(spec(), tables, tmp_path / "inc")
+    config = replace(CONFIG, **{size: getattr(CONFIG, size) * 2})
+    d = spec(details=[*DETAILS, "k", "dest"])  # (k scanned for its details too)
+    again = capture(d, tables, tmp_path / "inc", config)
+    assert any("scanning every file" in c for c in again.info.changes), again.info.changes
+    assert_same_answers(capture(d, tables, tmp_path / "full", config), again, d)
 
 
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",

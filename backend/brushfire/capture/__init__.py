@@ -166,6 +166,12 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         return Reuse([], list(files), notes=[
             "the source's format, reader options, static filters (or the types of the columns "
             "they read) or input split size changed: scanning every file"])
+    sizes = {"block_rows": spec.block_rows, "shard_rows": spec.shard_rows, "max_keys": spec.sample_keys}
+    if any(old.get("config", {}).get(k) != v for k, v in sizes.items()):
+        # (a shard's rows, its fields' orders by value per block and how they are encoded
+        # depend on them: capture/scan.py)
+        return Reuse([], list(files), notes=[
+            "the capture's block, shard or key sizes changed: scanning every file"])
     before = {f["uri"]: f for f in old["source"]["files"]}
     shards = {s["name"]: s for s in old["shards"]}
     out = Reuse([], [])
@@ -183,7 +189,8 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         kept = [shards[n] for n in o["shards"]]
         out.keep += kept
         fields = tuple(c for c in spec.fields if any(
-            s["fields"].get(c, {}).get("def") != definitions[c] for s in kept if s["n_rows"]))
+            s["fields"].get(c, {}).get("def") != definitions[c] or _uncounted(s, c, spec)
+            for s in kept if s["n_rows"]))
         snap = tuple(c for c in spec.snapshot if any(
             s.get("snapshot", {}).get(c) != definitions[c] for s in kept if s["n_rows"]))
         nulls = tuple(c for c in spec.nulls if any(
@@ -203,8 +210,15 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         what = ", ".join(dict.fromkeys([*fields, *(f"{c} (details)" for c in snap),
                                         *(f"{c} (rows without a match)" for c in nulls)]))
         out.notes.append(f"scanning {what} alone over {len(fs):,} files captured before "
-                         "(new or redefined)")
+                         "(new, redefined or counted now)")
     return out
+
+
+def _uncounted(shard: dict, field: str, spec: ScanSpec) -> bool:
+    """Is `field` one whose value counts the capture needs now (`spec.exact`: a
+    categorical view or a dropdown over it) that `shard` keeps as its values, without a
+    dictionary (mostly distinct numbers nothing counted: capture/scan.py)?"""
+    return field in spec.exact and field in shard["fields"] and shard["fields"][field].get("entries", 0) is None
 
 
 # --- the pipeline ---------------------------------------------------------------------------
