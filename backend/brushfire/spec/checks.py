@@ -669,7 +669,12 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                     kind, "neither number, timestamp nor string")
                 msg = (f"derived column {column!r} is {what}, but"
                        f" {render(loc)} ({user}) needs a {' or '.join(kinds)} column")
-                hint = _DERIVED_HINTS.get(kinds[0], "")
+                # a timestamp or number: the view type for it (a temporal view, a histogram),
+                # else an expression of the kind the view needs
+                other = (hints or {}).get(kind, "").split(", or ")[0] if kind != "string" else ""
+                hint = (f"{other}, or make the expression {_A_KIND[kinds[0]]}"
+                        if other.startswith("use a ") and kinds[0] in _A_KIND
+                        else _DERIVED_HINTS.get(kinds[0], ""))
                 problems.append(SpecProblem(filename, line_of(lines, at), render(at), msg, hint))
                 return
             msg = f"column {column!r} is {is_}, but {user} needs a {' or '.join(kinds)} column"
@@ -755,6 +760,7 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
 
 
 _KINDS = ("number", "temporal", "string")
+_A_KIND = {"number": "a number", "temporal": "a timestamp", "string": "a string"}
 _DERIVED_HINTS = {
     "number": "make the expression a number, e.g. CAST(... AS DOUBLE)",
     "temporal": "make the expression a timestamp, e.g. to_timestamp(...) or timestamp_seconds(...)",
