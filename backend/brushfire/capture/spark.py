@@ -586,6 +586,8 @@ def row_error_hint(text: str, source: m.Source, loc: tuple) -> str:
         return ("give the text's format, e.g. to_timestamp(x, 'yyyy/MM/dd HH:mm') (Spark's datetime "
                 "patterns), or try_to_timestamp(x, '...') to read text that does not match as null")
     low = text.lower()
+    if "raise_error" in expr.lower():
+        return "the expression's raise_error(...) fails the capture on such a row, as written"
     if "divide" in low and "zero" in low:
         return "try_divide(a, b) is null where b is 0 (Spark's ANSI mode fails on a / 0)"
     return ("Spark's ANSI mode fails on such a value; the try_ functions (try_cast, "
