@@ -339,3 +339,32 @@ def test_infinite_categories_as_a_client_reads_them(tmp_path):
     assert checker.problems_once == []
     result = checker.check(replies)
     assert (result.checked, result.mismatches) == (4, 0), result.examples
+
+
+def test_a_brush_on_a_view_in_no_crossfilter_group_filters_every_other_view(tmp_path):
+    """docs/spec.md: an undeclared brush (a view outside every crossfilter group) filters
+    the other views of its groups, or every other view when it is in none, as the engine
+    answers it (lazily, on Spark). The check's SQL (and the baselines', sql.applies) once
+    let it filter no view: every reply after a click on such a view was a false mismatch
+    (a first-time analyst's mean-price-by-symbol bars next to the crossfilter group)."""
+    from brushfire import sql
+
+    rows = pa.table({"x": np.arange(40) / 4.0, "g": np.arange(40) % 4})
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    spec = parse_dashboard({
+        "name": "loose", "source": {"path": str(tmp_path / "rows.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
+                  {"name": "hg", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}},
+                  {"name": "free", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "hg"]}]}})
+    assert sql.applies(spec, "hx", "hg") and not sql.applies(spec, "hx", "free")
+    assert sql.applies(spec, "free", "hx") and sql.applies(spec, "free", "hg")
+    assert not sql.applies(spec, "free", "free")
+    assert sql.applies(spec, "column:x", "free") and sql.applies(spec, "column:x", "hx")  # every view
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, rows, tmp_path / "cache"))
+    checker = Checker(spec, {v.name: v.labels for v in dash.store.views})
+    expected, selected = checker.expected({"free": {"interval": [1, 1]}}, ["hx", "hg", "free"])
+    assert selected == 10
+    assert sum(n for n, *_ in expected["hx"].values()) == 10  # g == 1 only
+    assert sum(n for n, *_ in expected["free"].values()) == 40  # not its own brush
