@@ -357,6 +357,8 @@ class SparkRunner:
             df = read_raw(self.spark, src)
             if src.joins:
                 df, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
+            if failure(df) is not None:  # (reading or joining fails: no expression to name)
+                return None
             for name, text in src.columns.items():
                 df = df.withColumn(name, F.expr(text))
                 if (why := failure(df.select(_quoted(name)))) is not None:
