@@ -14,7 +14,7 @@ import atexit
 import math
 import shutil
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -232,6 +232,8 @@ def _iso(x):
     """A datetime as the engine writes instants (UTC, ISO with the offset)."""
     if isinstance(x, datetime):
         return x.replace(tzinfo=UTC).isoformat() if x.tzinfo is None else x.isoformat()
+    if isinstance(x, date):  # a date: its midnight
+        return datetime(x.year, x.month, x.day, tzinfo=UTC).isoformat()
     return x
 
 

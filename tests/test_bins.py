@@ -178,3 +178,42 @@ def test_top_values_with_nan_are_ordered_as_sql_orders_them(sort, top):
     want = [r[0] for r in con.execute(sql.top_sql(view)).fetchall()]
     got = bins.top_labels(values, counts, top, False, sort)
     assert [("nan" if x != x else x) for x in got] == [("nan" if x != x else x) for x in want]
+
+
+def test_bars_the_data_decides_at_capture_are_an_error_at_the_specs_key(tmp_path) -> None:
+    """What validate says from Parquet statistics, capture says from the data when validate
+    could not know (a derived field, static filters, a CSV or JSON source): the file, line
+    and key, and a step or unit that fits; a newcomer's day bars over 1565-1821 too."""
+    from datetime import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.errors import SpecError
+    from brushfire.plan import plan_capture
+    from brushfire.spec.loader import load_dashboard
+
+    rows = pa.table({"when": pa.array([datetime(1565, 1, 1), datetime(1821, 1, 1)], pa.timestamp("us", "UTC")),
+                     "x": [0.0, 1.0]})
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    spec = tmp_path / "wheat.yaml"
+    spec.write_text("name: wheat\nsource:\n  path: rows.parquet\n  filters: [x >= 0]\nviews:\n"
+                    "  - {name: days, type: temporal, field: when, unit: day}\n"
+                    "  - {name: h, type: histogram, field: x, bin: {step: 0.001}}\n")
+    dash = load_dashboard(spec)
+    with pytest.raises(SpecError) as info:
+        views.resolve_bins(dash, {"x": (0.0, 1e6)})
+    assert str(info.value) == f"""\
+{spec}:7: views[1].bin.step: step 0.001 makes 1,000,000,000 bars from 0 to 1e+06 (the smallest and largest x in the source); a view has at most 65,534 bars
+    hint: use a step of at least 15.3, or give an extent and clamp: true"""
+    # (a Parquet file without statistics, as a CSV or JSON source: validate cannot count)
+    pq.write_table(rows, tmp_path / "rows.parquet", write_statistics=False)
+    spec.write_text(spec.read_text().replace("step: 0.001", "step: 1, extent: [0, 2]")
+                    .replace("  filters: [x >= 0]\n", ""))
+    dash = load_dashboard(spec)
+    with pytest.raises(SpecError) as info:
+        capture_table(plan_capture(dash), rows, tmp_path / "cache")
+    assert str(info.value) == f"""\
+{spec}:5: views[0].unit: 93,503 day bars from 1565-01-01 00:00 to 1821-01-01 00:00 (the first and last when in the source); a view has at most 65,534 bars
+    hint: use unit: week (13,359 bars)"""

@@ -200,7 +200,7 @@ def test_validate_with_spark_knows_the_types_of_derived_columns(spark, tmp_path,
     assert "source.columns.y: derived column 'y' is a string" in capsys.readouterr().err
     spec.write_text(spec.read_text().replace("concat(label, '!')", "coalesce(label, x)"))
     assert main(["validate", str(spec)]) == 0  # a CSV's types are known once Spark reads it
-    assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
+    assert capsys.readouterr().out == f"{spec}: ok (the columns' types are checked at capture, or with --spark)\n"
     spec.write_text(spec.read_text().replace("coalesce(label, x)", "nvl(label, 'none')"))
     assert main(["validate", "--spark", str(spec)]) == 1
     assert capsys.readouterr().err == f"""\
@@ -224,6 +224,30 @@ def test_validate_says_which_joins_columns_it_could_not_check(tmp_path, capsys):
     assert main(["validate", str(spec)]) == 0
     assert capsys.readouterr().out == (
         f"{spec}: ok (the columns of join d are checked at capture, or with --spark)\n")
+
+
+def test_validate_checks_a_csv_sources_column_names_from_its_first_line(tmp_path, capsys):
+    """A newcomer's CSV with a misspelt column: its names are on the file's first line, so
+    validate names the column without Spark (it said 'ok', and capture failed after Spark's
+    start); the kinds stay Spark's to infer."""
+    (tmp_path / "temps.csv").write_text("\ufeffdate,temp,Station Name\n2010/01/01 00:00,39.4,SEA\n")
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: temps.csv\n  columns: {f: temp * 9 / 5 + 32}\n"
+                    "views:\n  - {name: t, type: histogram, field: tmep, bin: {step: 1}}\n"
+                    "  - {name: s, type: categorical, field: Station Name}\n"
+                    "interactions:\n  details: {columns: [date, f]}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:6: views[0].field: column 'tmep' is not in the source
+    columns: date, temp, Station Name, f
+    hint: did you mean 'temp'?
+"""
+    spec.write_text(spec.read_text().replace("tmep", "temp"))
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: ok (the columns' types are checked at capture, or with --spark)\n"
+    spec.write_text(spec.read_text().replace("temp * 9", "tmp * 9"))  # a derived column's too
+    assert main(["validate", str(spec)]) == 1
+    assert "source.columns.f: column 'tmp' is not in the source" in capsys.readouterr().err
 
 
 @pytest.mark.spark

@@ -238,7 +238,7 @@ def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
 
 
 def _validate(args) -> int:
-    from brushfire.source import column_ranges, read_types
+    from brushfire.source import column_ranges, csv_source_names, read_types
     from brushfire.spec import load_dashboard
     from brushfire.spec.checks import (
         check_columns,
@@ -255,7 +255,9 @@ def _validate(args) -> int:
         try:
             dash = load_dashboard(path)
             types = read_types(dash.source)
-            check_columns(dash, types)  # with no types (CSV, JSON): the derived columns' own
+            # a local CSV source: its names from its first line (kinds None: Spark infers them)
+            names = csv_source_names(dash.source) if types is None else None
+            check_columns(dash, types if names is None else names)  # with neither (JSON): the derived columns' own
             check_profile_columns(dash, [*(types or {}), *dash.source.columns])
             if types is not None:
                 check_data_bars(dash, column_ranges(dash.source, data_bar_fields(dash)))
@@ -278,9 +280,10 @@ def _validate(args) -> int:
             unread = [j.name for j in dash.source.joins  # (a JSON table's: only Spark knows them)
                       if not any(c.startswith(f"{j.name}.") for c in types or {})]
             checked = (types is not None and not unread) or args.spark
-            print(f"{path}: ok" + ("" if checked else " (columns are checked at capture, or with --spark)"
-                                   if types is None else f" (the columns of join {', '.join(unread)} "
-                                   "are checked at capture, or with --spark)"))
+            print(f"{path}: ok" + ("" if checked else (
+                " (the columns' types are checked at capture, or with --spark)" if names is not None
+                else " (columns are checked at capture, or with --spark)") if types is None
+                else f" (the columns of join {', '.join(unread)} are checked at capture, or with --spark)"))
         except BrushfireError as e:
             print(e, file=sys.stderr)
             failed += 1

@@ -558,7 +558,7 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple
     dropdown = kind in ("values", "times")  # (times: a time field's, any ISO spelling)
     if dropdown and session.plan.filter(name).op == "in":  # multiple: a list
         if not isinstance(value, list):
-            msg = f"{where}: parameter {name!r} takes a list of values, got {V.show(value)}"
+            msg = f"{where} takes a list of values, got {V.show(value)}"
             raise InteractionError(msg)
         choices = _choices(domain, kind == "times")
         for i, x in enumerate(value):

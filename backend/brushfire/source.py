@@ -284,6 +284,20 @@ def csv_types(table: m.Table) -> dict[str, str | None] | None:
     return dict.fromkeys(names, None if infer else "string")
 
 
+def csv_source_names(source: m.Source) -> dict[str, str | None] | None:
+    """A local CSV source's columns from its first line, as `csv_types` gives a dimension
+    table's (kinds None where Spark infers them), with the joins' known columns; None when
+    not such a source, its first line cannot be read plainly, or a folder's files are in
+    subfolders (a partitioned dataset's `key=value` columns are not on that line)."""
+    if source.resolved_format != "csv" or not is_local(source.path):
+        return None
+    path = Path(source.path.removeprefix("file://"))
+    if path.is_dir() and any(p.parent != path for p in _data_files(path)):
+        return None
+    names = csv_types(source)
+    return None if names is None else names | _joined_types(source)
+
+
 def read_schema(source: m.Source) -> dict[str, str | None] | None:
     """{column: 'number' | 'temporal' | 'string' | 'other' | None (Spark infers it)} of the source, or None for
     formats whose schema Spark infers by reading the data (CSV, JSON)."""

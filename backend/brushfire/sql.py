@@ -246,11 +246,14 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
 
 
 def applies(dash: m.DashboardSpec, f: str, view: str) -> bool:
-    """Does active filter `f` filter `view`? Parameters filter every view; a brush filters
-    the other views of every crossfilter group its view is in."""
-    if f in {p.name for p in dash.interactions.parameters}:
+    """Does active filter `f` filter `view`? Parameters and filters on a column
+    (`column:<name>`) filter every view; a brush filters the other views of every
+    crossfilter group its view is in, or every other view when its view is in none (an
+    undeclared brush, docs/spec.md; lazy.py's `_brush_targets`)."""
+    if f in {p.name for p in dash.interactions.parameters} or f.startswith("column:"):
         return True
-    return f != view and any(f in g.views and view in g.views for g in dash.interactions.crossfilter)
+    groups = [g.views for g in dash.interactions.crossfilter if f in g.views]
+    return f != view and (any(view in g for g in groups) or not groups)
 
 
 def where_sql(dash: m.DashboardSpec, preds: dict[str, str], view: str | None) -> str:

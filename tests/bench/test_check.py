@@ -223,6 +223,36 @@ def test_nan_and_infinite_measures_are_skipped_as_the_engine_skips_them(tmp_path
     assert len(problems) == 1 and problems[0].startswith("sum_m[[0.0, 1.0]]: sum "), problems
 
 
+def test_min_and_max_of_a_date_field_are_compared_as_the_instants_replies_write(tmp_path):
+    """A date's min or max is written as its midnight in UTC ('1600-01-01T00:00:00+00:00',
+    docs/spec.md); DuckDB gives a datetime.date, which the check once wrote '1600-01-01':
+    every reply with such a view was a false mismatch (vega-datasets' wheat, 1565-1821)."""
+    import datetime as dt
+
+    rng = np.random.default_rng(8)
+    n = 200
+    days = rng.integers(-150_000, 20_000, n)  # from 1559 to 2024
+    rows = pa.table({
+        "g": np.arange(n) % 4,
+        "x": rng.uniform(0, 10, n),
+        "when": pa.array([dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in days], pa.date32(),
+                         mask=np.arange(n) % 31 == 4),
+    })
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    dash, checker = captured(tmp_path, rows, [
+        {**by_g, "name": f"{op}_when", "aggregate": {"op": op, "field": "when"}} for op in ("min", "max")])
+    replies = played(dash, BRUSHES)
+    first = replies[0][2]["views"]["min_when"]["values"][0]
+    assert first.endswith("T00:00:00+00:00"), first
+    result = checker.check(replies)
+    assert result.checked == 3
+    assert result.mismatches == 0, result.examples
+    wrong = copy.deepcopy(replies[0][2])  # a day off is caught
+    wrong["views"]["max_when"]["values"][1] = "1500-01-01T00:00:00+00:00"
+    problems = checker.compare(wrong)
+    assert len(problems) == 1 and problems[0].startswith("max_when[[1.0, 2.0]]: max "), problems
+
+
 def test_decimal_measures_are_compared_as_the_doubles_the_engine_reads(tmp_path):
     """DuckDB sums decimals exactly, as decimals; the engine reads each value as its nearest
     double (capture/columns.py). The check compares them as doubles, not as Decimal."""
@@ -309,3 +339,32 @@ def test_infinite_categories_as_a_client_reads_them(tmp_path):
     assert checker.problems_once == []
     result = checker.check(replies)
     assert (result.checked, result.mismatches) == (4, 0), result.examples
+
+
+def test_a_brush_on_a_view_in_no_crossfilter_group_filters_every_other_view(tmp_path):
+    """docs/spec.md: an undeclared brush (a view outside every crossfilter group) filters
+    the other views of its groups, or every other view when it is in none, as the engine
+    answers it (lazily, on Spark). The check's SQL (and the baselines', sql.applies) once
+    let it filter no view: every reply after a click on such a view was a false mismatch
+    (a first-time analyst's mean-price-by-symbol bars next to the crossfilter group)."""
+    from brushfire import sql
+
+    rows = pa.table({"x": np.arange(40) / 4.0, "g": np.arange(40) % 4})
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    spec = parse_dashboard({
+        "name": "loose", "source": {"path": str(tmp_path / "rows.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
+                  {"name": "hg", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}},
+                  {"name": "free", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "hg"]}]}})
+    assert sql.applies(spec, "hx", "hg") and not sql.applies(spec, "hx", "free")
+    assert sql.applies(spec, "free", "hx") and sql.applies(spec, "free", "hg")
+    assert not sql.applies(spec, "free", "free")
+    assert sql.applies(spec, "column:x", "free") and sql.applies(spec, "column:x", "hx")  # every view
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, rows, tmp_path / "cache"))
+    checker = Checker(spec, {v.name: v.labels for v in dash.store.views})
+    expected, selected = checker.expected({"free": {"interval": [1, 1]}}, ["hx", "hg", "free"])
+    assert selected == 10
+    assert sum(n for n, *_ in expected["hx"].values()) == 10  # g == 1 only
+    assert sum(n for n, *_ in expected["free"].values()) == 40  # not its own brush

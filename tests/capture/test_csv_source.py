@@ -71,3 +71,37 @@ def test_a_misspelt_csv_column_is_named_among_the_files_own(spark, sales, tmp_pa
     text = str(info.value)
     assert "views[1].field: column 'Regoin' is not in the source" in text, text
     assert "Region" in text and "__bf_" not in text, text
+
+
+def test_a_derived_column_spark_fails_on_is_named_with_its_line(spark, tmp_path):
+    """Spark's ANSI mode fails the scan on the first text a cast cannot read (a newcomer's
+    to_timestamp(date) over '2010/01/31 00:00'): the error names the derived column that
+    fails, its file and line, and the pattern that reads the text."""
+    data = tmp_path / "temps.csv"
+    data.write_text("date,temp,n\n2010/01/31 00:00,39.4,0\n2010/01/31 01:00,39.2,2\n")
+    spec = tmp_path / "temps.yaml"
+    spec.write_text(f"""\
+name: temps
+source:
+  path: {data}
+  columns:
+    double_temp: temp * 2
+    t: to_timestamp(date)
+views:
+  - {{name: t, type: temporal, field: t, unit: day}}
+  - {{name: temp, type: histogram, field: double_temp, bin: {{step: 1}}}}
+""")
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    text = str(info.value)
+    assert text.startswith(f"{spec}:6: source.columns.t: Spark fails on a row: "), text
+    assert "'2010/01/31 00:00'" in text, text
+    assert "hint: give the text's format: to_timestamp(date, 'yyyy/MM/dd HH:mm')" in text, text
+    # a filter that fails (a division by zero) is named too
+    spec.write_text(spec.read_text().replace("t: to_timestamp(date)", "t: to_timestamp(date, 'yyyy/MM/dd HH:mm')")
+                    .replace("views:", "  filters:\n    - temp / n > 1\nviews:"))
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    text = str(info.value)
+    assert text.startswith(f"{spec}:8: source.filters[0]: Spark fails on a row: "), text
+    assert "try_divide" in text, text

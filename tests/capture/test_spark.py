@@ -125,8 +125,9 @@ def test_a_column_missing_from_the_source_fails_before_any_spark_job(spark, smal
 
 def test_a_failing_spark_job_is_reported_not_hung_on(spark, small_parquet):
     d = views_spec(small_parquet, columns={"x": "CASE WHEN k > 100 THEN raise_error('bad row') ELSE x END"})
-    with pytest.raises(CaptureError, match="Spark failed while scanning the source.*bad row"):
+    with pytest.raises(SpecError, match="source.columns.x: Spark fails on a row: bad row") as info:
         capture_dashboard(plan_capture(parse_dashboard(d)), spark=spark)
+    assert "hint: the expression's raise_error(...) fails the capture" in str(info.value)
 
 
 def test_a_bad_derived_expression_is_reported(spark, small_parquet):

@@ -318,9 +318,9 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
 
 
 @pytest.mark.parametrize(("value", "error"), [
-    ([5], "parameter 'krange': parameter 'krange' takes a range [lo, hi], got [5]"),
-    (5, "parameter 'krange': parameter 'krange' takes a range [lo, hi], got 5"),
-    ([1, None], "parameter 'krange': parameter 'krange' takes a range [lo, hi], got [1, None]"),
+    ([5], "parameter 'krange' takes a range [lo, hi], got [5]"),
+    (5, "parameter 'krange' takes a range [lo, hi], got 5"),
+    ([1, None], "parameter 'krange' takes a range [lo, hi], got [1, None]"),
     (["a", 3], "parameter 'krange'[0]:"),
     ([10, 20], None),
     ([20, 10], None),  # empty: no row
@@ -352,7 +352,7 @@ def test_a_between_parameter_takes_a_range(captured, value, error):
     (["Alpha", "bravo"], None),
     (["delta"], None),
     ([], None),  # no value: no row
-    ("Alpha", "parameter 'cats': parameter 'cats' takes a list of values, got 'Alpha'"),
+    ("Alpha", "parameter 'cats' takes a list of values, got 'Alpha'"),
     (["Alpha", "nope"], "parameter 'cats'[1]: "),
 ], ids=str)
 def test_a_multiple_dropdown_takes_a_list_of_values(captured, value, error):

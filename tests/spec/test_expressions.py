@@ -175,6 +175,18 @@ s.yaml:2: source.columns.label: derived column 'label' is a string, but views[0]
     hint: make the expression a number, e.g. CAST(... AS DOUBLE)"""
 
 
+def test_a_derived_timestamp_as_a_histogram_field_is_pointed_to_a_temporal_view() -> None:
+    # a newcomer parses a date string, then bins it as a number: the fix is the view's type,
+    # not CAST(... AS DOUBLE) (epoch seconds)
+    dash = parse_dashboard(_spec({"day": "to_date(origin, 'MMM d yyyy')"}, field="day"),
+                           filename="s.yaml")
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, COLUMNS)
+    assert str(info.value) == """\
+s.yaml:2: source.columns.day: derived column 'day' is a timestamp, but views[0].field (a histogram view) needs a number column
+    hint: use a temporal view for timestamps (type: temporal, unit: day), or make the expression a number"""
+
+
 def test_derived_columns_read_existing_columns_above_them() -> None:
     dash = parse_dashboard(_spec({"a": "dealy + b", "b": "delay * 2"}, ["a > 0 AND b > 0"]),
                            filename="s.yaml")

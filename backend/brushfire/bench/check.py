@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from brushfire import sql
@@ -242,11 +242,14 @@ def _nan_for_null(values: list) -> list:
 
 
 def _as_reply(x):
-    """An order statistic from SQL as a reply writes it: times as ISO text in UTC, NaN and
-    ±inf as null (JSON has neither: wire.dumps; an order statistic takes ±inf as a
-    value, and the median of -inf and inf is NaN), decimals as doubles."""
+    """An order statistic from SQL as a reply writes it: times as ISO text in UTC (a date
+    as its midnight), NaN and ±inf as null (JSON has neither: wire.dumps; an order
+    statistic takes ±inf as a value, and the median of -inf and inf is NaN), decimals as
+    doubles."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
+    if isinstance(x, date):  # a date: its midnight in UTC, as replies write it
+        return datetime(x.year, x.month, x.day, tzinfo=UTC).isoformat()
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return _double(x)

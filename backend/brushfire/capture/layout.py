@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from brushfire import bins
+from brushfire import values as V
 from brushfire.capture import budget
 from brushfire.capture.stats import SourceStats, StatsSpec, ValueStats, fine_edges
 from brushfire.errors import CaptureError
@@ -132,6 +133,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         labels = view_type(v).labels(v, stats)
         nbars = len(labels)
         if nbars > 65_534:
+            _too_many_calendar_bars(dash, v, stats)
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
             raise CaptureError(msg)
         times = view_type(v).value_bars and v.field in stats.times  # bars are instants
@@ -563,3 +565,20 @@ def _measure_lut(d: Dim) -> np.ndarray:
 
 
 __all__ = ["ValueStats", "cube_blocks", "make_layout", "resolve_plan", "stats_spec"]
+
+
+def _too_many_calendar_bars(dash: m.DashboardSpec, view, stats) -> None:
+    """A temporal view with more calendar units than bars allowed in the data: a SpecError
+    at its `unit` of a spec read from a file, with a coarser unit that fits (as `brushfire
+    validate` says it from Parquet statistics)."""
+    from brushfire.spec.checks import check_data_bars
+    from brushfire.views.temporal import _time_range
+
+    cal = view_type(view).calendar(view)
+    if cal is None or getattr(dash, "_filename", "<spec>") == "<spec>":  # (not from a file: CaptureError)
+        return
+    lo, hi = _time_range(cal[0], stats)
+    if lo is None or hi is None:
+        return
+    when = {cal[0]: (V.instant_datetime(bins.iso_label(lo)), V.instant_datetime(bins.iso_label(hi)))}
+    check_data_bars(dash, when, exact=True)

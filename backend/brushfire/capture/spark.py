@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import sys
 import threading
 import time
@@ -281,7 +282,7 @@ class SparkRunner:
 
         # each input split its own partition (no packing of small files), so that a file's
         # splits and shards are the same in every capture, whatever else the source holds
-        with self._cast_errors(), spark_errors("scanning the source"), _conf(self.spark, {
+        with self._row_errors(), self._cast_errors(), spark_errors("scanning the source"), _conf(self.spark, {
                 "spark.sql.files.openCostInBytes": self.split}), \
                 track_progress(self.spark, self.progress, "scan: encoding the source's rows"):
             rows = df.mapInArrow(run_scan, "payload binary").collect()
@@ -316,6 +317,60 @@ class SparkRunner:
                            "in the files")
                     raise CaptureError(msg) from e
             raise
+
+    @contextlib.contextmanager
+    def _row_errors(self) -> Iterator[None]:
+        """A scan failing on a row (Spark's ANSI mode: text a cast cannot read, a division by
+        zero): say which derived column or static filter fails, with the spec's file and
+        line, when one of them fails on the first rows of the source alone."""
+        try:
+            yield
+        except CaptureError as e:
+            found = self._failing_expression()
+            if found is None:
+                raise
+            loc, text = found
+            from brushfire.capture.analyze import _spec_error
+
+            raise _spec_error(self.dash, loc, f"Spark fails on a row: {text}",
+                              row_error_hint(text, self.dash.source, loc)) from e
+
+    def _failing_expression(self, rows: int = 100_000) -> tuple[tuple, str] | None:
+        """The first derived column or static filter, in the spec's order, that Spark fails
+        to compute over the first `rows` rows (with the derived columns above it, the
+        filters before it), and Spark's reason; None if none does."""
+        from pyspark.sql import functions as F
+
+        from brushfire.capture.analyze import _join_dimensions, read_raw, spark_message
+
+        def failure(df) -> str | None:
+            try:
+                df.limit(rows).collect()
+            except Exception as e:
+                if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                    raise
+                return spark_message(e)
+            return None
+
+        src = self.dash.source
+        try:
+            df = read_raw(self.spark, src)
+            if src.joins:
+                df, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
+            if failure(df) is not None:  # (reading or joining fails: no expression to name)
+                return None
+            for name, text in src.columns.items():
+                df = df.withColumn(name, F.expr(text))
+                if (why := failure(df.select(_quoted(name)))) is not None:
+                    return ("source", "columns", name), why
+            for i, text in enumerate(src.filters):
+                if (why := failure(df.select(F.expr(text)))) is not None:
+                    return ("source", "filters", i), why
+                df = df.where(F.expr(text))
+        except Exception as e:  # the search is a courtesy: Spark's own error stands
+            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                raise
+        return None
 
     def _uri_hashes(self, uris: list[str]) -> dict[int, str]:
         """{Spark's hash of a file's name: the name} (the scan tags rows with the hash)."""
@@ -510,6 +565,60 @@ def _agg_sql(v, i: int, kinds: dict[str, str]) -> str:
     if agg.order:
         return f", {sql.aggregate_sql(agg, kinds.get(agg.field, 'number'), sql.SPARK)} AS s{i}"
     return f", sum(CAST({_quoted(agg.field)} AS DOUBLE)) AS s{i}"
+
+
+_CAST_TEXT = re.compile(r"The value '(?P<value>[^']*)' of the type \"STRING\" cannot be cast to "
+                        r"\"(?P<type>TIMESTAMP|TIMESTAMP_NTZ|DATE)\"")
+_TIME_FUNCTIONS = re.compile(r"\b(to_timestamp|to_date|timestamp|date|to_timestamp_ntz|to_timestamp_ltz)"
+                             r"\s*\(\s*([^,()]+?)\s*\)", re.IGNORECASE)
+
+
+def row_error_hint(text: str, source: m.Source, loc: tuple) -> str:
+    """What to write instead, for Spark's failure on a row of an expression at `loc`: a
+    text's datetime pattern (guessed from the value Spark names), the try_ functions."""
+    cast = _CAST_TEXT.search(text)
+    expr = source.columns[loc[2]] if loc[1] == "columns" else source.filters[loc[2]]
+    if cast:
+        pattern = datetime_pattern(cast["value"])
+        call = _TIME_FUNCTIONS.search(expr)
+        if pattern and call:
+            return (f"give the text's format: {call[1]}({call[2]}, '{pattern}') (Spark's datetime "
+                    f"patterns), or try_to_timestamp({call[2]}, '{pattern}') to read text that does "
+                    "not match as null")
+        return ("give the text's format, e.g. to_timestamp(x, 'yyyy/MM/dd HH:mm') (Spark's datetime "
+                "patterns), or try_to_timestamp(x, '...') to read text that does not match as null")
+    low = text.lower()
+    if "raise_error" in expr.lower():
+        return "the expression's raise_error(...) fails the capture on such a row, as written"
+    if "divide" in low and "zero" in low:
+        return "try_divide(a, b) is null where b is 0 (Spark's ANSI mode fails on a / 0)"
+    return ("Spark's ANSI mode fails on such a value; the try_ functions (try_cast, "
+            "try_to_timestamp, try_divide, try_add) give null instead")
+
+
+_PATTERN_PARTS = [  # a datetime text's shapes, as Spark's datetime patterns
+    (re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})"),  # one letter: one digit or two
+     lambda g: f"yyyy{g[2]}{'MM' if len(g[3]) == 2 else 'M'}{g[2]}{'dd' if len(g[4]) == 2 else 'd'}"),
+    (re.compile(r"^([A-Z][a-z]{2}) (\d{1,2}),? (\d{4})"), lambda g: "MMM d, yyyy" if "," in g[0] else "MMM d yyyy"),
+]
+_TIME_PARTS = [(re.compile(r"^[ T](\d{1,2}):(\d{2}):(\d{2})$"), ":ss"), (re.compile(r"^[ T](\d{1,2}):(\d{2})$"), "")]
+
+
+def datetime_pattern(value: str) -> str | None:
+    """Spark's datetime pattern of a common date or time text ('2010/01/31 00:00':
+    'yyyy/MM/dd HH:mm'; 'Jan 1 2000': 'MMM d yyyy'), or None."""
+    for shape, pattern in _PATTERN_PARTS:
+        if (found := shape.match(value)) is None:
+            continue
+        date_part, rest = pattern(found), value[found.end():]
+        if not rest:
+            return date_part
+        for time_shape, seconds in _TIME_PARTS:
+            if (t := time_shape.match(rest)) is not None:
+                hours = "HH" if len(t[1]) == 2 else "H"
+                return f"{date_part}{' ' if rest[0] == ' ' else chr(39) + 'T' + chr(39)}{hours}:mm{seconds}"
+        return None
+    return None
 
 
 @contextlib.contextmanager

@@ -364,7 +364,7 @@ def slider_bounds(name: str, value, temporal: bool, between: bool, where: str) -
     if not between:
         return (converted(value, where),)
     if not isinstance(value, list) or len(value) != 2 or None in value:
-        msg = f"{where}: parameter {name!r} takes a range [lo, hi], got {show(value)}"
+        msg = f"{where} takes a range [lo, hi], got {show(value)}"
         raise InteractionError(msg)
     return tuple(converted(x, f"{where}[{i}]") for i, x in enumerate(value))
 

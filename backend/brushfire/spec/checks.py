@@ -383,29 +383,32 @@ def check_limits(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
 _UNIT_ORDER = ("minute", "hour", "day", "week", "month", "year")
 
 
-def check_data_bars(dash: m.DashboardSpec, ranges: dict[str, tuple]) -> None:
+def check_data_bars(dash: m.DashboardSpec, ranges: dict[str, tuple], exact: bool = False) -> None:
     """Bars the data decides, counted from the source's range of each field where it is
     known (`source.column_ranges`: Parquet statistics, no Spark), so that too many is an
     error at the spec's key before any job: a temporal view has a bar per calendar unit
     from the first to the last timestamp; a bin of a step alone (its extent fitted at
     capture) a bar per step around the smallest and largest value. At most MAX_BARS each
     (a heatmap's cells, too). Skipped when static filters may narrow the range; derived
-    and joined fields have no statistics."""
-    if dash.source.filters:
+    and joined fields have no statistics. `exact`: `ranges` are the data's as captured
+    (after the derived columns and filters), so every field is checked."""
+    if dash.source.filters and not exact:
         return
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     problems = []
     for i, v in enumerate(dash.views):
-        for loc, msg, hint in _calendar_bars(dash, i, v, ranges) + _step_bars(dash, i, v, ranges):
+        for loc, msg, hint in _calendar_bars(dash, i, v, ranges, exact) + _step_bars(dash, i, v, ranges, exact):
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
     if problems:
         raise SpecError(problems)
 
 
-def _calendar_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple]) -> list[tuple[Loc, str, str]]:
+def _calendar_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple],
+                   exact: bool = False) -> list[tuple[Loc, str, str]]:
     cal = view_type(v).calendar(v)
-    if cal is None or cal[0] in dash.source.columns or not isinstance(ranges.get(cal[0], (0,))[0], datetime):
+    if cal is None or (cal[0] in dash.source.columns and not exact) \
+            or not isinstance(ranges.get(cal[0], (0,))[0], datetime):
         return []
     field, unit = cal
     lo, hi = ranges[field]
@@ -419,14 +422,15 @@ def _calendar_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple]) -
     return [(("views", i, "unit"), msg, f"use unit: {coarser} ({calendar_bars(coarser, lo, hi):,} bars)")]
 
 
-def _step_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple]) -> list[tuple[Loc, str, str]]:
+def _step_bars(dash: m.DashboardSpec, i: int, v, ranges: dict[str, tuple],
+               exact: bool = False) -> list[tuple[Loc, str, str]]:
     from brushfire.bins import step_bars
 
     out: list[tuple[Loc, str, str]] = []
     counts = []
     for a in view_type(v).axes(v):
         r = ranges.get(a.field)
-        if a.bin.resolved or a.bin.maxbins is not None or a.field in dash.source.columns \
+        if a.bin.resolved or a.bin.maxbins is not None or (a.field in dash.source.columns and not exact) \
                 or r is None or not isinstance(r[0], float):
             counts.append(a.bin.count)
             continue
@@ -669,7 +673,12 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                     kind, "neither number, timestamp nor string")
                 msg = (f"derived column {column!r} is {what}, but"
                        f" {render(loc)} ({user}) needs a {' or '.join(kinds)} column")
-                hint = _DERIVED_HINTS.get(kinds[0], "")
+                # a timestamp or number: the view type for it (a temporal view, a histogram),
+                # else an expression of the kind the view needs
+                other = (hints or {}).get(kind, "").split(", or ")[0] if kind != "string" else ""
+                hint = (f"{other}, or make the expression {_A_KIND[kinds[0]]}"
+                        if other.startswith("use a ") and kinds[0] in _A_KIND
+                        else _DERIVED_HINTS.get(kinds[0], ""))
                 problems.append(SpecProblem(filename, line_of(lines, at), render(at), msg, hint))
                 return
             msg = f"column {column!r} is {is_}, but {user} needs a {' or '.join(kinds)} column"
@@ -755,6 +764,7 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
 
 
 _KINDS = ("number", "temporal", "string")
+_A_KIND = {"number": "a number", "temporal": "a timestamp", "string": "a string"}
 _DERIVED_HINTS = {
     "number": "make the expression a number, e.g. CAST(... AS DOUBLE)",
     "temporal": "make the expression a timestamp, e.g. to_timestamp(...) or timestamp_seconds(...)",

@@ -100,7 +100,7 @@ def parse_dashboard(
     written_joins = [j.path for j in dash.source.joins]
     dash, unset = expand_environment(dash)
     if not unset:
-        dash = with_folder_formats(dash, base_dir)
+        dash = with_json_arrays(with_folder_formats(dash, base_dir), base_dir)
     problems = [
         SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
@@ -164,6 +164,50 @@ def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m
     if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
         return dash
     return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+def with_json_arrays(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
+    """`dash` with `multiLine: "true"` in the options of each local JSON table whose data
+    files each hold one array (their first character, a byte-order mark and white space
+    aside, is `[`), unless its options set `multiLine` already. Spark's JSON reader reads
+    JSON Lines (an object a line) by default: an array file would lose its first and last
+    records (`[{...},` is no object) or, pretty-printed, every one (a `_corrupt_record`
+    column). A folder of JSON Lines files, or of both kinds, is left as written."""
+    def fitted(t):
+        if t.resolved_format != "json" or any(k.lower() == "multiline" for k in t.options) \
+                or (_URI.match(t.path) and not t.path.startswith("file://")):
+            return t
+        path = Path(t.path.removeprefix("file://"))
+        path = Path(resolve_path(str(path), base_dir)) if base_dir is not None else path
+        try:
+            files = [path] if path.is_file() else [
+                p for p in path.rglob("*") if p.is_file()
+                and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts)]
+            firsts = {c for c in map(_first_character, files) if c is not None}
+        except OSError:
+            return t
+        if firsts != {b"["}:
+            return t
+        return t.model_copy(update={"options": {**t.options, "multiLine": "true"}})
+
+    source = fitted(dash.source)
+    joins = [fitted(j) for j in dash.source.joins]
+    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
+        return dash
+    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+def _first_character(path: Path) -> bytes | None:
+    """The first byte of a file past a UTF-8 byte-order mark and white space (None: empty)."""
+    with open(path, "rb") as f:
+        head = f.read(3).removeprefix(b"\xef\xbb\xbf")
+        while True:
+            head = head.lstrip(b" \t\r\n")
+            if head:
+                return head[:1]
+            head = f.read(4096)
+            if not head:
+                return None
 
 
 @dataclass(frozen=True)

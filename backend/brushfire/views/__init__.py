@@ -54,7 +54,16 @@ def maxbins_fields(dash: m.DashboardSpec) -> list[str]:
 def resolve_bins(dash: m.DashboardSpec, extents: dict[str, tuple]) -> m.DashboardSpec:
     """`dash` with each bin fitted to the data replaced by the step and extent `nice_bin`
     (maxbins) or `step_bin` (a step alone) chooses for its field's finite (min, max) in
-    `extents`. A heatmap whose fitted axes make more than MAX_BARS cells: CaptureError."""
+    `extents`. More than MAX_BARS bars (or a heatmap's cells) is a SpecError at the spec's
+    key of a spec read from a file, as `brushfire validate` says it from Parquet statistics
+    (else a CaptureError)."""
+    from brushfire.spec.checks import check_data_bars
+
+    if getattr(dash, "_filename", "<spec>") != "<spec>":  # (read from a file)
+        check_data_bars(dash, {f: (float(lo), float(hi)) for f, (lo, hi) in extents.items()
+                               if isinstance(lo, (int, float)) and isinstance(hi, (int, float))
+                               and not isinstance(lo, bool)}, exact=True)
+
     def fit(v, i: int, a: BinnedAxis) -> m.Bin:
         b = a.bin
         if b.resolved:

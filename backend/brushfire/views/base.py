@@ -188,7 +188,7 @@ class ViewType:
 
 # hints for a key column that must be a number
 NUMBER_HINTS = {"string": "use a categorical view for strings, or derive a number in source.columns",
-                "temporal": "use a temporal view for timestamps"}
+                "temporal": "use a temporal view for timestamps (type: temporal, unit: day)"}
 
 
 def check_brush_y(view: str, kind: str, y, where: str = "y") -> None:
