@@ -501,7 +501,7 @@ def test_a_filter_on_a_boolean_column_takes_true_and_false(spark, tmp_path):
         reply = protocol.handle(s, {"type": "filter", "column": "ok", "values": values})
         assert (reply["selected"], reply["filters"]) == (want, {"column:ok": {"values": values}})
     for message, error in [({"type": "filter", "column": "ok", "values": [1]}, "must be true or false"),
-                           ({"type": "filter", "column": "x", "values": [True]}, "True is not a number")]:
+                           ({"type": "filter", "column": "x", "values": [True]}, "true is not a number")]:
         reply = protocol.handle(s, message)
         assert reply["type"] == "error" and error in reply["message"], reply
 

@@ -71,7 +71,7 @@ def test_time_bounds(value, micros):
 @pytest.mark.parametrize(("value", "expected"), [
     (1, "1 is a number, not a time; temporal bounds are ISO times"),
     (1.5e15, "is a number, not a time"),
-    (True, "True is a boolean, not a time"),  # JSON true is no number (docs/protocol.md)
+    (True, "true is a boolean, not a time"),  # JSON true is no number (docs/protocol.md)
     ([2021, 3], "[2021, 3] is a list, not a time"),
     ("yesterday", "'yesterday' is not an ISO time"),
 ])
@@ -94,7 +94,7 @@ def test_number_bounds(value, expected):
     (np.float64("nan"), "NaN is not a bound"),
     (10**400, "an integer of 401 digits is beyond the range of numbers"),
     (-(10**309), "beyond the range of numbers"),
-    (True, "True is not a number"),
+    (True, "true is not a number"),
     ("12", "'12' is not a number"),
     ([1], r"\[1\] is not a number"),
     ({"a": 1}, "is not a number"),
@@ -134,7 +134,7 @@ def test_valid_choices_pass(choices, value):
     (AIRPORTS, 3, "3 is not one of the values: 'ORD'"),
     (AIRPORTS, "sideways", "'sideways' is not one of the values"),
     ([1, 2, 3], "3", "'3' is not one of the values: 1, 2, 3, '(other)'; did you mean 3?"),
-    ([0, 1], True, "True is not one of the values"),
+    ([0, 1], True, "true is not one of the values"),
     ([f"v{i:05d}" for i in range(20_000)], "v1234", "… (20,001 in all)"),
     ([], "x", "'x' is not one of the values: '(other)'"),
 ])

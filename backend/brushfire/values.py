@@ -39,11 +39,22 @@ CLOSE_MATCH_LIMIT = 5000  # above this many choices, "did you mean" only ignores
 
 
 def show(x: object, limit: int = 40) -> str:
-    """repr(x), cut to `limit` characters; long integers by their digits."""
+    """x as an error names it, cut to `limit` characters: repr, but null, true and false
+    as the message (JSON) or spec (YAML) wrote them; long integers by their digits."""
     if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
         return f"an integer of {len(str(abs(x)))} digits"
-    text = repr(x)
+    text = _written(x)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _written(x: object) -> str:
+    if x is None or isinstance(x, bool):
+        return {None: "null", True: "true", False: "false"}[x]
+    if isinstance(x, list | tuple):
+        return "[" + ", ".join(map(_written, x)) + "]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{_written(k)}: {_written(v)}" for k, v in x.items()) + "}"
+    return repr(x)
 
 
 # --- times ------------------------------------------------------------------------------

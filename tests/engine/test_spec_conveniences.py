@@ -320,7 +320,7 @@ def test_a_spark_capture_chooses_the_same_bins(captured, spark, tmp_path):
 @pytest.mark.parametrize(("value", "error"), [
     ([5], "parameter 'krange' takes a range [lo, hi], got [5]"),
     (5, "parameter 'krange' takes a range [lo, hi], got 5"),
-    ([1, None], "parameter 'krange' takes a range [lo, hi], got [1, None]"),
+    ([1, None], "parameter 'krange' takes a range [lo, hi], got [1, null]"),
     (["a", 3], "parameter 'krange'[0]:"),
     ([10, 20], None),
     ([20, 10], None),  # empty: no row

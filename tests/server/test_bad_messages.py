@@ -49,7 +49,7 @@ BAD = [
     (brush("week", '["2009-13-01", null]'), "brush on view 'week': interval[0]: '2009-13-01' is not an ISO time"),
     (brush("week", '[null, "2021-02-30T00:00:00"]'), "interval[1]: '2021-02-30T00:00:00' is not an ISO time"),
     (brush("week", "[1, 2]"), "interval[0]: 1 is a number, not a time; temporal bounds are ISO times"),
-    (brush("week", '["2021-01-01", true]'), "interval[1]: True is a boolean, not a time"),
+    (brush("week", '["2021-01-01", true]'), "interval[1]: true is a boolean, not a time"),
     ('{"type": "parameter", "name": "pt", "value": "noon"}', "parameter 'pt': 'noon' is not an ISO time"),
     ('{"type": "parameter", "name": "pt", "value": 1612137600000000}', "parameter 'pt': 1612137600000000 is a number"),
     # categories and dropdown values
