@@ -564,21 +564,21 @@ def _measure_lut(d: Dim) -> np.ndarray:
     return out
 
 
-__all__ = ["ValueStats", "cube_blocks", "make_layout", "resolve_plan", "stats_spec"]
-
-
 def _too_many_calendar_bars(dash: m.DashboardSpec, view, stats) -> None:
     """A temporal view with more calendar units than bars allowed in the data: a SpecError
     at its `unit` of a spec read from a file, with a coarser unit that fits (as `brushfire
     validate` says it from Parquet statistics)."""
     from brushfire.spec.checks import check_data_bars
-    from brushfire.views.temporal import _time_range
+    from brushfire.views.temporal import time_range
 
     cal = view_type(view).calendar(view)
     if cal is None or getattr(dash, "_filename", "<spec>") == "<spec>":  # (not from a file: CaptureError)
         return
-    lo, hi = _time_range(cal[0], stats)
+    lo, hi = time_range(cal[0], stats)
     if lo is None or hi is None:
         return
     when = {cal[0]: (V.instant_datetime(bins.iso_label(lo)), V.instant_datetime(bins.iso_label(hi)))}
     check_data_bars(dash, when, exact=True)
+
+
+__all__ = ["ValueStats", "cube_blocks", "make_layout", "resolve_plan", "stats_spec"]

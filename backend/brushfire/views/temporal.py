@@ -29,7 +29,7 @@ class Temporal(ViewType):
     def labels(self, view: m.TemporalView, stats) -> list:
         if view.part:  # its values, whatever the data
             return bins.calendar_labels(view.unit, None, None)
-        return bins.calendar_labels(view.unit, *_time_range(view.field, stats))
+        return bins.calendar_labels(view.unit, *time_range(view.field, stats))
 
     def monotone_code(self, view: m.TemporalView, field: str):
         if view.part or field != view.field:  # (a calendar part goes round: no order)
@@ -117,7 +117,7 @@ class Temporal(ViewType):
         return marks.binned(view, full, brush, x, spacing=0), {}
 
 
-def _time_range(field: str, stats) -> tuple[int | None, int | None]:
+def time_range(field: str, stats) -> tuple[int | None, int | None]:
     """The first and last time of a field, from capture's statistics."""
     if field in stats.values:
         st = stats.values[field]
