@@ -31,6 +31,9 @@ MAX_COLUMN_LABEL = 8  # characters
 TOP_SHOWN = 30  # rows of a long categorical shown at first; the page offers more
 OTHER = "(other)"
 FIT = {"expr": "fit_domain"}  # a measure scale's domain when the client sets one (charts.py)
+# a colour legend's label: none where its scale has no domain (every cell blank: no rows
+# selected), which Vega would label NaN
+NO_NAN_LABEL = "isValid(datum.value) && isFinite(datum.value) ? datum.label : ''"
 
 
 def as_rows(labels: list) -> bool:
@@ -188,7 +191,7 @@ def heatmap(view, full: list, brush: str | None):
         color=alt.Color("value", type=ctype, title=measure_title(view), scale=color_scale,
                         legend=alt.Legend(orient="right", gradientLength=120,
                                           format="~s" if op.sums
-                                          else alt.Undefined)),
+                                          else alt.Undefined, labelExpr=NO_NAN_LABEL)),
         tooltip=_tooltip())
     if brush == "rect":
         chart = chart.add_params(alt.selection_interval(name="brush", encodings=["x", "y"]))

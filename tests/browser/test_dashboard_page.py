@@ -65,6 +65,27 @@ def test_rect_brush_on_the_heatmap_and_a_temporal_brush(page, served, oracle):
     assert selected(page) == sql_count(oracle)
 
 
+def _texts(page, view: str) -> list[str]:
+    """Every text the view's Vega scene draws (axis and legend labels, titles)."""
+    return page.evaluate("""(name) => { const out = [];
+        const walk = (n) => { if (n.marktype === 'text') (n.items || []).forEach(i => out.push(String(i.text)));
+                              (n.items || []).forEach(i => (i.items || []).forEach(walk)); };
+        walk(window.brushfire.ui.charts.get(name).view.scenegraph().root); return out; }""", view)
+
+
+def test_an_empty_heatmap_has_no_nan_in_its_legend(page, served):
+    """A brush selecting no row leaves every heatmap cell blank: its colour scale has no
+    domain, which Vega labels NaN; the legend then has no labels."""
+    page.evaluate("window.brushfire.ui.setFilters({hx: {interval: [5, 5]}})")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.hx !== undefined")
+    assert selected(page) == 0
+    assert not any("NaN" in t for t in _texts(page, "heat"))
+    page.evaluate("window.brushfire.ui.setFilters({})")
+    page.wait_for_function(f"{IDLE} && window.brushfire.ui.filters.hx === undefined")
+    labels = _texts(page, "heat")
+    assert labels[-1] == "rows" and labels[-2].isdigit()  # the legend's labels, then its title
+
+
 def test_parameter_dropdown_and_clear_all(page, served, oracle):
     _, dash = served
     page.select_option("select[name=dest]", "CCC")
