@@ -247,3 +247,51 @@ def test_the_joins_a_static_filter_reads(filters, joins, monkeypatch):
         "views": [{"name": "v", "type": "categorical", "field": "nation.n_name"}]}).source
     reads = set().union(*(sp.expression_reads(src.columns, f) for f in src.filters))
     assert sp.joins_read(src, reads) == joins
+
+
+def test_where_each_task_reads_one_split_the_driver_names_it_and_the_rows_carry_none(spark, tmp_path,
+                                                                                     monkeypatch):
+    """A plain file source's scan: `partition_splits` names each partition's input split as
+    the rows themselves would (input_file_name, input_file_block_start), and a capture
+    so equals one whose rows carry their origin, array for array; a joined source's scan
+    (two tables read) is left to the rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from brushfire.capture.analyze import analyze_source
+    from brushfire.lineage.layout import CaptureConfig
+    from capture.test_incremental import assert_same, lineage
+    from rows import make_rows
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for i, n in enumerate([4000, 700, 2500]):
+        pq.write_table(make_rows(n, seed=i), folder / f"part-{i}.parquet", row_group_size=500)
+    d = views_spec(folder, format="parquet")
+    dash = parse_dashboard(d)
+    small = {"spark.sql.files.maxPartitionBytes": "16k", "spark.sql.files.openCostInBytes": "16k"}
+    with sp._conf(spark, small):
+        df = analyze_source(spark, dash)
+        scan = df.select("x").mapInArrow(lambda it: it, "x double")
+        splits = sp.partition_splits(scan)
+        seen = df.select(F.input_file_name().alias("u"), F.input_file_block_start().alias("s")).rdd \
+            .mapPartitionsWithIndex(lambda i, rows: [(i, r.u, r.s) for r in rows]).distinct().collect()
+    assert splits is not None
+    # (a split holding no row group's middle reads no rows)
+    assert len({i for i, _, _ in seen}) == len(seen) > 3
+    assert all(splits[i] == (u, s) for i, u, s in seen)
+    config = CaptureConfig(block_rows=256, shard_rows=1000)
+    with sp._conf(spark, small):
+        mapped = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=tmp_path / "a", config=config)
+        monkeypatch.setattr(sp, "partition_splits", lambda df: None)
+        tagged = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=tmp_path / "b", config=config)
+    assert len(mapped.shards) > 3
+    assert_same(lineage(mapped), lineage(tagged))
+
+    dim = tmp_path / "dim.parquet"
+    pq.write_table(pa.table({"key": list(range(200)), "label": [f"k{i}" for i in range(200)]}), dim)
+    stars = parse_dashboard({**d, "source": {"path": str(folder), "format": "parquet", "joins": [
+        {"name": "kd", "path": str(dim), "key": "key", "on": "k"}]}})
+    joined = analyze_source(spark, stars, origin=True).select("x").mapInArrow(lambda it: it, "x double")
+    assert sp.partition_splits(joined) is None

@@ -2,9 +2,10 @@
 self-describing shards of encoded columns, and each shard sends the driver a small
 summary of what it holds.
 
-A shard holds rows of one input file split (Spark tells the task which: two helper
-columns, FILE_COLUMN and START_COLUMN, ride along with the rows), at most `shard_rows` of
-them. For every field the dashboard reads it writes:
+A shard holds rows of one input file split, at most `shard_rows` of them. Which split: where
+a task reads one split alone (a file source, nothing shuffled), the driver knows it from
+the task's partition and the rows carry nothing; else two helper columns, FILE_COLUMN and
+START_COLUMN, ride along with each row (spark.py's `partition_splits`). For every field the dashboard reads it writes:
 - `<f>.dict.npy` (numbers: int64 / float64 / UTC microseconds, sorted, a float column's
   NaN as one last entry) or `<f>.dict.arrow` (strings and other kinds, in no order): the
   shard's own dictionary of the field's distinct values;
@@ -91,24 +92,23 @@ def scan_partition(batches: Iterable[pa.RecordBatch], spec: ScanSpec, shards_dir
 
 def _shards(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[tuple]:
     """(file hash, split start, table) per shard: runs of one input split, cut into tables
-    of at most `rows` rows; one empty table of no file when there are no rows at all."""
+    of at most `rows` rows; one empty table of no file when there are no rows at all.
+    Batches without the origin columns are one split's rows, (0, 0) here (the driver knows
+    which)."""
     pending: list[pa.RecordBatch] = []
     have, current, schema, any_rows = 0, None, None, False
+    origin = [FILE_COLUMN, START_COLUMN]
 
     def flush():
         table = pa.Table.from_batches(pending, schema).combine_chunks()
-        return (*current, table.drop_columns([FILE_COLUMN, START_COLUMN]))
+        return (*current, table.drop_columns([c for c in origin if c in table.column_names]))
 
     for b in batches:
         schema = b.schema
         if not b.num_rows:
             continue
         any_rows = True
-        files = np.asarray(b.column(FILE_COLUMN).to_numpy(zero_copy_only=False), np.int64)
-        starts = np.asarray(b.column(START_COLUMN).to_numpy(zero_copy_only=False), np.int64)
-        cut = np.flatnonzero((files[1:] != files[:-1]) | (starts[1:] != starts[:-1])) + 1
-        for a, e in zip(np.concatenate([[0], cut]), np.concatenate([cut, [b.num_rows]]), strict=True):
-            split = (int(files[a]), int(starts[a]))
+        for a, e, split in _splits(b):
             piece = b.slice(a, e - a)
             if current is not None and split != current and pending:
                 yield flush()
@@ -125,9 +125,20 @@ def _shards(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[tuple]:
     if pending:
         yield flush()
     elif not any_rows:
-        empty = schema.empty_table().drop_columns([FILE_COLUMN, START_COLUMN]) if schema is not None \
-            else pa.table({})
-        yield None, 0, empty
+        empty = schema.empty_table() if schema is not None else pa.table({})
+        yield None, 0, empty.drop_columns([c for c in origin if c in empty.column_names])
+
+
+def _splits(b: pa.RecordBatch) -> Iterator[tuple[int, int, tuple[int, int]]]:
+    """(first row, end, (file hash, split start)) of each run of one split in a batch."""
+    if FILE_COLUMN not in b.schema.names:
+        yield 0, b.num_rows, (0, 0)
+        return
+    files = np.asarray(b.column(FILE_COLUMN).to_numpy(zero_copy_only=False), np.int64)
+    starts = np.asarray(b.column(START_COLUMN).to_numpy(zero_copy_only=False), np.int64)
+    cut = np.flatnonzero((files[1:] != files[:-1]) | (starts[1:] != starts[:-1])) + 1
+    for a, e in zip(np.concatenate([[0], cut]), np.concatenate([cut, [b.num_rows]]), strict=True):
+        yield int(a), int(e), (int(files[a]), int(starts[a]))
 
 
 # --- one shard -----------------------------------------------------------------------

@@ -260,38 +260,49 @@ class SparkRunner:
         df = self.df if every else analyze_source(
             self.spark, self.dash, paths=[f["path"] for f in files], schema=self.raw_schema,
             origin=True, broadcast_bytes=self.broadcast)
-        names = [*dict.fromkeys(spec.fields + spec.snapshot + spec.nulls), FILE_COLUMN, START_COLUMN]
+        fields = list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls))
         # (mapInArrow resolves its input columns by name, where a joined column's dot would
         # read as a struct's field: positional names on the way, the columns' own in the task)
-        columns = [F.col(_quoted(c)).alias(f"__bf_c{i}") for i, c in enumerate(names[:-2])]
-        df = df.select(*columns, F.hash(F.col(ORIGIN[0])).alias(FILE_COLUMN),
-                       F.col(ORIGIN[1]).alias(START_COLUMN))
+        columns = [F.col(_quoted(c)).alias(f"__bf_c{i}") for i, c in enumerate(fields)]
+        origin = [F.hash(F.col(ORIGIN[0])).alias(FILE_COLUMN), F.col(ORIGIN[1]).alias(START_COLUMN)]
         directory = str(shards_dir)
 
-        def run_scan(batches):
-            import pickle
+        def job(names: list[str]):
+            def run_scan(batches):
+                import pickle
 
-            from pyspark import TaskContext
+                from pyspark import TaskContext
 
-            from brushfire.capture.scan import scan_partition
+                from brushfire.capture.scan import scan_partition
 
-            pid = TaskContext.get().partitionId()
-            named = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
-            out = scan_partition(named, spec, directory, run, pid)
-            yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(out)]})
+                pid = TaskContext.get().partitionId()
+                named = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+                out = scan_partition(named, spec, directory, run, pid)
+                yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps((pid, out))]})
 
+            return run_scan
+
+        uris = {f["uri"] for f in files}
         # each input split its own partition (no packing of small files), so that a file's
         # splits and shards are the same in every capture, whatever else the source holds
         with self._row_errors(), self._cast_errors(), spark_errors("scanning the source"), _conf(self.spark, {
                 "spark.sql.files.openCostInBytes": self.split}), \
                 track_progress(self.spark, self.progress, "scan: encoding the source's rows"):
-            rows = df.mapInArrow(run_scan, "payload binary").collect()
-        out = [s for r in rows for s in pickle.loads(r["payload"])]
-        uris = self._uri_hashes([f["uri"] for f in files])
-        for s in out:
+            # where each task reads one split, the driver knows which: the rows carry no
+            # origin (tagging each row with its file costs the scan a third more)
+            scan = df.select(*columns).mapInArrow(job(fields), "payload binary")
+            splits = partition_splits(scan)
+            if splits is None or not {s[0] for s in splits if s is not None} <= uris:
+                splits = None
+                scan = df.select(*columns, *origin).mapInArrow(job([*fields, FILE_COLUMN, START_COLUMN]),
+                                                             "payload binary")
+            rows = scan.collect()
+        out = [(pid, s) for r in rows for pid, shards in [pickle.loads(r["payload"])] for s in shards]
+        hashes = self._uri_hashes(sorted(uris)) if splits is None else {}
+        for pid, s in out:
             if s["file"] is not None:
-                s["file"] = uris[s["file"]]
-        return out
+                s["file"], s["start"] = splits[pid] if splits is not None else (hashes[s["file"]], s["start"])
+        return [s for _, s in out]
 
     @contextlib.contextmanager
     def _cast_errors(self) -> Iterator[None]:
@@ -409,6 +420,32 @@ class SparkRunner:
             got = dict(sc.parallelize(slices, parts).flatMap(lambda x: x)
                        .mapPartitions(run_key).collect())
         return [got[t["name"]] for t in tasks]
+
+
+def partition_splits(df) -> list[tuple[str, int] | None] | None:
+    """Per partition of `df`, the input split it reads — (file URI as input_file_name()
+    gives it, split start), None for none — where `df` reads one file source, one split
+    in each partition, and shuffles nothing; else None (and on anything unexpected: the
+    plan's classes are Spark's internals, read through py4j)."""
+    try:
+        plan = df._jdf.queryExecution().executedPlan()
+        leaves = plan.collectLeaves()
+        if leaves.size() != 1 or "Exchange" in plan.toString():
+            return None
+        scan = leaves.apply(0)
+        if scan.getClass().getSimpleName() != "FileSourceScanExec":
+            return None
+        parts = scan.inputRDD().filePartitions()
+        out: list[tuple[str, int] | None] = []
+        for i in range(parts.size()):
+            part = parts.apply(i)
+            files = list(part.files())
+            if part.index() != i or len(files) > 1:
+                return None
+            out.append((str(files[0].urlEncodedPath()), int(files[0].start())) if files else None)
+        return out
+    except Exception:  # noqa: BLE001 (another Spark, Spark Connect: rows tagged instead)
+        return None
 
 
 def spark_string_hash(text: str, seed: int = 42) -> int:
