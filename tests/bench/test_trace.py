@@ -86,6 +86,9 @@ _DELETE = object()
                               "got ['message', 't', 'when']"),
     (_bad(events__3__t=-1), "t.json: events[3].t: must be a number of milliseconds >= 0, got -1"),
     (_bad(events__3__t="soon"), "t.json: events[3].t: must be a number of milliseconds >= 0, got 'soon'"),
+    (_bad(events__3__t=None), "t.json: events[3].t: must be a number of milliseconds >= 0, got null"),
+    (_bad(events__1=None), "t.json: events[1]: an event is an object with exactly 't' and 'message', got null"),
+    (_bad(version=None), "t.json: version: must be 1, got null"),
     (_bad(events__3__t=5), "t.json: events[3].t: 5 is before the previous event's 16.7: times never decrease"),
     (_bad(events__0__message__interval=_DELETE),
      't.json: events[0].message: brush.interval: missing; brush takes: view, interval, y, id '

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from brushfire import selection
 from brushfire.errors import BrushfireError
+from brushfire.values import show
 
 FORMAT = "brushfire-trace"
 VERSION = 1
@@ -66,9 +67,9 @@ def parse_trace(data: object, where: str = "trace") -> Trace:
     if unknown:
         _fail(where, "", f"unknown key {unknown[0]!r}; a trace has: {', '.join(sorted(TOP_KEYS))}")
     if data.get("format") != FORMAT:
-        _fail(where, "format", f"must be {FORMAT!r}, got {data.get('format')!r}")
+        _fail(where, "format", f"must be {FORMAT!r}, got {show(data.get('format'))}")
     if data.get("version") != VERSION:
-        _fail(where, "version", f"must be {VERSION}, got {data.get('version')!r}")
+        _fail(where, "version", f"must be {VERSION}, got {show(data.get('version'))}")
     dashboard = data.get("dashboard")
     if not isinstance(dashboard, str) or not dashboard:
         _fail(where, "dashboard", "must be the dashboard's name (a non-empty string)")
@@ -89,11 +90,11 @@ def parse_trace(data: object, where: str = "trace") -> Trace:
     for i, ev in enumerate(events):
         at = f"events[{i}]"
         if not isinstance(ev, dict) or set(ev) != {"t", "message"}:
-            got = sorted(ev) if isinstance(ev, dict) else type(ev).__name__
+            got = sorted(ev) if isinstance(ev, dict) else "null" if ev is None else type(ev).__name__
             _fail(where, at, f"an event is an object with exactly 't' and 'message', got {got}")
         t = ev["t"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            _fail(where, f"{at}.t", f"must be a number of milliseconds >= 0, got {t!r}")
+            _fail(where, f"{at}.t", f"must be a number of milliseconds >= 0, got {show(t)}")
         if t < last:
             _fail(where, f"{at}.t", f"{t} is before the previous event's {last}: times never decrease")
         last = t
