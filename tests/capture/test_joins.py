@@ -612,3 +612,27 @@ def test_on_spark_a_static_filter_rescans_everything_only_for_the_joins_it_reads
     changed = spark_store(spark, d, tmp_path / "cache")
     assert "static filters" in " ".join(changed.info.changes) and changed.n_rows < first.n_rows, changed.info.changes
     assert_same_answers(spark_store(spark, d, tmp_path / "fresh2"), changed, d)
+
+
+@pytest.mark.spark
+def test_on_spark_a_functional_dependency_over_joined_columns_is_captured(spark, tmp_path):
+    """A profiling check over joined columns (store.city -> region.zone): its default view
+    name was fd_store.city__region.zone, whose '.' the capture's partial results read as
+    their separator (KeyError 'fd_store' before any lineage was kept); a name holds only a
+    name's characters, so the dot is written '_'. Its bars are SQL's."""
+    from brushfire.spec import models as m
+
+    folder = tmp_path / "star"
+    fact, dims = make_star(1500, 8)
+    write_star(folder, fact, dims)
+    d = star_spec(folder)
+    d["profile"] = {"fd": [[["store.city"], ["region.zone"]]]}
+    spec = parse_dashboard(d)
+    name = spec.profile.fd[0].view_name
+    assert name == "fd_store_city__region_zone"
+    s = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).session()
+    con = Oracle(spec, spark).con
+    want = dict(con.execute(f'SELECT "{name}", count(*) FROM src GROUP BY 1').fetchall())
+    view = s.view(name)
+    assert dict(zip(view.labels, view.counts, strict=True)) == {k: want.get(k, 0) for k in view.labels}
+    assert sum(view.counts) == fact.num_rows and want.get(m.FD_VIOLATES), want
