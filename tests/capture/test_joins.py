@@ -636,3 +636,30 @@ def test_on_spark_a_functional_dependency_over_joined_columns_is_captured(spark,
     view = s.view(name)
     assert dict(zip(view.labels, view.counts, strict=True)) == {k: want.get(k, 0) for k in view.labels}
     assert sum(view.counts) == fact.num_rows and want.get(m.FD_VIOLATES), want
+
+
+def json_star(tmp_path, key: str) -> dict:
+    """The star spec with its `item` table a JSON array file (the columns only Spark
+    knows: validate leaves them to capture), joined on `key`."""
+    import json
+
+    fact, dims = make_star(300, 4)
+    write_star(tmp_path, fact, dims)
+    (tmp_path / "item.json").write_text(json.dumps(dims["item"].to_pylist()))
+    d = star_spec(tmp_path)
+    d["source"]["joins"][2] = {"name": "item", "path": str(tmp_path / "item.json"), "key": key, "on": "item_key"}
+    return d
+
+
+@pytest.mark.spark
+def test_on_spark_a_join_error_is_said_once_without_sparks_log(spark, tmp_path, capfd):
+    """pyspark 4 logs each analysis error with its query context and Java stack (a JSON
+    line of ~10 KB on stderr) as it raises it: a key column a JSON table lacks buried
+    capture's own file:line:key message under it."""
+    from brushfire.errors import SpecError
+
+    capfd.readouterr()
+    with pytest.raises(SpecError, match=r"source.joins\[2\].key: Spark cannot read column 'id'"):
+        spark_store(spark, json_star(tmp_path, "id"), tmp_path / "cache")
+    err = capfd.readouterr().err
+    assert "QueryContextLogger" not in err and "Py4JJavaError" not in err, err[:300]
