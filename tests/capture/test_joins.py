@@ -453,7 +453,9 @@ def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spar
                                "on": "item_key", "options": {"header": "true"}}
     with pytest.raises(SpecError) as info:
         spark_store(spark, d, tmp_path / "cache")
-    assert str(info.value).startswith("<spec>: source.joins[2].key: Spark cannot read column 'id' of ")
+    assert str(info.value) == ("<spec>: source.joins[2].key: column 'id' is not in the table of join 'item' "
+                               "(item.csv)\n    columns: sku, brand, price\n    hint: name the column of the "
+                               "dimension table that the source's on column holds"), str(info.value)
 
 
 @pytest.mark.spark
@@ -654,12 +656,49 @@ def json_star(tmp_path, key: str) -> dict:
 @pytest.mark.spark
 def test_on_spark_a_join_error_is_said_once_without_sparks_log(spark, tmp_path, capfd):
     """pyspark 4 logs each analysis error with its query context and Java stack (a JSON
-    line of ~10 KB on stderr) as it raises it: a key column a JSON table lacks buried
+    line of ~10 KB on stderr) as it raises it: an `on` column Spark cannot resolve buried
     capture's own file:line:key message under it."""
     from brushfire.errors import SpecError
 
+    d = json_star(tmp_path, "sku")
+    d["source"]["joins"][2]["on"] = "item_keys"
     capfd.readouterr()
-    with pytest.raises(SpecError, match=r"source.joins\[2\].key: Spark cannot read column 'id'"):
-        spark_store(spark, json_star(tmp_path, "id"), tmp_path / "cache")
+    with pytest.raises(SpecError, match=r"source.joins\[2\].on: Spark cannot join on it: .*`item_keys`"):
+        spark_store(spark, d, tmp_path / "cache")
     err = capfd.readouterr().err
     assert "QueryContextLogger" not in err and "Py4JJavaError" not in err, err[:300]
+
+
+@pytest.mark.spark
+def test_on_spark_a_key_a_json_table_lacks_is_said_as_validate_says_it(spark, tmp_path):
+    """A key column a JSON dimension table lacks (validate cannot read its columns): the
+    error was Spark's own sentence with the hint of a derived column ('name a column of
+    the source, or a derived column above this one'); it now says what validate says of a
+    Parquet or CSV table's: the table's columns, and the one meant."""
+    from brushfire.errors import SpecError
+
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, json_star(tmp_path, "skus"), tmp_path / "cache")
+    assert str(info.value) == (
+        "<spec>: source.joins[2].key: column 'skus' is not in the table of join 'item' (item.json)\n"
+        "    columns: brand, price, sku\n"
+        "    hint: did you mean 'sku'?"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_a_column_a_json_table_lacks_lists_all_its_columns(spark, tmp_path):
+    """A misspelt joined column of a JSON dimension table: the error listed only the
+    columns the spec reads (the others are not carried), so the one meant was neither
+    listed nor suggested."""
+    import json
+
+    from brushfire.errors import SpecError
+
+    d = json_star(tmp_path, "sku")
+    rows = json.loads((tmp_path / "item.json").read_text())
+    (tmp_path / "item.json").write_text(json.dumps([{**r, "colour": "red"} for r in rows]))
+    d["views"][3]["field"] = "item.color"
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "    columns: item.brand, item.colour, item.price, item.sku\n" in str(info.value), str(info.value)
+    assert str(info.value).endswith("hint: did you mean 'item.colour'?"), str(info.value)

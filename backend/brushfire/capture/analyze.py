@@ -35,6 +35,7 @@ from brushfire.spec.checks import (
     check_data_bars,
     data_bar_fields,
     expression_warnings,
+    missing_key,
 )
 
 log = logging.getLogger("brushfire.spec")
@@ -251,9 +252,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
     if origin:  # (read before a join: Spark refuses input_file_name() over two tables)
         df = with_row_origin(df)
-    shuffled = False
+    shuffled, dim_kinds = False, {}
     if src.joins:
-        df, shuffled = _join_dimensions(spark, dash, df, broadcast_bytes, all_columns)
+        df, shuffled, dim_kinds = _join_dimensions(spark, dash, df, broadcast_bytes, all_columns)
         source_kinds |= {f.name: _fine_kind(f.dataType) for f in _flat_fields(df, src)}
     for name, text in src.columns.items():
         with _spark_problem(_at(dash, ("source", "columns", name), "Spark cannot analyse it")):
@@ -275,7 +276,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
             .sortWithinPartitions(*ORIGIN)
     fields = {f.name: f.dataType for f in df.schema.fields}
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
-    check_columns(dash, {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}, derived=derived)
+    # (a dimension table's columns the spec does not read are not carried: named in errors)
+    kinds = {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}
+    check_columns(dash, {**dim_kinds, **kinds}, derived=derived)
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):
@@ -294,6 +297,7 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
 
     needed = needed_columns(dash)
     shuffled = False
+    every: dict[str, str] = {}  # every column of every table, carried or not (for errors)
     own = {c.lower(): c for c in df.columns}  # (validate knows a CSV or JSON source's only now)
     for i, j in enumerate(dash.source.joins):
         if j.name.lower() in own:
@@ -306,10 +310,11 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
         names = dim.columns if all_columns or needed[j.name] is None else \
             [c for c in dim.columns if c.lower() in {n.lower() for n in needed[j.name]}]
         keyed = [c for c in dim.columns if c.lower() == j.key.lower()]
+        if not keyed:  # (validate says so of a Parquet or CSV table; a JSON one's known now)
+            raise _spec_error(dash, ("source", "joins", i, "key"), *missing_key(j, dim.columns))
+        every |= {f"{j.name}.{f.name}": _fine_kind(f.dataType) for f in dim.schema.fields}
         with _spark_problem(_at(dash, ("source", "joins", i, "key"),
                                 f"Spark cannot read column {j.key!r} of {j.path}")):
-            if not keyed:
-                _ = dim.select(F.col(_q(j.key))).schema  # (raises Spark's own message)
             names = list(dict.fromkeys([keyed[0], *names]))
             right = dim.select(F.struct(*[F.col(_q(c)) for c in names]).alias(j.name))
             size = int(str(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
@@ -321,7 +326,7 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
             df = df.join(F.broadcast(right) if small else right,
                          on=on == F.col(j.name)[keyed[0]], how="left")
             _ = df.schema
-    return df, shuffled
+    return df, shuffled, every
 
 
 def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) -> None:

@@ -369,7 +369,7 @@ class SparkRunner:
         try:
             df = read_raw(self.spark, src)
             if src.joins:
-                df, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
+                df, _, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
             if failure(df) is not None:  # (reading or joining fails: no expression to name)
                 return None
             for name, text in src.columns.items():
