@@ -702,3 +702,26 @@ def test_on_spark_a_column_a_json_table_lacks_lists_all_its_columns(spark, tmp_p
         spark_store(spark, d, tmp_path / "cache")
     assert "    columns: item.brand, item.colour, item.price, item.sku\n" in str(info.value), str(info.value)
     assert str(info.value).endswith("hint: did you mean 'item.colour'?"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_keys_of_types_no_join_compares_get_a_join_hint(spark, tmp_path):
+    """A key Spark cannot compare with `on` (a timestamp with an integer): Spark says
+    'Cannot resolve "(...)" due to data type mismatch', whose 'cannot resolve' got the
+    hint of a misspelt column ('name a column of the source, or a derived column above
+    this one') where both columns exist."""
+    from datetime import datetime
+
+    from brushfire.errors import SpecError
+
+    fact, dims = make_star(200, 6)
+    dims["store"] = dims["store"].set_column(0, "store_id", pa.array(
+        [datetime(2020, 1, 1 + i % 28, i // 28) for i in range(dims["store"].num_rows)], pa.timestamp("us")))
+    write_star(tmp_path, fact, dims)
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, star_spec(tmp_path), tmp_path / "cache")
+    text = str(info.value)
+    assert text.startswith("<spec>: source.joins[0].on: Spark cannot join on it: Cannot resolve") \
+        and "data type mismatch" in text, text
+    assert text.endswith("hint: the source's store_key and key store_id of store.parquet are of types no "
+                         "join compares (BIGINT, TIMESTAMP_NTZ): give them one type in the files"), text

@@ -320,13 +320,27 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
             size = int(str(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
             small = size <= broadcast_bytes
             shuffled |= not small
-        with _spark_problem(_at(dash, ("source", "joins", i, "on"), "Spark cannot join on it")):
+        with _spark_problem(_on_problem(dash, i, j)):
             on = F.col(_q(j.on)) if dash.source.join_of(j.on) is None else F.col(
                 ".".join(_q(p) for p in j.on.split(".", 1)))
             df = df.join(F.broadcast(right) if small else right,
                          on=on == F.col(j.name)[keyed[0]], how="left")
             _ = df.schema
     return df, shuffled, every
+
+
+def _on_problem(dash: m.DashboardSpec, i: int, j: m.Join) -> Callable[[str], BrushfireError]:
+    """The error of a join Spark cannot make, at its `on`: for types no join compares (a
+    timestamp with an integer) a hint naming both columns, not a misspelt column's."""
+    def make(text: str) -> BrushfireError:
+        types = re.search(r'incompatible types \("([^"]+)" and "([^"]+)"\)', text)
+        hint = _analysis_hint(text)
+        if types:
+            on = f"the source's {j.on}" if dash.source.join_of(j.on) is None else j.on
+            hint = (f"{on} and key {j.key} of {Path(j.path).name} are of types no join compares "
+                    f"({types[1]}, {types[2]}): give them one type in the files")
+        return _spec_error(dash, ("source", "joins", i, "on"), f"Spark cannot join on it: {text}", hint)
+    return make
 
 
 def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) -> None:
@@ -518,11 +532,11 @@ def spark_message(e: BaseException) -> str:
 
 
 def _analysis_hint(text: str) -> str:
-    low = text.lower()
-    if "cannot be resolved" in low or "cannot resolve" in low:
-        return "name a column of the source, or a derived column above this one"
+    low = text.lower()  # ('Cannot resolve "(a = b)" due to data type mismatch': types first)
     if "data type mismatch" in low or "datatype_mismatch" in low:
         return "CAST(x AS DOUBLE) or CAST(x AS STRING) makes the types agree"
+    if "cannot be resolved" in low or "cannot resolve" in low:
+        return "name a column of the source, or a derived column above this one"
     if "undefined function" in low or "unresolved_routine" in low:
         return "see the functions Spark SQL provides; docs/spec.md lists the allowed ones"
     return "check the expression against Spark SQL's syntax"
