@@ -744,6 +744,12 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
             if f"{j.name}.{j.key}" not in schema:
                 problem((*loc, "key"), *missing_key(j, columns))
         on = src.join_of(j.on)
+        kinds = {_coarse(k) for k in (schema.get(j.on), schema.get(f"{j.name}.{j.key}")) if k is not None}
+        if kinds == {"number", "temporal"}:  # (Spark's join refuses them; strings it casts)
+            a, b = (_A_KIND[_coarse(schema[c])] for c in (j.on, f"{j.name}.{j.key}"))
+            problem((*loc, "on"), f"column {j.on!r} ({a}) and key {j.key!r} of {Path(j.path).name} ({b}) "
+                    "are of types no join compares", "give them one type in the files (Spark's join "
+                    "compares numbers with numbers or text, times with times or text)")
         if on is not None and on.name in unread:
             continue
         if on is None and j.on not in schema and j.on.lower() not in derived:
