@@ -586,3 +586,25 @@ def test_quantiles_answered_on_spark_equal_sqls_to_the_last_bit(spark, tmp_path)
     reply = protocol.handle(s, {"type": "filter", "column": "y", "interval": [0, 10]})
     assert reply["lazy"]["views"] == ["q"], reply
     assert dict(zip(engine.labels, reply["views"]["q"]["values"], strict=True)) == want
+
+
+@pytest.mark.spark
+def test_zoned_times_from_spark_are_utc_on_a_host_in_another_zone(spark, monkeypatch):
+    """pyspark's collect gives a TIMESTAMP as the Python process's local time: on a host
+    in New York a lazy details row of 04:00 UTC (a zoned column, or a joined table's key)
+    read 23:00 the day before, where the engine's said 04:00. TIMESTAMP_NTZ is as written."""
+    from datetime import datetime
+
+    from brushfire.spark_source import collect_utc
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        rows = collect_utc(spark.sql("SELECT TIMESTAMP '2023-03-01 04:00:00' AS t, "
+                                     "TIMESTAMP_NTZ '2023-03-01 04:00:00' AS n, "
+                                     "CAST(NULL AS TIMESTAMP) AS z, 7 AS k"))
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert [tuple(r) for r in rows] == [(datetime(2023, 3, 1, 4), datetime(2023, 3, 1, 4), None, 7)]
+    assert rows[0]["t"] == rows[0].t == datetime(2023, 3, 1, 4)

@@ -55,6 +55,19 @@ def test_spark_analysis_errors_name_the_key(spark, tmp_path):
     assert text.endswith("hint: name a column of the source, or a derived column above this one")
 
 
+
+def test_a_type_mismatch_gets_the_types_hint(spark, tmp_path):
+    """Spark says 'Cannot resolve "(x AND true)" due to data type mismatch': its 'cannot
+    resolve' got the hint of a misspelt column, where x is there."""
+    csv = tmp_path / "rows.csv"
+    csv.write_text("x,label\n1,a\n")
+    spec = write_spec(tmp_path, f"  path: {csv}\n  options: {{header: 'true'}}\n  columns:\n    y: x AND true\n")
+    with pytest.raises(SpecError) as info:
+        analyze_source(spark, load_dashboard(spec))
+    text = str(info.value)
+    assert "source.columns.y: Spark cannot analyse it: Cannot resolve" in text and "data type mismatch" in text, text
+    assert text.endswith("hint: CAST(x AS DOUBLE) or CAST(x AS STRING) makes the types agree"), text
+
 def test_a_filter_that_is_no_condition(spark, small_parquet, tmp_path):
     spec = write_spec(tmp_path, f"  path: {small_parquet}\n  filters:\n    - cat\n")
     with pytest.raises(SpecError) as info:

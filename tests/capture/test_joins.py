@@ -453,7 +453,9 @@ def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spar
                                "on": "item_key", "options": {"header": "true"}}
     with pytest.raises(SpecError) as info:
         spark_store(spark, d, tmp_path / "cache")
-    assert str(info.value).startswith("<spec>: source.joins[2].key: Spark cannot read column 'id' of ")
+    assert str(info.value) == ("<spec>: source.joins[2].key: column 'id' is not in the table of join 'item' "
+                               "(item.csv)\n    columns: sku, brand, price\n    hint: name the column of the "
+                               "dimension table that the source's on column holds"), str(info.value)
 
 
 @pytest.mark.spark
@@ -612,3 +614,114 @@ def test_on_spark_a_static_filter_rescans_everything_only_for_the_joins_it_reads
     changed = spark_store(spark, d, tmp_path / "cache")
     assert "static filters" in " ".join(changed.info.changes) and changed.n_rows < first.n_rows, changed.info.changes
     assert_same_answers(spark_store(spark, d, tmp_path / "fresh2"), changed, d)
+
+
+@pytest.mark.spark
+def test_on_spark_a_functional_dependency_over_joined_columns_is_captured(spark, tmp_path):
+    """A profiling check over joined columns (store.city -> region.zone): its default view
+    name was fd_store.city__region.zone, whose '.' the capture's partial results read as
+    their separator (KeyError 'fd_store' before any lineage was kept); a name holds only a
+    name's characters, so the dot is written '_'. Its bars are SQL's."""
+    from brushfire.spec import models as m
+
+    folder = tmp_path / "star"
+    fact, dims = make_star(1500, 8)
+    write_star(folder, fact, dims)
+    d = star_spec(folder)
+    d["profile"] = {"fd": [[["store.city"], ["region.zone"]]]}
+    spec = parse_dashboard(d)
+    name = spec.profile.fd[0].view_name
+    assert name == "fd_store_city__region_zone"
+    s = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).session()
+    con = Oracle(spec, spark).con
+    want = dict(con.execute(f'SELECT "{name}", count(*) FROM src GROUP BY 1').fetchall())
+    view = s.view(name)
+    assert dict(zip(view.labels, view.counts, strict=True)) == {k: want.get(k, 0) for k in view.labels}
+    assert sum(view.counts) == fact.num_rows and want.get(m.FD_VIOLATES), want
+
+
+def json_star(tmp_path, key: str) -> dict:
+    """The star spec with its `item` table a JSON array file (the columns only Spark
+    knows: validate leaves them to capture), joined on `key`."""
+    import json
+
+    fact, dims = make_star(300, 4)
+    write_star(tmp_path, fact, dims)
+    (tmp_path / "item.json").write_text(json.dumps(dims["item"].to_pylist()))
+    d = star_spec(tmp_path)
+    d["source"]["joins"][2] = {"name": "item", "path": str(tmp_path / "item.json"), "key": key, "on": "item_key"}
+    return d
+
+
+@pytest.mark.spark
+def test_on_spark_a_join_error_is_said_once_without_sparks_log(spark, tmp_path, capfd):
+    """pyspark 4 logs each analysis error with its query context and Java stack (a JSON
+    line of ~10 KB on stderr) as it raises it: an `on` column Spark cannot resolve buried
+    capture's own file:line:key message under it."""
+    from brushfire.errors import SpecError
+
+    d = json_star(tmp_path, "sku")
+    d["source"]["joins"][2]["on"] = "item_keys"
+    capfd.readouterr()
+    with pytest.raises(SpecError, match=r"source.joins\[2\].on: Spark cannot join on it: .*`item_keys`"):
+        spark_store(spark, d, tmp_path / "cache")
+    err = capfd.readouterr().err
+    assert "QueryContextLogger" not in err and "Py4JJavaError" not in err, err[:300]
+
+
+@pytest.mark.spark
+def test_on_spark_a_key_a_json_table_lacks_is_said_as_validate_says_it(spark, tmp_path):
+    """A key column a JSON dimension table lacks (validate cannot read its columns): the
+    error was Spark's own sentence with the hint of a derived column ('name a column of
+    the source, or a derived column above this one'); it now says what validate says of a
+    Parquet or CSV table's: the table's columns, and the one meant."""
+    from brushfire.errors import SpecError
+
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, json_star(tmp_path, "skus"), tmp_path / "cache")
+    assert str(info.value) == (
+        "<spec>: source.joins[2].key: column 'skus' is not in the table of join 'item' (item.json)\n"
+        "    columns: brand, price, sku\n"
+        "    hint: did you mean 'sku'?"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_a_column_a_json_table_lacks_lists_all_its_columns(spark, tmp_path):
+    """A misspelt joined column of a JSON dimension table: the error listed only the
+    columns the spec reads (the others are not carried), so the one meant was neither
+    listed nor suggested."""
+    import json
+
+    from brushfire.errors import SpecError
+
+    d = json_star(tmp_path, "sku")
+    rows = json.loads((tmp_path / "item.json").read_text())
+    (tmp_path / "item.json").write_text(json.dumps([{**r, "colour": "red"} for r in rows]))
+    d["views"][3]["field"] = "item.color"
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert "    columns: item.brand, item.colour, item.price, item.sku\n" in str(info.value), str(info.value)
+    assert str(info.value).endswith("hint: did you mean 'item.colour'?"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_keys_of_types_no_join_compares_get_a_join_hint(spark, tmp_path):
+    """A key Spark cannot compare with `on` (a timestamp with an integer): Spark says
+    'Cannot resolve "(...)" due to data type mismatch', whose 'cannot resolve' got the
+    hint of a misspelt column ('name a column of the source, or a derived column above
+    this one') where both columns exist."""
+    from datetime import datetime
+
+    from brushfire.errors import SpecError
+
+    fact, dims = make_star(200, 6)
+    dims["store"] = dims["store"].set_column(0, "store_id", pa.array(
+        [datetime(2020, 1, 1 + i % 28, i // 28) for i in range(dims["store"].num_rows)], pa.timestamp("us")))
+    write_star(tmp_path, fact, dims)
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, star_spec(tmp_path), tmp_path / "cache")
+    text = str(info.value)
+    assert text.startswith("<spec>: source.joins[0].on: Spark cannot join on it: Cannot resolve") \
+        and "data type mismatch" in text, text
+    assert text.endswith("hint: the source's store_key and key store_id of store.parquet are of types no "
+                         "join compares (BIGINT, TIMESTAMP_NTZ): give them one type in the files"), text

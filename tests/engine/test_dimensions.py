@@ -307,3 +307,53 @@ def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path, request, where):
         bars = [r[0] for r in con.execute(f"SELECT x FROM src WHERE \"d.id\" = '{value}'::DOUBLE "
                                           "ORDER BY 1").fetchall()]
         assert fwd["rows"] == len(bars) and fwd["views"]["x"] == bars, (key, fwd)  # (bar i: x = i)
+
+
+@pytest.mark.parametrize("tz", [None, "UTC"], ids=["naive", "zoned"])
+def test_a_time_key_is_found_by_any_iso_spelling_of_its_instant(tmp_path, tz):
+    """A timestamp or date key (a calendar or an hourly weather table) given as a time is
+    given as the protocol gives times: ISO text, naive = UTC. A details row writes a zoned
+    key without its offset, a `dimension` reply and a view's labels with '+00:00', a
+    brush takes 'Z': each named the row for one kind of column only ('... is not a value of
+    w.hour (timestamp[us, tz=UTC])'). A time the key column cannot hold (05:30 of a date)
+    is no key; a number is an error."""
+    from datetime import date, datetime
+
+    import pyarrow as pa
+
+    ts = pa.timestamp("us", tz=tz)
+    hours = [datetime(2023, 3, 1, h) for h in range(4)]
+    fact = pa.table({"t": pa.array([hours[1], hours[2], hours[2], None, hours[3]], ts),
+                     "d": pa.array([date(2023, 3, 1), date(2023, 3, 2), date(2023, 3, 2), None, None]),
+                     "x": pa.array([1, 2, 3, 4, 5], pa.int64())})
+    weather = pa.table({"hour": pa.array(hours[:3], ts), "sky": ["sun", "rain", "fog"]})
+    calendar = pa.table({"day": pa.array([date(2023, 3, 1), date(2023, 3, 2)]), "dow": ["Wed", "Thu"]})
+    spec = parse_dashboard({
+        "name": "times", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "w", "path": str(tmp_path / "w.parquet"), "key": "hour", "on": "t"},
+            {"name": "c", "path": str(tmp_path / "c.parquet"), "key": "day", "on": "d"}]},
+        "views": [{"name": "sky", "type": "categorical", "field": "w.sky"},
+                  {"name": "dow", "type": "categorical", "field": "c.dow"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
+        "interactions": {"crossfilter": [{"views": ["sky", "dow", "x"]}],
+                         "details": {"columns": ["x", "w.hour", "c.day"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None,
+                           {"w": weather, "c": calendar})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    details = handle(s, {"type": "details", "page": 0})["rows"]
+    dims = {j: handle(s, {"type": "dimension", "join": j})["rows"] for j in ("w", "c")}
+    for key in ["2023-03-01T02:00:00", "2023-03-01T02:00:00Z", "2023-03-01T02:00:00+00:00",
+                "2023-03-01T03:00:00+01:00", details[1]["w.hour"], dims["w"][0]["w.hour"]]:
+        fwd = handle(s, {"type": "dimension_forward", "join": "w", "key": key})
+        assert (fwd.get("rows"), fwd.get("views", {}).get("x")) == (2, [2, 3]), (key, fwd)
+    for key in ["2023-03-02", "2023-03-02T00:00:00Z", "2023-03-02T00:00:00+00:00",
+                details[1]["c.day"], dims["c"][0]["c.day"]]:
+        fwd = handle(s, {"type": "dimension_forward", "join": "c", "key": key})
+        assert (fwd.get("rows"), fwd.get("views", {}).get("x")) == (2, [2, 3]), (key, fwd)
+    for join, key in [("w", "2023-03-01T02:00:00.5"), ("c", "2023-03-02T05:30:00")]:
+        assert handle(s, {"type": "dimension_forward", "join": join, "key": key})["rows"] == 0, key
+    assert handle(s, {"type": "dimension_forward", "join": "w", "key": 5})["message"] == (
+        "key 5 is a number and w.hour is a column of times (timestamp[us" + (", tz=UTC" if tz else "")
+        + "]): give the key as an ISO time, e.g. 2021-03-01 or 2021-03-01T12:30:00Z")
+    assert handle(s, {"type": "dimension_forward", "join": "w", "key": "noon"})["message"].startswith(
+        "key 'noon' is not a value of w.hour")

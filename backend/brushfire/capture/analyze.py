@@ -35,6 +35,7 @@ from brushfire.spec.checks import (
     check_data_bars,
     data_bar_fields,
     expression_warnings,
+    missing_key,
 )
 
 log = logging.getLogger("brushfire.spec")
@@ -251,9 +252,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
     if origin:  # (read before a join: Spark refuses input_file_name() over two tables)
         df = with_row_origin(df)
-    shuffled = False
+    shuffled, dim_kinds = False, {}
     if src.joins:
-        df, shuffled = _join_dimensions(spark, dash, df, broadcast_bytes, all_columns)
+        df, shuffled, dim_kinds = _join_dimensions(spark, dash, df, broadcast_bytes, all_columns)
         source_kinds |= {f.name: _fine_kind(f.dataType) for f in _flat_fields(df, src)}
     for name, text in src.columns.items():
         with _spark_problem(_at(dash, ("source", "columns", name), "Spark cannot analyse it")):
@@ -275,7 +276,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
             .sortWithinPartitions(*ORIGIN)
     fields = {f.name: f.dataType for f in df.schema.fields}
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
-    check_columns(dash, {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}, derived=derived)
+    # (a dimension table's columns the spec does not read are not carried: named in errors)
+    kinds = {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}
+    check_columns(dash, {**dim_kinds, **kinds}, derived=derived)
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):
@@ -294,6 +297,7 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
 
     needed = needed_columns(dash)
     shuffled = False
+    every: dict[str, str] = {}  # every column of every table, carried or not (for errors)
     own = {c.lower(): c for c in df.columns}  # (validate knows a CSV or JSON source's only now)
     for i, j in enumerate(dash.source.joins):
         if j.name.lower() in own:
@@ -306,22 +310,37 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
         names = dim.columns if all_columns or needed[j.name] is None else \
             [c for c in dim.columns if c.lower() in {n.lower() for n in needed[j.name]}]
         keyed = [c for c in dim.columns if c.lower() == j.key.lower()]
+        if not keyed:  # (validate says so of a Parquet or CSV table; a JSON one's known now)
+            raise _spec_error(dash, ("source", "joins", i, "key"), *missing_key(j, dim.columns))
+        every |= {f"{j.name}.{f.name}": _fine_kind(f.dataType) for f in dim.schema.fields}
         with _spark_problem(_at(dash, ("source", "joins", i, "key"),
                                 f"Spark cannot read column {j.key!r} of {j.path}")):
-            if not keyed:
-                _ = dim.select(F.col(_q(j.key))).schema  # (raises Spark's own message)
             names = list(dict.fromkeys([keyed[0], *names]))
             right = dim.select(F.struct(*[F.col(_q(c)) for c in names]).alias(j.name))
             size = int(str(right._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
             small = size <= broadcast_bytes
             shuffled |= not small
-        with _spark_problem(_at(dash, ("source", "joins", i, "on"), "Spark cannot join on it")):
+        with _spark_problem(_on_problem(dash, i, j)):
             on = F.col(_q(j.on)) if dash.source.join_of(j.on) is None else F.col(
                 ".".join(_q(p) for p in j.on.split(".", 1)))
             df = df.join(F.broadcast(right) if small else right,
                          on=on == F.col(j.name)[keyed[0]], how="left")
             _ = df.schema
-    return df, shuffled
+    return df, shuffled, every
+
+
+def _on_problem(dash: m.DashboardSpec, i: int, j: m.Join) -> Callable[[str], BrushfireError]:
+    """The error of a join Spark cannot make, at its `on`: for types no join compares (a
+    timestamp with an integer) a hint naming both columns, not a misspelt column's."""
+    def make(text: str) -> BrushfireError:
+        types = re.search(r'incompatible types \("([^"]+)" and "([^"]+)"\)', text)
+        hint = _analysis_hint(text)
+        if types:
+            on = f"the source's {j.on}" if dash.source.join_of(j.on) is None else j.on
+            hint = (f"{on} and key {j.key} of {Path(j.path).name} are of types no join compares "
+                    f"({types[1]}, {types[2]}): give them one type in the files")
+        return _spec_error(dash, ("source", "joins", i, "on"), f"Spark cannot join on it: {text}", hint)
+    return make
 
 
 def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) -> None:
@@ -513,11 +532,11 @@ def spark_message(e: BaseException) -> str:
 
 
 def _analysis_hint(text: str) -> str:
-    low = text.lower()
-    if "cannot be resolved" in low or "cannot resolve" in low:
-        return "name a column of the source, or a derived column above this one"
+    low = text.lower()  # ('Cannot resolve "(a = b)" due to data type mismatch': types first)
     if "data type mismatch" in low or "datatype_mismatch" in low:
         return "CAST(x AS DOUBLE) or CAST(x AS STRING) makes the types agree"
+    if "cannot be resolved" in low or "cannot resolve" in low:
+        return "name a column of the source, or a derived column above this one"
     if "undefined function" in low or "unresolved_routine" in low:
         return "see the functions Spark SQL provides; docs/spec.md lists the allowed ones"
     return "check the expression against Spark SQL's syntax"

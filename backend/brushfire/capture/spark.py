@@ -73,7 +73,20 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_query_context_logs()
     return spark
+
+
+def quiet_query_context_logs() -> None:
+    """pyspark 4 logs every analysis error with its query context and Java stack (a JSON
+    line of kilobytes on stderr) as it raises it; Brushfire catches those errors and says
+    them at the spec's key (capture/analyze.py), so that log only buried the message."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # (pyspark 3: no such log)
+        return
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def parse_spark_conf(text: str) -> dict[str, str]:
@@ -367,7 +380,7 @@ class SparkRunner:
         try:
             df = read_raw(self.spark, src)
             if src.joins:
-                df, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
+                df, _, _ = _join_dimensions(self.spark, self.dash, df, self.broadcast, False)
             if failure(df) is not None:  # (reading or joining fails: no expression to name)
                 return None
             for name, text in src.columns.items():

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from brushfire import values as V
 from brushfire.engine.api import (
     DimensionForwardRequest,
     DimensionRequest,
@@ -138,6 +139,8 @@ def _key_value(key, t: pa.DataType, column: str):
     float key's NaN and infinities are given as 'NaN', 'Infinity', '-Infinity' (as
     replies write them: JSON has no such numbers)."""
     text = t.value_type if pa.types.is_dictionary(t) else t
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return _time_key(key, t, column)
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
         msg = (f"key {key!r} is a number and {column} is a column of strings ({t}): give the "
                f"key as its text, e.g. {str(key)!r}")
@@ -157,6 +160,29 @@ def _key_value(key, t: pa.DataType, column: str):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
         msg = f"key {key!r} is not a value of {column} ({t})"
         raise InteractionError(msg) from None
+
+
+def _time_key(key, t: pa.DataType, column: str):
+    """A time key as the protocol takes times (V.time_bound: ISO text, naive = UTC, so a
+    details row's '2023-03-01T02:00:00', a reply's '...+00:00' and a brush's '...Z' name one
+    instant) as a scalar of `t`, or None when no value of `t` is that instant (05:30 of a
+    date, a microsecond of a column of seconds): SQL's `=` finds no row."""
+    if not isinstance(key, str):
+        msg = (f"key {key!r} is a number and {column} is a column of times ({t}): give the "
+               f"key as an ISO time, e.g. {V.ISO_EXAMPLE}")
+        raise InteractionError(msg)
+    try:
+        micros = V.time_bound(key)
+    except InteractionError:
+        msg = f"key {key!r} is not a value of {column} ({t}): give it as an ISO time, e.g. {V.ISO_EXAMPLE}"
+        raise InteractionError(msg) from None
+    if pa.types.is_date(t):
+        days, rest = divmod(micros, 86_400_000_000)
+        return None if rest else pa.scalar(days, pa.date32()).cast(t)
+    try:  # (a zoned column holds UTC instants, as a naive one is read: the same micros)
+        return pa.scalar(micros, pa.timestamp("us", tz=t.tz)).cast(t)
+    except (pa.ArrowInvalid, OverflowError):  # (truncated to the column's unit, or beyond it)
+        return None
 
 
 __all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_forward", "dimension_forward",

@@ -742,14 +742,14 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
         if j.name not in unread:
             columns = [c.partition(".")[2] for c in schema if c.startswith(f"{j.name}.")]
             if f"{j.name}.{j.key}" not in schema:
-                msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
-                       f"({Path(j.path).name})" + choices_phrase("columns", columns))
-                unnamed = bool(columns) and all(c == f"_c{n}" for n, c in enumerate(columns))
-                problem((*loc, "key"), msg, did_you_mean(j.key, columns) or (
-                        "Spark names a CSV file's columns _c0, _c1, ... unless it reads their names "
-                        "from its first line: drop header: \"false\" from the join's options" if unnamed else
-                        "name the column of the dimension table that the source's on column holds"))
+                problem((*loc, "key"), *missing_key(j, columns))
         on = src.join_of(j.on)
+        kinds = {_coarse(k) for k in (schema.get(j.on), schema.get(f"{j.name}.{j.key}")) if k is not None}
+        if kinds == {"number", "temporal"}:  # (Spark's join refuses them; strings it casts)
+            a, b = (_A_KIND[_coarse(schema[c])] for c in (j.on, f"{j.name}.{j.key}"))
+            problem((*loc, "on"), f"column {j.on!r} ({a}) and key {j.key!r} of {Path(j.path).name} ({b}) "
+                    "are of types no join compares", "give them one type in the files (Spark's join "
+                    "compares numbers with numbers or text, times with times or text)")
         if on is not None and on.name in unread:
             continue
         if on is None and j.on not in schema and j.on.lower() not in derived:
@@ -761,6 +761,18 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
             msg = f"column {j.on!r} is not in the table of join {on.name!r}" + choices_phrase("columns", columns)
             problem((*loc, "on"), msg, did_you_mean(j.on, columns) or "")
     return out
+
+
+def missing_key(j: m.Join, columns: list[str]) -> tuple[str, str]:
+    """(message, hint) for a join whose dimension table (of `columns`) lacks its key:
+    validate's, and capture's for a table only Spark reads (JSON)."""
+    msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
+           f"({Path(j.path).name})" + choices_phrase("columns", columns))
+    unnamed = bool(columns) and all(c == f"_c{n}" for n, c in enumerate(columns))
+    return msg, did_you_mean(j.key, columns) or (
+        "Spark names a CSV file's columns _c0, _c1, ... unless it reads their names "
+        "from its first line: drop header: \"false\" from the join's options" if unnamed else
+        "name the column of the dimension table that the source's on column holds")
 
 
 _KINDS = ("number", "temporal", "string")

@@ -501,7 +501,9 @@ class FunctionalDependency(Model):
     @property
     def view_name(self) -> str:
         """The name of the view (and of the column) showing which rows violate it."""
-        return self.name or f"fd_{'_'.join(self.lhs)}__{'_'.join(self.rhs)}"
+        # (a name's characters only: a joined column's '.' separates a partial result's
+        # parts in the capture, and a column's other characters would be no name's)
+        return self.name or re.sub(r"[^A-Za-z0-9_-]", "_", f"fd_{'_'.join(self.lhs)}__{'_'.join(self.rhs)}")
 
 
 FD_VIOLATES, FD_HOLDS = "violates", "holds"  # the bars of a functional dependency's view
