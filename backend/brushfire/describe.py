@@ -34,7 +34,8 @@ def describe_dashboard(dash: Dashboard) -> dict:
     full-data bars; and for a narrow card, when it differs), its labels and initial values
     (after default parameters), its brush (`lazy`: not captured, answered on Spark by
     brushfire/lazy.py; `snap`); the parameters with their choices; the highlight and
-    details declarations; the layout; the bars' colours; the version served
+    details declarations, and the joins whose dimension rows details can list (`joins`:
+    name, table, key column); the layout; the bars' colours; the version served
     (brushfire/versions.py). Computed once per open dashboard (the store is read-only),
     and forgotten with it."""
     with _lock:
@@ -77,9 +78,22 @@ def _describe(dash: Dashboard) -> dict:
         "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
         "details": details.model_dump() if details else None,
+        "joins": _joins_json(dash),
         "layout": [s.model_dump() for s in dash.spec.layout] if dash.spec.layout else None,
         "colors": charts.COLORS,
     }
+
+
+def _joins_json(dash: Dashboard) -> list[dict]:
+    """The joins whose lineage was captured (their key kept with the details' columns):
+    the page lists a selection's dimension rows (`dimension`) and marks a hovered one's
+    bars (`dimension_forward`)."""
+    out = []
+    for j in dash.spec.source.joins:
+        key = f"{j.name}.{j.key}"
+        if key in dash.plan.detail_columns:
+            out.append({"name": j.name, "table": Path(j.path).name, "key": key})
+    return out
 
 
 def _parameter_json(dash: Dashboard, p) -> dict:

@@ -55,7 +55,7 @@ export class DashboardUI {
     if (d.details) {
       const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
       this.details = new DetailsTable(d.details, (msg) => this.request(msg), download,
-        (rid) => this.hoverRow(rid));
+        (rid) => this.hoverRow(rid), d.joins ?? [], (join, key) => this.hoverKey(join, key));
     }
     this.views = el("div", "bf-views");
     this.root.append(this.header(), this.helpBar(), this.parameterBar(), this.views);
@@ -513,6 +513,21 @@ export class DashboardUI {
     if (seq !== this.rowSeq || reply.type !== "forward") return; // a newer hover won
     await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
     this.measured({ type: "forward", view: "details", total: performance.now() - t0, engine: reply.ms });
+  }
+
+  // Forward lineage through a join: hovering a dimension row (an airport) marks the bars
+  // its rows (the flights from it) fall in, in every view whose bars per row were captured.
+  async hoverKey(join, key) {
+    const seq = ++this.rowSeq;
+    if (key === null) {
+      await Promise.all([...this.charts.values()].map((c) => c.mark(null)));
+      return;
+    }
+    const t0 = performance.now();
+    const reply = await this.request({ type: "dimension_forward", join, key });
+    if (seq !== this.rowSeq || reply.type !== "dimension_forward") return; // a newer hover won
+    await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
+    this.measured({ type: "dimension_forward", view: join, total: performance.now() - t0, engine: reply.ms });
   }
 
   async clearAll() {

@@ -1,7 +1,10 @@
 // Details on demand: a paged table of the input rows behind the current selection
 // (backward lineage), refreshed after each update while it is open. Values are formatted
 // by type (format.js): numbers right-aligned without float noise, instants readable.
-// "Download rows" saves all of them (CSV or Parquet), streamed by the server.
+// "Download rows" saves all of them (CSV or Parquet), streamed by the server. On a star
+// schema, "Rows of" lists instead the rows of a joined (dimension) table behind the
+// selection, each with how many of the source's rows reach it (lineage through the join:
+// `dimension`); hovering one marks the bars its rows fall in (`dimension_forward`).
 //
 // Its controls ("Show rows", "Download rows" and the format) go where the page keeps its
 // actions (`controls`, the header); the table opens in `element`, a panel along the
@@ -16,12 +19,17 @@ const fmt = new Intl.NumberFormat("en-US");
 export class DetailsTable {
   // `download(format)`: the URL of the rows behind the current selection, or null.
   // `onHoverRow(rid | null)`: the pointer entered a row (forward lineage shows its bars)
-  // or left the table.
-  constructor(declaration, request, download = null, onHoverRow = () => {}) {
+  // or left the table. `joins`: the description's ({name, table, key}); `onHoverKey(join,
+  // key | null)`: the pointer entered a dimension row, or left the table.
+  constructor(declaration, request, download = null, onHoverRow = () => {}, joins = [],
+    onHoverKey = () => {}) {
     this.columns = declaration.columns;
     this.pageSize = declaration.page_size;
     this.request = request;
     this.onHoverRow = onHoverRow;
+    this.joins = joins;
+    this.onHoverKey = onHoverKey;
+    this.join = null; // a join's name: its dimension rows are listed; null: the source's rows
     this.page = 0;
     this.order = null; // {column, descending}: the rows in that column's order; null: rid order
     this.open = false;
@@ -45,12 +53,29 @@ export class DetailsTable {
     close.title = "Hide the rows";
     close.setAttribute("aria-label", "Hide the rows");
     close.onclick = () => this.setOpen(false);
-    bar.append(el("strong", "", "Rows behind the selection"), this.prev, this.next, this.info, close);
+    bar.append(el("strong", "", "Rows behind the selection"), ...this.joinControl(), this.prev, this.next,
+      this.info, close);
     this.controls = [this.toggle, ...(download ? this.downloadControl(download) : [])];
     this.table = el("table", "bf-table");
-    this.table.onmouseleave = () => this.onHoverRow(null);
+    this.table.onmouseleave = () => (this.join ? this.onHoverKey(this.join, null) : this.onHoverRow(null));
     this.element.append(bar, this.table);
     this.prev.disabled = this.next.disabled = true;
+  }
+
+  // "Rows of": the source's rows, or a join's dimension rows (none without joins).
+  joinControl() {
+    if (!this.joins.length) return [];
+    const pick = el("select", "bf-rows-of");
+    pick.setAttribute("aria-label", "Rows of");
+    pick.title = "List the source's rows, or the rows of a joined table behind the selection";
+    pick.append(new Option("source rows", ""));
+    for (const j of this.joins) pick.append(new Option(`${j.name} rows (${j.table})`, j.name));
+    pick.onchange = () => {
+      this.join = pick.value || null;
+      this.order = null;
+      this.show(0);
+    };
+    return [pick];
   }
 
   downloadControl(download) {
@@ -92,6 +117,14 @@ export class DetailsTable {
   async show(page) {
     const seq = ++this.seq;
     const t0 = performance.now();
+    if (this.join) {
+      const join = this.join;
+      const reply = await this.request({ type: "dimension", join, page, page_size: this.pageSize });
+      if (seq !== this.seq || reply.type !== "dimension") return; // a newer request won
+      this.page = page;
+      this.renderDimension(reply, performance.now() - t0);
+      return;
+    }
     const order = this.order ? { order_by: this.order.column, descending: this.order.descending } : {};
     const reply = await this.request({ type: "details", page, page_size: this.pageSize, ...order });
     if (seq !== this.seq || reply.type !== "details") return; // a newer request won
@@ -137,6 +170,38 @@ export class DetailsTable {
     this.info.textContent = reply.total === 0 ? "no rows selected"
       : `rows ${fmt.format(first + 1)}–${fmt.format(first + reply.rows.length)} of ` +
         `${fmt.format(reply.total)} (${ms.toFixed(1)} ms)`;
+    this.prev.disabled = reply.page === 0;
+    this.next.disabled = first + reply.rows.length >= reply.total;
+  }
+
+  // A join's dimension rows: its key, its details columns and how many of the selection's
+  // rows reach it, most first (the engine's order).
+  renderDimension(reply, ms) {
+    const join = this.joins.find((j) => j.name === reply.join);
+    const columns = reply.rows.length ? Object.keys(reply.rows[0]) : [join.key, "rows"];
+    const head = el("tr");
+    for (const c of columns) {
+      const th = el("th", "", c);
+      th.title = c === "rows" ? "Rows of the selection with this row of the join (most first)" : "";
+      head.append(th);
+    }
+    const rows = reply.rows.map((r) => {
+      const tr = el("tr");
+      tr.dataset.key = JSON.stringify(r[join.key]);
+      tr.onmouseenter = () => this.onHoverKey(join.name, r[join.key]);
+      for (const c of columns) {
+        const td = el("td", "", formatValue(r[c]));
+        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
+        tr.append(td);
+      }
+      return tr;
+    });
+    this.table.replaceChildren(head, ...rows);
+    const first = reply.page * this.pageSize;
+    const unmatched = reply.unmatched ? `; ${fmt.format(reply.unmatched)} selected rows without one` : "";
+    this.info.textContent = (reply.total === 0 ? `no ${join.name} rows behind the selection`
+      : `${join.name} rows ${fmt.format(first + 1)}–${fmt.format(first + reply.rows.length)} of ` +
+        `${fmt.format(reply.total)}`) + `${unmatched} (${ms.toFixed(1)} ms)`;
     this.prev.disabled = reply.page === 0;
     this.next.disabled = first + reply.rows.length >= reply.total;
   }

@@ -1,0 +1,70 @@
+"""Lineage through joins in the page (issue 34): on a star schema, the details panel lists
+the rows of a joined table behind the selection, each with how many of the source's rows
+reach it, as DuckDB's LEFT JOIN counts them; hovering one marks the bars of its rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from browser.conftest import open_page
+from brushfire import Dashboard
+from brushfire.engine.dimensions import dimension_forward
+from brushfire.server import create_app
+from brushfire.spec import parse_dashboard
+from live_server import live_server
+from oracle import Oracle
+from pages import IDLE, drag
+from star_schemas import make_star, star_spec, write_star
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def served_star(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("star")
+    fact, dims = make_star(4000, seed=5)
+    write_star(folder, fact, dims)
+    dash = Dashboard.open(parse_dashboard(star_spec(folder)), spark=spark,
+                          cache_dir=tmp_path_factory.mktemp("cache"))
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
+
+
+def test_the_rows_of_a_joined_table_behind_the_selection_and_their_bars(chromium, served_star, request):
+    addr, dash = served_star
+    oracle = Oracle(dash.spec)
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        drag(page, "amount", 0, 80)
+        lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
+        oracle.brush("amount", (lo, hi))
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        assert page.eval_on_selector_all(".bf-rows-of option", "os => os.map(o => o.value)") == \
+            ["", "store", "region", "item"]
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
+        assert head == ["store.store_id", "store.city", "rows"]
+        key = '"store.store_id"'
+        where = oracle.where(None)
+        want = oracle.con.execute(f"SELECT {key}, count(*) AS n FROM src WHERE {where} AND {key} IS NOT NULL "
+                                  f"GROUP BY {key} ORDER BY n DESC, {key}").fetchall()
+        unmatched = oracle.con.execute(f"SELECT count(*) FROM src WHERE {where} AND {key} IS NULL").fetchone()[0]
+        got = page.eval_on_selector_all(".bf-table tr[data-key]", """trs => trs.map(tr =>
+            [JSON.parse(tr.dataset.key), +tr.lastElementChild.textContent.replace(/,/g, '')])""")
+        assert [tuple(r) for r in got] == [tuple(r) for r in want[:50]]  # (the first page: 50 rows)
+        info = page.inner_text(".bf-details-info")
+        assert f"of {len(want):,}" in info and f"{unmatched:,} selected rows without one" in info, info
+
+        page.hover(".bf-table tr[data-key]:nth-child(3) td:nth-child(2)")  # (the second row)
+        page.wait_for_function("window.brushfire.ui.metrics.some(m => m.type === 'dimension_forward')")
+        page.wait_for_function(IDLE)
+        _, views = dimension_forward(dash.engine_session(), "store", want[1][0])
+        for name, bars in views.items():
+            assert page.evaluate(f"window.brushfire.ui.charts.get('{name}').marked") == bars, name
+        page.mouse.move(5, 5)  # leaving the table unmarks
+        page.wait_for_function("[...window.brushfire.ui.charts.values()].every(c => !c.marked)")
+
+        page.select_option(".bf-rows-of", "")  # back to the source's rows
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        assert f"of {oracle.selected():,}" in page.inner_text(".bf-details-info")
