@@ -175,10 +175,15 @@ class DashboardWidget(anywidget.AnyWidget):
             return False
         session = new.session()
         with self._lock:
-            dropped = protocol.carry_over(self._session, session)
-            self._dash, self._session = new, session
+            try:
+                dropped = protocol.carry_over(self._session, session)
+            except BaseException:
+                session.close()
+                raise
+            old, self._dash, self._session = self._session, new, session
             self._description = describe_dashboard(new)
             self._mirror(protocol.filters_json(session))
+        old.close()  # its background work stops and the replaced capture can be freed
         if dropped:
             print(f"brushfire: the new data refuse the filters on {', '.join(dropped)}: left off")
         return True
