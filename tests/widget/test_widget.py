@@ -324,6 +324,40 @@ def test_reload_closes_the_session_it_replaces(spark, tmp_path):
     assert old._closed and not w.session.inner._closed
 
 
+def test_watch_goes_on_after_a_failing_reload_of_any_kind(spark, tmp_path, monkeypatch, capsys):
+    """A reload failing with what is not a BrushfireError (an OSError reading the folder,
+    Spark's own error) is said, once, and the watch goes on: the next good data are
+    picked up."""
+    import time
+
+    from brushfire import Dashboard
+    from rows import make_rows
+
+    folder, w = growing_widget(spark, tmp_path)
+    refresh = Dashboard.refresh
+    failures = []
+
+    def failing(self, *args, **kwargs):
+        if len(failures) < 3:
+            failures.append(1)
+            msg = "[Errno 5] Input/output error: 'part-1.parquet'"
+            raise OSError(msg)
+        return refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(Dashboard, "refresh", failing)
+    stop = w.watch(0.05)
+    try:
+        pq.write_table(make_rows(300, 2), folder / "part-1.parquet")
+        deadline = time.monotonic() + 240
+        while w.dashboard.store.n_rows != 1100:
+            assert time.monotonic() < deadline, "the watch stopped at the failure"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+    out = capsys.readouterr().out
+    assert out.count("Input/output error") == 1, out
+
+
 def test_closing_the_widget_closes_its_session(w):
     """Its background work stops and what it built is freed (issue 36); the dashboard
     stays open for other widgets."""
