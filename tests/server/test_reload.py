@@ -182,3 +182,45 @@ def test_a_reload_error_goes_once_the_capture_served_is_current_again(spark, tmp
     assert host.reload_error
     assert not host.reload(spark=spark)
     assert host.reload_error is None and "reload_error" not in host.status_json()
+
+
+def test_a_capture_of_the_edited_spec_is_not_taken_for_new_data(spark, tmp_path):
+    """The spec edited and captured (`brushfire capture`) while the old one is served with
+    --watch, over the same source (one cache entry): the served capture is still the
+    data's, so nothing is captured again (before, the old spec was captured again over
+    the edited one's entry at the next check, 'the source's data changed'); data appended
+    after that are picked up (before, they were compared with the edited spec's capture
+    and missed)."""
+    from brushfire import Dashboard
+    from brushfire.lineage.store import entry_dir, read_manifest, spec_hash
+
+    folder, host = growing_host(spark, tmp_path, 400, 1)
+    served = host.dashboard
+    edited = growing_spec(folder)
+    edited["views"].append({"name": "hk", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]}})
+    edited = parse_dashboard(edited)
+    Dashboard.open(edited, spark=spark, cache_dir=tmp_path / "cache")
+    assert not host.reload(spark=spark) and host.dashboard is served and host.reload_error is None
+    entry = read_manifest(entry_dir(tmp_path / "cache", edited))
+    assert entry["spec_sha256"] == spec_hash(edited)  # the edited spec's capture stays
+    pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
+    Dashboard.open(edited, spark=spark, cache_dir=tmp_path / "cache")  # (captured over it too)
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 500
+    assert [v.name for v in host.dashboard.spec.views] == ["hx", "cat"]  # still the spec served
+
+
+def test_a_delta_table_reloaded_is_current_then(spark, tmp_path):
+    """The files listed by the table's log are those the capture keys: once the new version
+    is served, the next checks find nothing new (no reload at every check)."""
+    from deltalake import write_deltalake
+
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(300, 1))
+    d = growing_spec(table)
+    d["source"]["format"] = "delta"
+    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.dashboard.stale()
+    write_deltalake(table, make_rows(100, 2), mode="append")
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
+    assert not host.dashboard.stale() and not host.reload(spark=spark) and host.reloads == 1
