@@ -586,3 +586,27 @@ def test_quantiles_answered_on_spark_equal_sqls_to_the_last_bit(spark, tmp_path)
     reply = protocol.handle(s, {"type": "filter", "column": "y", "interval": [0, 10]})
     assert reply["lazy"]["views"] == ["q"], reply
     assert dict(zip(engine.labels, reply["views"]["q"]["values"], strict=True)) == want
+
+
+def test_lazy_answers_read_the_files_captured_not_those_appended_since(spark, tmp_path):
+    """A file appended to the source's folder is not in the capture until the next reload
+    (serve --watch): an answer on Spark meanwhile counts the rows the capture has, as its
+    other views do, not the new file's too."""
+
+    import pyarrow.parquet as pq
+
+    from rows import make_rows
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(600, 1), folder / "part-0.parquet")
+    d = lazy_spec(folder)
+    d["source"]["format"] = "parquet"
+    dash = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache")
+    pq.write_table(make_rows(300, 2), folder / "part-1.parquet")
+    oracle = Oracle(parse_dashboard(lazy_spec(folder / "part-0.parquet")))
+    s = dash.session()
+    reply = protocol.handle(s, {"type": "brush", "view": "lonely", "interval": [0, 60]})
+    assert reply["type"] == "update" and reply["lazy"], reply
+    oracle.brush("lonely", [0, 60])
+    assert reply["selected"] == oracle.selected()
