@@ -591,7 +591,9 @@ def test_quantiles_answered_on_spark_equal_sqls_to_the_last_bit(spark, tmp_path)
 def test_lazy_answers_read_the_files_captured_not_those_appended_since(spark, tmp_path):
     """A file appended to the source's folder is not in the capture until the next reload
     (serve --watch): an answer on Spark meanwhile counts the rows the capture has, as its
-    other views do, not the new file's too."""
+    other views do, not the new file's too. And a source whose capture is gone (replaced
+    by a newer one) leaves no cached copy in Spark."""
+    import gc
 
     import pyarrow.parquet as pq
 
@@ -610,3 +612,13 @@ def test_lazy_answers_read_the_files_captured_not_those_appended_since(spark, tm
     assert reply["type"] == "update" and reply["lazy"], reply
     oracle.brush("lonely", [0, 60])
     assert reply["selected"] == oracle.selected()
+    table = source_for(dash).table
+    assert spark.catalog.tableExists(table)
+    s.close()
+    del s, dash, reply
+    deadline = time.monotonic() + 60
+    while spark.catalog.tableExists(table):
+        assert time.monotonic() < deadline, "the released source's table is still there"
+        gc.unfreeze()  # (a server's warm-up in an earlier test may have frozen it: gc.freeze)
+        gc.collect()
+        time.sleep(0.2)

@@ -81,6 +81,9 @@ class SparkSource:
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
                 spark.catalog.cacheTable(self.table)
+                # ... until this source is gone (its capture replaced by a newer one, serve
+                # --watch): else every reload would leave a cached copy of the source
+                weakref.finalize(self, _drop_table, spark, self.table).atexit = False  # (Spark ends too)
                 self.columns = {c: k for c, k in schema_kinds(df).items() if not c.startswith("__bf_")}
                 self.spark = spark
         return self.spark
@@ -169,6 +172,20 @@ def _local_paths(uris: set) -> list[str] | None:
     if not uris or not all(isinstance(u, str) and u.startswith("file:") for u in uris):
         return None
     return [unquote(urlparse(u).path) for u in sorted(uris)]
+
+
+def _drop_table(spark, table: str) -> None:
+    """Uncache and drop a released source's view, in a thread of its own (a finalizer may
+    run inside another call to Spark's gateway, on any thread)."""
+
+    def run() -> None:
+        try:
+            spark.catalog.uncacheTable(table)
+            spark.catalog.dropTempView(table)
+        except Exception:  # noqa: BLE001, S110 - Spark stopped meanwhile: nothing is kept
+            pass
+
+    threading.Thread(target=run, name="brushfire-drop-lazy-table", daemon=True).start()
 
 
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dashboard -> SparkSource
