@@ -17,6 +17,7 @@ forward's rids) are brushfire/limits.py's, which the sessions' Python API keeps 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -179,7 +180,9 @@ def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
         reply = handle(new, {"type": "filters", "filters": state})
         if reply["type"] != "error" or not state:
             return dropped
-        bad = next((n for n in state if f"filters.{n}" in reply["message"]), None)
+        # (the entry's whole name: c2's error is not c's)
+        bad = next((n for n in state if re.search(rf"filters\.{re.escape(n)}(?=[.:\s]|$)", reply["message"])),
+                   None)
         bad = bad or next(iter(state))  # (the message names the entry; else drop the first)
         dropped.append(bad)
         state = {n: f for n, f in state.items() if n != bad}
