@@ -224,3 +224,27 @@ def test_a_delta_table_reloaded_is_current_then(spark, tmp_path):
     write_deltalake(table, make_rows(100, 2), mode="append")
     assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
     assert not host.dashboard.stale() and not host.reload(spark=spark) and host.reloads == 1
+
+
+def test_a_dashboard_that_failed_to_open_is_opened_again_when_its_data_change(spark, tmp_path):
+    """Served with --watch over a folder whose only file is unreadable: the opening fails
+    (no capture to serve); the file replaced by a good one, the watch opens it again
+    and serves it (it stayed failed until a restart)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(b"not a parquet file" * 50)
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    stop = host.watch(0.2, spark=spark)
+    try:
+        assert host.wait(300) and host.status == "failed" and "part-0.parquet" in host.error, host.error
+        time.sleep(1)
+        assert host.status == "failed"  # (nothing changed: not opened again at each check)
+        pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+        deadline = time.monotonic() + 120
+        while host.status != "ready":
+            assert time.monotonic() < deadline, f"not opened again: {host.status} {host.error}"
+            time.sleep(0.2)
+        assert host.dashboard.store.n_rows == 300 and host.error is None
+    finally:
+        stop.set()
