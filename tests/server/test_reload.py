@@ -248,3 +248,20 @@ def test_a_dashboard_that_failed_to_open_is_opened_again_when_its_data_change(sp
         assert host.dashboard.store.n_rows == 300 and host.error is None
     finally:
         stop.set()
+
+
+def test_a_cache_that_cannot_be_written_is_no_new_data(spark, tmp_path):
+    """The lineage cache cannot be written (the capture went to a temporary directory):
+    the entry is never there, which is no change of the data; each check captured the
+    whole source again, and told every session it had new data."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    (tmp_path / "a-file").write_text("")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "a-file" / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.reload(spark=spark) and host.reloads == 0
+    pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
+    assert not host.reload(spark=spark) and host.reloads == 1
