@@ -173,7 +173,8 @@ def set_filters(session: SessionAPI, requests: tuple[R.Request, ...]) -> Update:
 def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
     """Give `new` (a session of a newer capture of the same dashboard) the filters of
     `old`, each as a `filters` message checks it; returns the names of those the new
-    data refuse (a category or choice gone, a slider's value out of range), left off."""
+    data refuse (a category or dropdown choice gone), left off. (A slider's value beyond
+    the new data's range is kept: a filter as SQL applies it, which may select no row.)"""
     state = filters_json(old)
     dropped: list[str] = []
     while True:
