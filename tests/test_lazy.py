@@ -608,3 +608,39 @@ def test_zoned_times_from_spark_are_utc_on_a_host_in_another_zone(spark, monkeyp
         time.tzset()
     assert [tuple(r) for r in rows] == [(datetime(2023, 3, 1, 4), datetime(2023, 3, 1, 4), None, 7)]
     assert rows[0]["t"] == rows[0].t == datetime(2023, 3, 1, 4)
+
+
+def test_lazy_answers_read_the_files_captured_not_those_appended_since(spark, tmp_path):
+    """A file appended to the source's folder is not in the capture until the next reload
+    (serve --watch): an answer on Spark meanwhile counts the rows the capture has, as its
+    other views do, not the new file's too. And a source whose capture is gone (replaced
+    by a newer one) leaves no cached copy in Spark."""
+    import gc
+
+    import pyarrow.parquet as pq
+
+    from rows import make_rows
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(600, 1), folder / "part-0.parquet")
+    d = lazy_spec(folder)
+    d["source"]["format"] = "parquet"
+    dash = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache")
+    pq.write_table(make_rows(300, 2), folder / "part-1.parquet")
+    oracle = Oracle(parse_dashboard(lazy_spec(folder / "part-0.parquet")))
+    s = dash.session()
+    reply = protocol.handle(s, {"type": "brush", "view": "lonely", "interval": [0, 60]})
+    assert reply["type"] == "update" and reply["lazy"], reply
+    oracle.brush("lonely", [0, 60])
+    assert reply["selected"] == oracle.selected()
+    table = source_for(dash).table
+    assert spark.catalog.tableExists(table)
+    s.close()
+    del s, dash, reply
+    deadline = time.monotonic() + 60
+    while spark.catalog.tableExists(table):
+        assert time.monotonic() < deadline, "the released source's table is still there"
+        gc.unfreeze()  # (a server's warm-up in an earlier test may have frozen it: gc.freeze)
+        gc.collect()
+        time.sleep(0.2)

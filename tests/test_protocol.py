@@ -402,3 +402,30 @@ def test_a_float_fields_infinite_categories_travel_as_text_and_select_their_rows
     assert protocol.handle(again, {"type": "filters", "filters": {"c": state["c"]}})["selected"] == 1
     assert protocol.handle(again, {"type": "parameter", "name": "p", "value": ["Infinity"]})["selected"] == 0
     assert protocol.handle(again, {"type": "clear", "view": "c"})["selected"] == 2
+
+
+def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):
+    """A view named as the start of another's (c, c2): the new data refusing c2's value
+    leave off c2 alone (an error naming `filters.c2.values` was read as naming c too)."""
+    import pyarrow as pa
+
+    from brushfire.capture.local import capture_tables
+    from brushfire.lineage.layout import CaptureConfig
+    from brushfire.plan import plan_capture
+
+    spec = parse_dashboard({
+        "name": "carry", "source": {"path": str(tmp_path / "data"), "format": "parquet"},
+        "views": [{"name": "c", "type": "categorical", "field": "a"},
+                  {"name": "c2", "type": "categorical", "field": "b"}],
+        "interactions": {"crossfilter": [{"views": ["c", "c2"]}]}})
+
+    def dash(b: list[str], cache: str) -> Dashboard:
+        table = pa.table({"a": ["x", "y", "x"], "b": b})
+        plan = plan_capture(spec)
+        return Dashboard(spec, plan, capture_tables(plan, {"part-0": table}, tmp_path / cache,
+                                                    CaptureConfig(block_rows=64, shard_rows=300)))
+
+    old, new = dash(["p", "q", "z"], "old").engine_session(), dash(["p", "q", "r"], "new").engine_session()
+    protocol.handle(old, {"type": "filters", "filters": {"c": {"values": ["x"]}, "c2": {"values": ["z"]}}})
+    assert protocol.carry_over(old, new) == ["c2"]
+    assert protocol.filters_json(new) == {"c": {"values": ["x"]}}

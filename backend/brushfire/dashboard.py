@@ -28,7 +28,14 @@ from brushfire.engine.state import FilterState, layout_arrays
 from brushfire.errors import CacheError, InteractionError, NotCapturedError
 from brushfire.lazy import LazySession
 from brushfire.lineage.layout import CaptureConfig
-from brushfire.lineage.store import LineageStore, entry_dir, load_store, read_manifest, spec_hash
+from brushfire.lineage.store import (
+    LineageStore,
+    entry_dir,
+    files_fingerprint,
+    load_store,
+    read_manifest,
+    spec_hash,
+)
 from brushfire.plan import CapturePlan, plan_capture
 from brushfire.sizes import parse_size
 from brushfire.source import join_files, local_files, same_files
@@ -107,19 +114,24 @@ class Dashboard:
     def stale(self) -> bool:
         """Has the source's data changed since this capture (its files' names, sizes or
         modification times; a Delta table's version), or the cache got a newer capture of
-        the spec? Checked without Spark, in milliseconds; False for a source it cannot
-        list without Spark (a remote one) and for a dashboard opened without a cache."""
+        this spec over the data as they are? Checked without Spark, in milliseconds; False
+        for a source it cannot list without Spark (a remote one) and for a dashboard
+        opened without a cache. The entry's newer capture of another spec (the spec
+        edited and captured, the same name and source) is no new data: the files are
+        compared with this capture's own."""
         cache = self.opened_with.get("cache_dir")
         if cache is None or self.store.manifest is None:
             return False
         files = local_files(self.user_spec.source)
         if files is None:
             return False
+        if files_fingerprint(files) != self.store.info.source_fingerprint:
+            return True
         current = read_manifest(entry_dir(cache, self.user_spec))
-        if current is not None and current.get("created") != self.store.manifest.get("created"):
-            return True
-        if current is None or not same_files(files, current["source"]["files"]):
-            return True
+        if current is None:  # (the entry removed: the data are still this capture's)
+            return False
+        if current.get("created") != self.store.manifest.get("created"):
+            return is_current(current, self.user_spec, self.opened_with["config"])
         if not self.user_spec.source.joins:
             return False
         joined = join_files(self.user_spec.source)  # a dimension table's files changed too

@@ -17,6 +17,7 @@ forward's rids) are brushfire/limits.py's, which the sessions' Python API keeps 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -172,14 +173,17 @@ def set_filters(session: SessionAPI, requests: tuple[R.Request, ...]) -> Update:
 def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
     """Give `new` (a session of a newer capture of the same dashboard) the filters of
     `old`, each as a `filters` message checks it; returns the names of those the new
-    data refuse (a category or choice gone, a slider's value out of range), left off."""
+    data refuse (a category or dropdown choice gone), left off. (A slider's value beyond
+    the new data's range is kept: a filter as SQL applies it, which may select no row.)"""
     state = filters_json(old)
     dropped: list[str] = []
     while True:
         reply = handle(new, {"type": "filters", "filters": state})
         if reply["type"] != "error" or not state:
             return dropped
-        bad = next((n for n in state if f"filters.{n}" in reply["message"]), None)
+        # (the entry's whole name: c2's error is not c's)
+        bad = next((n for n in state if re.search(rf"filters\.{re.escape(n)}(?=[.:\s]|$)", reply["message"])),
+                   None)
         bad = bad or next(iter(state))  # (the message names the entry; else drop the first)
         dropped.append(bad)
         state = {n: f for n, f in state.items() if n != bad}

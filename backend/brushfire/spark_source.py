@@ -54,6 +54,10 @@ class SparkSource:
         self.n_rows = store.n_rows
         self.shards = [(*s.source, s.start, s.n_rows) for s in store.shards
                        if s.n_rows]
+        # the files the capture read, and only those: a file appended since (not captured
+        # until the next reload, serve --watch) must not count in an answer whose other
+        # views are the capture's
+        self.paths = _local_paths({s.source[0] for s in store.shards})
         self.table = f"brushfire_lazy_{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
         self.spark = None
@@ -95,12 +99,15 @@ class SparkSource:
                 # (a column of its own, so that no other query's plan matches the cached one:
                 # Spark would answer it from the cache, with no files to list)
                 # (every column of the joined tables: a lazy filter may name any of them)
-                df = analyze_source(spark, self.spec, origin=True, all_columns=True).withColumn(
-                    "__bf_lazy", F.lit(self.table))
+                df = analyze_source(spark, self.spec, paths=self.paths, origin=True,
+                                    all_columns=True).withColumn("__bf_lazy", F.lit(self.table))
                 df.createOrReplaceTempView(self.table)
                 # kept by Spark (memory, then disk) once the first answer has read it: later
                 # answers neither re-read the files nor recompute the profiling checks
                 spark.catalog.cacheTable(self.table)
+                # ... until this source is gone (its capture replaced by a newer one, serve
+                # --watch): else every reload would leave a cached copy of the source
+                weakref.finalize(self, _drop_table, spark, self.table).atexit = False  # (Spark ends too)
                 self.columns = {c: k for c, k in schema_kinds(df).items() if not c.startswith("__bf_")}
                 self.spark = spark
         return self.spark
@@ -178,6 +185,31 @@ class SparkSource:
                 msg = ("Spark splits the source's files otherwise than at capture (another "
                        "spark.sql.files.maxPartitionBytes?): rows cannot be matched to rids")
                 raise NotCapturedError(msg)
+
+
+def _local_paths(uris: set) -> list[str] | None:
+    """The local files a capture read, as capture reads them (their paths, as
+    `file_record`); None when it read no files or other than local ones (a remote source,
+    not watched; tables given to capture/local.py): the source is read as it is."""
+    from urllib.parse import unquote, urlparse
+
+    if not uris or not all(isinstance(u, str) and u.startswith("file:") for u in uris):
+        return None
+    return [unquote(urlparse(u).path) for u in sorted(uris)]
+
+
+def _drop_table(spark, table: str) -> None:
+    """Uncache and drop a released source's view, in a thread of its own (a finalizer may
+    run inside another call to Spark's gateway, on any thread)."""
+
+    def run() -> None:
+        try:
+            spark.catalog.uncacheTable(table)
+            spark.catalog.dropTempView(table)
+        except Exception:  # noqa: BLE001, S110 - Spark stopped meanwhile: nothing is kept
+            pass
+
+    threading.Thread(target=run, name="brushfire-drop-lazy-table", daemon=True).start()
 
 
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dashboard -> SparkSource

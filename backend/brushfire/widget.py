@@ -175,25 +175,38 @@ class DashboardWidget(anywidget.AnyWidget):
             return False
         session = new.session()
         with self._lock:
-            dropped = protocol.carry_over(self._session, session)
-            self._dash, self._session = new, session
+            try:
+                dropped = protocol.carry_over(self._session, session)
+            except BaseException:
+                session.close()
+                raise
+            old, self._dash, self._session = self._session, new, session
             self._description = describe_dashboard(new)
             self._mirror(protocol.filters_json(session))
+        old.close()  # its background work stops and the replaced capture can be freed
         if dropped:
             print(f"brushfire: the new data refuse the filters on {', '.join(dropped)}: left off")
         return True
 
     def watch(self, every: float = 5.0) -> threading.Event:
-        """Check every `every` seconds for new data, and `reload` when there is some;
-        returns an Event: set it to stop watching."""
+        """Check every `every` seconds for new data, and `reload` when there is some; a
+        reload that fails is printed (once while it fails alike), this capture stays and
+        the watch goes on. Returns an Event: set it to stop watching."""
         stop = threading.Event()
 
         def run() -> None:
+            said = None  # the last failure, said once while it stays (as serve --watch does)
             while not stop.wait(every):
                 try:
                     self.reload()
-                except BrushfireError as e:  # (a file that vanished mid-append: keep this one)
-                    print(f"brushfire: new data not picked up: {e}")
+                    said = None
+                # (any failure, not only a BrushfireError: an OSError or Spark's own error
+                # must not end the watch; this capture stays)
+                except Exception as e:  # noqa: BLE001
+                    error = str(e) if isinstance(e, BrushfireError) else f"{type(e).__name__}: {e}"
+                    if error != said:
+                        print(f"brushfire: new data not picked up: {error}")
+                    said = error
 
         threading.Thread(target=run, name="brushfire-watch", daemon=True).start()
         return stop

@@ -182,3 +182,86 @@ def test_a_reload_error_goes_once_the_capture_served_is_current_again(spark, tmp
     assert host.reload_error
     assert not host.reload(spark=spark)
     assert host.reload_error is None and "reload_error" not in host.status_json()
+
+
+def test_a_capture_of_the_edited_spec_is_not_taken_for_new_data(spark, tmp_path):
+    """The spec edited and captured (`brushfire capture`) while the old one is served with
+    --watch, over the same source (one cache entry): the served capture is still the
+    data's, so nothing is captured again (before, the old spec was captured again over
+    the edited one's entry at the next check, 'the source's data changed'); data appended
+    after that are picked up (before, they were compared with the edited spec's capture
+    and missed)."""
+    from brushfire import Dashboard
+    from brushfire.lineage.store import entry_dir, read_manifest, spec_hash
+
+    folder, host = growing_host(spark, tmp_path, 400, 1)
+    served = host.dashboard
+    edited = growing_spec(folder)
+    edited["views"].append({"name": "hk", "type": "histogram", "field": "k", "bin": {"step": 20, "extent": [-20, 120]}})
+    edited = parse_dashboard(edited)
+    Dashboard.open(edited, spark=spark, cache_dir=tmp_path / "cache")
+    assert not host.reload(spark=spark) and host.dashboard is served and host.reload_error is None
+    entry = read_manifest(entry_dir(tmp_path / "cache", edited))
+    assert entry["spec_sha256"] == spec_hash(edited)  # the edited spec's capture stays
+    pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
+    Dashboard.open(edited, spark=spark, cache_dir=tmp_path / "cache")  # (captured over it too)
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 500
+    assert [v.name for v in host.dashboard.spec.views] == ["hx", "cat"]  # still the spec served
+
+
+def test_a_delta_table_reloaded_is_current_then(spark, tmp_path):
+    """The files listed by the table's log are those the capture keys: once the new version
+    is served, the next checks find nothing new (no reload at every check)."""
+    from deltalake import write_deltalake
+
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(300, 1))
+    d = growing_spec(table)
+    d["source"]["format"] = "delta"
+    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.dashboard.stale()
+    write_deltalake(table, make_rows(100, 2), mode="append")
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
+    assert not host.dashboard.stale() and not host.reload(spark=spark) and host.reloads == 1
+
+
+def test_a_dashboard_that_failed_to_open_is_opened_again_when_its_data_change(spark, tmp_path):
+    """Served with --watch over a folder whose only file is unreadable: the opening fails
+    (no capture to serve); the file replaced by a good one, the watch opens it again
+    and serves it (it stayed failed until a restart)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(b"not a parquet file" * 50)
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "cache",
+                                   spark=spark)
+    stop = host.watch(0.2, spark=spark)
+    try:
+        assert host.wait(300) and host.status == "failed" and "part-0.parquet" in host.error, host.error
+        time.sleep(1)
+        assert host.status == "failed"  # (nothing changed: not opened again at each check)
+        pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+        deadline = time.monotonic() + 120
+        while host.status != "ready":
+            assert time.monotonic() < deadline, f"not opened again: {host.status} {host.error}"
+            time.sleep(0.2)
+        assert host.dashboard.store.n_rows == 300 and host.error is None
+    finally:
+        stop.set()
+
+
+def test_a_cache_that_cannot_be_written_is_no_new_data(spark, tmp_path):
+    """The lineage cache cannot be written (the capture went to a temporary directory):
+    the entry is never there, which is no change of the data; each check captured the
+    whole source again, and told every session it had new data."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    (tmp_path / "a-file").write_text("")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=tmp_path / "a-file" / "cache",
+                                   spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.reload(spark=spark) and host.reloads == 0
+    pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
+    assert not host.reload(spark=spark) and host.reloads == 1

@@ -295,6 +295,69 @@ def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
     assert w.comm.synced("_description")[-1]["rows"] == 1200  # the front end redraws
 
 
+def growing_widget(spark, tmp_path):
+    """A widget over a folder of one Parquet file (800 rows); returns (folder, widget)."""
+    from brushfire import Dashboard
+    from rows import make_rows
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
+    spec = {"name": "growing", "source": {"path": str(folder), "format": "parquet"},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+                      {"name": "cat", "type": "categorical", "field": "cat", "top": 4}],
+            "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
+    return folder, brushfire.widget(Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache"))
+
+
+def test_reload_closes_the_session_it_replaces(spark, tmp_path):
+    """The replaced session's background work stops and what it built is freed, as the
+    server's sessions moving to new data do (server/app.py, _move): many reloads must not
+    keep a session (and its capture) per reload."""
+    from rows import make_rows
+
+    folder, w = growing_widget(spark, tmp_path)
+    w.filters = {"hx": {"interval": [20, 60]}}
+    old = w.session.inner
+    pq.write_table(make_rows(300, 2), folder / "part-1.parquet")
+    assert w.reload()
+    assert old._closed and not w.session.inner._closed
+
+
+def test_watch_goes_on_after_a_failing_reload_of_any_kind(spark, tmp_path, monkeypatch, capsys):
+    """A reload failing with what is not a BrushfireError (an OSError reading the folder,
+    Spark's own error) is said, once, and the watch goes on: the next good data are
+    picked up."""
+    import time
+
+    from brushfire import Dashboard
+    from rows import make_rows
+
+    folder, w = growing_widget(spark, tmp_path)
+    refresh = Dashboard.refresh
+    failures = []
+
+    def failing(self, *args, **kwargs):
+        if len(failures) < 3:
+            failures.append(1)
+            msg = "[Errno 5] Input/output error: 'part-1.parquet'"
+            raise OSError(msg)
+        return refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(Dashboard, "refresh", failing)
+    stop = w.watch(0.05)
+    try:
+        pq.write_table(make_rows(300, 2), folder / "part-1.parquet")
+        deadline = time.monotonic() + 240
+        while w.dashboard.store.n_rows != 1100:
+            assert time.monotonic() < deadline, "the watch stopped at the failure"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+    out = capsys.readouterr().out
+    assert out.count("Input/output error") == 1, out
+
+
 def test_closing_the_widget_closes_its_session(w):
     """Its background work stops and what it built is freed (issue 36); the dashboard
     stays open for other widgets."""

@@ -47,6 +47,7 @@ class HostedDashboard:
         self.reloads = 0  # newer captures served since it opened (watch)
         self.reload_error: str | None = None  # why the last one failed (the last good is served)
         self._listeners: set[Callable[[], None]] = set()  # told when `dashboard` changes
+        self._open: Callable[[], None] | None = None  # opens it (again, after a failure: watch)
 
     @classmethod
     def ready(cls, dashboard: Dashboard) -> HostedDashboard:
@@ -99,6 +100,7 @@ class HostedDashboard:
                 host.seconds = time.perf_counter() - t0
                 host._done.set()
 
+        host._open = run
         threading.Thread(target=run, name=f"open-{model.name}", daemon=True).start()
         return host
 
@@ -118,14 +120,24 @@ class HostedDashboard:
         it again, reading only what changed (`Dashboard.refresh`), warm it up and serve it:
         each open session moves to it with its filters (server/app.py). While that runs
         the last capture is served; a failing one is reported (`reload_error`, `echo`) and
-        the last good capture stays. Returns an Event: set it to stop watching."""
+        the last good capture stays. A dashboard whose opening failed (no capture to serve:
+        a bad file, at the start) is opened again once its source's files change. Returns
+        an Event: set it to stop watching."""
         stop = threading.Event()
 
         def run() -> None:
             self._done.wait()
+            failed_over = self._listing()
             while not stop.wait(every):
                 if self.dashboard is not None:
                     self.reload(spark=spark, echo=echo)
+                elif self._open is not None and (now := self._listing()) != failed_over:
+                    failed_over = now
+                    if echo is not None:
+                        echo(f"{self.name}: the source's data changed: opening it again", None)
+                    self.error, self.progress, self.status = None, ("starting", None), "capturing"
+                    self._done.clear()
+                    self._open()  # (here, in the watching thread: one opening at a time)
 
         threading.Thread(target=run, name=f"watch-{self.name}", daemon=True).start()
         return stop
@@ -166,6 +178,18 @@ class HostedDashboard:
         _free_when_left(weakref.ref(old.store))
         del old
         return True
+
+    def _listing(self) -> str | None:
+        """The fingerprint of the source's files as they are now (None: not listed
+        without Spark, or not listable now)."""
+        from brushfire.lineage.store import files_fingerprint
+        from brushfire.source import local_files
+
+        try:
+            files = local_files(self.spec.source)
+        except (BrushfireError, OSError):  # (a Delta log naming a file that is gone; no access)
+            return None
+        return None if files is None else files_fingerprint(files)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until ready or failed; False on timeout."""
