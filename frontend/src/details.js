@@ -120,16 +120,28 @@ export class DetailsTable {
     if (this.join) {
       const join = this.join;
       const reply = await this.request({ type: "dimension", join, page, page_size: this.pageSize });
-      if (seq !== this.seq || reply.type !== "dimension") return; // a newer request won
+      if (seq !== this.seq) return; // a newer request won
+      if (reply.type === "error") return this.fail(reply.message);
+      if (reply.type !== "dimension") return;
       this.page = page;
       this.renderDimension(reply, performance.now() - t0);
       return;
     }
     const order = this.order ? { order_by: this.order.column, descending: this.order.descending } : {};
     const reply = await this.request({ type: "details", page, page_size: this.pageSize, ...order });
-    if (seq !== this.seq || reply.type !== "details") return; // a newer request won
+    if (seq !== this.seq) return; // a newer request won
+    if (reply.type === "error") return this.fail(reply.message);
+    if (reply.type !== "details") return;
     this.page = page;
     this.render(reply, performance.now() - t0);
+  }
+
+  // A refused request (an error: e.g. `dimension` while a filter answered on Spark is
+  // active): no rows rather than those of another selection or of the other choice.
+  fail(message) {
+    this.table.replaceChildren();
+    this.info.textContent = `no rows: ${message}`;
+    this.prev.disabled = this.next.disabled = true;
   }
 
   // Order the rows by a column: ascending, then descending, then back to rid order (the

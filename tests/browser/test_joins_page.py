@@ -68,3 +68,24 @@ def test_the_rows_of_a_joined_table_behind_the_selection_and_their_bars(chromium
         page.select_option(".bf-rows-of", "")  # back to the source's rows
         page.wait_for_selector(".bf-table tr[data-rid]")
         assert f"of {oracle.selected():,}" in page.inner_text(".bf-details-info")
+
+
+def test_a_refused_dimension_list_shows_no_rows_of_another_selection(chromium, served_star, request):
+    """While a filter answered on Spark is active, `dimension` is an error: the panel showed
+    the rows it had before (the source's, or the join's for an earlier selection) under
+    "store rows"; it now shows none, and why."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "store")  # the list open, then the selection changes
+        page.wait_for_selector(".bf-table tr[data-key]")
+        page.evaluate("""window.brushfire.ui.setFilters({"column:qty": {"interval": [1, 5]}})""")
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no rows:')")
+        assert page.query_selector_all(".bf-table tr") == []
+        assert "lineage through joins needs the rows" in page.inner_text(".bf-details-info")
+        page.select_option(".bf-rows-of", "")  # the source's rows: read on Spark
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "item")  # not the source's rows under "item rows"
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no rows:')")
+        assert page.query_selector_all(".bf-table tr") == []
