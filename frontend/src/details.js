@@ -154,9 +154,10 @@ export class DetailsTable {
   }
 
   render(reply, ms) {
+    const text = textColumns(reply.rows, ["rid", ...this.columns]);
     const head = el("tr");
     for (const c of ["rid", ...this.columns]) {
-      const th = el("th");
+      const th = el("th", text.has(c) ? "bf-text" : "");
       const sorted = c === "rid" ? !this.order : this.order?.column === c;
       th.setAttribute("aria-sort", !sorted ? "none" : this.order?.descending ? "descending" : "ascending");
       const b = el("button", "", c);
@@ -171,9 +172,7 @@ export class DetailsTable {
       tr.dataset.rid = r.rid;
       tr.onmouseenter = () => this.onHoverRow(r.rid);
       for (const c of ["rid", ...this.columns]) {
-        const td = el("td", "", formatValue(r[c]));
-        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
-        tr.append(td);
+        tr.append(el("td", text.has(c) ? "bf-text" : "", formatValue(r[c])));
       }
       return tr;
     });
@@ -191,9 +190,10 @@ export class DetailsTable {
   renderDimension(reply, ms) {
     const join = this.joins.find((j) => j.name === reply.join);
     const columns = reply.rows.length ? Object.keys(reply.rows[0]) : [join.key, "rows"];
+    const text = textColumns(reply.rows, columns);
     const head = el("tr");
     for (const c of columns) {
-      const th = el("th", "", c);
+      const th = el("th", text.has(c) ? "bf-text" : "", c);
       th.title = c === "rows" ? "Rows of the selection with this row of the join (most first)" : "";
       head.append(th);
     }
@@ -202,9 +202,7 @@ export class DetailsTable {
       tr.dataset.key = JSON.stringify(r[join.key]);
       tr.onmouseenter = () => this.onHoverKey(join.name, r[join.key]);
       for (const c of columns) {
-        const td = el("td", "", formatValue(r[c]));
-        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
-        tr.append(td);
+        tr.append(el("td", text.has(c) ? "bf-text" : "", formatValue(r[c])));
       }
       return tr;
     });
@@ -217,4 +215,16 @@ export class DetailsTable {
     this.prev.disabled = reply.page === 0;
     this.next.disabled = first + reply.rows.length >= reply.total;
   }
+}
+
+// The columns of text, left-aligned with their header (numbers and instants are right-
+// aligned): those whose first value on the page is a string, not an instant nor a float's
+// "NaN", "Infinity" or "-Infinity" (as replies write a float key's).
+const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$)/;
+
+function textColumns(rows, columns) {
+  return new Set(columns.filter((c) => {
+    const v = rows.find((r) => r[c] !== null && r[c] !== undefined)?.[c];
+    return typeof v === "string" && !NOT_TEXT.test(v);
+  }));
 }

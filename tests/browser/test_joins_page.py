@@ -89,3 +89,24 @@ def test_a_refused_dimension_list_shows_no_rows_of_another_selection(chromium, s
         page.select_option(".bf-rows-of", "item")  # not the source's rows under "item rows"
         page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no rows:')")
         assert page.query_selector_all(".bf-table tr") == []
+
+
+ALIGN = """table => [...table.rows].map(tr => [...tr.cells].map(c => getComputedStyle(c).textAlign))"""
+
+
+def test_a_column_of_text_is_aligned_with_its_header(chromium, served_star, request):
+    """A column of text was left-aligned under a right-aligned header (the airports' names
+    under 'origin_airport.name'), and a null among text right-aligned (∅): a column's cells
+    and header now share one alignment, text left and numbers right."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        for choice, text in [("", {"store.city", "region.zone", "item.brand"}), ("store", {"store.city"}),
+                             ("item", {"item.sku", "item.brand"})]:
+            page.select_option(".bf-rows-of", choice)
+            page.wait_for_selector(".bf-table tr[data-key]" if choice else ".bf-table tr[data-rid]")
+            head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
+            align = page.eval_on_selector(".bf-table", ALIGN)
+            want = ["left" if h in text else "right" for h in head]
+            assert all(row == want for row in align), (choice, head, align)
