@@ -189,7 +189,8 @@ export class DetailsTable {
   // rows reach it, most first (the engine's order).
   renderDimension(reply, ms) {
     const join = this.joins.find((j) => j.name === reply.join);
-    const columns = reply.rows.length ? Object.keys(reply.rows[0]) : [join.key, "rows"];
+    const columns = [join.key, ...this.columns.filter((c) => c.startsWith(`${join.name}.`) && c !== join.key),
+      "rows"]; // (as the engine's: named even when no row is behind the selection)
     const text = textColumns(reply.rows, columns);
     const head = el("tr");
     for (const c of columns) {

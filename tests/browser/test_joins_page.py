@@ -110,3 +110,19 @@ def test_a_column_of_text_is_aligned_with_its_header(chromium, served_star, requ
             align = page.eval_on_selector(".bf-table", ALIGN)
             want = ["left" if h in text else "right" for h in head]
             assert all(row == want for row in align), (choice, head, align)
+
+
+def test_no_dimension_rows_behind_the_selection_keeps_the_columns(chromium, served_star, request):
+    """With no store behind the selection the header lost the store's details columns
+    (store.store_id and rows only, named from the first row): it names them all still."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        page.evaluate("""window.brushfire.ui.setFilters({"amount": {"interval": [500, 600]}})""")
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no store rows')")
+        assert page.query_selector_all(".bf-table tr[data-key]") == []
+        head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
+        assert head == ["store.store_id", "store.city", "rows"]
