@@ -102,10 +102,11 @@ def test_a_column_of_text_is_aligned_with_its_header(chromium, served_star, requ
     with open_page(chromium, addr, "star", request.node.name) as page:
         page.click("[data-action=details]")
         page.wait_for_selector(".bf-table tr[data-rid]")
-        for choice, text in [("", {"store.city", "region.zone", "item.brand"}), ("store", {"store.city"}),
-                             ("item", {"item.sku", "item.brand"})]:
+        for choice, first, text in [("", "rid", {"store.city", "region.zone", "item.brand"}),
+                                    ("store", "store.store_id", {"store.city"}),
+                                    ("item", "item.sku", {"item.sku", "item.brand"})]:
             page.select_option(".bf-rows-of", choice)
-            page.wait_for_selector(".bf-table tr[data-key]" if choice else ".bf-table tr[data-rid]")
+            page.wait_for_function(f"document.querySelector('.bf-table th')?.textContent === '{first}'")
             head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
             align = page.eval_on_selector(".bf-table", ALIGN)
             want = ["left" if h in text else "right" for h in head]
@@ -126,3 +127,4 @@ def test_no_dimension_rows_behind_the_selection_keeps_the_columns(chromium, serv
         assert page.query_selector_all(".bf-table tr[data-key]") == []
         head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
         assert head == ["store.store_id", "store.city", "rows"]
+
