@@ -128,3 +128,10 @@ def test_no_dimension_rows_behind_the_selection_keeps_the_columns(chromium, serv
         head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
         assert head == ["store.store_id", "store.city", "rows"]
 
+
+def test_the_help_says_show_rows_can_list_a_joined_tables_rows(chromium, served_star, request):
+    """The help line said only 'Show rows lists the rows behind the selection': nothing told
+    a new user of the join's rows, chosen in a list the closed panel hides."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        assert "or the store, region or item rows they join" in page.inner_text(".bf-help-text")
