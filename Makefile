@@ -13,7 +13,12 @@ FRONTEND_SRC := $(wildcard frontend/src/*) frontend/index.html frontend/build.mj
 
 .PHONY: demo gallery test test-quick setup java chromium frontend lint bench clean
 
-demo: setup frontend $(DATA)
+# the files of data/ the spec reads (as ../data/ from dashboards/) that scripts/fetch-data.sh
+# fetches: dashboards/flights-airports.yaml's airports too
+SPEC_DATA := $(filter data/flights-3m.parquet data/airports.csv,\
+  $(patsubst ../%,%,$(shell grep -o '\.\./data/[A-Za-z0-9._-]*' $(SPEC) 2>/dev/null)))
+
+demo: setup frontend $(DATA) $(SPEC_DATA)
 	@echo "Brushfire: open the URL printed below (with ?token=... when a token is in use;"
 	@echo "  capture progress shows there on the first run)"
 	$(VENV)/bin/brushfire serve $(SPEC) --host $(HOST) --port $(PORT)
@@ -54,6 +59,9 @@ $(VENV)/.installed: pyproject.toml
 
 $(DATA):
 	scripts/fetch-data.sh $(DATA)
+
+data/airports.csv:
+	scripts/fetch-data.sh $@
 
 lint: setup
 	$(VENV)/bin/ruff check backend tests perf

@@ -205,7 +205,12 @@ export class DashboardUI {
     if (d.highlight.length) {
       tips.push(`hover the bars of ${d.highlight.map((x) => titleOf(d, x.source)).join(" or ")} to highlight their share`);
     }
-    if (d.details) tips.push("Show rows lists the rows behind the selection");
+    if (d.details) {
+      const joins = (d.joins ?? []).map((j) => j.name);
+      const or = joins.length > 1 ? `${joins.slice(0, -1).join(", ")} or ${joins.at(-1)}` : joins[0];
+      tips.push("Show rows lists the rows behind the selection" + (joins.length
+        ? `, or the ${or} rows they join (pick in its list; hover one to mark its rows' bars)` : ""));
+    }
     tips.push("a chart's ⤢ scales it to the selection, ⤓ saves it as an image");
     tips.push("Tab and the arrow keys work too");
     const box = el("div", "bf-help");

@@ -120,16 +120,28 @@ export class DetailsTable {
     if (this.join) {
       const join = this.join;
       const reply = await this.request({ type: "dimension", join, page, page_size: this.pageSize });
-      if (seq !== this.seq || reply.type !== "dimension") return; // a newer request won
+      if (seq !== this.seq) return; // a newer request won
+      if (reply.type === "error") return this.fail(reply.message);
+      if (reply.type !== "dimension") return;
       this.page = page;
       this.renderDimension(reply, performance.now() - t0);
       return;
     }
     const order = this.order ? { order_by: this.order.column, descending: this.order.descending } : {};
     const reply = await this.request({ type: "details", page, page_size: this.pageSize, ...order });
-    if (seq !== this.seq || reply.type !== "details") return; // a newer request won
+    if (seq !== this.seq) return; // a newer request won
+    if (reply.type === "error") return this.fail(reply.message);
+    if (reply.type !== "details") return;
     this.page = page;
     this.render(reply, performance.now() - t0);
+  }
+
+  // A refused request (an error: e.g. `dimension` while a filter answered on Spark is
+  // active): no rows rather than those of another selection or of the other choice.
+  fail(message) {
+    this.table.replaceChildren();
+    this.info.textContent = `no rows: ${message}`;
+    this.prev.disabled = this.next.disabled = true;
   }
 
   // Order the rows by a column: ascending, then descending, then back to rid order (the
@@ -142,9 +154,10 @@ export class DetailsTable {
   }
 
   render(reply, ms) {
+    const text = textColumns(reply.rows, ["rid", ...this.columns]);
     const head = el("tr");
     for (const c of ["rid", ...this.columns]) {
-      const th = el("th");
+      const th = el("th", text.has(c) ? "bf-text" : "");
       const sorted = c === "rid" ? !this.order : this.order?.column === c;
       th.setAttribute("aria-sort", !sorted ? "none" : this.order?.descending ? "descending" : "ascending");
       const b = el("button", "", c);
@@ -159,9 +172,7 @@ export class DetailsTable {
       tr.dataset.rid = r.rid;
       tr.onmouseenter = () => this.onHoverRow(r.rid);
       for (const c of ["rid", ...this.columns]) {
-        const td = el("td", "", formatValue(r[c]));
-        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
-        tr.append(td);
+        tr.append(el("td", text.has(c) ? "bf-text" : "", formatValue(r[c])));
       }
       return tr;
     });
@@ -178,10 +189,12 @@ export class DetailsTable {
   // rows reach it, most first (the engine's order).
   renderDimension(reply, ms) {
     const join = this.joins.find((j) => j.name === reply.join);
-    const columns = reply.rows.length ? Object.keys(reply.rows[0]) : [join.key, "rows"];
+    const columns = [join.key, ...this.columns.filter((c) => c.startsWith(`${join.name}.`) && c !== join.key),
+      "rows"]; // (as the engine's: named even when no row is behind the selection)
+    const text = textColumns(reply.rows, columns);
     const head = el("tr");
     for (const c of columns) {
-      const th = el("th", "", c);
+      const th = el("th", text.has(c) ? "bf-text" : "", c);
       th.title = c === "rows" ? "Rows of the selection with this row of the join (most first)" : "";
       head.append(th);
     }
@@ -190,9 +203,7 @@ export class DetailsTable {
       tr.dataset.key = JSON.stringify(r[join.key]);
       tr.onmouseenter = () => this.onHoverKey(join.name, r[join.key]);
       for (const c of columns) {
-        const td = el("td", "", formatValue(r[c]));
-        if (typeof r[c] === "string" && !/^\d{4}-\d\d-\d\dT/.test(r[c])) td.className = "bf-text";
-        tr.append(td);
+        tr.append(el("td", text.has(c) ? "bf-text" : "", formatValue(r[c])));
       }
       return tr;
     });
@@ -205,4 +216,16 @@ export class DetailsTable {
     this.prev.disabled = reply.page === 0;
     this.next.disabled = first + reply.rows.length >= reply.total;
   }
+}
+
+// The columns of text, left-aligned with their header (numbers and instants are right-
+// aligned): those whose first value on the page is a string, not an instant nor a float's
+// "NaN", "Infinity" or "-Infinity" (as replies write a float key's).
+const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$)/;
+
+function textColumns(rows, columns) {
+  return new Set(columns.filter((c) => {
+    const v = rows.find((r) => r[c] !== null && r[c] !== undefined)?.[c];
+    return typeof v === "string" && !NOT_TEXT.test(v);
+  }));
 }

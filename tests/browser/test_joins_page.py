@@ -68,3 +68,70 @@ def test_the_rows_of_a_joined_table_behind_the_selection_and_their_bars(chromium
         page.select_option(".bf-rows-of", "")  # back to the source's rows
         page.wait_for_selector(".bf-table tr[data-rid]")
         assert f"of {oracle.selected():,}" in page.inner_text(".bf-details-info")
+
+
+def test_a_refused_dimension_list_shows_no_rows_of_another_selection(chromium, served_star, request):
+    """While a filter answered on Spark is active, `dimension` is an error: the panel showed
+    the rows it had before (the source's, or the join's for an earlier selection) under
+    "store rows"; it now shows none, and why."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "store")  # the list open, then the selection changes
+        page.wait_for_selector(".bf-table tr[data-key]")
+        page.evaluate("""window.brushfire.ui.setFilters({"column:qty": {"interval": [1, 5]}})""")
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no rows:')")
+        assert page.query_selector_all(".bf-table tr") == []
+        assert "lineage through joins needs the rows" in page.inner_text(".bf-details-info")
+        page.select_option(".bf-rows-of", "")  # the source's rows: read on Spark
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "item")  # not the source's rows under "item rows"
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no rows:')")
+        assert page.query_selector_all(".bf-table tr") == []
+
+
+ALIGN = """table => [...table.rows].map(tr => [...tr.cells].map(c => getComputedStyle(c).textAlign))"""
+
+
+def test_a_column_of_text_is_aligned_with_its_header(chromium, served_star, request):
+    """A column of text was left-aligned under a right-aligned header (the airports' names
+    under 'origin_airport.name'), and a null among text right-aligned (∅): a column's cells
+    and header now share one alignment, text left and numbers right."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        for choice, first, text in [("", "rid", {"store.city", "region.zone", "item.brand"}),
+                                    ("store", "store.store_id", {"store.city"}),
+                                    ("item", "item.sku", {"item.sku", "item.brand"})]:
+            page.select_option(".bf-rows-of", choice)
+            page.wait_for_function(f"document.querySelector('.bf-table th')?.textContent === '{first}'")
+            head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
+            align = page.eval_on_selector(".bf-table", ALIGN)
+            want = ["left" if h in text else "right" for h in head]
+            assert all(row == want for row in align), (choice, head, align)
+
+
+def test_no_dimension_rows_behind_the_selection_keeps_the_columns(chromium, served_star, request):
+    """With no store behind the selection the header lost the store's details columns
+    (store.store_id and rows only, named from the first row): it names them all still."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        page.evaluate("""window.brushfire.ui.setFilters({"amount": {"interval": [500, 600]}})""")
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.startsWith('no store rows')")
+        assert page.query_selector_all(".bf-table tr[data-key]") == []
+        head = page.eval_on_selector_all(".bf-table th", "ths => ths.map(th => th.textContent)")
+        assert head == ["store.store_id", "store.city", "rows"]
+
+
+def test_the_help_says_show_rows_can_list_a_joined_tables_rows(chromium, served_star, request):
+    """The help line said only 'Show rows lists the rows behind the selection': nothing told
+    a new user of the join's rows, chosen in a list the closed panel hides."""
+    addr, _ = served_star
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        assert "or the store, region or item rows they join" in page.inner_text(".bf-help-text")
