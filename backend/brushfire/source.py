@@ -100,12 +100,18 @@ def _data_files(directory: Path):
             yield p
 
 
+def local_path(uri: str) -> str:
+    """The local path a `file:` URI as Spark spells it names (percent-escapes undone);
+    any other string as it is."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
 def file_record(uri: str) -> dict:
     """A source file as capture keys it: {"uri", "path", "size", "mtime_ns"} (the uri as
     Spark spells it, the local path it names, and what tells a change)."""
-    from urllib.parse import unquote, urlparse
-
-    path = unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+    path = local_path(uri)
     st = os.stat(path)
     return {"uri": uri, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 

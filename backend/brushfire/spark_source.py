@@ -191,11 +191,11 @@ def _local_paths(uris: set) -> list[str] | None:
     """The local files a capture read, as capture reads them (their paths, as
     `file_record`); None when it read no files or other than local ones (a remote source,
     not watched; tables given to capture/local.py): the source is read as it is."""
-    from urllib.parse import unquote, urlparse
+    from brushfire.source import local_path
 
     if not uris or not all(isinstance(u, str) and u.startswith("file:") for u in uris):
         return None
-    return [unquote(urlparse(u).path) for u in sorted(uris)]
+    return [local_path(u) for u in sorted(uris)]
 
 
 def _drop_table(spark, table: str) -> None:

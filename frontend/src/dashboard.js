@@ -507,32 +507,28 @@ export class DashboardUI {
 
   // Forward lineage: hovering a row of the details table marks the bar it falls in, in
   // every view whose bars per row were captured (the reply's `pruned` ones cannot say).
-  async hoverRow(rid) {
-    const seq = ++this.rowSeq;
-    if (rid === null) {
-      await Promise.all([...this.charts.values()].map((c) => c.mark(null)));
-      return;
-    }
-    const t0 = performance.now();
-    const reply = await this.request({ type: "forward", rids: [rid] });
-    if (seq !== this.rowSeq || reply.type !== "forward") return; // a newer hover won
-    await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
-    this.measured({ type: "forward", view: "details", total: performance.now() - t0, engine: reply.ms });
+  hoverRow(rid) {
+    return this.markLineage(rid === null ? null : { type: "forward", rids: [rid] }, "details");
   }
 
-  // Forward lineage through a join: hovering a dimension row (an airport) marks the bars
-  // its rows (the flights from it) fall in, in every view whose bars per row were captured.
-  async hoverKey(join, key) {
+  // ... through a join: hovering a dimension row (an airport) marks the bars its rows (the
+  // flights from it) fall in.
+  hoverKey(join, key) {
+    return this.markLineage(key === null ? null : { type: "dimension_forward", join, key }, join);
+  }
+
+  // Marks the bars of every view the forward-lineage `message`'s reply names (null: none).
+  async markLineage(message, view) {
     const seq = ++this.rowSeq;
-    if (key === null) {
+    if (message === null) {
       await Promise.all([...this.charts.values()].map((c) => c.mark(null)));
       return;
     }
     const t0 = performance.now();
-    const reply = await this.request({ type: "dimension_forward", join, key });
-    if (seq !== this.rowSeq || reply.type !== "dimension_forward") return; // a newer hover won
+    const reply = await this.request(message);
+    if (seq !== this.rowSeq || reply.type !== message.type) return; // a newer hover won
     await Promise.all([...this.charts.values()].map((c) => c.mark(reply.views[c.name] ?? null)));
-    this.measured({ type: "dimension_forward", view: join, total: performance.now() - t0, engine: reply.ms });
+    this.measured({ type: message.type, view, total: performance.now() - t0, engine: reply.ms });
   }
 
   async clearAll() {

@@ -43,6 +43,20 @@ def growing_host(spark, tmp_path, rows: int, seed: int):
     return folder, host
 
 
+def delta_host(spark, tmp_path, rows: int):
+    """A Delta table of `rows` of make_rows (seed 1) and its dashboard, opened and ready on
+    a HostedDashboard; returns (table, host)."""
+    from deltalake import write_deltalake
+
+    table = tmp_path / "table"
+    write_deltalake(table, make_rows(rows, 1))
+    d = growing_spec(table)
+    d["source"]["format"] = "delta"
+    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    return table, host
+
+
 def ask(ws, message: dict) -> dict:
     ws.send(json.dumps(message))
     return json.loads(ws.recv(timeout=60))
@@ -123,12 +137,7 @@ def test_a_delta_version_naming_a_file_that_is_gone_is_a_clear_reload_error(spar
     `FileNotFoundError: [Errno 2] ...`; the last good capture stays served."""
     from deltalake import DeltaTable, write_deltalake
 
-    table = tmp_path / "table"
-    write_deltalake(table, make_rows(500, 1))
-    d = growing_spec(table)
-    d["source"]["format"] = "delta"
-    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
-    assert host.wait(300) and host.status == "ready", host.error
+    table, host = delta_host(spark, tmp_path, 500)
     served = host.dashboard
     before = set(DeltaTable(str(table)).file_uris())
     write_deltalake(table, make_rows(200, 2), mode="append")
@@ -214,12 +223,7 @@ def test_a_delta_table_reloaded_is_current_then(spark, tmp_path):
     is served, the next checks find nothing new (no reload at every check)."""
     from deltalake import write_deltalake
 
-    table = tmp_path / "table"
-    write_deltalake(table, make_rows(300, 1))
-    d = growing_spec(table)
-    d["source"]["format"] = "delta"
-    host = HostedDashboard.opening(parse_dashboard(d), cache_dir=tmp_path / "cache", spark=spark)
-    assert host.wait(300) and host.status == "ready", host.error
+    table, host = delta_host(spark, tmp_path, 300)
     assert not host.dashboard.stale()
     write_deltalake(table, make_rows(100, 2), mode="append")
     assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400

@@ -271,30 +271,6 @@ def test_the_front_end_gets_the_version_and_forward_lineage(w, flights_dash):
     assert reply["views"] == flights_dash.session().forward([3])
 
 
-def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
-    from brushfire import Dashboard
-    from rows import make_rows
-
-    folder = tmp_path / "data"
-    folder.mkdir()
-    pq.write_table(make_rows(800, 1), folder / "part-0.parquet")
-    spec = {"name": "growing", "source": {"path": str(folder), "format": "parquet"},
-            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
-                      {"name": "cat", "type": "categorical", "field": "cat", "top": 4}],
-            "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
-    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
-    w = brushfire.widget(dash)
-    w.filters = {"hx": {"interval": [20, 60]}}
-    assert not w.reload()  # nothing new: nothing done
-    before = w.session.view("cat").counts
-    pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
-    assert w.reload()
-    assert w.dashboard.store.n_rows == 1200 and w.filters == {"hx": {"interval": [20, 60]}}
-    after = w.session.view("cat").counts
-    assert sum(after) > sum(before)  # the views count the new rows, under the same brush
-    assert w.comm.synced("_description")[-1]["rows"] == 1200  # the front end redraws
-
-
 def growing_widget(spark, tmp_path):
     """A widget over a folder of one Parquet file (800 rows); returns (folder, widget)."""
     from brushfire import Dashboard
@@ -308,6 +284,21 @@ def growing_widget(spark, tmp_path):
                       {"name": "cat", "type": "categorical", "field": "cat", "top": 4}],
             "interactions": {"crossfilter": [{"views": ["hx", "cat"]}]}}
     return folder, brushfire.widget(Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache"))
+
+
+def test_reload_picks_up_new_data_and_keeps_the_filters(spark, tmp_path):
+    from rows import make_rows
+
+    folder, w = growing_widget(spark, tmp_path)
+    w.filters = {"hx": {"interval": [20, 60]}}
+    assert not w.reload()  # nothing new: nothing done
+    before = w.session.view("cat").counts
+    pq.write_table(make_rows(400, 2), folder / "part-1.parquet")
+    assert w.reload()
+    assert w.dashboard.store.n_rows == 1200 and w.filters == {"hx": {"interval": [20, 60]}}
+    after = w.session.view("cat").counts
+    assert sum(after) > sum(before)  # the views count the new rows, under the same brush
+    assert w.comm.synced("_description")[-1]["rows"] == 1200  # the front end redraws
 
 
 def test_reload_closes_the_session_it_replaces(spark, tmp_path):
