@@ -137,10 +137,12 @@ def _raw_at(R, rc, r, k) -> np.float64:
 
 @njit(nogil=True, cache=True, inline="always")
 def _shard_row(rows, crow, c0, i) -> np.int64:
-    """The shard row of chunk row i, where raw values and stored measures are: crow[c0 + i]
-    on a clustered copy's positions (c0 >= 0, crow not empty: read only where a value is),
-    else rows[i]."""
-    return np.int64(crow[c0 + i]) if c0 >= 0 and crow.shape[0] else rows[i]
+    """The shard row of chunk row i, where raw values and stored measures are: on a
+    clustered copy (crow not empty: read only where a value is) crow at the row's position,
+    c0 + i or rows[i] (rows gathered from the copy); else rows[i]."""
+    if crow.shape[0]:
+        return np.int64(crow[c0 + i if c0 >= 0 else rows[i]])
+    return np.int64(rows[i])
 
 
 @njit(nogil=True, cache=True)
@@ -342,7 +344,8 @@ def _count_chunk(keys, raw, meas, rows, c0, n, fail, wts, views, need, L, counts
     (fail[i] & need[v] == 0; with `inv`, each view it fails instead: a complement). Views
     with few bars count without a branch per row (rows that do not count go to a spare
     bar) into four copies of their bars, so that rows landing in the same bar one after
-    another do not wait for each other's store."""
+    another do not wait for each other's store. crow: the shard rows of a clustered copy's
+    positions (`_shard_row`), where stored measures are read only for the rows that count."""
     bar_off, nbars, mkind = L[6], L[5], L[7]
     for j in range(views.shape[0]):
         v = views[j]
@@ -384,7 +387,24 @@ def _count_chunk(keys, raw, meas, rows, c0, n, fail, wts, views, need, L, counts
             for q in range(n):
                 if ((fail[q] & nv) == 0) != inv:
                     counts[base + bars[q]] += wts[q]
-        if mkind[v] != 0:
+        if mkind[v] >= 2 and crow.shape[0]:
+            # stored measures (and raw values) are at shard rows, scattered: read only those
+            # of the rows that count, gathered first without a branch (a branch taken at
+            # random would keep the reads from overlapping)
+            at, pos = np.empty(n, np.int64), np.empty(n, np.int64)
+            k = 0
+            for q in range(n):
+                at[k] = q
+                pos[k] = c0 + q if c0 >= 0 else rows[q]
+                k += 1 if ((fail[q] & nv) == 0) != inv else 0
+            _measures(keys, raw, meas, pos, -1, k, v, L, xs, crow)
+            for t in range(k):
+                x = xs[t]
+                if x == x:
+                    q = at[t]
+                    sums[base + bars[q]] += wts[q] * x
+                    oks[base + bars[q]] += wts[q]
+        elif mkind[v] != 0:
             _measures(keys, raw, meas, rows, c0, n, v, L, xs, crow)
             for q in range(n):
                 x = xs[q]
@@ -521,12 +541,12 @@ def scan(S, L, Q, views, need, skip, b0, b1, counts, sums, oks):
             if _worth_gathering(alive, cn, nv):
                 m = _alive(fail, wts, c0, cn, common, dead2, rows2, fail2, wts2, m, alive)
                 m = _flush(keys, raw, meas, rows2, m, False, fail2, wts2, vb, need, L, counts, sums,
-                           oks, bars, xs)
+                           oks, bars, xs, _NO_ROWS)
                 continue
             _count_chunk(keys, raw, meas, rows, c0, cn, fail, wts, vb, need, L, counts, sums, oks,
                          bars, xs, _NO_ROWS)
         _flush(keys, raw, meas, rows2, m, True, fail2, wts2, vb, need, L, counts, sums, oks,
-               bars, xs)
+               bars, xs, _NO_ROWS)
 
 
 @njit(nogil=True, cache=True)
@@ -591,14 +611,14 @@ def _alive(fail, wts, c0, n, common, dead2, pos, fail2, wts2, m, alive) -> np.in
 
 @njit(nogil=True, cache=True)
 def _flush(keys, raw, meas, pos, m, force, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
-           inv=False) -> np.int64:
+           crow, inv=False) -> np.int64:
     """Count the gathered rows (`inv`: as a complement) once there are a chunk's worth (or
     any, with `force`); returns how many are left gathered (0 or m). `pos` etc. hold
-    2 x CHUNK."""
+    2 x CHUNK; crow: as in `_count_chunk` (pos: a clustered copy's positions)."""
     if m == 0 or (m < CHUNK and not force):
         return m
     _count_chunk(keys, raw, meas, pos, -1, m, fail2, wts2, views, need, L, counts, sums, oks,
-                 bars, xs, _NO_ROWS, inv)
+                 bars, xs, crow, inv)
     return 0
 
 
@@ -930,10 +950,9 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
     they split blocks); raw values and stored measures are read at the shard rows `crow`
-    names (d's own fine edge buckets by a binary search when cdim == d: `_edge_runs`). As
-    in `scan`, the rows that count in no view (or whose weight is 0) are dropped before
-    counting, where no view reads stored measures (those are read at shard rows, not at
-    copy positions).
+    names (d's own fine edge buckets by a binary search when cdim == d: `_edge_runs`), and
+    measures there only for the rows that count (`_count_chunk`). As in `scan`, the rows
+    that count in no view (or whose weight is 0) are dropped before counting.
     Chunks follow the copy's grid of `grid` rows (<= CHUNK). With `zones` (`chunk_zones`,
     not empty), a filter that a chunk's zone maps decide is not tested on its rows, and a
     chunk failing one that every view needs (or two, in a crossfilter) is skipped. With
@@ -948,12 +967,10 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     nstart = starts.shape[0] - 1
     union = np.uint64(0)
     common = ~np.uint64(0)  # filters every view needs: a row failing one counts in none
-    stored = False
     measured = False
     for j in range(views.shape[0]):
         union |= need[views[j]]
         common &= need[views[j]]
-        stored |= L[7][views[j]] >= 2  # (3: raw values, also read at shard rows)
         measured |= L[7][views[j]] != 0
     complements = hist.shape[0] > 0 and not measured  # a histogram has no sums
     dead2 = union != 0 and _dead_when_two_fail(union, views, need)
@@ -999,23 +1016,24 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
             if failing:
                 for i in range(cn):
                     fail[i] |= failing
-            alive = cn if stored else _alive_count(fail, wts, cn, common, dead2)
+            alive = _alive_count(fail, wts, cn, common, dead2)
             if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
                 _add_hist(hist, c0 // grid, wu, views, L, counts)
                 m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
                 m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
-                            sums, oks, bars, xs, True)
+                            sums, oks, bars, xs, crow, True)
             elif _worth_gathering(alive, cn, views.shape[0]):
                 m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
                 m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
-                           oks, bars, xs)
+                           oks, bars, xs, crow)
             else:
                 _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts,
                              sums, oks, bars, xs, crow)
             c0 = c1
-    _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs)
+    _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+           crow)
     _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars,
-           xs, True)
+           xs, crow, True)
 
 
 @njit(nogil=True, cache=True)
