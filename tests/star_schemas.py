@@ -12,6 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from brushfire import Dashboard
+from brushfire.capture.local import capture_tables
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+# small blocks and shards: a star of 2,000 rows spans several of each
+CONFIG = CaptureConfig(block_rows=64, shard_rows=300, max_keys=40, max_cube_blocks=6)
+
 
 def make_star(n: int, seed: int) -> tuple[pa.Table, dict[str, pa.Table]]:
     """(fact table of `n` rows, {join name: dimension table})."""
@@ -97,3 +106,13 @@ def write_star(folder, fact: pa.Table, dims: dict[str, pa.Table]) -> None:
     pq.write_table(fact, folder / "fact.parquet")
     for name, table in dims.items():
         pq.write_table(table, folder / f"{name}.parquet")
+
+
+def open_star(folder, seed: int, n: int = 2000, details: bool = True) -> Dashboard:
+    """A random star (`make_star`) captured in this process (no Spark), in two files."""
+    fact, dims = make_star(n, seed)
+    write_star(folder, fact, dims)
+    spec = parse_dashboard(star_spec(folder, details))
+    store = capture_tables(plan_capture(spec), {"a": fact.slice(0, n // 3), "b": fact.slice(n // 3)},
+                           folder / "cache", CONFIG, None, dims)
+    return Dashboard(spec, plan_capture(spec), store)

@@ -67,8 +67,9 @@ async function main() {
   document.title = `${description.title} · Brushfire`;
   const saved = stateInAddress(location.hash);
   const rows = `api/dashboards/${encodeURIComponent(name)}/rows`;
-  const exportURL = (format, state) => withToken(
-    `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const exportURL = (format, state, join) => withToken(
+    `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`
+    + (join ? `&join=${encodeURIComponent(join)}` : ""), token);
   const linkOf = (state) => `${location.origin}${location.pathname}${location.search}${addressOf(state)}`;
   const show = async (desc) => {
     const ui = new DashboardUI(app, desc, (msg) => connection.request(msg),

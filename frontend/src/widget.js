@@ -98,8 +98,9 @@ async function renderRemote(model, root) {
     model.set("filters", filters);
     model.save_changes();
   };
-  const exportURL = (format, state) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
-    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const exportURL = (format, state, join) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
+    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`
+    + (join ? `&join=${encodeURIComponent(join)}` : ""), token);
   let shown = Promise.resolve(); // the first mount, then each redraw for new data, in order
   // new data (`serve --watch`): the new description, the filters the session kept
   const redraw = async (msg) => {

@@ -4,6 +4,8 @@ reach it, as DuckDB's LEFT JOIN counts them; hovering one marks the bars of its 
 
 from __future__ import annotations
 
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 
 from browser.conftest import open_page
@@ -135,3 +137,46 @@ def test_the_help_says_show_rows_can_list_a_joined_tables_rows(chromium, served_
     addr, _ = served_star
     with open_page(chromium, addr, "star", request.node.name) as page:
         assert "or the store, region or item rows they join" in page.inner_text(".bf-help-text")
+
+
+def test_download_rows_gives_the_listed_join_rows(chromium, served_star, request, tmp_path):
+    """Listing the store rows, "Download rows" saved the source's rows: it now saves what
+    the panel lists, the store rows behind the selection with their count, every page of
+    them, as DuckDB's LEFT JOIN counts them; back on the source's rows, the source's."""
+    addr, dash = served_star
+    oracle = Oracle(dash.spec)
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        drag(page, "amount", 0, 80)
+        lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
+        oracle.brush("amount", (lo, hi))
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.evaluate("window.brushfire.ui.details.pageSize = 20")  # (pages of 20: the file has them all)
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        assert len(page.query_selector_all(".bf-table tr[data-key]")) == 20
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        assert download.value.suggested_filename == "star-store-rows.csv"
+        download.value.save_as(tmp_path / "store.csv")
+        got = pcsv.read_csv(tmp_path / "store.csv", convert_options=pcsv.ConvertOptions(
+            strings_can_be_null=True, quoted_strings_can_be_null=False))  # (a null city: unquoted)
+        assert got.column_names == ["store.store_id", "store.city", "rows"]
+        want = oracle.con.execute(
+            f'SELECT "store.store_id", "store.city", count(*) AS n FROM src WHERE {oracle.where(None)} '
+            'AND "store.store_id" IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC, 1').fetchall()
+        assert len(want) > 20  # (more than the page the panel shows)
+        assert [tuple(r.values()) for r in got.to_pylist()] == [tuple(r) for r in want]
+        assert "every store row" in page.get_attribute("[data-action=download]", "title")  # (it says so)
+        page.select_option("select.bf-format", "parquet")
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        download.value.save_as(tmp_path / "store.parquet")
+        assert pq.read_table(tmp_path / "store.parquet").to_pylist() == got.to_pylist()
+        page.select_option(".bf-rows-of", "")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        assert download.value.suggested_filename == "star-rows.parquet"
+        download.value.save_as(tmp_path / "rows.parquet")
+        assert pq.read_table(tmp_path / "rows.parquet").num_rows == oracle.selected()

@@ -12,23 +12,11 @@ from brushfire import Dashboard
 from brushfire.capture.local import capture_tables
 from brushfire.engine.dimensions import dimension_forward, dimension_rows
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.protocol import handle
 from brushfire.spec import parse_dashboard
 from oracle import Oracle
-from star_schemas import make_star, star_spec, write_star
-
-CONFIG = CaptureConfig(block_rows=64, shard_rows=300, max_keys=40, max_cube_blocks=6)
-
-
-def open_star(folder, seed: int, n: int = 2000, details: bool = True):
-    fact, dims = make_star(n, seed)
-    write_star(folder, fact, dims)
-    spec = parse_dashboard(star_spec(folder, details))
-    store = capture_tables(plan_capture(spec), {"a": fact.slice(0, n // 3), "b": fact.slice(n // 3)},
-                           folder / "cache", CONFIG, None, dims)
-    return Dashboard(spec, plan_capture(spec), store)
+from star_schemas import CONFIG, open_star
 
 
 @pytest.fixture(scope="module", params=[4, 17])

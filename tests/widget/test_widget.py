@@ -356,3 +356,28 @@ def test_closing_the_widget_closes_its_session(w):
     inner = w.session.inner
     w.close()
     assert inner._closed and not inner._tiles and not inner._tile_jobs and inner._idle is None
+
+
+def test_a_joins_rows_in_the_kernel_and_from_a_server(tmp_path):
+    """`details(join=)` and `export(join=)`: a join's rows behind the selection, as the
+    panel lists them (the export's, brushfire/export.py), in the kernel or from a server."""
+    from brushfire import export
+    from star_schemas import open_star
+
+    dash = open_star(tmp_path / "star", seed=4)
+    state = {"amount": {"interval": [0, 60]}}
+    local = brushfire.widget(dash)
+    local.filters = state
+    s = dash.session()
+    protocol.handle(s, {"type": "filters", "filters": state})
+    want = export.selection_table(s, join="store")
+    assert want.num_rows > 0 and want.column_names == ["store.store_id", "store.city", "rows"]
+    assert local.details(arrow=True, join="store").equals(want)
+    assert pq.read_table(local.export(tmp_path / "stores.parquet", join="store")).equals(want)
+    with live_server(create_app([dash])) as addr:
+        remote = brushfire.widget(url=f"http://{addr}", dashboard="star")
+        remote.filters = state
+        assert remote.details(arrow=True, join="store").equals(want)
+        assert pq.read_table(remote.export(tmp_path / "remote.parquet", join="store")).equals(want)
+        with pytest.raises(InteractionError, match="'nope' is not a join of this dashboard"):
+            remote.details(join="nope")

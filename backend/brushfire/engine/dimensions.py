@@ -73,10 +73,29 @@ def answer_dimension(session, r: DimensionRequest) -> DimensionRows:
     return _rows(session, j, session.rids_behind(r.view, r.bars), r.page, size)
 
 
-def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
+def answer_dimension_all(session, r: DimensionRequest) -> DimensionRows:
+    """Every dimension row `answer_dimension` lists, page after page, as one table (in its
+    order): what the export of a join's rows writes (brushfire/export.py)."""
+    j = session.plan.dashboard.source.join(r.join)
+    return _grouped(session, j, session.rids_behind(r.view, r.bars))
+
+
+def dimension_columns(session, j: m.Join) -> list[str]:
+    """The columns of a join's dimension rows but `rows`: its key, then its details columns."""
     key = f"{j.name}.{j.key}"
-    columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
-                      if c.startswith(f"{j.name}.") and c != key]]
+    return [key, *[c for c in session.plan.dashboard.interactions.details.columns
+                    if c.startswith(f"{j.name}.") and c != key]]
+
+
+def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
+    got = _grouped(session, j, rids)
+    return DimensionRows(got.table.slice(page * size, size), got.total, got.unmatched)
+
+
+def _grouped(session, j: m.Join, rids: np.ndarray) -> DimensionRows:
+    """All the dimension rows `rids` reach, most first (ties by key), unpaged."""
+    columns = dimension_columns(session, j)
+    key = columns[0]
     table = session.store.take(np.asarray(rids, np.int64), columns)
     if not table.num_rows:  # (of a source of no rows, the columns' types are unknown)
         return DimensionRows(table.select(columns).append_column(ROWS, pa.array([], pa.int64())), 0, 0)
@@ -88,7 +107,7 @@ def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> Dimensi
     unmatched = int(pc.sum(pc.filter(grouped[ROWS], none)).as_py() or 0)
     grouped = grouped.filter(pc.invert(none))
     grouped = grouped.sort_by([(ROWS, "descending"), (key, "ascending")]).select([*columns, ROWS])
-    return DimensionRows(grouped.slice(page * size, size), grouped.num_rows, unmatched)
+    return DimensionRows(grouped, grouped.num_rows, unmatched)
 
 
 def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]]]:
@@ -185,5 +204,5 @@ def _time_key(key, t: pa.DataType, column: str):
         return None
 
 
-__all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_forward", "dimension_forward",
-           "dimension_rows"]
+__all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_all", "answer_dimension_forward",
+           "dimension_columns", "dimension_forward", "dimension_rows"]
