@@ -232,8 +232,9 @@ export class DetailsTable {
 
 // The columns of text, left-aligned with their header (numbers and instants are right-
 // aligned): those whose first value on the page is a string, not an instant nor a float's
-// "NaN", "Infinity" or "-Infinity" (as replies write a float key's).
-const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$)/;
+// "NaN", "Infinity" or "-Infinity" (as replies write a float key's), nor an integer's
+// digits (as replies write one beyond ±(2^53-1): 16 digits or more).
+const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$|-?\d{16,}$)/;
 
 function textColumns(rows, columns) {
   return new Set(columns.filter((c) => {

@@ -16,7 +16,7 @@ from brushfire.spec import parse_dashboard
 from live_server import live_server
 from oracle import Oracle
 from pages import IDLE, drag
-from star_schemas import make_star, star_spec, write_star
+from star_schemas import BIG_KEYS, make_big_keys, make_star, open_big_keys, star_spec, write_star
 
 pytestmark = pytest.mark.spark
 
@@ -180,3 +180,42 @@ def test_download_rows_gives_the_listed_join_rows(chromium, served_star, request
         assert download.value.suggested_filename == "star-rows.parquet"
         download.value.save_as(tmp_path / "rows.parquet")
         assert pq.read_table(tmp_path / "rows.parquet").num_rows == oracle.selected()
+
+
+@pytest.fixture(scope="module")
+def served_big_keys(tmp_path_factory):
+    dash = open_big_keys(tmp_path_factory.mktemp("bigkeys"))
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
+
+
+def digits(texts: list[str]) -> list[str]:
+    return [t.replace(",", "").replace("\u2212", "-") for t in texts]
+
+
+def test_integer_keys_beyond_2_53_keep_their_digits_and_lead_to_their_rows(chromium, served_big_keys, request):
+    """A JSON number is a double in the page: key 9007199254740993 showed as ...992 and
+    hovering it marked nothing (no such key), hovering ...995 marked ...996's bars, and the
+    details' int64 column showed wrong digits. The page now shows and sends them exact."""
+    addr, dash = served_big_keys
+    with open_page(chromium, addr, "bigkeys", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        cells = page.eval_on_selector_all(".bf-table tr[data-rid] td:nth-child(2)", "tds => tds.map(td => td.textContent)")
+        want = ["∅" if k is None else str(k) for k in make_big_keys()[0]["acct_id"].to_pylist()]
+        assert digits(cells) == want
+        page.select_option(".bf-rows-of", "acct")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        keys = page.eval_on_selector_all(".bf-table tr[data-key] td:first-child", "tds => tds.map(td => td.textContent)")
+        assert digits(keys) == [str(k) for k in BIG_KEYS]
+        assert all(row[0] == "right" for row in page.eval_on_selector(".bf-table", ALIGN))  # (a number's digits)
+        session = dash.engine_session()
+        for i, key in enumerate(BIG_KEYS):
+            page.mouse.move(5, 5)
+            page.wait_for_function("[...window.brushfire.ui.charts.values()].every(c => !c.marked)")
+            before = page.evaluate("window.brushfire.ui.metrics.filter(m => m.type === 'dimension_forward').length")
+            page.hover(f".bf-table tr[data-key]:nth-child({i + 2}) td:nth-child(2)")
+            page.wait_for_function(f"window.brushfire.ui.metrics.filter(m => m.type === 'dimension_forward').length > {before}")
+            page.wait_for_function(IDLE)
+            _, views = dimension_forward(session, "acct", key)
+            assert page.evaluate("window.brushfire.ui.charts.get('label').marked") == views["label"], key

@@ -15,6 +15,7 @@ the interaction path of brushes. Pure functions of a session; no state of their 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -33,6 +34,7 @@ from brushfire.errors import InteractionError
 from brushfire.spec import models as m
 
 ROWS = "rows"  # the column of `dimension_rows` that counts the source's rows per dimension row
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")  # an integer key's decimal text (as replies write it)
 
 
 @dataclass
@@ -156,8 +158,16 @@ def _key_value(key, t: pa.DataType, column: str):
     number has many ('7', '07', '7.0'; SQL engines disagree: Spark casts the text to a
     number, DuckDB refuses the comparison), so the number matched nothing, silently. A
     float key's NaN and infinities are given as 'NaN', 'Infinity', '-Infinity' (as
-    replies write them: JSON has no such numbers)."""
+    replies write them: JSON has no such numbers). An integer key may be given as its
+    decimal text, as replies write one beyond ±(2^53-1) (a page's JSON numbers are
+    doubles: the number would name another key)."""
     text = t.value_type if pa.types.is_dictionary(t) else t
+    given = key
+    if pa.types.is_integer(text) and isinstance(key, str):
+        if not _INTEGER_TEXT.fullmatch(key):  # (Arrow's cast would take ' 7' or '+7' too)
+            msg = f"key {key!r} is not a value of {column} ({t})"
+            raise InteractionError(msg)
+        key = int(key)
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return _time_key(key, t, column)
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
@@ -177,7 +187,7 @@ def _key_value(key, t: pa.DataType, column: str):
     try:
         return pa.scalar(key).cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
-        msg = f"key {key!r} is not a value of {column} ({t})"
+        msg = f"key {given!r} is not a value of {column} ({t})"
         raise InteractionError(msg) from None
 
 
