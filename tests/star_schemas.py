@@ -12,6 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from brushfire import Dashboard
+from brushfire.capture.local import capture_tables
+from brushfire.lineage.layout import CaptureConfig
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+# small blocks and shards: a star of 2,000 rows spans several of each
+CONFIG = CaptureConfig(block_rows=64, shard_rows=300, max_keys=40, max_cube_blocks=6)
+
 
 def make_star(n: int, seed: int) -> tuple[pa.Table, dict[str, pa.Table]]:
     """(fact table of `n` rows, {join name: dimension table})."""
@@ -97,3 +106,53 @@ def write_star(folder, fact: pa.Table, dims: dict[str, pa.Table]) -> None:
     pq.write_table(fact, folder / "fact.parquet")
     for name, table in dims.items():
         pq.write_table(table, folder / f"{name}.parquet")
+
+
+def open_star(folder, seed: int, n: int = 2000, details: bool = True) -> Dashboard:
+    """A random star (`make_star`) captured in this process (no Spark), in two files."""
+    fact, dims = make_star(n, seed)
+    write_star(folder, fact, dims)
+    spec = parse_dashboard(star_spec(folder, details))
+    store = capture_tables(plan_capture(spec), {"a": fact.slice(0, n // 3), "b": fact.slice(n // 3)},
+                           folder / "cache", CONFIG, None, dims)
+    return Dashboard(spec, plan_capture(spec), store)
+
+
+# Keys beyond 2^53 (a JS double's exact integers): 9007199254740993 reads as ...992 there,
+# ...995 and ...997 both as ...996; and the int64 extremes. Each key has its own label
+# and count (so each its own bar and place in the list).
+BIG_KEYS = [9007199254740993, 9007199254740995, 9007199254740996, 9007199254740997,
+            2**63 - 1, -(2**63) + 1, 7]
+BIG_LABELS = ["k993", "k995", "k996", "k997", "kmax", "kmin", "k7"]
+
+
+def make_big_keys() -> tuple[pa.Table, dict[str, pa.Table]]:
+    """(fact, {"acct": dimension}): a star whose int64 keys pass 2^53. Key i is on
+    len(BIG_KEYS) + 1 - i fact rows; a key the dimension lacks and a null key too."""
+    keys = [k for i, k in enumerate(BIG_KEYS) for _ in range(len(BIG_KEYS) + 1 - i)]
+    keys += [9007199254740999, None]
+    fact = pa.table({"acct_id": pa.array(keys, pa.int64()),
+                     "amount": pa.array([float(i % 9) for i in range(len(keys))])})
+    acct = pa.table({"id": pa.array(BIG_KEYS, pa.int64()), "label": BIG_LABELS})
+    return fact, {"acct": acct}
+
+
+def big_keys_spec(folder) -> dict:
+    views = [{"name": "label", "type": "categorical", "field": "acct.label"},
+             {"name": "amount", "type": "histogram", "field": "amount", "bin": {"step": 1, "extent": [0, 9]}}]
+    return {"name": "bigkeys",
+            "source": {"path": str(folder / "fact.parquet"),
+                       "joins": [{"name": "acct", "path": str(folder / "acct.parquet"), "key": "id",
+                                  "on": "acct_id"}]},
+            "views": views,
+            "interactions": {"crossfilter": [{"views": ["label", "amount"]}],
+                             "details": {"columns": ["acct_id", "amount", "acct.label"], "page_size": 50}}}
+
+
+def open_big_keys(folder) -> Dashboard:
+    """`make_big_keys` captured in this process (no Spark)."""
+    fact, dims = make_big_keys()
+    write_star(folder, fact, dims)
+    spec = parse_dashboard(big_keys_spec(folder))
+    store = capture_tables(plan_capture(spec), {"a": fact}, folder / "cache", CONFIG, None, dims)
+    return Dashboard(spec, plan_capture(spec), store)

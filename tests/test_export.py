@@ -23,6 +23,7 @@ from brushfire.server import create_app
 from brushfire.server.security import Security
 from live_server import live_server
 from oracle import Oracle
+from star_schemas import open_star
 
 COLUMNS = ["x", "cat", "t"]
 STATES = [
@@ -35,6 +36,12 @@ STATES = [
 
 
 def oracle_rows(dash, state: dict) -> list[tuple]:
+    oracle = oracle_of(dash, state)
+    return oracle.rows(COLUMNS, oracle.where(None))
+
+
+def oracle_of(dash, state: dict) -> Oracle:
+    """DuckDB's SQL over the dashboard's source (joins LEFT JOINed) under `state`."""
     oracle = Oracle(dash.spec)
     for name, f in selection.parse_state(state).items():
         m = selection.message_of(name, f)
@@ -44,7 +51,7 @@ def oracle_rows(dash, state: dict) -> list[tuple]:
             oracle.select(name, m["values"])
         else:
             oracle.set_parameter(name, m["value"])
-    return oracle.rows(COLUMNS, oracle.where(None))
+    return oracle
 
 
 def rows_of(table: pa.Table) -> list[tuple]:
@@ -143,3 +150,73 @@ def test_a_dashboard_without_details_says_so(rich_local):
         update={"interactions": rich_local.spec.interactions.model_copy(update={"details": None})}))
     with pytest.raises(NotCapturedError, match="details on demand is not declared"):
         export.selection_table(s)
+
+
+# --- a join's rows (what the details panel lists under "Rows of": `dimension`) ----------
+
+STAR_STATES = [{}, {"amount": {"interval": [0, 60]}}, {"zone": {"values": ["north"]}},
+               {"amount": {"interval": [500, 600]}}]  # (the last: no row)
+
+
+@pytest.fixture(scope="module")
+def star(tmp_path_factory):
+    return open_star(tmp_path_factory.mktemp("star"), seed=4)
+
+
+def dimension_pages(session, join: str, page_size: int = 7) -> list[dict]:
+    """Every row the `dimension` request lists, page after page."""
+    rows, page = [], 0
+    while True:
+        reply = protocol.handle(session, {"type": "dimension", "join": join, "page": page,
+                                          "page_size": page_size})
+        assert reply["type"] == "dimension", reply
+        rows += reply["rows"]
+        if (page + 1) * page_size >= reply["total"]:
+            return rows
+        page += 1
+
+
+@pytest.mark.parametrize("join", ["store", "region", "item"])
+@pytest.mark.parametrize("state", STAR_STATES, ids=lambda s: ",".join(s) or "none")
+def test_a_joins_rows_export_as_the_dimension_request_lists_them(star, state, join):
+    """The details panel listing a join's rows downloaded the source's rows: the export of a
+    join is its rows behind the selection, each with its count of selected rows, in the
+    order and with the values of every page of `dimension`, as DuckDB's LEFT JOIN counts."""
+    s = session_with(star, state)
+    key = f"{join}.{star.spec.source.join(join).key}"
+    columns = [key, *[c for c in star.spec.interactions.details.columns
+                      if c.startswith(f"{join}.") and c != key]]
+    table = export.selection_table(s, join=join)
+    assert table.column_names == [*columns, "rows"]
+    assert table.to_pylist() == dimension_pages(s, join)
+    oracle = oracle_of(star, state)
+    q = ", ".join(f'"{c}"' for c in columns)
+    want = oracle.con.execute(
+        f'SELECT {q}, count(*) AS n FROM src WHERE {oracle.where(None)} AND "{key}" IS NOT NULL '
+        f'GROUP BY {q} ORDER BY n DESC, "{key}"').fetchall()
+    assert [tuple(r.values()) for r in table.to_pylist()] == [tuple(r) for r in want]
+    assert (table.num_rows > 0) == bool(state != STAR_STATES[-1])
+    assert export.selection_table(s, join=join, limit=2).equals(table.slice(0, 2))
+    for format in ("csv", "parquet"):
+        data = io.BytesIO(b"".join(export.stream(s, format, join=join)))
+        back = pq.read_table(data) if format == "parquet" else pcsv.read_csv(
+            data, convert_options=pcsv.ConvertOptions(column_types=table.schema, null_values=[""],
+                                                      strings_can_be_null=True))
+        assert back.equals(table), format
+
+
+def test_a_joins_rows_from_the_server(star):
+    state = STAR_STATES[1]
+    want = export.selection_table(session_with(star, state), join="store")
+    with live_server(create_app([star])) as addr:
+        url = f"http://{addr}/api/dashboards/star/rows"
+        r = httpx.get(url, params={"filters": json.dumps(state), "format": "parquet", "join": "store"})
+        assert r.status_code == 200, r.text
+        assert r.headers["content-disposition"] == 'attachment; filename="star-store-rows.parquet"'
+        assert pq.read_table(io.BytesIO(r.content)).equals(want)
+        for params, reason in [
+            ({"join": "nope"}, "'nope' is not a join of this dashboard; joins: store, region, item"),
+            ({"join": "store", "columns": "qty"}, "columns: a join's rows are its key, its details columns"),
+        ]:
+            r = httpx.get(url, params=params)
+            assert r.status_code == 400 and reason in r.json()["detail"], (params, r.text)

@@ -3,6 +3,10 @@ lineage), with their rid, as CSV or Parquet, streamed in pages so memory stays b
 whatever the number of rows. The server's `GET /api/dashboards/<name>/rows`, the page's
 "Download rows" and the widget's `export()` and `details()` all use it.
 
+With `join` (a join's name), the rows are instead that join's dimension rows behind the
+selection, as the details panel lists them under "Rows of" (the protocol's `dimension`,
+every page): its key, its details columns and `rows`, how many selected rows reach each.
+
 Sessions over per-row lineage (declaring `Capability.ROWS`) page through `backward_rids` and read the
 rows with `store.take`; other sessions (the baselines) through `details` pages. Columns
 are the spec's `interactions.details.columns` (the ones the capture kept), or a subset.
@@ -34,15 +38,20 @@ def check_format(format: str) -> str:
 
 
 def selection_batches(session: SessionAPI, columns: list[str] | None = None,
-                      limit: int | None = None, page_rows: int = PAGE_ROWS
+                      limit: int | None = None, page_rows: int = PAGE_ROWS, join: str | None = None
                       ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """(schema, batches) of the rows behind the current selection in rid order: `rid`
     and `columns` (default: the declared details columns), all of them or the first
-    `limit`. The request is checked now; the rows are read as the batches are taken."""
-    columns, _ = details_request(session.plan, 0, None, columns)
+    `limit`; with `join`, that join's dimension rows behind it (`join_table`). The
+    request is checked now; the rows are read as the batches are taken."""
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         msg = f"limit: {limit!r} is not a number of rows (an integer >= 0)"
         raise InteractionError(msg)
+    if join is not None:
+        table = join_table(session, join, columns)
+        table = table if limit is None else table.slice(0, limit)
+        return table.schema, iter(table.to_batches(max_chunksize=page_rows))
+    columns, _ = details_request(session.plan, 0, None, columns)
     if Capability.ROWS in session.capabilities:
         session = cast(LineageAPI, session)
         empty = session.store.take(np.zeros(0, np.int64), columns)
@@ -51,6 +60,21 @@ def selection_batches(session: SessionAPI, columns: list[str] | None = None,
     first = session.details(page=0, page_size=MAX_PAGE_ROWS, columns=columns)
     schema = first.schema.set(0, pa.field("rid", pa.int64()))  # rids are int64 everywhere
     return schema, _details_pages(session, columns, first, schema, limit)
+
+
+def join_table(session: SessionAPI, join: str, columns: list[str] | None = None) -> pa.Table:
+    """`join`'s dimension rows behind the current selection: every page of what the
+    protocol's `dimension` lists (checked as that message is), as one table. Its size is
+    bounded by the dimension table's, so it is not streamed."""
+    from brushfire.engine.dimensions import answer_dimension_all
+    from brushfire.requests import Dimension
+
+    if columns is not None:  # (the columns are what the panel lists, or `rows` would not add up)
+        msg = ("columns: a join's rows are its key, its details columns and `rows`; "
+               "give no columns with a join")
+        raise InteractionError(msg)
+    request = Dimension(type="dimension", join=join).check(session)
+    return answer_dimension_all(cast(LineageAPI, session), request).table
 
 
 def _lineage_pages(session, columns, schema, limit, page_rows) -> Iterator[pa.RecordBatch]:
@@ -81,18 +105,19 @@ def _details_pages(session, columns, first: pa.Table, schema, limit) -> Iterator
 
 
 def selection_table(session: SessionAPI, columns: list[str] | None = None,
-                    limit: int | None = None) -> pa.Table:
+                    limit: int | None = None, join: str | None = None) -> pa.Table:
     """The rows behind the current selection as one table (see `selection_batches`)."""
-    schema, batches = selection_batches(session, columns, limit)
+    schema, batches = selection_batches(session, columns, limit, join=join)
     return pa.Table.from_batches(list(batches), schema)
 
 
 def stream(session: SessionAPI, format: str, columns: list[str] | None = None,
-           limit: int | None = None) -> Iterator[bytes]:
-    """The rows behind the current selection as CSV or Parquet bytes, chunk by chunk.
-    The request is checked when called (a bad one raises before any byte)."""
+           limit: int | None = None, join: str | None = None) -> Iterator[bytes]:
+    """The rows behind the current selection (or `join`'s rows behind it) as CSV or
+    Parquet bytes, chunk by chunk. The request is checked when called (a bad one raises
+    before any byte)."""
     check_format(format)
-    schema, batches = selection_batches(session, columns, limit)
+    schema, batches = selection_batches(session, columns, limit, join=join)
     return _encode(format, schema, batches)
 
 
@@ -119,12 +144,12 @@ def _encode(format: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -
 
 
 def write(session: SessionAPI, path: str | Path, format: str | None = None,
-          columns: list[str] | None = None) -> Path:
-    """Write the rows behind the current selection to `path` (format: csv or parquet,
-    default from the file's suffix)."""
+          columns: list[str] | None = None, join: str | None = None) -> Path:
+    """Write the rows behind the current selection (or `join`'s rows behind it) to `path`
+    (format: csv or parquet, default from the file's suffix)."""
     path = Path(path)
     format = format or path.suffix.lstrip(".").lower()
-    chunks = stream(session, format, columns)
+    chunks = stream(session, format, columns, join=join)
     with open(path, "wb") as f:
         for chunk in chunks:
             f.write(chunk)

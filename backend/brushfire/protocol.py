@@ -28,7 +28,7 @@ from brushfire.engine import api as R
 from brushfire.engine.api import ForwardAPI, LazyUpdate, LineageAPI, SessionAPI, Update, ViewData
 from brushfire.errors import BrushfireError
 from brushfire.requests import answers_lazily, echo_id, filter_kinds, lazy_api, parse
-from brushfire.wire import ProtocolError, decode_message, jsonable, rows_json
+from brushfire.wire import ProtocolError, decode_message, exact_int, jsonable, rows_json
 
 log = logging.getLogger("brushfire.protocol")
 
@@ -104,7 +104,7 @@ def run_dimension_forward(session: SessionAPI, r: R.DimensionForwardRequest) -> 
 
     rows, views = answer_dimension_forward(cast(LineageAPI, session), r)
     pruned = [v.name for v in session.plan.dashboard.views if v.name not in views]
-    return {"type": "dimension_forward", "join": r.join, "key": r.key, "rows": rows,
+    return {"type": "dimension_forward", "join": r.join, "key": exact_int(r.key), "rows": rows,
             "views": views, "pruned": pruned}
 
 

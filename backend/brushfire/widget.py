@@ -7,6 +7,7 @@ filter state Python can read, watch and set. The only module that imports anywid
     w.observe(print, names="filters")                  # watch the user's interactions
     w.details().head()                                 # the rows behind the selection
     w.export("rows.parquet")                           # all of them, streamed to a file
+    w.export("stores.csv", join="store")               # a join's rows behind it, as listed
 
 By default the engine runs in the kernel: the dashboard is opened here (the lineage
 cache, or a capture on this kernel's Spark session), each widget has its own `Session`,
@@ -150,15 +151,17 @@ class DashboardWidget(anywidget.AnyWidget):
         super().close()
 
     def details(self, limit: int | None = None, *, columns: list[str] | None = None,
-                arrow: bool = False):
+                arrow: bool = False, join: str | None = None):
         """The input rows behind the current selection (backward lineage), with their
-        `rid`: all of them, or the first `limit`. A pandas DataFrame, or a pyarrow Table
-        with `arrow=True`. Attached to a server, the server sends them as Parquet."""
+        `rid`: all of them, or the first `limit`; with `join`, that join's rows behind it
+        (its key, its details columns and `rows`, as the panel lists them). A pandas
+        DataFrame, or a pyarrow Table with `arrow=True`. Attached to a server, the server
+        sends them as Parquet."""
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             msg = f"limit must be an integer >= 0, not {limit!r}"
             raise InteractionError(msg)
-        table = self._local_details(limit, columns) if self._session is not None \
-            else self._server_details(limit, columns)
+        table = self._local_details(limit, columns, join) if self._session is not None \
+            else self._server_details(limit, columns, join)
         return table if arrow else table.to_pandas()
 
     def reload(self) -> bool:
@@ -259,24 +262,25 @@ class DashboardWidget(anywidget.AnyWidget):
         return state_reply["filters"]
 
     def export(self, path: str | Path, format: str | None = None, *,
-               columns: list[str] | None = None) -> Path:
+               columns: list[str] | None = None, join: str | None = None) -> Path:
         """Write the input rows behind the current selection (with their `rid`) to `path`
         as CSV or Parquet (`format`, default from the file's suffix), streamed: any
-        number of rows. Attached to a server, the server streams them (its
-        `/api/dashboards/<name>/rows`)."""
+        number of rows; with `join`, that join's rows behind it (as `details(join=)`).
+        Attached to a server, the server streams them (its `/api/dashboards/<name>/rows`)."""
         path = Path(path)
         format = export.check_format(format or path.suffix.lstrip(".").lower())
         if self._session is not None:
             with self._lock:
-                return export.write(self._session, path, format, columns)
-        with self._rows(format, columns) as response, open(path, "wb") as f:
+                return export.write(self._session, path, format, columns, join)
+        with self._rows(format, columns, join=join) as response, open(path, "wb") as f:
             while chunk := response.read(1 << 20):
                 f.write(chunk)
         return path
 
-    def _local_details(self, limit: int | None, columns: list[str] | None) -> pa.Table:
+    def _local_details(self, limit: int | None, columns: list[str] | None,
+                       join: str | None = None) -> pa.Table:
         with self._lock:
-            return export.selection_table(self._session, columns, limit)
+            return export.selection_table(self._session, columns, limit, join)
 
     # --- attached to a server --------------------------------------------------------------
 
@@ -299,19 +303,23 @@ class DashboardWidget(anywidget.AnyWidget):
             return False
         return True
 
-    def _rows(self, format: str, columns: list[str] | None, limit: int | None = None):
+    def _rows(self, format: str, columns: list[str] | None, limit: int | None = None,
+              join: str | None = None):
         """The server's export of the rows behind `filters` (an open HTTP response)."""
         query = {"filters": json.dumps(self.filters), "format": format}
         if columns:
             query["columns"] = ",".join(columns)
+        if join is not None:
+            query["join"] = join
         if limit is not None:
             query["limit"] = str(limit)
         url = f"{self._url}/api/dashboards/{quote(self._dashboard_name)}/rows?{urlencode(query)}"
         return _open(url, self._url, self._token)
 
-    def _server_details(self, limit: int | None, columns: list[str] | None) -> pa.Table:
+    def _server_details(self, limit: int | None, columns: list[str] | None,
+                        join: str | None = None) -> pa.Table:
         """The server's rows behind `filters`, as Parquet."""
-        with self._rows("parquet", columns, limit) as response:
+        with self._rows("parquet", columns, limit, join) as response:
             return pq.read_table(io.BytesIO(response.read()))
 
 

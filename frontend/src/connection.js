@@ -95,6 +95,15 @@ export function withToken(url, token) {
   return u.toString();
 }
 
+// DashboardUI's `exportURL` over the server's export at `rows` (/api/dashboards/<name>/rows):
+// where the rows behind a selection state download from; with a join's name, that join's
+// rows behind it (what the details panel lists). One place for the page and the widget.
+export function rowsURL(rows, token) {
+  return (format, state, join) => withToken(`${rows}?format=${format}`
+    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`
+    + (join ? `&join=${encodeURIComponent(join)}` : ""), token);
+}
+
 // For messages: never show the token.
 function withoutQuery(url) {
   return String(url).split("?")[0];

@@ -23,8 +23,9 @@ const fmt = new Intl.NumberFormat("en-US");
 
 export class DashboardUI {
   // `send(message) -> Promise<reply>`; `onFilters(state)` after every change of the
-  // filters; `exportURL(format, state)`: where the rows behind a selection download from
-  // (the server's /api/dashboards/<name>/rows), or null (no "Download rows" control);
+  // filters; `exportURL(format, state, join)`: where the rows behind a selection download
+  // from (the server's /api/dashboards/<name>/rows; with a join's name, that join's rows
+  // behind it), or null (no "Download rows" control);
   // `linkOf(state)`: the page's address showing a selection state, or null (no "Copy
   // link").
   constructor(root, description, send, { onFilters = () => {}, exportURL = null, linkOf = null } = {}) {
@@ -53,7 +54,7 @@ export class DashboardUI {
     this.root.replaceChildren();
     this.root.classList.add("bf-dashboard");
     if (d.details) {
-      const download = this.exportURL && ((format) => this.exportURL(format, this.filters));
+      const download = this.exportURL && ((format, join) => this.exportURL(format, this.filters, join));
       this.details = new DetailsTable(d.details, (msg) => this.request(msg), download,
         (rid) => this.hoverRow(rid), d.joins ?? [], (join, key) => this.hoverKey(join, key));
     }

@@ -4,7 +4,8 @@
 // "Download rows" saves all of them (CSV or Parquet), streamed by the server. On a star
 // schema, "Rows of" lists instead the rows of a joined (dimension) table behind the
 // selection, each with how many of the source's rows reach it (lineage through the join:
-// `dimension`); hovering one marks the bars its rows fall in (`dimension_forward`).
+// `dimension`); hovering one marks the bars its rows fall in (`dimension_forward`), and
+// "Download rows" saves those listed (a user downloads what they see).
 //
 // Its controls ("Show rows", "Download rows" and the format) go where the page keeps its
 // actions (`controls`, the header); the table opens in `element`, a panel along the
@@ -17,7 +18,8 @@ import { formatValue } from "./format.js";
 const fmt = new Intl.NumberFormat("en-US");
 
 export class DetailsTable {
-  // `download(format)`: the URL of the rows behind the current selection, or null.
+  // `download(format, join)`: the URL of the rows behind the current selection (with a
+  // join's name: of its rows behind it), or null.
   // `onHoverRow(rid | null)`: the pointer entered a row (forward lineage shows its bars)
   // or left the table. `joins`: the description's ({name, table, key}); `onHoverKey(join,
   // key | null)`: the pointer entered a dimension row, or left the table.
@@ -73,6 +75,7 @@ export class DetailsTable {
     pick.onchange = () => {
       this.join = pick.value || null;
       this.order = null;
+      this.describeDownload();
       this.show(0);
     };
     return [pick];
@@ -84,16 +87,25 @@ export class DetailsTable {
     format.append(new Option("CSV", "csv"), new Option("Parquet", "parquet"));
     const button = el("button", "", "Download rows");
     button.dataset.action = "download";
-    button.title = "Download every row behind the selection";
+    this.downloadButton = button;
+    this.describeDownload();
     button.onclick = () => {
       const a = el("a");
-      a.href = download(format.value);
+      a.href = download(format.value, this.join);
       a.download = "";
       document.body.append(a);
       a.click();
       a.remove();
     };
     return [button, format];
+  }
+
+  // The button's title says which rows it saves: those "Rows of" lists.
+  describeDownload() {
+    if (!this.downloadButton) return;
+    this.downloadButton.title = this.join
+      ? `Download every ${this.join} row behind the selection, each with its count of selected rows`
+      : "Download every row behind the selection";
   }
 
   setOpen(open) {
@@ -220,8 +232,9 @@ export class DetailsTable {
 
 // The columns of text, left-aligned with their header (numbers and instants are right-
 // aligned): those whose first value on the page is a string, not an instant nor a float's
-// "NaN", "Infinity" or "-Infinity" (as replies write a float key's).
-const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$)/;
+// "NaN", "Infinity" or "-Infinity" (as replies write a float key's), nor an integer's
+// digits (as replies write one beyond ±(2^53-1): 16 digits or more).
+const NOT_TEXT = /^(\d{4}-\d\d-\d\dT|NaN$|-?Infinity$|-?\d{16,}$)/;
 
 function textColumns(rows, columns) {
   return new Set(columns.filter((c) => {

@@ -6,6 +6,8 @@ const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 const bySignificant = new Map(); // digits -> Intl.NumberFormat
 const ISO = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/;
 
+// (An integer beyond ±(2^53-1) comes as its decimal text, docs/protocol.md: shown as it
+// is, every digit exact; a double would have rounded it.)
 export function formatValue(v) {
   if (v === null || v === undefined) return "∅";
   if (typeof v === "number") return formatNumber(v);

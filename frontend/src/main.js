@@ -8,7 +8,7 @@
 // token in a cookie, and the page sends it on its own requests too and takes it out of
 // the address bar (so it is not bookmarked or shared by accident).
 
-import { Connection, getJSON, withToken } from "./connection.js";
+import { Connection, getJSON, rowsURL, withToken } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
 import { addressOf, stateInAddress } from "./selection.js";
 import { failureBox, progressBox } from "./status.js";
@@ -66,9 +66,7 @@ async function main() {
   }
   document.title = `${description.title} · Brushfire`;
   const saved = stateInAddress(location.hash);
-  const rows = `api/dashboards/${encodeURIComponent(name)}/rows`;
-  const exportURL = (format, state) => withToken(
-    `${rows}?format=${format}&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const exportURL = rowsURL(`api/dashboards/${encodeURIComponent(name)}/rows`, token);
   const linkOf = (state) => `${location.origin}${location.pathname}${location.search}${addressOf(state)}`;
   const show = async (desc) => {
     const ui = new DashboardUI(app, desc, (msg) => connection.request(msg),

@@ -14,7 +14,7 @@
 // server's access token (`_token`) goes with every request; the server must allow the
 // notebook's origin (`brushfire serve --allow-origin`).
 
-import { Connection, getJSON, withToken } from "./connection.js";
+import { Connection, getJSON, rowsURL, withToken } from "./connection.js";
 import { DashboardUI, el } from "./dashboard.js";
 import { failureBox, progressBox } from "./status.js";
 
@@ -98,8 +98,7 @@ async function renderRemote(model, root) {
     model.set("filters", filters);
     model.save_changes();
   };
-  const exportURL = (format, state) => withToken(`${base}/api/dashboards/${name}/rows?format=${format}`
-    + `&filters=${encodeURIComponent(JSON.stringify(state ?? {}))}`, token);
+  const exportURL = rowsURL(`${base}/api/dashboards/${name}/rows`, token);
   let shown = Promise.resolve(); // the first mount, then each redraw for new data, in order
   // new data (`serve --watch`): the new description, the filters the session kept
   const redraw = async (msg) => {

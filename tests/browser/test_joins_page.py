@@ -4,6 +4,8 @@ reach it, as DuckDB's LEFT JOIN counts them; hovering one marks the bars of its 
 
 from __future__ import annotations
 
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 
 from browser.conftest import open_page
@@ -14,7 +16,7 @@ from brushfire.spec import parse_dashboard
 from live_server import live_server
 from oracle import Oracle
 from pages import IDLE, drag
-from star_schemas import make_star, star_spec, write_star
+from star_schemas import BIG_KEYS, make_big_keys, make_star, open_big_keys, star_spec, write_star
 
 pytestmark = pytest.mark.spark
 
@@ -135,3 +137,85 @@ def test_the_help_says_show_rows_can_list_a_joined_tables_rows(chromium, served_
     addr, _ = served_star
     with open_page(chromium, addr, "star", request.node.name) as page:
         assert "or the store, region or item rows they join" in page.inner_text(".bf-help-text")
+
+
+def test_download_rows_gives_the_listed_join_rows(chromium, served_star, request, tmp_path):
+    """Listing the store rows, "Download rows" saved the source's rows: it now saves what
+    the panel lists, the store rows behind the selection with their count, every page of
+    them, as DuckDB's LEFT JOIN counts them; back on the source's rows, the source's."""
+    addr, dash = served_star
+    oracle = Oracle(dash.spec)
+    with open_page(chromium, addr, "star", request.node.name) as page:
+        drag(page, "amount", 0, 80)
+        lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
+        oracle.brush("amount", (lo, hi))
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        page.evaluate("window.brushfire.ui.details.pageSize = 20")  # (pages of 20: the file has them all)
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        assert len(page.query_selector_all(".bf-table tr[data-key]")) == 20
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        assert download.value.suggested_filename == "star-store-rows.csv"
+        download.value.save_as(tmp_path / "store.csv")
+        got = pcsv.read_csv(tmp_path / "store.csv", convert_options=pcsv.ConvertOptions(
+            strings_can_be_null=True, quoted_strings_can_be_null=False))  # (a null city: unquoted)
+        assert got.column_names == ["store.store_id", "store.city", "rows"]
+        want = oracle.con.execute(
+            f'SELECT "store.store_id", "store.city", count(*) AS n FROM src WHERE {oracle.where(None)} '
+            'AND "store.store_id" IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC, 1').fetchall()
+        assert len(want) > 20  # (more than the page the panel shows)
+        assert [tuple(r.values()) for r in got.to_pylist()] == [tuple(r) for r in want]
+        assert "every store row" in page.get_attribute("[data-action=download]", "title")  # (it says so)
+        page.select_option("select.bf-format", "parquet")
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        download.value.save_as(tmp_path / "store.parquet")
+        assert pq.read_table(tmp_path / "store.parquet").to_pylist() == got.to_pylist()
+        page.select_option(".bf-rows-of", "")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        with page.expect_download() as download:
+            page.click("[data-action=download]")
+        assert download.value.suggested_filename == "star-rows.parquet"
+        download.value.save_as(tmp_path / "rows.parquet")
+        assert pq.read_table(tmp_path / "rows.parquet").num_rows == oracle.selected()
+
+
+@pytest.fixture(scope="module")
+def served_big_keys(tmp_path_factory):
+    dash = open_big_keys(tmp_path_factory.mktemp("bigkeys"))
+    with live_server(create_app([dash])) as addr:
+        yield addr, dash
+
+
+def digits(texts: list[str]) -> list[str]:
+    return [t.replace(",", "").replace("\u2212", "-") for t in texts]
+
+
+def test_integer_keys_beyond_2_53_keep_their_digits_and_lead_to_their_rows(chromium, served_big_keys, request):
+    """A JSON number is a double in the page: key 9007199254740993 showed as ...992 and
+    hovering it marked nothing (no such key), hovering ...995 marked ...996's bars, and the
+    details' int64 column showed wrong digits. The page now shows and sends them exact."""
+    addr, dash = served_big_keys
+    with open_page(chromium, addr, "bigkeys", request.node.name) as page:
+        page.click("[data-action=details]")
+        page.wait_for_selector(".bf-table tr[data-rid]")
+        cells = page.eval_on_selector_all(".bf-table tr[data-rid] td:nth-child(2)", "tds => tds.map(td => td.textContent)")
+        want = ["∅" if k is None else str(k) for k in make_big_keys()[0]["acct_id"].to_pylist()]
+        assert digits(cells) == want
+        page.select_option(".bf-rows-of", "acct")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        keys = page.eval_on_selector_all(".bf-table tr[data-key] td:first-child", "tds => tds.map(td => td.textContent)")
+        assert digits(keys) == [str(k) for k in BIG_KEYS]
+        assert all(row[0] == "right" for row in page.eval_on_selector(".bf-table", ALIGN))  # (a number's digits)
+        session = dash.engine_session()
+        for i, key in enumerate(BIG_KEYS):
+            page.mouse.move(5, 5)
+            page.wait_for_function("[...window.brushfire.ui.charts.values()].every(c => !c.marked)")
+            before = page.evaluate("window.brushfire.ui.metrics.filter(m => m.type === 'dimension_forward').length")
+            page.hover(f".bf-table tr[data-key]:nth-child({i + 2}) td:nth-child(2)")
+            page.wait_for_function(f"window.brushfire.ui.metrics.filter(m => m.type === 'dimension_forward').length > {before}")
+            page.wait_for_function(IDLE)
+            _, views = dimension_forward(session, "acct", key)
+            assert page.evaluate("window.brushfire.ui.charts.get('label').marked") == views["label"], key

@@ -12,23 +12,11 @@ from brushfire import Dashboard
 from brushfire.capture.local import capture_tables
 from brushfire.engine.dimensions import dimension_forward, dimension_rows
 from brushfire.errors import InteractionError, NotCapturedError
-from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.protocol import handle
 from brushfire.spec import parse_dashboard
 from oracle import Oracle
-from star_schemas import make_star, star_spec, write_star
-
-CONFIG = CaptureConfig(block_rows=64, shard_rows=300, max_keys=40, max_cube_blocks=6)
-
-
-def open_star(folder, seed: int, n: int = 2000, details: bool = True):
-    fact, dims = make_star(n, seed)
-    write_star(folder, fact, dims)
-    spec = parse_dashboard(star_spec(folder, details))
-    store = capture_tables(plan_capture(spec), {"a": fact.slice(0, n // 3), "b": fact.slice(n // 3)},
-                           folder / "cache", CONFIG, None, dims)
-    return Dashboard(spec, plan_capture(spec), store)
+from star_schemas import CONFIG, open_star
 
 
 @pytest.fixture(scope="module", params=[4, 17])
@@ -357,3 +345,39 @@ def test_a_time_key_is_found_by_any_iso_spelling_of_its_instant(tmp_path, tz):
         + "]): give the key as an ISO time, e.g. 2021-03-01 or 2021-03-01T12:30:00Z")
     assert handle(s, {"type": "dimension_forward", "join": "w", "key": "noon"})["message"].startswith(
         "key 'noon' is not a value of w.hour")
+
+
+def as_js(reply: dict):
+    """A reply as a page reads it: JSON whose every number is a double (JSON.parse)."""
+    import json
+
+    from brushfire import wire
+
+    return json.loads(wire.dumps(reply), parse_int=float)
+
+
+def test_integer_keys_beyond_2_53_survive_a_round_trip_through_the_page(tmp_path):
+    """JSON numbers are doubles in the page: key 9007199254740993 came back as ...992 (no
+    row), ...995 as ...996 (another row's bars), and details showed wrong digits. Integers
+    beyond ±(2^53-1) now go as their decimal text, which `dimension_forward` takes back."""
+    from star_schemas import BIG_KEYS, BIG_LABELS, make_big_keys, open_big_keys
+
+    s = open_big_keys(tmp_path).session()
+    got = as_js(handle(s, {"type": "dimension", "join": "acct"}))
+    keys = [r["acct.id"] for r in got["rows"]]
+    assert keys == [str(k) if abs(k) > 2**53 - 1 else float(k) for k in BIG_KEYS]
+    assert [r["acct.label"] for r in got["rows"]] == BIG_LABELS
+    for row in got["rows"]:  # each key, as the page sends it back, leads to its own rows
+        fwd = as_js(handle(s, {"type": "dimension_forward", "join": "acct", "key": row["acct.id"]}))
+        assert fwd["rows"] == row["rows"] and fwd["key"] == row["acct.id"], row
+        label = s.view("label").labels.index(row["acct.label"])
+        assert fwd["views"]["label"] == [label], row
+    details = as_js(handle(s, {"type": "details", "page": 0, "page_size": 50}))["rows"]
+    want = [k if k is None else str(k) if abs(k) > 2**53 - 1 else float(k)
+            for k in make_big_keys()[0]["acct_id"].to_pylist()]  # (in rid order: one file)
+    assert [r["acct_id"] for r in details] == want
+    assert all(isinstance(r["rid"], float) and isinstance(r["amount"], float) for r in details)  # (numbers still)
+    for key, text in [("9007199254740993.0", "key '9007199254740993.0' is not a value of acct.id (int64)"),
+                      ("NaN", "key 'NaN' is not a value of acct.id (int64)"),
+                      ("99999999999999999999", "key '99999999999999999999' is not a value of acct.id (int64)")]:
+        assert handle(s, {"type": "dimension_forward", "join": "acct", "key": key})["message"] == text

@@ -356,3 +356,48 @@ def test_closing_the_widget_closes_its_session(w):
     inner = w.session.inner
     w.close()
     assert inner._closed and not inner._tiles and not inner._tile_jobs and inner._idle is None
+
+
+def test_a_joins_rows_in_the_kernel_and_from_a_server(tmp_path):
+    """`details(join=)` and `export(join=)`: a join's rows behind the selection, as the
+    panel lists them (the export's, brushfire/export.py), in the kernel or from a server."""
+    from brushfire import export
+    from star_schemas import open_star
+
+    dash = open_star(tmp_path / "star", seed=4)
+    state = {"amount": {"interval": [0, 60]}}
+    local = brushfire.widget(dash)
+    local.filters = state
+    s = dash.session()
+    protocol.handle(s, {"type": "filters", "filters": state})
+    want = export.selection_table(s, join="store")
+    assert want.num_rows > 0 and want.column_names == ["store.store_id", "store.city", "rows"]
+    assert local.details(arrow=True, join="store").equals(want)
+    assert pq.read_table(local.export(tmp_path / "stores.parquet", join="store")).equals(want)
+    with live_server(create_app([dash])) as addr:
+        remote = brushfire.widget(url=f"http://{addr}", dashboard="star")
+        remote.filters = state
+        assert remote.details(arrow=True, join="store").equals(want)
+        assert pq.read_table(remote.export(tmp_path / "remote.parquet", join="store")).equals(want)
+        with pytest.raises(InteractionError, match="'nope' is not a join of this dashboard"):
+            remote.details(join="nope")
+
+
+def test_integer_keys_beyond_2_53_reach_the_front_end_as_their_digits(tmp_path):
+    """The widget's panel reads replies as the page does (JSON numbers as doubles): its
+    dimension rows' keys and details' int64 values beyond ±(2^53-1) come as decimal text,
+    and a key sent back so leads to that row's rows."""
+    import json
+
+    from star_schemas import BIG_KEYS, open_big_keys
+
+    w = brushfire.widget(open_big_keys(tmp_path / "big"))
+    w.comm.receive({"type": "dimension", "id": 1, "join": "acct"})
+    w.comm.receive({"type": "details", "id": 2, "page": 0})
+    dimension, details = (json.loads(json.dumps(m), parse_int=float) for m in w.comm.custom()[-2:])
+    assert [r["acct.id"] for r in dimension["rows"]] == \
+        [str(k) if abs(k) > 2**53 - 1 else float(k) for k in BIG_KEYS]
+    assert details["rows"][0]["acct_id"] == "9007199254740993"
+    w.comm.receive({"type": "dimension_forward", "id": 3, "join": "acct", "key": dimension["rows"][1]["acct.id"]})
+    forward = w.comm.custom()[-1]
+    assert forward["key"] == "9007199254740995" and forward["rows"] == dimension["rows"][1]["rows"]

@@ -15,6 +15,7 @@ the interaction path of brushes. Pure functions of a session; no state of their 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -33,6 +34,7 @@ from brushfire.errors import InteractionError
 from brushfire.spec import models as m
 
 ROWS = "rows"  # the column of `dimension_rows` that counts the source's rows per dimension row
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")  # an integer key's decimal text (as replies write it)
 
 
 @dataclass
@@ -73,10 +75,29 @@ def answer_dimension(session, r: DimensionRequest) -> DimensionRows:
     return _rows(session, j, session.rids_behind(r.view, r.bars), r.page, size)
 
 
-def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
+def answer_dimension_all(session, r: DimensionRequest) -> DimensionRows:
+    """Every dimension row `answer_dimension` lists, page after page, as one table (in its
+    order): what the export of a join's rows writes (brushfire/export.py)."""
+    j = session.plan.dashboard.source.join(r.join)
+    return _grouped(session, j, session.rids_behind(r.view, r.bars))
+
+
+def dimension_columns(session, j: m.Join) -> list[str]:
+    """The columns of a join's dimension rows but `rows`: its key, then its details columns."""
     key = f"{j.name}.{j.key}"
-    columns = [key, *[c for c in session.plan.dashboard.interactions.details.columns
-                      if c.startswith(f"{j.name}.") and c != key]]
+    return [key, *[c for c in session.plan.dashboard.interactions.details.columns
+                    if c.startswith(f"{j.name}.") and c != key]]
+
+
+def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
+    got = _grouped(session, j, rids)
+    return DimensionRows(got.table.slice(page * size, size), got.total, got.unmatched)
+
+
+def _grouped(session, j: m.Join, rids: np.ndarray) -> DimensionRows:
+    """All the dimension rows `rids` reach, most first (ties by key), unpaged."""
+    columns = dimension_columns(session, j)
+    key = columns[0]
     table = session.store.take(np.asarray(rids, np.int64), columns)
     if not table.num_rows:  # (of a source of no rows, the columns' types are unknown)
         return DimensionRows(table.select(columns).append_column(ROWS, pa.array([], pa.int64())), 0, 0)
@@ -88,7 +109,7 @@ def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> Dimensi
     unmatched = int(pc.sum(pc.filter(grouped[ROWS], none)).as_py() or 0)
     grouped = grouped.filter(pc.invert(none))
     grouped = grouped.sort_by([(ROWS, "descending"), (key, "ascending")]).select([*columns, ROWS])
-    return DimensionRows(grouped.slice(page * size, size), grouped.num_rows, unmatched)
+    return DimensionRows(grouped, grouped.num_rows, unmatched)
 
 
 def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]]]:
@@ -137,8 +158,16 @@ def _key_value(key, t: pa.DataType, column: str):
     number has many ('7', '07', '7.0'; SQL engines disagree: Spark casts the text to a
     number, DuckDB refuses the comparison), so the number matched nothing, silently. A
     float key's NaN and infinities are given as 'NaN', 'Infinity', '-Infinity' (as
-    replies write them: JSON has no such numbers)."""
+    replies write them: JSON has no such numbers). An integer key may be given as its
+    decimal text, as replies write one beyond ±(2^53-1) (a page's JSON numbers are
+    doubles: the number would name another key)."""
     text = t.value_type if pa.types.is_dictionary(t) else t
+    given = key
+    if pa.types.is_integer(text) and isinstance(key, str):
+        if not _INTEGER_TEXT.fullmatch(key):  # (Arrow's cast would take ' 7' or '+7' too)
+            msg = f"key {key!r} is not a value of {column} ({t})"
+            raise InteractionError(msg)
+        key = int(key)
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return _time_key(key, t, column)
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
@@ -158,7 +187,7 @@ def _key_value(key, t: pa.DataType, column: str):
     try:
         return pa.scalar(key).cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
-        msg = f"key {key!r} is not a value of {column} ({t})"
+        msg = f"key {given!r} is not a value of {column} ({t})"
         raise InteractionError(msg) from None
 
 
@@ -185,5 +214,5 @@ def _time_key(key, t: pa.DataType, column: str):
         return None
 
 
-__all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_forward", "dimension_forward",
-           "dimension_rows"]
+__all__ = ["ROWS", "DimensionRows", "answer_dimension", "answer_dimension_all", "answer_dimension_forward",
+           "dimension_columns", "dimension_forward", "dimension_rows"]

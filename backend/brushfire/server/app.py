@@ -108,9 +108,10 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
 
     @app.get("/api/dashboards/{name}/rows")
     def rows(name: str, filters: str = "{}", format: str = "csv", columns: str | None = None,
-             limit: int | None = None):
+             limit: int | None = None, join: str | None = None):
         """The rows behind a selection (`filters`: the tagged state, JSON), streamed as CSV
-        or Parquet: backward lineage on a session of its own."""
+        or Parquet: backward lineage on a session of its own; with `join`, that join's
+        dimension rows behind it (as `dimension` lists them)."""
         host = _get(hosts, name)
         if host.dashboard is None:
             return JSONResponse({"detail": f"dashboard {name!r} is {host.status}"}, status_code=409)
@@ -124,7 +125,7 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             session.close()
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
-            chunks = export.stream(session, format, columns.split(",") if columns else None, limit)
+            chunks = export.stream(session, format, columns.split(",") if columns else None, limit, join)
         except BrushfireError as e:
             session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
@@ -135,7 +136,9 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             finally:
                 session.close()
 
-        headers = {"Content-Disposition": f'attachment; filename="{name}-rows.{format}"'}
+        # (a join's name is a spec identifier, checked above: safe in the header)
+        rows_of = f"{name}-{join}" if join else name
+        headers = {"Content-Disposition": f'attachment; filename="{rows_of}-rows.{format}"'}
         return StreamingResponse(then_close(), media_type=export.FORMATS[format], headers=headers)
 
     @app.websocket("/ws/{name}")
