@@ -595,7 +595,7 @@ def test_zoned_times_from_spark_are_utc_on_a_host_in_another_zone(spark, monkeyp
     read 23:00 the day before, where the engine's said 04:00. TIMESTAMP_NTZ is as written."""
     from datetime import datetime
 
-    from brushfire.spark_source import collect_utc
+    from brushfire.capture.spark import collect_utc
 
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import uuid
 import weakref
-from datetime import UTC
 
 from brushfire import sql
 from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
@@ -19,29 +18,6 @@ from brushfire.spec import models as m
 
 class Cancelled(BrushfireError):
     """A lazy answer was cancelled by the next interaction."""
-
-
-def collect_utc(df) -> list:
-    """`df.collect()`, with its TIMESTAMP (zoned) values as the UTC datetimes (naive) the
-    engine reads: pyspark makes them the Python process's local time, so on a host not
-    in UTC the lazy answers (details, a view's times) were shifted by its offset (a
-    details row of 04:00 UTC read 23:00 the day before in New York)."""
-    from pyspark.sql import Row
-    from pyspark.sql.types import TimestampType
-
-    rows = df.collect()
-    zoned = [i for i, f in enumerate(df.schema.fields) if isinstance(f.dataType, TimestampType)]
-    if not zoned or not rows:
-        return rows
-    make = Row(*df.schema.names)
-    out = []
-    for r in rows:
-        values = list(r)
-        for i in zoned:
-            if values[i] is not None:  # (naive local time -> the instant, in UTC)
-                values[i] = values[i].astimezone(UTC).replace(tzinfo=None)
-        out.append(make(*values))
-    return out
 
 
 class SparkSource:
@@ -114,6 +90,8 @@ class SparkSource:
 
     def run(self, group: str, query: str, what: str) -> list:
         """Rows of `query`, run in job group `group` (cancelled by `cancel(group)`)."""
+        from brushfire.capture.spark import collect_utc
+
         spark = self.start()
         sc = spark.sparkContext
         sc.setJobGroup(group, what, interruptOnCancel=True)

@@ -108,6 +108,9 @@ class DashboardWidget(anywidget.AnyWidget):
         # undeclared interactions answered lazily, on Spark (brushfire/lazy.py)
         self._session = dashboard.session() if dashboard is not None else None
         self._lock = threading.RLock()  # comm messages and Python code may come from two threads
+        # one reload at a time (watch's, the user's), apart from `_lock`: interactions are
+        # answered on this capture while the next one is made
+        self._reloading = threading.Lock()
         self._mirroring = False  # True while `filters` is set from the session's own state
         self._server: dict | None = None  # attached: the server's description, once read
         description = describe_dashboard(dashboard) if dashboard is not None else {}
@@ -168,11 +171,20 @@ class DashboardWidget(anywidget.AnyWidget):
         """Pick up a newer capture of this dashboard when its source's data changed
         (captured again, reading only what changed; or loaded, when another process
         captured it): the session keeps its filters (those the new data refuse are left
-        off, and said so) and the views redraw. Returns whether there was one. For the
-        engine in this kernel; attached to a server, `brushfire serve --watch` reloads."""
+        off, and said so) and the views redraw. Returns whether a newer capture is shown
+        than when it was called: one asked for while another reload runs (`watch`'s)
+        waits for it, then checks again (new data that came meanwhile are captured then,
+        nothing twice). For the engine in this kernel; attached to a server, `brushfire
+        serve --watch` reloads."""
         if self._dash is None:
             msg = "this widget is attached to a server: the server picks up new data (serve --watch)"
             raise BrushfireError(msg)
+        asked = self._dash
+        with self._reloading:
+            return self._reload() or self._dash is not asked
+
+    def _reload(self) -> bool:
+        """`reload` itself, under `_reloading`: whether it moved to a newer capture."""
         new = self._dash.refresh()
         if new is None:
             return False

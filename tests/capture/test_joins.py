@@ -16,6 +16,7 @@ store, as the capture in this process.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -487,6 +488,59 @@ def test_on_spark_keys_equal_as_the_join_compares_them_are_refused_first(spark, 
     (tmp_path / "dim.csv").write_text("id,name\n7,seven\n3000000000,big\n")
     d["source"]["joins"][0]["on"] = "k"
     assert spark_store(spark, d, tmp_path / "cache3").n_rows == 2
+
+
+def time_keyed(folder) -> dict:
+    """A dimension keyed by a time (a zoned TIMESTAMP), 04:00 UTC on March 1st twice, and a
+    dashboard joining it; returns the spec."""
+    import pyarrow.parquet as pq
+
+    at = pa.array([datetime(2023, 3, 1, 4), datetime(2023, 3, 1, 4), datetime(2023, 3, 2, 4)],
+                  pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table({"at": at, "shift": ["a", "b", "c"]}), folder / "dim.parquet")
+    pq.write_table(pa.table({"when": at.slice(1), "x": [1, 2]}), folder / "fact.parquet")
+    return {"name": "times", "source": {"path": str(folder / "fact.parquet"), "joins": [
+        {"name": "d", "path": str(folder / "dim.parquet"), "key": "at", "on": "when"}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.shift"}]}
+
+
+DUPLICATE_TIME = "is not unique (the value '2023-03-01T04:00:00+00:00' is on more than one row)"
+
+
+def test_a_duplicated_time_key_is_named_as_an_instant_in_utc(tmp_path):
+    """As Brushfire shows times (a view's labels, values.format_instant), not as Python's
+    `datetime.datetime(2023, 3, 1, 4, 0, tzinfo=...)`."""
+    import pyarrow.parquet as pq
+
+    d = time_keyed(tmp_path)
+    with pytest.raises(CaptureError) as info:
+        join_tables(pq.read_table(tmp_path / "fact.parquet"), parse_dashboard(d).source,
+                    {"d": pq.read_table(tmp_path / "dim.parquet")})
+    assert DUPLICATE_TIME in str(info.value), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_a_duplicated_time_key_is_named_in_utc_on_a_host_in_another_zone(spark, tmp_path, monkeypatch):
+    """pyspark collects a TIMESTAMP as the Python process's local time: on a host in New
+    York (and a Spark session there) the key of 04:00 UTC was named as 23:00 the day
+    before. The check collects it as the lazy answers do (capture/spark.py, collect_utc)."""
+    import time
+
+    d = time_keyed(tmp_path)
+    zone = "spark.sql.session.timeZone"
+    before = spark.conf.get(zone)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    spark.conf.set(zone, "America/New_York")
+    try:
+        with pytest.raises(CaptureError) as info:
+            spark_store(spark, d, tmp_path / "cache")
+    finally:
+        spark.conf.set(zone, before)
+        monkeypatch.undo()
+        time.tzset()
+    assert DUPLICATE_TIME in str(info.value), str(info.value)
+    assert not list((tmp_path / "cache").glob("*/shards/*"))
 
 
 @pytest.mark.spark

@@ -349,6 +349,39 @@ def test_watch_goes_on_after_a_failing_reload_of_any_kind(spark, tmp_path, monke
     assert out.count("Input/output error") == 1, out
 
 
+@pytest.mark.parametrize("changed_again", [False, True])
+def test_a_reload_asked_for_while_the_watch_captures_waits_for_it(rich_local, monkeypatch, changed_again):
+    """As the server's (tests/server/test_reload_order.py): `reload()` while `watch`'s
+    reload captures waits for it, then checks again, rather than capturing the same data
+    alongside it; the widget ends on the capture of the data as they are, with one
+    session open (without Spark: rich_local's store stands for every capture)."""
+    from brushfire import Dashboard
+    from reloads import Contended, Data, race
+
+    data = Data()
+
+    def capture_of(version: int) -> Dashboard:
+        dash = Dashboard(rich_local.user_spec, rich_local.plan, rich_local.store)
+        dash.version = version
+        return dash
+
+    def refresh(self, spark=None, progress=None):  # Dashboard.refresh over `data`
+        return capture_of(data.capture()) if self.version != data.version else None
+
+    monkeypatch.setattr(Dashboard, "refresh", refresh)
+    w = brushfire.widget(capture_of(0))
+    w.filters = {"hx": {"interval": [20, 60]}}
+    first = w.session
+    # (raising=False: without the fix there is no lock; the second reload then captures
+    # alongside the first, which sets `arrived` too)
+    monkeypatch.setattr(w, "_reloading", Contended(data.arrived), raising=False)
+    results = race(w.reload, data, changed_again)
+    assert data.most == 1  # never two captures at once
+    assert data.captures == ([1, 2] if changed_again else [1])
+    assert w.dashboard.version == data.version and results == {"watch": True, "asked": True}
+    assert w.filters == {"hx": {"interval": [20, 60]}} and first.inner._closed
+
+
 def test_closing_the_widget_closes_its_session(w):
     """Its background work stops and what it built is freed (issue 36); the dashboard
     stays open for other widgets."""

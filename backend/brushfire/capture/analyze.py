@@ -350,8 +350,8 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
     '007' are one key for an integer `on`, which Spark casts them to."""
     from pyspark.sql import functions as F
 
-    from brushfire.capture.joins import duplicate_error
-    from brushfire.capture.spark import spark_errors
+    from brushfire.capture.joins import duplicate_error, key_text
+    from brushfire.capture.spark import collect_utc, spark_errors
 
     for j in dash.source.joins:
         with spark_errors(f"checking that key {j.key!r} of join {j.name!r} is unique"):
@@ -361,9 +361,9 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
                                        (on_types or {}).get(j.name))
             k = key if as_joined is None else F.expr(f"try_cast({_q(j.key)} AS {as_joined})")
             if as_joined is not None:  # a key the join's cast fails on fails the scan: say so now
-                bad = dim.where(key.isNotNull() & k.isNull()).select(key.alias("raw")).limit(1).collect()
+                bad = collect_utc(dim.where(key.isNotNull() & k.isNull()).select(key.alias("raw")).limit(1))
                 if bad:
-                    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} holds {bad[0]['raw']!r}, which is "
+                    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} holds {key_text(bad[0]['raw'])}, which is "
                            f"not a {as_joined.upper()}: the join compares the key with {j.on!r} as a "
                            f"{as_joined.upper()}, casting it as SQL does, and Spark (as DuckDB) fails on "
                            f"a value that is not one; hint: fix or remove that row of {j.path}, or give "
@@ -372,9 +372,10 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
                     if j.resolved_format == "csv" and infer != "true":  # ('7.0': a double, inferred)
                         msg += ' (a CSV file\'s columns are strings unless options: {inferSchema: "true"})'
                     raise CaptureError(msg)
-            dup = (dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
-                   .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
-                   .where(F.col("n") > 1).limit(1).collect())
+            # (collected as UTC: a time key is named as the instant, whatever the host's zone)
+            dup = collect_utc(dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
+                              .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
+                              .where(F.col("n") > 1).limit(1))
         if dup:
             raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
 

@@ -14,6 +14,8 @@ Spark does the same in capture/analyze.py, with the columns `needed_columns` nam
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,6 +23,7 @@ from brushfire.errors import CaptureError
 from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
 from brushfire.spec.checks import profile_columns
+from brushfire.values import datetime_micros, format_instant
 from brushfire.views import source_fields
 
 
@@ -73,11 +76,22 @@ def join_columns(dash: m.DashboardSpec) -> list[str]:
 def duplicate_error(j: m.Join, value, as_joined=None) -> CaptureError:
     """`as_joined`: the value as the join compares it with `on`, when that differs."""
     where = "on more than one row" if as_joined is None or as_joined == value else \
-        f"equal to another row's as the join compares it with {j.on!r}: {as_joined!r}"
-    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} is not unique (the value {value!r} is "
+        f"equal to another row's as the join compares it with {j.on!r}: {key_text(as_joined)}"
+    msg = (f"join {j.name!r}: key {j.key!r} of {j.path} is not unique (the value {key_text(value)} is "
            f"{where}), so a row of the source would match several rows; "
            f"hint: join on a unique column of {j.path}, or remove its duplicate rows")
     return CaptureError(msg)
+
+
+def key_text(x) -> str:
+    """A key's value as an error names it: repr, but a time (a datetime, naive = UTC) as
+    the ISO instant in UTC Brushfire shows times as (views' labels, replies), and a date
+    as its ISO date, not as Python's `datetime.datetime(...)`."""
+    if isinstance(x, datetime):
+        return repr(format_instant(datetime_micros(x)))
+    if isinstance(x, date):
+        return repr(x.isoformat())
+    return repr(x)
 
 
 def check_unique(j: m.Join, dim: pa.Table, compared=None) -> None:
@@ -128,5 +142,5 @@ def _comparable(left, right) -> tuple:
     return left, right
 
 
-__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column",
+__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text",
            "needed_columns", "spec_columns"]

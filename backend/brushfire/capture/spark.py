@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC
 from pathlib import Path
 
 import pyarrow as pa
@@ -118,6 +119,30 @@ def read_source(spark, source: m.Source):
             df = df.where(F.expr(cond))
         _ = df.schema  # analysis happens here: bad expressions fail now, before any job
     return df
+
+
+def collect_utc(df) -> list:
+    """`df.collect()`, with its TIMESTAMP (zoned) values as the UTC datetimes (naive) the
+    engine reads: pyspark makes them the Python process's local time, so on a host not
+    in UTC what the driver collects would be shifted by its offset (a details row of
+    04:00 UTC read 23:00 the day before in New York). The lazy answers (spark_source.py)
+    and capture's checks that name a value (analyze.py) collect with it."""
+    from pyspark.sql import Row
+    from pyspark.sql.types import TimestampType
+
+    rows = df.collect()
+    zoned = [i for i, f in enumerate(df.schema.fields) if isinstance(f.dataType, TimestampType)]
+    if not zoned or not rows:
+        return rows
+    make = Row(*df.schema.names)
+    out = []
+    for r in rows:
+        values = list(r)
+        for i in zoned:
+            if values[i] is not None:  # (naive local time -> the instant, in UTC)
+                values[i] = values[i].astimezone(UTC).replace(tzinfo=None)
+        out.append(make(*values))
+    return out
 
 
 def schema_kinds(df) -> dict[str, str]:

@@ -228,8 +228,10 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
     in its turn, and any failure while reading or answering one becomes an `error` reply.
     The reader stops reading while MAX_PENDING messages wait (TCP pushes back). When the
     host serves a newer capture (`serve --watch`), the session moves to it between two
-    messages, with its filters, and the client is told (`reloaded`)."""
-    dash = host.dashboard
+    messages, with its filters, and the client is told (`reloaded`). A move that fails
+    is said once (`error`) and tried again before each next message (or at the next
+    reload) until it succeeds; meanwhile the session answers on the capture it has."""
+    dash = host.dashboard  # the capture the session is on
     try:
         session = open_session(dash)
     except Exception as e:  # noqa: BLE001 - say why, and close
@@ -240,6 +242,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
     closed = False
     too_big: str | None = None  # a frame over the limit came: answer what was read, then close 1009
     answering = False  # a message is being answered now
+    failed = None  # the newer capture the session could not move to: tried again at a message
     interrupt = _interrupt(session)  # cancels a lazy answer (engine/lazy.py)
 
     def queue(kind: str, payload, key: str = "") -> dict | None:
@@ -294,17 +297,26 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
     task = asyncio.create_task(reader())
     try:
         while not closed or (too_big is not None and pending):
-            if host.dashboard is not dash and not closed:  # a newer capture: move to it
-                dash = host.dashboard
+            newer = host.dashboard
+            # a newer capture: move to it (one it failed to move to: again before a message)
+            if newer is not dash and not closed and (newer is not failed or pending):
                 try:
-                    session, reply = await asyncio.to_thread(_move, session, dash)
+                    session, reply = await asyncio.to_thread(_move, session, newer)
                 except Exception as e:  # noqa: BLE001 - the session stays on the capture it has
-                    log.exception("brushfire: a session could not move to the new capture")
-                    reply = protocol.error_reply(f"new data not shown in this session: {e}")
-                interrupt = _interrupt(session)
-                if not await _send(ws, reply):
+                    reply = None
+                    if newer is not failed:  # (said once per capture, not at every message)
+                        log.exception("brushfire: a session could not move to the new capture")
+                        reply = protocol.error_reply(
+                            f"new data not shown in this session yet (tried again at the next message): {e}")
+                    failed = newer
+                else:
+                    dash, failed = newer, None
+                    interrupt = _interrupt(session)
+                if reply is not None and not await _send(ws, reply):
                     break
-                continue
+                if dash is newer:
+                    continue
+                # (it failed: a message waiting is answered on the capture the session has)
             if not pending:
                 wake.clear()
                 await wake.wait()

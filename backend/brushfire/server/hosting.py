@@ -48,6 +48,9 @@ class HostedDashboard:
         self.reload_error: str | None = None  # why the last one failed (the last good is served)
         self._listeners: set[Callable[[], None]] = set()  # told when `dashboard` changes
         self._open: Callable[[], None] | None = None  # opens it (again, after a failure: watch)
+        # one reload at a time (the watch's, a caller's): two would capture the same new
+        # data twice, into one cache entry, and the slower could serve the older capture
+        self._reloading = threading.Lock()
 
     @classmethod
     def ready(cls, dashboard: Dashboard) -> HostedDashboard:
@@ -143,9 +146,19 @@ class HostedDashboard:
         return stop
 
     def reload(self, *, spark=None, echo=None) -> bool:
-        """One check of `watch`: serve a newer capture when the data changed. Returns
-        whether it did."""
+        """One check of `watch`: serve a newer capture when the data changed. Asked for
+        while another reload runs (the watch's), it waits for that one, then checks again
+        (new data that came meanwhile are captured then, nothing twice). Returns whether
+        a newer capture is served than when it was asked for."""
+        asked = self.dashboard
+        with self._reloading:
+            return self._reload(spark, echo) or self.dashboard is not asked
+
+    def _reload(self, spark, echo) -> bool:
+        """`reload` itself, under `_reloading`: whether it served a newer capture."""
         old = self.dashboard
+        if old is None:  # (not opened yet, or its opening failed: nothing to refresh)
+            return False
         try:
             if not old.stale():  # (what failed before went away: the capture served is current)
                 self.reload_error = None
