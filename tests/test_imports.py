@@ -47,7 +47,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         deps: set[str] = set()
-        for node in _top_level_imports(ast.parse(path.read_text())):
+        for node in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif node.level:  # relative: from the module's package
@@ -109,7 +109,7 @@ def test_the_check_finds_a_cycle() -> None:
 def test_heavy_dependencies_stay_behind_their_modules() -> None:
     """altair is imported by brushfire.marks only; pyspark by no module's top level."""
     for name, path in _modules().items():
-        for node in _top_level_imports(ast.parse(path.read_text())):
+        for node in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for n in names:
                 assert not n.startswith("pyspark"), name
