@@ -32,15 +32,20 @@ def served_star(spark, tmp_path_factory):
         yield addr, dash
 
 
+def brush_and_show_rows(page, oracle: Oracle) -> None:
+    """Brush amount over the first 80 pixels (the oracle too) and open the rows panel."""
+    drag(page, "amount", 0, 80)
+    lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
+    oracle.brush("amount", (lo, hi))
+    page.click("[data-action=details]")
+    page.wait_for_selector(".bf-table tr[data-rid]")
+
+
 def test_the_rows_of_a_joined_table_behind_the_selection_and_their_bars(chromium, served_star, request):
     addr, dash = served_star
     oracle = Oracle(dash.spec)
     with open_page(chromium, addr, "star", request.node.name) as page:
-        drag(page, "amount", 0, 80)
-        lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
-        oracle.brush("amount", (lo, hi))
-        page.click("[data-action=details]")
-        page.wait_for_selector(".bf-table tr[data-rid]")
+        brush_and_show_rows(page, oracle)
         assert page.eval_on_selector_all(".bf-rows-of option", "os => os.map(o => o.value)") == \
             ["", "store", "region", "item"]
         page.select_option(".bf-rows-of", "store")
@@ -146,11 +151,7 @@ def test_download_rows_gives_the_listed_join_rows(chromium, served_star, request
     addr, dash = served_star
     oracle = Oracle(dash.spec)
     with open_page(chromium, addr, "star", request.node.name) as page:
-        drag(page, "amount", 0, 80)
-        lo, hi = page.evaluate("window.brushfire.ui.filters.amount.interval")
-        oracle.brush("amount", (lo, hi))
-        page.click("[data-action=details]")
-        page.wait_for_selector(".bf-table tr[data-rid]")
+        brush_and_show_rows(page, oracle)
         page.evaluate("window.brushfire.ui.details.pageSize = 20")  # (pages of 20: the file has them all)
         page.select_option(".bf-rows-of", "store")
         page.wait_for_selector(".bf-table tr[data-key]")
