@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import math
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from numbers import Integral, Real
 
@@ -257,3 +258,12 @@ def choice_key(v) -> tuple:
     if isinstance(v, Real):
         return ("number", v)
     return (type(v).__name__, v)
+
+
+def choice_order(choices: Sequence, counts: Sequence[int]) -> list[int]:
+    """The positions of a dropdown's `choices` as it lists them: most rows first (`counts`),
+    ties by value, NaN last (as a categorical view's bars: bins.top_labels). A function of
+    the (choice, count) pairs alone, so that a capture from scratch, whose keys follow it,
+    and an appended one, whose keys keep their earlier order, list them alike."""
+    keys = [choice_key(c) for c in choices]
+    return sorted(range(len(choices)), key=lambda i: (-int(counts[i]), keys[i] == ("nan",), keys[i]))

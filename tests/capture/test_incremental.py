@@ -2,7 +2,8 @@
 files and after spec edits, and that the result answers every interaction as a capture
 from scratch does (views, caveats, selected rows, details, in the same rid order) — the
 lineage itself may differ where the incremental capture kept earlier decisions (bucket
-edges, cube blocks, a dropdown's order) that still hold.
+edges, cube blocks, a dropdown's key order: its choices are listed as from scratch) that
+still hold.
 
 The sequences run in this process (capture/local.py: each table an input file); the
 last test does the same on Spark over a folder of Parquet files."""
@@ -279,6 +280,23 @@ def test_a_measure_moves_between_a_stored_column_and_a_fine_dims_raw_values(tmp_
     back = capture(d, tables, tmp_path / "inc")
     assert back.layout.view("mean_m").measure == "stored" and back.layout.n_meas == 1
     assert_same_answers(capture(d, tables, tmp_path / "full2"), back, d)
+
+
+def test_a_dropdowns_choices_after_an_append_are_listed_as_a_full_capture_lists_them(tmp_path):
+    """Its keys keep their order (no shard is keyed again), but the choices the page and the
+    errors list follow the counts now, most rows first, as a capture from scratch has them."""
+    d = spec(parameters=[{"name": "where", "field": "dest", "widget": "dropdown", "op": "eq"}])
+    tables = {"f0": make_rows(300, 1)}
+    dest = np.array(["EEE"] * 80 + ["ZZZ"] * 150)  # a new choice to the top, EEE next
+    tables["f1"] = make_rows(len(dest), 2).set_column(3, "dest", pa.array(dest))
+    inc = tmp_path / "inc"
+    capture(d, {"f0": tables["f0"]}, inc)
+    got = capture(d, tables, inc)
+    want = capture(d, tables, tmp_path / "full")
+    assert got.layout.dims != want.layout.dims  # (the appended capture kept its keys' order)
+    assert got.parameter_domain("where") == want.parameter_domain("where")
+    assert want.parameter_domain("where")[1][:2] == ["ZZZ", "EEE"]
+    assert_same_answers(want, got, d)
 
 
 def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):

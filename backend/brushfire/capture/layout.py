@@ -42,7 +42,7 @@ from brushfire.lineage.layout import (
 from brushfire.plan import CapturePlan
 from brushfire.spec import aggregates
 from brushfire.spec import models as m
-from brushfire.values import choice_key, format_instant, parse_instant
+from brushfire.values import choice_key, choice_order, format_instant, parse_instant
 from brushfire.views import bins_record, maxbins_fields, resolve_bins, view_type
 
 
@@ -112,9 +112,9 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
             msg = (f"parameter field {f!r} has {len(values):,} distinct values; a dropdown "
                    f"holds at most {config.max_keys:,}")
             raise CaptureError(msg)
-        order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
         kind, shown = ("temporal", format_instant) if f in stats.times else ("values", None)
-        choices = [shown(values[i]) if shown else values[i] for i in order]
+        choices = [shown(x) for x in values] if shown else list(values)
+        choices = [choices[i] for i in choice_order(choices, counts)]
         old = before.get(f"dict:{f}")
         if old is not None and old.kind == "dict":  # the earlier order, new choices after it
             present = set(map(repr, choices))

@@ -54,7 +54,7 @@ from brushfire.lineage.files import (
 )
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec, Source
-from brushfire.values import format_instant
+from brushfire.values import choice_order, format_instant
 
 FORMAT_VERSION = 12  # 12: ... or as offsets of their bits (lat8); 11: fine dims' raw values
 # on a decimal lattice (lineage/lattice.py);
@@ -141,8 +141,9 @@ class LineageStore:
         if name not in cache:  # one list per parameter: callers may key on it
             f = self.layout.filter(name)
             d = self.layout.dims[f.dims[0]]
-            if d.kind == "dict":
-                cache[name] = ("times" if d.value_type == "temporal" else "values", list(d.values))
+            if d.kind == "dict":  # (listed as a capture from scratch keys them: `choice_order`)
+                order = choice_order(d.values, self.keycounts[f.dims[0]][:d.nkeys])
+                cache[name] = ("times" if d.value_type == "temporal" else "values", [d.values[i] for i in order])
             else:
                 lo, hi = self.value_range(f.dims[0])
                 ends = [] if lo is None or hi is None else [format_instant(lo), format_instant(hi)] \
