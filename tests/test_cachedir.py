@@ -64,3 +64,19 @@ def test_no_test_imports_conftest():
     offenders = [str(p.relative_to(tests)) for p in tests.rglob("*.py") if p != Path(__file__)
                  and any(line.lstrip().startswith(imports) for line in p.read_text().splitlines())]
     assert offenders == []
+
+
+def test_a_capture_without_a_cache_leaves_no_temporary_directory_behind(tmp_path):
+    """With no cache directory (or one that cannot be written) a capture goes to a temporary
+    directory no later process can find: it is removed when the process exits."""
+    script = ("import pyarrow as pa; from brushfire.capture.local import capture_tables; "
+              "from brushfire.plan import plan_capture; from brushfire.spec import parse_dashboard; "
+              "d = parse_dashboard({'name': 't', 'source': {'path': '/nonexistent/t.parquet'}, "
+              "'views': [{'name': 'x', 'type': 'categorical', 'field': 'x'}]}); "
+              "s = capture_tables(plan_capture(d), {'f': pa.table({'x': [1, 2, 2]})}, None); "
+              "print(s.directory)")
+    run = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    made = run.stdout.strip().splitlines()[-1]
+    assert made.startswith(str(tmp_path / "brushfire-cache-")), made
+    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())

@@ -22,6 +22,8 @@ executors, capture/spark.py, or this process, capture/local.py):
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 import time
@@ -584,7 +586,11 @@ def _writable(cache_dir: str | Path | None) -> Path:
         except OSError as e:
             print(f"brushfire: the lineage cache {path} cannot be written ({e.strerror}); "
                   "capturing into a temporary directory instead", file=sys.stderr)
-    return Path(tempfile.mkdtemp(prefix="brushfire-cache-"))
+    path = Path(tempfile.mkdtemp(prefix="brushfire-cache-"))
+    # no later process can find it: removed when this one exits (tests, notebooks without
+    # a cache left one behind per capture)
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 __all__ = ["Reuse", "Runner", "capture_dashboard", "plan_reuse", "run_capture", "scan_spec"]
