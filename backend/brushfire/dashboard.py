@@ -115,18 +115,19 @@ class Dashboard:
         """Has the source's data changed since this capture (its files' names, sizes or
         modification times; a Delta table's version), or the cache got a newer capture of
         this spec over the data as they are? Checked without Spark, in milliseconds; False
-        for a source it cannot list without Spark (a remote one) and for a dashboard
-        opened without a cache. The entry's newer capture of another spec (the spec
-        edited and captured, the same name and source) is no new data: the files are
-        compared with this capture's own."""
-        cache = self.opened_with.get("cache_dir")
-        if cache is None or self.store.manifest is None:
+        for a source it cannot list without Spark (a remote one). The entry's newer capture
+        of another spec (the spec edited and captured, the same name and source) is no new
+        data: the files are compared with this capture's own."""
+        if self.store.manifest is None:
             return False
         files = local_files(self.user_spec.source)
         if files is None:
             return False
         if files_fingerprint(files) != self.store.info.source_fingerprint:
             return True
+        cache = self.opened_with.get("cache_dir")
+        if cache is None:  # (opened without a cache: no other process captures into its own)
+            return False
         current = read_manifest(entry_dir(cache, self.user_spec))
         if current is None:  # (the entry removed: the data are still this capture's)
             return False
@@ -145,7 +146,10 @@ class Dashboard:
         if not self.stale():
             return None
         w = self.opened_with
-        out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), w["cache_dir"],
+        # without a cache, the temporary one this capture went to: only what changed is read
+        cache = w["cache_dir"] if w["cache_dir"] is not None or self.store.directory is None \
+            else self.store.directory.parent
+        out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), cache,
                               w["config"], spark, w.get("spark_master"), progress, False)
         out.user_spec, out.opened_with = self.user_spec, dict(w)
         return out

@@ -269,3 +269,19 @@ def test_a_cache_that_cannot_be_written_is_no_new_data(spark, tmp_path):
     pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
     assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
     assert not host.reload(spark=spark) and host.reloads == 1
+
+
+def test_a_dashboard_opened_without_a_cache_picks_up_new_data(spark, tmp_path):
+    """Its capture went to a temporary directory: new files are noticed all the same (they
+    were not: `stale` was False without a cache), and only they are read."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    host = HostedDashboard.opening(parse_dashboard(growing_spec(folder)), cache_dir=None, spark=spark)
+    assert host.wait(300) and host.status == "ready", host.error
+    assert not host.reload(spark=spark) and host.reloads == 0
+    pq.write_table(make_rows(100, 2), folder / "part-1.parquet")
+    assert host.reload(spark=spark) and host.dashboard.store.n_rows == 400
+    assert any("reused 1 of 2 input files" in c for c in host.dashboard.store.info.changes), \
+        host.dashboard.store.info.changes
+    assert not host.reload(spark=spark) and host.reloads == 1
