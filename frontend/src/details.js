@@ -89,15 +89,34 @@ export class DetailsTable {
     button.dataset.action = "download";
     this.downloadButton = button;
     this.describeDownload();
-    button.onclick = () => {
-      const a = el("a");
-      a.href = download(format.value, this.join);
-      a.download = "";
-      document.body.append(a);
-      a.click();
-      a.remove();
-    };
+    button.onclick = () => (this.join ? this.downloadJoin(download(format.value, this.join))
+      : save(download(format.value, null)));
     return [button, format];
+  }
+
+  // A join's rows are bounded by its table (not streamed): fetched first, so that a refused
+  // request (e.g. while a filter answered on Spark is active) says why in the panel instead
+  // of ending as a failed download.
+  async downloadJoin(href) {
+    let response;
+    try {
+      response = await fetch(href);
+    } catch (e) {
+      return this.refused(e.message);
+    }
+    if (!response.ok) {
+      const detail = await response.json().then((b) => b.detail, () => response.statusText);
+      return this.refused(detail);
+    }
+    const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") ?? "")?.[1] ?? "";
+    const url = URL.createObjectURL(await response.blob());
+    save(url, name);
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  }
+
+  refused(message) {
+    if (!this.open) this.setOpen(true); // (its listing, refused alike, says why)
+    else this.info.textContent = `not downloaded: ${message}`;
   }
 
   // The button's title says which rows it saves: those "Rows of" lists.
@@ -241,4 +260,14 @@ function textColumns(rows, columns) {
     const v = rows.find((r) => r[c] !== null && r[c] !== undefined)?.[c];
     return typeof v === "string" && !NOT_TEXT.test(v);
   }));
+}
+
+// Save `href` as a file (`name`: as the server names it when empty).
+function save(href, name = "") {
+  const a = el("a");
+  a.href = href;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
 }

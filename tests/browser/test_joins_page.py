@@ -183,6 +183,25 @@ def test_download_rows_gives_the_listed_join_rows(chromium, served_star, request
         assert pq.read_table(tmp_path / "rows.parquet").num_rows == oracle.selected()
 
 
+def test_a_refused_join_download_says_why_in_the_panel(chromium, served_star, request):
+    """A refused download of a join's rows (the server's 400, e.g. while a filter answered
+    on Spark is active) ended as a failed download the page did not mention: the panel says
+    why, and the rows listed stay."""
+    addr, dash = served_star
+    with open_page(chromium, addr, "star", request.node.name, allow=("status of 400",)) as page:
+        brush_and_show_rows(page, Oracle(dash.spec))
+        page.select_option(".bf-rows-of", "store")
+        page.wait_for_selector(".bf-table tr[data-key]")
+        downloads = []
+        page.on("download", lambda d: downloads.append(d))
+        page.route("**/rows?*join=store*", lambda route: route.fulfill(
+            status=400, content_type="application/json", body='{"detail": "dimension: not now"}'))
+        page.click("[data-action=download]")
+        page.wait_for_function("document.querySelector('.bf-details-info').textContent.includes('not downloaded')")
+        assert page.inner_text(".bf-details-info") == "not downloaded: dimension: not now"
+        assert downloads == [] and page.query_selector(".bf-table tr[data-key]") is not None
+
+
 @pytest.fixture(scope="module")
 def served_big_keys(tmp_path_factory):
     dash = open_big_keys(tmp_path_factory.mktemp("bigkeys"))
