@@ -4,7 +4,11 @@ on Mosaic without pre-aggregation, or any SQL-backed BI tool, would)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
+import tempfile
 
 import duckdb
 import pyarrow as pa
@@ -16,13 +20,15 @@ from brushfire.spec import models as m
 
 
 def connect_source(spec: m.DashboardSpec, threads: int | None = None,
-                   cache_dir: str | None = None) -> duckdb.DuckDBPyConnection:
+                   cache_dir: str | None = None, memory_share: float | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with table `src`: the source with derived columns and static
     filters applied, in the source's row order (rowid = rid). Derived columns and filters
     are Spark SQL: with any, the rows are the ones Spark computes, materialized once as
     Parquet under `cache_dir` (default: the lineage cache's, `cachedir.py`); so are
     sources DuckDB cannot read (ORC). The profiling checks' columns come with the rows
-    Spark materialized, else from `sql.profile_sql`."""
+    Spark materialized, else from `sql.profile_sql`. `memory_share`: of the machine's
+    memory, what DuckDB may hold before it spills (default: DuckDB's own, 80 %); it spills
+    into a temporary directory of this process, never into the working directory."""
     source = spec.source
     # a Parquet file is read as it is; anything else as Spark reads it: a CSV's or JSON's
     # types are Spark's to infer (DuckDB's inference differs), DuckDB does not read ORC,
@@ -45,6 +51,10 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
+    con.execute(f"SET temp_directory = {_quote(_spill_directory())}")
+    if memory_share is not None:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        con.execute(f"SET memory_limit = '{int(total * memory_share) >> 20}MB'")
     if source.joins and not materialized:  # the joins, as DuckDB's LEFT JOIN
         con.execute(f"CREATE TABLE joined AS {joined_relation(con, source, relation)}")
         relation = "joined"
@@ -53,6 +63,15 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
     else:
         con.execute(f"CREATE TABLE src AS SELECT * FROM {relation}")
     return con
+
+
+@functools.cache
+def _spill_directory() -> str:
+    """Where DuckDB spills: its default is `.tmp` in the working directory (a checker of
+    100M rows left 6 GB in the repository's); removed when the process exits."""
+    path = tempfile.mkdtemp(prefix="brushfire-duckdb-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def joined_relation(con, source: m.Source, relation: str) -> str:

@@ -50,7 +50,9 @@ class Checker:
         # as a client reads them, a float field's NaN category is null (`_with_nan`)
         self.labels = {n: _nan_for_null(ls) if view_type(spec.view(n)).value_bars else ls
                        for n, ls in labels.items()}
-        self.con = connect_source(spec, cache_dir=cache_dir)
+        # (a quarter of the memory: at 100M rows DuckDB's default, 80 %, starved the server
+        # under test and the page cache of its mapped store)
+        self.con = connect_source(spec, cache_dir=cache_dir, memory_share=0.25)
         self.tops = {v.name: [r[0] for r in self.con.execute(sql.top_sql(v)).fetchall()]
                      for v in spec.views if view_type(v).value_bars}
         # each view's bar key as a column, computed once: checks group by small columns
