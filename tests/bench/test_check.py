@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from decimal import Decimal
 
 import numpy as np
@@ -106,6 +107,23 @@ def test_the_checks_duckdb_holds_a_quarter_of_the_memory_and_spills_outside_the_
     held = float(number) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
     assert abs(held - total / 4) < 0.02 * total, limit
     assert spill.startswith(tempfile.gettempdir()) and os.path.isdir(spill), spill
+
+
+def test_a_long_check_says_how_far_it_is(dialect, capsys):
+    """At 100M rows a reply's SQL takes seconds: 500 checked replies ran for many minutes
+    without a word. `brushfire bench --check` says how far it is every 10 s."""
+    from brushfire.bench.harness import _check_progress
+
+    dash, checker, _ = dialect
+    session = dash.session()
+    replies = [(0, i, protocol.handle(session, msg)) for i, msg in enumerate(messages())]
+    seen = []
+    result = checker.check(replies, lambda so_far, of: seen.append((so_far.checked, so_far.mismatches, of)))
+    assert seen == [(i, 0, len(replies)) for i in range(1, len(replies) + 1)] and result.checked == len(replies)
+    checker.check(replies, _check_progress(time.perf_counter(), every=0.0))
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1].startswith(f"  checking: {len(replies):,} of {len(replies):,} update replies, 0 mismatches")
+    assert len(said) == len(replies)
 
 
 @pytest.mark.spark

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -83,8 +84,10 @@ class Checker:
         self._cache: dict[str, tuple[dict, int]] = {}
         self.problems_once: list[str] = self._label_problems()
 
-    def check(self, replies: list[tuple[int, int, dict]]) -> CheckResult:
-        """Compare each (client, event index, update reply)."""
+    def check(self, replies: list[tuple[int, int, dict]],
+              progress: Callable[[CheckResult, int], None] | None = None) -> CheckResult:
+        """Compare each (client, event index, update reply); `progress(so far, of)` after
+        each (at 100M rows a reply's SQL takes seconds)."""
         out = CheckResult()
         for client, index, reply in replies:
             out.checked += 1
@@ -94,6 +97,8 @@ class Checker:
                 if len(out.examples) < MAX_EXAMPLES:
                     out.examples.append({"client": client, "event": index,
                                          "filters": reply.get("filters"), "problems": problems[:5]})
+            if progress is not None:
+                progress(out, len(replies))
         out.distinct_states = len(self._cache)
         if self.problems_once:
             out.examples.insert(0, {"problems": self.problems_once})

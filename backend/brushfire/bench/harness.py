@@ -154,7 +154,7 @@ def run(args) -> int:
 
             picked = [(c, i, loads(text)) for c, i, text in result.replies]
             t0 = time.perf_counter()
-            check = checker.check(picked)
+            check = checker.check(picked, _check_progress(t0))
             runs[engine]["check"] = check.to_json()
             print(f"  check: {check.mismatches} mismatches in {check.checked} update replies "
                   f"({check.distinct_states} distinct states, {time.perf_counter() - t0:.1f} s)")
@@ -218,6 +218,19 @@ def _with_state(trace: Trace, state: str | None) -> Trace:
     except selection.SelectionError as e:
         raise BenchError(str(e)) from None
     return replace(trace, state=parsed)
+
+
+def _check_progress(t0: float, every: float = 10.0):
+    """What the check has done, said at most every `every` seconds (and when done)."""
+    said = [t0]
+
+    def tell(so_far, of: int) -> None:
+        now = time.perf_counter()
+        if now - said[0] >= every or (so_far.checked == of and now - t0 >= every):
+            said[0] = now
+            print(f"  checking: {so_far.checked:,} of {of:,} update replies, {so_far.mismatches} "
+                  f"mismatches so far ({now - t0:.0f} s)", flush=True)
+    return tell
 
 
 def _checker(args, description: dict):
