@@ -184,3 +184,28 @@ def test_a_fine_int64_field_with_its_extremes_keys_each_row_in_its_bar(tmp_path)
     assert dash.store.layout.dims[0].kind == "fine"
     sql = Oracle(dash.spec).view("h")
     assert dash.session().view("h").counts == [sql.get(i, (0,))[0] for i in range(20)]
+
+
+def test_a_fine_int64_field_with_many_rows_at_its_largest_value_keeps_them_in_the_last_bar(tmp_path):
+    """Many rows at 2^63 - 1 (a sentinel, say) give a bucket its own edge there, 2^63 as a
+    double: the value standing for that bucket, ceil(edge), overflowed int64 to its smallest
+    value, and the bucket's rows were counted in the first bar."""
+    import pyarrow.parquet as pq
+
+    from brushfire import Dashboard
+    from oracle import Oracle
+
+    v = [-2**63] * 5 + list(range(-20, 120)) + [2**63 - 1] * 7
+    t = pa.table({"i": pa.array(v, pa.int64()), "y": pa.array(np.arange(len(v)) % 3)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    d = {"name": "i64", "source": {"path": str(tmp_path / "t.parquet")}, "views": [
+        {"name": "h", "type": "histogram", "field": "i", "bin": {"maxbins": 12}},
+        {"name": "y", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 3]}}],
+        "interactions": {"crossfilter": [{"views": ["h", "y"]}]}}
+    plan = plan_capture(parse_dashboard(d))
+    dash = Dashboard(plan.dashboard, plan, capture_table(plan, t, tmp_path / "cache", CaptureConfig(max_keys=40)))
+    assert dash.store.layout.dims[0].kind == "fine"
+    sql = Oracle(dash.spec).view("h")
+    counts = dash.session().view("h").counts
+    assert counts == [sql.get(i, (0,))[0] for i in range(len(counts))]
+    assert (counts[0], counts[-1]) == (5, 7)

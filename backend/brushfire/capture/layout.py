@@ -435,8 +435,12 @@ def _fine_buckets(dash: m.DashboardSpec, f: str, st: ValueStats, stats: SourceSt
     reps = np.array([first, *edges[1:]], np.float64)
     if integral:  # (bucket 0's: the largest integer below edge 1 as a double, rows are
         # bucketed so; ceil(edge) - 1 is the edge itself beyond 2^53, in the next bar)
-        reps = np.concatenate([[np.floor(first) if len(edges) > 1 else lo],
-                               np.ceil(edges[1:])]).astype(np.int64)
+        reps = np.concatenate([[np.floor(first) if len(edges) > 1 else lo], np.ceil(edges[1:])])
+        # (an edge at 2^63, int64's largest value as a double, holds that value: cast, it
+        # overflowed to int64's smallest, and the bucket's rows went to the first bar)
+        top = reps >= 2.0 ** 63
+        reps = np.maximum(np.where(top, 0.0, reps), -2.0 ** 63).astype(np.int64)
+        reps[top] = np.iinfo(np.int64).max
     return edges, aligned, reps.tolist()
 
 
