@@ -356,7 +356,39 @@ def test_a_capture_with_other_sizes_scans_every_file_again(tmp_path, size):
 
 OPS = st.lists(st.sampled_from(["append", "widen", "change", "remove", "add_view", "drop_view",
                                 "rebin", "restep", "details", "aggregate", "regroup", "top",
-                                "unit", "unbrush", "rename"]), min_size=1, max_size=5)
+                                "unit", "unbrush", "rename", "odd"]), min_size=1, max_size=5)
+
+
+def odd_rows(rng, seed: int) -> pa.Table:
+    """A file a user may well add: no rows, one row, a column all null, NaN, +-inf and
+    -0.0 in the measures, integers near int64's extremes, one category only."""
+    kind = str(rng.choice(["empty", "one", "allnull", "nonfinite", "huge", "onecat", "negzero"]))
+    n = {"empty": 0, "one": 1}.get(kind, int(rng.integers(1, 200)))
+    t = make_rows(n, seed)
+    if kind == "allnull":
+        i = int(rng.integers(0, t.num_columns))
+        t = t.set_column(i, t.schema.field(i).name, pa.nulls(n, t.schema.field(i).type))
+    elif kind == "nonfinite":
+        m = np.array(t["m"].to_numpy(zero_copy_only=False), dtype=float)
+        m[rng.random(n) < 0.3] = np.nan
+        m[rng.random(n) < 0.2] = np.inf
+        m[rng.random(n) < 0.2] = -np.inf
+        m[rng.random(n) < 0.2] = -0.0
+        x = np.array(t["x"].to_numpy(zero_copy_only=False), dtype=float)
+        x[rng.random(n) < 0.2] = np.inf
+        x[rng.random(n) < 0.2] = -np.inf
+        x[rng.random(n) < 0.2] = -0.0
+        t = t.set_column(5, "m", pa.array(m)).set_column(0, "x", pa.array(x))
+    elif kind == "huge":
+        k = rng.choice([2**62, -(2**62), 2**53 + 1, 2**63 - 1, -(2**63)], n).astype(np.int64)
+        t = t.set_column(1, "k", pa.array(k, pa.int64()))
+        t = t.set_column(5, "m", pa.array(rng.choice([1e300, -1e300, 1e-300, 5e15], n)))
+    elif kind == "onecat":
+        t = t.set_column(2, "cat", pa.array(["zz"] * n)).set_column(3, "dest", pa.array(["ZZZ"] * n))
+    elif kind == "negzero":
+        t = t.set_column(0, "x", pa.array(np.where(rng.random(n) < 0.5, -0.0, 0.0)))
+        t = t.set_column(5, "m", pa.array(np.where(rng.random(n) < 0.5, -0.0, 0.0)))
+    return t
 
 
 def widened(table: pa.Table, by: int) -> pa.Table:
@@ -388,6 +420,10 @@ def test_any_sequence_of_appends_and_edits_equals_a_capture_from_scratch(tmp_pat
             tables[f"g{n}"] = shifted(make_rows(int(rng.integers(1, 400)), seed + n), rng.integers(-90, 90))
         elif op == "widen":
             tables[f"w{n}"] = widened(make_rows(int(rng.integers(1, 300)), seed + n), int(rng.integers(-30, 30)))
+        elif op == "odd":
+            tables[f"o{n}"] = odd_rows(rng, seed + 200 + n)
+            if len(tables) > 1 and rng.random() < 0.3:  # or it replaces a file
+                tables[sorted(tables)[0]] = tables.pop(f"o{n}")
         elif op == "change" and tables:
             name = sorted(tables)[int(rng.integers(0, len(tables)))]
             tables[name] = make_rows(int(rng.integers(1, 400)), seed + 100 + n)
