@@ -20,12 +20,16 @@ from collections.abc import Iterator
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brushfire import selection
 from brushfire.baselines import ENGINES
 from brushfire.bench import report, workloads
 from brushfire.bench.trace import Trace, load_trace, save_trace, subsample
 from brushfire.errors import BrushfireError
+
+if TYPE_CHECKING:  # (check.py needs DuckDB, imported only for --check)
+    from brushfire.bench.check import CheckResult
 
 # the WebSocket client (websockets) is imported when a replay runs: `brushfire validate`
 # builds this command's options too, and stays light
@@ -221,10 +225,11 @@ def _with_state(trace: Trace, state: str | None) -> Trace:
 
 
 def _check_progress(t0: float, every: float = 10.0):
-    """What the check has done, said at most every `every` seconds (and when done)."""
+    """What the check has done, said at most every `every` seconds, and at the end of a
+    check that took longer."""
     said = [t0]
 
-    def tell(so_far, of: int) -> None:
+    def tell(so_far: CheckResult, of: int) -> None:
         now = time.perf_counter()
         if now - said[0] >= every or (so_far.checked == of and now - t0 >= every):
             said[0] = now
