@@ -105,7 +105,7 @@ export class DetailsTable {
       return this.refused(e.message);
     }
     if (!response.ok) {
-      const detail = await response.json().then((b) => b.detail, () => response.statusText);
+      const detail = await response.json().then((b) => b?.detail ?? response.statusText, () => response.statusText);
       return this.refused(detail);
     }
     const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") ?? "")?.[1] ?? "";
