@@ -79,4 +79,4 @@ def test_a_capture_without_a_cache_leaves_no_temporary_directory_behind(tmp_path
                          env={**os.environ, "TMPDIR": str(tmp_path)})
     made = run.stdout.strip().splitlines()[-1]
     assert made.startswith(str(tmp_path / "brushfire-cache-")), made
-    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())
+    assert not list(tmp_path.glob("brushfire-cache-*")), list(tmp_path.iterdir())
