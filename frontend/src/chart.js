@@ -870,8 +870,8 @@ function escape(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-// Save a URL as a file (the browser's download).
-function save(url, name) {
+// Save a URL as a file (the browser's download; a blob URL is revoked after).
+export function save(url, name = "") {
   const a = el("a");
   a.href = url;
   a.download = name;

@@ -12,6 +12,7 @@
 // bottom of the window (in a notebook, below the views), so the views stay in sight while
 // hovering a row marks its bars.
 
+import { save } from "./chart.js";
 import { el } from "./dashboard.js";
 import { formatValue } from "./format.js";
 
@@ -111,7 +112,6 @@ export class DetailsTable {
     const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") ?? "")?.[1] ?? "";
     const url = URL.createObjectURL(await response.blob());
     save(url, name);
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
   }
 
   refused(message) {
@@ -260,14 +260,4 @@ function textColumns(rows, columns) {
     const v = rows.find((r) => r[c] !== null && r[c] !== undefined)?.[c];
     return typeof v === "string" && !NOT_TEXT.test(v);
   }));
-}
-
-// Save `href` as a file (`name`: as the server names it when empty).
-function save(href, name = "") {
-  const a = el("a");
-  a.href = href;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
 }
