@@ -43,3 +43,15 @@ def test_replies_are_received_as_bytes_and_a_silent_server_times_out():
                     await replay._recv(ws, 0.2)  # noqa: SLF001
 
     asyncio.run(main())
+
+
+def test_a_replay_runs_where_an_event_loop_is_already_running():
+    # Jupyter runs cells inside a loop, and Playwright's sync API leaves one on the main
+    # thread: asyncio.run would refuse ("cannot be called from a running event loop")
+    async def answer():
+        return 42
+
+    async def cell():
+        return replay.run(answer())
+
+    assert asyncio.run(cell()) == 42

@@ -15,6 +15,7 @@ import asyncio
 import gc
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import orjson
@@ -27,7 +28,18 @@ from brushfire.errors import BrushfireError
 
 def run(coro):
     """Run a replay on uvloop (a dependency where it builds: not on Windows), else on
-    asyncio's loop: the client's own event loop is part of every latency it measures."""
+    asyncio's loop: the client's own event loop is part of every latency it measures.
+    Called where a loop is already running in this thread (Jupyter; Playwright's sync
+    API leaves one), the replay gets a thread and a loop of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_here(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="brushfire-replay") as pool:
+        return pool.submit(_run_here, coro).result()
+
+
+def _run_here(coro):
     try:
         import uvloop
     except ImportError:
