@@ -171,3 +171,15 @@ def test_make_demo_fetches_the_data_a_shipped_dashboard_reads(spec):
                           capture_output=True, text=True, check=True).stdout
     fetched = set(re.findall(r"scripts/fetch-data\.sh (data/\S+)", plan))
     assert wanted <= fetched, plan
+
+
+def test_the_protocol_doc_quotes_the_session_free_errors_as_sent():
+    """docs/protocol.md's error table quoted the unknown-type error from before `dimension`
+    and `dimension_forward`; errors a message gets before any session is asked are
+    checked against the reply itself (its `id` too: null, the message having none)."""
+    from brushfire import protocol
+
+    doc = " ".join((ROOT / "docs" / "protocol.md").read_text().split())
+    reply = protocol.handle(None, '{"type": "Brush", "view": "hx", "interval": [1, 2]}')
+    assert f"`{reply['message']}`" in doc
+    assert reply["id"] is None and "| `error` | `message`, `id` (the message's; null when" in doc
