@@ -183,3 +183,18 @@ def test_the_protocol_doc_quotes_the_session_free_errors_as_sent():
     reply = protocol.handle(None, '{"type": "Brush", "view": "hx", "interval": [1, 2]}')
     assert f"`{reply['message']}`" in doc
     assert reply["id"] is None and "| `error` | `message`, `id` (the message's; null when" in doc
+
+
+def test_every_environment_variable_the_code_reads_is_documented(capsys):
+    """`brushfire --help` listed every BRUSHFIRE_* variable but BRUSHFIRE_CUBE_MEMORY; each
+    one the backend names is in the help's environment list and in README.md or docs/
+    (BRUSHFIRE_PROCESSES aside: `serve --workers` sets it for its workers)."""
+    names = {n for p in PACKAGE.rglob("*.py") for n in re.findall(r"\bBRUSHFIRE_[A-Z_]+\b", p.read_text())}
+    names -= {"BRUSHFIRE_PROCESSES"}
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    environment = capsys.readouterr().out.split("environment:", 1)[1]
+    docs = README + "".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    assert len(names) >= 9
+    assert sorted(n for n in names if f"  {n} " not in environment) == []
+    assert sorted(n for n in names if f"`{n}" not in docs) == []

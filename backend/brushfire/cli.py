@@ -40,6 +40,7 @@ def _environment() -> str:
             ("BRUSHFIRE_DRIVER_MEMORY", "the Spark driver's memory (default 8g)"),
             ("BRUSHFIRE_MEMORY_BUDGET", "keep only cubes for per-row lineage over it, e.g. 16GB"),
             ("BRUSHFIRE_COPY_MEMORY", "key copies built in memory (captures that stored none) at most"),
+            ("BRUSHFIRE_CUBE_MEMORY", "all sessions' conditional cubes at most (default 1/16 of memory, <= 1 GiB)"),
             ("BRUSHFIRE_TOKEN", "serve: the access token clients must give"),
             ("BRUSHFIRE_FRONTEND", "serve: the built web page (default frontend/dist)"),
             ("BRUSHFIRE_TRUSTED_EXPRESSIONS", "1: any Spark SQL in specs' derived columns, filters")]

@@ -64,7 +64,8 @@ def add_arguments(p) -> None:
                       help="events of " + ", ".join(f"{w} (default {o['events']})"
                                                     for w, o in takes.items() if "events" in o))
     what.add_argument("--limit", type=int, default=None,
-                      help="replay at most N events, evenly spaced over the trace")
+                      help="replay about N events, evenly spaced over the trace, and every one "
+                           "that is not a brush (clears, selects, parameters)")
     what.add_argument("--state", help="start every session from this selection state: tagged "
                                       "filters as JSON text or a JSON file (docs/trace.md)")
     what.add_argument("--save-trace", help="write the trace replayed to this file")
