@@ -198,3 +198,25 @@ def test_every_environment_variable_the_code_reads_is_documented(capsys):
     assert len(names) >= 9
     assert sorted(n for n in names if f"  {n} " not in environment) == []
     assert sorted(n for n in names if f"`{n}" not in docs) == []
+
+
+def test_every_flag_the_docs_give_a_command_exists(capsys):
+    """A `--flag` written after `brushfire <command>` on one line of README.md or docs/ is
+    one of that command's options (its --help)."""
+    docs = [README, *((ROOT / "docs").glob("*.md"))]
+    lines = [line for d in docs for line in (d if isinstance(d, str) else d.read_text()).splitlines()]
+    options: dict[str, set[str]] = {}
+    wrong = []
+    for line in lines:
+        for found in re.finditer(r"brushfire (validate|plan|capture|serve|demo|profile|schema|bench)\b", line):
+            command = found[1]
+            if command not in options:
+                with pytest.raises(SystemExit):
+                    main([command, "--help"])
+                options[command] = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", capsys.readouterr().out))
+            rest = line[found.end():]
+            rest = rest[:re.search(r"brushfire \w+|$", rest).start()]  # up to the next command
+            wrong += [(command, f) for f in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest)
+                      if f not in options[command]]
+    assert len(options) >= 8
+    assert wrong == []
