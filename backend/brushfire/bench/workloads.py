@@ -259,8 +259,8 @@ def clicks(info: DashboardInfo, *, seed: int = 7, events: int = 200) -> Trace:
 def params(info: DashboardInfo, *, seed: int = 7, events: int = 100,
            n_pixels: int = pixels.PIXELS) -> Trace:
     """Dropdown parameter changes (a value, sometimes none), with a brush held on the first
-    interval view for the second half; then a clear. Slider parameters are left alone:
-    a description gives no range for them."""
+    interval view for the second half; then a clear. Slider parameters are left alone
+    (`human` moves them, within the range the description gives)."""
     rng = random.Random(seed)
     dropdowns = [p for p in info.parameters if p.widget == "dropdown" and p.values]
     if not dropdowns:
