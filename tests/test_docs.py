@@ -219,3 +219,40 @@ def test_every_flag_the_docs_give_a_command_exists(capsys):
                       if f not in options[command]]
     assert len(options) >= 8
     assert wrong == []
+
+
+def test_every_file_the_docs_name_exists():
+    """docs/deploy.md named `brushfire.capture.shards`, a module that is not there; every
+    repository path (`tests/...`, `perf/...`, `capture/scan.py` under the package) and
+    `brushfire.<module>` in README.md and docs/ exists (build outputs aside)."""
+    built = ("frontend/dist", "perf/results/")
+    roots = (*ROOTS, "scripts", "dashboards", "examples")
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        paths = set(re.findall(rf"(?<![\w/.-])((?:{'|'.join(roots)})/[\w./-]*\w)", text))
+        paths = {p for p in paths if "." in p.rsplit("/", 1)[-1] or (ROOT / p).is_dir()}
+        short = set(re.findall(r"(?<![\w/.-])((?:[a-z_]+/)+[a-z_0-9]+\.py)\b", text)) - paths
+        missing += [p for p in paths if not p.startswith(built) and not (ROOT / p).exists()]
+        missing += [p for p in short if p.split("/")[0] not in roots
+                    and not (PACKAGE / p).exists() and not (ROOT / "backend" / p).exists()]
+        missing += [n for n in set(re.findall(r"`(brushfire(?:\.\w+)+)`", text)) if not _resolves(n)]
+    assert sorted(missing) == []
+
+
+def _resolves(dotted: str) -> bool:
+    """`brushfire.a.b.c`: the longest importable module, and the rest its attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
