@@ -19,7 +19,7 @@ and each detail column as `<c>.snap.arrow` (the rows as they are, for details on
 the summary also counts the nulls of `nulls` columns (a join's key: its rows without a match).
 
 The driver merges the summaries and dictionaries into the dashboard's global keys
-(capture/merge.py) and the key job turns encoded columns into lineage (capture/keys.py)
+(capture/stats.py) and the key job turns encoded columns into lineage (capture/keys.py)
 without reading the source again. Pure numpy, pandas and pyarrow: no numba here.
 """
 
