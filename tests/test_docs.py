@@ -256,3 +256,37 @@ def _resolves(dotted: str) -> bool:
             obj = getattr(obj, name)
         return True
     return False
+
+
+def test_the_protocol_doc_gives_the_limits_the_code_has():
+    """docs/protocol.md's "Limits" and "Close codes" tables: each value as the code
+    sets it (the session limits: `brushfire serve`'s defaults)."""
+    from brushfire import limits, wire
+    from brushfire.cli import main as cli
+    from brushfire.server import app
+
+    doc = " ".join((ROOT / "docs" / "protocol.md").read_text().split())
+
+    def row(start: str) -> str:
+        return doc.split(f"| {start}", 1)[1].split(" | ", 2)[1]
+
+    def serve_default(flag: str) -> int:
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            cli(["serve", "--help"])
+        return int(re.search(rf"{flag} N\s+.*?\(default (\d+)\)", out.getvalue(), re.S)[1])
+
+    assert row("message size") == f"{wire.MAX_MESSAGE_BYTES // 1024} KiB ({wire.MAX_MESSAGE_BYTES:,})"
+    assert row("WebSocket frame") == f"{app.MAX_FRAME_BYTES >> 20} MiB"
+    assert row("JSON nesting") == f"{wire.MAX_JSON_DEPTH} levels"
+    assert row("details page size") == f"{limits.MAX_PAGE_ROWS:,} rows"
+    assert row("rids of one") == f"{limits.MAX_FORWARD_RIDS:,}"
+    assert row("sessions at once, in all") == str(serve_default("--max-sessions"))
+    assert row("sessions at once per client") == str(serve_default("--max-sessions-per-client"))
+    assert row("messages read ahead") == str(app.MAX_PENDING)
+    for code in (app.CLOSE_TOO_BIG, app.CLOSE_CAPTURE_FAILED, app.CLOSE_UNKNOWN_DASHBOARD,
+                 app.CLOSE_TOO_MANY_SESSIONS):
+        assert f"| {code} |" in doc
