@@ -349,7 +349,7 @@ def _profile(args) -> int:
     for fd in checks:
         missing = [c for c in fd.lhs + fd.rhs if c not in df.columns]
         if missing:
-            print(f"--fd {' , '.join(fd.lhs)} -> {', '.join(fd.rhs)}: no column {missing[0]!r} in the "
+            print(f"--fd {', '.join(fd.lhs)} -> {', '.join(fd.rhs)}: no column {missing[0]!r} in the "
                   f"source; columns: {', '.join(df.columns)}", file=sys.stderr)
             return 1
         with spark_errors("checking a functional dependency"):

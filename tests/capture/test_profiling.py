@@ -141,8 +141,8 @@ def test_brushfire_profile_lists_the_violations(captured, capsys, tmp_path):
     assert out[2] == "  … 3 more left-hand values (--limit)"
     assert out[3].startswith("  linked view 'fd_airport__state': select 'violates'")
     assert out[4] == "fd id -> x: holds"
-    assert main(["profile", str(spec), "--fd", "nope -> x"]) == 1
-    assert "no column 'nope' in the source" in capsys.readouterr().err
+    assert main(["profile", str(spec), "--fd", "id, nope -> x"]) == 1
+    assert "--fd id, nope -> x: no column 'nope' in the source" in capsys.readouterr().err
 
 
 def test_sql_baselines_and_the_check_see_the_checks_columns(captured, tmp_path):
