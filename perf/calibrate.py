@@ -116,7 +116,7 @@ def main() -> None:
         none = np.zeros((0, 0), np.uint16)  # no chunk zone maps or histograms: every row read
 
         def clustered(views_, mf=-1, q_old=q, need_=need):
-            return lambda: K.by_keys_clustered(S, C, crow, starts, none, none, K.CHUNK, d, -1, L, q, q_old,
+            return lambda: K.by_keys_clustered(S, C, crow, starts, none, none, K.CHUNK, d, -1, -1, L, q, q_old,
                                                kr, one, mf, views_, need_, 0, shard.nblocks, c, sm, o)
 
         crows = int(starts[-2])

@@ -256,7 +256,7 @@ def warm_kernels(store: LineageStore) -> None:
         starts = np.zeros(store.layout.dims[d].nkeys + 2, np.int64)  # clustered copies, of no rows
         ckeys = np.zeros((S[0].shape[0], 0), key_dtype(store.layout))  # their keys' dtype
         K.cluster(S[0][:, :0], d, store.layout.dims[d].nkeys, ckeys.copy(),
-                  np.zeros(0, np.uint32), starts, np.zeros(0))
+                  np.zeros(0, np.uint32), starts, np.zeros(0), -1)
         none = np.zeros((0, 0), np.uint16)
         K.chunk_hist(ckeys.copy(), L, K.CHUNK, none)
         K.chunk_zones(ckeys.copy(), K.CHUNK, none)
@@ -264,7 +264,7 @@ def warm_kernels(store: LineageStore) -> None:
         for a in copy:
             a.setflags(write=False)  # as copies are (engine/copies.py): the kernels' types
         copies = typed_list([copy])
-        K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, L, q, q, kr,
+        K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, -1, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)
         none = np.zeros(0, np.int64)
         K.split_runs(np.zeros((1, 2), np.int64), none, none, none, none, none, kr, 2,

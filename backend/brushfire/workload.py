@@ -1,6 +1,7 @@
 """A dashboard's recorded workload (the spec's `workload`, docs/spec.md): how often a
-recorded session (a trace, docs/trace.md) changes each filter, for what capture keeps per
-filter (engine/copies.py `choices`). Read when the capture is planned, before any Spark
+recorded session (a trace, docs/trace.md) changes each filter, and which other filters are
+active while it does, for what capture keeps per filter (engine/copies.py `choices`,
+`then_dim`). Read when the capture is planned, before any Spark
 work; a trace that cannot be read is a spec error naming the spec's file, line and key.
 
 Only what capture needs is read: the filters each message changes (a brush's or a
@@ -25,13 +26,19 @@ KEY = "workload.trace"
 @dataclass(frozen=True)
 class Workload:
     """The filters a recorded trace changes: messages per filter name (`moves`), out of
-    `messages` filter changes in all; and the copies' byte budget (None: the default,
-    engine/copies.py `stored_budget`)."""
+    `messages` filter changes in all; the copies' byte budget (None: the default,
+    engine/copies.py `stored_budget`); and per pair of filters, the messages changing the
+    first while the second is active (`beside`)."""
 
     trace: str | None
     moves: tuple[tuple[str, int], ...]  # (filter, messages), most first
     messages: int
     copy_budget: int | None
+    beside: tuple[tuple[str, str, int], ...] = ()  # (changed, active, messages), most first
+
+    def besides(self, changed: str, active: str) -> int:
+        """Messages of the trace changing filter `changed` while `active` is active."""
+        return next((n for a, b, n in self.beside if a == changed and b == active), 0)
 
 
 def read_workload(dash: m.DashboardSpec) -> Workload | None:
@@ -42,8 +49,11 @@ def read_workload(dash: m.DashboardSpec) -> Workload | None:
     budget = None if w.copy_budget is None else parse_size(w.copy_budget)
     if w.trace is None:
         return Workload(None, (), 0, budget)
-    counts = filter_moves(_read(dash, w.trace), known_filters(dash))
-    return Workload(w.trace, tuple(counts.most_common()), sum(counts.values()), budget)
+    events = _read(dash, w.trace)
+    names = known_filters(dash)
+    counts = filter_moves(events, names)
+    beside = tuple((a, b, n) for (a, b), n in filters_beside(events, names).most_common())
+    return Workload(w.trace, tuple(counts.most_common()), sum(counts.values()), budget, beside)
 
 
 def known_filters(dash: m.DashboardSpec) -> set[str]:
@@ -69,6 +79,42 @@ def filter_moves(events: list, names: set[str]) -> Counter:
         else:
             continue
         out.update(n for n in changed if isinstance(n, str) and n in names)
+    return out
+
+
+def filters_beside(events: list, names: set[str]) -> Counter:
+    """Messages of a trace changing filter a (of `names`) while filter b is active, per
+    (a, b): the filters a session holds, followed through brushes and selections (an
+    empty one, or a null interval, clears), parameters (null clears), clears and
+    `filters` messages. Pure."""
+    out: Counter = Counter()
+    active: set[str] = set()
+    for e in events:
+        msg = e.get("message") if isinstance(e, dict) else None
+        if not isinstance(msg, dict):
+            continue
+        kind = msg.get("type")
+        if kind == "clear":
+            view = msg.get("view")
+            active = active - {view} if isinstance(view, str) else set()
+            continue
+        if kind == "filters" and isinstance(msg.get("filters"), dict):
+            now = {n for n, f in msg["filters"].items() if isinstance(n, str) and f}
+            out.update((a, b) for a in now ^ active for b in now & active if a in names and b in names)
+            active = now
+            continue
+        if kind in ("brush", "select"):
+            name, value = msg.get("view"), msg.get("interval", msg.get("values"))
+            on = isinstance(value, list) and bool(value) and not (
+                kind == "brush" and all(x is None for x in value))
+        elif kind == "parameter":
+            name, on = msg.get("name"), msg.get("value") is not None
+        else:
+            continue
+        if not isinstance(name, str) or name not in names:
+            continue
+        out.update((name, b) for b in active if b != name)
+        active = active | {name} if on else active - {name}
     return out
 
 

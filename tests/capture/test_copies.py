@@ -93,11 +93,13 @@ def test_a_restart_maps_the_copies_the_capture_stored_and_builds_none(captured, 
             assert mapped(c.keys) and mapped(c.starts) and mapped(c.zones)
             built = C.Copy.build(shard.arrays[0], store.raw_values(store.shards.index(shard), d), d,
                                  lay.dims[d].nkeys, C.keeps_rows(lay), L, C.hist_slots(L),
-                                 C.key_dtype(lay))
+                                 C.key_dtype(lay), C.then_dim(lay, d))
             for part in C.Copy.PARTS:
                 assert np.array_equal(getattr(c, part), getattr(built, part)), (d, part)
                 assert getattr(c, part).dtype == getattr(built, part).dtype, (d, part)
-            assert c.by_raw == built.by_raw
+            assert c.by_raw == built.by_raw and c.then == built.then
+    # a dense or dropdown dim's copy orders each key's rows by the next filter's dim
+    assert any(copies.edim(d) == C.then_dim(lay, d) >= 0 for d in copies.dims)
     assert any(copies.cdim(d) == d for d in copies.dims)  # a fine dim's rows in raw order
     assert C.usage()["mapped"] >= copies.nbytes > 0
 
@@ -273,6 +275,41 @@ def test_a_recorded_workload_orders_and_budgets_the_copies(small_parquet, tmp_pa
     replay(dash, with_copies, without, events=200)
 
 
+def test_a_copy_orders_each_keys_rows_by_the_filter_most_often_beside_its_own():
+    """`then_dim`: without a trace, the next filtered dim in the filters' order (the first
+    after the last); with one, the dim whose filter is most often active while the copy's
+    dim's filter changes (`filters_beside` follows the session's filters); never for a
+    fine dim (its copy keeps raw order) or one no other filter is beside."""
+    from types import SimpleNamespace as NS
+
+    from brushfire.workload import Workload, filters_beside
+
+    dims = [NS(kind="dense"), NS(kind="fine"), NS(kind="dict"), NS(kind="dense")]
+    filters = [NS(name="a", dims=[0]), NS(name="b", dims=[1]), NS(name="c", dims=[2]),
+               NS(name="d", dims=[3])]
+    lay = NS(row_dims=4, dims=dims, filters=filters)
+    assert [C.then_dim(lay, d) for d in range(4)] == [1, -1, 3, 0]
+    assert C.then_dim(NS(row_dims=4, dims=dims, filters=filters[:1]), 0) == -1
+    assert C.then_dim(NS(row_dims=2, dims=dims, filters=filters), 3) == -1  # (kept as cubes only)
+
+    def brush(view, lo=0.0, hi=1.0):
+        return {"message": {"type": "brush", "view": view, "interval": [lo, hi]}}
+
+    events = [brush("c"), brush("a"), brush("a"), {"message": {"type": "clear", "view": "c"}},
+              brush("d"), brush("a"), brush("a", None, None), brush("d"),
+              {"message": {"type": "select", "view": "b", "values": []}},
+              {"message": {"type": "filters", "filters": {"a": {"interval": [0, 1]}, "b": None}}},
+              brush("c"), {"message": {"type": "clear"}}, brush("a"), "not an event"]
+    beside = filters_beside(events, {"a", "b", "c", "d"})
+    assert beside == {("a", "c"): 2, ("d", "a"): 1, ("a", "d"): 2, ("b", "d"): 1, ("c", "a"): 1}
+    w = Workload("trace.json", (), 0, None, tuple((a, b, n) for (a, b), n in beside.items()))
+    assert w.besides("a", "d") == 2 and w.besides("b", "a") == 0
+    assert [C.then_dim(lay, d, w) for d in range(4)] == [2, -1, 0, 0]  # a: c before d (a tie)
+    assert "1 of the trace's changes of c are beside it" in C.then_text(lay, 2, w)
+    assert "the next filter in the dashboard's order" in C.then_text(lay, 0)
+    assert C.then_text(lay, 1, w) == ""
+
+
 def test_a_workload_trace_that_cannot_be_read_names_the_spec_key(small_parquet, tmp_path):
     from brushfire.errors import SpecError
 
@@ -365,7 +402,7 @@ def test_copies_of_a_layout_with_too_many_bars_for_histograms_keep_none(tmp_path
     full = capture(spec(views), tables, tmp_path / "full", DENSE)
     assert_same_answers(full, again, spec(views))
     assert_same_copies(again.directory, full.directory)
-    assert all(parts["hist"].shape == (0, 0) for cs in again.copies.values() for parts, _ in cs)
+    assert all(parts["hist"].shape == (0, 0) for cs in again.copies.values() for parts, *_ in cs)
 
 
 def assert_same_copies(entry, scratch) -> None:

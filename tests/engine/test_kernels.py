@@ -333,7 +333,11 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
         C, crow, starts = np.empty_like(S[0]), np.empty(n, np.uint32), np.empty(nkeys[d] + 2, np.int64)
         by_raw = rng.random() < 0.7  # a fine dim's copy in raw order within keys: edge buckets searched
         raw = plain_raw(S, L)[L[12][d]] if by_raw and L[12][d] >= 0 else np.zeros(0)
-        cdim = d if K.cluster(S[0], d, nkeys[d], C, crow, starts, raw) else -1
+        # else, mostly, each key's rows in order of another dim's keys: runs read only where
+        # that dim's tests pass
+        then = int(rng.integers(0, len(nkeys))) if rng.random() < 0.7 else -1
+        cdim = d if K.cluster(S[0], d, nkeys[d], C, crow, starts, raw, then) else -1
+        edim = then if raw.size == 0 else -1
         hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
         zones = np.zeros((len(hist), 2 * len(nkeys)), np.uint16)
         if grid:
@@ -341,7 +345,7 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
             K.chunk_zones(C, grid, zones)
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
-            K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, cdim, L, Q, Qold, kr,
+            K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, cdim, edim, L, Q, Qold, kr,
                                 signs, mf, views, need, b0, b1, *got)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
@@ -362,10 +366,11 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=CASE, keep_rows=st.booleans(), by_raw=st.booleans(), nan=st.booleans())
-def test_cluster_orders_the_shards_rows_by_key(case, keep_rows, by_raw, nan):
-    """By key, then (given a fine dim's raw values) by raw value, then by row; a NaN among
-    the rows of a key (not the no-value key) leaves them in row order, and says so."""
+@given(case=CASE, keep_rows=st.booleans(), by_raw=st.booleans(), nan=st.booleans(), then=st.booleans())
+def test_cluster_orders_the_shards_rows_by_key(case, keep_rows, by_raw, nan, then):
+    """By key, then (given a fine dim's raw values) by raw value, or else (given `then`) by
+    the key on another dim, then by row; a NaN among the rows of a key (not the no-value
+    key) leaves them in row order (or `then`'s), and says so."""
     seed, n, bsize = case
     rng = np.random.default_rng(seed)
     S, L, _, _, nkeys, _, _ = make_case(rng, n, bsize)
@@ -376,11 +381,14 @@ def test_cluster_orders_the_shards_rows_by_key(case, keep_rows, by_raw, nan):
         raw[rng.integers(0, n)] = np.nan
     C, crow, starts = np.empty_like(keys), np.empty(n if keep_rows else 0, np.uint32), \
         np.empty(nkeys[d] + 2, np.int64)
-    sorted_ = K.cluster(keys, d, nkeys[d], C, crow, starts, raw)
+    e = int(rng.integers(0, len(nkeys))) if then else -1
+    sorted_ = K.cluster(keys, d, nkeys[d], C, crow, starts, raw, e)
     valued = keys[d] < nkeys[d]
     want_sorted = raw.size == n and not np.isnan(raw[valued]).any()  # no rows: vacuously
     assert sorted_ == want_sorted
     within = np.where(valued, raw, 0) if want_sorted else np.zeros(n)  # the no-value key: by row
+    if e >= 0 and not want_sorted:
+        within = keys[e].astype(np.float64)
     perm = np.lexsort((within, keys[d]))
     assert np.array_equal(C, keys[:, perm])
     if keep_rows:

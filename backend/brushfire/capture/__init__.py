@@ -282,7 +282,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         hashes = part_hashes(layout, binned.dashboard)
         reuse_rows = _reusable_rows(old, previous, layout, hashes)
         maps = key_maps(previous, layout, reuse_rows) if previous is not None else None
-        before = Before(order_hash(previous), maps, {s["name"]: (s["rows"], s["rows_key"]) for s in shards}) \
+        before = Before(order_hash(previous, plan.workload), maps, {s["name"]: (s["rows"], s["rows_key"]) for s in shards}) \
             if maps is not None else None
         info.seconds["statistics and layout"] = time.perf_counter() - t0
 

@@ -53,16 +53,17 @@ def layout_hash(L: tuple, dims: list[int], rows_kept: bool, slots: int, chunk: i
     return h.hexdigest()
 
 
-def order_hash(layout: Layout) -> str:
+def order_hash(layout: Layout, workload: Workload | None = None) -> str:
     """A hash of what a copy's order, keys and zone maps depend on besides the shard's
     per-row arrays: the key count and raw row of every dim kept per row, whether shard
-    rows are kept, the keys' dtype and the chunk grid."""
+    rows are kept, the keys' dtype, the chunk grid and the dims each key's rows are
+    ordered by (`then_dim`, which a workload's trace may choose)."""
     from brushfire.engine import kernels as K
-    from brushfire.engine.copies import keeps_rows, key_dtype
+    from brushfire.engine.copies import keeps_rows, key_dtype, then_dim
 
     kept = layout.dims[:layout.row_dims]
     what = [[d.nkeys for d in kept], [d.raw for d in kept], keeps_rows(layout),
-            str(key_dtype(layout)), K.CHUNK]
+            str(key_dtype(layout)), K.CHUNK, [then_dim(layout, d, workload) for d in range(layout.row_dims)]]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
 
@@ -121,6 +122,8 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
         keeps_rows,
         key_dtype,
         stored_budget,
+        then_dim,
+        then_text,
     )
     from brushfire.engine.shared import kernel_layout
 
@@ -132,7 +135,7 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
     slots = hist_slots(L)
     nkeys = [d.nkeys for d in layout.dims]
     dtype = key_dtype(layout)
-    ohash = order_hash(layout)
+    ohash = order_hash(layout, workload)
     lhash = layout_hash(L, dims, rows_kept, slots, K.CHUNK)
     tasks: list[tuple[dict, int, str]] = []  # (shard, dim, "build" | "hist" | "renumber")
     older: dict[str, dict] = {}  # shard -> the copies record `before` left, to renumber
@@ -149,25 +152,26 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
         recount = [d for d in have if old.get("hist", old.get("key")) != hkey
                    or not _present(entry, s, files[d][-1])]
         renumber = present if not have and _renumbered(old, s["name"], before) else []
-        renumber = [d for d in renumber if np.all(np.diff(before.maps[d]) > 0)]  # (the order kept)
+        renumber = [d for d in renumber if _order_kept(before.maps, d, old["dims"][str(d)])]
         if renumber:
             older[s["name"]] = old
         tasks += [(s, d, "hist") for d in recount] + [(s, d, "renumber") for d in renumber]
         tasks += [(s, d, "build") for d in dims if d not in have and d not in renumber]
 
-    def build(s: dict, d: int, how: str) -> tuple[dict, int, dict, bool]:
+    def build(s: dict, d: int, how: str) -> tuple[dict, int, dict, dict]:
         sd = entry / st.SHARDS / s["name"]
         names = dict(zip(Copy.PARTS, st.copy_names(s["copies"], d), strict=True))
         if how == "hist":  # the keys as stored, their histograms counted again
             hist = Copy.histograms(read_npy(sd / names["keys"]), L, slots)
             return s, d, {names["hist"]: write_npy(sd / names["hist"], hist)}, \
-                s["copies"]["dims"][str(d)]["by_raw"]
+                s["copies"]["dims"][str(d)]
         if how == "renumber":
             old = older[s["name"]]
             was = dict(zip(Copy.PARTS, st.copy_names(old, d), strict=True))
             copy = Copy.renumbered(read_npy(sd / was["keys"]), read_npy(sd / was["rows"]),
                                    read_npy(sd / was["starts"]), before.maps, d, L, slots, dtype)
             copy.by_raw = old["dims"][str(d)]["by_raw"]
+            copy.then = old["dims"][str(d)].get("then", -1)
         else:
             keys = read_npy(sd / f"keys-{s['rows']}.npy")
             dim, raw = layout.dims[d], None
@@ -175,18 +179,19 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
                 stored = lattice.RawArrays(*(read_npy(sd / f"{a}-{s['rows']}.npy")
                                              for a in lattice.RawArrays._fields))
                 raw = lattice.values(stored, dim.raw, keys[d], dim.nkeys, np.asarray(dim.edges, np.float64))
-            copy = Copy.build(keys, raw, d, nkeys[d], rows_kept, L, slots, dtype)
+            copy = Copy.build(keys, raw, d, nkeys[d], rows_kept, L, slots, dtype,
+                              then_dim(layout, d, workload))
         return s, d, {names[p]: write_npy(sd / names[p], getattr(copy, p)) for p in Copy.PARTS}, \
-            copy.by_raw
+            {"by_raw": copy.by_raw, "then": copy.then}
 
     if tasks:
         progress("copies: clustered key copies built by the driver", 0.0)
         with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:
             futures = [pool.submit(build, s, d, how) for s, d, how in tasks]
             for i, f in enumerate(as_completed(futures)):
-                s, d, files, by_raw = f.result()
+                s, d, files, record = f.result()
                 s["files"].update(files)
-                s["copies"]["dims"][str(d)] = {"by_raw": by_raw}
+                s["copies"]["dims"][str(d)] = record
                 progress("copies: clustered key copies built by the driver", (i + 1) / len(tasks))
     notes = []
     if dims:
@@ -200,7 +205,8 @@ def build_copies(entry: Path, layout: Layout, shards: list[dict],
             if counts["hist"] else []
         notes.append(f"clustered key copies of {names}: built for {len(built):,} of {len(shards):,} "
                      f"shards, kept for the others" + (f" ({'; '.join(how)})" if how else ""))
-    return {"dims": dims, "format": st.COPY_FORMAT, "why": {str(d): why for d, _, why in chosen}}, notes
+    why = {str(d): why + (then_text(layout, d, workload) if got else "") for d, got, why in chosen}
+    return {"dims": dims, "format": st.COPY_FORMAT, "why": why}, notes
 
 
 def _renumbered(old: dict, name: str, before: Before | None) -> bool:
@@ -211,6 +217,13 @@ def _renumbered(old: dict, name: str, before: Before | None) -> bool:
     rows, rows_key = before.rows[name]
     return rows is not None and old["key"] == copy_key({"rows": rows, "rows_key": rows_key},
                                                         before.order_hash)
+
+
+def _order_kept(maps: list[np.ndarray], d: int, record: dict) -> bool:
+    """Do renumbered keys keep a copy's order of rows (Copy.renumbered)? When they keep the
+    order of d's keys and of the keys of the dim each key's rows are ordered by. Pure."""
+    dims = [d] + ([record["then"]] if record.get("then", -1) >= 0 else [])
+    return all(np.all(np.diff(maps[e]) > 0) for e in dims)
 
 
 def _present(entry: Path, s: dict, name: str) -> bool:

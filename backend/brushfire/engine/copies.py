@@ -137,6 +137,45 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None,
     return out
 
 
+def then_dim(lay, d: int, workload: Workload | None = None) -> int:
+    """The dim by whose keys dim d's copy orders each key's rows (kernels.cluster's
+    `then`), or -1, so that while d's filter moves beside that dim's, a key's run is read
+    only where that filter passes (kernels `_narrowed`): with a workload's trace, the
+    filtered dim kept per row whose filters are most often active while d's move (none
+    ever: as without one); else the one that follows d in the filters' order (the first
+    after the last). None for a fine dim (its copy keeps each key's rows in raw order, for
+    its edge buckets) or a dim no other filter is beside. Pure."""
+    if d >= lay.row_dims or lay.dims[d].kind == "fine":
+        return -1
+    filtered = [e for e in dict.fromkeys(e for f in lay.filters for e in f.dims) if e < lay.row_dims]
+    if d not in filtered or len(filtered) < 2:
+        return -1
+    after = filtered[filtered.index(d) + 1:] + filtered[:filtered.index(d)]  # the order's choice first
+    if workload is not None and workload.trace is not None:
+        names = {e: [f.name for f in lay.filters if e in f.dims] for e in filtered}
+        beside = {e: sum(workload.besides(a, b) for a in names[d] for b in names[e]) for e in after}
+        best = max(after, key=lambda e: beside[e])  # (ties: the first in `after`)
+        if beside[best]:
+            return best
+    return after[0]
+
+
+def then_text(lay, d: int, workload: Workload | None = None) -> str:
+    """What `then_dim` chose for dim d's copy and why, as `brushfire capture` says it ("":
+    nothing). Pure."""
+    e = then_dim(lay, d, workload)
+    if e < 0:
+        return ""
+    names = {x: [f.name for f in lay.filters if x in f.dims] for x in (d, e)}
+    traced = workload is not None and workload.trace is not None
+    moves = sum(workload.besides(a, b) for a in names[d] for b in names[e]) if traced else 0
+    why = f"{moves:,} of the trace's changes of {', '.join(names[d])} are beside it" if moves \
+        else "the next filter in the dashboard's order"
+    other = ", ".join(names[e])
+    return f"; each key's rows ordered by {other}'s keys ({why}): beside a brush on {other}, " \
+           "a move reads only the rows it passes"
+
+
 def stored_budget() -> int:
     """The bytes of copies a capture stores when the spec's workload sets no budget: half
     of this machine's memory — the store's own pages and the server need the rest of the
@@ -212,22 +251,26 @@ class Copy:
     def __init__(self, keys: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
         self.keys, self.rows, self.starts = keys, rows, starts
         self.by_raw = False  # each key's rows in raw order (a fine dim's copy with rows kept)
+        self.then = -1  # else the dim by whose keys each key's rows are ordered (-1: by row)
         self.zones = np.zeros((0, 0), np.uint16)
         self.hist = np.zeros((0, 0), np.uint16)
 
     @staticmethod
     def build(keys: np.ndarray, raw: np.ndarray | None, d: int, nkeys: int, rows_kept: bool,
-              L: tuple | None, slots: int, dtype: type = np.uint16) -> Copy:
+              L: tuple | None, slots: int, dtype: type = np.uint16, then: int = -1) -> Copy:
         """Dim d's copy of a shard (its keys as the kernels take them): rows in key order
-        on d (then in order of `raw`, a fine dim's values, when given and rows are kept),
-        its keys as `dtype` (`key_dtype`), its zone maps, and its chunk histograms of
-        `slots` slots of layout arrays L (0: none)."""
+        on d (then in order of `raw`, a fine dim's values, when given and rows are kept;
+        else by their key on dim `then`, when >= 0: `then_dim`), its keys as `dtype`
+        (`key_dtype`), its zone maps, and its chunk histograms of `slots` slots of layout
+        arrays L (0: none)."""
         n = keys.shape[1]
         copy = Copy(np.empty(keys.shape, dtype), np.empty(n if rows_kept else 0, np.uint32),
                     np.empty(nkeys + 2, np.int64))
         sort = raw is not None and rows_kept
-        by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw if sort else _NO_RAW)
+        by_raw = K.cluster(keys, d, nkeys, copy.keys, copy.rows, copy.starts, raw if sort else _NO_RAW,
+                           -1 if sort else then)
         copy.by_raw = sort and bool(by_raw)
+        copy.then = -1 if sort else then
         return copy._zoned(L, slots)
 
     @staticmethod
@@ -235,9 +278,10 @@ class Copy:
                    d: int, L: tuple | None, slots: int, dtype: type = np.uint16) -> Copy:
         """Dim d's copy of a shard built under another numbering of the keys (`keys`, `rows`,
         `starts` as stored then), each dim's keys renumbered by maps[e] (old key -> new, the
-        no-value key last; capture/copies.py `key_maps`). maps[d] increasing: the rows'
-        order is the one `build` gives under the new keys, only the starts move (a key new
-        to the data gets none). Its by_raw is the old copy's."""
+        no-value key last; capture/copies.py `key_maps`). maps[d] (and maps[then] for a copy
+        ordered by `then` within keys) increasing: the rows' order is the one `build` gives
+        under the new keys, only the starts move (a key new to the data gets none). Its
+        by_raw and then are the old copy's."""
         copy = Copy(np.empty(keys.shape, dtype), np.array(rows), np.empty(0, np.int64))
         for e in range(keys.shape[0]):
             copy.keys[e] = maps[e][keys[e]]
@@ -268,10 +312,10 @@ class Copy:
         return hist
 
     @staticmethod
-    def of(parts: dict[str, np.ndarray], by_raw: bool) -> Copy:
+    def of(parts: dict[str, np.ndarray], by_raw: bool, then: int = -1) -> Copy:
         """A copy from its stored arrays (Copy.PARTS)."""
         copy = Copy(parts["keys"], parts["rows"], parts["starts"])
-        copy.zones, copy.hist, copy.by_raw = parts["zones"], parts["hist"], by_raw
+        copy.zones, copy.hist, copy.by_raw, copy.then = parts["zones"], parts["hist"], by_raw, then
         return copy
 
     @property
@@ -301,6 +345,7 @@ class Copies:
         self._copies: dict[int, list[Copy | None]] = {d: [None] * len(shards) for d in dims}
         self._typed: dict[int, List] = {}  # d -> its copies' arrays, for kernels.clustered_units
         self._cdim: dict[int, int] = {}  # d -> cdim(d)
+        self._edim: dict[int, int] = {}  # d -> edim(d)
         self._left = {d: len(shards) for d in dims}
         self._ready: set[int] = {d for d in dims if not shards}
         self._lock = threading.Lock()
@@ -338,6 +383,11 @@ class Copies:
         when every shard's keeps each key's rows in raw order, else -1."""
         return self._cdim.get(d, -1)
 
+    def edim(self, d: int) -> int:
+        """kernels.clustered_units' edim for dim d's copies (once `of(d)` is not None): the
+        dim by whose keys every shard's orders each key's rows (`Copy.then`), else -1."""
+        return self._edim.get(d, -1)
+
     def start(self, pool: parallel.Pool) -> None:
         """Build the copies on the pool's background work (inline without workers)."""
         chunks = (lambda d=d, i=i: self._build(d, i) for d in self.dims for i in range(len(self._shards)))
@@ -364,6 +414,8 @@ class Copies:
         self._typed[d] = typed_list((c.keys, c.rows, c.starts, c.hist, c.zones)
                                     for c in self._copies[d])  # type: ignore[union-attr]
         self._cdim[d] = d if all(c.by_raw for c in self._copies[d]) else -1  # type: ignore[union-attr]
+        then = {c.then for c in self._copies[d]}  # type: ignore[union-attr]
+        self._edim[d] = then.pop() if len(then) == 1 else -1
         with self._lock:
             self._ready.add(d)
 

@@ -833,15 +833,17 @@ def _by_keys_chunk(keys, raw, meas, rows, cn, mf, union, L, Q, Qold, fail, wts, 
 
 
 @njit(nogil=True, cache=True)
-def cluster(keys, d, nkeys, out, rows, starts, raw) -> bool:
+def cluster(keys, d, nkeys, out, rows, starts, raw, then=-1) -> bool:
     """A clustered copy of one shard for dim d (engine/copies.py), by a counting sort:
     rows[p] is the shard row at position p of the rows ordered by their key on d, then by
-    their raw value on d (`raw`, a fine dim's values; empty: not sorted), then by row;
+    their raw value on d (`raw`, a fine dim's values; empty: not sorted) or, without raw
+    order, by their key on dim `then` (-1: none), then by row;
     out[e, p] is its key on kept dim e, and the rows of key k are positions
     starts[k] .. starts[k + 1] - 1 (k = nkeys: no value). `rows` may be empty: not kept.
     True when the rows of every key are in raw order (`raw` given and no NaN among them;
     vacuously with no rows): a fine edge bucket's rows failing its test are then a prefix
-    or a suffix of the bucket's run."""
+    or a suffix of the bucket's run. Else, with `then`, a key range of `then` is a
+    sub-run of every key's run (`_clustered` reads only that one)."""
     n = keys.shape[1]
     starts[:] = 0
     col = keys[d]
@@ -849,18 +851,30 @@ def cluster(keys, d, nkeys, out, rows, starts, raw) -> bool:
         starts[np.int64(col[r]) + 1] += 1
     for k in range(nkeys + 1):
         starts[k + 1] += starts[k]
+    by_raw = raw.shape[0] == n
+    if by_raw:
+        for r in range(n):  # the no-value key's rows may be NaN
+            if col[r] < nkeys and np.isnan(raw[r]):
+                by_raw = False
+                break
+    order = np.arange(n)  # the rows in the order a stable counting sort by d's key takes them
+    if not by_raw and then >= 0:  # by then's key first (a counting sort: no per-run sorts)
+        sec = keys[then]
+        at = np.zeros(np.int64(sec.max()) + 2 if n else 1, np.int64)
+        for r in range(n):
+            at[np.int64(sec[r]) + 1] += 1
+        for k in range(at.shape[0] - 1):
+            at[k + 1] += at[k]
+        for r in range(n):
+            k = np.int64(sec[r])
+            order[at[k]] = r
+            at[k] += 1
     fill = starts[:nkeys + 1].copy()
     perm = np.empty(n, np.int64)
-    for r in range(n):
+    for r in order:
         k = np.int64(col[r])
         perm[fill[k]] = r
         fill[k] += 1
-    by_raw = raw.shape[0] == n
-    if by_raw:
-        for p in range(starts[nkeys]):  # the no-value key's rows (last) may be NaN
-            if np.isnan(raw[perm[p]]):
-                by_raw = False
-                break
     if by_raw:
         for k in range(nkeys):
             a, z = starts[k], starts[k + 1]
@@ -920,31 +934,107 @@ def _scratch() -> tuple:
 
 
 @njit(nogil=True, cache=True)
-def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs,
-                      mf, views, need, b0, b1, counts, sums, oks):
+def _narrowing(L, Q, edim, mf, needed) -> tuple:
+    """The keys on edim (lo, hi) a row must have to pass every interval test on edim of the
+    filters in `needed` other than the moving filter mf; (0, -1) when none can, (-1, -1)
+    when no such test (or edim < 0): `_clustered` reads only those rows of a copy in
+    edim's order within each key (`cluster`'s `then`). And the filters every row with
+    such a key passes (all their tests such, none with a fine bucket's edge inside)."""
+    tmode, tlo, thi, telo, tehi, tdim = Q[0], Q[1], Q[2], Q[3], Q[4], Q[10]
+    lo, hi = np.int64(-1), np.int64(-1)
+    passed, other = np.uint64(0), np.uint64(0)
+    if edim < 0:
+        return lo, hi, passed
+    for t in range(tmode.shape[0]):
+        f = t // 2
+        bit = np.uint64(1) << np.uint64(f)
+        if tdim[t] < 0:
+            continue
+        if f == mf or tdim[t] != edim or tmode[t] != 1 or not needed & bit:
+            other |= bit
+            continue
+        a, z = max(np.int64(tlo[t]), np.int64(0)), np.int64(thi[t])
+        if lo < 0:
+            lo, hi = a, z
+        else:
+            lo, hi = max(lo, a), min(hi, z)
+        if L[12][edim] >= 0 and (telo[t] >= 0 or tehi[t] >= 0):
+            other |= bit  # its edge buckets' rows are decided by their raw values
+        else:
+            passed |= bit
+    if lo >= 0 and hi < lo:
+        return np.int64(0), np.int64(-1), np.uint64(0)
+    return lo, hi, passed & ~other
+    for t in range(tmode.shape[0]):
+        f = t // 2
+        if f == mf or tdim[t] != edim or tmode[t] != 1 or not (needed >> np.uint64(f)) & np.uint64(1):
+            continue
+        a, z = max(np.int64(tlo[t]), np.int64(0)), np.int64(thi[t])
+        if lo < 0:
+            lo, hi = a, z
+        else:
+            lo, hi = max(lo, a), min(hi, z)
+    if lo >= 0 and hi < lo:
+        return np.int64(0), np.int64(-1)
+    return lo, hi
+
+
+@njit(nogil=True, cache=True)
+def _keys_fail(L, Q, d, k0, k1, needed) -> bool:
+    """Do the rows with keys k0..k1 on dim d all fail a test of a filter in `needed`?"""
+    for t in range(Q[0].shape[0]):
+        if Q[10][t] == d and (needed >> np.uint64(t // 2)) & np.uint64(1) and _key_pass(L, Q, t, k0, k1) == 0:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def _narrowed(ce, starts, k0, k1, a, z, lo, hi, segs) -> np.int64:
+    """Per key k0..k1 of a copy's dim, the positions of its run within [a, z) whose key on
+    the copy's `then` dim (ce: those keys, in order within each run) is in lo..hi, written
+    to segs as (first, end); returns how many (empty ones left out)."""
+    nstart = starts.shape[0] - 1
+    m = 0
+    for k in range(max(k0, 0), min(k1, nstart - 1) + 1):
+        ra, rz = max(a, starts[k]), min(z, starts[k + 1])
+        if ra >= rz:
+            continue
+        s0 = ra + np.searchsorted(ce[ra:rz], lo, side="left")
+        s1 = ra + np.searchsorted(ce[ra:rz], hi, side="right")
+        if s0 < s1:
+            segs[m, 0], segs[m, 1] = s0, s1
+            m += 1
+    return m
+
+
+@njit(nogil=True, cache=True)
+def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges,
+                      signs, mf, views, need, b0, b1, counts, sums, oks):
     """`_clustered` over one shard's copy."""
-    _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs, mf,
+    _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges, signs, mf,
                views, need, b0, b1, counts, sums, oks, _scratch())
 
 
 @njit(nogil=True, cache=True)
-def clustered_units(shards, copies, units, d, cdim, L, Q, Qold, kranges, signs, mf, views, need,
-                    counts, sums, oks):
+def clustered_units(shards, copies, units, d, cdim, edim, L, Q, Qold, kranges, signs, mf, views,
+                    need, counts, sums, oks):
     """`_clustered` over units (shard, first block, end block) of rows: shards[i] the
     shard's arrays, copies[i] its copy for d (keys, rows, starts, hist, zones), both typed
-    lists; cdim: d when the copies keep each key's rows in raw order (`cluster`), else -1. One call for many shards: a call costs ~9 us to unpack its arguments' arrays,
+    lists; cdim: d when the copies keep each key's rows in raw order (`cluster`), else -1;
+    edim: the dim by whose keys they order each key's rows otherwise (`cluster`'s `then`),
+    else -1. One call for many shards: a call costs ~9 us to unpack its arguments' arrays,
     and a pass's buffers are allocated once."""
     buf = _scratch()
     for u in range(units.shape[0]):
         i = units[u, 0]
         S = shards[i]
         c = copies[i]
-        _clustered(S, c[0], c[1], c[2], c[3], c[4], CHUNK, d, cdim, L, Q, Qold, kranges, signs, mf,
-                   views, need, units[u, 1], units[u, 2], counts, sums, oks, buf)
+        _clustered(S, c[0], c[1], c[2], c[3], c[4], CHUNK, d, cdim, edim, L, Q, Qold, kranges, signs,
+                   mf, views, need, units[u, 1], units[u, 2], counts, sums, oks, buf)
 
 
 @njit(nogil=True, cache=True)
-def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, kranges, signs, mf,
+def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges, signs, mf,
                views, need, b0, b1, counts, sums, oks, buf):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
@@ -958,7 +1048,14 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     chunk failing one that every view needs (or two, in a crossfilter) is skipped. With
     `hist` (`chunk_hist`, not empty) and only count views, a whole grid chunk whose rows
     share one weight and mostly pass is counted as a complement: its histogram, less the
-    rows failing (fewer to count).
+    rows failing (fewer to count). With `edim` (the copy orders each key's rows by their key
+    on edim: `cluster`'s `then`), a filter every view needs, other than the moving one, with
+    an interval test on edim keeps each key's run to the sub-run its keys pass (`_narrowed`):
+    the rows outside fail it, so they count in no view, and those inside are not tested on
+    it (but at a fine edge bucket). A key range its own keys fail is skipped whole
+    (`_keys_fail`); a sub-run shorter than a grid chunk (one key's rows in a shard: one
+    weight) is gathered with its weight and counted a chunk's worth at a time, a longer one
+    goes by chunks as above.
     Cost: O(rows in the ranges x (filters + views)), sequential."""
     raw, meas = _raw(S), S[2]
     n = C.shape[1]
@@ -981,59 +1078,110 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, L, Q, Qold, krang
     m = 0  # rows gathered, not yet counted
     # a moving filter of one test on the copy's dim: the keys decide most chunks
     keyed = mf >= 0 and Q[10][2 * mf] == d and Q[10][2 * mf + 1] < 0
+    elo, ehi, npass = _narrowing(L, Q, edim, mf, common & union)
+    narrow = elo >= 0
+    segs = np.empty((nstart + 1 if narrow else 1, 2), np.int64)  # runs of positions to read
+    # narrowed runs under a chunk (a key's rows in a shard where another filter passes) are
+    # gathered with their weight and counted a chunk's worth at a time
+    npos, nwts = np.empty(CHUNK if narrow else 0, np.int64), np.empty(CHUNK if narrow else 0, np.int64)
+    nb = 0
     for p in range(kranges.shape[0]):
         a = max(lo_pos, starts[min(max(kranges[p, 0], 0), nstart)])
         z = min(hi_pos, starts[min(max(kranges[p, 1] + 1, 0), nstart)])
-        c0 = a
-        while c0 < z:
-            cn = min(z, (c0 // grid + 1) * grid) - c0  # up to the grid's next line
-            c1 = c0 + cn
-            wu = 0  # the weight every row of the chunk has (0: they differ)
-            if mf >= 0:  # +1: passes the moving filter now and did not before, -1: the reverse
-                w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c1 - 1]) if keyed else 2
+        nseg = 1
+        segs[0, 0], segs[0, 1] = a, z
+        if narrow:
+            nseg = 0 if _keys_fail(L, Q, d, kranges[p, 0], kranges[p, 1], common & union) else \
+                _narrowed(C[edim], starts, kranges[p, 0], kranges[p, 1], a, z, elo, ehi, segs)
+        for g in range(nseg):
+            c0, z = segs[g, 0], segs[g, 1]
+            if narrow and z - c0 < grid:  # one key's few rows: one weight (but at a fine
+                # bucket's edge); a longer run goes by chunks, whose zone maps and histograms
+                # may decide them whole (each key's rows being in order of edim's keys)
+                w = signs[p]
+                if mf >= 0:
+                    w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c0]) if keyed else 2
                 if w == 0:
-                    c0 = c1
                     continue
-                if w != 2:
-                    wts[:cn] = w
-                    wu = w
+                if zones.shape[0]:  # a filter its chunks' zone maps fail: counts in no view
+                    failing = _decided(L, Q, union, zones, c0 // grid)[1] \
+                        & _decided(L, Q, union, zones, (z - 1) // grid)[1]
+                    if failing & common or (dead2 and failing & (failing - np.uint64(1))):
+                        continue
+                if mf < 0 or w != 2:
+                    while c0 < z:
+                        t = min(z - c0, CHUNK - nb)
+                        for i in range(t):
+                            npos[nb + i] = c0 + i
+                            nwts[nb + i] = w
+                        nb += t
+                        c0 += t
+                        if nb == CHUNK:
+                            _count_gathered(C, raw, meas, npos, nb, nwts, union & ~npass, L, Q, views, need,
+                                            counts, sums, oks, fail, bars, xs, crow, cdim)
+                            nb = 0
+                    continue
+            while c0 < z:
+                cn = min(z, (c0 // grid + 1) * grid) - c0  # up to the grid's next line
+                c1 = c0 + cn
+                wu = 0  # the weight every row of the chunk has (0: they differ)
+                if mf >= 0:  # +1: passes the moving filter now and did not before, -1: the reverse
+                    w = _key_move(L, Q, Qold, 2 * mf, C[d, c0], C[d, c1 - 1]) if keyed else 2
+                    if w == 0:
+                        c0 = c1
+                        continue
+                    if w != 2:
+                        wts[:cn] = w
+                        wu = w
+                    else:
+                        _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow, cdim)
+                        _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow, cdim)
+                        for i in range(cn):
+                            wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
                 else:
-                    _fails(C, raw, rows, c0, cn, mbit, L, Q, fnow, crow, cdim)
-                    _fails(C, raw, rows, c0, cn, mbit, L, Qold, fwas, crow, cdim)
+                    wts[:cn] = signs[p]
+                    wu = signs[p]
+                tested, failing = union & ~npass, np.uint64(0)  # (narrowed: npass passes)
+                if zones.shape[0]:
+                    passing, failing = _decided(L, Q, union, zones, c0 // grid)
+                    if failing & common or (dead2 and failing & (failing - np.uint64(1))):
+                        c0 = c1  # counts in no view (`_dead`)
+                        continue
+                    tested = union & ~(passing | failing | npass)
+                _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow, cdim)
+                if failing:
                     for i in range(cn):
-                        wts[i] = np.int64(fwas[i] != 0) - np.int64(fnow[i] != 0)
-            else:
-                wts[:cn] = signs[p]
-                wu = signs[p]
-            tested, failing = union, np.uint64(0)
-            if zones.shape[0]:
-                passing, failing = _decided(L, Q, union, zones, c0 // grid)
-                if failing & common or (dead2 and failing & (failing - np.uint64(1))):
-                    c0 = c1  # counts in no view (`_dead`)
-                    continue
-                tested = union & ~(passing | failing)
-            _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow, cdim)
-            if failing:
-                for i in range(cn):
-                    fail[i] |= failing
-            alive = _alive_count(fail, wts, cn, common, dead2)
-            if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
-                _add_hist(hist, c0 // grid, wu, views, L, counts)
-                m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
-                m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
-                            sums, oks, bars, xs, crow, True)
-            elif _worth_gathering(alive, cn, views.shape[0]):
-                m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
-                m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
-                           oks, bars, xs, crow)
-            else:
-                _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts,
-                             sums, oks, bars, xs, crow)
-            c0 = c1
+                        fail[i] |= failing
+                alive = _alive_count(fail, wts, cn, common, dead2)
+                if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
+                    _add_hist(hist, c0 // grid, wu, views, L, counts)
+                    m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
+                    m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
+                                sums, oks, bars, xs, crow, True)
+                elif _worth_gathering(alive, cn, views.shape[0]):
+                    m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
+                    m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
+                               oks, bars, xs, crow)
+                else:
+                    _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts,
+                                 sums, oks, bars, xs, crow)
+                c0 = c1
+    if nb:
+        _count_gathered(C, raw, meas, npos, nb, nwts, union & ~npass, L, Q, views, need, counts, sums, oks,
+                        fail, bars, xs, crow, cdim)
     _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
            crow)
     _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars,
            xs, crow, True)
+
+
+@njit(nogil=True, cache=True)
+def _count_gathered(C, raw, meas, pos, m, wts, union, L, Q, views, need, counts, sums, oks, fail,
+                    bars, xs, crow, cdim) -> None:
+    """Count m gathered positions `pos` of a clustered copy C (weights `wts`), testing the
+    filters of `union` on each (`_fails`, `_count_chunk` through positions)."""
+    _fails(C, raw, pos, -1, m, union, L, Q, fail, crow, cdim)
+    _count_chunk(C, raw, meas, pos, -1, m, fail, wts, views, need, L, counts, sums, oks, bars, xs, crow)
 
 
 @njit(nogil=True, cache=True)

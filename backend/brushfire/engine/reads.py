@@ -49,12 +49,13 @@ class Reads:
 
         typed = (self._s.shard_list, self._copies.typed(d)) if copy else None  # none: no shards
         cdim = self._copies.cdim(d) if copy else -1
+        edim = self._copies.edim(d) if copy else -1
 
         def units(us, c, s, o):
             if typed is not None:
                 if us:
-                    K.clustered_units(*typed, as_units(us), d, cdim, L, q, q_old, kr, signs, mf, vi, need,
-                                      c, s, o)
+                    K.clustered_units(*typed, as_units(us), d, cdim, edim, L, q, q_old, kr, signs, mf,
+                                      vi, need, c, s, o)
                 return
             for i, b0, b1 in us:
                 K.by_keys(shards[i].arrays, L, q, q_old, d, kr, signs, mf, vi, need, b0, b1, c, s, o)

@@ -109,7 +109,7 @@ class Shared:
                 store = self._store
                 if store.copies is not None:
                     self._copies = Copies.stored(store.shards, {
-                        d: [Copy.of(parts, by_raw) for parts, by_raw in cs]
+                        d: [Copy.of(*c) for c in cs]
                         for d, cs in store.copies.items()})
                     return self._copies
                 lay = store.layout

@@ -115,8 +115,9 @@ class LineageStore:
     # the manifest it was loaded from, without its shards (which capture this is: versions.py)
     manifest: dict | None = None
     # the clustered key copies the capture stored, mapped: dim -> per shard ({part: array},
-    # by_raw) (engine/copies.py); None: the capture stored none (the engine builds them)
-    copies: dict[int, list[tuple[dict[str, np.ndarray], bool]]] | None = None
+    # by_raw, then) (engine/copies.py Copy.of); None: the capture stored none (the engine
+    # builds them)
+    copies: dict[int, list[tuple[dict[str, np.ndarray], bool, int]]] | None = None
     copy_notes: list[str] = field(default_factory=list)  # copies found unusable, and why
 
     @property
@@ -270,7 +271,7 @@ class LineageStore:
         out["zone maps"] = sum(s.arrays[5].nbytes + s.arrays[6].nbytes for s in self.shards)
         out["fences"] = sum(s.arrays[7].nbytes for s in self.shards)
         for d, cs in sorted((self.copies or {}).items()):  # mapped, not in the lineage's sum
-            out[f"_copy {lay.dims[d].name}"] = sum(a.nbytes for parts, _ in cs for a in parts.values())
+            out[f"_copy {lay.dims[d].name}"] = sum(a.nbytes for parts, *_ in cs for a in parts.values())
         if self.snapshot:
             out["_snapshot"] = sum(s.snapshot.nbytes for s in self.shards if s.snapshot is not None)
         return out
@@ -637,8 +638,10 @@ def load_copies(entry: Path, meta: dict, store: LineageStore, checked: Checked |
     return out, notes
 
 
-def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[dict[str, np.ndarray], bool]:
-    """Shard `s`'s copy for dim d, mapped, its shapes checked against the shard's."""
+def _copy_of(entry: Path, s: dict, d: int, lay: Layout,
+             shard: Shard) -> tuple[dict[str, np.ndarray], bool, int]:
+    """Shard `s`'s copy for dim d, mapped, its shapes checked against the shard's, with
+    whether each key's rows are in raw order and the dim they are ordered by otherwise."""
     names = copy_files(s)[d]
     parts = {p: read_npy(entry / SHARDS / s["name"] / n) for p, n in zip(COPY_PARTS, names, strict=True)}
     n = shard.n_rows
@@ -648,7 +651,10 @@ def _copy_of(entry: Path, s: dict, d: int, lay: Layout, shard: Shard) -> tuple[d
     assert parts["rows"].shape in ((n,), (0,)), "rows shape"
     assert parts["starts"].shape == (lay.dims[d].nkeys + 2,), "starts shape"
     assert parts["zones"].shape == (-(-n // s["copies"]["chunk"]), 2 * lay.row_dims), "zones shape"
-    return parts, bool(s["copies"]["dims"][str(d)]["by_raw"])
+    record = s["copies"]["dims"][str(d)]
+    then = int(record.get("then", -1))  # (copies stored before rows were ordered by one: -1)
+    assert then < lay.row_dims, "then"
+    return parts, bool(record["by_raw"]), then
 
 
 def base_table(layout: Layout, rinfos: list[np.ndarray]) -> tuple[np.ndarray, dict]:
