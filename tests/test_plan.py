@@ -125,3 +125,18 @@ def test_cubes(views: list[dict], cube_targets: dict) -> None:
     dash = parse_dashboard({"name": "t", "source": {"path": "t.parquet"}, "views": views,
                             "interactions": {"crossfilter": [{"views": names}]}})
     assert {f.name: f.cube_targets for f in plan_capture(dash).filters} == cube_targets
+
+
+def test_a_declared_copy_budget_is_said_instead_of_the_default():
+    """With `workload: {copy_budget}` and no trace, the plan gives that budget alone (it
+    said the default's "half of the capturing machine's memory" beside it)."""
+    from brushfire.plan import explain
+
+    d = {"name": "budgeted", "source": {"path": "data/none.parquet"}, "views": [hist("a"), hist("b")],
+         "interactions": {"crossfilter": [{"views": ["a", "b"]}]}}
+    said = explain(plan_capture(parse_dashboard({**d, "workload": {"copy_budget": "2GB"}})))
+    copies = [line for line in said.splitlines() if "clustered key copy" in line]
+    assert len(copies) == 2
+    assert all("half of the capturing machine's memory" not in c and "spent in the layout's order" in c
+               for c in copies), copies
+    assert "(default: half of the capturing machine's memory)" in explain(plan_capture(parse_dashboard(d)))

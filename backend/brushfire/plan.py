@@ -180,26 +180,28 @@ def plan_capture(dash: m.DashboardSpec) -> CapturePlan:
 
 
 # what each filter's dim gets (engine/copies.py `choices`; capture says it per dim)
-COPY_TEXT = ("built at capture (its rows in key order), unless its keys are kept as cubes only "
-             "or the copies pass their budget (default: half of the capturing machine's memory)")
+COPY_TEXT = ("built at capture (its rows in key order; a dense or dropdown dim's rows of each key "
+             "in another filter's key order: `brushfire capture` says which), unless its keys are "
+             "kept as cubes only or the copies pass their budget")
+DEFAULT_BUDGET = "default: half of the capturing machine's memory"
 
 
 def copy_text(plan: CapturePlan, name: str) -> str:
     """What filter `name`'s dim gets as `brushfire plan` says it, before the layout's sizes
     are known (`brushfire capture` says what it got)."""
     w = plan.workload
-    if w is None:
-        return COPY_TEXT
-    order = "the most changed filters' first" if w.trace is not None else "in the layout's order"
-    budget = "" if w.copy_budget is None else \
-        f", within the copy budget of {format_size(w.copy_budget)} ({order})"
-    if w.trace is None:
+    if w is None or w.copy_budget is None:
+        budget = f" ({DEFAULT_BUDGET})"
+    else:
+        order = "the most changed filters' first" if w.trace is not None else "in the layout's order"
+        budget = f" ({format_size(w.copy_budget)}, spent {order})"
+    if w is None or w.trace is None:
         return COPY_TEXT + budget
     moves = dict(w.moves).get(name, 0)
     if not moves:
         return (f"none: the workload's trace ({w.messages:,} filter changes) never changes "
                 f"{name} (its changes read the store's own order)")
-    return f"{COPY_TEXT}; {moves:,} of the workload trace's {w.messages:,} filter changes{budget}"
+    return f"{COPY_TEXT}{budget}; {moves:,} of the workload trace's {w.messages:,} filter changes"
 
 
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
