@@ -160,6 +160,10 @@ bad/missing_key_bin.yaml:5: views[0].bin: missing required key 'bin'
     ("missing_key_source.yaml", """\
 bad/missing_key_source.yaml:1: source: missing required key 'source'
     the dashboard requires: name, source, views"""),
+    # a NUL in a path: a problem at its key, not ValueError from the file system calls
+    ("path_nul.yaml", """\
+bad/path_nul.yaml:4: source.path: a path cannot hold a NUL character (\\0); got 'flights\\x00.parquet'
+bad/path_nul.yaml:8: workload.trace: a path cannot hold a NUL character (\\0); got 'traces/\\x00'"""),
     # --- names
     ("duplicate_view_name.yaml", """\
 bad/duplicate_view_name.yaml:8: views[1].name: duplicate view name 'origin'

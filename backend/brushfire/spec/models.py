@@ -14,6 +14,7 @@ import sys
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -67,6 +68,18 @@ Top = Annotated[int, Field(ge=1, le=MAX_TOP), _NOT_BOOL_INT]
 PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_ROWS), _NOT_BOOL_INT]  # (a details request's)
 
 
+def _no_nul(v: str) -> str:
+    """A file's path cannot hold a NUL character: no file system takes one, and Python's
+    file functions raise ValueError on it (a traceback from the loader, not a problem)."""
+    if "\0" in v:
+        kind, msg = "path", "a path cannot hold a NUL character (\\0); got {got}"
+        raise PydanticCustomError(kind, msg, {"got": repr(v)})
+    return v
+
+
+FilePath = Annotated[str, AfterValidator(_no_nul)]  # a local path or a URI, as written
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -84,7 +97,7 @@ CSV_DEFAULTS = {"header": "true", "inferSchema": "true"}
 class Table(Model):
     """A table Spark reads: a file or directory, its format and reader options."""
 
-    path: str
+    path: FilePath
     format: Format | None = None
     options: dict[str, str] = Field(default_factory=dict)
 
@@ -539,7 +552,7 @@ class Workload(Model):
 
     # a recorded session (docs/trace.md), relative to the spec's folder: the filters it
     # changes get clustered key copies, the most changed first; the others get none
-    trace: str | None = None
+    trace: FilePath | None = None
     # bytes of clustered key copies at most (e.g. "6GB"): the most used filters' first
     copy_budget: str | int | None = None
 
