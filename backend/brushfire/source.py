@@ -54,7 +54,11 @@ def check_path(source: m.Table) -> None:
     if not is_local(source.path):
         return
     path = Path(source.path.removeprefix("file://"))
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as e:  # a name longer than the file system takes (ENAMETOOLONG), ...
+        raise source_error(source, e.strerror or str(e), "fix the path") from None
+    if not exists:
         where: SpecPath | None = getattr(source, "_spec_path", None)
         if any(c in path.name for c in "*?[{"):
             folder = path.parent

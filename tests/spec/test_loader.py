@@ -926,6 +926,25 @@ def test_a_missing_dimension_file_is_an_error_at_its_path(tmp_path) -> None:
                                        "e.id": "int", "e.name": "string"}
 
 
+def test_a_file_name_too_long_for_the_file_system_is_an_error_at_its_path(tmp_path) -> None:
+    """The file system refuses a name over 255 bytes (ENAMETOOLONG) where other names are
+    merely missing: `stat` raised OSError, a traceback out of the loader and validate."""
+    from brushfire.source import read_types
+
+    long = "a" * 300
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource:\n  path: {long}.parquet\n"
+                    "views:\n  - {name: n, type: categorical, field: k}\n")
+    with pytest.raises(SpecError) as info:
+        read_types(load_dashboard(spec).source)
+    assert str(info.value).startswith(f"{spec}:3: source.path: '{long}.parquet' (relative paths")
+    assert str(info.value).endswith("): File name too long\n    hint: fix the path")
+    spec.write_text(f"name: s\nsource:\n  path: {long}\n"  # no extension: a folder's files?
+                    "views:\n  - {name: n, type: categorical, field: k}\n")
+    with pytest.raises(SpecError, match="source.path: cannot tell the source's format"):
+        load_dashboard(spec)
+
+
 def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():
     from brushfire.spec.problems import all_models, model_name
 

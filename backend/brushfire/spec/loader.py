@@ -148,11 +148,11 @@ def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m
         if t.format is not None or t.resolved_format in typing.get_args(m.Format) or _URI.match(t.path):
             return t
         folder = Path(resolve_path(t.path, base_dir) if base_dir is not None else t.path)
-        if not folder.is_dir():
-            return t
-        if (folder / "_delta_log").is_dir():
-            return t.model_copy(update={"format": "delta"})
-        try:
+        try:  # (a name too long for the file system: check_source says so at the path)
+            if not folder.is_dir():
+                return t
+            if (folder / "_delta_log").is_dir():
+                return t.model_copy(update={"format": "delta"})
             exts = {p.suffix.lower().lstrip(".") for p in folder.rglob("*") if p.is_file()
                     and not any(x.startswith(("_", ".")) for x in p.relative_to(folder).parts)}
         except OSError:
