@@ -232,6 +232,13 @@ bad/yaml_control_character.yaml:5: not valid YAML: character #x0007 is not allow
     ("yaml_python_tag.yaml", """\
 bad/yaml_python_tag.yaml:9: not valid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'
     hint: a spec holds plain YAML values: remove the '!!' tag"""),
+    # a value its type cannot hold: PyYAML's constructors raise ValueError, AttributeError
+    ("yaml_date_does_not_exist.yaml", """\
+bad/yaml_date_does_not_exist.yaml:9: interactions.parameters[0].default: '2012-02-30' is not a valid date or time: day is out of range for month
+    hint: write a date that exists, or quote the value to keep it as text"""),
+    ("yaml_tag_on_a_word.yaml", """\
+bad/yaml_tag_on_a_word.yaml:8: views[0].field: 'delay' is not a valid integer
+    hint: remove the '!!int' tag, or write a value of that type"""),
     ("yaml_unhashable_key.yaml", """\
 bad/yaml_unhashable_key.yaml:9: not valid YAML: found unhashable key (while constructing a mapping on line 1)
     hint: check the indentation, brackets and quotes on and above this line"""),

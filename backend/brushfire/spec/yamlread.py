@@ -34,7 +34,7 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
             if node is not None:
                 _check_expansion(node, filename)
                 _string_keys(node)
-            raw = loader.construct_document(node) if node is not None else None
+            raw = _construct(loader, node, filename) if node is not None else None
         finally:
             loader.dispose()
     except yaml.YAMLError as e:
@@ -43,6 +43,58 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
 
 
 _BOOL = "tag:yaml.org,2002:bool"
+# what PyYAML's scalar constructors raise on a value their type cannot hold (not YAMLError)
+_SCALAR_ERRORS = (ValueError, TypeError, AttributeError, OverflowError)
+_TYPE_NAMES = {"timestamp": "date or time", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _construct(loader: yaml.SafeLoader, root: yaml.Node, filename: str) -> Any:
+    """The document's value. A date that does not exist (`2024-02-30`, which YAML reads as a
+    date) or a tag on a value it does not fit (`!!int name`, `!!timestamp soon`) makes
+    PyYAML's constructors raise ValueError or AttributeError: a problem at that value."""
+    try:
+        return loader.construct_document(root)
+    except _SCALAR_ERRORS as e:
+        error = e
+    probe = yaml.SafeLoader("")
+    try:
+        for loc, node in _scalars(root):
+            try:
+                probe.construct_object(node)
+            except _SCALAR_ERRORS as e:
+                kind = node.tag.rsplit(":", 1)[-1]
+                msg = f"{node.value!r} is not a valid {_TYPE_NAMES.get(kind, kind)}"
+                if isinstance(e, ValueError) and kind == "timestamp":
+                    msg += f": {e}"
+                implicit = probe.resolve(yaml.ScalarNode, node.value, (True, False)) == node.tag
+                hint = ("write a date that exists, or quote the value to keep it as text" if implicit
+                        else f"remove the '!!{kind}' tag, or write a value of that type")
+                raise SpecError([SpecProblem(filename, node.start_mark.line + 1, render(loc),
+                                             msg, hint)]) from None
+    finally:
+        probe.dispose()
+    msg = f"not valid YAML: {error}"  # (no value fails alone: not seen)
+    raise SpecError([SpecProblem(filename, root.start_mark.line + 1, "", msg, "check the values' types")])
+
+
+def _scalars(root: yaml.Node):
+    """(key path, node) of every scalar of the document in document order, keys included
+    (at their mapping's path), without following an alias twice."""
+    seen: set[int] = set()
+    stack: list[tuple[Loc, yaml.Node]] = [((), root)]
+    while stack:
+        loc, node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            yield loc, node
+        elif isinstance(node, yaml.MappingNode):  # (pushed last first: popped in document order)
+            for k, v in reversed(node.value):
+                stack.append(((*loc, str(k.value)), v))
+                stack.append((loc, k))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node.value)]))
 
 
 def _string_keys(root: yaml.Node) -> None:
