@@ -61,6 +61,11 @@ CATALOGUE = [
      "brush on view 'hx': interval[0]: an integer of 401 digits is beyond the range of numbers (±1.8e308)"),
     ('{"type": "select", "view": "cat", "values": "c01"}',
      "select.values: 'c01' is not a list of values"),
+    # half a UTF-16 pair, alone: no character (Arrow and Spark failed to encode it)
+    ('{"type": "select", "view": "cat", "values": ["c01", "\\ud800"]}',
+     "select.values[1]: '\\ud800' holds a lone UTF-16 surrogate (U+D800), which is no Unicode character"),
+    ('{"type": "filters", "filters": {"cat": {"values": ["x\\udfff"]}}}',
+     "filters.filters.cat.values[0]: 'x\\udfff' holds a lone UTF-16 surrogate (U+DFFF), which is no Unicode character"),
     ('{"type": "select", "view": "cat", "values": ["C01"]}',
      "select on view 'cat': values[0]: 'C01' is not one of the values: 'c00', 'c01', 'c29', 'c02', '(other)'; did you mean 'c01'?"),
     ('{"type": "select", "view": "hx", "values": [1]}',

@@ -16,6 +16,7 @@ message's path before its words.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union, cast
 
 import pydantic
@@ -360,10 +361,36 @@ def parse(raw: str | bytes | dict) -> Message:
     if not isinstance(raw, dict):
         msg = f"a message is a JSON object with a 'type': one of {', '.join(TYPES)}"
         raise ProtocolError(msg)
+    _check_text(raw)
     try:
         return _adapter.validate_python(raw)
     except pydantic.ValidationError as e:
         raise ProtocolError(message_problem(e.errors(), raw), echo_id(raw.get("id"))) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(raw: dict) -> None:
+    """JSON's escapes can write half of a UTF-16 pair alone (`"\\ud800"`), which is no
+    character: no column holds one, and the libraries a value reaches (Arrow, Spark) fail
+    to encode it (an internal error). Refused here, where the message is read, naming it;
+    an `id` is only echoed (as JSON's escape), so it may hold one."""
+    where = raw.get("type") if isinstance(raw.get("type"), str) and not _SURROGATE.search(raw["type"]) \
+        else "message"
+    stack: list[tuple[str, Any]] = [(where, {k: v for k, v in raw.items() if k != "id"})]  # (only echoed)
+    while stack:
+        path, x = stack.pop()
+        if isinstance(x, str) and (m := _SURROGATE.search(x)):
+            msg = (f"{path}: {V.show(x)} holds a lone UTF-16 surrogate (U+{ord(m.group()):04X}),"
+                   " which is no Unicode character")
+            raise ProtocolError(msg, echo_id(raw.get("id")))
+        if isinstance(x, dict):
+            stack.extend((f"{path}.{V.show(k)}" if _SURROGATE.search(k) else f"{path}.{k}", v)
+                         for k, v in x.items())
+            stack.extend((f"{path} (a key)", k) for k in x)
+        elif isinstance(x, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(x))
 
 
 # how each field is written, for "... is not <shape>"

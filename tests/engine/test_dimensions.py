@@ -253,6 +253,15 @@ def test_a_number_for_a_key_of_strings_is_an_error(star):
     assert handle(s, {"type": "dimension_forward", "join": "region", "key": code})["rows"] > 0
 
 
+def test_a_key_with_a_lone_surrogate_is_an_error_not_an_internal_one(star):
+    """JSON may write half a UTF-16 pair alone ("\\ud800"): Arrow failed to encode such a
+    key of strings, an internal error (logged with its traceback); now the message is refused."""
+    dash, _ = star
+    reply = handle(dash.session(), '{"type": "dimension_forward", "join": "region", "key": "\\ud800", "id": 4}')
+    assert reply == {"type": "error", "id": 4, "message": (
+        "dimension_forward.key: '\\ud800' holds a lone UTF-16 surrogate (U+D800), which is no Unicode character")}
+
+
 @pytest.mark.parametrize("where", ["here", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_nan_key_is_a_key_as_spark_joins_it(tmp_path, request, where):
     """A float key's NaN matches NaN (Spark's join: NaN = NaN, as SQL's `=` in DuckDB):
