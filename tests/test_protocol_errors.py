@@ -136,6 +136,8 @@ CATALOGUE = [
      "details.columns[0]: 'nope' is not a details column; columns: x, cat, t"),
     ('{"type": "details", "order_by": "cats"}',
      "details.order_by: 'cats' is not a details column; columns: x, cat, t; did you mean 'cat'?"),
+    ('{"type": "details", "order_by": "CAT"}',  # (another case: no match by difflib's characters)
+     "details.order_by: 'CAT' is not a details column; columns: x, cat, t; did you mean 'cat'?"),
     ('{"type": "details", "order_by": 3}',
      "details.order_by: 3 is not a details column's name (a string)"),
     ('{"type": "details", "order_by": "x", "descending": "yes"}',

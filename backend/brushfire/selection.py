@@ -246,8 +246,9 @@ def to_json(state: dict[str, TaggedFilter]) -> dict[str, dict]:
 
 
 def did_you_mean(name: object, choices: list[str]) -> str:
-    """'; did you mean 'x'?' for the closest choice, or ''."""
-    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    """'; did you mean 'x'?' for the closest choice (one differing only in case first), or ''."""
+    close = [c for c in choices if c.casefold() == str(name).casefold()][:1] or \
+        difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -593,6 +593,11 @@ good/columns.yaml:21: views[3].field: column 'origin' is not in the source
 good/columns.yaml:33: interactions.details.columns[1]: column 'origin' is not in the source
     columns: date, delay, distance, Origin, carrier, hour
     hint: did you mean 'Origin'?"""),
+    # difflib compares characters: 'CARRIER' was no match for 'carrier'
+    ("column_in_another_case", {("CARRIER" if c == "carrier" else c): k for c, k in SCHEMA.items()}, """\
+good/columns.yaml:36: interactions.parameters[0].field: column 'carrier' is not in the source
+    columns: date, delay, distance, origin, CARRIER, hour
+    hint: did you mean 'CARRIER'?"""),
     ("histogram_over_string", SCHEMA | {"delay": "string"}, """\
 good/columns.yaml:10: views[0].field: column 'delay' is a string column, but a histogram view needs a number column
     hint: use a categorical view for strings, or derive a number in source.columns

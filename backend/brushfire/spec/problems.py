@@ -328,7 +328,10 @@ def choices_phrase(label: str, choices: Iterable[str]) -> str:
 
 
 def did_you_mean(name: str, choices: list[str], cutoff: float = 0.6) -> str:
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=cutoff)
+    """A hint naming the choice closest to `name`: one that differs only in case first
+    (difflib compares characters, so 'WEATHER' was no match for 'weather'), if any."""
+    close = [c for c in choices if c.casefold() == name.casefold()][:1] or \
+        difflib.get_close_matches(name, choices, n=1, cutoff=cutoff)
     return f"did you mean {close[0]!r}?" if close else ""
 
 
