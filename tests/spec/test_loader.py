@@ -957,6 +957,26 @@ def test_a_file_name_too_long_for_the_file_system_is_an_error_at_its_path(tmp_pa
         load_dashboard(spec)
 
 
+def test_an_unquoted_date_or_time_is_read_as_its_iso_text() -> None:
+    """YAML reads `2012-01-01` as a date and `2012-06-01 10:30:00` as a time, where a spec
+    takes times as ISO text: a time parameter's natural default was refused with
+    "expected a string or a number, got datetime.date(2012, 1, 1)"."""
+    dash = parse_dashboard("""\
+name: w
+source: {path: weather.parquet}
+views:
+  - {name: t, type: temporal, field: date, unit: month}
+interactions:
+  parameters:
+    - {name: span, field: date, widget: slider, op: between, default: [2012-01-01, 2013-01-01]}
+    - {name: since, field: date, widget: slider, op: gte, default: 2012-06-01 10:30:00}
+    - {name: until, field: date, widget: slider, op: lt, default: 2012-06-01T10:30:00Z}
+    - {name: day, field: date, multiple: true, default: [2012-01-02]}
+""")
+    assert [p.default for p in dash.interactions.parameters] == [
+        ["2012-01-01", "2013-01-01"], "2012-06-01T10:30:00", "2012-06-01T10:30:00+00:00", ["2012-01-02"]]
+
+
 def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():
     from brushfire.spec.problems import all_models, model_name
 

@@ -8,6 +8,7 @@ later, the source's columns), and spec/problems.py words pydantic's errors.
 
 from __future__ import annotations
 
+import datetime
 import re
 import typing
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ def parse_dashboard(
         hint = "start the file with top-level keys, e.g. 'name: flights'"
         raise SpecError([SpecProblem(filename, top_line or 1, "", msg, hint)])
     try:
-        dash = m.DashboardSpec.model_validate(raw)
+        dash = m.DashboardSpec.model_validate(raw := times_as_text(raw))
     except pydantic.ValidationError as e:
         errors = merge_scalar_unions(e.errors(), raw)
         problems = [problem_from_pydantic(err, raw, lines, filename) for err in errors]
@@ -133,6 +134,21 @@ def parse_dashboard(
     object.__setattr__(dash, "_lines", lines)
     object.__setattr__(dash, "_filename", filename)
     return dash
+
+
+def times_as_text(x: typing.Any) -> typing.Any:
+    """`x` with each date or time as its ISO text. YAML reads an unquoted `2012-01-01` as a
+    date (and `2012-01-01 10:30:00` as a time), where a spec takes times as ISO text (a
+    time parameter's default, as the protocol does): it was refused as "expected a string
+    or a number, got datetime.date(2012, 1, 1)". (A date that does not exist never gets
+    here: spec/yamlread.py refuses it at its line.)"""
+    if isinstance(x, datetime.date):  # (a datetime too)
+        return x.isoformat()
+    if isinstance(x, dict):
+        return {times_as_text(k): times_as_text(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [times_as_text(v) for v in x]
+    return x
 
 
 FOLDER_FORMATS = ("parquet", "csv", "json", "orc")  # the extensions a folder's files may share
