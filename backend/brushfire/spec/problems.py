@@ -38,9 +38,40 @@ _SCALAR_TAGS = {"str": "a string", "float": "a number", "int": "a whole number",
                 "bool": "true or false"}
 
 
+def _list_member(loc: tuple, raw: Any) -> int | None:
+    """Where `loc` names a union's list member (`list[union[str,float,int]]`, pydantic's
+    name for it, not a key of the document), or None."""
+    for i, step in enumerate(loc):
+        if isinstance(step, str) and step.startswith("list[") and \
+                not (isinstance(parent := _value_at(loc[:i], raw), dict) and step in parent):
+            return i
+    return None
+
+
+def one_union_branch(errors: list[dict], raw: Any) -> list[dict]:
+    """A value of `Scalar | list[Scalar]` (a parameter's default) that fits neither got the
+    errors of both branches, the list's under the member's name
+    (`default.list[union[str,float,int]][0]`): only the branch of the value's shape is
+    kept (a list: its items' errors, under the list's own path; else the scalar's)."""
+    lists = {loc[:i] for err in errors
+             if (i := _list_member(loc := tuple(err["loc"]), raw)) is not None}
+    out: list[dict] = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        i = _list_member(loc, raw)
+        if i is None:
+            if not (loc[:-1] in lists and loc[-1] in _SCALAR_TAGS and isinstance(_value_at(loc[:-1], raw), list)):
+                out.append(err)
+        elif isinstance(_value_at(loc[:i], raw), list):
+            out.append({**err, "loc": loc[:i] + loc[i + 1:]})
+    return out
+
+
 def merge_scalar_unions(errors: list[dict], raw: Any) -> list[dict]:
     """One error per value of a scalar union (`str | float | int`), not one per member:
-    pydantic reports `default.str: ...` and `default.float: ...` for the same value."""
+    pydantic reports `default.str: ...` and `default.float: ...` for the same value (and
+    of a `Scalar | list[Scalar]`, one branch: `one_union_branch`)."""
+    errors = one_union_branch(errors, raw)
     out: list[dict] = []
     merged: dict[tuple, dict] = {}
     for err in errors:
@@ -111,8 +142,8 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
             expected.remove("a whole number")
         msg = f"expected {' or '.join(expected)}, got {show(value)}"
         if key == "default" and isinstance(value, (list, dict)):
-            hint = ("a parameter's default is one value; for a range, declare two slider"
-                    " parameters (op: gte and op: lte)")
+            hint = ("a parameter's default is one value: a string or a number (a list of them"
+                    " with multiple: true, [lo, hi] with op: between)")
     elif loc[-1:] == ("extent",) and kind in ("too_long", "tuple_type"):
         msg, hint = _wrong_length(loc, value)
     elif kind in _EXPECTED:
