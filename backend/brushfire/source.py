@@ -355,12 +355,15 @@ def _csv_names(source: m.Source) -> list[str] | None:
     quote = opts.get("quote", '"')
     if len(sep) != 1 or len(quote) > 1:
         return None
+    escape = opts.get("escape", "\\")
     try:
         with open(first, encoding=opts.get("encoding", opts.get("charset", "utf-8")), newline="") as f:
             line = f.readline()
         fields = next(csv.reader([line], delimiter=sep, quotechar=quote or None))
     except (OSError, LookupError, UnicodeError, StopIteration, csv.Error):
         return None
+    if (escape and escape in line) or (quote and quote * 2 in line):
+        return None  # a quote inside a name: Spark's reader keeps `"q""r"` whole, Python's reads q"r
     if opts.get("header", "false").lower() != "true":
         return [f"_c{i}" for i in range(len(fields))]
     if not all(fields) or len({n.lower() for n in fields}) != len(fields):
