@@ -284,11 +284,12 @@ def test_a_copy_orders_each_keys_rows_by_the_filter_most_often_beside_its_own():
 
     from brushfire.workload import Workload, filters_beside
 
-    dims = [NS(kind="dense"), NS(kind="fine"), NS(kind="dict"), NS(kind="dense")]
-    filters = [NS(name="a", dims=[0]), NS(name="b", dims=[1]), NS(name="c", dims=[2]),
-               NS(name="d", dims=[3])]
-    lay = NS(row_dims=4, dims=dims, filters=filters)
-    assert [C.then_dim(lay, d) for d in range(4)] == [1, -1, 3, 0]
+    dims = [NS(kind="dense"), NS(kind="fine"), NS(kind="dict"), NS(kind="dense"), NS(kind="dict")]
+    filters = [NS(name="a", dims=[0], kind="interval"), NS(name="b", dims=[1], kind="interval"),
+               NS(name="c", dims=[2], kind="param_range"), NS(name="d", dims=[3], kind="interval"),
+               NS(name="e", dims=[4], kind="points")]  # (a set of keys: not narrowed by)
+    lay = NS(row_dims=5, dims=dims, filters=filters)
+    assert [C.then_dim(lay, d) for d in range(5)] == [1, -1, 3, 0, 0]
     assert C.then_dim(NS(row_dims=4, dims=dims, filters=filters[:1]), 0) == -1
     assert C.then_dim(NS(row_dims=2, dims=dims, filters=filters), 3) == -1  # (kept as cubes only)
 
@@ -304,7 +305,7 @@ def test_a_copy_orders_each_keys_rows_by_the_filter_most_often_beside_its_own():
     assert beside == {("a", "c"): 2, ("d", "a"): 1, ("a", "d"): 2, ("b", "d"): 1, ("c", "a"): 1}
     w = Workload("trace.json", (), 0, None, tuple((a, b, n) for (a, b), n in beside.items()))
     assert w.besides("a", "d") == 2 and w.besides("b", "a") == 0
-    assert [C.then_dim(lay, d, w) for d in range(4)] == [2, -1, 0, 0]  # a: c before d (a tie)
+    assert [C.then_dim(lay, d, w) for d in range(5)] == [2, -1, 0, 0, 0]  # a: c before d (a tie)
     assert "1 of the trace's changes of c are beside it" in C.then_text(lay, 2, w)
     assert "the next filter in the dashboard's order" in C.then_text(lay, 0)
     assert C.then_text(lay, 1, w) == ""

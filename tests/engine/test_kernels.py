@@ -338,6 +338,10 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
         then = int(rng.integers(0, len(nkeys))) if rng.random() < 0.7 else -1
         cdim = d if K.cluster(S[0], d, nkeys[d], C, crow, starts, raw, then) else -1
         edim = then if raw.size == 0 else -1
+        narrow = int(rng.choice([0, 3, K.NARROW_ROWS]))  # runs this long are narrowed
+        on_edim = [f for f in range(nf) if edim >= 0 and edim in Q[10][2 * f:2 * f + 2]]
+        if on_edim and rng.random() < 0.6:  # every view needs a filter on edim: runs are narrowed
+            need = need | np.uint64(1 << int(rng.choice(on_edim)))
         hist = np.zeros((-(-n // grid) if grid else 0, nslots), np.uint16)
         zones = np.zeros((len(hist), 2 * len(nkeys)), np.uint16)
         if grid:
@@ -346,7 +350,7 @@ def test_by_keys_adds_the_rows_of_key_ranges(case, moving, clustered, grid):
         nb = S[4].shape[1]
         for b0, b1 in ((0, nb // 2), (nb // 2, nb)):  # as two threads split the positions
             K.by_keys_clustered(S, C, crow, starts, hist, zones, grid or K.CHUNK, d, cdim, edim, L, Q, Qold, kr,
-                                signs, mf, views, need, b0, b1, *got)
+                                signs, mf, views, need, b0, b1, *got, narrow)
     else:
         K.by_keys(S, L, Q, Qold, d, kr, signs, mf, views, need, 0, S[4].shape[1], *got)
     want = [np.zeros(nslots, np.int64), np.zeros(nslots), np.zeros(nslots, np.int64)]

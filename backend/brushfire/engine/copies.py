@@ -140,17 +140,21 @@ def choices(lay, n_rows: int = 0, workload: Workload | None = None,
 def then_dim(lay, d: int, workload: Workload | None = None) -> int:
     """The dim by whose keys dim d's copy orders each key's rows (kernels.cluster's
     `then`), or -1, so that while d's filter moves beside that dim's, a key's run is read
-    only where that filter passes (kernels `_narrowed`): with a workload's trace, the
-    filtered dim kept per row whose filters are most often active while d's move (none
-    ever: as without one); else the one that follows d in the filters' order (the first
-    after the last). None for a fine dim (its copy keeps each key's rows in raw order, for
-    its edge buckets) or a dim no other filter is beside. Pure."""
+    only where that filter passes (kernels `_narrowed`: an interval's keys, so only dims a
+    brush or a range parameter filters): with a workload's trace, the one whose filters
+    are most often active while d's move (none ever: as without one); else the one that
+    follows d in the filters' order (the first after the last). None for a fine dim (its
+    copy keeps each key's rows in raw order, for its edge buckets) or a dim no other
+    filter is beside. Pure."""
     if d >= lay.row_dims or lay.dims[d].kind == "fine":
         return -1
     filtered = [e for e in dict.fromkeys(e for f in lay.filters for e in f.dims) if e < lay.row_dims]
-    if d not in filtered or len(filtered) < 2:
+    if d not in filtered:
         return -1
-    after = filtered[filtered.index(d) + 1:] + filtered[:filtered.index(d)]  # the order's choice first
+    ranged = {e for f in lay.filters if f.kind in RANGE_FILTERS for e in f.dims}
+    after = [e for e in filtered[filtered.index(d) + 1:] + filtered[:filtered.index(d)] if e in ranged]
+    if not after:
+        return -1
     if workload is not None and workload.trace is not None:
         names = {e: [f.name for f in lay.filters if e in f.dims] for e in filtered}
         beside = {e: sum(workload.besides(a, b) for a in names[d] for b in names[e]) for e in after}
@@ -172,8 +176,8 @@ def then_text(lay, d: int, workload: Workload | None = None) -> str:
     why = f"{moves:,} of the trace's changes of {', '.join(names[d])} are beside it" if moves \
         else "the next filter in the dashboard's order"
     other = ", ".join(names[e])
-    return f"; each key's rows ordered by {other}'s keys ({why}): beside a brush on {other}, " \
-           "a move reads only the rows it passes"
+    return f"; each key's rows ordered by {other}'s keys ({why}): while {other} filters, a " \
+           "move reads only the rows it passes"
 
 
 def stored_budget() -> int:
@@ -221,6 +225,7 @@ def key_dtype(lay) -> np.dtype:
     return np.dtype(np.uint8 if nkeys and max(nkeys) <= 255 else np.uint16)
 
 
+RANGE_FILTERS = ("interval", "rect", "param_range")  # filters tested as an interval of keys
 HIST_SLOTS = 2048  # the most slots (all views' bars) a copy keeps chunk histograms of: 2 B/row
 
 

@@ -56,6 +56,7 @@ from brushfire.lineage.lattice import FLOAT, LAT16, LAT32, POW10, SIGN, ULP, ULP
 from brushfire.lineage.layout import FENCE
 
 CHUNK = 2048
+NARROW_ROWS = 256  # a copy's key run at least this long is narrowed by binary searches (`_narrowed`)
 _POW10 = POW10  # (a global array: numba freezes it into the code)
 _ULP = ULP
 _SIGN = SIGN
@@ -989,30 +990,39 @@ def _keys_fail(L, Q, d, k0, k1, needed) -> bool:
 
 
 @njit(nogil=True, cache=True)
-def _narrowed(ce, starts, k0, k1, a, z, lo, hi, segs) -> np.int64:
+def _narrowed(ce, starts, k0, k1, a, z, lo, hi, segs, least=NARROW_ROWS) -> np.int64:
     """Per key k0..k1 of a copy's dim, the positions of its run within [a, z) whose key on
     the copy's `then` dim (ce: those keys, in order within each run) is in lo..hi, written
-    to segs as (first, end); returns how many (empty ones left out)."""
+    to segs as (first, end, 1); returns how many (empty ones left out). A run under
+    `least` rows is not searched (two binary searches cost about what testing its rows
+    does): consecutive ones are written as one segment (first, end, 0), rows to test."""
     nstart = starts.shape[0] - 1
     m = 0
     for k in range(max(k0, 0), min(k1, nstart - 1) + 1):
         ra, rz = max(a, starts[k]), min(z, starts[k + 1])
         if ra >= rz:
             continue
+        if rz - ra < least:
+            if m and segs[m - 1, 2] == 0 and segs[m - 1, 1] == ra:
+                segs[m - 1, 1] = rz
+            else:
+                segs[m, 0], segs[m, 1], segs[m, 2] = ra, rz, 0
+                m += 1
+            continue
         s0 = ra + np.searchsorted(ce[ra:rz], lo, side="left")
         s1 = ra + np.searchsorted(ce[ra:rz], hi, side="right")
         if s0 < s1:
-            segs[m, 0], segs[m, 1] = s0, s1
+            segs[m, 0], segs[m, 1], segs[m, 2] = s0, s1, 1
             m += 1
     return m
 
 
 @njit(nogil=True, cache=True)
 def by_keys_clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges,
-                      signs, mf, views, need, b0, b1, counts, sums, oks):
+                      signs, mf, views, need, b0, b1, counts, sums, oks, narrow_rows=NARROW_ROWS):
     """`_clustered` over one shard's copy."""
     _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges, signs, mf,
-               views, need, b0, b1, counts, sums, oks, _scratch())
+               views, need, b0, b1, counts, sums, oks, _scratch(), narrow_rows)
 
 
 @njit(nogil=True, cache=True)
@@ -1035,7 +1045,7 @@ def clustered_units(shards, copies, units, d, cdim, edim, L, Q, Qold, kranges, s
 
 @njit(nogil=True, cache=True)
 def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold, kranges, signs, mf,
-               views, need, b0, b1, counts, sums, oks, buf):
+               views, need, b0, b1, counts, sums, oks, buf, narrow_rows=NARROW_ROWS):
     """As `by_keys`, over the shard's clustered copy for the ranges' dim d (C, crow, starts:
     `cluster`): the rows of a key range are one run of positions, read sequentially, of
     which this call takes those in [b0, b1) x block size (so that threads split them as
@@ -1051,11 +1061,12 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
     rows failing (fewer to count). With `edim` (the copy orders each key's rows by their key
     on edim: `cluster`'s `then`), a filter every view needs, other than the moving one, with
     an interval test on edim keeps each key's run to the sub-run its keys pass (`_narrowed`):
-    the rows outside fail it, so they count in no view, and those inside are not tested on
-    it (but at a fine edge bucket). A key range its own keys fail is skipped whole
+    the rows outside fail it, so they count in no view; runs under `narrow_rows` are read
+    whole, as without edim. A key range its own keys fail is skipped whole
     (`_keys_fail`); a sub-run shorter than a grid chunk (one key's rows in a shard: one
-    weight) is gathered with its weight and counted a chunk's worth at a time, a longer one
-    goes by chunks as above.
+    weight) is gathered with its weight and counted a chunk's worth at a time, without a
+    test of the filters its keys pass (`_narrowing`'s, but at a fine edge bucket); a longer
+    one goes by chunks as above.
     Cost: O(rows in the ranges x (filters + views)), sequential."""
     raw, meas = _raw(S), S[2]
     n = C.shape[1]
@@ -1080,7 +1091,7 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
     keyed = mf >= 0 and Q[10][2 * mf] == d and Q[10][2 * mf + 1] < 0
     elo, ehi, npass = _narrowing(L, Q, edim, mf, common & union)
     narrow = elo >= 0
-    segs = np.empty((nstart + 1 if narrow else 1, 2), np.int64)  # runs of positions to read
+    segs = np.empty((nstart + 1 if narrow else 1, 3), np.int64)  # runs of positions to read (narrowed: 1)
     # narrowed runs under a chunk (a key's rows in a shard where another filter passes) are
     # gathered with their weight and counted a chunk's worth at a time
     npos, nwts = np.empty(CHUNK if narrow else 0, np.int64), np.empty(CHUNK if narrow else 0, np.int64)
@@ -1089,13 +1100,13 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
         a = max(lo_pos, starts[min(max(kranges[p, 0], 0), nstart)])
         z = min(hi_pos, starts[min(max(kranges[p, 1] + 1, 0), nstart)])
         nseg = 1
-        segs[0, 0], segs[0, 1] = a, z
+        segs[0, 0], segs[0, 1], segs[0, 2] = a, z, 0
         if narrow:
             nseg = 0 if _keys_fail(L, Q, d, kranges[p, 0], kranges[p, 1], common & union) else \
-                _narrowed(C[edim], starts, kranges[p, 0], kranges[p, 1], a, z, elo, ehi, segs)
+                _narrowed(C[edim], starts, kranges[p, 0], kranges[p, 1], a, z, elo, ehi, segs, narrow_rows)
         for g in range(nseg):
             c0, z = segs[g, 0], segs[g, 1]
-            if narrow and z - c0 < grid:  # one key's few rows: one weight (but at a fine
+            if segs[g, 2] and z - c0 < grid:  # one key's few rows: one weight (but at a fine
                 # bucket's edge); a longer run goes by chunks, whose zone maps and histograms
                 # may decide them whole (each key's rows being in order of edim's keys)
                 w = signs[p]
@@ -1141,13 +1152,13 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
                 else:
                     wts[:cn] = signs[p]
                     wu = signs[p]
-                tested, failing = union & ~npass, np.uint64(0)  # (narrowed: npass passes)
+                tested, failing = union, np.uint64(0)
                 if zones.shape[0]:
                     passing, failing = _decided(L, Q, union, zones, c0 // grid)
                     if failing & common or (dead2 and failing & (failing - np.uint64(1))):
                         c0 = c1  # counts in no view (`_dead`)
                         continue
-                    tested = union & ~(passing | failing | npass)
+                    tested = union & ~(passing | failing)
                 _fails(C, raw, rows, c0, cn, tested, L, Q, fail, crow, cdim)
                 if failing:
                     for i in range(cn):
