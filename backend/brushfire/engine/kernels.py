@@ -966,18 +966,6 @@ def _narrowing(L, Q, edim, mf, needed) -> tuple:
     if lo >= 0 and hi < lo:
         return np.int64(0), np.int64(-1), np.uint64(0)
     return lo, hi, passed & ~other
-    for t in range(tmode.shape[0]):
-        f = t // 2
-        if f == mf or tdim[t] != edim or tmode[t] != 1 or not (needed >> np.uint64(f)) & np.uint64(1):
-            continue
-        a, z = max(np.int64(tlo[t]), np.int64(0)), np.int64(thi[t])
-        if lo < 0:
-            lo, hi = a, z
-        else:
-            lo, hi = max(lo, a), min(hi, z)
-    if lo >= 0 and hi < lo:
-        return np.int64(0), np.int64(-1)
-    return lo, hi
 
 
 @njit(nogil=True, cache=True)
