@@ -19,13 +19,13 @@ Pure: no session, no I/O. Structural problems raise `SelectionError` naming the 
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from brushfire.errors import InteractionError
+from brushfire.spec.problems import did_you_mean as spec_did_you_mean
 from brushfire.values import show, wire_choice
 
 Bound = Any  # a number, an ISO time, or None for an open end (checked by brushfire.values)
@@ -246,10 +246,9 @@ def to_json(state: dict[str, TaggedFilter]) -> dict[str, dict]:
 
 
 def did_you_mean(name: object, choices: list[str]) -> str:
-    """'; did you mean 'x'?' for the closest choice (one differing only in case first), or ''."""
-    close = [c for c in choices if c.casefold() == str(name).casefold()][:1] or \
-        difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """'; did you mean 'x'?' for the closest choice (spec/problems.py's), or ''."""
+    hint = spec_did_you_mean(str(name), choices)
+    return f"; {hint}" if hint else ""
 
 
 def _shapes() -> str:
