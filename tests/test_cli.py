@@ -125,6 +125,23 @@ interactions:
     assert "mode: per-row lineage" in out and "fits the memory budget of 1.0 GiB" in out
 
 
+def test_capture_compiles_the_engines_kernels_for_its_store(spark, small_parquet, tmp_path, capsys,
+                                                           monkeypatch):
+    """numba compiles a kernel on its first call (about a minute for the engine's): the
+    capture makes that call, so that the first `serve` of its store starts in seconds."""
+    import brushfire.dashboard
+
+    warmed = []
+    monkeypatch.setattr(brushfire.dashboard, "warm_kernels", warmed.append)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: warm_test\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: hx, type: histogram, field: x, bin: {step: 10, extent: [0, 100]}}\n")
+    assert main(["capture", str(spec), "--cache-dir", str(tmp_path / "cache"), "--no-baseline"]) == 0
+    out, err = capsys.readouterr()
+    assert len(warmed) == 1 and f"lineage cached in {warmed[0].directory}" in out
+    assert "compiling the engine's kernels" in err
+
+
 # --- option errors are usage errors naming the option -------------------------------------
 
 

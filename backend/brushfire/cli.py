@@ -399,7 +399,7 @@ def _schema(args) -> int:
 
 def _capture(args) -> int:
     from brushfire.capture import capture_dashboard
-    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE
+    from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, warm_kernels
     from brushfire.lineage.lattice import step_text
     from brushfire.lineage.layout import CaptureConfig
     from brushfire.plan import explain, plan_capture
@@ -419,6 +419,11 @@ def _capture(args) -> int:
                                   baseline=not args.no_baseline,
                                   cache_dir=args.cache_dir or DEFAULT_CACHE, config=config,
                                   fresh=args.recapture)
+        # numba compiles the engine's kernels for this store's array types on their first
+        # call (about a minute on two cores, then cached on disk): here, so that the first
+        # `serve` of the capture is ready in seconds
+        progress("compiling the engine's kernels (once per install and store types)", None)
+        warm_kernels(store)
     finally:
         progress.close()
     kept, dims = store.layout.row_dims, len(store.layout.dims)
