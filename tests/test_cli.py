@@ -25,6 +25,31 @@ def test_validate_checks_columns_against_the_source(small_parquet, tmp_path, cap
     assert f"{spec}: ok" in capsys.readouterr().out
 
 
+def test_a_default_of_the_wrong_type_is_refused_before_spark(small_parquet, tmp_path, capsys,
+                                                             monkeypatch):
+    """validate and capture name the file, line and key of a slider's default that is no
+    number (it was refused only when the dashboard opened, after the capture), and
+    capture does so before starting Spark."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\ninteractions:\n  parameters:\n"
+                    "    - {name: kmax, field: k, widget: slider, op: lte, default: abc}\n")
+    expected = (f"{spec}:7: interactions.parameters[0].default: the default cannot be applied to "
+                "column 'k' (a number): 'abc' is not a number\n"
+                "    hint: give a number (unquoted), or leave default out\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == expected
+    assert main(["capture", str(spec), "--cache-dir", str(tmp_path / "cache")]) == 1
+    assert capsys.readouterr().err.endswith(expected)
+
+
 def test_validate_reads_the_workload_trace(small_parquet, tmp_path, capsys):
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"

@@ -150,6 +150,32 @@ def time_bound(x):
     raise InteractionError(msg)
 
 
+def slider_bound(x, temporal: bool):
+    """One bound of a slider parameter's value: a number (`number_bound`), or on a slider
+    over times an ISO time (`time_bound`, as UTC microseconds). The one rule for a
+    session's value (engine/api.py's `slider_bounds`) and a spec's default (checked
+    against the field's kind before Spark: spec/checks.py)."""
+    return time_bound(x) if temporal else number_bound(x)
+
+
+def choice_of_kind(x, kind: str) -> None:
+    """Raise unless `x` can be a dropdown's choice over a field of `kind` ('number',
+    'temporal' or 'string'; any other kind: anything may be): `Choices` never matches
+    text with a number (a float field's infinities travel as the text 'Infinity' and
+    '-Infinity', `wire_choice`), and a time field's choices are instants (`time_choice`).
+    Which values the field holds is the data's to say (`Choices.check`)."""
+    if kind == "temporal":
+        time_choice(x)
+        return
+    number = isinstance(x, Real) and not isinstance(x, bool)
+    if kind == "number" and not number and not (isinstance(x, str) and x in INFINITIES):
+        msg = f"{show(x)} is not a number"
+        raise InteractionError(msg)
+    if kind == "string" and not isinstance(x, str):
+        msg = f"{show(x)} is not a string"
+        raise InteractionError(msg)
+
+
 def int_bound(x, up: bool, strict: bool = False) -> int:
     """The bound on integers equivalent to comparing them with the number x: the least
     integer >= x (`up`; > x when `strict`), or the greatest <= x (< x when `strict`),

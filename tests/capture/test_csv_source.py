@@ -73,6 +73,21 @@ def test_a_misspelt_csv_column_is_named_among_the_files_own(spark, sales, tmp_pa
     assert "Region" in text and "__bf_" not in text, text
 
 
+def test_a_default_of_the_wrong_type_is_refused_before_the_first_job(spark, sales, tmp_path):
+    """A CSV column's type is Spark's: capture's analysis refuses a default its field
+    never takes (a time for a number) before any job, at its file, line and key."""
+    path, _ = sales
+    spec = tmp_path / "sales.yaml"
+    spec.write_text(SPEC.format(path=path, region="Region") + "  parameters:\n"
+                    "    - {name: most, field: qty, widget: slider, op: lte, default: 2024-01-01}\n")
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    assert str(info.value).startswith(
+        f"{spec}:11: interactions.parameters[0].default: the default cannot be applied to column 'qty' "
+        "(a number): '2024-01-01' is not a number"), str(info.value)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.npy"))
+
+
 def test_a_derived_column_spark_fails_on_is_named_with_its_line(spark, tmp_path):
     """Spark's ANSI mode fails the scan on the first text a cast cannot read (a newcomer's
     to_timestamp(date) over '2010/01/31 00:00'): the error names the derived column that

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.limits import MAX_PAGE, MAX_PAGE_ROWS
-from brushfire.values import number_bound, show, time_bound
+from brushfire.values import number_bound, show, slider_bound, time_bound
 from brushfire.views import view_type
 
 if TYPE_CHECKING:  # pyarrow and numpy only for annotations: `import brushfire` stays light
@@ -352,11 +352,9 @@ def slider_bounds(name: str, value, temporal: bool, between: bool, where: str) -
     """A slider's value checked and converted once: (lo, hi) of a `between` slider's
     [lo, hi], else (value,); numbers, or ISO times on a slider over times (as UTC
     microseconds). An error names the value as `where` (+ [i])."""
-    bound = time_bound if temporal else number_bound
-
     def converted(x, at: str):
         try:
-            return bound(x)
+            return slider_bound(x, temporal)
         except InteractionError as e:
             msg = f"{at}: {e}"
             raise InteractionError(msg) from None

@@ -15,7 +15,8 @@ import typing
 from datetime import datetime
 from pathlib import Path
 
-from brushfire.errors import SpecError, SpecProblem
+from brushfire import values as V
+from brushfire.errors import InteractionError, SpecError, SpecProblem
 from brushfire.limits import MAX_BARS, MAX_FILTERS
 from brushfire.spec import aggregates
 from brushfire.spec import expressions as ex
@@ -704,12 +705,39 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         need(("interactions", "parameters", i, "field"), p.field,
              ("number", "temporal") if p.widget == "slider" else (), "a slider parameter",
              {"*": "use widget: dropdown to pick values instead of a range"})
+        for loc, msg, hint in _default_problems(p, known.get(p.field)):
+            loc = ("interactions", "parameters", i, *loc)
+            problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
     for i, fd in enumerate(dash.profile.fd if dash.profile else []):
         for side in ("lhs", "rhs"):
             for j, c in enumerate(getattr(fd, side)):
                 need(("profile", "fd", i, side, j), c)
     if problems:
         raise SpecError(ordered(problems))
+
+
+def _default_problems(p: m.Parameter, kind: str | None) -> list[tuple[Loc, str, str]]:
+    """A parameter's default of a type its field's kind never takes (a slider's bound,
+    `values.slider_bound`; a dropdown's choice, `values.choice_of_kind`), found before Spark
+    where the kind is known; which values the data holds is checked when a session applies
+    the default (dashboard.apply_parameter_defaults)."""
+    if p.default is None or kind not in _KINDS or (p.widget == "slider" and kind == "string"):
+        return []  # (a slider over strings: refused at its field)
+    many = p.multiple or (p.widget == "slider" and p.op == "between")
+    out: list[tuple[Loc, str, str]] = []
+    for j, x in enumerate(p.default if many and isinstance(p.default, list) else [p.default]):
+        try:
+            if p.widget == "slider":
+                V.slider_bound(x, kind == "temporal")
+            else:
+                V.choice_of_kind(x, kind)
+        except InteractionError as e:
+            msg = f"the default cannot be applied to column {p.field!r} ({_A_KIND[kind]}): {e}"
+            hint = {"number": "give a number (unquoted), or leave default out",
+                    "temporal": f"give an ISO time, e.g. {V.ISO_EXAMPLE}, or leave default out",
+                    "string": f"quote it ({show(str(x))}), or leave default out"}[kind]
+            out.append((("default", j) if many else ("default",), msg, hint))
+    return out
 
 
 def _unread_joins(dash: m.DashboardSpec, schema: dict[str, str]) -> set[str]:
