@@ -1043,6 +1043,45 @@ interactions:
         ["2012-01-01", "2013-01-01"], "2012-06-01T10:30:00", "2012-06-01T10:30:00+00:00", ["2012-01-02"]]
 
 
+@pytest.mark.parametrize(("written", "title"), [
+    ("1984", "1984"), ("1.50", "1.50"), ("1e3", "1e3"), ("0x1F", "0x1F"), (".inf", ".inf"),
+    ("-0", "-0"), ("yes", "yes"), ("No", "No"), ("2012-06-01", "2012-06-01"),
+    ("2012-02-30", "2012-02-30"),  # (no date: text, not a problem)
+    ("'1.50'", "1.50"), ("US flights", "US flights"), ("~", None), ("", None),
+])
+def test_a_title_is_the_text_as_written(written: str, title: str | None) -> None:
+    """A title YAML reads as a number, boolean or date (`title: 1984`) was refused as "not
+    a string"; the dashboard's, a view's and a layout section's are the text as written
+    (`1.50` stays '1.50', not 1.5)."""
+    dash = parse_dashboard(f"""\
+name: d
+title: {written}
+source: {{path: x.parquet}}
+views:
+  - name: c
+    type: categorical
+    field: cat
+    title: {written}
+layout:
+  - title: {written}
+    rows: [[c]]
+""")
+    assert (dash.title, dash.views[0].title, dash.layout[0].title) == (title, title, title)
+
+
+def test_only_titles_take_numbers_as_text() -> None:
+    """Names and expressions keep YAML's reading: a number there is still refused, and an
+    alias to a title's number elsewhere is a number."""
+    with pytest.raises(SpecError) as info:
+        parse_dashboard("name: d\ntitle: &n 1984\nsource: {path: x.parquet, columns: {one: *n}}\n"
+                        "views:\n  - {name: 1984, type: categorical, field: cat}\n", "d.yaml")
+    assert str(info.value) == """\
+d.yaml:3: source.columns.one: expected a string, got 1984
+    hint: quote it to make it a string: '1984'
+d.yaml:5: views[0].name: expected a string, got 1984
+    hint: quote it to make it a string: '1984'"""
+
+
 def test_messages_name_the_parts_of_a_spec_as_its_author_does_not_the_models_classes():
     from brushfire.spec.problems import all_models, model_name
 

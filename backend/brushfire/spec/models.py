@@ -47,6 +47,13 @@ ScaleType = Literal["linear", "log", "sqrt"]
 AxisName = Literal["x", "y"]
 
 
+# Display text (shown, never looked up): the key paths of the dashboard's, each view's and
+# each layout section's `title` ('*': any item of a list). YAML reads an unquoted
+# `title: 1984`, `1.50` or `yes` as a number or a boolean; there the loader keeps the text
+# as written (spec/yamlread.py). Names of columns, views etc. keep YAML's reading.
+DISPLAY_TEXT: tuple[tuple[str, ...], ...] = (("title",), ("views", "*", "title"), ("layout", "*", "title"))
+
+
 # a name: the dashboard's, a view's, a parameter's (spec/checks.py checks those two), an
 # fd check's; names make up the lineage store's file names and selection-state keys
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from brushfire.errors import SpecError, SpecProblem
+from brushfire.spec.models import DISPLAY_TEXT
 from brushfire.spec.problems import Loc, render
 
 # --- reading YAML with line marks ------------------------------------------------------
@@ -34,6 +35,7 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
             if node is not None:
                 _check_expansion(node, filename)
                 _string_keys(node)
+                _display_text(node, DISPLAY_TEXT)
             raw = _construct(loader, node, filename) if node is not None else None
         finally:
             loader.dispose()
@@ -114,6 +116,35 @@ def _string_keys(root: yaml.Node) -> None:
                 stack.append(v)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
+
+
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+
+
+def _display_text(root: yaml.Node, paths: tuple[tuple[str, ...], ...]) -> None:
+    """Plain scalars at the key paths of display text (models.DISPLAY_TEXT; '*': any
+    item of a list) read as the text written: `title: 1984` is '1984' and `title: 1.50`
+    '1.50', not a number the models refuse as "not a string" (nor 1.5); `title: yes` is
+    'yes', `title: 2012-06-01` '2012-06-01'. Null (`title: ~`, or nothing) stays no title;
+    a quoted value is as YAML reads it. The node is replaced, not changed: an alias to it
+    elsewhere keeps YAML's reading."""
+    for path in paths:
+        parents = [root]
+        for step in path[:-1]:
+            if step == "*":
+                parents = [n for p in parents if isinstance(p, yaml.SequenceNode) for n in p.value]
+            else:
+                parents = [v for p in parents if isinstance(p, yaml.MappingNode)
+                           for k, v in p.value if isinstance(k, yaml.ScalarNode) and k.value == step]
+        for parent in parents:
+            if not isinstance(parent, yaml.MappingNode):
+                continue
+            for i, (k, v) in enumerate(parent.value):
+                if isinstance(k, yaml.ScalarNode) and k.value == path[-1] and isinstance(v, yaml.ScalarNode) \
+                        and v.style is None and v.tag not in (_STR, _NULL):
+                    text = yaml.ScalarNode(_STR, v.value, v.start_mark, v.end_mark, v.style)
+                    parent.value[i] = (k, text)
 
 
 _OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
