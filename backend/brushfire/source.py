@@ -359,6 +359,11 @@ def _csv_names(source: m.Source) -> list[str] | None:
     try:
         with open(first, encoding=opts.get("encoding", opts.get("charset", "utf-8")), newline="") as f:
             line = f.readline()
+            # a name with a line break in quotes: the first record goes on (read with
+            # multiLine, spec/loader.py's with_csv_line_breaks; else Spark breaks it too)
+            while quote and line.count(quote) % 2 and opts.get("multiline", "false").lower() == "true" \
+                    and len(line) < 1 << 20 and (more := f.readline()):
+                line += more
         fields = next(csv.reader([line], delimiter=sep, quotechar=quote or None))
     except (OSError, LookupError, UnicodeError, StopIteration, csv.Error):
         return None

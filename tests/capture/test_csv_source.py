@@ -120,3 +120,54 @@ views:
     text = str(info.value)
     assert text.startswith(f"{spec}:8: source.filters[0]: Spark fails on a row: "), text
     assert "try_divide" in text, text
+
+
+@pytest.mark.parametrize("price", ["price", "unit\nprice"])
+def test_quoted_line_breaks_and_commas_are_read_as_duckdb_reads_them(spark, tmp_path, price):
+    """A quoted field holding a line break (\\n or \\r\\n) was read line by line, as broken
+    rows (and capture blamed a column's type); the loader finds one and has Spark read the
+    file whole (multiLine): every record as DuckDB's reader reads the file, a header
+    name's line break included."""
+    import json
+
+    import duckdb
+
+    rng = np.random.default_rng(11)
+    notes = ["plain", "two\nlines", "crlf\r\ninside", "a, comma", "both,\nof them", "\n"]
+    cats = ["a,b", "c", "d\ne", "f"]
+    rows = [f'id,"{price}",note,cat']
+    for i in range(400):
+        note, cat = notes[rng.integers(len(notes))], cats[rng.integers(len(cats))]
+        rows.append(f'{i},{rng.integers(0, 1000) / 10},"{note}","{cat}"')
+    data = tmp_path / "q.csv"
+    data.write_bytes(("\n".join(rows) + "\n").encode())
+    spec = tmp_path / "q.yaml"
+    spec.write_text(f"""\
+name: quoted
+source: {{path: {data}}}
+views:
+  - {{name: price, type: histogram, field: {json.dumps(price)}, bin: {{step: 10, extent: [0, 100]}}}}
+  - {{name: cat, type: categorical, field: cat}}
+  - {{name: note, type: categorical, field: note}}
+interactions:
+  crossfilter:
+    - views: [price, cat, note]
+""")
+    dash = Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    assert dash.spec.source.options == {"multiLine": "true"}
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_csv('{data}')")
+
+    def counts(column: str, where: str = "TRUE") -> dict:
+        return dict(con.execute(f'SELECT "{column}", count(*) FROM t WHERE {where} GROUP BY 1').fetchall())
+
+    s = dash.engine_session()
+    assert s.count_selected() == 400
+    for view in ("cat", "note"):
+        got = {k: c for k, c in zip(s.view(view).labels, s.view(view).counts, strict=True) if c}
+        assert got == counts(view), view
+    s.brush("price", (0, 50))
+    where = f'"{price}" >= 0 AND "{price}" <= 50'
+    assert s.count_selected() == con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
+    got = {k: c for k, c in zip(s.view("cat").labels, s.view("cat").counts, strict=True) if c}
+    assert got == counts("cat", where)

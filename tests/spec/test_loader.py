@@ -1208,3 +1208,52 @@ def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> N
     (tmp_path / "rows" / "b.json").write_text('{"k": "b"}\n')  # two kinds: the format must be given
     with pytest.raises(SpecError, match="cannot tell the source's format: 'rows' has no extension"):
         load_dashboard(spec_over("rows"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('a,b\n1,"x"\n', False),
+    ('a,b\n1,"x,y"\n', False),  # a quoted comma
+    ('a,b\n1,"x\ny"\n', True),
+    ('a,b\r\n1,"x\r\ny"\r\n', True),
+    ('a,b\n1,"x\ry"\n', True),  # (Spark's line reader breaks at \r too)
+    ('"a\nb",c\n1,2\n', True),  # in the header
+    ('a,b\n1,"x "" y"\n2,z\n', False),  # a doubled quote is two
+    ('a,b\n1,"x ""\n y"\n', True),
+    ('a,b\n1,"x \\" y"\n2,z\n', False),  # an escaped quote none, as Spark reads \"
+    ('a,b\n1,5" screen\n2,z\n', True),  # a quote in an unquoted field: read whole, alike
+])
+def test_a_quoted_line_break_in_a_csv_file_is_found(tmp_path, text: str, expected: bool) -> None:
+    from brushfire.spec.loader import quoted_line_break
+
+    path = tmp_path / "f.csv"
+    path.write_bytes(text.encode())
+    assert [quoted_line_break(path, chunk=n) for n in (1, 2, 3, 5, 1 << 20)] == [expected] * 5
+
+
+def test_a_csv_with_a_quoted_line_break_is_read_with_multiline(tmp_path, capsys) -> None:
+    """Spark's CSV reader reads a file line by line unless `multiLine`: a quoted field with
+    a line break was two broken rows. The loader asks for multiLine where a file needs it
+    (not otherwise: it reads each file whole, in one task), unless the options say; and
+    validate reads a header name's line break as Spark then does."""
+    from brushfire.cli import main
+
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "1.csv").write_text('id,"unit\nprice",note\n1,2.5,plain\n', newline="")
+    (data / "2.csv").write_text('id,"unit\nprice",note\n2,3.5,"two\nlines"\n', newline="")
+    spec = tmp_path / "s.yaml"
+    spec.write_text('name: s\nsource: {path: d, format: csv}\nviews:\n'
+                    '  - {name: p, type: histogram, field: "unit\\nprice", bin: {step: 1}}\n')
+    assert load_dashboard(spec).source.options == {"multiLine": "true"}
+    assert main(["validate", str(spec)]) == 0, capsys.readouterr().err
+    spec.write_text(spec.read_text().replace("unit\\nprice", "unit\\nprize"))
+    assert main(["validate", str(spec)]) == 1
+    assert "hint: did you mean 'unit\\nprice'?" in capsys.readouterr().err
+    (data / "2.csv").write_text('id,unit price,note\n2,3.5,"one line"\n', newline="")
+    (data / "1.csv").unlink()
+    assert load_dashboard(spec).source.options == {}
+    (data / "2.csv").write_text('id,price,note\n2,3.5,"two\nlines"\n', newline="")
+    for given in ("false", "TRUE"):
+        spec.write_text(spec.read_text().replace("format: csv}", f"format: csv, options: {{multiline: '{given}'}}}}")
+                        if "options" not in spec.read_text() else spec.read_text().replace("'false'", "'TRUE'"))
+        assert load_dashboard(spec).source.options == {"multiline": given}

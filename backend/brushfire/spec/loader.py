@@ -101,7 +101,7 @@ def parse_dashboard(
     written_joins = [j.path for j in dash.source.joins]
     dash, unset = expand_environment(dash)
     if not unset:
-        dash = with_json_arrays(with_folder_formats(dash, base_dir), base_dir)
+        dash = with_csv_line_breaks(with_json_arrays(with_folder_formats(dash, base_dir), base_dir), base_dir)
     problems = [
         SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
@@ -211,6 +211,80 @@ def with_json_arrays(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.Da
     if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
         return dash
     return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+COMPRESSED = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")  # not scanned (Spark's codecs)
+
+
+def with_csv_line_breaks(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
+    """`dash` with `multiLine: "true"` in the options of each local CSV table one of whose
+    data files holds a quoted field with a line break in it (`quoted_line_break`), unless
+    its options set `multiLine`. Spark's CSV reader reads a file line by line by default
+    (so that it can split it between tasks): such a field's record was read as two broken
+    rows (null or shifted columns, and capture blamed a column's type). With `multiLine`
+    it reads each file whole, in one task: only the tables that need it are read so.
+    Compressed files, and encodings whose quote is not one byte, are left as written."""
+    def fitted(t):
+        opts = {k.lower(): v for k, v in t.reader_options.items()}
+        if t.resolved_format != "csv" or "multiline" in opts \
+                or (_URI.match(t.path) and not t.path.startswith("file://")):
+            return t
+        path = Path(t.path.removeprefix("file://"))
+        path = Path(resolve_path(str(path), base_dir)) if base_dir is not None else path
+        encoding = opts.get("encoding", opts.get("charset", "utf-8"))
+        try:
+            quote = opts.get("quote", '"').encode(encoding)
+            escape = opts.get("escape", "\\").encode(encoding)
+            if len(quote) != 1 or len(escape) > 1 or "\n".encode(encoding) != b"\n":
+                return t  # (no quoting, or UTF-16 and such: left to Spark as written)
+            files = [path] if path.is_file() else sorted(
+                p for p in path.rglob("*") if p.is_file()
+                and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
+            broken = any(quoted_line_break(f, quote, escape) for f in files
+                         if not f.name.lower().endswith(COMPRESSED))
+        except (OSError, LookupError, UnicodeError):
+            return t
+        if not broken:
+            return t
+        return t.model_copy(update={"options": {**t.options, "multiLine": "true"}})
+
+    source = fitted(dash.source)
+    joins = [fitted(j) for j in dash.source.joins]
+    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
+        return dash
+    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+def quoted_line_break(path: Path, quote: bytes = b'"', escape: bytes = b"\\",
+                      chunk: int = 1 << 23) -> bool:
+    """Does the CSV file at `path` hold a line break (\\n or \\r) inside quotes? Quotes are
+    paired in file order (a doubled quote, `""`, is two; one after `escape` none, as Spark
+    reads `\\"`): a line break after an odd number of them is inside a quoted field.
+    A quote inside an unquoted field (`5" screen`) may make it say so of a file that has
+    none: then the file is only read whole, as the same rows. One pass, 8 MB at a time,
+    a few hundred MB/s (numpy)."""
+    import numpy as np
+
+    q, e = quote[0], escape[0] if escape and escape != quote else None
+    inside, last = 0, -1  # the quotes' parity so far, the previous chunk's last byte
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            if quote not in block:
+                if inside and (b"\n" in block or b"\r" in block):
+                    return True
+                last = block[-1]
+                continue
+            a = np.frombuffer(block, np.uint8)
+            quotes = a == q
+            if e is not None:  # (an escaped quote does not count)
+                quotes[1:] &= a[:-1] != e
+                quotes[0] &= last != e
+            at = np.flatnonzero(quotes)
+            breaks = np.flatnonzero((a == 10) | (a == 13))
+            if ((np.searchsorted(at, breaks) + inside) & 1).any():  # (quotes before each)
+                return True
+            inside, last = (inside + len(at)) & 1, block[-1]
+    return False
 
 
 def _first_character(path: Path) -> bytes | None:
