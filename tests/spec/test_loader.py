@@ -1230,6 +1230,25 @@ def test_a_quoted_line_break_in_a_csv_file_is_found(tmp_path, text: str, expecte
     assert [quoted_line_break(path, chunk=n) for n in (1, 2, 3, 5, 1 << 20)] == [expected] * 5
 
 
+def test_a_csv_file_is_scanned_for_line_breaks_once_per_version(tmp_path, monkeypatch) -> None:
+    """A server loads its specs again on each reload: an unchanged file is not read again."""
+    import brushfire.spec.loader as loader
+
+    scans = []
+    real = loader.quoted_line_break
+    monkeypatch.setattr(loader, "quoted_line_break", lambda *a: scans.append(a[0]) or real(*a))
+    data = tmp_path / "d.csv"
+    data.write_text('id,note\n1,"two\nlines"\n', newline="")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource: {path: d.csv}\nviews:\n  - {name: n, type: categorical, field: note}\n")
+    for _ in range(3):
+        assert load_dashboard(spec).source.options == {"multiLine": "true"}
+    assert len(scans) == 1
+    data.write_text('id,note\n1,"one line"\n', newline="")
+    assert load_dashboard(spec).source.options == {}
+    assert len(scans) == 2
+
+
 def test_a_csv_with_a_quoted_line_break_is_read_with_multiline(tmp_path, capsys) -> None:
     """Spark's CSV reader reads a file line by line unless `multiLine`: a quoted field with
     a line break was two broken rows. The loader asks for multiLine where a file needs it

@@ -240,7 +240,7 @@ def with_csv_line_breaks(dash: m.DashboardSpec, base_dir: str | Path | None) -> 
             files = [path] if path.is_file() else sorted(
                 p for p in path.rglob("*") if p.is_file()
                 and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
-            broken = any(quoted_line_break(f, quote, escape) for f in files
+            broken = any(_scanned(f, quote, escape) for f in files
                          if not f.name.lower().endswith(COMPRESSED))
         except (OSError, LookupError, UnicodeError):
             return t
@@ -253,6 +253,21 @@ def with_csv_line_breaks(dash: m.DashboardSpec, base_dir: str | Path | None) -> 
     if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
         return dash
     return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+_SCANS: dict[tuple, bool] = {}  # (path, size, mtime, quote, escape) -> quoted_line_break
+
+
+def _scanned(path: Path, quote: bytes, escape: bytes) -> bool:
+    """`quoted_line_break`, once per version of a file in a process: a server loads its
+    specs again on every reload and a notebook on every open (a GB of CSV takes seconds)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, quote, escape)
+    if key not in _SCANS:
+        if len(_SCANS) >= 4096:
+            _SCANS.clear()
+        _SCANS[key] = quoted_line_break(path, quote, escape)
+    return _SCANS[key]
 
 
 def quoted_line_break(path: Path, quote: bytes = b'"', escape: bytes = b"\\",
