@@ -367,8 +367,10 @@ def _csv_names(source: m.Source) -> list[str] | None:
         fields = next(csv.reader([line], delimiter=sep, quotechar=quote or None))
     except (OSError, LookupError, UnicodeError, StopIteration, csv.Error):
         return None
-    if (escape and escape in line) or (quote and quote * 2 in line):
-        return None  # a quote inside a name: Spark's reader keeps `"q""r"` whole, Python's reads q"r
+    if (escape != quote and ((escape and escape in line) or (quote and quote * 2 in line))) \
+            or (escape == quote and quote and "\\" + quote in line):
+        return None  # a quote inside a name that Spark's reader spells otherwise than Python's
+        # (`"q""r"`: q"r with the quote its own escape, as by default, else whole; `"s\"t"`)
     if opts.get("header", "false").lower() != "true":
         return [f"_c{i}" for i in range(len(fields))]
     if not all(fields) or len({n.lower() for n in fields}) != len(fields):

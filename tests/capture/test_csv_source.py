@@ -133,7 +133,8 @@ def test_quoted_line_breaks_and_commas_are_read_as_duckdb_reads_them(spark, tmp_
     import duckdb
 
     rng = np.random.default_rng(11)
-    notes = ["plain", "two\nlines", "crlf\r\ninside", "a, comma", "both,\nof them", "\n"]
+    notes = ["plain", "two\nlines", "crlf\r\ninside", "a, comma", "both,\nof them", "\n",
+             'say ""hi""', '""""', '"",\n""']  # (a quote doubled: RFC 4180, DuckDB's)
     cats = ["a,b", "c", "d\ne", "f"]
     rows = [f'id,"{price}",note,cat']
     for i in range(400):

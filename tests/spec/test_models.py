@@ -59,10 +59,10 @@ def test_models_are_frozen() -> None:
 
 
 def test_a_csv_is_read_with_a_header_and_typed_columns_unless_its_options_say_otherwise():
-    assert m.Source(path="a.csv").reader_options == {"header": "true", "inferSchema": "true"}
+    assert m.Source(path="a.csv").reader_options == {"header": "true", "inferSchema": "true", "escape": '"'}
     assert m.Source(path="a.csv", options={"HEADER": "false", "sep": ";"}).reader_options == {
-        "inferSchema": "true", "HEADER": "false", "sep": ";"}  # Spark's names are case-insensitive
-    assert m.Source(path="t/", format="csv", options={"inferschema": "false"}).reader_options == {
-        "header": "true", "inferschema": "false"}
+        "inferSchema": "true", "escape": '"', "HEADER": "false", "sep": ";"}  # Spark's names are case-insensitive
+    assert m.Source(path="t/", format="csv", options={"inferschema": "false", "Escape": "\\"}).reader_options == {
+        "header": "true", "inferschema": "false", "Escape": "\\"}
     assert m.Source(path="a.parquet", options={"mergeSchema": "true"}).reader_options == {"mergeSchema": "true"}
     assert m.Join(name="d", path="d.csv", key="k", on="k").reader_options["header"] == "true"

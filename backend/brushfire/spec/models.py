@@ -98,7 +98,10 @@ JOIN_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 # what a CSV is read with unless its options say otherwise (Spark's own defaults are no
 # header and every column a string; people's CSV files have a header row and numbers)
-CSV_DEFAULTS = {"header": "true", "inferSchema": "true"}
+# a quote inside a quoted field is doubled ("say ""hi"""), as RFC 4180, spreadsheets, pandas
+# and DuckDB write and read it; Spark's own default escape is a backslash, with which it
+# kept `"say ""hi"""` whole, quotes and all
+CSV_DEFAULTS = {"header": "true", "inferSchema": "true", "escape": '"'}
 
 
 class Table(Model):
