@@ -1236,6 +1236,27 @@ def test_a_quoted_line_break_in_a_csv_file_is_found(tmp_path, text: str, expecte
     assert [quoted_line_break(path, chunk=n) for n in (1, 2, 3, 5, 1 << 20)] == [expected] * 5
 
 
+@pytest.mark.parametrize(("header", "sep"), [("id;name;v", ";"), ("id\tname", "\\t"), ("id|name", "|")])
+def test_a_csv_separated_otherwise_than_by_commas_gets_the_separator_as_its_hint(tmp_path, capsys, header,
+                                                                                  sep) -> None:
+    """Spark reads a CSV split by ',' unless told: a European ';' file is one column named
+    after its whole first line, and "did you mean 'id;name;v'?" was the hint."""
+    from brushfire.cli import main
+
+    (tmp_path / "d.csv").write_text(f"{header}\n" + header.replace("id", "1").replace("name", "a") + "\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource: {path: d.csv}\nviews:\n  - {name: n, type: categorical, field: name}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert f'it looks separated by \'{sep}\', not \',\'; give source.options: {{sep: "{sep}"}}' \
+        in capsys.readouterr().err
+    spec.write_text(spec.read_text().replace("{path: d.csv}", f'{{path: d.csv, options: {{sep: "{sep}"}}}}'))
+    assert main(["validate", str(spec)]) == 0, capsys.readouterr().err
+    (tmp_path / "d.csv").write_text("id,names\n1,a\n")  # (a comma file: the usual hint)
+    spec.write_text(spec.read_text().replace(f', options: {{sep: "{sep}"}}', ""))
+    assert main(["validate", str(spec)]) == 1
+    assert "did you mean 'names'?" in capsys.readouterr().err
+
+
 def test_a_csv_file_is_scanned_for_line_breaks_once_per_version(tmp_path, monkeypatch) -> None:
     """A server loads its specs again on each reload: an unchanged file is not read again."""
     import brushfire.spec.loader as loader

@@ -664,7 +664,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kind is None:
             msg = f"column {column!r} is not in the source" + choices_phrase("columns", list(known))
-            hint = did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
+            hint = _separator_hint(dash, column, list(schema)) or did_you_mean(column, list(known)) \
+                or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
             is_ = f"a {kind} column" if kind in _KINDS else "neither number, temporal nor string"
@@ -714,6 +715,23 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                 need(("profile", "fd", i, side, j), c)
     if problems:
         raise SpecError(ordered(problems))
+
+
+SEPARATORS = (";", "\t", "|")  # a CSV's other common separators than Spark's ','
+
+
+def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> str:
+    """A CSV source read as one column whose name is a header split by another separator
+    that `column` is a field of ('id;name;v'): which separator to give ("" if not so)."""
+    if dash.source.resolved_format != "csv":
+        return ""
+    own = [c for c in schema if dash.source.join_of(c) is None]
+    sep = next((x for x in SEPARATORS if len(own) == 1 and column in own[0].split(x)), None)
+    if sep is None:
+        return ""
+    shown = sep.replace("\t", "\\t")
+    return (f"the file's first line reads as one column, {own[0]!r}: it looks separated by "
+            f"'{shown}', not ','; give source.options: {{sep: \"{shown}\"}}")
 
 
 def _default_problems(p: m.Parameter, kind: str | None) -> list[tuple[Loc, str, str]]:
