@@ -62,6 +62,8 @@ BASE = {"name": "d", "source": {"path": "x.parquet"},
     ({"views": [{"name": "a", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0]}}]}, False),
     ({"views": [{"name": "a", "type": "pie", "field": "x"}]}, False),
     ({"interactions": {"parameters": [{"name": "p", "field": "f", "default": "LAX"}]}}, True),
+    ({"title": 1984, "layout": [{"title": True, "rows": [["a"]]}]}, True),  # (as written: spec/yamlread.py)
+    ({"name": 1984}, False),
 ], ids=str)
 def test_the_schema_takes_and_refuses_specs(change, ok):
     assert validator().is_valid({**BASE, **change}) is ok

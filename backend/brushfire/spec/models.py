@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -52,6 +53,8 @@ AxisName = Literal["x", "y"]
 # `title: 1984`, `1.50` or `yes` as a number or a boolean; there the loader keeps the text
 # as written (spec/yamlread.py). Names of columns, views etc. keep YAML's reading.
 DISPLAY_TEXT: tuple[tuple[str, ...], ...] = (("title",), ("views", "*", "title"), ("layout", "*", "title"))
+# ... which a YAML editor's schema check takes as written, too
+DisplayText = Annotated[str, WithJsonSchema({"type": ["string", "number", "boolean"]})]
 
 
 # a name: the dashboard's, a view's, a parameter's (spec/checks.py checks those two), an
@@ -287,7 +290,7 @@ class Aggregate(Model):
 
 class _ViewBase(Model):
     name: str
-    title: str | None = None
+    title: DisplayText | None = None
     aggregate: Aggregate = Aggregate()
     brush: BrushType | None = None  # None: the view type's natural brush
     # display only (no effect on capture or answers): the measure's scale (the y axis of
@@ -551,7 +554,7 @@ Row = Annotated[list[str], Field(min_length=1)]  # views side by side, left to r
 class Section(Model):
     """Rows of views under an optional title (display only)."""
 
-    title: str | None = None
+    title: DisplayText | None = None
     rows: list[Row] = Field(min_length=1)
 
 
@@ -583,7 +586,7 @@ class DashboardSpec(Model):
     model_config = ConfigDict(title="Dashboard")  # as messages name it: the YAML's top level
 
     name: str = Field(pattern=NAME_PATTERN)
-    title: str | None = None
+    title: DisplayText | None = None
     source: Source
     views: list[View] = Field(min_length=1)
     interactions: Interactions = Interactions()
