@@ -10,13 +10,15 @@ from dataclasses import replace
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from brushfire import protocol
 from brushfire.bench import workloads
 from brushfire.capture.local import capture_table
 from brushfire.dashboard import Dashboard
 from brushfire.describe import describe_dashboard
-from brushfire.engine.copies import choose_dims, row_bytes
+from brushfire.engine.copies import choose_dims, key_dtype, row_bytes, then_dim
 from brushfire.engine.parallel import Job, Pool
 from brushfire.engine.session import Session
 from brushfire.lineage.layout import CaptureConfig
@@ -175,8 +177,6 @@ def test_a_fine_dims_copies_keep_each_keys_rows_in_raw_order(rich_fine):
 def test_a_copy_keeps_its_keys_in_a_byte_where_every_kept_dim_has_at_most_255(rich_fine, rich):
     """Exact: the same keys, one byte each instead of two; the replies are those of a
     session without copies (rich_fine's dims have at most 40 keys; rich's some more)."""
-    from brushfire.engine.copies import key_dtype
-
     lay = rich_fine.store.layout
     assert max(d.nkeys for d in lay.dims[:lay.row_dims]) <= 255
     assert key_dtype(lay) == np.uint8
@@ -197,3 +197,152 @@ def test_a_copy_keeps_its_keys_in_a_byte_where_every_kept_dim_has_at_most_255(ri
     for ev in workloads.human(info, events=300, seed=13).events:
         assert comparable(protocol.handle(with_copies, ev.message)) == comparable(
             protocol.handle(without, ev.message)), ev.message
+
+
+# --- copies whose key runs are narrowed by another filter's keys ------------------------------
+
+
+def narrowed_spec(path, fine: bool) -> dict:
+    """Interval views of a, b and c (9, 9 and 8 keys: runs of hundreds of rows per key in
+    a shard, so each copy's runs, ordered by the next filter's keys, are narrowed), sliders
+    on their fields (filters every view needs), a set filter and measures; `fine`: also a
+    view of 300 bars (the copies' keys in two bytes)."""
+    views = [{"name": f"h{f}", "type": "histogram", "field": f, "bin": {"step": 1, "extent": [0, 8]}}
+             for f in "abc"] + [
+        {"name": "g", "type": "categorical", "field": "g", "top": 3},
+        {"name": "mean_m", "type": "histogram", "field": "a", "brush": "none",
+         "bin": {"step": 2, "extent": [0, 8]}, "aggregate": {"op": "mean", "field": "m"}},
+        {"name": "sum_m", "type": "categorical", "field": "g", "top": 4, "brush": "none",
+         "aggregate": {"op": "sum", "field": "m"}}]
+    if fine:
+        views.append({"name": "hu", "type": "histogram", "field": "u", "brush": "none",
+                      "bin": {"step": 1, "extent": [0, 300]}})
+    return {"name": "narrowed", "source": {"path": str(path)}, "views": views,
+            "interactions": {"crossfilter": [{"views": [v["name"] for v in views]}],
+                             "parameters": [{"name": f"p{f}", "field": f, "widget": "slider", "op": op}
+                                            for f, op in (("a", "gte"), ("b", "lte"), ("c", "between"))]}}
+
+
+def narrowed_rows(n: int, seed: int, fine: bool):
+    """a, b, c of 0..8 (nulls), b near a; `fine`: c in hundredths (fine keys: a bound's
+    bucket split by raw values) and u of 300 values."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 9, n)
+    b = np.clip(a + rng.integers(-2, 3, n), 0, 8)
+    c = (rng.random(n) * 8).round(2) if fine else rng.integers(0, 8, n)
+
+    def nulls(x, p=0.03):
+        return pa.array(x, mask=rng.random(n) < p)
+
+    return pa.table({"a": nulls(a), "b": nulls(b), "c": nulls(c),
+                     "g": pa.array(np.array(["u", "v", "w", "x", "y"])[rng.integers(0, 5, n)]),
+                     "m": nulls(rng.integers(-5, 20, n).astype(float), 0.05),
+                     "u": pa.array(rng.integers(0, 300, n))})
+
+
+@pytest.fixture(scope="module", params=["dense", "fine"])
+def narrowed(request, tmp_path_factory):
+    """`narrowed_spec` over 4,000 rows in shards of 2,600, none and 1,400 rows, and its
+    DuckDB oracle: each interval dim's copy orders a key's rows by the next filter's keys
+    (copies.then_dim), a's by b's, b's by c's (fine ones with `fine`)."""
+    from oracle import Oracle
+
+    fine = request.param == "fine"
+    path = tmp_path_factory.mktemp("narrowed") / "rows.parquet"
+    pq.write_table(narrowed_rows(4000, 3, fine), path)
+    spec = parse_dashboard(narrowed_spec(path, fine))
+    plan = plan_capture(spec)
+    store = capture_table(plan, pq.read_table(path), tmp_path_factory.mktemp("narrowed-cache"),
+                          CaptureConfig(block_rows=256, shard_rows=4096, max_keys=40),
+                          partitions=[2600, 0, 1400])
+    lay = store.layout
+    a, b, c = (lay.filters[i].dims[0] for i in range(3))
+    assert [then_dim(lay, a), then_dim(lay, b)] == [b, c]
+    assert (lay.dims[c].kind == "fine") == fine
+    assert key_dtype(lay) == (np.uint16 if fine else np.uint8)
+    return Dashboard(spec, plan, store), Oracle(spec)
+
+
+BOUND = st.one_of(st.none(), st.integers(-1, 9), st.floats(-1, 9).map(lambda x: round(x, 1)))
+NARROWED_ACTIONS = st.one_of(
+    st.tuples(st.just("brush"), st.sampled_from(["ha", "hb", "hc"]), st.tuples(BOUND, BOUND)),
+    st.tuples(st.just("param"), st.sampled_from(["pa", "pb"]), st.one_of(st.none(), st.integers(-1, 9))),
+    st.tuples(st.just("param"), st.just("pc"),
+              st.one_of(st.none(), st.lists(st.integers(-1, 9), min_size=2, max_size=2).map(sorted))),
+    st.tuples(st.just("select"), st.just("g"), st.lists(st.integers(0, 3), max_size=2)),
+    st.tuples(st.just("clear"), st.sampled_from(["ha", "hb", "hc", "g"]), st.none()))
+
+
+def play(session, oracle, action) -> None:
+    kind, name, arg = action
+    if kind == "brush":
+        session.brush(name, arg)
+        oracle.brush(name, arg)
+    elif kind == "param":
+        session.set_parameter(name, arg)
+        oracle.set_parameter(name, arg)
+    elif kind == "select":  # bars by position ((other) last)
+        labels = session.view(name).labels
+        session.select(name, [labels[i] for i in arg])
+        oracle.select(name, [labels[i] for i in arg])
+    else:
+        session.clear(name)
+        oracle.clear(name)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(prefer=st.sampled_from([None, "incremental", "recompute", "complement", "mixed"]),
+       actions=st.lists(NARROWED_ACTIONS, min_size=1, max_size=8))
+def test_copies_narrowed_by_another_filters_keys_equal_sql(narrowed, prefer, actions):
+    """Passes over copies whose key runs are read only where a filter on their `then` dim
+    passes (kernels._narrowed: runs of NARROW_ROWS rows or more searched, shorter ones read
+    whole; sub-runs under a chunk gathered) against DuckDB: every view's counts and values,
+    and the selection's size. (The session oracle's stores, of 2,048-row shards and many
+    keys per dim, seldom hold such runs.)"""
+    dash, oracle = narrowed
+    session = Session(dash.store, dash.plan, pool=Pool(0), prefer=prefer)
+    assert session.wait_for_copies(60)
+    oracle.clear()
+    for action in actions:
+        play(session, oracle, action)
+        assert session.count_selected() == oracle.selected(), action
+        for v in dash.spec.views:
+            vd = session.view(v.name)
+            want = oracle.view(v.name)
+            got = {(label if v.type == "categorical" else i): (n, x)
+                   for i, (label, n, x) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)) if n}
+            assert set(got) == set(want), (action, v.name, got, want)
+            for key, (n, x) in got.items():
+                count, total, mean, _ = want[key]
+                assert n == count, (action, v.name, key, n, count)
+                op = v.aggregate.op
+                assert oracle.agrees(v.name, key, x, {"count": count, "sum": total, "mean": mean}[op], op), \
+                    (action, v.name, key, x)
+
+
+def test_narrowed_copies_are_read_by_the_property_test_above(narrowed, monkeypatch):
+    """The moves above reach runs of NARROW_ROWS rows or more that a filter on their copy's
+    `then` dim narrows (kernels._narrowing gives keys), incremental and recomputed."""
+    from brushfire.engine import kernels as K
+
+    dash, oracle = narrowed
+    reached = set()
+    run = K.clustered_units
+
+    def counted(shards, copies, units, d, cdim, edim, L, Q, Qold, kr, signs, mf, views, need, *out):
+        needed = np.bitwise_and.reduce(need[views]) & np.bitwise_or.reduce(need[views])
+        lo, hi, _ = K._narrowing(L, Q, edim, mf, needed)
+        runs = [np.diff(copies[i][2])[max(a, 0):b + 1] for i in units[:, 0] for a, b in kr]
+        if lo <= hi and lo >= 0 and max(r.max(initial=0) for r in runs) >= K.NARROW_ROWS:
+            reached.add(mf >= 0)
+        run(shards, copies, units, d, cdim, edim, L, Q, Qold, kr, signs, mf, views, need, *out)
+
+    monkeypatch.setattr(K, "clustered_units", counted)
+    for prefer in ("incremental", "recompute"):
+        session = Session(dash.store, dash.plan, pool=Pool(0), prefer=prefer)
+        assert session.wait_for_copies(60)
+        for action in [("param", "pb", 5), ("brush", "ha", (1, 6)), ("brush", "ha", (2, 7))]:
+            play(session, oracle, action)
+    assert reached == {True, False}
