@@ -75,3 +75,30 @@ def test_opening_from_the_cache_only_never_captures(dash, tmp_path):
     with pytest.raises(CacheError, match="no current capture of defaults in the lineage cache"):
         Dashboard.open(dash.user_spec, cache_dir=tmp_path / "empty", capture=False)
     assert not (tmp_path / "empty").exists() or not any((tmp_path / "empty").iterdir())
+
+
+def test_a_dropdown_over_a_boolean_field_starts_from_its_boolean_default(spark, tmp_path):
+    """`default: true` stays a boolean (it was the number 1.0, which no boolean field
+    holds: "1.0 is not one of the values: false, true" once the capture was done); on a
+    string field an unquoted yes is refused before Spark, with the reason."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    data = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"x": rng.random(500) * 10, "late": rng.random(500) < 0.3,
+                             "c": np.array(["a", "b"])[rng.integers(0, 2, 500)]}), data)
+    text = (f"name: late\nsource: {{path: {data}}}\nviews:\n"
+            "  - {name: hx, type: histogram, field: x, bin: {step: 1, extent: [0, 10]}}\n"
+            "interactions:\n  parameters:\n    - {name: p, field: FIELD, default: DEFAULT}\n")
+    spec = parse_dashboard(text.replace("FIELD", "late").replace("DEFAULT", "true"), "late.yaml")
+    dash = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    s = dash.session()
+    assert s.filters == {"p": True}
+    oracle = Oracle(dash.spec)
+    oracle.set_parameter("p", True)
+    assert s.count_selected() == sql_count(oracle)
+    with pytest.raises(SpecError, match="true is not a string"):
+        Dashboard.open(parse_dashboard(text.replace("FIELD", "c").replace("DEFAULT", "yes"), "late.yaml"),
+                       spark=spark, cache_dir=tmp_path / "cache")

@@ -497,12 +497,12 @@ bad/parameter_op_range.yaml:14: interactions.parameters[0].op: unsupported op 'r
     hint: for a range, use widget: slider with op: between (its value is [lo, hi])"""),
     # a default of Scalar | list[Scalar]: one branch's errors, not pydantic's list[union[...]] path
     ("parameter_default_wrong_items.yaml", """\
-bad/parameter_default_wrong_items.yaml:9: interactions.parameters[0].default[0]: expected a string or a number, got ['ORD']
-bad/parameter_default_wrong_items.yaml:10: interactions.parameters[1].default[1]: expected a string or a number, got {'max': 60}
-bad/parameter_default_wrong_items.yaml:11: interactions.parameters[2].default: expected a string or a number, got {'code': 'LAX'}
-    hint: a parameter's default is one value: a string or a number (a list of them with multiple: true, [lo, hi] with op: between)"""),
+bad/parameter_default_wrong_items.yaml:9: interactions.parameters[0].default[0]: expected a string, a boolean or a number, got ['ORD']
+bad/parameter_default_wrong_items.yaml:10: interactions.parameters[1].default[1]: expected a string, a boolean or a number, got {'max': 60}
+bad/parameter_default_wrong_items.yaml:11: interactions.parameters[2].default: expected a string, a boolean or a number, got {'code': 'LAX'}
+    hint: a parameter's default is one value: a string, a boolean or a number (a list of them with multiple: true, [lo, hi] with op: between)"""),
     ("parameter_default_list.yaml", """\
-bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string or a number, got [0, 60]
+bad/parameter_default_list.yaml:15: interactions.parameters[0].default: expected a string, a boolean or a number, got [0, 60]
     hint: a parameter's default is one value; for a range use op: between with default: [lo, hi], for several values a dropdown with multiple: true"""),
     ("parameter_multiple_one_default.yaml", """\
 bad/parameter_multiple_one_default.yaml:13: interactions.parameters[0].default: a dropdown with multiple: true takes a list of values, got 'ORD'

@@ -753,7 +753,9 @@ def _default_problems(p: m.Parameter, kind: str | None) -> list[tuple[Loc, str, 
             msg = f"the default cannot be applied to column {p.field!r} ({_A_KIND[kind]}): {e}"
             hint = {"number": "give a number (unquoted), or leave default out",
                     "temporal": f"give an ISO time, e.g. {V.ISO_EXAMPLE}, or leave default out",
-                    "string": f"quote it ({show(str(x))}), or leave default out"}[kind]
+                    "string": "quote it (YAML reads yes, no, on, off, true and false unquoted as a "
+                              "boolean), or leave default out" if isinstance(x, bool)
+                    else f"quote it ({show(str(x))}), or leave default out"}[kind]
             out.append((("default", j) if many else ("default",), msg, hint))
     return out
 

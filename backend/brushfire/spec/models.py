@@ -403,7 +403,7 @@ class Details(Model):
     page_size: PageSize = 100
 
 
-Scalar = str | float | int
+Scalar = str | bool | float | int  # (a boolean stays one: a dropdown over a boolean field)
 
 
 class Parameter(Model):
@@ -455,7 +455,7 @@ class Parameter(Model):
             msg = f"op 'between' takes a range [lo, hi], got {_show(v)}"
             raise ValueError(msg)
         if op != "between" and isinstance(v, list):
-            msg = f"expected a string or a number, got {_show(v)}"
+            msg = f"expected a string, a boolean or a number, got {_show(v)}"
             raise ValueError(msg)
         # a slider compares doubles: NaN, infinities and integers beyond ±1.8e308 are none
         # (refused here, before capture, not when a session applies the default)

@@ -140,10 +140,13 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
         expected = list(dict.fromkeys(ctx["expected"]))
         if "a number" in expected and "a whole number" in expected:
             expected.remove("a whole number")
-        msg = f"expected {' or '.join(expected)}, got {show(value)}"
+        if len(expected) > 1:
+            expected = ["a boolean" if x == "true or false" else x for x in expected]
+        said = expected[0] if len(expected) == 1 else f"{', '.join(expected[:-1])} or {expected[-1]}"
+        msg = f"expected {said}, got {show(value)}"
         if key == "default" and isinstance(value, (list, dict)):
-            hint = ("a parameter's default is one value: a string or a number (a list of them"
-                    " with multiple: true, [lo, hi] with op: between)")
+            hint = ("a parameter's default is one value: a string, a boolean or a number (a list"
+                    " of them with multiple: true, [lo, hi] with op: between)")
     elif loc[-1:] == ("extent",) and kind in ("too_long", "tuple_type"):
         msg, hint = _wrong_length(loc, value)
     elif kind in _EXPECTED:
