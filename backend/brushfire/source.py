@@ -21,6 +21,7 @@ import pyarrow.dataset as ds
 
 from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
 from brushfire.spec import models as m
+from brushfire.spec.loader import data_files
 
 if TYPE_CHECKING:
     from brushfire.spec.loader import SpecPath
@@ -75,7 +76,7 @@ def check_path(source: m.Table) -> None:
             if not Path((where.written if where else source.path).removeprefix("file://")).is_absolute():
                 hint += "; fix the path, or make it absolute"
         raise source_error(source, "no such file or directory", hint)
-    if path.is_dir() and not any(_data_files(path)):
+    if path.is_dir() and not any(data_files(path)):
         raise source_error(source, "the directory holds no data files",
                            "Spark reads every file in it except names starting with '_' or '.'")
 
@@ -96,12 +97,6 @@ def _missing_hint(path: Path) -> str:
     if close:
         hint += f"; did you mean {' or '.join(repr(c) for c in close)}?"
     return hint
-
-
-def _data_files(directory: Path):
-    for p in directory.rglob("*"):
-        if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts):
-            yield p
 
 
 def local_path(uri: str) -> str:
@@ -138,7 +133,7 @@ def local_files(source: m.Table) -> list[dict] | None:
                                    "it or write a new version without it") from None
         return out
     path = Path(source.path.removeprefix("file://")).absolute()
-    files = sorted(_data_files(path)) if path.is_dir() else [path] if path.exists() else []
+    files = data_files(path) if path.is_dir() else [path] if path.exists() else []
     out = []
     for f in files:
         try:
@@ -302,7 +297,7 @@ def csv_source_names(source: m.Source) -> dict[str, str | None] | None:
     if source.resolved_format != "csv" or not is_local(source.path):
         return None
     path = Path(source.path.removeprefix("file://"))
-    if path.is_dir() and any(p.parent != path for p in _data_files(path)):
+    if path.is_dir() and any(p.parent != path for p in data_files(path)):
         return None
     names = csv_types(source)
     return None if names is None else names | _joined_types(source)
@@ -348,8 +343,8 @@ def _csv_names(source: m.Source) -> list[str] | None:
 
     opts = {k.lower(): v for k, v in source.reader_options.items()}
     path = Path(source.path.removeprefix("file://"))
-    first = path if path.is_file() else next(iter(sorted(_data_files(path))), None)
-    if first is None or first.suffix in (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate"):
+    first = path if path.is_file() else next(iter(data_files(path)), None)
+    if first is None or first.suffix in m.COMPRESSED:
         return None
     sep = opts.get("sep", opts.get("delimiter", ","))
     quote = opts.get("quote", '"')

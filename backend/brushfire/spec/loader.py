@@ -151,6 +151,36 @@ def times_as_text(x: typing.Any) -> typing.Any:
     return x
 
 
+def _each_table(dash: m.DashboardSpec, fitted: typing.Callable[[m.Table], m.Table]) -> m.DashboardSpec:
+    """`dash` with `fitted` applied to its source and each join (itself when none changes)."""
+    source = fitted(dash.source)
+    joins = [fitted(j) for j in dash.source.joins]
+    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
+        return dash
+    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+
+
+def data_files(path: Path) -> list[Path]:
+    """The data files of a local table: the file, or a folder's files but those whose
+    path holds a name starting with '_' or '.' (as Spark lists them), in order."""
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file()
+                  and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
+
+
+def _local_path(t: m.Table, base_dir: str | Path | None) -> Path | None:
+    """A table's path on this machine (None: a URI other than file://)."""
+    if _URI.match(t.path) and not t.path.startswith("file://"):
+        return None
+    path = Path(t.path.removeprefix("file://"))
+    return Path(resolve_path(str(path), base_dir)) if base_dir is not None else path
+
+
+def _multiline(t: m.Table) -> m.Table:
+    return t.model_copy(update={"options": {**t.options, "multiLine": "true"}})
+
+
 FOLDER_FORMATS = ("parquet", "csv", "json", "orc")  # the extensions a folder's files may share
 
 
@@ -169,17 +199,12 @@ def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m
                 return t
             if (folder / "_delta_log").is_dir():
                 return t.model_copy(update={"format": "delta"})
-            exts = {p.suffix.lower().lstrip(".") for p in folder.rglob("*") if p.is_file()
-                    and not any(x.startswith(("_", ".")) for x in p.relative_to(folder).parts)}
+            exts = {p.suffix.lower().lstrip(".") for p in data_files(folder)}
         except OSError:
             return t
         return t.model_copy(update={"format": exts.pop()}) if len(exts) == 1 and exts <= set(FOLDER_FORMATS) else t
 
-    source = fitted(dash.source)
-    joins = [fitted(j) for j in dash.source.joins]
-    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
-        return dash
-    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+    return _each_table(dash, fitted)
 
 
 def with_json_arrays(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
@@ -190,30 +215,16 @@ def with_json_arrays(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.Da
     records (`[{...},` is no object) or, pretty-printed, every one (a `_corrupt_record`
     column). A folder of JSON Lines files, or of both kinds, is left as written."""
     def fitted(t):
-        if t.resolved_format != "json" or any(k.lower() == "multiline" for k in t.options) \
-                or (_URI.match(t.path) and not t.path.startswith("file://")):
+        path = _local_path(t, base_dir)
+        if t.resolved_format != "json" or any(k.lower() == "multiline" for k in t.options) or path is None:
             return t
-        path = Path(t.path.removeprefix("file://"))
-        path = Path(resolve_path(str(path), base_dir)) if base_dir is not None else path
         try:
-            files = [path] if path.is_file() else [
-                p for p in path.rglob("*") if p.is_file()
-                and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts)]
-            firsts = {c for c in map(_first_character, files) if c is not None}
+            firsts = {c for c in map(_first_character, data_files(path)) if c is not None}
         except OSError:
             return t
-        if firsts != {b"["}:
-            return t
-        return t.model_copy(update={"options": {**t.options, "multiLine": "true"}})
+        return _multiline(t) if firsts == {b"["} else t
 
-    source = fitted(dash.source)
-    joins = [fitted(j) for j in dash.source.joins]
-    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
-        return dash
-    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
-
-
-COMPRESSED = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")  # not scanned (Spark's codecs)
+    return _each_table(dash, fitted)
 
 
 def with_csv_line_breaks(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
@@ -226,33 +237,22 @@ def with_csv_line_breaks(dash: m.DashboardSpec, base_dir: str | Path | None) -> 
     Compressed files, and encodings whose quote is not one byte, are left as written."""
     def fitted(t):
         opts = {k.lower(): v for k, v in t.reader_options.items()}
-        if t.resolved_format != "csv" or "multiline" in opts \
-                or (_URI.match(t.path) and not t.path.startswith("file://")):
+        path = _local_path(t, base_dir)
+        if t.resolved_format != "csv" or "multiline" in opts or path is None:
             return t
-        path = Path(t.path.removeprefix("file://"))
-        path = Path(resolve_path(str(path), base_dir)) if base_dir is not None else path
         encoding = opts.get("encoding", opts.get("charset", "utf-8"))
         try:
             quote = opts.get("quote", '"').encode(encoding)
             escape = opts.get("escape", "\\").encode(encoding)
             if len(quote) != 1 or len(escape) > 1 or "\n".encode(encoding) != b"\n":
                 return t  # (no quoting, or UTF-16 and such: left to Spark as written)
-            files = [path] if path.is_file() else sorted(
-                p for p in path.rglob("*") if p.is_file()
-                and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
-            broken = any(_scanned(f, quote, escape) for f in files
-                         if not f.name.lower().endswith(COMPRESSED))
+            broken = any(_scanned(f, quote, escape) for f in data_files(path)
+                         if not f.name.lower().endswith(m.COMPRESSED))
         except (OSError, LookupError, UnicodeError):
             return t
-        if not broken:
-            return t
-        return t.model_copy(update={"options": {**t.options, "multiLine": "true"}})
+        return _multiline(t) if broken else t
 
-    source = fitted(dash.source)
-    joins = [fitted(j) for j in dash.source.joins]
-    if source is dash.source and all(a is b for a, b in zip(joins, dash.source.joins, strict=True)):
-        return dash
-    return dash.model_copy(update={"source": source.model_copy(update={"joins": joins})})
+    return _each_table(dash, fitted)
 
 
 _SCANS: dict[tuple, bool] = {}  # (path, size, mtime, quote, escape) -> quoted_line_break

@@ -105,6 +105,7 @@ JOIN_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # and DuckDB write and read it; Spark's own default escape is a backslash, with which it
 # kept `"say ""hi"""` whole, quotes and all
 CSV_DEFAULTS = {"header": "true", "inferSchema": "true", "escape": '"'}
+COMPRESSED = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")  # Spark's codecs: files not read by us
 
 
 class Table(Model):
