@@ -247,3 +247,34 @@ def _norm_row(r) -> tuple:
         else:
             out.append(x)
     return tuple(out)
+
+
+# --- an engine's view against the oracle's ------------------------------------------
+
+
+def engine_bars(vd, vtype: str) -> dict:
+    out = {}
+    for i, (label, n, value) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)):
+        if n == 0:
+            continue
+        key = i
+        if vtype == "temporal":
+            key = label.replace("+00:00", "")
+        elif vtype == "categorical":
+            key = label
+        out[key] = (n, value)
+    return out
+
+
+def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle) -> None:
+    got = engine_bars(vd, vtype)
+    assert set(got) == set(expected), (context, vd.name, got, expected)
+    for key, (n, value) in got.items():
+        count, total, mean, stat = expected[key]
+        assert n == count, (context, vd.name, key, n, count)
+        if op not in ("count", "sum", "mean"):  # order statistics: equal to the last bit
+            assert value == stat, (context, vd.name, key, value, stat)
+            continue
+        want = {"count": count, "sum": total, "mean": mean}[op]
+        # the documented guarantee: exact counts and integer sums, other sums within 1e-9 Σ|x|
+        assert oracle.agrees(vd.name, key, value, want, op), (context, vd.name, key, value, want)

@@ -24,6 +24,7 @@ from brushfire.engine.session import Session
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.plan import plan_capture
 from brushfire.spec import parse_dashboard
+from oracle import assert_view_matches
 
 pytestmark = pytest.mark.slow  # numba compiles the kernels on a cold cache
 
@@ -309,17 +310,7 @@ def test_copies_narrowed_by_another_filters_keys_equal_sql(narrowed, prefer, act
         play(session, oracle, action)
         assert session.count_selected() == oracle.selected(), action
         for v in dash.spec.views:
-            vd = session.view(v.name)
-            want = oracle.view(v.name)
-            got = {(label if v.type == "categorical" else i): (n, x)
-                   for i, (label, n, x) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)) if n}
-            assert set(got) == set(want), (action, v.name, got, want)
-            for key, (n, x) in got.items():
-                count, total, mean, _ = want[key]
-                assert n == count, (action, v.name, key, n, count)
-                op = v.aggregate.op
-                assert oracle.agrees(v.name, key, x, {"count": count, "sum": total, "mean": mean}[op], op), \
-                    (action, v.name, key, x)
+            assert_view_matches(session.view(v.name), oracle.view(v.name), v.aggregate.op, v.type, action, oracle)
 
 
 def test_narrowed_copies_are_read_by_the_property_test_above(narrowed, monkeypatch):

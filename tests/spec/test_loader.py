@@ -626,7 +626,11 @@ good/columns.yaml:18: views[2].field: column 'date' is a number column, but a te
 @pytest.mark.parametrize(("schema", "expected"), [c[1:] for c in COLUMN_CASES],
                          ids=[c[0] for c in COLUMN_CASES])
 def test_check_columns(in_here: None, schema: dict[str, str], expected: str | None) -> None:
-    dash = load_dashboard("good/columns.yaml")
+    assert_columns_checked(load_dashboard("good/columns.yaml"), schema, expected)
+
+
+def assert_columns_checked(dash, schema: dict, expected: str | None) -> None:
+    """check_columns passes (expected None) or raises exactly `expected`."""
     if expected is None:
         check_columns(dash, schema)
         return
@@ -694,14 +698,8 @@ d.yaml:7: interactions.parameters[0].default: the default cannot be applied to c
 @pytest.mark.parametrize(("parameter", "expected"), [c[1:] for c in DEFAULT_CASES],
                          ids=[c[0] for c in DEFAULT_CASES])
 def test_check_columns_refuses_a_default_of_the_wrong_type(parameter: str, expected: str | None) -> None:
-    dash = parse_dashboard(DEFAULT_SPEC.format(parameter=parameter), "d.yaml")
-    schema = SCHEMA | {"x": None}
-    if expected is None:
-        check_columns(dash, schema)
-        return
-    with pytest.raises(SpecError) as info:
-        check_columns(dash, schema)
-    assert str(info.value) == expected
+    assert_columns_checked(parse_dashboard(DEFAULT_SPEC.format(parameter=parameter), "d.yaml"),
+                           SCHEMA | {"x": None}, expected)
 
 
 # --- temporal bars against the source's time range (Parquet statistics) ------------------
