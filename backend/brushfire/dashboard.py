@@ -266,6 +266,7 @@ def warm_kernels(store: LineageStore) -> None:
         copies = typed_list([copy])
         K.clustered_units(typed_list([S]), copies, np.zeros((0, 3), np.int64), d, d, -1, L, q, q, kr,
                           np.zeros(0, np.int64), -1, views, need, c, s, o)
+        K.key_value_range(typed_list([S]), copies, 0, 0)  # (a copy of no rows: nothing read)
         none = np.zeros(0, np.int64)
         K.split_runs(np.zeros((1, 2), np.int64), none, none, none, none, none, kr, 2,
                      np.zeros((0, 4), np.int64))

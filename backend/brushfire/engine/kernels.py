@@ -1184,6 +1184,28 @@ def _count_gathered(C, raw, meas, pos, m, wts, union, L, Q, views, need, counts,
 
 
 @njit(nogil=True, cache=True)
+def key_value_range(shards, copies, rc, k) -> tuple:
+    """The smallest and largest value of a fine dim's key k (bucket) in every shard (raw row
+    rc; shards[i] a shard's arrays, copies[i] its copy for the dim as in `clustered_units`,
+    each key's rows in raw order: `cluster` with raw), read at both ends of the key's run
+    in each shard: 4 values a shard. (inf, -inf): no row has the key; (-inf, inf) where a
+    value reads as NaN (none: nothing can be concluded)."""
+    lo, hi = np.inf, -np.inf
+    for i in range(len(copies)):
+        crow, starts = copies[i][1], copies[i][2]
+        a, z = starts[k], starts[k + 1]
+        if a < z:
+            R = _raw(shards[i])
+            x0 = _raw_at(R, rc, np.int64(crow[a]), k)
+            x1 = _raw_at(R, rc, np.int64(crow[z - 1]), k)
+            if x0 != x0 or x1 != x1:
+                return -np.inf, np.inf
+            lo = min(lo, x0)
+            hi = max(hi, x1)
+    return lo, hi
+
+
+@njit(nogil=True, cache=True)
 def split_runs(starts, at, lo, hi, shard, block, kr, n, segs) -> np.int64:
     """Blocks of a dim's clustered copies shared among n threads by the rows of the key
     ranges' runs they hold: block j (positions lo[j]..hi[j] of the copy whose key starts

@@ -8,6 +8,7 @@ filters) as it is at each call, and keeps how it split the store's blocks."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -148,6 +149,15 @@ class Reads:
     def copy(self, d: int) -> list[Copy] | None:
         """Dim d's clustered copy per shard, when built (and this session uses copies)."""
         return self._copies.of(d) if self._copies is not None and d in self._copies.dims else None
+
+    def value_range(self, d: int) -> Callable[[int], tuple[float, float]] | None:
+        """Fine dim d's key k -> the smallest and largest value of its rows, read at the ends
+        of its runs in copies that keep each key's rows in raw order
+        (kernels.key_value_range); None without such copies."""
+        if self.copy(d) is None or self._copies.cdim(d) != d:
+            return None
+        typed, rc = (self._s.shard_list, self._copies.typed(d)), int(self._s.L[12][d])
+        return lambda k: K.key_value_range(*typed, rc, k)
 
     def rows_of(self, d: int, kranges) -> int:
         """The rows with a key of dim d in `kranges` (d < 0: every row)."""

@@ -63,6 +63,7 @@ from brushfire.engine.state import (
     dict_value,
     interval_test,
     set_test,
+    within_buckets,
 )
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.lineage.arrays import Aggregates
@@ -214,9 +215,9 @@ class Session(queries.Queries):
         else:
             v = r.bounds[0]
             lo, hi = (None, v) if fl.op in ("lt", "lte") else (v, None)
-            test = interval_test(self.layout.dims[d], d, lo, hi, strict_lo=fl.op == "gt",
-                                 strict_hi=fl.op == "lt", values=self._s.values[d],
-                                 edges=self._s.edges[d])
+            test = self._decided(interval_test(self.layout.dims[d], d, lo, hi, strict_lo=fl.op == "gt",
+                                               strict_hi=fl.op == "lt", values=self._s.values[d],
+                                               edges=self._s.edges[d]))
         return self._apply(name, Selection((test,), value))
 
     def clear(self, name: str | None = None) -> Update:
@@ -416,5 +417,13 @@ class Session(queries.Queries):
 
     def _interval(self, d: int, bounds: tuple) -> Test:
         """Dim d's test of a checked brush's bounds (numbers; times as UTC microseconds)."""
-        return interval_test(self.layout.dims[d], d, *bounds, values=self._s.values[d],
-                             edges=self._s.edges[d])
+        return self._decided(interval_test(self.layout.dims[d], d, *bounds, values=self._s.values[d],
+                                           edges=self._s.edges[d]))
+
+    def _decided(self, test: Test) -> Test:
+        """An interval test with the fine edge buckets its bounds decide whole taken by key
+        (`within_buckets`), where the dim's copies tell each bucket's values."""
+        if test.elo < 0 and test.ehi < 0:
+            return test
+        value_range = self.reads.value_range(test.dim)
+        return test if value_range is None else within_buckets(test, value_range)

@@ -11,7 +11,8 @@ tests (two for rect brushes) plus what the user asked for.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -162,7 +163,51 @@ def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: 
         ehi, vhi = khi, (math.nextafter(fhi, -math.inf) if strict_hi else fhi)
     if klo < 0:
         klo, elo = 0, -1
+    elo, ehi = _beyond_data(d, elo, ehi, vlo, vhi)
     return Test(1, dim, klo, khi, elo, ehi, vlo, vhi)
+
+
+def _beyond_data(d: Dim, elo: int, ehi: int, vlo: float, vhi: float) -> tuple[int, int]:
+    """A fine dim's edge buckets, less those a bound beyond the data decides whole: no row
+    of bucket `elo` is below `vlo` when no value of the dim is (a brush begun at an axis's
+    end, before the data's first value: bucket 0, from -inf, would otherwise be tested row
+    by row on every move), nor above `vhi` when none is. The capture's bounds (`Dim.bounds`,
+    of the very values the raw arrays hold) decide; as floats, which keeps the order (a
+    value's float is never below the float of a smaller one)."""
+    if d.bounds is None or d.bounds[0] is None:
+        return elo, ehi
+    if elo >= 0 and vlo <= float(d.bounds[0]):
+        elo = -1
+    if ehi >= 0 and vhi >= float(d.bounds[1]):
+        ehi = -1
+    return elo, ehi
+
+
+def within_buckets(t: Test, value_range: Callable[[int], tuple[float, float]]) -> Test:
+    """Interval test t on a fine dim with the edge buckets its bounds decide whole decided
+    by key: bucket `elo` taken whole where no value in it is below `vlo`, left out where
+    every one is (`ehi` and `vhi` likewise), given value_range(k), the smallest and largest
+    value of bucket k's rows ((inf, -inf): none). Where values repeat (whole minutes,
+    cents, a lattice), a bucket may be one value held by tens of thousands of rows: a bound
+    between two values then tests none of them row by row. Pure."""
+    if t.mode != 1 or t.empty or (t.elo < 0 and t.ehi < 0):
+        return t
+    lo, hi, elo, ehi = t.lo, t.hi, t.elo, t.ehi
+    if elo >= 0:
+        least, most = value_range(elo)
+        if t.vlo <= least:
+            elo = -1
+        elif t.vlo > most:
+            lo, elo = elo + 1, -1
+    if ehi >= 0:
+        least, most = value_range(ehi)
+        if t.vhi >= most:
+            ehi = -1
+        elif t.vhi < least:
+            hi, ehi = ehi - 1, -1
+    if lo > hi:
+        return Test(1, t.dim, 1, 0)
+    return replace(t, lo=lo, hi=hi, elo=elo, ehi=ehi)
 
 
 def _int_key(u: np.ndarray, x, up: bool, strict: bool) -> int:

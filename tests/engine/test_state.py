@@ -1,0 +1,73 @@
+"""What a brush means on a dim's keys (engine/state.py), on hand-made dims."""
+
+from __future__ import annotations
+
+import math
+
+from brushfire.engine.state import interval_test, within_buckets
+from brushfire.lineage.layout import Dim
+
+EDGES = [-math.inf, 1.0, 2.0, 3.0]  # buckets (-inf, 1), [1, 2), [2, 3), [3, inf)
+
+
+def fine(bounds=(0.5, 3.5)) -> Dim:
+    return Dim("value:x", "fine", "x", None, "float", len(EDGES), True, raw=0, edges=EDGES,
+               bounds=list(bounds) if bounds is not None else None)
+
+
+def test_a_bound_inside_a_bucket_leaves_its_rows_to_their_values():
+    t = interval_test(fine(), 0, 0.7, 3.2)
+    assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (0, 3, [0, 3], [(1, 2)])
+
+
+def test_a_bound_beyond_the_data_takes_its_bucket_whole():
+    # the data's values are 0.5..3.5: a brush from 0.2 (or from 0.5 itself) passes every
+    # row of bucket 0, one to 4 (or 3.5) every row of bucket 3
+    for lo, hi in ((0.2, 4.0), (0.5, 3.5), (-1e300, math.inf)):
+        t = interval_test(fine(), 0, lo, hi)
+        assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (0, 3, [], [(0, 3)]), (lo, hi)
+
+
+def test_a_strict_bound_at_the_datas_end_still_tests_its_bucket():
+    t = interval_test(fine(), 0, 0.5, 3.5, strict_lo=True, strict_hi=True)
+    assert t.edge_keys() == [0, 3]
+
+
+def test_without_the_captures_bounds_every_edge_bucket_is_tested():
+    for bounds in (None, (None, None)):
+        assert interval_test(fine(bounds), 0, 0.2, 4.0).edge_keys() == [0, 3]
+
+
+# bucket k's smallest and largest value: 0 holds 0.5 only (many rows of one value), 1 holds
+# 1.0..1.5, 2 none, 3 holds 3.0..3.5
+RANGES = {0: (0.5, 0.5), 1: (1.0, 1.5), 2: (math.inf, -math.inf), 3: (3.0, 3.5)}
+
+
+def decided(lo, hi, **strict):
+    return within_buckets(interval_test(fine(bounds=None), 0, lo, hi, **strict), RANGES.__getitem__)
+
+
+def test_a_bound_between_a_buckets_values_decides_it_whole():
+    # 0.7: above bucket 0's one value (left out); 1.6: above all of bucket 1's (taken whole)
+    t = decided(0.7, 1.6)
+    assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (1, 1, [], [(1, 1)])
+    # 0.2 and 3.7: beyond the data, as with the capture's bounds
+    t = decided(0.2, 3.7)
+    assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (0, 3, [], [(0, 3)])
+    # 3.2 inside bucket 3's values: its rows are tested; an empty bucket is decided either way
+    t = decided(2.5, 3.2)
+    assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (2, 3, [3], [(2, 2)])
+
+
+def test_a_bound_at_a_buckets_value_keeps_or_leaves_it_as_strictness_says():
+    assert decided(0.5, 0.5).edge_keys() == [] and decided(0.5, 0.5).inner_ranges() == [(0, 0)]
+    assert decided(0.5, 3.0, strict_lo=True).lo == 1  # only 0.5 in bucket 0: none passes > 0.5
+    assert decided(1.0, 3.0, strict_hi=True).hi == 2  # 3.0 is bucket 3's least: none < 3.0
+    assert decided(0.6, 0.9).empty  # between two values: nothing at all
+
+
+def test_a_bucket_whose_values_are_unknown_is_tested_row_by_row():
+    def unknown(k):
+        return -math.inf, math.inf
+    t = within_buckets(interval_test(fine(bounds=None), 0, 0.7, 3.2), unknown)
+    assert t.edge_keys() == [0, 3]
