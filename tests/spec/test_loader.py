@@ -1067,6 +1067,20 @@ layout:
     assert (dash.title, dash.views[0].title, dash.layout[0].title) == (title, title, title)
 
 
+def test_a_dict_specs_number_or_boolean_title_is_its_text() -> None:
+    """A spec given as a dict (a notebook's, or JSON, which the schema lets have a number or
+    boolean title) was refused as "not a string" where the same YAML is taken; names keep
+    their check, and the caller's dict is left as it was."""
+    spec = {"name": "d", "title": 1984, "source": {"path": "x.parquet"},
+            "views": [{"name": "c", "type": "categorical", "field": "cat", "title": 1.5}],
+            "layout": [{"title": True, "rows": [["c"]]}]}
+    dash = parse_dashboard(spec)
+    assert (dash.title, dash.views[0].title, dash.layout[0].title) == ("1984", "1.5", "true")
+    assert spec["title"] == 1984 and spec["layout"][0]["title"] is True
+    with pytest.raises(SpecError, match=r"views\[0\]\.name: expected a string, got 7"):
+        parse_dashboard({**spec, "views": [{**spec["views"][0], "name": 7}]})
+
+
 def test_only_titles_take_numbers_as_text() -> None:
     """Names and expressions keep YAML's reading: a number there is still refused, and an
     alias to a title's number elsewhere is a number."""

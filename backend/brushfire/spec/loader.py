@@ -85,7 +85,7 @@ def parse_dashboard(
             if duplicates:
                 raise SpecError(ordered(duplicates))
     else:
-        raw = text
+        raw = display_as_text(text)
     if not isinstance(raw, dict):
         msg = f"the document is {kind_of(raw)}, not a mapping" + choices_phrase(
             "a dashboard spec has the keys", list(m.DashboardSpec.model_fields))
@@ -149,6 +149,34 @@ def times_as_text(x: typing.Any) -> typing.Any:
     if isinstance(x, list):
         return [times_as_text(v) for v in x]
     return x
+
+
+def display_as_text(spec: typing.Any) -> typing.Any:
+    """A spec given as a dict (a notebook's, or JSON read by the caller) with a number or
+    boolean at a display text's key (models.DISPLAY_TEXT) as its text: `"title": 1984` is
+    '1984' and `true` 'true', as JSON writes them — what the JSON Schema takes and the YAML
+    reader does with `title: 1984` (spec/yamlread.py), where the models refused it as "not
+    a string". `spec` itself is not changed."""
+    if not isinstance(spec, dict):
+        return spec
+
+    def text(x: typing.Any) -> typing.Any:
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        return str(x) if isinstance(x, int | float) else x
+
+    def fit(x: typing.Any, path: tuple[str, ...]) -> typing.Any:
+        if not path:
+            return text(x)
+        if path[0] == "*":
+            return [fit(v, path[1:]) for v in x] if isinstance(x, list) else x
+        if isinstance(x, dict) and path[0] in x:
+            return {**x, path[0]: fit(x[path[0]], path[1:])}
+        return x
+
+    for path in m.DISPLAY_TEXT:
+        spec = fit(spec, path)
+    return spec
 
 
 def _each_table(dash: m.DashboardSpec, fitted: typing.Callable[[m.Table], m.Table]) -> m.DashboardSpec:
