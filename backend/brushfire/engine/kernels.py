@@ -1155,12 +1155,14 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
                 if complements and wu != 0 and cn == grid and _failing_count(fail, cn) < alive:
                     _add_hist(hist, c0 // grid, wu, views, L, counts)
                     m3 = _failing(fail, c0, cn, -wu, pos3, fail3, wts3, m3)
-                    m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
-                                sums, oks, bars, xs, crow, True)
+                    if m3 >= CHUNK:  # (see below: a call costs even when it does nothing)
+                        m3 = _flush(C, raw, meas, pos3, m3, False, fail3, wts3, views, need, L, counts,
+                                    sums, oks, bars, xs, crow, True)
                 elif _worth_gathering(alive, cn, views.shape[0]):
                     m = _alive(fail, wts, c0, cn, common, dead2, pos2, fail2, wts2, m, alive)
-                    m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
-                               oks, bars, xs, crow)
+                    if m >= CHUNK:
+                        m = _flush(C, raw, meas, pos2, m, False, fail2, wts2, views, need, L, counts, sums,
+                                   oks, bars, xs, crow)
                 else:
                     _count_chunk(C, raw, meas, rows, c0, cn, fail, wts, views, need, L, counts,
                                  sums, oks, bars, xs, crow)
@@ -1168,10 +1170,14 @@ def _clustered(S, C, crow, starts, hist, zones, grid, d, cdim, edim, L, Q, Qold,
     if nb:
         _count_gathered(C, raw, meas, npos, nb, nwts, union & ~npass, L, Q, views, need, counts, sums, oks,
                         fail, bars, xs, crow, cdim)
-    _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
-           crow)
-    _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars,
-           xs, crow, True)
+    # called only with rows: a call that returns at once still costs ~0.35 us (measured: these
+    # two were 40 % of a pass over 55 shards reading no row, ~30 us of a slide's 0.2 ms pass)
+    if m:
+        _flush(C, raw, meas, pos2, m, True, fail2, wts2, views, need, L, counts, sums, oks, bars, xs,
+               crow)
+    if m3:
+        _flush(C, raw, meas, pos3, m3, True, fail3, wts3, views, need, L, counts, sums, oks, bars,
+               xs, crow, True)
 
 
 @njit(nogil=True, cache=True)
