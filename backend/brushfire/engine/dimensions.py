@@ -101,14 +101,18 @@ def _grouped(session, j: m.Join, rids: np.ndarray) -> DimensionRows:
     table = session.store.take(np.asarray(rids, np.int64), columns)
     if not table.num_rows:  # (of a source of no rows, the columns' types are unknown)
         return DimensionRows(table.select(columns).append_column(ROWS, pa.array([], pa.int64())), 0, 0)
-    aggs = [(key, "count", pc.CountOptions(mode="all"))] + [(c, "first") for c in columns[1:]]
-    grouped = table.group_by(key, use_threads=False).aggregate(aggs)
-    grouped = grouped.rename_columns([ROWS if n == f"{key}_count" else n.removesuffix("_first")
-                                      for n in grouped.column_names])
+    # each dimension row's columns from its first row (taken by position: Arrow's `first`
+    # has no kernel for decimals, durations or dictionaries)
+    at = "__brushfire_at"
+    indexed = pa.table({key: table[key], at: pa.array(np.arange(table.num_rows, dtype=np.int64))})
+    grouped = indexed.group_by(key, use_threads=False).aggregate(
+        [(key, "count", pc.CountOptions(mode="all")), (at, "min")])
     none = pc.is_null(grouped[key])
-    unmatched = int(pc.sum(pc.filter(grouped[ROWS], none)).as_py() or 0)
+    unmatched = int(pc.sum(pc.filter(grouped[f"{key}_count"], none)).as_py() or 0)
     grouped = grouped.filter(pc.invert(none))
-    grouped = grouped.sort_by([(ROWS, "descending"), (key, "ascending")]).select([*columns, ROWS])
+    grouped = grouped.sort_by([(f"{key}_count", "descending"), (key, "ascending")])
+    grouped = table.take(grouped[f"{at}_min"]).select(columns).append_column(
+        ROWS, grouped[f"{key}_count"].cast(pa.int64()))
     return DimensionRows(grouped, grouped.num_rows, unmatched)
 
 
