@@ -140,3 +140,25 @@ def test_a_declared_copy_budget_is_said_instead_of_the_default():
     assert all("half of the capturing machine's memory" not in c and "spent in the layout's order" in c
                for c in copies), copies
     assert "(default: half of the capturing machine's memory)" in explain(plan_capture(parse_dashboard(d)))
+
+
+def test_a_joins_columns_read_include_a_chains_on_and_its_filters(tmp_path) -> None:
+    """`plan` lists every column capture reads of a join: a chain's `on` (a.nat, read to
+    join `an`) and a column only a static filter reads (b.nat), not only the keyed ones."""
+    from brushfire.plan import explain
+
+    spec = parse_dashboard({
+        "name": "chain", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "a", "path": str(tmp_path / "c.parquet"), "key": "ck", "on": "c1"},
+            {"name": "b", "path": str(tmp_path / "c.parquet"), "key": "ck", "on": "c2"},
+            {"name": "an", "path": str(tmp_path / "n.parquet"), "key": "nk", "on": "a.nat"}],
+            "filters": ["`b`.`nat` < 2"]},
+        "views": [{"name": "seg", "type": "categorical", "field": "a.seg"},
+                  {"name": "nation", "type": "categorical", "field": "an.nname"}],
+        "interactions": {"crossfilter": [{"views": ["seg", "nation"]}]}})
+    lines = [x.strip() for x in explain(plan_capture(spec)).splitlines() if "columns read" in x]
+    assert lines == [
+        "columns read: a.seg (keyed like the source's own); a.nat (read by a join's on, a derived "
+        "column or a static filter)",
+        "columns read: b.nat (read by a join's on, a derived column or a static filter)",
+        "columns read: an.nname (keyed like the source's own)"], lines

@@ -261,6 +261,8 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
 
 def _joins_text(plan: CapturePlan) -> list[str]:
     """How the joins are made, and what of them the capture keeps."""
+    from brushfire.capture.joins import needed_columns
+
     src = plan.dashboard.source
     if not src.joins:
         return []
@@ -275,8 +277,16 @@ def _joins_text(plan: CapturePlan) -> list[str]:
         used = sorted({f for v in plan.dashboard.views for f in source_fields(v)} | set(plan.detail_columns)
                       | {p.field for p in plan.dashboard.interactions.parameters})
         cols = [c for c in used if c.startswith(f"{j.name}.")]
-        if cols:
-            out.append(f"      columns read: {', '.join(cols)} (keyed like the source's own)")
+        # (also read: a chain's `on`, and columns only derived columns or static filters read)
+        needed = needed_columns(plan.dashboard)[j.name]
+        keyed = {c.lower() for c in cols}
+        rest = ["every other column (an expression Brushfire cannot parse may read any)"] if needed is None \
+            else [f"{j.name}.{c}" for c in needed if f"{j.name}.{c}".lower() not in keyed
+                  and c.lower() != j.key.lower()]
+        if cols or rest:
+            text = f"{', '.join(cols)} (keyed like the source's own)" if cols else ""
+            more = f"{', '.join(rest)} (read by a join's on, a derived column or a static filter)" if rest else ""
+            out.append(f"      columns read: {'; '.join(t for t in (text, more) if t)}")
         out.append(f"      rows without a match: counted at capture; the key {j.name}.{j.key} is "
                    + ("kept per row (the dimension rows behind a selection, and forward "
                       "lineage from a dimension row)" if plan.detail_columns else
