@@ -23,6 +23,7 @@ import duckdb
 from brushfire import sql
 from brushfire.spec import models as m
 from brushfire.spec.checks import profile_columns
+from brushfire.values import time_bound
 from brushfire.views import brush_sql, key_sql
 
 OTHER = sql.OTHER
@@ -252,7 +253,12 @@ def _norm_row(r) -> tuple:
 # --- an engine's view against the oracle's ------------------------------------------
 
 
-def engine_bars(vd, vtype: str) -> dict:
+def engine_bars(vd, vtype: str, top: list | None = None) -> dict:
+    """{bar key as `Oracle.view` keys it: (count, value)} of the bars with rows. A
+    categorical bar's key is its value as the oracle's SQL casts it to text (`key_sql`):
+    a boolean `true`/`false`, a time (`top`: the view's top values are times) its UTC
+    microseconds."""
+    times = bool(top) and sql.are_times(top)
     out = {}
     for i, (label, n, value) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)):
         if n == 0:
@@ -262,12 +268,16 @@ def engine_bars(vd, vtype: str) -> dict:
             key = label.replace("+00:00", "")
         elif vtype == "categorical":
             key = label
+            if isinstance(label, bool):
+                key = str(label).lower()
+            elif times and isinstance(label, str) and label != OTHER:
+                key = str(time_bound(label))
         out[key] = (n, value)
     return out
 
 
 def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle) -> None:
-    got = engine_bars(vd, vtype)
+    got = engine_bars(vd, vtype, oracle.top.get(vd.name))
     assert set(got) == set(expected), (context, vd.name, got, expected)
     for key, (n, value) in got.items():
         count, total, mean, stat = expected[key]

@@ -54,3 +54,36 @@ def test_categorical_views_over_times_and_decimals_and_decimal_sums_beyond_duckd
     pq.write_table(pa.table({"d": pa.array([], pa.date32()), "big": pa.array([], pa.decimal128(38, 0))}), path)
     empty = Oracle(parse_dashboard({**d, "views": views[2:]}))
     assert empty.kind("d") == "temporal" and empty.view("s") == {}
+
+
+def test_an_engines_boolean_and_time_categorical_bars_match_the_oracles(tmp_path):
+    """A categorical view over a (joined) boolean, date or timestamp: the engine's bars
+    (True, '2020-01-01T00:00:00+00:00') are the oracle's ('true', the instant's UTC
+    microseconds); assert_view_matches reported every such view as a mismatch."""
+    from datetime import date, datetime
+
+    from brushfire import Dashboard
+    from brushfire.capture.local import capture_tables
+    from brushfire.plan import plan_capture
+    from oracle import assert_view_matches
+    from star_schemas import CONFIG
+
+    fact = pa.table({"k": pa.array([1, 2, 1, None, 9, 3], pa.int64()), "x": pa.array(range(6), pa.int64())})
+    dim = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "b": pa.array([True, None, False]),
+                    "d": pa.array([date(2020, 1, 1), None, date(2021, 2, 3)], pa.date32()),
+                    "t": pa.array([datetime(2020, 1, 1, 5), datetime(2020, 1, 1, 6), None], pa.timestamp("us"))})
+    pq.write_table(fact, tmp_path / "f.parquet")
+    pq.write_table(dim, tmp_path / "d.parquet")
+    views = [{"name": n, "type": "categorical", "field": f"d.{n}"} for n in ("b", "d", "t")]
+    spec = parse_dashboard({"name": "o", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+        {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]}, "views": views,
+        "interactions": {"crossfilter": [{"views": ["b", "d", "t"]}]}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    session = Dashboard(spec, plan_capture(spec), store).session()
+    oracle = Oracle(spec)
+    for v in spec.views:
+        assert_view_matches(session.view(v.name), oracle.view(v.name), "count", v.type, "base", oracle)
+    session.select("b", [False])
+    oracle.select("b", [False])
+    for v in spec.views:
+        assert_view_matches(session.view(v.name), oracle.view(v.name), "count", v.type, "selected", oracle)
