@@ -91,6 +91,28 @@ def test_keys_of_other_types_match_as_in_sql():
     assert join_tables(fact, source, {"d": dim})["d.name"].to_pylist() == ["zero", "x", "nan", None]
 
 
+def test_text_keys_with_integer_keys_match_as_sql_casts_the_text():
+    """A text `on` with an integer key, and an integer `on` with a text key: the text is
+    compared as the integer it spells, as Spark's join and DuckDB's LEFT JOIN cast it
+    ('007', ' 7' and '+7' are 7); in this process the integers were cast to text instead
+    ('007' matched nothing) or the text to integers by Arrow, which refused ' 7'."""
+    import duckdb
+
+    d = {"name": "keys", "source": {"path": "/nonexistent/f.parquet", "joins": [
+        {"name": "d", "path": "/nonexistent/d.parquet", "key": "id", "on": "k"}]},
+        "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    source = parse_dashboard(d).source
+    cases = [(pa.table({"k": ["7", "007", " 7", "+3", None, "8", "-3"]}),
+              pa.table({"id": pa.array([7, 3, -3], pa.int64()), "name": ["seven", "three", "minus"]})),
+             (pa.table({"k": pa.array([7, 3, None, 8, -3], pa.int32())}),
+              pa.table({"id": ["007", " 3 ", "-3"], "name": ["seven", "three", "minus"]}))]
+    for fact, dim in cases:
+        want = [r[0] for r in duckdb.sql(
+            "SELECT d.name FROM (SELECT *, row_number() OVER () AS i FROM fact) AS f "
+            "LEFT JOIN dim AS d ON f.k = d.id ORDER BY f.i").fetchall()]
+        assert join_tables(fact, source, {"d": dim})["d.name"].to_pylist() == want
+
+
 def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
     fact, dims = make_star(100, 1)
     dims["item"] = pa.concat_tables([dims["item"], dims["item"].slice(2, 1)])

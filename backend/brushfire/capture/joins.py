@@ -130,6 +130,11 @@ def _comparable(left, right) -> tuple:
     it is no error), integers with floats as doubles, a float's -0.0 as 0.0 (Spark
     normalizes join keys so: -0.0 = 0.0); otherwise the key as `on`'s type."""
     t, u = left.type, right.type
+    if (_is_text(t) and pa.types.is_integer(u)) or (pa.types.is_integer(t) and _is_text(u)):
+        # text with integers: the text as a BIGINT, as Spark (and DuckDB) cast it: '007' and
+        # ' 7' are 7 (Arrow's cast refused ' 7', and casting the integers to text instead
+        # matched '7' alone)
+        return _text_as_int(left), _text_as_int(right)
     if pa.types.is_integer(t) and pa.types.is_integer(u):
         common = pa.int64() if t != u else t
     elif all(pa.types.is_integer(x) or pa.types.is_floating(x) for x in (t, u)):
@@ -140,6 +145,20 @@ def _comparable(left, right) -> tuple:
     if pa.types.is_floating(common):
         left, right = pc.add(left, 0.0), pc.add(right, 0.0)  # (-0.0 + 0.0 is 0.0)
     return left, right
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _text_as_int(column):
+    """Integers as int64; text as the integer it spells (whitespace around it and a leading
+    '+' aside, as SQL's cast reads it), null when it spells none."""
+    if not _is_text(column.type):
+        return column.cast(pa.int64())
+    text = pc.replace_substring_regex(pc.utf8_trim_whitespace(column), r"^\+", "")
+    ok = pc.match_substring_regex(text, r"^-?[0-9]{1,18}$")
+    return pc.if_else(ok, text, pa.scalar(None, text.type)).cast(pa.int64())
 
 
 __all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text",
