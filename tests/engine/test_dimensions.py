@@ -419,3 +419,22 @@ def test_dimension_rows_carry_decimal_and_duration_columns(tmp_path):
     assert (got["total"], got["unmatched"]) == (2, 2)
     assert [(r["d.id"], r["d.label"], r["rows"]) for r in got["rows"]] == [(1, "one", 3), (2, "two", 1)]
     assert [r["d.price"] for r in got["rows"]] == [1.25, None]
+
+
+def test_a_details_column_listed_twice_is_one_column_of_the_dimension_rows(tmp_path):
+    """Details columns naming a joined column twice (details list it once): `dimension`
+    was an internal error (a table of two columns of one name)."""
+    import pyarrow as pa
+
+    fact = pa.table({"k": pa.array([1, 2, 1, None], pa.int64()), "x": pa.array(range(4), pa.int64())})
+    dim = pa.table({"id": pa.array([1, 2], pa.int64()), "label": ["one", "two"]})
+    spec = parse_dashboard({
+        "name": "twice", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"}],
+        "interactions": {"details": {"columns": ["x", "d.label", "d.id", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    got = handle(s, {"type": "dimension", "join": "d"})
+    assert got["type"] == "dimension", got
+    assert got["rows"] == [{"d.id": 1, "d.label": "one", "rows": 2}, {"d.id": 2, "d.label": "two", "rows": 1}]

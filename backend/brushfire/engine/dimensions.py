@@ -85,8 +85,9 @@ def answer_dimension_all(session, r: DimensionRequest) -> DimensionRows:
 def dimension_columns(session, j: m.Join) -> list[str]:
     """The columns of a join's dimension rows but `rows`: its key, then its details columns."""
     key = f"{j.name}.{j.key}"
-    return [key, *[c for c in session.plan.dashboard.interactions.details.columns
-                    if c.startswith(f"{j.name}.") and c != key]]
+    # (each once: details columns may name one twice, as plan.detail_columns says them once)
+    return list(dict.fromkeys([key, *[c for c in session.plan.dashboard.interactions.details.columns
+                                      if c.startswith(f"{j.name}.") and c != key]]))
 
 
 def _rows(session, j: m.Join, rids: np.ndarray, page: int, size: int) -> DimensionRows:
