@@ -174,8 +174,8 @@ def _beyond_data(d: Dim, elo: int, ehi: int, vlo: float, vhi: float) -> tuple[in
     by row on every move), nor above `vhi` when none is. The capture's bounds (`Dim.bounds`,
     of the very values the raw arrays hold) decide; as floats, which keeps the order (a
     value's float is never below the float of a smaller one)."""
-    if d.bounds is None or d.bounds[0] is None:
-        return elo, ehi
+    if d.bounds is None or not all(isinstance(b, int | float) for b in d.bounds):
+        return elo, ehi  # (none recorded, or no value: (None, None))
     if elo >= 0 and vlo <= float(d.bounds[0]):
         elo = -1
     if ehi >= 0 and vhi >= float(d.bounds[1]):
