@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from brushfire.sizes import format_size
+from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
+from brushfire.spec.checks import profile_columns
 from brushfire.views import source_fields, view_type
 from brushfire.workload import Workload, read_workload
 
@@ -186,6 +188,40 @@ COPY_TEXT = ("built at capture (its rows in key order; a dense or dropdown dim's
 DEFAULT_BUDGET = "default: half of the capturing machine's memory"
 
 
+def spec_columns(dash: m.DashboardSpec) -> set[str] | None:
+    """Every column the spec reads (views, parameters, details, profiling checks, derived
+    columns, static filters and joins' `on`), or None when an expression cannot be parsed
+    (read all of them)."""
+    out = {f for v in dash.views for f in source_fields(v)}
+    out |= {p.field for p in dash.interactions.parameters}
+    if dash.interactions.details:
+        out |= set(dash.interactions.details.columns)
+    for fd in dash.profile.fd if dash.profile else []:
+        out |= set(fd.lhs) | set(fd.rhs)
+    out |= {j.on for j in dash.source.joins}
+    for text in [*dash.source.columns.values(), *dash.source.filters]:
+        try:
+            out |= {c for c, _ in ex.analyze(text, check=False).columns}
+        except ex.ExpressionError:
+            return None
+    return out - set(profile_columns(dash))
+
+
+def needed_columns(dash: m.DashboardSpec) -> dict[str, list[str] | None]:
+    """Per join, the columns of its dimension table the spec reads (its key first), or
+    None: all of them (an expression that cannot be parsed may read any)."""
+    used = spec_columns(dash)
+    out: dict[str, list[str] | None] = {}
+    for j in dash.source.joins:
+        if used is None:
+            out[j.name] = None
+            continue
+        lower = {c.lower() for c in used}  # (Spark resolves names case-insensitively)
+        cols = [c.partition(".")[2] for c in sorted(used) if c.lower().startswith(f"{j.name.lower()}.")]
+        out[j.name] = list(dict.fromkeys([j.key, *[c for c in cols if f"{j.name}.{c}".lower() in lower]]))
+    return out
+
+
 def copy_text(plan: CapturePlan, name: str) -> str:
     """What filter `name`'s dim gets as `brushfire plan` says it, before the layout's sizes
     are known (`brushfire capture` says what it got)."""
@@ -261,8 +297,6 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
 
 def _joins_text(plan: CapturePlan) -> list[str]:
     """How the joins are made, and what of them the capture keeps."""
-    from brushfire.capture.joins import needed_columns
-
     src = plan.dashboard.source
     if not src.joins:
         return []

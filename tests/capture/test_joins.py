@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brushfire import Dashboard
-from brushfire.capture.joins import join_tables, needed_columns
+from brushfire.capture.joins import join_tables
 from brushfire.capture.local import capture_tables
 from brushfire.engine.session import Session
 from brushfire.errors import CaptureError, InteractionError
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import name_unmatched_rows
-from brushfire.plan import plan_capture
+from brushfire.plan import needed_columns, plan_capture
 from brushfire.spec import parse_dashboard
 from oracle import OTHER, Oracle, _norm_row
 from star_schemas import make_star, star_spec, write_star

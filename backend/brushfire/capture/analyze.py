@@ -28,6 +28,7 @@ from pathlib import Path
 
 from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
+from brushfire.plan import needed_columns
 from brushfire.source import column_ranges, read_types, source_error
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
@@ -292,8 +293,6 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
     `<join>.<column>` as Spark SQL reads a struct's field), and whether a join shuffled
     the rows (a table over `broadcast_bytes` is not broadcast). Errors at the join's key."""
     from pyspark.sql import functions as F
-
-    from brushfire.capture.joins import needed_columns
 
     needed = needed_columns(dash)
     shuffled = False

@@ -9,7 +9,7 @@ any long job. `<join>.<key>` is null exactly for the rows without a match (throu
 join of the chain), so the scan counts them from its nulls (`key_column`).
 
 What is here is pure (the spec, and Arrow tables in this process: capture/local.py);
-Spark does the same in capture/analyze.py, with the columns `needed_columns` names.
+Spark does the same in capture/analyze.py, with the columns `plan.needed_columns` names.
 """
 
 from __future__ import annotations
@@ -20,51 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from brushfire.errors import CaptureError
-from brushfire.spec import expressions as ex
 from brushfire.spec import models as m
-from brushfire.spec.checks import profile_columns
 from brushfire.values import datetime_micros, format_instant
-from brushfire.views import source_fields
 
 
 def key_column(j: m.Join) -> str:
     """The joined column that holds the dimension row's key: null exactly when the row
     had no match on `j` (or on a join before it in its chain)."""
     return f"{j.name}.{j.key}"
-
-
-def spec_columns(dash: m.DashboardSpec) -> set[str] | None:
-    """Every column the spec reads (views, parameters, details, profiling checks, derived
-    columns, static filters and joins' `on`), or None when an expression cannot be parsed
-    (read all of them)."""
-    out = {f for v in dash.views for f in source_fields(v)}
-    out |= {p.field for p in dash.interactions.parameters}
-    if dash.interactions.details:
-        out |= set(dash.interactions.details.columns)
-    for fd in dash.profile.fd if dash.profile else []:
-        out |= set(fd.lhs) | set(fd.rhs)
-    out |= {j.on for j in dash.source.joins}
-    for text in [*dash.source.columns.values(), *dash.source.filters]:
-        try:
-            out |= {c for c, _ in ex.analyze(text, check=False).columns}
-        except ex.ExpressionError:
-            return None
-    return out - set(profile_columns(dash))
-
-
-def needed_columns(dash: m.DashboardSpec) -> dict[str, list[str] | None]:
-    """Per join, the columns of its dimension table the spec reads (its key first), or
-    None: all of them (an expression that cannot be parsed may read any)."""
-    used = spec_columns(dash)
-    out: dict[str, list[str] | None] = {}
-    for j in dash.source.joins:
-        if used is None:
-            out[j.name] = None
-            continue
-        lower = {c.lower() for c in used}  # (Spark resolves names case-insensitively)
-        cols = [c.partition(".")[2] for c in sorted(used) if c.lower().startswith(f"{j.name.lower()}.")]
-        out[j.name] = list(dict.fromkeys([j.key, *[c for c in cols if f"{j.name}.{c}".lower() in lower]]))
-    return out
 
 
 def join_columns(dash: m.DashboardSpec) -> list[str]:
@@ -161,5 +124,5 @@ def _text_as_int(column):
     return pc.if_else(ok, text, pa.scalar(None, text.type)).cast(pa.int64())
 
 
-__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text",
-           "needed_columns", "spec_columns"]
+__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text"]
+

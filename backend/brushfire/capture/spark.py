@@ -27,6 +27,7 @@ import pyarrow as pa
 from brushfire import sql
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import Layout
+from brushfire.plan import spec_columns
 from brushfire.spec import models as m
 from brushfire.views import view_type
 
@@ -261,7 +262,6 @@ class SparkRunner:
         return self._joins
 
     def lacking(self, files: list[dict]) -> dict[str, list[str]]:
-        from brushfire.capture.joins import spec_columns
         from brushfire.source import lacking_columns
 
         used = spec_columns(self.dash)
