@@ -34,6 +34,7 @@ class Reads:
         self._pool, self._copies = pool, copies
         self.state, self.active = state, active  # the session's, as they change
         self._splits: dict[int, list] = {}  # n -> split(n)
+        self._value_ranges: dict[tuple[int, int], tuple[float, float]] = {}  # (dim, key) -> value_range
 
     def by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                 q=None) -> None:
@@ -157,7 +158,14 @@ class Reads:
         if self.copy(d) is None or self._copies.cdim(d) != d:
             return None
         typed, rc = (self._s.shard_list, self._copies.typed(d)), int(self._s.L[12][d])
-        return lambda k: K.key_value_range(*typed, rc, k)
+        known = self._value_ranges  # (a store's values never change: each key read once)
+
+        def value_range(k: int) -> tuple[float, float]:
+            if (d, k) not in known:
+                known[(d, k)] = K.key_value_range(*typed, rc, k)
+            return known[(d, k)]
+
+        return value_range
 
     def rows_of(self, d: int, kranges) -> int:
         """The rows with a key of dim d in `kranges` (d < 0: every row)."""
