@@ -139,7 +139,7 @@ def test_cube_blocks_grow_with_rows_so_an_edge_block_stays_small():
     big = scaled_cubes(config, 100_000_000)
     assert big.max_cube_blocks == 100_000_000 // ROWS_PER_CUBE_BLOCK > config.max_cube_blocks
     assert big.cube_bytes // big.max_cube_blocks == config.cube_bytes // config.max_cube_blocks
-    assert scaled_cubes(config, 10**12).max_cube_blocks == 16_384
+    assert scaled_cubes(config, 10**12).max_cube_blocks == 65_536
 
 
 def test_an_earlier_captures_cube_blocks_are_kept_unless_much_coarser_than_now_allowed():

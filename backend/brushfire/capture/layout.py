@@ -291,15 +291,16 @@ def _raw_measures(dims: list[Dim], views: list[ViewLayout], fields: list[str]) -
     return kept
 
 
-ROWS_PER_CUBE_BLOCK = 12_288  # at scale, a cube block's rows at most (below)
-MAX_SCALED_CUBE_BLOCKS = 16_384
+ROWS_PER_CUBE_BLOCK = 1_536  # at scale, a cube block's rows at most (below): as at 3M rows
+MAX_SCALED_CUBE_BLOCKS = 65_536  # (as many as a fine dim has buckets)
 
 
 def scaled_cubes(config: CaptureConfig, n_rows: int) -> CaptureConfig:
     """The cube limits for a source of `n_rows` rows: `config`'s, or, where its blocks
     would hold more than ROWS_PER_CUBE_BLOCK rows each, more blocks and the bytes to
-    match: a bound inside a block reads that block's rows (engine/methods/cube.py), and
-    2,048 blocks of 100M rows are 49k rows each (2.4 ms a slide step; 12k rows: ~0.6)."""
+    match: a bound inside a block reads that block's rows (engine/methods/cube.py);
+    2,048 blocks of 100M rows are 49k rows each (2.4 ms a slide step). With a block per
+    bucket of a fine dim (50-54k of them at 100M) a move reads only its edge buckets."""
     want = min(MAX_SCALED_CUBE_BLOCKS, n_rows // ROWS_PER_CUBE_BLOCK)
     if want <= config.max_cube_blocks:
         return config

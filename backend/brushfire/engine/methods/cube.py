@@ -6,6 +6,7 @@ whenever it applies (its cost is the edge rows, `edge_rows`, tens of microsecond
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,31 +34,7 @@ def from_prefix(session: Session, g: str, views: list[str], prefix: dict, starts
     fine dims' edge buckets tested one by one."""
     test = session.active[g].tests[0]
     d = test.dim
-    seg_lo: list[tuple[int, int]] = []
-    seg_sign: list[int] = []
-    whole: list[tuple[int, int]] = []  # block ranges [ja, jb) taken whole
-    for a, b in test.inner_ranges():
-        ja = int(np.searchsorted(starts, a, "right")) - 1
-        jb = int(np.searchsorted(starts, b, "right")) - 1
-        first = ja if starts[ja] == a else ja + 1
-        last = jb if starts[jb + 1] - 1 == b else jb - 1
-        if first > last:  # no whole block inside: the rows themselves
-            seg_lo.append((a, b))
-            seg_sign.append(1)
-            continue
-        whole.append((first, last + 1))
-        for lo, hi, blk in ((a, int(starts[first]) - 1, ja), (int(starts[last + 1]), b, jb)):
-            if lo > hi:
-                continue
-            rest = (int(starts[blk]), lo - 1) if blk == ja else (hi + 1, int(starts[blk + 1]) - 1)
-            if session.reads.rows_of(d, [rest]) < session.reads.rows_of(d, [(lo, hi)]):
-                whole.append((blk, blk + 1))
-                if rest[0] <= rest[1]:
-                    seg_lo.append(rest)
-                    seg_sign.append(-1)
-            else:
-                seg_lo.append((lo, hi))
-                seg_sign.append(1)
+    whole, seg_lo, seg_sign = blocks_and_rows(test, starts, lambda r: session.reads.rows_of(d, r))
     for v in views:
         sl = session._vl(v).all_slots
         pc, ps, po = prefix[v]
@@ -83,13 +60,45 @@ def from_prefix(session: Session, g: str, views: list[str], prefix: dict, starts
                               need, session.agg)
 
 
-def edge_rows(session: Session, test: Test, starts: np.ndarray) -> int:
-    """About the rows `from_prefix` reads for `test` over blocks `starts`: half a block
-    per range end, and the fine edge buckets."""
-    d = test.dim
-    rows = 0
+def blocks_and_rows(test: Test, starts: np.ndarray, rows: Callable[[list[tuple[int, int]]], int]
+                    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[int]]:
+    """How `from_prefix` answers `test`'s inner key ranges over blocks `starts` (`rows`:
+    the rows of key ranges): the block ranges [ja, jb) taken whole, and the key ranges
+    of partial blocks' rows read with their signs (+1 added; -1 subtracted from a block
+    taken whole, when that touches fewer rows). A range end on a block's edge leaves no
+    partial block: with a block per key (fine dims past 3M rows: capture/layout.py
+    `scaled_cubes`) only the edge buckets' rows are read."""
+    whole: list[tuple[int, int]] = []
+    seg_lo: list[tuple[int, int]] = []
+    seg_sign: list[int] = []
     for a, b in test.inner_ranges():
-        for k in (a, b):
-            j = int(np.searchsorted(starts, k, "right")) - 1
-            rows += session.reads.rows_of(d, [(int(starts[j]), int(starts[j + 1]) - 1)]) // 2
-    return rows + sum(session.reads.rows_of(d, [(k, k)]) for k in test.edge_keys())
+        ja = int(np.searchsorted(starts, a, "right")) - 1
+        jb = int(np.searchsorted(starts, b, "right")) - 1
+        first = ja if starts[ja] == a else ja + 1
+        last = jb if starts[jb + 1] - 1 == b else jb - 1
+        if first > last:  # no whole block inside: the rows themselves
+            seg_lo.append((a, b))
+            seg_sign.append(1)
+            continue
+        whole.append((first, last + 1))
+        for lo, hi, blk in ((a, int(starts[first]) - 1, ja), (int(starts[last + 1]), b, jb)):
+            if lo > hi:
+                continue
+            rest = (int(starts[blk]), lo - 1) if blk == ja else (hi + 1, int(starts[blk + 1]) - 1)
+            if rows([rest]) < rows([(lo, hi)]):
+                whole.append((blk, blk + 1))
+                if rest[0] <= rest[1]:
+                    seg_lo.append(rest)
+                    seg_sign.append(-1)
+            else:
+                seg_lo.append((lo, hi))
+                seg_sign.append(1)
+    return whole, seg_lo, seg_sign
+
+
+def edge_rows(session: Session, test: Test, starts: np.ndarray) -> int:
+    """The rows `from_prefix` reads for `test` over blocks `starts`: its partial blocks'
+    and the fine edge buckets'."""
+    d = test.dim
+    _, segs, _ = blocks_and_rows(test, starts, lambda r: session.reads.rows_of(d, r))
+    return session.reads.rows_of(d, segs) + sum(session.reads.rows_of(d, [(k, k)]) for k in test.edge_keys())
