@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from brushfire.engine.state import interval_test, within_buckets
+from brushfire.engine.costs import worth_a_value_range
+from brushfire.engine.state import decidable_share, interval_test, within_buckets
 from brushfire.lineage.layout import Dim
 
 EDGES = [-math.inf, 1.0, 2.0, 3.0]  # buckets (-inf, 1), [1, 2), [2, 3), [3, inf)
@@ -71,3 +72,24 @@ def test_a_bucket_whose_values_are_unknown_is_tested_row_by_row():
         return -math.inf, math.inf
     t = within_buckets(interval_test(fine(bounds=None), 0, 0.7, 3.2), unknown)
     assert t.edge_keys() == [0, 3]
+    # not read (not worth it): left to be tested too
+    t = within_buckets(interval_test(fine(bounds=None), 0, 0.7, 3.7), lambda k: None if k == 0 else RANGES[k])
+    assert (t.edge_keys(), t.inner_ranges()) == ([0], [(1, 3)])
+
+
+def test_how_much_of_a_bucket_its_values_leave_to_decide_a_bound():
+    assert decidable_share(0.5, 0.5, 0.0, 1.0) == 1.0  # one value: any bound but it decides
+    assert decidable_share(math.inf, -math.inf, 0.0, 1.0) == 1.0  # empty
+    assert decidable_share(0.0, 0.999, 0.0, 1.0) < 0.01  # continuous: almost never
+    assert decidable_share(1.25, 1.75, 1.0, 2.0) == 0.5
+    assert decidable_share(0.0, 0.5, -math.inf, 1.0) == 1.0  # an outer bucket without bounds
+
+
+def test_a_value_range_is_read_where_the_rows_it_may_spare_cost_more():
+    # 55 shards (100M rows): a bucket of 2,000 continuous values is not worth four reads a
+    # shard, one value held by 20,000 rows is (departure delay's, on a 0.01 lattice), and
+    # so is bucket 0's 23,554 at a share of 0.1
+    assert not worth_a_value_range(2_000, 55, 0.01)
+    assert worth_a_value_range(20_000, 55, 1.0)
+    assert worth_a_value_range(23_554, 55, 0.1)
+    assert not worth_a_value_range(0, 2, 1.0)  # an empty bucket: nothing to spare

@@ -15,9 +15,9 @@ import numpy as np
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
 from brushfire.engine.copies import Copies, Copy
-from brushfire.engine.costs import index_cost
+from brushfire.engine.costs import index_cost, worth_a_value_range
 from brushfire.engine.shared import Shared
-from brushfire.engine.state import FilterState, Selection
+from brushfire.engine.state import FilterState, Selection, decidable_share
 from brushfire.errors import NotCapturedError
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.store import LineageStore
@@ -35,6 +35,7 @@ class Reads:
         self.state, self.active = state, active  # the session's, as they change
         self._splits: dict[int, list] = {}  # n -> split(n)
         self._value_ranges: dict[tuple[int, int], tuple[float, float]] = {}  # (dim, key) -> value_range
+        self._decidable: dict[int, list[float]] = {}  # dim -> value ranges' decidable shares summed, count
 
     def by_keys(self, d: int, kranges, signs, mf: int, q_old, vi, need, agg: Aggregates,
                 q=None) -> None:
@@ -151,19 +152,33 @@ class Reads:
         """Dim d's clustered copy per shard, when built (and this session uses copies)."""
         return self._copies.of(d) if self._copies is not None and d in self._copies.dims else None
 
-    def value_range(self, d: int) -> Callable[[int], tuple[float, float]] | None:
+    def value_range(self, d: int) -> Callable[[int], tuple[float, float] | None] | None:
         """Fine dim d's key k -> the smallest and largest value of its rows, read at the ends
         of its runs in copies that keep each key's rows in raw order
-        (kernels.key_value_range); None without such copies."""
+        (kernels.key_value_range), or None where reading them is not worth it
+        (costs.worth_a_value_range: a bucket of few rows, of a dim whose buckets read so
+        far had their values spread over them); None without such copies."""
         if self.copy(d) is None or self._copies.cdim(d) != d:
             return None
         typed, rc = (self._s.shard_list, self._copies.typed(d)), int(self._s.L[12][d])
         known = self._value_ranges  # (a store's values never change: each key read once)
+        seen = self._decidable.setdefault(d, [1.0, 1])  # (shares summed, buckets): one decided at first
+        edges, bounds = self._s.edges[d], self.layout.dims[d].bounds
+        if not (bounds and all(isinstance(x, (int, float)) for x in bounds)):
+            bounds = [-math.inf, math.inf]  # (not recorded: the outer buckets unbounded)
+        shards = len(self.store.shards)
 
-        def value_range(k: int) -> tuple[float, float]:
-            if (d, k) not in known:
-                known[(d, k)] = K.key_value_range(*typed, rc, k)
-            return known[(d, k)]
+        def value_range(k: int) -> tuple[float, float] | None:
+            got = known.get((d, k))
+            if got is None:
+                if not worth_a_value_range(self.rows_of(d, [(k, k)]), shards, seen[0] / seen[1]):
+                    return None
+                got = known[(d, k)] = K.key_value_range(*typed, rc, k)
+                lo_edge = float(edges[k]) if k > 0 else float(bounds[0])
+                hi_edge = float(edges[k + 1]) if k + 1 < len(edges) else float(bounds[1])
+                seen[0] += decidable_share(*got, lo_edge, hi_edge)
+                seen[1] += 1
+            return got
 
         return value_range
 

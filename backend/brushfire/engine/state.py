@@ -183,24 +183,27 @@ def _beyond_data(d: Dim, elo: int, ehi: int, vlo: float, vhi: float) -> tuple[in
     return elo, ehi
 
 
-def within_buckets(t: Test, value_range: Callable[[int], tuple[float, float]]) -> Test:
+def within_buckets(t: Test, value_range: Callable[[int], tuple[float, float] | None]) -> Test:
     """Interval test t on a fine dim with the edge buckets its bounds decide whole decided
     by key: bucket `elo` taken whole where no value in it is below `vlo`, left out where
     every one is (`ehi` and `vhi` likewise), given value_range(k), the smallest and largest
-    value of bucket k's rows ((inf, -inf): none). Where values repeat (whole minutes,
-    cents, a lattice), a bucket may be one value held by tens of thousands of rows: a bound
-    between two values then tests none of them row by row. Pure."""
+    value of bucket k's rows ((inf, -inf): none; None: not known, the bucket left to be
+    tested). Where values repeat (whole minutes, cents, a lattice), a bucket may be one
+    value held by tens of thousands of rows: a bound between two values then tests none
+    of them row by row. Pure."""
     if t.mode != 1 or t.empty or (t.elo < 0 and t.ehi < 0):
         return t
     lo, hi, elo, ehi = t.lo, t.hi, t.elo, t.ehi
-    if elo >= 0:
-        least, most = value_range(elo)
+    low = value_range(elo) if elo >= 0 else None
+    if low is not None:
+        least, most = low
         if t.vlo <= least:
             elo = -1
         elif t.vlo > most:
             lo, elo = elo + 1, -1
-    if ehi >= 0:
-        least, most = value_range(ehi)
+    high = value_range(ehi) if ehi >= 0 else None
+    if high is not None:
+        least, most = high
         if t.vhi >= most:
             ehi = -1
         elif t.vhi < least:
@@ -208,6 +211,19 @@ def within_buckets(t: Test, value_range: Callable[[int], tuple[float, float]]) -
     if lo > hi:
         return Test(1, t.dim, 1, 0)
     return replace(t, lo=lo, hi=hi, elo=elo, ehi=ehi)
+
+
+def decidable_share(least: float, most: float, lo_edge: float, hi_edge: float) -> float:
+    """The share of the bounds that fall in bucket [lo_edge, hi_edge) which its values
+    [least, most] decide (`within_buckets`: below or above them all): 1 for an empty
+    bucket, one of a single value or an unbounded one; about 0 for values spread over
+    the whole bucket (continuous data: a bound almost always falls between two of them)."""
+    if not most >= least:  # empty: (inf, -inf)
+        return 1.0
+    width = hi_edge - lo_edge
+    if not (math.isfinite(width) and width > 0):
+        return 1.0
+    return min(1.0, max(0.0, 1.0 - (most - least) / width))
 
 
 def _int_key(u: np.ndarray, x, up: bool, strict: bool) -> int:
