@@ -299,6 +299,38 @@ def test_a_dropdowns_choices_after_an_append_are_listed_as_a_full_capture_lists_
     assert_same_answers(want, got, d)
 
 
+def test_a_capture_that_fails_after_scanning_a_field_again_leaves_the_last_one_sound(tmp_path, monkeypatch):
+    """A changed dimension table scans its joined column again over the files captured
+    before; the scan's files replaced the kept shards' own (the same names), so a capture
+    failing after it (here its key job) left the entry's last capture holding the new
+    table's values under the old table's definition: the next capture over the old table
+    reused them, and its views counted the new table's zones."""
+    from brushfire.capture import local
+    from brushfire.errors import CaptureError
+
+    d = spec([{"name": "zone", "type": "categorical", "field": "dd.zone"},
+              {"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}}],
+             details=["x", "dd.zone"])
+    d["source"]["joins"] = [{"name": "dd", "path": "/nonexistent/d.parquet", "key": "code", "on": "dest"}]
+    codes = ["AAA", "BBB", "CCC", "DDD", "EEE"]
+    before = pa.table({"code": codes, "zone": ["n", "n", "s", "s", "e"]})
+    edited = pa.table({"code": codes, "zone": ["w", "e", "e", "n", "w"]})
+    tables = tables_of((800, 1), (600, 2))
+
+    def run(dims, cache):
+        return capture_tables(plan_capture(parse_dashboard(d)), tables, cache, CONFIG, joins={"dd": dims})
+
+    run(before, tmp_path / "inc")
+    with monkeypatch.context() as patched:
+        patched.setattr(local.TableRunner, "key", lambda *_: (_ for _ in ()).throw(CaptureError("key job failed")))
+        with pytest.raises(CaptureError, match="key job failed"):
+            run(edited, tmp_path / "inc")
+    tables["f2"] = make_rows(300, 3)  # (new data: a capture, not the entry as it is)
+    again = run(before, tmp_path / "inc")
+    assert any("scanning 1 new and 0 changed files" in c for c in again.info.changes), again.info.changes
+    assert_same_answers(run(before, tmp_path / "full"), again, d)
+
+
 def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     d = spec()
     d["source"]["path"] = str(small_parquet)

@@ -23,6 +23,7 @@ executors, capture/spark.py, or this process, capture/local.py):
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import sys
 import tempfile
@@ -467,7 +468,10 @@ def _record(s: dict, spec: ScanSpec, definitions: dict[str, str]) -> dict:
 
 def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: dict[str, str],
             shards_dir: Path) -> None:
-    """Move the parts of a scan of some fields alone into the shards of the same rows."""
+    """Join the parts of a scan of some fields alone with the shards of the same rows. The
+    shard moves to the scan's new directory, its other files linked there: its files in
+    place are the entry's last capture's (a field scanned again has the same file names),
+    which stays sound if this capture fails before its manifest is written."""
     by_split = {(s["file"], s["split"], s["seq"]): s for s in shards}
     for g in got:
         if g["file"] is None:
@@ -477,9 +481,15 @@ def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: di
             msg = (f"the rows of {g['file']} differ from its earlier capture although its size "
                    "and modification time did not change; hint: capture again with --recapture")
             raise CaptureError(msg)
-        for name, f in g["files"].items():
-            (shards_dir / g["name"] / name).replace(shards_dir / s["name"] / name)
-            s["files"][name] = f
+        new, old = shards_dir / g["name"], shards_dir / s["name"]
+        for name in s["files"]:
+            if name not in g["files"] and (old / name).exists():
+                try:
+                    os.link(old / name, new / name)
+                except OSError:  # (no hard links here: a copy)
+                    shutil.copyfile(old / name, new / name)
+        s["name"] = g["name"]
+        s["files"].update(g["files"])
         for fld, info in g["fields"].items():
             if fld in s["fields"]:  # redefined: the same keys and partial results' definitions
                 # may now stand for other rows (pmod(k, 7) -> pmod(k + 1, 7)): none reused
@@ -487,7 +497,6 @@ def _attach(shards: list[dict], got: list[dict], spec: ScanSpec, definitions: di
             s["fields"][fld] = {**info, "def": definitions[fld]}
         s.setdefault("snapshot", {}).update({c: definitions[c] for c in spec.snapshot})
         s.setdefault("nulls", {}).update({c: [n, definitions[c]] for c, n in g.get("nulls", {}).items()})
-        st._remove(shards_dir / g["name"])
 
 
 def _field_files(s: dict) -> list[str]:
