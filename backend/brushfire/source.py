@@ -339,12 +339,17 @@ def _csv_names(source: m.Source) -> list[str] | None:
     on `sep` (with `header`: that line's fields; else _c0, _c1, ...). None when the line
     cannot be read plainly or its names are not distinct and non-empty (Spark would
     rename them)."""
+    path = Path(source.path.removeprefix("file://"))
+    first = path if path.is_file() else next(iter(data_files(path)), None)
+    return None if first is None else _csv_line_names(first, source)
+
+
+def _csv_line_names(first: Path, source: m.Source) -> list[str] | None:
+    """`_csv_names` of one file of the source."""
     import csv
 
     opts = {k.lower(): v for k, v in source.reader_options.items()}
-    path = Path(source.path.removeprefix("file://"))
-    first = path if path.is_file() else next(iter(data_files(path)), None)
-    if first is None or first.suffix in m.COMPRESSED:
+    if first.suffix in m.COMPRESSED:
         return None
     sep = opts.get("sep", opts.get("delimiter", ","))
     quote = opts.get("quote", '"')
@@ -371,6 +376,35 @@ def _csv_names(source: m.Source) -> list[str] | None:
     if not all(fields) or len({n.lower() for n in fields}) != len(fields):
         return None
     return fields
+
+
+def check_csv_headers(source: m.Source) -> None:
+    """Raise at source.path when a file of a local folder of CSV files with headers has a
+    first line that names other columns than its first file's: Spark names the folder's
+    columns by that file's line and reads every file's fields by position (a file with its
+    columns in another order, or one more or less, reads its values under other columns,
+    and its header line as data where Spark infers the types). Files whose first line
+    cannot be read plainly are left to Spark."""
+    if source.resolved_format != "csv" or not is_local(source.path):
+        return
+    if {k.lower(): v for k, v in source.reader_options.items()}.get("header", "false").lower() != "true":
+        return
+    path = Path(source.path.removeprefix("file://"))
+    if not path.is_dir():
+        return
+    files = data_files(path)
+    names = {f: _csv_line_names(f, source) for f in files}
+    known = [(f, [n.removeprefix("\ufeff") for n in ns]) for f, ns in names.items() if ns is not None]
+    if not known:
+        return
+    first, want = known[0]
+    for f, got in known[1:]:
+        if got != want:
+            raise source_error(source, f"{f}: its first line names the columns {', '.join(got)}, where the "
+                               f"folder's first file {first.name} names {', '.join(want)}: Spark reads "
+                               "every file's fields by position under the first file's names",
+                               "write every file of the folder with the same header (the same columns "
+                               "in the same order)")
 
 
 MAX_FOOTERS = 1_000  # files whose statistics column_ranges reads; beyond that it gives up

@@ -172,3 +172,24 @@ interactions:
     assert s.count_selected() == con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
     got = {k: c for k, c in zip(s.view("cat").labels, s.view("cat").counts, strict=True) if c}
     assert got == counts("cat", where)
+
+
+def test_a_csv_file_appended_with_its_columns_in_another_order_is_named(spark, tmp_path):
+    """Spark reads a folder of CSV files by its first file's header and every file's fields
+    by position: a file appended with the same columns in another order read its values
+    under the other columns (or, where the types are inferred, its header line as data:
+    'column x is a string column', naming no file). It is refused by name before Spark
+    reads it, and the last capture stays the entry's."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.csv").write_text("x,k,cat\n" + "".join(f"{i % 90}.5,{i % 7},c{i % 3}\n" for i in range(60)))
+    spec = {"name": "reordered", "source": {"path": str(folder), "format": "csv"},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10}},
+                      {"name": "cat", "type": "categorical", "field": "cat"}]}
+    Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "b.csv").write_text("k,x,cat\n" + "".join(f"{i % 7},{i % 90}.5,c{i % 3}\n" for i in range(40)))
+    with pytest.raises(SpecError, match=r"b\.csv: its first line names the columns k, x, cat, where the "
+                                        r"folder's first file a\.csv names x, k, cat"):
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "b.csv").unlink()
+    assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache

@@ -99,7 +99,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     each) and the one job a Spark user would write for all of them (GROUPING SETS).
     `fresh`: reuse nothing of earlier captures."""
     from brushfire.capture import spark as sp
-    from brushfire.source import read_schema
+    from brushfire.source import check_csv_headers, read_schema
     from brushfire.spec.checks import check_columns
 
     progress = progress or (lambda *_: None)
@@ -108,6 +108,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
         check_columns(dash, schema)
+    check_csv_headers(dash.source)  # (a CSV file appended with other columns: named)
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
