@@ -173,6 +173,20 @@ def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str
     return {u: cs for u, cs in out.items() if cs}
 
 
+def check_lacking(source: m.Source, columns: list[str]) -> None:
+    """Raise at source.path, naming it, when a file of a local folder of Parquet / ORC
+    files lacks one of `columns` that others have (`lacking_columns`): called when the
+    source's columns, read by its first file as Spark reads them, lack one the spec reads,
+    so that a file appended first in the folder without it is named, not only the column."""
+    files = local_files(source) if source.resolved_format in FOOTER_FORMATS else None
+    lacking = lacking_columns(source.resolved_format, files or [], columns)
+    paths = {f["uri"]: f["path"] for f in files or []}
+    for uri, cs in sorted(lacking.items(), key=lambda x: paths[x[0]]):
+        raise source_error(source, f"{paths[uri]}: has no column {', '.join(map(repr, cs))}, which other "
+                           "files of the folder have: Spark reads a folder by its first file's columns",
+                           "write the file with every column of the others (null where unknown)")
+
+
 # Delta Lake reader features whose tables are read right from their Parquet files
 DELTA_READABLE = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "checkpointProtection"}
 

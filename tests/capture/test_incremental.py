@@ -737,6 +737,27 @@ def test_on_spark_a_file_without_a_column_reads_it_as_null_said_and_refused_when
 
 
 @pytest.mark.spark
+def test_on_spark_a_file_appended_first_in_the_folder_without_a_column_is_named(spark, tmp_path):
+    """The folder's columns are its first file's: a file appended without a column the
+    others have, whose name sorts first, left the column out of the source, and the
+    capture said only that the spec's column is not in the source. The file is named."""
+    from brushfire.errors import SpecError
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    pq.write_table(make_rows(100, 2).drop_columns(["m"]), folder / "a.parquet")
+    with pytest.raises(SpecError, match=f"{folder / 'a.parquet'}: has no column 'm', which other files"):
+        first.refresh(spark=spark)
+    (folder / "a.parquet").unlink()
+    assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
+
+
+@pytest.mark.spark
 def test_on_spark_a_partition_value_of_non_ascii_text_reads_as_its_folder_spells_it(spark, tmp_path):
     """pandas and pyarrow write a partition's value percent-encoded in UTF-8
     (`city=Z%C3%BCrich`), which Spark unescapes one byte to one character: the value was

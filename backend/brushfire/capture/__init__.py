@@ -44,12 +44,12 @@ from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
 from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
 from brushfire.capture.scan import ScanSpec
 from brushfire.capture.stats import merge_stats
-from brushfire.errors import CaptureError
+from brushfire.errors import CaptureError, SpecError
 from brushfire.lineage import store as st
 from brushfire.lineage.arrays import CaptureInfo
 from brushfire.lineage.files import part_name, read_arrow, read_npy
 from brushfire.lineage.layout import CaptureConfig, Layout
-from brushfire.plan import CapturePlan
+from brushfire.plan import CapturePlan, spec_columns
 from brushfire.views import source_fields
 
 Progress = Callable[[str, float | None], None]
@@ -99,7 +99,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     each) and the one job a Spark user would write for all of them (GROUPING SETS).
     `fresh`: reuse nothing of earlier captures."""
     from brushfire.capture import spark as sp
-    from brushfire.source import check_csv_headers, read_schema
+    from brushfire.source import check_csv_headers, check_lacking, read_schema
     from brushfire.spec.checks import check_columns
 
     progress = progress or (lambda *_: None)
@@ -107,7 +107,12 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     dash = plan.dashboard
     schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
-        check_columns(dash, schema)
+        try:
+            check_columns(dash, schema)
+        except SpecError:  # (a file without a column the others have, first: named)
+            have = {c.lower() for c in schema}
+            check_lacking(dash.source, sorted(c for c in spec_columns(dash) or () if c.lower() not in have))
+            raise
     check_csv_headers(dash.source)  # (a CSV file appended with other columns: named)
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
