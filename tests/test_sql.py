@@ -103,3 +103,21 @@ def test_null_names_the_nan_category_as_in_replies():
                   sql.parameter_sql(p, math.nan),
                   sql.parameter_sql(m.Parameter(name="q", field="x", multiple=True), [None])):
         assert con.execute(f"SELECT count(*), count(x) FROM src WHERE {where}").fetchone() == (1, 1), where
+
+
+@pytest.mark.parametrize(("column", "op", "value", "want"), [
+    ("TIMESTAMP '1999-12-31 23:30:00'", "lt", "2000-01-01T00:00:00+01:00", 0),  # 23:00 UTC
+    ("TIMESTAMP '1999-12-31 23:30:00'", "gte", "2000-01-01T00:00:00+01:00", 1),
+    ("DATE '2000-01-01'", "lt", "2000-01-01T12:00:00Z", 1),  # a date is its midnight
+    ("DATE '2000-01-01'", "gt", "1999-12-31T23:00:00-02:00", 0),  # 2000-01-01T01:00Z
+    ("TIMESTAMPTZ '2000-01-01 00:30:00+00'", "lte", "2000-01-01T01:00:00+01:00", 0),
+])
+def test_a_time_slider_compares_its_value_as_an_instant(column, op, value, want):
+    """A slider's time is an instant (an offset counts; a date is its midnight), as the
+    engine and interval_sql read it; DuckDB's cast of the text to a naive TIMESTAMP drops
+    the offset, and to a DATE the time of day."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"CREATE TABLE src AS SELECT {column} AS t UNION ALL SELECT NULL")
+    p = m.Parameter(name="p", field="t", widget="slider", op=op)
+    assert con.execute(f"SELECT count(*) FROM src WHERE {sql.parameter_sql(p, value)}").fetchone() == (want,)

@@ -226,8 +226,8 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (a dropdown's choices are the field's values, NaN among them:
-    `value_lit`; range ops on numbers never pass NaN; a time is text, compared with the
-    time column as a time); op between: lo <= field <= hi for a value [lo, hi]; a dropdown
+    `value_lit`; range ops on numbers never pass NaN; a time is ISO text, compared as UTC
+    microseconds, as brushes are); op between: lo <= field <= hi for a value [lo, hi]; a dropdown
     with `multiple`: field IN (values)."""
     if p.multiple:  # any of a list of values
         if not isinstance(value, (list, tuple)):
@@ -238,6 +238,10 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
         lo, hi = pair(value)
         return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
     op = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[p.op]
+    if p.op != "eq" and isinstance(value, (str, date)):  # a time: as UTC microseconds, as
+        # interval_sql compares them (a text's offset kept, a date its midnight: SQL's cast
+        # of '2000-01-01T00:00:00+01:00' to a TIMESTAMP drops the offset, to a DATE the time)
+        return f"{ident(p.field, d)} IS NOT NULL AND {time_us(p.field, d)} {op} {micros(value)}"
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
     # (a boolean compared as it is: Spark refuses CAST(flag AS DOUBLE) = TRUE, DuckDB takes it)
