@@ -157,12 +157,22 @@ class SparkSource:
             msg = (f"the source has {total:,} rows now, the capture {self.n_rows:,}: "
                    "recapture the dashboard to answer this")
             raise NotCapturedError(msg)
-        for file, split, start, n in self.shards:  # a shard holds rows of one split
-            first = offsets.get((file, split))
-            if first is None or start < first or start + n > first + sizes[(file, split)]:
-                msg = ("Spark splits the source's files otherwise than at capture (another "
-                       "spark.sql.files.maxPartitionBytes?): rows cannot be matched to rids")
-                raise NotCapturedError(msg)
+        # a rid is a row's place in file order, whatever the splits: Spark may split a file
+        # otherwise now than capture's scan did (which packs no splits together; here a
+        # split's size also depends on the cores), so each file's rows, and its first rid,
+        # are what must be the capture's
+        captured: dict[str, tuple[int, int]] = {}  # file -> (first rid, rows)
+        for file, _split, start, n in self.shards:  # a shard holds rows of one split
+            first, rows = captured.get(file, (start, 0))
+            captured[file] = (min(first, start), rows + n)
+        now: dict[str, tuple[int, int]] = {}
+        for (file, split), n in sizes.items():
+            first, rows = now.get(file, (offsets[(file, split)], 0))
+            now[file] = (min(first, offsets[(file, split)]), rows + n)
+        if captured != now:
+            msg = ("Spark reads other rows from the source's files than the capture did: rows "
+                   "cannot be matched to rids; recapture the dashboard to answer this")
+            raise NotCapturedError(msg)
 
 
 def _local_paths(uris: set) -> list[str] | None:
