@@ -217,3 +217,13 @@ def test_bars_the_data_decides_at_capture_are_an_error_at_the_specs_key(tmp_path
     assert str(info.value) == f"""\
 {spec}:5: views[0].unit: 93,503 day bars from 1565-01-01 00:00 to 1821-01-01 00:00 (the first and last when in the source); a view has at most 65,534 bars
     hint: use unit: week (13,359 bars)"""
+
+
+def test_labels_of_an_extent_wider_than_the_largest_double_are_finite():
+    """[-1e308, 1e308] in steps of 1e307: 20 bars whose edges are doubles, though 20 × 1e307
+    is not (the page's description of such a view failed on an infinite edge)."""
+    b = m.Bin(step=1e307, extent=(-1e308, 1e308))
+    labels = bins.hist_labels(b)
+    assert len(labels) == 20 and labels[0] == [-1e308, -9e307] and labels[-1][1] == 1e308
+    assert all(math.isfinite(x) for pair in labels for x in pair)
+    assert labels[10][0] == 0.0 and all(a < b for a, b in labels)

@@ -194,7 +194,13 @@ def change_points(code, lo: float, hi: float, integral: bool) -> list[float]:
 
 def hist_labels(b: m.Bin) -> list[list[float]]:
     lo, step = b.extent[0], b.step
-    return [[lo + i * step, min(lo + (i + 1) * step, b.extent[1])] for i in range(b.count)]
+
+    def edge(i: int) -> float:  # lo + i * step, also where i * step alone overflows (an
+        # extent wider than the largest double, [-1e308, 1e308]): halved, the same double
+        x = lo + i * step
+        return x if math.isfinite(x) else (lo / 2 + i * (step / 2)) * 2
+
+    return [[edge(i), min(edge(i + 1), b.extent[1])] for i in range(b.count)]
 
 
 def calendar_part(unit: str, us: np.ndarray) -> np.ndarray:
