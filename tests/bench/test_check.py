@@ -402,3 +402,16 @@ def test_a_brush_on_a_view_in_no_crossfilter_group_filters_every_other_view(tmp_
     assert selected == 10
     assert sum(n for n, *_ in expected["hx"].values()) == 10  # g == 1 only
     assert sum(n for n, *_ in expected["free"].values()) == 40  # not its own brush
+
+
+def test_a_category_of_zero_and_negative_zero_is_the_engines_bar_0(tmp_path):
+    """-0.0 = 0.0: SQL groups them under either (the first row's), the engine's bar is 0.0.
+    The check's top values took DuckDB's -0.0, keyed its rows '-0.0', and every reply with
+    the view was a false mismatch ('SQL has 300 rows in bar '-0.0', which the view lacks')."""
+    rng = np.random.default_rng(9)
+    n = 300
+    rows = pa.table({"x": rng.uniform(0, 10, n), "z": np.where(np.arange(n) % 2 == 0, -0.0, 0.0)})
+    dash, checker = captured(tmp_path, rows, [{"name": "z", "type": "categorical", "field": "z"}])
+    assert checker.problems_once == []
+    result = checker.check(played(dash, BRUSHES))
+    assert (result.checked, result.mismatches) == (3, 0), result.examples
