@@ -415,3 +415,24 @@ def test_a_category_of_zero_and_negative_zero_is_the_engines_bar_0(tmp_path):
     assert checker.problems_once == []
     result = checker.check(played(dash, BRUSHES))
     assert (result.checked, result.mismatches) == (3, 0), result.examples
+
+
+def test_a_sum_past_the_largest_double_is_null_in_a_reply_as_in_the_check(tmp_path):
+    """Finite measures whose sum passes 1.8e308 sum to inf, in SQL and in the engine; a
+    reply writes it null (JSON has no infinity), which the check compared with SQL's inf:
+    a false mismatch on every reply showing the bar."""
+    n = 200
+    rng = np.random.default_rng(10)
+    g = np.arange(n) % 4
+    rows = pa.table({"g": g, "x": rng.uniform(0, 10, n),
+                     "m": np.where(g == 0, 1e308, rng.normal(5, 1, n))})
+    by_g = {"type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}
+    dash, checker = captured(tmp_path, rows, [
+        {**by_g, "name": f"{op}_m", "aggregate": {"op": op, "field": "m"}} for op in ("sum", "mean")])
+    replies = played(dash, BRUSHES)
+    assert replies[-1][2]["views"]["sum_m"]["values"][0] is None
+    result = checker.check(replies)
+    assert (result.checked, result.mismatches) == (3, 0), result.examples
+    wrong = copy.deepcopy(replies[-1][2])  # a wrong finite bar is still caught
+    wrong["views"]["mean_m"]["values"][1] += 1.0
+    assert len(checker.compare(wrong)) == 1
