@@ -121,3 +121,20 @@ def test_a_time_slider_compares_its_value_as_an_instant(column, op, value, want)
     con.execute(f"CREATE TABLE src AS SELECT {column} AS t UNION ALL SELECT NULL")
     p = m.Parameter(name="p", field="t", widget="slider", op=op)
     assert con.execute(f"SELECT count(*) FROM src WHERE {sql.parameter_sql(p, value)}").fetchone() == (want,)
+
+
+def test_a_float_value_names_one_integer_category_exactly():
+    """A category or dropdown value names one value of an integer column exactly, as the
+    engine's choices compare (values.choice_key): 2^62 + 1 and 2^62 (or 4.611686018427388e18,
+    2^62 as a double) are two choices, which a dropdown's SQL compared as doubles, and a
+    float value's DOUBLE literal compared so in any SQL: both rows."""
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE src AS SELECT * FROM (VALUES ({2**62}), ({2**62 + 1}), (0)) t(k)")
+    con.execute("CREATE TABLE f AS SELECT CAST(k AS DOUBLE) AS k FROM src")
+    view = m.CategoricalView(name="c", type="categorical", field="k")
+    p = m.Parameter(name="p", field="k")
+    for value in (float(2**62), 2**62, 2**62 + 1):
+        for where in (sql.select_sql(view, [value], [2**62, 2**62 + 1]), sql.parameter_sql(p, value)):
+            assert con.execute(f"SELECT count(*) FROM src WHERE {where}").fetchone() == (1,), where
+            if value != 2**62 + 1:  # doubles: 2^62 + 1 is 2^62, one value of two rows
+                assert con.execute(f"SELECT count(*) FROM f WHERE {where}").fetchone() == (2,), where

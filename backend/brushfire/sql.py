@@ -244,8 +244,11 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
         return f"{ident(p.field, d)} IS NOT NULL AND {time_us(p.field, d)} {op} {micros(value)}"
     f = ident(p.field, d)
     guard = f" AND NOT isnan(CAST({f} AS DOUBLE))" if p.op != "eq" and not isinstance(value, str) else ""
-    # (a boolean compared as it is: Spark refuses CAST(flag AS DOUBLE) = TRUE, DuckDB takes it)
-    x = f if isinstance(value, (str, bool, np.bool_)) else f"CAST({f} AS DOUBLE)"
+    # (a boolean compared as it is: Spark refuses CAST(flag AS DOUBLE) = TRUE, DuckDB takes it;
+    # so is a choice beyond 2^53, an integer's: as doubles, 2^62 + 1 would be 2^62's rows too)
+    big = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        float(value).is_integer() and abs(value) >= 2**53
+    x = f if isinstance(value, (str, bool, np.bool_)) or (p.op == "eq" and big) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {value_lit(value, d) if p.op == 'eq' else lit(value, d)}{guard}"
 
 
@@ -312,6 +315,10 @@ def value_lit(x, d: Dialect = DUCKDB) -> str:
     is null. `lit` refuses NaN: no bound is NaN."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "CAST('NaN' AS DOUBLE)"
+    if isinstance(x, float) and x.is_integer() and abs(x) >= 2.0**53:
+        # the integer it is: a double literal would compare an integer column as doubles,
+        # where 2^62 + 1 equals 2^62; a value names one category exactly (values.choice_key)
+        return str(int(x))
     return lit(x, d)
 
 
