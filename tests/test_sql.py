@@ -138,3 +138,25 @@ def test_a_float_value_names_one_integer_category_exactly():
             assert con.execute(f"SELECT count(*) FROM src WHERE {where}").fetchone() == (1,), where
             if value != 2**62 + 1:  # doubles: 2^62 + 1 is 2^62, one value of two rows
                 assert con.execute(f"SELECT count(*) FROM f WHERE {where}").fetchone() == (2,), where
+
+
+def test_a_column_filter_of_a_selection_state_is_its_predicate():
+    """`column:<name>` entries (a `filter` message's, docs/protocol.md) in a reply's state:
+    the check (bench/check.py) raised KeyError on them ('no view named column:...')."""
+    from brushfire.views import filter_sql
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TABLE src AS SELECT * FROM (VALUES ('north', 5.0, TIMESTAMP '1999-12-31 23:30:00'), "
+                "(NULL, 50.0, TIMESTAMP '2000-01-01 00:30:00'), ('south', NULL, NULL)) t(region, amount, t)")
+    dash = m.DashboardSpec.model_validate({
+        "name": "d", "source": {"path": "x.parquet"},
+        "views": [{"name": "c", "type": "categorical", "field": "region"}]})
+    for entry, want in (({"values": ["north", None]}, 2), ({"values": []}, 0),
+                        ({"interval": [0, 10]}, 1), ({"interval": [None, None]}, 2)):
+        where = filter_sql(dash, "column:" + ("amount" if "interval" in entry else "region"), entry, {})
+        assert con.execute(f"SELECT count(*) FROM src WHERE {where}").fetchone() == (want,), where
+    for entry, want in (({"interval": ["2000-01-01T00:00:00+01:00", None]}, 2),
+                        ({"values": ["1999-12-31T23:30:00Z"]}, 1)):
+        where = filter_sql(dash, "column:t", entry, {}, times=frozenset({"t"}))
+        assert con.execute(f"SELECT count(*) FROM src WHERE {where}").fetchone() == (want,), where

@@ -224,6 +224,17 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
     return " OR ".join(parts) or "FALSE"
 
 
+def column_values_sql(column: str, values: list, temporal: bool = False, d: Dialect = DUCKDB) -> str:
+    """A `filter` on a source column by values (lazy.py's filter_column): the rows whose
+    value is one of them (times as UTC microseconds), null for its null rows."""
+    plain = [x for x in values if x is not None]
+    c = ident(column, d)
+    x, literal = (time_us(column, d), lambda v: str(micros(v))) if temporal else (c, lambda v: lit(v, d))
+    parts = [f"{x} IN ({', '.join(literal(v) for v in plain)})"] if plain else []
+    parts += [f"{c} IS NULL"] if None in values else []
+    return " OR ".join(parts) or "FALSE"
+
+
 def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     """`field <op> value` (a dropdown's choices are the field's values, NaN among them:
     `value_lit`; range ops on numbers never pass NaN; a time is ISO text, compared as UTC

@@ -22,6 +22,7 @@ from decimal import Decimal
 from brushfire import sql
 from brushfire import values as V
 from brushfire.baselines.duckdb import connect_source
+from brushfire.selection import COLUMN
 from brushfire.spec import aggregates
 from brushfire.spec import models as m
 from brushfire.views import filter_sql, key_sql, view_type
@@ -67,6 +68,7 @@ class Checker:
         # categorical views over a time field: their labels are ISO instants, read as times
         self.times = {v.name for v in spec.views
                       if view_type(v).value_bars and _is_time(types.get(v.field, ""))}
+        self.time_columns = frozenset(c for c, t in types.items() if _is_time(t))  # (`filter`s)
         # a float field's ±inf categories as a client reads them: 'Infinity' (wire_choice)
         floats = {v.name for v in spec.views if view_type(v).value_bars and types.get(v.field) in ("DOUBLE", "FLOAT")}
         self.labels = {n: [V.INFINITIES.get(x, x) if n in floats and isinstance(x, str) else x for x in ls]
@@ -125,7 +127,8 @@ class Checker:
         return self._cache[key]
 
     def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
-        preds = {n: filter_sql(self.spec, n, self._with_nan(n, v), self.tops) for n, v in filters.items()}
+        preds = {n: filter_sql(self.spec, n, self._with_nan(n, v), self.tops, times=self.time_columns)
+                 for n, v in filters.items()}
         by_where: dict[str, list[str]] = {sql.where_sql(self.spec, preds, None): []}
         for v in views:
             by_where.setdefault(sql.where_sql(self.spec, preds, v), []).append(v)
@@ -205,7 +208,7 @@ class Checker:
         """A reply's filter with its NaN values: JSON writes NaN as null (wire.dumps),
         and a categorical view's values and a dropdown's choices, NaN among them, are never
         null (null rows are in no bar and no choice), so a null there is NaN."""
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or name.startswith(COLUMN):  # (a column's null is null)
             return entry
         if isinstance(entry.get("values"), list):
             return {"values": _nan_for_null(entry["values"])}

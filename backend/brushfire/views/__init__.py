@@ -130,10 +130,18 @@ def brush_sql(view: Any, interval, y=None, d: sql.Dialect = sql.DUCKDB) -> str:
 
 
 def filter_sql(dash: m.DashboardSpec, name: str, entry, tops: dict[str, list],
-               d: sql.Dialect = sql.DUCKDB) -> str:
+               d: sql.Dialect = sql.DUCKDB, times: frozenset[str] = frozenset()) -> str:
     """The predicate of one entry of a selection state (brushfire/selection.py: a tagged
-    filter, or its JSON); `tops`: the categorical views' top values."""
+    filter, or its JSON); `tops`: the categorical views' top values; `times`: the source's
+    time columns (a `column:<name>` filter's values on one are instants)."""
     f = selection.parse_filter(entry, f"filters.{name}")
+    if name.startswith(selection.COLUMN):  # a `filter` on a source column: every view
+        column = name[len(selection.COLUMN):]
+        if isinstance(f, selection.ValuesFilter):
+            return sql.column_values_sql(column, f.values, column in times, d)
+        if isinstance(f, selection.IntervalFilter):
+            temporal = column in times or any(isinstance(x, str) for x in f.interval)
+            return sql.interval_sql(column, f.interval, temporal, d)
     if isinstance(f, selection.ParameterFilter):
         return sql.parameter_sql(dash.parameter(name), f.parameter, d)
     view = dash.view(name)
