@@ -436,3 +436,21 @@ def test_a_sum_past_the_largest_double_is_null_in_a_reply_as_in_the_check(tmp_pa
     wrong = copy.deepcopy(replies[-1][2])  # a wrong finite bar is still caught
     wrong["views"]["mean_m"]["values"][1] += 1.0
     assert len(checker.compare(wrong)) == 1
+
+
+def test_the_baselines_count_no_distinct_value_in_a_bar_without_rows(tmp_path):
+    """count(DISTINCT x) over no rows is 0 (docs/spec.md), as the engine and SQL have it; the
+    SQL baselines and lazy answers on Spark (baselines/base.py's bars) said null for a bar
+    whose rows the filters left out: a mismatch of every lazy answer with such a bar."""
+    rng = np.random.default_rng(12)
+    n = 200
+    rows = pa.table({"g": np.arange(n) % 4, "x": np.where(np.arange(n) % 4 == 3, 9.5, rng.uniform(0, 5, n)),
+                     "s": rng.choice(["a", "b", "c"], n)})
+    dash, checker = captured(tmp_path, rows, [
+        {"name": "dist_s", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]},
+         "brush": "none", "aggregate": {"op": "distinct", "field": "s"}}])
+    session = with_engine(dash, "duckdb").session()
+    replies = [(0, i, json.loads(wire.dumps(protocol.handle(session, msg)))) for i, msg in enumerate(BRUSHES)]
+    assert replies[0][2]["views"]["dist_s"]["values"][3] == 0  # x in [2, 7.5]: no row of g = 3
+    result = checker.check(replies)
+    assert (result.checked, result.mismatches) == (3, 0), result.examples

@@ -120,7 +120,8 @@ class Backend(ABC):
     def bars(self, view: str, groups: Groups) -> Bars:
         layout = self.layouts[view]
         counts, sums, oks = [0] * layout.nbars, [0.0] * layout.nbars, [0] * layout.nbars
-        stats: list = [None] * layout.nbars
+        op = aggregates.op(layout.op)
+        stats: list = [op.empty] * layout.nbars  # a bar without rows: count(DISTINCT) is 0
         index = self.keys[view]
         total = 0
         for key, (n, s, k, *stat) in groups.items():
@@ -129,7 +130,6 @@ class Backend(ABC):
             if i is not None:
                 counts[i], sums[i], oks[i] = n, s or 0.0, k
                 stats[i] = _instant(stat[0]) if stat else None
-        op = aggregates.op(layout.op)
         if op.kind == "order":
             values = stats
         elif op.kind == "count":
