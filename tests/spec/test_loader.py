@@ -1228,6 +1228,20 @@ def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> N
         load_dashboard(spec_over("rows"))
 
 
+def test_json_lines_files_by_their_usual_extensions_are_json(tmp_path) -> None:
+    """'.jsonl' and '.ndjson' are JSON Lines' usual extensions: a file or a folder of them is
+    read as JSON, where validate said it could not tell the format."""
+    (tmp_path / "logs.jsonl").write_text('{"k": "a"}\n')
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.ndjson").write_text('{"k": "a"}\n')
+    (tmp_path / "parts" / "b.jsonl").write_text('{"k": "b"}\n')
+    for path in ("logs.jsonl", "parts"):
+        spec = tmp_path / "s.yaml"
+        spec.write_text(f"name: s\nsource: {{path: {path}}}\nviews:\n"
+                        "  - {name: c, type: categorical, field: k}\n")
+        assert load_dashboard(spec).source.resolved_format == "json", path
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ('a,b\n1,"x"\n', False),
     ('a,b\n1,"x,y"\n', False),  # a quoted comma

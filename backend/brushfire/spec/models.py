@@ -106,6 +106,7 @@ JOIN_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # kept `"say ""hi"""` whole, quotes and all
 CSV_DEFAULTS = {"header": "true", "inferSchema": "true", "escape": '"'}
 COMPRESSED = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")  # Spark's codecs: files not read by us
+EXTENSION_FORMATS = {"jsonl": "json", "ndjson": "json"}  # JSON Lines files' usual extensions
 
 
 class Table(Model):
@@ -117,7 +118,10 @@ class Table(Model):
 
     @property
     def resolved_format(self) -> str:
-        return self.format or self.path.rsplit(".", 1)[-1].lower()
+        if self.format:
+            return self.format
+        ext = self.path.rsplit(".", 1)[-1].lower()
+        return EXTENSION_FORMATS.get(ext, ext)
 
     @property
     def reader_options(self) -> dict[str, str]:
