@@ -160,3 +160,13 @@ def test_a_column_filter_of_a_selection_state_is_its_predicate():
                         ({"values": ["1999-12-31T23:30:00Z"]}, 1)):
         where = filter_sql(dash, "column:t", entry, {}, times=frozenset({"t"}))
         assert con.execute(f"SELECT count(*) FROM src WHERE {where}").fetchone() == (want,), where
+
+
+def test_a_float_value_beyond_an_int64_stays_a_double_literal():
+    """1e300 is an integer too, of 301 digits, which Spark's SQL cannot read as a literal
+    (a DECIMAL holds 38): a value beyond an int64 names a double, and no integer column
+    holds it."""
+    assert sql.value_lit(1e300) == "1e+300" and sql.value_lit(-2.0**64) == repr(-2.0**64)
+    assert sql.value_lit(float(2**62)) == str(2**62)
+    p = m.Parameter(name="p", field="k")
+    assert sql.parameter_sql(p, 1e300, sql.SPARK) == "CAST(`k` AS DOUBLE) = 1e+300"

@@ -258,7 +258,7 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     # (a boolean compared as it is: Spark refuses CAST(flag AS DOUBLE) = TRUE, DuckDB takes it;
     # so is a choice beyond 2^53, an integer's: as doubles, 2^62 + 1 would be 2^62's rows too)
     big = isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        float(value).is_integer() and abs(value) >= 2**53
+        float(value).is_integer() and 2**53 <= abs(value) <= 2**63
     x = f if isinstance(value, (str, bool, np.bool_)) or (p.op == "eq" and big) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {value_lit(value, d) if p.op == 'eq' else lit(value, d)}{guard}"
 
@@ -326,9 +326,11 @@ def value_lit(x, d: Dialect = DUCKDB) -> str:
     is null. `lit` refuses NaN: no bound is NaN."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "CAST('NaN' AS DOUBLE)"
-    if isinstance(x, float) and x.is_integer() and abs(x) >= 2.0**53:
+    if isinstance(x, float) and x.is_integer() and 2.0**53 <= abs(x) <= 2.0**63:
         # the integer it is: a double literal would compare an integer column as doubles,
-        # where 2^62 + 1 equals 2^62; a value names one category exactly (values.choice_key)
+        # where 2^62 + 1 equals 2^62; a value names one category exactly (values.choice_key).
+        # (Beyond an int64 no integer column holds it, and Spark reads a longer integer
+        # literal as a DECIMAL of at most 38 digits: 1e300 stays a double)
         return str(int(x))
     return lit(x, d)
 
