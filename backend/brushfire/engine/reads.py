@@ -17,7 +17,7 @@ from brushfire.engine import parallel
 from brushfire.engine.copies import Copies, Copy
 from brushfire.engine.costs import index_cost, worth_a_value_range
 from brushfire.engine.shared import Shared
-from brushfire.engine.state import FilterState, Selection, decidable_share
+from brushfire.engine.state import FilterState, Selection, data_bounds, decidable_share
 from brushfire.errors import NotCapturedError
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.store import LineageStore
@@ -163,9 +163,8 @@ class Reads:
         typed, rc = (self._s.shard_list, self._copies.typed(d)), int(self._s.L[12][d])
         known = self._value_ranges  # (a store's values never change: each key read once)
         seen = self._decidable.setdefault(d, [1.0, 1])  # (shares summed, buckets): one decided at first
-        edges, bounds = self._s.edges[d], self.layout.dims[d].bounds
-        if not (bounds and all(isinstance(x, (int, float)) for x in bounds)):
-            bounds = [-math.inf, math.inf]  # (not recorded: the outer buckets unbounded)
+        edges = self._s.edges[d]
+        bounds = data_bounds(self.layout.dims[d]) or (-math.inf, math.inf)  # (the outer buckets' ends)
         shards = len(self.store.shards)
 
         def value_range(k: int) -> tuple[float, float] | None:
@@ -174,8 +173,8 @@ class Reads:
                 if not worth_a_value_range(self.rows_of(d, [(k, k)]), shards, seen[0] / seen[1]):
                     return None
                 got = known[(d, k)] = K.key_value_range(*typed, rc, k)
-                lo_edge = float(edges[k]) if k > 0 else float(bounds[0])
-                hi_edge = float(edges[k + 1]) if k + 1 < len(edges) else float(bounds[1])
+                lo_edge = float(edges[k]) if k > 0 else bounds[0]
+                hi_edge = float(edges[k + 1]) if k + 1 < len(edges) else bounds[1]
                 seen[0] += decidable_share(*got, lo_edge, hi_edge)
                 seen[1] += 1
             return got

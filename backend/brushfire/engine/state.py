@@ -174,13 +174,22 @@ def _beyond_data(d: Dim, elo: int, ehi: int, vlo: float, vhi: float) -> tuple[in
     by row on every move), nor above `vhi` when none is. The capture's bounds (`Dim.bounds`,
     of the very values the raw arrays hold) decide; as floats, which keeps the order (a
     value's float is never below the float of a smaller one)."""
-    if d.bounds is None or not all(isinstance(b, int | float) for b in d.bounds):
-        return elo, ehi  # (none recorded, or no value: (None, None))
-    if elo >= 0 and vlo <= float(d.bounds[0]):
+    bounds = data_bounds(d)
+    if bounds is None:
+        return elo, ehi
+    if elo >= 0 and vlo <= bounds[0]:
         elo = -1
-    if ehi >= 0 and vhi >= float(d.bounds[1]):
+    if ehi >= 0 and vhi >= bounds[1]:
         ehi = -1
     return elo, ehi
+
+
+def data_bounds(d: Dim) -> tuple[float, float] | None:
+    """A fine dim's smallest and largest value as the capture recorded them (`Dim.bounds`),
+    as floats; None where none were recorded, or no row had a value: (None, None)."""
+    if d.bounds is None or not all(isinstance(b, int | float) for b in d.bounds):
+        return None
+    return float(d.bounds[0]), float(d.bounds[1])
 
 
 def within_buckets(t: Test, value_range: Callable[[int], tuple[float, float] | None]) -> Test:
