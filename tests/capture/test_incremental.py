@@ -346,6 +346,29 @@ def test_a_display_only_edit_reopens_from_the_cache(tmp_path, small_parquet):
     assert spec_hash(parse_dashboard(retitled)) == spec_hash(dash)
 
 
+def test_page_size_and_parameter_defaults_keep_the_capture(tmp_path, small_parquet):
+    """The details' page size and where a parameter starts are no part of the lineage: an
+    edit of either keeps the capture current (before, each cost a capture pass), and the
+    dashboard served over it pages and starts as the edited spec says."""
+    from brushfire.lineage.store import load_store, spec_hash
+
+    d = spec(parameters=[{"name": "pick", "field": "cat", "widget": "dropdown"}])
+    d["source"]["path"] = str(small_parquet)
+    dash = parse_dashboard(d)
+    store = capture_tables(plan_capture(dash), {"t": pq.read_table(small_parquet)}, tmp_path, CONFIG)
+    edited = copy.deepcopy(d)
+    edited["interactions"]["details"]["page_size"] = 3
+    value = store.layout.views[2].labels[0]  # (a value of cat the data takes)
+    edited["interactions"]["parameters"][0]["default"] = value
+    edited = parse_dashboard(edited)
+    assert spec_hash(edited) == spec_hash(dash)
+    served = Dashboard(edited, plan_capture(edited), load_store(store.directory, edited))
+    session = served.engine_session()
+    assert session.filters["pick"] == value
+    page = session.details()
+    assert page.num_rows == 3 and set(page.column("cat").to_pylist()) == {value}
+
+
 def distinct_x(n: int, seed: int) -> pa.Table:
     """make_rows with x of all distinct values: a fine dim's field, which the scan keeps
     as its values (no dictionary, no counts) when nothing counts it."""

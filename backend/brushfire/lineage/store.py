@@ -53,7 +53,7 @@ from brushfire.lineage.files import (
     write_npy,
 )
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
-from brushfire.spec.models import DashboardSpec, Source
+from brushfire.spec.models import DashboardSpec, Details, Source
 from brushfire.values import choice_order, format_instant
 
 FORMAT_VERSION = 12  # 12: ... or as offsets of their bits (lat8); 11: fine dims' raw values
@@ -295,11 +295,18 @@ def view_definition(view) -> dict:
 
 
 def spec_hash(dash: DashboardSpec) -> str:
-    """A hash of what the spec asks to capture: titles, the page's layout and display
-    options (scale, reverse, snap) left out, so editing them keeps the capture; keys
-    sorted, so the order of a mapping in the YAML does not matter."""
+    """A hash of what the spec asks to capture: titles, the page's layout, display
+    options (scale, reverse, snap), the details' page size and the parameters' defaults
+    left out, so editing them keeps the capture; keys sorted, so the order of a mapping
+    in the YAML does not matter."""
     d = dash.model_dump(mode="json", exclude={"title", "layout", "views"})
     d["views"] = [view_definition(v) for v in dash.views]
+    # where a session starts and how many rows a details page shows: not what is captured
+    # (set to what a spec that leaves them out says: captures of such specs stay current)
+    if d["interactions"].get("details"):
+        d["interactions"]["details"]["page_size"] = Details.model_fields["page_size"].default
+    for p in d["interactions"].get("parameters", []):
+        p["default"] = None
     if not d["source"].get("joins"):  # (as before joins were: captures of such specs stay current)
         d["source"].pop("joins", None)
     if d.get("workload") is None:  # (as before it was: captures of such specs stay current)
