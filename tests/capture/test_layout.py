@@ -209,3 +209,26 @@ def test_a_fine_int64_field_with_many_rows_at_its_largest_value_keeps_them_in_th
     counts = dash.session().view("h").counts
     assert counts == [sql.get(i, (0,))[0] for i in range(len(counts))]
     assert (counts[0], counts[-1]) == (5, 7)
+
+
+def test_a_limit_the_data_pass_names_the_file_line_and_key(tmp_path):
+    """Limits only the data decide (a dropdown's values, distinct's keys) fail a spec read
+    from a file at its key, with file and line, as the loader's errors do (before, a plain
+    CaptureError without them)."""
+    import yaml
+
+    from brushfire.errors import SpecError
+    from brushfire.spec.loader import load_dashboard
+
+    dropdown = spec({"op": "count"})
+    dropdown["interactions"]["parameters"] = [{"name": "pick", "field": "k"}]
+    distinct = spec({"op": "distinct", "field": "x"})
+    for d, max_keys, key, text in ((dropdown, 20, "interactions.parameters[0].field", "field: k"),
+                                   (distinct, 100, "views[1].aggregate.op", "op: distinct")):
+        path = tmp_path / "t.yaml"
+        path.write_text(yaml.safe_dump(d, sort_keys=False))
+        line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.endswith(text))
+        dash = load_dashboard(path)
+        with pytest.raises(SpecError) as e:
+            capture_table(plan_capture(dash), table(), tmp_path / "c", CaptureConfig(max_keys=max_keys))
+        assert f"{path}:{line}: {key}:" in str(e.value), str(e.value)

@@ -109,9 +109,11 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
     for f in plan.dict_fields:
         values, counts = stats.counts[f]
         if len(values) > config.max_keys:
+            i = next(i for i, p in enumerate(dash.interactions.parameters) if p.field == f)
             msg = (f"parameter field {f!r} has {len(values):,} distinct values; a dropdown "
                    f"holds at most {config.max_keys:,}")
-            raise CaptureError(msg)
+            raise data_error(dash, ("interactions", "parameters", i, "field"), msg,
+                             "a field of fewer values, or a slider (a range of values)")
         kind, shown = ("temporal", format_instant) if f in stats.times else ("values", None)
         choices = [shown(x) for x in values] if shown else list(values)
         choices = [choices[i] for i in choice_order(choices, counts)]
@@ -127,7 +129,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
     off = 0
     measure_fields: list[str] = []
     bars_dims: dict[str, int] = {}  # `_bars_identity` -> its bars dim
-    for v in dash.views:
+    for i, v in enumerate(dash.views):
         vp = plan.view(v.name)
         brushed = plan.has_filter(v.name)
         labels = view_type(v).labels(v, stats)
@@ -135,7 +137,7 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         if nbars > 65_534:
             _too_many_calendar_bars(dash, v, stats)
             msg = f"view {v.name} has {nbars:,} bars; at most 65,534 are supported"
-            raise CaptureError(msg)
+            raise data_error(dash, ("views", i), msg)
         times = view_type(v).value_bars and v.field in stats.times  # bars are instants
         layout_v = ViewLayout(v.name, v.type, v.aggregate.op, nbars, off, labels,
                               reasons=view_type(v).reasons(v), bins=bins_record(v),
@@ -143,7 +145,8 @@ def make_layout(plan: CapturePlan, stats: SourceStats, config: CaptureConfig,
         order = v.aggregate.order
         exact = True
         if order:
-            exact = _order_statistic(v, layout_v, dims, add, dim_of, stats, config, arrays, before)
+            exact = _order_statistic(dash, i, layout_v, dims, add, dim_of, stats, config, arrays,
+                                     before)
         off += layout_v.nslots
         needed = vp.forward or vp.bar_index
         luts = _luts(v, dims, dim_of, nbars, labels)
@@ -471,14 +474,15 @@ def _cells(lut: np.ndarray, v: ViewLayout) -> np.ndarray:
     return np.where(lut < v.kbars, lut * v.width, v.ncodes).astype(np.int32)
 
 
-def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str, int],
-                     stats: SourceStats, config: CaptureConfig, arrays: dict,
-                     before: dict[str, Dim]) -> bool:
-    """An order-statistic view's measure: a key dim of its field (a value dim, or a dict
+def _order_statistic(dash: m.DashboardSpec, i: int, v: ViewLayout, dims: list[Dim], add,
+                     dim_of: dict[str, int], stats: SourceStats, config: CaptureConfig,
+                     arrays: dict, before: dict[str, Dim]) -> bool:
+    """The measure of order-statistic view `dash.views[i]`: a key dim of its field (a value dim, or a dict
     dim for strings) and blocks of its keys, M of them: every key its own block when
     bars x (keys + 1) cells fit `max_cells` (values read from the dim), else runs of keys
     with about equally many rows (values gathered from the rows of one or two blocks).
     Returns whether the values are read from the dim (no rows needed)."""
+    view = dash.views[i]
     agg = view.aggregate
     f = agg.field
     # numbers and times are keyed by value (a value dim: its keys in value order, as ranks
@@ -501,8 +505,9 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
             msg = (f"view {view.name}: aggregate op {agg.op!r} needs every value of {f!r} "
                    f"as a key, but it has {len(values):,} distinct values (at most "
                    f"{config.max_keys:,})")
-            raise CaptureError(msg)
-        order = sorted(range(len(values)), key=lambda i: (-int(counts[i]), values[i]))
+            raise data_error(dash, ("views", i, "aggregate", "field"), msg,
+                             "a field with fewer distinct values")
+        order = sorted(range(len(values)), key=lambda j: (-int(counts[j]), values[j]))
         d = add(Dim(f"dict:{f}", "dict", f, None, "values", len(values), False,
                     values=[values[i] for i in order]))
     dim = dims[d]
@@ -511,8 +516,9 @@ def _order_statistic(view, v: ViewLayout, dims: list[Dim], add, dim_of: dict[str
         why = (f"it has more than {config.max_keys:,} distinct values" if dim.kind == "fine" else
                f"{v.kbars:,} bars x {nkeys + 1:,} keys is over {config.max_cells:,} cells")
         msg = (f"view {view.name}: aggregate op 'distinct' counts the keys of {f!r} per bar, "
-               f"and {why}; hint: fewer bars, or a field with fewer values")
-        raise CaptureError(msg)
+               f"and {why}")
+        raise data_error(dash, ("views", i, "aggregate", "op"), msg,
+                         "fewer bars, or a field with fewer values")
     exact = dim.kind != "fine" and v.kbars * (nkeys + 1) <= config.max_cells
     if exact:
         starts = list(range(nkeys + 1))
@@ -567,6 +573,17 @@ def _measure_lut(d: Dim) -> np.ndarray:
     x = np.asarray(d.values, np.float64)
     out[:-1] = np.where(np.isfinite(x), x, np.nan)
     return out
+
+
+def data_error(dash: m.DashboardSpec, loc: tuple, msg: str, hint: str = "") -> Exception:
+    """What the data make of a spec's key, past a limit: a SpecError at `loc` with its file
+    and line for a spec read from a file, else (a spec given as a dict or model: no file to
+    name) a CaptureError."""
+    from brushfire.spec.checks import spec_error
+
+    if getattr(dash, "_filename", "<spec>") == "<spec>":
+        return CaptureError(f"{msg}; hint: {hint}" if hint else msg)
+    return spec_error(dash, loc, msg, hint)
 
 
 def _too_many_calendar_bars(dash: m.DashboardSpec, view, stats) -> None:
