@@ -63,6 +63,15 @@ def test_nice_bin_holds_every_value_in_at_most_maxbins_bars(a, b, maxbins) -> No
     assert n > maxbins or smaller * maxbins < span
 
 
+@pytest.mark.parametrize(("lo", "hi"), [(5e-324, 5e-324), (0.0, 5e-324), (-5e-324, 1e-323), (1e-322, 1e-322)])
+def test_subnormal_values_get_a_step_a_double_holds(lo, hi) -> None:
+    # the smallest nice step of a span of a few subnormals is below the least double: it
+    # rounded to 0, and the Bin made of it failed validation (a crash of the capture)
+    got = bins.nice_bin(lo, hi, 10)
+    assert got.step > 0 and got.extent[0] <= lo and hi <= got.extent[1]
+    assert 1 <= got.count <= 10
+
+
 def test_values_at_the_edge_of_doubles_ask_for_a_step() -> None:
     with pytest.raises(CaptureError, match="give step and extent instead"):
         bins.nice_bin(-1.7e308, 1.7e308, 10)

@@ -55,7 +55,7 @@ def nice_bin(lo: float | None, hi: float | None, maxbins: int, clamp: bool = Fal
     while True:  # ends: once step >= |lo| and |hi|, two bars at most (models.Bin: maxbins >= 2)
         for mult in NICE_STEPS:
             step = mult * Fraction(10) ** k
-            if step < least:
+            if step < least or float(step) == 0.0:  # (below the least subnormal: no step)
                 continue
             first, last = math.floor(a / step), math.ceil(b / step)
             last = max(last, first + 1)
