@@ -157,3 +157,34 @@ def test_a_baselines_details_trust_the_checked_request(rich_local, monkeypatch):
         assert {**protocol.handle(s, m), "ms": 0} == {**w, "ms": 0}
     assert protocol.handle(s, {"type": "highlight", "source": "cat", "bars": [0]})["message"] == \
         "linked highlighting is not offered by the duckdb baseline"
+
+
+def test_a_baselines_min_and_max_of_a_date_are_iso_instants_as_the_engines(tmp_path):
+    """A min or max over a date field: the engine writes its midnight as an ISO instant;
+    the baselines (and the lazy answers on Spark, which number bars through them) gave
+    the `datetime.date` SQL returns, so they disagreed with the engine on every bar."""
+    pytest.importorskip("duckdb")
+    from datetime import date
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.baselines import with_engine
+    from brushfire.capture.local import capture_table
+    from brushfire.dashboard import Dashboard
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"c": ["a", "b", "a", None], "d": [date(1850, 3, 1), date(2040, 1, 2),
+                                                                 None, date(1969, 12, 31)]}), path)
+    views = [{"name": f"{op}_d", "type": "categorical", "field": "c", "aggregate": {"op": op, "field": "d"}}
+             for op in ("min", "max")]
+    spec = parse_dashboard({"name": "dates", "source": {"path": str(path)}, "views": views,
+                            "interactions": {"crossfilter": [{"views": ["min_d", "max_d"]}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, pq.read_table(path), tmp_path / "cache"))
+    own, duck = dash.session(), with_engine(dash, "duckdb").session()
+    assert own.view("max_d").values == ["1850-03-01T00:00:00+00:00", "2040-01-02T00:00:00+00:00", None]
+    for name in ("min_d", "max_d"):
+        assert duck.view(name).values == own.view(name).values

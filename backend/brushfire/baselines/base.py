@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from brushfire import sql
@@ -39,6 +39,7 @@ from brushfire.lineage.layout import ViewLayout
 from brushfire.plan import CapturePlan, Filter
 from brushfire.spec import aggregates
 from brushfire.spec import models as m
+from brushfire.values import datetime_micros, format_instant
 from brushfire.views import brush_sql, key_sql, view_type
 
 if TYPE_CHECKING:
@@ -347,7 +348,10 @@ def _norm_key(key):
 
 
 def _instant(x):
-    """An order statistic as the engine writes it: times as ISO text in UTC."""
+    """An order statistic as the engine writes it: times as ISO text in UTC, a date as its
+    midnight (values.format_instant)."""
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
+    if isinstance(x, date):
+        return format_instant(datetime_micros(x))
     return x
