@@ -122,6 +122,12 @@ def test_a_brush_on_a_view_outside_every_group_filters_every_other_view(dash, or
     assert "lonely" not in reply["filters"]
     del exp.preds["lonely"]
     exp.check(s)
+    # clearing it again (a double-click on its view without a brush) changes nothing, as on
+    # a declared brush not active: it was the engine's "'lonely' is not a brushable view"
+    again = protocol.handle(s, {"type": "clear", "view": "lonely"})
+    assert again["type"] == "update" and "lonely" not in again["filters"], again
+    s.clear("lonely")
+    exp.check(s)
     inner_only = dash.engine_session()
     for name, value in (("hx", (20, 55)), ("week", ("2021-02-01", "2021-03-15T12:00:00"))):
         inner_only.brush(name, value)

@@ -234,8 +234,8 @@ class LazySession(LazyQueries):
 
     def apply_clear(self, r: ClearRequest) -> Update:
         def engine(name: str | None) -> Update:
-            if name is not None and not self.plan.has_filter(name):  # a brush answered lazily,
-                return self.inner.clear(name)  # not active: the engine's error, as ever
+            if name is not None and not self.plan.has_filter(name):  # not the engine's: the
+                return self.inner.clear(name)  # engine's error for an unknown name
             return self.inner.apply_clear(ClearRequest(name))
 
         return self._clear(r.name, engine)
@@ -243,7 +243,10 @@ class LazySession(LazyQueries):
     def _clear(self, name: str | None, engine: Callable[[str | None], Update]) -> Update:
         t0 = time.perf_counter()
         touched: set[str] = set()
-        if name is not None and name not in self.lazy:
+        if name is not None and name not in self.lazy and name in self._declared_kinds \
+                and not self.plan.has_filter(name):  # a brush answered lazily, not active:
+            update = Update({})  # nothing to clear, as a declared brush not active
+        elif name is not None and name not in self.lazy:
             update = engine(name)  # (the engine's error for an unknown name)
         else:
             names = [name] if name else list(self.lazy)
