@@ -21,10 +21,11 @@ from pathlib import Path
 import duckdb
 
 from brushfire import sql
+from brushfire import values as V
 from brushfire.spec import models as m
 from brushfire.spec.checks import profile_columns
 from brushfire.values import time_bound
-from brushfire.views import brush_sql, key_sql
+from brushfire.views import brush_sql, key_sql, view_type
 
 OTHER = sql.OTHER
 
@@ -253,12 +254,19 @@ def _norm_row(r) -> tuple:
 # --- an engine's view against the oracle's ------------------------------------------
 
 
-def engine_bars(vd, vtype: str, top: list | None = None) -> dict:
+def engine_bars(vd, vtype: str, top: list | None = None, view=None) -> dict:
     """{bar key as `Oracle.view` keys it: (count, value)} of the bars with rows. A
-    categorical bar's key is its value as the oracle's SQL casts it to text (`key_sql`):
-    a boolean `true`/`false`, a time (`top`: the view's top values are times) its UTC
-    microseconds."""
+    categorical bar's key is as the oracle's SQL spells it (`key_sql`; with the `view`,
+    its type's `label_keys`: the '(other)' bar's distinct from a value '(other)'): its
+    value cast to text, a boolean `true`/`false`, a time (`top`: the view's top values
+    are times) its UTC microseconds."""
     times = bool(top) and sql.are_times(top)
+    keys = None
+    if vtype == "categorical" and view is not None:
+        n = len(vd.labels)
+        typed = [x if (i == n - 1 and view.other) or not times else V.instant_datetime(x)
+                 for i, x in enumerate(vd.labels)]
+        keys = view_type(view).label_keys(view, typed)
     out = {}
     for i, (label, n, value) in enumerate(zip(vd.labels, vd.counts, vd.values, strict=True)):
         if n == 0:
@@ -266,6 +274,8 @@ def engine_bars(vd, vtype: str, top: list | None = None) -> dict:
         key = i
         if vtype == "temporal":
             key = label.replace("+00:00", "")
+        elif keys is not None:
+            key = keys[i]
         elif vtype == "categorical":
             key = label
             if isinstance(label, bool):
@@ -277,7 +287,7 @@ def engine_bars(vd, vtype: str, top: list | None = None) -> dict:
 
 
 def assert_view_matches(vd, expected: dict, op: str, vtype: str, context, oracle) -> None:
-    got = engine_bars(vd, vtype, oracle.top.get(vd.name))
+    got = engine_bars(vd, vtype, oracle.top.get(vd.name), oracle.dash.view(vd.name))
     assert set(got) == set(expected), (context, vd.name, got, expected)
     for key, (n, value) in got.items():
         count, total, mean, stat = expected[key]

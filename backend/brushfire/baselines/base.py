@@ -88,8 +88,9 @@ class Backend(ABC):
     def __init__(self, spec: m.DashboardSpec, layouts: list[ViewLayout]) -> None:
         self.spec = spec
         self.layouts = {v.name: v for v in layouts}
-        # each categorical view's top values are its bars (as captured; times as datetimes)
-        self.tops = {v.name: [x for x in view_type(v).sql_values(v) if x != sql.OTHER]
+        # each categorical view's top values are its bars but '(other)' (as captured; times
+        # as datetimes; a value '(other)' of the field is one of them)
+        self.tops = {v.name: view_type(v).top_values(spec.view(v.name), view_type(v).sql_values(v))
                      for v in layouts if view_type(v).value_bars}
         self.keys = {v.name: _key_index(spec.view(v.name), v) for v in layouts}
         self.bar_sql = {v.name: key_sql(v, self.tops.get(v.name), self.dialect)

@@ -234,7 +234,8 @@ class Checker:
     def _label_problems(self) -> list[str]:
         out = []
         for name, top in self.tops.items():
-            got = [x for x in self._typed(name, self.labels[name]) if x != sql.OTHER]
+            v = self.spec.view(name)
+            got = view_type(v).top_values(v, self._typed(name, self.labels[name]))
             same = [sql.micros(x) for x in got] == [sql.micros(x) for x in top] \
                 if name in self.times else len(got) == len(top) and all(map(_same, got, top))
             if not same:

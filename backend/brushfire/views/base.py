@@ -137,6 +137,11 @@ class ViewType:
         """Each bar's key as `key_sql` computes it (`labels` as `sql_values` gives them)."""
         return list(range(len(labels)))
 
+    def top_values(self, view: Any, labels: list) -> list:
+        """The values of a value-bars view's bars (`labels` as `sql_values` gives them),
+        as `key_sql` takes them: all but a bar for the values beyond them."""
+        return list(labels)
+
     def sql_values(self, layout: ViewLayout) -> list:
         """The captured view's labels as its SQL takes them: as `label_keys`' labels and
         (value bars) `key_sql`'s top values."""

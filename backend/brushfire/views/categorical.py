@@ -53,7 +53,7 @@ class Categorical(ViewType):
         return np.where(pos >= 0, pos, np.where(valid, beyond, nb))
 
     def key_sql(self, view: m.CategoricalView, top, d: sql.Dialect = sql.DUCKDB) -> str:
-        other = sql.lit(OTHER, d) if view.other else "NULL"
+        other = sql.lit(other_key(self._value_keys(top or [])), d) if view.other else "NULL"
         f = sql.ident(view.field, d)
         if sql.are_times(top):  # a time field: compared and keyed as UTC microseconds
             us = sql.time_us(view.field, d)
@@ -65,7 +65,7 @@ class Categorical(ViewType):
             # writes its own shortest digits ('0.1', a bar of 0.10000000149011612): each
             # top value's rows get that value's key as `label_keys` spells it
             whens = " ".join(f"WHEN {f} = {sql.value_lit(x, d)} THEN {sql.lit(k, d)}"
-                             for x, k in zip(top, self.label_keys(view, top), strict=True))
+                             for x, k in zip(top, self._value_keys(top), strict=True))
             return f"CASE WHEN {f} IS NULL THEN NULL {whens} ELSE {other} END"
         tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
         return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
@@ -78,11 +78,27 @@ class Categorical(ViewType):
         return sql.ident(view.field, d)  # the value: the top N is left to the caller
 
     def label_keys(self, view: m.CategoricalView, labels: list) -> list:
-        """A bar's key as `key_sql` spells it: CAST(value AS string), which writes a
-        boolean as `true` / `false` in both dialects; a time (a datetime or date label) as
-        its UTC microseconds."""
+        """A bar's key as `key_sql` spells it (`labels`: every bar's, '(other)' last when
+        the view has it): a value's (`_value_keys`), and the '(other)' bar's `other_key`,
+        which no value's key is (a text field may hold '(other)' among its top values)."""
+        if not (view.other and labels and labels[-1] == OTHER):
+            return self._value_keys(labels)
+        keys = self._value_keys(labels[:-1])
+        return [*keys, other_key(keys)]
+
+    @staticmethod
+    def _value_keys(values: list) -> list[str]:
+        """Each value's key as `key_sql` spells it: CAST(value AS string), which writes a
+        boolean as `true` / `false` in both dialects; a time (a datetime or date) as its
+        UTC microseconds."""
         return [str(sql.micros(x)) if isinstance(x, date) else
-                str(x).lower() if isinstance(x, (bool, np.bool_)) else str(x) for x in labels]
+                str(x).lower() if isinstance(x, (bool, np.bool_)) else str(x) for x in values]
+
+    def top_values(self, view: m.CategoricalView, labels: list) -> list:
+        """The values of a view's bars (`labels` as `sql_values` gives them): all but the
+        '(other)' bar, the last when the view has one (a value '(other)' of the field is a
+        value like any other)."""
+        return list(labels[:-1]) if view.other and labels and labels[-1] == OTHER else list(labels)
 
     def sql_values(self, layout) -> list:
         """The view's labels as its SQL takes them (`key_sql`'s top values, `label_keys`):
@@ -123,6 +139,16 @@ class Categorical(ViewType):
         meta = {"shape": "rows", "top": min(marks.TOP_SHOWN, len(rows)), "step": marks.ROW_STEP,
                 **_other_meta(view, full, other)}
         return marks.categorical_rows(view, full, other), meta
+
+
+def other_key(keys: list[str]) -> str:
+    """The key of the '(other)' bar, among its view's top values' `keys`: '(other)', unless
+    a top value's key is that text; then '((other))', and so on, never a top value's key (a
+    row whose value is that text and not a top value is in the '(other)' bar anyway)."""
+    taken, key = set(keys), OTHER
+    while key in taken:
+        key = f"({key})"
+    return key
 
 
 def _other(view: m.CategoricalView, rows: list[dict]) -> int | None:
