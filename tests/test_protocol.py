@@ -404,6 +404,73 @@ def test_a_float_fields_infinite_categories_travel_as_text_and_select_their_rows
     assert protocol.handle(again, {"type": "clear", "view": "c"})["selected"] == 2
 
 
+def test_integer_categories_beyond_2_53_travel_as_text_and_select_their_rows(tmp_path):
+    """A browser reads every JSON number as a double: an int64 category beyond ±(2^53-1)
+    was sent as a number (a bar's label, a dropdown's choice, the selection state), which
+    a page read rounded (9007199254740993 as ...992), so a click on its bar, which sends
+    the label back, selected another value's rows. They travel as their decimal text
+    (values.wire_choice), which select, parameter and filters take back."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.describe import describe_dashboard
+    from brushfire.plan import plan_capture
+
+    big = [2**53] * 5 + [2**53 + 1] * 4 + [2**53 + 2] * 3 + [7] * 2 + [-(2**62) - 1]
+    table = pa.table({"big": pa.array(big, pa.int64()), "y": list(range(len(big)))})
+    path = tmp_path / "big.parquet"
+    pq.write_table(table, path)
+    spec = parse_dashboard({
+        "name": "big", "source": {"path": str(path)},
+        "views": [{"name": "c", "type": "categorical", "field": "big", "top": 4},
+                  {"name": "h", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 15]}}],
+        "interactions": {"crossfilter": [{"views": ["c", "h"]}],
+                         "parameters": [{"name": "p", "field": "big"},
+                                        {"name": "ps", "field": "big", "multiple": True}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    as_read = json.loads(wire.dumps(describe_dashboard(dash)), parse_int=float)  # as a browser reads it
+    labels = as_read["views"][0]["labels"]
+    assert labels == [str(2**53), str(2**53 + 1), str(2**53 + 2), 7, "(other)"], labels
+    assert [b["label"] for b in as_read["views"][0]["spec"]["datasets"]["bars"]] == labels
+    assert as_read["parameters"][0]["values"] == [str(2**53), str(2**53 + 1), str(2**53 + 2), 7,
+                                                  str(-(2**62) - 1)]
+    s = dash.session()
+    want = dict(zip(labels, s.view("c").counts, strict=True))
+    for label in labels:  # a click on each bar sends its label back: its own rows
+        reply = protocol.handle(s, json.dumps({"type": "select", "view": "c", "values": [label]}))
+        assert reply["selected"] == want[label] and reply["filters"] == {"c": {"values": [label]}}, label
+    p = as_read["parameters"]
+    protocol.handle(s, {"type": "clear"})
+    reply = protocol.handle(s, json.dumps({"type": "parameter", "name": "p", "value": p[0]["values"][1]}))
+    assert reply["selected"] == 4 and reply["filters"]["p"] == {"parameter": str(2**53 + 1)}
+    reply = protocol.handle(s, json.dumps({"type": "parameter", "name": "ps", "value": p[1]["values"][:3:2]}))
+    assert reply["filters"]["ps"] == {"parameter": [str(2**53), str(2**53 + 2)]}
+    state = json.loads(wire.dumps(protocol.handle(s, {"type": "state"})))["filters"]
+    again = dash.session()
+    assert protocol.handle(again, {"type": "filters", "filters": state})["selected"] == \
+        protocol.handle(s, {"type": "state"})["selected"] == 0
+    assert protocol.handle(again, {"type": "filters", "filters": {"ps": state["ps"]}})["selected"] == 8
+    # the text of an integer that a number carries exactly is no value, as before
+    reply = protocol.handle(again, {"type": "select", "view": "c", "values": ["7"]})
+    assert reply["type"] == "error" and "did you mean 7?" in reply["message"], reply
+    reply = protocol.handle(again, {"type": "select", "view": "c", "values": [str(2**53 + 3)]})
+    assert reply["type"] == "error" and "is not one of the values" in reply["message"], reply
+    # the benchmarks' check reads the labels and filters so too (bench/check.py)
+    from brushfire.bench.check import Checker
+
+    described = json.loads(wire.dumps(describe_dashboard(dash)))  # (as the harness reads it)
+    checker = Checker(dash.spec, {v["name"]: v["labels"] for v in described["views"]})
+    assert checker.problems_once == []
+    replies = [json.loads(wire.dumps(protocol.handle(again, json.dumps(m)))) for m in (
+        {"type": "select", "view": "c", "values": labels[1:2]}, {"type": "clear"},
+        {"type": "parameter", "name": "p", "value": p[0]["values"][2]},
+        {"type": "parameter", "name": "ps", "value": p[1]["values"][3:]})]
+    result = checker.check([(0, i, r) for i, r in enumerate(replies)])
+    assert (result.checked, result.mismatches) == (4, 0), result.examples
+
+
 def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):
     """A view named as the start of another's (c, c2): the new data refusing c2's value
     leave off c2 alone (an error naming `filters.c2.values` was read as naming c too)."""

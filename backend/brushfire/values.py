@@ -12,7 +12,8 @@
   or says which values exist (with a "did you mean"). Over a time field the choices are
   ISO instants (`format_instant`) and a value is any spelling of one (`time_choice`).
   A float field's infinities, which JSON cannot carry, travel as the text 'Infinity' and
-  '-Infinity' (`wire_choice`; NaN travels as null), and `Choices.resolve` takes them back.
+  '-Infinity', integers beyond ±(2^53-1) as their decimal text (`wire_choice`; NaN
+  travels as null), and `Choices.resolve` takes them back.
 
 Every problem raises `InteractionError` with a message that names the value and says
 what is expected; callers add where the value came from (view, bound).
@@ -23,12 +24,13 @@ from __future__ import annotations
 import contextlib
 import difflib
 import math
+import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from numbers import Integral, Real
 
 from brushfire.errors import InteractionError
-from brushfire.wire import float_text
+from brushfire.wire import MAX_SAFE_INTEGER, exact_int, float_text
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
@@ -216,19 +218,30 @@ class Choices:
 
     def _as_choice(self, value):
         if not self.times or (isinstance(value, str) and ("str", value) in self._keys):
-            return self._infinity(value)
+            return self._unspelt(value)
         return time_choice(value)
 
-    def _infinity(self, value):
-        """±inf for its wire spelling (`wire_choice`) when that is a choice and the text
-        is not (a text field's 'Infinity' is itself)."""
-        x = INFINITIES.get(value) if isinstance(value, str) else None
-        return x if x is not None and ("str", value) not in self._keys else value
+    def _unspelt(self, value):
+        """The choice a text spells as replies write it (`wire_choice`), when the text is
+        not itself a choice (a text field's 'Infinity' is itself): ±inf for 'Infinity' /
+        '-Infinity'; an integer beyond ±(2^53-1) for its decimal text, when it is a
+        choice. Anything else as it is."""
+        if not isinstance(value, str) or ("str", value) in self._keys:
+            return value
+        x = INFINITIES.get(value)
+        if x is not None:
+            return x
+        if len(value) <= 20 and _INTEGER_TEXT.fullmatch(value):
+            n = int(value)
+            if abs(n) > MAX_SAFE_INTEGER and ("number", n) in self._keys:
+                return n
+        return value
 
     def resolve(self, value):
         """A checked value as the engine and SQL take it: a float field's infinity for
-        its wire spelling, else `value` as given (a time field's ISO spelling included)."""
-        return value if self.times else self._infinity(value)
+        its wire spelling, an integer for its decimal text, else `value` as given (a time
+        field's ISO spelling included)."""
+        return value if self.times else self._unspelt(value)
 
     def check(self, value) -> None:
         """Raise unless `value` is a choice, naming the first choices and the closest."""
@@ -261,14 +274,21 @@ def did_you_mean(value, choices: list) -> list:
 
 
 INFINITIES = {float_text(x): x for x in (math.inf, -math.inf)}  # (their wire spellings)
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")  # an integer's decimal text, nothing else (`wire_choice`)
 
 
 def wire_choice(v):
     """A category or dropdown choice as replies and the selection state spell it: a float
     field's ±inf as 'Infinity' / '-Infinity' (JSON has no infinity; `jsonable` would make
     it null, the NaN bar's name, and a click on the infinite bar would select the NaN
-    rows), anything else as it is."""
-    return float_text(v) if isinstance(v, float) and math.isinf(v) else v
+    rows), an integer beyond ±(2^53-1) as its decimal text (`wire.exact_int`: a page reads
+    a JSON number as a double, 9007199254740993 as ...992, and a click on its bar would
+    name another value), anything else as it is."""
+    if isinstance(v, float) and math.isinf(v):
+        return float_text(v)
+    if isinstance(v, Integral) and not isinstance(v, bool):
+        return exact_int(int(v))
+    return v
 
 
 def choice_key(v) -> tuple:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -69,10 +70,12 @@ class Checker:
         self.times = {v.name for v in spec.views
                       if view_type(v).value_bars and _is_time(types.get(v.field, ""))}
         self.time_columns = frozenset(c for c, t in types.items() if _is_time(t))  # (`filter`s)
-        # a float field's ±inf categories as a client reads them: 'Infinity' (wire_choice)
-        floats = {v.name for v in spec.views if view_type(v).value_bars and types.get(v.field) in ("DOUBLE", "FLOAT")}
-        self.labels = {n: [V.INFINITIES.get(x, x) if n in floats and isinstance(x, str) else x for x in ls]
-                       for n, ls in self.labels.items()}
+        # each filter's field type: its categories and choices as a client reads them are
+        # spelt for JSON (values.wire_choice), read back by `_from_wire`
+        self.field_types = {v.name: types.get(v.field, "") for v in spec.views if view_type(v).value_bars}
+        self.field_types.update({p.name: types.get(p.field, "") for p in spec.interactions.parameters})
+        self.labels = {n: [_from_wire(x, self.field_types.get(n, "")) for x in ls] if n in self.field_types
+                       else ls for n, ls in self.labels.items()}
         # per measured view: is the measure an integer, and Σ|x| per bar over all rows
         self.integer: dict[str, bool] = {}
         self.abs_sums: dict[str, dict] = {}
@@ -205,17 +208,20 @@ class Checker:
         return problems
 
     def _with_nan(self, name: str, entry):
-        """A reply's filter with its NaN values: JSON writes NaN as null (wire.dumps),
-        and a categorical view's values and a dropdown's choices, NaN among them, are never
-        null (null rows are in no bar and no choice), so a null there is NaN."""
+        """A reply's filter with its values as the field holds them: JSON writes NaN as
+        null (wire.dumps), and a categorical view's values and a dropdown's choices, NaN
+        among them, are never null (null rows are in no bar and no choice), so a null there
+        is NaN; ±inf and integers beyond ±(2^53-1) come as text (`_from_wire`)."""
         if not isinstance(entry, dict) or name.startswith(COLUMN):  # (a column's null is null)
             return entry
+        t = self.field_types.get(name, "")
         if isinstance(entry.get("values"), list):
-            return {"values": _nan_for_null(entry["values"])}
+            return {"values": [_from_wire(x, t) for x in _nan_for_null(entry["values"])]}
         dropdowns = {p.name for p in self.spec.interactions.parameters if p.widget == "dropdown"}
         if "parameter" in entry and name in dropdowns:
             v = entry["parameter"]
-            return {"parameter": _nan_for_null(v) if isinstance(v, list) else math.nan if v is None else v}
+            v = _nan_for_null(v) if isinstance(v, list) else math.nan if v is None else v
+            return {"parameter": [_from_wire(x, t) for x in v] if isinstance(v, list) else _from_wire(v, t)}
         return entry
 
     def _kind(self, view: str) -> str:
@@ -250,6 +256,20 @@ def _is_time(duckdb_type: str) -> bool:
 def _same(a, b) -> bool:
     """Equal values, NaN as equal to NaN (as in SQL's GROUP BY and the engine's bars)."""
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def _from_wire(x, field_type: str):
+    """A category or dropdown choice as replies spell it (values.wire_choice) as its
+    field's value: on a float field 'Infinity' and '-Infinity' as those numbers, on an
+    integer field an integer's decimal text as the integer; anything else (a text field's
+    own 'Infinity') as it is."""
+    if not isinstance(x, str):
+        return x
+    if field_type in ("DOUBLE", "FLOAT"):
+        return V.INFINITIES.get(x, x)
+    if field_type in INTEGER_TYPES and re.fullmatch(r"-?[0-9]+", x):
+        return int(x)
+    return x
 
 
 def _nan_for_null(values: list) -> list:
