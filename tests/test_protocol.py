@@ -386,7 +386,7 @@ def test_a_float_fields_infinite_categories_travel_as_text_and_select_their_rows
     labels = described["views"][0]["labels"]
     assert labels == ["Infinity", "-Infinity", 1.0, 2.0, None, "(other)"]
     assert [b["label"] for b in described["views"][0]["spec"]["datasets"]["bars"]] == labels
-    assert described["parameters"][0]["values"] == labels[:-1]
+    assert described["parameters"][0]["values"] == ["Infinity", "-Infinity", 1.0, 2.0, "NaN"]  # (null: inactive)
     oracle, s = Oracle(dash.spec), dash.session()
     for picked, sql_values in [(["Infinity"], [math.inf]), (["-Infinity", None], [-math.inf, math.nan]),
                                ([None], [math.nan])]:
@@ -469,6 +469,59 @@ def test_integer_categories_beyond_2_53_travel_as_text_and_select_their_rows(tmp
         {"type": "parameter", "name": "ps", "value": p[1]["values"][3:]})]
     result = checker.check([(0, i, r) for i, r in enumerate(replies)])
     assert (result.checked, result.mismatches) == (4, 0), result.examples
+
+
+def test_a_dropdowns_nan_choice_travels_as_text_and_is_chosen_by_parameter(tmp_path):
+    """A float field's NaN is a dropdown's choice (docs/spec.md), which JSON writes as
+    null; but a parameter's null is "inactive": a page that sent the choice back as it
+    came (null) cleared the parameter, and no `parameter` message could choose NaN. A
+    dropdown's NaN travels as 'NaN' (values.wire_dropdown: the choices, the default, the
+    selection state), which parameter and filters take back; a text field's 'NaN' is
+    itself."""
+    import math
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.describe import describe_dashboard
+    from brushfire.plan import plan_capture
+    from oracle import Oracle
+
+    path = tmp_path / "nan.parquet"
+    table = pa.table({"f": [1.0, math.nan, math.nan, 2.0, math.nan, None, 1.0],
+                      "t": ["NaN", "a", "NaN", "b", "a", "a", None], "y": [1, 2, 3, 4, 5, 6, 7]})
+    pq.write_table(table, path)
+    spec = parse_dashboard({
+        "name": "nan", "source": {"path": str(path)},
+        "views": [{"name": "h", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 8]}}],
+        "interactions": {"parameters": [{"name": "p", "field": "f"},
+                                        {"name": "ps", "field": "f", "multiple": True},
+                                        {"name": "pt", "field": "t"}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    described = json.loads(wire.dumps(describe_dashboard(dash)))
+    p, ps, pt = described["parameters"]
+    assert p["values"] == ps["values"] == ["NaN", 1.0, 2.0] and pt["values"] == ["a", "NaN", "b"]
+    oracle, s = Oracle(dash.spec), dash.session()
+    # the page's plain dropdown sends back the choice whose text was picked
+    value = next(v for v in p["values"] if str(v) == "NaN")
+    reply = json.loads(wire.dumps(protocol.handle(s, json.dumps({"type": "parameter", "name": "p", "value": value}))))
+    oracle.set_parameter("p", math.nan)
+    assert reply["type"] == "update" and reply["filters"] == {"p": {"parameter": "NaN"}}, reply
+    assert reply["selected"] == oracle.selected() == 3
+    assert reply["views"]["h"]["counts"][1:8] == [oracle.view("h").get(i, (0,))[0] for i in range(1, 8)]
+    again = dash.session()  # the state as JSON gives the same selection
+    assert protocol.handle(again, {"type": "filters", "filters": reply["filters"]})["selected"] == 3
+    reply = protocol.handle(s, {"type": "parameter", "name": "ps", "value": ["NaN", 2.0]})
+    assert reply["filters"]["ps"] == {"parameter": ["NaN", 2.0]} and reply["selected"] == 3  # (p: NaN)
+    protocol.handle(s, {"type": "clear", "view": "p"})
+    assert protocol.handle(s, {"type": "state"})["selected"] == 4
+    assert protocol.handle(s, {"type": "parameter", "name": "ps", "value": [None]})["selected"] == 3  # (as before)
+    reply = protocol.handle(s, {"type": "parameter", "name": "pt", "value": "NaN"})  # a text field's own
+    assert (reply["selected"], reply["filters"]["pt"]) == (1, {"parameter": "NaN"})  # (ps: NaN rows)
+    protocol.handle(s, {"type": "clear"})
+    assert protocol.handle(s, {"type": "parameter", "name": "pt", "value": "NaN"})["selected"] == 2
 
 
 def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):

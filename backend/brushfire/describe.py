@@ -100,6 +100,7 @@ def _parameter_json(dash: Dashboard, p) -> dict:
     """A parameter's widget: the choices of a dropdown, the value range of a slider."""
     kind, domain = dash.store.parameter_domain(p.name)
     return {"name": p.name, "field": p.field, "widget": p.widget, "op": p.op,
-            "multiple": p.multiple, "default": p.default,
-            "values": [V.wire_choice(x) for x in domain] if kind in ("values", "times") else None,
+            "multiple": p.multiple,
+            "default": V.wire_dropdown(p.default) if kind in ("values", "times") else p.default,
+            "values": [V.wire_dropdown(x) for x in domain] if kind in ("values", "times") else None,
             "range": domain if kind == "range" and domain else None}

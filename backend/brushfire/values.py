@@ -12,8 +12,9 @@
   or says which values exist (with a "did you mean"). Over a time field the choices are
   ISO instants (`format_instant`) and a value is any spelling of one (`time_choice`).
   A float field's infinities, which JSON cannot carry, travel as the text 'Infinity' and
-  '-Infinity', integers beyond ±(2^53-1) as their decimal text (`wire_choice`; NaN
-  travels as null), and `Choices.resolve` takes them back.
+  '-Infinity', integers beyond ±(2^53-1) as their decimal text (`wire_choice`; a bar's NaN
+  travels as null, a dropdown's as 'NaN': `wire_dropdown`), and `Choices.resolve` takes
+  them back.
 
 Every problem raises `InteractionError` with a message that names the value and says
 what is expected; callers add where the value came from (view, bound).
@@ -231,6 +232,8 @@ class Choices:
         x = INFINITIES.get(value)
         if x is not None:
             return x
+        if value == "NaN" and ("nan",) in self._keys:  # (a dropdown's NaN: `wire_dropdown`)
+            return math.nan
         if len(value) <= 20 and _INTEGER_TEXT.fullmatch(value):
             n = int(value)
             if abs(n) > MAX_SAFE_INTEGER and ("number", n) in self._keys:
@@ -289,6 +292,18 @@ def wire_choice(v):
     if isinstance(v, Integral) and not isinstance(v, bool):
         return exact_int(int(v))
     return v
+
+
+def wire_dropdown(v):
+    """A dropdown's value (one choice, or a `multiple` dropdown's list of them) as replies,
+    the dashboard's description and the selection state spell it: each choice as a
+    category (`wire_choice`), but a float field's NaN as 'NaN', since a parameter's null
+    means "inactive" (a categorical bar's NaN is null: no bar is null)."""
+    if isinstance(v, list | tuple):
+        return [wire_dropdown(x) for x in v]
+    if v is None:  # (inactive)
+        return None
+    return "NaN" if isinstance(v, Real) and v != v else wire_choice(v)
 
 
 def choice_key(v) -> tuple:

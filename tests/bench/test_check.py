@@ -314,8 +314,8 @@ def test_decimal_measures_are_compared_as_the_doubles_the_engine_reads(tmp_path)
 
 def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
     """A float field's NaN is one of its values, as in the engine: a categorical view's bar
-    and a dropdown's choice, which select its rows; a reply's JSON writes it as null (no
-    bar or choice is null)."""
+    and a dropdown's choice, which select its rows; a reply's JSON writes a bar's as null
+    (no bar is null) and a dropdown's as 'NaN' (a parameter's null is inactive)."""
     rng = np.random.default_rng(7)
     n = 300
     level = rng.choice([math.nan, 1.5, 0.5, 2.5], n, p=[0.4, 0.3, 0.2, 0.1])
@@ -339,7 +339,7 @@ def test_a_nan_category_is_a_bar_and_a_choice_as_the_engine_has_it(tmp_path):
                             {"type": "parameter", "name": "plevel", "value": 1.5},
                             {"type": "parameter", "name": "plevels", "value": [0.5, nan]}])
     assert replies[0][2]["filters"]["level"] == {"values": [None]}
-    assert replies[5][2]["filters"]["plevel"] == {"parameter": None}
+    assert replies[5][2]["filters"]["plevel"] == {"parameter": "NaN"}  # (null: inactive)
     assert replies[5][2]["selected"] == replies[0][2]["selected"]
     assert replies[0][2]["selected"] == int(np.isnan(level[np.arange(n) % 31 != 4]).sum())
     # the labels as the engine holds them, and as a client reads them (NaN as null)

@@ -71,7 +71,7 @@ class Checker:
                       if view_type(v).value_bars and _is_time(types.get(v.field, ""))}
         self.time_columns = frozenset(c for c, t in types.items() if _is_time(t))  # (`filter`s)
         # each filter's field type: its categories and choices as a client reads them are
-        # spelt for JSON (values.wire_choice), read back by `_from_wire`
+        # spelt for JSON (values.wire_choice, wire_dropdown), read back by `_from_wire`
         self.field_types = {v.name: types.get(v.field, "") for v in spec.views if view_type(v).value_bars}
         self.field_types.update({p.name: types.get(p.field, "") for p in spec.interactions.parameters})
         self.labels = {n: [_from_wire(x, self.field_types.get(n, "")) for x in ls] if n in self.field_types
@@ -211,7 +211,8 @@ class Checker:
         """A reply's filter with its values as the field holds them: JSON writes NaN as
         null (wire.dumps), and a categorical view's values and a dropdown's choices, NaN
         among them, are never null (null rows are in no bar and no choice), so a null there
-        is NaN; ±inf and integers beyond ±(2^53-1) come as text (`_from_wire`)."""
+        is NaN; ±inf, a dropdown's NaN and integers beyond ±(2^53-1) come as text
+        (`_from_wire`)."""
         if not isinstance(entry, dict) or name.startswith(COLUMN):  # (a column's null is null)
             return entry
         t = self.field_types.get(name, "")
@@ -259,14 +260,14 @@ def _same(a, b) -> bool:
 
 
 def _from_wire(x, field_type: str):
-    """A category or dropdown choice as replies spell it (values.wire_choice) as its
-    field's value: on a float field 'Infinity' and '-Infinity' as those numbers, on an
-    integer field an integer's decimal text as the integer; anything else (a text field's
-    own 'Infinity') as it is."""
+    """A category or dropdown choice as replies spell it (values.wire_choice and
+    wire_dropdown) as its field's value: on a float field 'Infinity', '-Infinity' and
+    'NaN' as those numbers, on an integer field an integer's decimal text as the integer;
+    anything else (a text field's own 'Infinity') as it is."""
     if not isinstance(x, str):
         return x
     if field_type in ("DOUBLE", "FLOAT"):
-        return V.INFINITIES.get(x, x)
+        return math.nan if x == "NaN" else V.INFINITIES.get(x, x)
     if field_type in INTEGER_TYPES and re.fullmatch(r"-?[0-9]+", x):
         return int(x)
     return x
