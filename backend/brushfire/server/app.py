@@ -247,12 +247,14 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
 
     def queue(kind: str, payload, key: str = "") -> dict | None:
         """Add an item; a brush replacing a waiting one on the same view returns the
-        `skipped` reply for the replaced one."""
-        if key:
-            for i, (old_kind, old, old_key) in enumerate(pending):
-                if old_key == key and old_kind == "msg":
-                    pending[i] = (kind, payload, key)
-                    return {"type": "skipped", "id": protocol.echo_id(old.get("id"))}
+        `skipped` reply for the replaced one. Only the last item waiting is replaced: a
+        message after it (a `clear`, `filters`, `details`...) is answered after the brush
+        before it and before the brush after it, as they were sent (the newer brush put in
+        the older one's place ran before a `clear` sent between them, which then cleared it)."""
+        if key and pending and pending[-1][0] == "msg" and pending[-1][2] == key:
+            old = pending[-1][1]
+            pending[-1] = (kind, payload, key)
+            return {"type": "skipped", "id": protocol.echo_id(old.get("id"))}
         pending.append((kind, payload, key))
         wake.set()
         return None

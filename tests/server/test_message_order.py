@@ -1,0 +1,76 @@
+"""The order of a session's messages over a real server (no Spark: captured in this
+process): a brush that waits is replaced by a newer one on the same view only when
+nothing was sent between them, so that the session ends in the state the client's
+messages, in their order, make."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from websockets.sync.client import connect
+
+from brushfire import Dashboard
+from brushfire.capture.local import capture_table
+from brushfire.plan import plan_capture
+from brushfire.server import create_app
+from brushfire.server.app import uvicorn_options
+from brushfire.spec import parse_dashboard
+from live_server import live_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("order")
+    rng = np.random.default_rng(3)
+    n = 20_000
+    table = pa.table({"x": rng.uniform(0, 100, n), "k": rng.integers(0, 100, n)})
+    spec = parse_dashboard({
+        "name": "order", "source": {"path": str(folder / "rows.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10, "extent": [0, 100]}},
+                  {"name": "hk", "type": "histogram", "field": "k", "bin": {"step": 10, "extent": [0, 100]}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "hk"]}],
+                         "details": {"columns": ["x", "k"], "page_size": 5}}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, folder / "cache"))
+    with live_server(create_app([dash]), **uvicorn_options()) as addr:
+        yield addr
+
+
+def answers(ws, messages: list[dict]) -> dict:
+    """Send `messages` at once (the first keep the engine busy while the rest wait), then
+    read every reply: {id: reply}."""
+    for m in messages:
+        ws.send(json.dumps(m))
+    got: dict = {}
+    while len(got) < len(messages):
+        r = json.loads(ws.recv(timeout=30))
+        got[r["id"]] = r
+    return got
+
+
+BUSY = [{"type": "details", "id": f"busy{i}", "page_size": 2000} for i in range(10)]
+
+
+def test_a_clear_between_two_brushes_is_not_overtaken_by_the_second(server):
+    """brush A, clear, brush B on one view, sent while the engine was busy: B took A's
+    place in the queue, before the clear, which then cleared B: the session ended with no
+    brush (and the replies came B before the clear) where the client's last word was B."""
+    with connect(f"ws://{server}/ws/order") as ws:
+        got = answers(ws, [*BUSY, {"type": "brush", "id": "A", "view": "hx", "interval": [10, 20]},
+                           {"type": "clear", "id": "C", "view": "hx"},
+                           {"type": "brush", "id": "B", "view": "hx", "interval": [30, 40]},
+                           {"type": "state", "id": "S"}])
+    assert got["S"]["filters"] == {"hx": {"interval": [30, 40]}}
+    assert got["C"]["type"] == "update" and got["B"]["type"] == "update"
+
+
+def test_brushes_sent_back_to_back_are_still_coalesced(server):
+    with connect(f"ws://{server}/ws/order") as ws:
+        got = answers(ws, [*BUSY, *({"type": "brush", "id": i, "view": "hx", "interval": [i, 50 + i]}
+                                    for i in range(20)),
+                           {"type": "state", "id": "S"}])
+    assert got[19]["type"] == "update" and got["S"]["filters"] == {"hx": {"interval": [19, 69]}}
+    assert sum(got[i]["type"] == "skipped" for i in range(19)) >= 10  # (the engine was busy)
