@@ -113,7 +113,7 @@ class DashboardWidget(anywidget.AnyWidget):
         self._reloading = threading.Lock()
         self._mirroring = False  # True while `filters` is set from the session's own state
         self._server: dict | None = None  # attached: the server's description, once read
-        description = describe_dashboard(dashboard) if dashboard is not None else {}
+        description = wire.as_sent(describe_dashboard(dashboard)) if dashboard is not None else {}
         super().__init__(_esm=esm, _css=css, _description=description, _url=url.rstrip("/"),
                          _dashboard_name=name, _token=token or "", **kwargs)
         if self._session is not None:
@@ -196,7 +196,7 @@ class DashboardWidget(anywidget.AnyWidget):
                 session.close()
                 raise
             old, self._dash, self._session = self._session, new, session
-            self._description = describe_dashboard(new)
+            self._description = wire.as_sent(describe_dashboard(new))
             self._mirror(protocol.filters_json(session))
         old.close()  # its background work stops and the replaced capture can be freed
         if dropped:
@@ -241,7 +241,7 @@ class DashboardWidget(anywidget.AnyWidget):
             reply = protocol.handle(self._session, content)
             if reply["type"] == "update":
                 self._mirror(reply["filters"])
-        self.send(reply)
+        self.send(wire.as_sent(reply))  # (as the page gets it: NaN and ±inf as null)
 
     def _mirror(self, filters: dict) -> None:
         self._mirroring = True
@@ -270,7 +270,7 @@ class DashboardWidget(anywidget.AnyWidget):
                 raise InteractionError(reply["message"])
             state_reply = protocol.handle(self._session, {"type": "state"})
         state_reply["id"] = None
-        self.send(state_reply)  # `state` without an id: every view of this widget applies it
+        self.send(wire.as_sent(state_reply))  # `state` without an id: every view of this widget applies it
         return state_reply["filters"]
 
     def export(self, path: str | Path, format: str | None = None, *,

@@ -121,6 +121,14 @@ def dumps(reply: dict) -> str:
         return json.dumps(jsonable(reply), allow_nan=False, default=_json_default)
 
 
+def as_sent(reply: dict) -> dict:
+    """A reply (or the dashboard's description) as a client reads the text `dumps` makes
+    of it: for a transport that encodes messages itself, a Jupyter comm, whose strict JSON
+    would otherwise send NaN and infinities as the text 'nan' and 'inf' (and numpy values
+    as it pleases), where the WebSocket sends null."""
+    return json.loads(dumps(reply))
+
+
 def _json_default(x):
     if hasattr(x, "isoformat"):  # pandas' Timestamp
         return x.isoformat()

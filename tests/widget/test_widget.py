@@ -434,3 +434,42 @@ def test_integer_keys_beyond_2_53_reach_the_front_end_as_their_digits(tmp_path):
     w.comm.receive({"type": "dimension_forward", "id": 3, "join": "acct", "key": dimension["rows"][1]["acct.id"]})
     forward = w.comm.custom()[-1]
     assert forward["key"] == "9007199254740995" and forward["rows"] == dimension["rows"][1]["rows"]
+
+
+def test_replies_and_the_description_reach_the_front_end_as_json_the_page_gets(tmp_path):
+    """A kernel sends comm messages as strict JSON (jupyter_client's json_packer): the
+    description and replies holding NaN or ±inf (here the max of a measure with +inf,
+    which the WebSocket sends as null, wire.dumps) went out with the text 'inf' and 'nan'
+    instead (after a warning), which the widget's views drew as -∞ (`formatNumber`: 'inf'
+    is not > 0). They are now what the page reads (wire.as_sent)."""
+    import json
+    import math
+
+    import numpy as np
+    from jupyter_client.session import json_packer
+
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    m = np.arange(40, dtype=float)
+    m[:3], m[3:6] = math.inf, math.nan
+    table = pa.table({"c": ["a", "b"] * 20, "m": m, "x": np.arange(40) % 10})
+    pq.write_table(table, tmp_path / "t.parquet")
+    spec = parse_dashboard({
+        "name": "inf", "source": {"path": str(tmp_path / "t.parquet")},
+        "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 10]}},
+                  {"name": "top", "type": "categorical", "field": "c", "brush": "none",
+                   "aggregate": {"op": "max", "field": "m"}}],
+        "interactions": {"crossfilter": [{"views": ["hx", "top"]}]}})
+    plan = plan_capture(spec)
+    dash = brushfire.Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    w = brushfire.widget(dash)
+    w.comm.receive({"type": "brush", "id": 1, "view": "hx", "interval": [0, 4]})
+    reply = w.comm.custom()[-1]
+    description = w.comm.sent[0][1]["state"]["_description"]
+    for sent in (reply, description):
+        json.dumps(sent, allow_nan=False)  # as a kernel sends it: strict JSON
+        assert json.loads(json_packer(sent)) == sent
+    assert reply["views"]["top"]["values"][0] is None  # (+inf, as the WebSocket says)
+    assert description["views"][1]["values"][0] is None
