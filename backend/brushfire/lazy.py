@@ -467,8 +467,8 @@ class LazySession(LazyQueries):
         for i, name in enumerate(views):
             data = b.bars(name, groups.get(i, {})).data
             cav = caveats.get(i, {})
-            if view_type(self.spec.view(name)).value_bars and data.labels and data.labels[-1] == sql.OTHER \
-                    and data.counts[-1]:
+            if view_type(self.spec.view(name)).value_bars and self.spec.view(name).other \
+                    and data.counts[-1]:  # (the '(other)' bar: a value '(other)' is a bar of its own)
                 cav["other"] = data.counts[-1]
             data.caveats = {r: c for r, c in cav.items() if c}
             out[name] = data

@@ -168,3 +168,29 @@ def test_a_value_spelt_like_the_other_bar_is_a_bar_of_its_own(tmp_path):
                                                         {"null": 1, "other": 5})
     reply = protocol.handle(dash.session(), {"type": "select", "view": "s", "values": ["(other)"]})
     assert (reply["selected"], reply["views"]["y"]["counts"]) == (5, [0, 1, 4])  # the rows of b and c (y 9-13)
+
+
+def test_a_last_value_spelt_like_the_other_bar_is_not_counted_as_folded(tmp_path):
+    """In a view without an '(other)' bar (`other: false`), the last top value may be the
+    text '(other)'. The engine took any last label '(other)' for the '(other)' bar and
+    reported its rows as the caveat `other` (folded into a bar the view does not have),
+    where SQL says they are shown in their own bar: caveats null and beyond_top only."""
+    from oracle import Oracle
+
+    s = ["a"] * 5 + ["(other)"] * 4 + ["b"] * 3 + ["c"] * 2 + [None]
+    table = pa.table({"s": pa.array(s), "y": list(range(len(s)))})
+    pq.write_table(table, tmp_path / "t.parquet")
+    spec = parse_dashboard({
+        "name": "other_last", "source": {"path": str(tmp_path / "t.parquet")},
+        "views": [{"name": "s", "type": "categorical", "field": "s", "top": 2, "other": False},
+                  {"name": "y", "type": "histogram", "field": "y", "bin": {"step": 5, "extent": [0, 15]}}],
+        "interactions": {"crossfilter": [{"views": ["s", "y"]}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    oracle = Oracle(dash.spec)
+    view = dash.session().view("s")
+    assert (view.labels, view.counts) == (["a", "(other)"], [5, 4])
+    assert view.caveats == oracle.caveats("s") == {"null": 1, "beyond_top": 5}
+    reply = protocol.handle(dash.session(), {"type": "brush", "view": "y", "interval": [0, 8]})
+    oracle.brush("y", [0, 8])
+    assert reply["views"]["s"]["caveats"] == oracle.caveats("s") == {}

@@ -29,7 +29,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine.api import ViewData
 from brushfire.engine.state import merge_ranges
 from brushfire.lineage.arrays import Aggregates
-from brushfire.lineage.layout import OTHER, Dim, ViewLayout
+from brushfire.lineage.layout import Dim, ViewLayout
 from brushfire.spec import aggregates
 from brushfire.values import format_instant
 from brushfire.views import view_type
@@ -99,7 +99,7 @@ def caveats(v: ViewLayout, agg: Aggregates, cells: np.ndarray | None = None,
     dropped = int(counts[v.ncodes])
     if dropped:
         out["not_shown"] = dropped
-    if view_type(v).value_bars and v.labels and v.labels[-1] == OTHER:
+    if view_type(v).value_bars and v.other_bar:
         at = (v.nbars - 1) * w
         n = int(counts[at] if w == 1 else counts[at:at + w].sum())
         if n:
@@ -165,7 +165,7 @@ def _plain_caveats(v: ViewLayout, agg: Aggregates) -> dict[str, int]:
     n = int(c[v.bar_off + v.ncodes])
     if n:
         out["not_shown"] = n
-    if view_type(v).value_bars and v.labels and v.labels[-1] == OTHER:
+    if view_type(v).value_bars and v.other_bar:
         n = int(c[at - 1])
         if n:
             out["other"] = n

@@ -144,6 +144,14 @@ class ViewLayout:
     value_type: str = "values"
 
     @property
+    def other_bar(self) -> bool:
+        """Whether the last bar is a categorical view's '(other)' bar (the values beyond its
+        top N): labelled so, in a view that has one. A view without one (`other: false`)
+        counts those values under the reason 'beyond_top', and its last label may be a
+        value '(other)' of the field, a bar like any other."""
+        return bool(self.labels) and self.labels[-1] == OTHER and "beyond_top" not in self.reasons
+
+    @property
     def kbars(self) -> int:
         """Bars and reason pseudo-bars."""
         return self.nbars + len(self.reasons)
