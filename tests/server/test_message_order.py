@@ -1,12 +1,17 @@
 """The order of a session's messages over a real server (no Spark: captured in this
 process): a brush that waits is replaced by a newer one on the same view only when
 nothing was sent between them, so that the session ends in the state the client's
-messages, in their order, make."""
+messages, in their order, make; messages sent while the dashboard is captured are
+answered once it is ready, in order, and a client leaving meanwhile ends its session."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import types
 
+import httpx
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -15,14 +20,14 @@ from websockets.sync.client import connect
 from brushfire import Dashboard
 from brushfire.capture.local import capture_table
 from brushfire.plan import plan_capture
-from brushfire.server import create_app
+from brushfire.server import create_app, hosting
 from brushfire.server.app import uvicorn_options
 from brushfire.spec import parse_dashboard
 from live_server import live_server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def dash(tmp_path_factory) -> Dashboard:
     folder = tmp_path_factory.mktemp("order")
     rng = np.random.default_rng(3)
     n = 20_000
@@ -34,7 +39,11 @@ def server(tmp_path_factory):
         "interactions": {"crossfilter": [{"views": ["hx", "hk"]}],
                          "details": {"columns": ["x", "k"], "page_size": 5}}})
     plan = plan_capture(spec)
-    dash = Dashboard(spec, plan, capture_table(plan, table, folder / "cache"))
+    return Dashboard(spec, plan, capture_table(plan, table, folder / "cache"))
+
+
+@pytest.fixture(scope="module")
+def server(dash):
     with live_server(create_app([dash]), **uvicorn_options()) as addr:
         yield addr
 
@@ -74,3 +83,39 @@ def test_brushes_sent_back_to_back_are_still_coalesced(server):
                            {"type": "state", "id": "S"}])
     assert got[19]["type"] == "update" and got["S"]["filters"] == {"hx": {"interval": [19, 69]}}
     assert sum(got[i]["type"] == "skipped" for i in range(19)) >= 10  # (the engine was busy)
+
+
+def test_a_client_leaving_while_the_dashboard_is_captured_ends_its_session_at_once(dash, monkeypatch):
+    """Nothing was read from a client until the dashboard was ready: one that left
+    during the capture held its session (the sessions in /health, the per-client limit)
+    until the capture ended, however long. Messages sent meanwhile are still answered once
+    it is ready, in order."""
+    gate = threading.Event()
+
+    def slow_open(spec, **_):
+        gate.wait(30)
+        return dash
+
+    monkeypatch.setattr(hosting, "Dashboard", types.SimpleNamespace(open=slow_open))
+    host = hosting.HostedDashboard.opening(dash.spec, cache_dir=None, warm=False)
+    with live_server(create_app([host]), **uvicorn_options()) as addr:
+        def sessions() -> int:
+            return httpx.get(f"http://{addr}/health").json()["sessions"]
+
+        with connect(f"ws://{addr}/ws/order") as ws:
+            ws.send(json.dumps({"type": "brush", "id": 1, "view": "hx", "interval": [10, 20]}))
+            ws.send("not json")
+            ws.send(json.dumps({"type": "state", "id": 2}))
+            with connect(f"ws://{addr}/ws/order") as leaving:
+                assert json.loads(leaving.recv(timeout=10))["type"] == "progress"
+            deadline = time.monotonic() + 5
+            while sessions() != 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sessions() == 1
+            gate.set()
+            replies = []
+            while not replies or replies[-1].get("id") != 2:
+                replies.append(json.loads(ws.recv(timeout=30)))
+        assert [(r["type"], r.get("id")) for r in replies if r["type"] != "progress"] == \
+            [("ready", None), ("update", 1), ("error", None), ("state", 2)]
+        assert replies[-1]["filters"] == {"hx": {"interval": [10, 20]}}

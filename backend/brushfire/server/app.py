@@ -157,9 +157,10 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
                 return
             sessions[client] += 1
             try:
-                if host.dashboard is None and not await _stream_progress(ws, host):
+                early = await _stream_progress(ws, host) if host.dashboard is None else []
+                if early is None:  # the capture failed, or the client left meanwhile
                     return
-                await serve_session(ws, host)
+                await serve_session(ws, host, early)
             finally:
                 sessions[client] -= 1
                 if sessions[client] <= 0:
@@ -204,25 +205,54 @@ def close_reason(text: str) -> str:
     return text.encode("utf-8")[:120].decode("utf-8", "ignore")
 
 
-async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> bool:
-    """Send `progress` while the dashboard opens; then `ready` (True) or `failed` (False,
-    and the socket is closed)."""
+async def _stream_progress(ws: WebSocket, host: HostedDashboard) -> list[dict] | None:
+    """Send `progress` while the dashboard opens; then `ready` and the client's messages
+    received meanwhile (at most MAX_PENDING, then TCP pushes back), which the session
+    answers first, in order; or None: the capture failed (`failed` sent and the socket
+    closed), or the client left. Reading meanwhile is what tells that a client left: its
+    session ends then, not when the capture does (it counted against the session limits
+    until then)."""
     last = None
-    while not host.wait(0):
-        if host.progress != last:
-            last = host.progress
-            await ws.send_json({"type": "progress", "stage": last[0], "fraction": last[1]})
-        await asyncio.sleep(PROGRESS_EVERY)
+    early: list[dict] = []
+    receiving: asyncio.Task | None = None
+    try:
+        while not host.wait(0):
+            if host.progress != last:
+                last = host.progress
+                await ws.send_json({"type": "progress", "stage": last[0], "fraction": last[1]})
+            if receiving is None and len(early) < MAX_PENDING and not _ends(early):
+                receiving = asyncio.ensure_future(ws.receive())
+            if receiving is None:
+                await asyncio.sleep(PROGRESS_EVERY)
+                continue
+            done, _ = await asyncio.wait({receiving}, timeout=PROGRESS_EVERY)
+            if done:
+                early.append(receiving.result())
+                receiving = None
+                if _ends(early) and early[-1].get("code") != CLOSE_TOO_BIG:
+                    return None  # (a frame over the limit: the messages before it are answered)
+    finally:
+        if receiving is not None:  # (a message it got is kept; a cancelled wait loses none)
+            receiving.cancel()
+            await asyncio.wait({receiving})  # (not `await receiving`: its cancellation is not ours)
+            if not receiving.cancelled() and receiving.exception() is None:
+                early.append(receiving.result())
     if host.status == "failed":
         await ws.send_json({"type": "failed", "message": host.error})
         await ws.close(code=CLOSE_CAPTURE_FAILED)
-        return False
+        return None
     await ws.send_json({"type": "ready", "rows": host.dashboard.store.n_rows})
-    return True
+    return early
 
 
-async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
-    """Read messages as they come; answer them one at a time off the event loop, in order.
+def _ends(received: list[dict]) -> bool:
+    """Whether the last of the client's ASGI messages ends the connection."""
+    return bool(received) and received[-1]["type"] == "websocket.disconnect"
+
+
+async def serve_session(ws: WebSocket, host: HostedDashboard, early: list[dict] | tuple = ()) -> None:
+    """Read messages as they come (`early`: those received while the dashboard was
+    captured, first); answer them one at a time off the event loop, in order.
 
     No message ends the session: one that cannot be decoded is answered with an `error`
     in its turn, and any failure while reading or answering one becomes an `error` reply.
@@ -259,33 +289,42 @@ async def serve_session(ws: WebSocket, host: HostedDashboard) -> None:
         wake.set()
         return None
 
-    async def reader() -> None:
-        nonlocal closed, too_big
+    async def take(message: dict) -> bool:
+        """One of the client's ASGI messages queued (or its `error`); False: the end."""
+        nonlocal too_big
+        if message["type"] == "websocket.disconnect":
+            if message.get("code") == CLOSE_TOO_BIG:  # (server/transport.py)
+                too_big = message.get("reason") or "message too big"
+            return False
         try:
+            raw = message.get("text")
+            if raw is None:  # a binary frame: UTF-8 JSON too
+                raw = message.get("bytes") or b""
+            msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
+            skipped = queue("msg", msg, _brush_key(msg))
+            if answering and interrupt is not None and msg.get("type") in requests.FILTER_TYPES:
+                interrupt()  # the next interaction cancels a lazy answer still running
+        except protocol.ProtocolError as e:
+            skipped = queue("reply", protocol.error_reply(str(e)))
+        except Exception as e:  # noqa: BLE001 - one message must never end a session
+            log.exception("brushfire: error reading a message")
+            skipped = queue("reply", protocol.error_reply(f"cannot read this message: {e}"))
+        if skipped is not None:
+            await _send(ws, skipped)
+        return True
+
+    async def reader() -> None:
+        nonlocal closed
+        try:
+            for message in early:
+                if not await take(message):
+                    return
             while True:
                 while len(pending) >= MAX_PENDING:
                     room.clear()
                     await room.wait()
-                message = await ws.receive()
-                if message["type"] == "websocket.disconnect":
-                    if message.get("code") == CLOSE_TOO_BIG:  # (server/transport.py)
-                        too_big = message.get("reason") or "message too big"
+                if not await take(await ws.receive()):
                     break
-                try:
-                    raw = message.get("text")
-                    if raw is None:  # a binary frame: UTF-8 JSON too
-                        raw = message.get("bytes") or b""
-                    msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
-                    skipped = queue("msg", msg, _brush_key(msg))
-                    if answering and interrupt is not None and msg.get("type") in requests.FILTER_TYPES:
-                        interrupt()  # the next interaction cancels a lazy answer still running
-                except protocol.ProtocolError as e:
-                    skipped = queue("reply", protocol.error_reply(str(e)))
-                except Exception as e:  # noqa: BLE001 - one message must never end a session
-                    log.exception("brushfire: error reading a message")
-                    skipped = queue("reply", protocol.error_reply(f"cannot read this message: {e}"))
-                if skipped is not None:
-                    await _send(ws, skipped)
         except Exception:  # noqa: BLE001 - disconnected (or the transport failed): end the session
             pass
         finally:
