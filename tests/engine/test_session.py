@@ -47,3 +47,36 @@ def test_a_clear_answers_each_view_with_its_base_result_kept_per_store(medians):
     cleared.views["med"].values[:] = [None] * len(base["med"].values)  # a caller's change
     cleared.views["qd"].caveats.clear()
     assert medians.engine_session().views() == base == s.views()
+
+
+def test_the_python_api_takes_a_choice_as_replies_spell_it(tmp_path):
+    """A float field's ±inf and NaN, spelt as replies and the selection state spell them
+    ('Infinity', 'NaN': values.wire_choice, wire_dropdown), passed the check of the
+    session's Python API (values.Choices takes them) but were looked up as given: the
+    session failed with TypeError (int(None)) instead of selecting their rows."""
+    import math
+
+    import pyarrow as pa
+
+    from brushfire.capture.local import capture_table
+    from brushfire.errors import InteractionError
+
+    table = pa.table({"f": [1.0, math.inf, math.inf, math.nan, 2.0, -math.inf], "y": [1, 2, 3, 4, 5, 6]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    spec = parse_dashboard({
+        "name": "spelt", "source": {"path": str(tmp_path / "t.parquet")},
+        "views": [{"name": "c", "type": "categorical", "field": "f"},
+                  {"name": "h", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 7]}}],
+        "interactions": {"crossfilter": [{"views": ["c", "h"]}],
+                         "parameters": [{"name": "p", "field": "f"}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    s = dash.session()
+    s.select("c", ["Infinity", "-Infinity"])
+    assert s.count_selected() == 3
+    s.clear()
+    for value, rows in [("Infinity", 2), ("NaN", 1), (math.inf, 2), (2.0, 1)]:
+        s.set_parameter("p", value)
+        assert s.count_selected() == rows, value
+    with pytest.raises(InteractionError, match="'Inf' is not one of the values"):
+        s.set_parameter("p", "Inf")

@@ -285,9 +285,9 @@ def category_keys(labels: list, values) -> list[int]:
     out = []
     for i, x in enumerate(values):  # ('(other)' is the last bar, even with a value '(other)')
         k = len(labels) - 1 if isinstance(x, str) and x == OTHER and labels[-1:] == [OTHER] else _position(pos, x)
-        if k is None:
+        if k is None:  # not as the labels hold it: a wire spelling ('Infinity'), or no value
             try:
-                V.Choices(labels).check(x)
+                k = _spelt_key(labels, x)
             except InteractionError as e:
                 msg = f"values[{i}]: {e}"
                 raise InteractionError(msg) from None
@@ -305,8 +305,19 @@ def dict_key(d: Dim, value) -> int:
     """A dropdown's key for `value` (spelt as `dict_value` gives it); an error naming the
     choices when it is not one."""
     k = _position(_positions(d.values), value)
-    if k is None:
-        V.Choices(d.values).check(value)
+    return _spelt_key(d.values, value) if k is None else k
+
+
+def _spelt_key(choices: list, value) -> int:
+    """The position of the choice `value` names as replies spell it (values.Choices: a
+    float's 'Infinity', 'NaN', an integer's decimal text), which the Python API may be given
+    as the protocol is; an error naming the choices when it names none."""
+    names = V.Choices(choices)
+    names.check(value)
+    k = _position(_positions(choices), names.resolve(value))
+    if k is None:  # (checked: a choice, but of another spelling than resolve gives)
+        msg = f"{V.show(value)} is not one of the values"
+        raise InteractionError(msg)
     return k
 
 
