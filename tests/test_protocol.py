@@ -549,3 +549,48 @@ def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):
     protocol.handle(old, {"type": "filters", "filters": {"c": {"values": ["x"]}, "c2": {"values": ["z"]}}})
     assert protocol.carry_over(old, new) == ["c2"]
     assert protocol.filters_json(new) == {"c": {"values": ["x"]}}
+
+
+def test_a_closed_stores_labels_and_choices_are_let_go(tmp_path, monkeypatch):
+    """The tables a message's check builds per list of labels or choices (requests'
+    Choices, engine/state's positions) were cached by the list's id, holding the list
+    for ever: every store opened (each reload of `serve --watch`, a dashboard opened again
+    in a kernel) left its labels and dropdown choices, with their tables, in memory after
+    the store itself was freed. They are kept for the last lists used only
+    (values.per_list)."""
+    import gc
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire import values
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+
+    monkeypatch.setattr(values, "PER_LIST_KEPT", 4, raising=False)
+    rng = np.random.default_rng(5)
+    table = pa.table({"c": rng.choice(["a", "b", "c"], 50), "d": rng.choice(["x", "y"], 50)})
+    pq.write_table(table, tmp_path / "t.parquet")
+
+    def opened(i: int) -> Dashboard:
+        spec = parse_dashboard({
+            "name": "kept", "source": {"path": str(tmp_path / "t.parquet")},
+            "views": [{"name": "c", "type": "categorical", "field": "c"}],
+            "interactions": {"parameters": [{"name": "p", "field": "d"}]}})
+        plan = plan_capture(spec)
+        return Dashboard(spec, plan, capture_table(plan, table, tmp_path / f"cache{i}"))
+
+    first = None
+    for i in range(4):
+        dash = opened(i)
+        s = dash.session()
+        assert protocol.handle(s, {"type": "select", "view": "c", "values": ["a"]})["type"] == "update"
+        assert protocol.handle(s, {"type": "parameter", "name": "p", "value": "x"})["type"] == "update"
+        if first is None:
+            first = (dash.store.view("c").labels, dash.store.parameter_domain("p")[1])
+        s.close()
+        del s, dash
+    gc.collect()
+    held = [[type(r).__name__ for r in gc.get_referrers(x) if r is not first] for x in first]
+    assert held == [[], []]  # (only `first` holds them)

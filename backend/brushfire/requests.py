@@ -608,17 +608,11 @@ def _check(test, where: str) -> None:
         raise InteractionError(msg) from None
 
 
-_choice_sets: dict[tuple[int, bool], tuple[object, V.Choices]] = {}  # -> (domain, its Choices)
-
-
 def _choices(domain: list, times: bool = False) -> V.Choices:
     """The values a categorical view (its bars) or a dropdown parameter takes, built once
-    per domain list; `times`: ISO instants of a time field, matched as instants."""
-    cached = _choice_sets.get((id(domain), times))
-    if cached is None or cached[0] is not domain:
-        cached = (domain, V.Choices(list(domain), times=times))
-        _choice_sets[(id(domain), times)] = cached
-    return cached[1]
+    per domain list (`values.per_list`); `times`: ISO instants of a time field, matched as
+    instants."""
+    return V.per_list(domain, f"choices times={times}", lambda d: V.Choices(list(d), times=times))
 
 
 def echo_id(msg_id):

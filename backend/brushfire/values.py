@@ -26,13 +26,17 @@ import contextlib
 import difflib
 import math
 import re
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from numbers import Integral, Real
+from typing import TypeVar, cast
 
 from brushfire.errors import InteractionError
 from brushfire.wire import MAX_SAFE_INTEGER, exact_int, float_text
 
+T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -260,6 +264,30 @@ class Choices:
         if guess:
             msg += f"; did you mean {', '.join(show(g, width) for g in guess)}?"
         raise InteractionError(msg)
+
+
+PER_LIST_KEPT = 512  # lists whose derived tables `per_list` keeps (the last used)
+_per_list: OrderedDict[tuple[int, str], tuple[list, object]] = OrderedDict()
+_per_list_lock = threading.Lock()
+
+
+def per_list(values: list, kind: str, build: Callable[[list], T]) -> T:
+    """`build(values)` for a store's list of labels or choices (`kind` names what is
+    built), built once per list and kept while the list is among the PER_LIST_KEPT last
+    used: a closed store's lists (a reload, `serve --watch`, a dashboard opened again) are
+    let go, not held for ever by the cache."""
+    key = (id(values), kind)
+    with _per_list_lock:
+        cached = _per_list.get(key)
+        if cached is not None and cached[0] is values:
+            _per_list.move_to_end(key)
+            return cast(T, cached[1])
+    built = build(values)
+    with _per_list_lock:
+        _per_list[key] = (values, built)
+        while len(_per_list) > PER_LIST_KEPT:
+            _per_list.popitem(last=False)
+    return built
 
 
 def did_you_mean(value, choices: list) -> list:

@@ -321,22 +321,19 @@ def _spelt_key(choices: list, value) -> int:
     return k
 
 
-_POSITIONS: dict[int, tuple[list, dict]] = {}
-
-
 def _positions(choices: list) -> dict:
-    """{choice key: position} of a list of choices, built once per list."""
-    cached = _POSITIONS.get(id(choices))
-    if cached is None or cached[0] is not choices:
-        table = {}
-        for i, c in enumerate(choices):
-            try:
-                table.setdefault(V.choice_key(c), i)
-            except TypeError:
-                continue
-        cached = (choices, table)
-        _POSITIONS[id(choices)] = cached
-    return cached[1]
+    """{choice key: position} of a list of choices, built once per list (`values.per_list`)."""
+    return V.per_list(choices, "positions", _position_table)
+
+
+def _position_table(choices: list) -> dict:
+    table: dict = {}
+    for i, c in enumerate(choices):
+        try:
+            table.setdefault(V.choice_key(c), i)
+        except TypeError:
+            continue
+    return table
 
 
 def _position(table: dict, value) -> int | None:
