@@ -295,3 +295,35 @@ def test_where_each_task_reads_one_split_the_driver_names_it_and_the_rows_carry_
         {"name": "kd", "path": str(dim), "key": "key", "on": "k"}]}})
     joined = analyze_source(spark, stars, origin=True).select("x").mapInArrow(lambda it: it, "x double")
     assert sp.partition_splits(joined) is None
+
+
+def test_input_splits_without_rows_leave_no_shards(spark, tmp_path):
+    """A Parquet file whose row groups are wider than Spark's input splits (a wide table:
+    1M-row groups of 47 MB in 8 MB splits) reads its rows in one split of each group's
+    and none in the others; those gave a shard of no rows each (112 of 142 at 30M rows),
+    each with a key job task and partial results as large as a full shard's. None now:
+    the lineage equals a capture in one split."""
+    import pyarrow.parquet as pq
+
+    from brushfire.lineage.layout import CaptureConfig
+    from capture.test_incremental import assert_same, lineage
+    from rows import make_rows
+
+    path = tmp_path / "wide.parquet"
+    pq.write_table(make_rows(3000, seed=5), path, row_group_size=1500)
+    dash = parse_dashboard(views_spec(path))
+    config = CaptureConfig(block_rows=256, shard_rows=1000)
+    with sp._conf(spark, {"spark.sql.files.maxPartitionBytes": "4k", "spark.sql.files.openCostInBytes": "4k"}):
+        split = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=tmp_path / "a", config=config)
+    whole = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=tmp_path / "b", config=config)
+    assert [s.n_rows for s in split.shards] == [1000, 500, 1000, 500]  # (a split per row group)
+    assert [s.n_rows for s in whole.shards] == [1000, 1000, 1000]
+
+    def global_arrays(store) -> dict:  # (the shards' cuts differ)
+        return {k: v for k, v in lineage(store).items() if not k.startswith("shard ") and k != "sizes"}
+
+    assert_same(global_arrays(split), global_arrays(whole))
+    from brushfire.lineage.store import read_manifest
+
+    assert sorted(p.name for p in (split.directory / "shards").iterdir()) == \
+        sorted(s["name"] for s in read_manifest(split.directory)["shards"])

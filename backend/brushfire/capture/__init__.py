@@ -275,9 +275,14 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
                             spec.block_rows, spec.shard_rows, spec.sample_keys, spec.exact, nulls)
             got = runner.scan(fs, part, shards_dir, f"{run}c{i}")
             _attach(shards, _sequenced(got), part, definitions, shards_dir)
-        # rid order: by input file and position in it (whichever capture scanned them);
-        # shards of no file (partitions without rows) only from this capture's scan
-        shards = sorted((s for s in shards if s["file"] is not None or s["name"].startswith(run)),
+        # rid order: by input file and position in it (whichever capture scanned them). A
+        # partition without rows (an input split holding no Parquet row group's middle:
+        # row groups wider than a split, 5 in 6 splits of a wide table) gives a shard of no
+        # file: one is kept only when no shard has a file (a source without rows); each
+        # costs a key job task, its partial results (cubes as large as a full shard's) and
+        # a pass's per-shard work in the engine
+        filed = [s for s in shards if s["file"] is not None]
+        shards = sorted(filed or [s for s in shards if s["name"].startswith(run)][:1],
                         key=lambda s: (s["file"] is None, s["file"] or "", s["split"], s["seq"]))
         info.seconds["scan"] = time.perf_counter() - t0
 
