@@ -41,8 +41,8 @@ CONFIG = CaptureConfig(block_rows=64, shard_rows=320, max_keys=40)
 
 @pytest.fixture(scope="module")
 def captured(small_parquet, tmp_path_factory):
-    """The server tests' dashboard over unequal and empty shards (fine dims: raw order),
-    captured without Spark: (spec, plan, entry directory)."""
+    """The server tests' dashboard over unequal shards (fine dims: raw order; the empty
+    partition leaves none), captured without Spark: (spec, plan, entry directory)."""
     from server.conftest import rich_spec
 
     spec = parse_dashboard(rich_spec(small_parquet))

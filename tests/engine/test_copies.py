@@ -78,7 +78,7 @@ class HeldPool(Pool):
 @pytest.fixture(scope="module")
 def rich(small_parquet, tmp_path_factory):
     """The server tests' dashboard (every kind of filter, a mean), over several unequal
-    and empty shards, captured without Spark."""
+    shards (the empty partition leaves none), captured without Spark."""
     from server.conftest import rich_spec
 
     spec = parse_dashboard(rich_spec(small_parquet))

@@ -70,7 +70,8 @@ def scan_partition(batches: Iterable[pa.RecordBatch], spec: ScanSpec, shards_dir
     returns each shard's summary (`encode_shard`, plus the shard's `name`, input `file`
     hash and split `start`). A task attempt writes into a private directory and renames
     each finished shard into place, so a retried attempt never leaves half a shard under a
-    final name. A partition without rows gives one empty shard of no file."""
+    final name. A partition without rows gives one empty shard of no file (the driver keeps
+    one only for a source without rows: `run_capture`)."""
     out = []
     attempt = Path(shards_dir) / f".attempt-{run}-{pid:05d}-{uuid.uuid4().hex[:8]}"
     attempt.mkdir(parents=True)
