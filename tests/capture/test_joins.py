@@ -126,6 +126,24 @@ def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
     assert not list((tmp_path / "cache").glob("*/shards/*"))  # nothing scanned
 
 
+def test_a_source_column_named_as_a_joined_column_is_refused_before_any_scan(tmp_path):
+    """A source column `d.name` (dots are allowed in a file's names) next to join `d`'s
+    column `name`: both would be `d.name`; refused at the join's name, before any scan."""
+    fact = pa.table({"k": pa.array([7, 1], pa.int64()), "D.name": ["mine", "mine too"]})
+    dim = pa.table({"id": pa.array([7], pa.int64()), "name": ["seven"]})
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.parquet"),
+                                    "joins": [{"name": "d", "path": str(tmp_path / "dim.parquet"),
+                                               "key": "id", "on": "k"}]},
+         "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    with pytest.raises(CaptureError) as info:
+        capture(d, {"fact": fact}, {"d": dim}, tmp_path / "cache")
+    assert str(info.value) == (
+        "join name 'd' begins the name of the source's column 'D.name', which the join's columns "
+        "would be named as (d.<column>); hint: a join's columns are <join>.<column>: give the join "
+        "another name, or rename the source's column")
+    assert not list((tmp_path / "cache").glob("*/shards/*"))  # nothing scanned
+
+
 def test_keys_equal_as_the_join_compares_them_are_duplicates():
     """String keys '7' and '007' are one key for an integer `on` (the join casts them to
     it, as SQL does): refused, not a fact row matched twice (or once, silently)."""
@@ -619,6 +637,30 @@ def test_on_spark_a_join_named_as_a_column_of_a_csv_source_is_refused_at_its_nam
     assert str(info.value).startswith(
         "<spec>: source.joins[0].name: join name 'Amount' is a column of the source ('amount')\n"
         "    hint: a join's columns are <join>.<column>: give the join another name"), str(info.value)
+
+
+@pytest.mark.spark
+def test_on_spark_a_source_column_named_as_a_joined_column_is_refused_at_the_joins_name(spark, tmp_path):
+    """A Parquet source's column `d.name` and join `d`'s column `name`: the scan failed on
+    Spark's "Reference `d.name` is ambiguous", after the key check's jobs, at no key."""
+    import pyarrow.parquet as pq
+
+    from brushfire.errors import SpecError
+
+    pq.write_table(pa.table({"k": pa.array([7, 1], pa.int64()), "d.name": ["mine", "mine too"]}),
+                   tmp_path / "fact.parquet")
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["seven"]}), tmp_path / "dim.parquet")
+    d = {"name": "keys", "source": {"path": str(tmp_path / "fact.parquet"),
+                                    "joins": [{"name": "d", "path": str(tmp_path / "dim.parquet"),
+                                               "key": "id", "on": "k"}]},
+         "views": [{"name": "v", "type": "categorical", "field": "d.name"}]}
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value) == (
+        "<spec>: source.joins[0].name: join name 'd' begins the name of the source's column 'd.name', "
+        "which the join's columns would be named as (d.<column>)\n"
+        "    hint: a join's columns are <join>.<column>: give the join another name, or rename the "
+        "source's column"), str(info.value)
 
 
 @pytest.mark.spark

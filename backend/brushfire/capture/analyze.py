@@ -294,15 +294,16 @@ def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all
     the rows (a table over `broadcast_bytes` is not broadcast). Errors at the join's key."""
     from pyspark.sql import functions as F
 
+    from brushfire.capture.joins import name_clash
+
     needed = needed_columns(dash)
     shuffled = False
     every: dict[str, str] = {}  # every column of every table, carried or not (for errors)
-    own = {c.lower(): c for c in df.columns}  # (validate knows a CSV or JSON source's only now)
+    own = list(df.columns)  # (validate knows a CSV or JSON source's only now)
     for i, j in enumerate(dash.source.joins):
-        if j.name.lower() in own:
-            raise _spec_error(dash, ("source", "joins", i, "name"),
-                              f"join name {j.name!r} is a column of the source ({own[j.name.lower()]!r})",
-                              "a join's columns are <join>.<column>: give the join another name")
+        clash = name_clash(j, own)
+        if clash is not None:
+            raise _spec_error(dash, ("source", "joins", i, "name"), *clash[1:])
         with _spark_problem(lambda text, j=j: source_error(j, text, _read_hint(text, j))):
             dim = read_raw(spark, j)
             _ = dim.schema

@@ -36,6 +36,24 @@ def join_columns(dash: m.DashboardSpec) -> list[str]:
     return [key_column(j) for j in dash.source.joins]
 
 
+def name_clash(j: m.Join, columns) -> tuple[str, str, str] | None:
+    """(the column of the source, message, hint) when `j`'s name clashes with a column of
+    the source (`columns`: its names), compared as Spark resolves names (case-insensitively):
+    the name itself, or a name `<join>.<...>`, which a joined column would take too (Spark's
+    reference to it is then ambiguous, and the scan failed on it). None when it does not."""
+    name = j.name.lower()
+    same = [c for c in columns if c.lower() == name]
+    dotted = [c for c in columns if c.lower().startswith(f"{name}.")]
+    hint = "a join's columns are <join>.<column>: give the join another name"
+    if same:
+        return same[0], f"join name {j.name!r} is a column of the source ({same[0]!r})", hint
+    if dotted:
+        msg = (f"join name {j.name!r} begins the name of the source's column {dotted[0]!r}, "
+               f"which the join's columns would be named as ({j.name}.<column>)")
+        return dotted[0], msg, f"{hint}, or rename the source's column"
+    return None
+
+
 def duplicate_error(j: m.Join, value, as_joined=None) -> CaptureError:
     """`as_joined`: the value as the join compares it with `on`, when that differs."""
     where = "on more than one row" if as_joined is None or as_joined == value else \
@@ -124,5 +142,6 @@ def _text_as_int(column):
     return pc.if_else(ok, text, pa.scalar(None, text.type)).cast(pa.int64())
 
 
-__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text"]
+__all__ = ["check_unique", "duplicate_error", "join_columns", "join_tables", "key_column", "key_text",
+           "name_clash"]
 

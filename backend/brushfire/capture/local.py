@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from brushfire.capture import run_capture
-from brushfire.capture.joins import check_unique, join_tables
+from brushfire.capture.joins import check_unique, join_tables, name_clash
 from brushfire.capture.keys import key_shard
 from brushfire.capture.scan import FILE_COLUMN, START_COLUMN, ScanSpec, scan_partition
 from brushfire.errors import CaptureError
@@ -84,10 +84,11 @@ class TableRunner:
         self.tables, self.partitions, self.config = tables, partitions, config
         self.source, self.joins = source, joins or {}
         self._uris = {f"table:{name}": name for name in tables}
-        columns = {c.lower() for t in tables.values() for c in t.column_names}
+        columns = list(dict.fromkeys(c for t in tables.values() for c in t.column_names))
         for j in source.joins if source else []:  # refused before any scan, as on Spark
-            if j.name.lower() in columns:
-                msg = f"join name {j.name!r} is a column of the source: give the join another name"
+            clash = name_clash(j, columns)
+            if clash is not None:
+                msg = f"{clash[1]}; hint: {clash[2]}"
                 raise CaptureError(msg)
             check_unique(j, self.joins[j.name])
 
