@@ -102,3 +102,28 @@ def test_a_dropdown_over_a_boolean_field_starts_from_its_boolean_default(spark, 
     with pytest.raises(SpecError, match="true is not a string"):
         Dashboard.open(parse_dashboard(text.replace("FIELD", "c").replace("DEFAULT", "yes"), "late.yaml"),
                        spark=spark, cache_dir=tmp_path / "cache")
+
+
+def test_a_changed_dimension_table_makes_a_dashboard_without_a_cache_stale(spark, tmp_path):
+    """Opened without a cache (its capture in a temporary directory), a dashboard with a
+    join noticed new source files but never a changed dimension table (`stale` compared
+    the dimension's files only with a cache entry's): `refresh` kept the old labels."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": pa.array([1, 2, 2, None], pa.int64())}), tmp_path / "fact.parquet")
+    dim = tmp_path / "dim.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "c": ["a", "b"]}), dim)
+    spec = {"name": "dims", "source": {"path": str(tmp_path / "fact.parquet"),
+                                       "joins": [{"name": "d", "path": str(dim), "key": "id", "on": "k"}]},
+            "views": [{"name": "c", "type": "categorical", "field": "d.c"}]}
+    dash = Dashboard.open(spec, spark=spark, cache_dir=None)
+    assert not dash.stale() and dash.session().view("c").labels == ["b", "a", "(other)"]
+    time.sleep(0.01)  # (a modification time of its own)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "c": ["a", "z"]}), dim)
+    assert dash.stale()
+    newer = dash.refresh(spark=spark)
+    assert newer is not None and not newer.stale()
+    assert newer.session().view("c").labels == ["z", "a", "(other)"]

@@ -125,18 +125,18 @@ class Dashboard:
             return False
         if files_fingerprint(files) != self.store.info.source_fingerprint:
             return True
+        if self.user_spec.source.joins:  # a dimension table's files changed (cache or none)
+            joined = join_files(self.user_spec.source)
+            if joined is not None and not same_files(joined, self.store.manifest.get("source", {}).get("join_files", [])):
+                return True
         cache = self.opened_with.get("cache_dir")
         if cache is None:  # (opened without a cache: no other process captures into its own)
             return False
         current = read_manifest(entry_dir(cache, self.user_spec))
         if current is None:  # (the entry removed: the data are still this capture's)
             return False
-        if current.get("created") != self.store.manifest.get("created"):
-            return is_current(current, self.user_spec, self.opened_with["config"])
-        if not self.user_spec.source.joins:
-            return False
-        joined = join_files(self.user_spec.source)  # a dimension table's files changed too
-        return joined is not None and not same_files(joined, current["source"].get("join_files", []))
+        return current.get("created") != self.store.manifest.get("created") and \
+            is_current(current, self.user_spec, self.opened_with["config"])
 
     def refresh(self, spark=None, progress=None) -> Dashboard | None:
         """This dashboard over its source as it is now: a new Dashboard (loaded from the

@@ -766,6 +766,8 @@ def _store_from(entry: Path, meta: dict, dash: DashboardSpec) -> LineageStore:
     info = CaptureInfo(**meta["info"])
     name_unmatched_rows(layout, dash, base, info.unmatched)
     head = {k: v for k, v in meta.items() if k not in ("shards", "source", "files", "layout")}
+    # (the source's files apart: the dimension tables' are few, and tell a change of them)
+    head["source"] = {k: v for k, v in meta.get("source", {}).items() if k != "files"}
     return LineageStore(dash, layout, shards, meta["n_rows"], base, keycounts, cubes, info, entry,
                         manifest=head)
 
