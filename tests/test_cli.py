@@ -268,6 +268,34 @@ def test_validate_says_which_joins_columns_it_could_not_check(tmp_path, capsys):
         f"{spec}: ok (the columns of join d are checked at capture, or with --spark)\n")
 
 
+def test_validate_checks_the_joins_of_a_json_source_whose_tables_it_can_read(tmp_path, capsys):
+    """A JSON source (its columns Spark's to infer) joined to a Parquet table: the table's
+    key and the columns read of it are checked without Spark (validate said 'ok' to a
+    misspelt key, and capture started Spark before naming it); the source's own are not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "fact.json").write_text('{"k": 7, "x": 1.5}\n')
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["seven"]}), tmp_path / "dim.parquet")
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: fact.json\n  joins:\n"
+                    "    - {name: d, path: dim.parquet, key: ID, on: k}\n"
+                    "views:\n  - {name: a, type: categorical, field: d.nmae}\n"
+                    "  - {name: b, type: histogram, field: x, bin: {step: 1}}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == f"""\
+{spec}:5: source.joins[0].key: column 'ID' is not in the table of join 'd' (dim.parquet)
+    columns: id, name
+    hint: did you mean 'id'?
+{spec}:7: views[0].field: column 'd.nmae' is not in the table of join 'd' (dim.parquet)
+    columns: d.id, d.name
+    hint: did you mean 'd.name'?
+"""
+    spec.write_text(spec.read_text().replace("ID", "id").replace("nmae", "name"))
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
+
+
 def test_validate_checks_a_csv_sources_column_names_from_its_first_line(tmp_path, capsys):
     """A newcomer's CSV with a misspelt column: its names are on the file's first line, so
     validate names the column without Spark (it said 'ok', and capture failed after Spark's

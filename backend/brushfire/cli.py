@@ -239,7 +239,7 @@ def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
 
 
 def _validate(args) -> int:
-    from brushfire.source import column_ranges, csv_source_names, read_types
+    from brushfire.source import column_ranges, csv_source_names, joined_types, read_types
     from brushfire.spec import load_dashboard
     from brushfire.spec.checks import (
         check_columns,
@@ -258,7 +258,9 @@ def _validate(args) -> int:
             types = read_types(dash.source)
             # a local CSV source: its names from its first line (kinds None: Spark infers them)
             names = csv_source_names(dash.source) if types is None else None
-            check_columns(dash, types if names is None else names)  # with neither (JSON): the derived columns' own
+            # with neither (JSON): the derived columns' own, and the joins' whose tables are known
+            check_columns(dash, types if names is None else names,
+                          joined=joined_types(dash.source) if types is None and names is None else None)
             check_profile_columns(dash, [*(types or {}), *dash.source.columns])
             if types is not None:
                 check_data_bars(dash, column_ranges(dash.source, data_bar_fields(dash)))

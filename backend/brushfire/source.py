@@ -250,10 +250,10 @@ def read_types(source: m.Source) -> dict[str, str | None] | None:
     infers them; spec/checks.check_columns leaves the others to Spark). Raises at
     source.path (a join's path) when a table cannot be read."""
     types = table_types(source)
-    return None if types is None else types | _joined_types(source)
+    return None if types is None else types | joined_types(source)
 
 
-def _joined_types(source: m.Source) -> dict[str, str | None]:
+def joined_types(source: m.Source) -> dict[str, str | None]:
     """`<join>.<column>`: kind of each join whose dimension table's columns are known
     without Spark (footers, a CSV file's first line)."""
     joined: dict[str, str | None] = {}
@@ -314,7 +314,7 @@ def csv_source_names(source: m.Source) -> dict[str, str | None] | None:
     if path.is_dir() and any(p.parent != path for p in data_files(path)):
         return None
     names = csv_types(source)
-    return None if names is None else names | _joined_types(source)
+    return None if names is None else names | joined_types(source)
 
 
 def read_schema(source: m.Source) -> dict[str, str | None] | None:
@@ -338,7 +338,7 @@ def source_columns(source: m.Source) -> dict[str, str | None] | None:
     if raw is None and source.resolved_format == "csv" and is_local(source.path):
         names = _csv_names(source)
         raw = None if names is None else dict.fromkeys(names) | {
-            c: None for c in _joined_types(source)}  # (kinds: Spark's, with the source's)
+            c: None for c in joined_types(source)}  # (kinds: Spark's, with the source's)
     if raw is None:
         return None
     if any(not any(c.startswith(f"{j.name}.") for c in raw) for j in source.joins):

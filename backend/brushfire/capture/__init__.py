@@ -99,7 +99,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     each) and the one job a Spark user would write for all of them (GROUPING SETS).
     `fresh`: reuse nothing of earlier captures."""
     from brushfire.capture import spark as sp
-    from brushfire.source import check_csv_headers, check_lacking, read_schema
+    from brushfire.source import check_csv_headers, check_lacking, joined_types, read_schema
     from brushfire.spec.checks import check_columns
 
     progress = progress or (lambda *_: None)
@@ -113,6 +113,8 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
             have = {c.lower() for c in schema}
             check_lacking(dash.source, sorted(c for c in spec_columns(dash) or () if c.lower() not in have))
             raise
+    elif dash.source.joins:  # (CSV, JSON: the joins whose tables are known, before Spark too)
+        check_columns(dash, None, joined=joined_types(dash.source))
     check_csv_headers(dash.source)  # (a CSV file appended with other columns: named)
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)

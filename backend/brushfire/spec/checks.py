@@ -621,7 +621,8 @@ def expression_warnings(dash: m.DashboardSpec, schema: dict[str, str] | None = N
 
 
 def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
-                  derived: dict[str, str | None] | None = None) -> None:
+                  derived: dict[str, str | None] | None = None,
+                  joined: dict[str, str | None] | None = None) -> None:
     """Check every column the spec reads against the source schema {name: kind}.
 
     kind is 'number', 'temporal', 'string' or 'other' (or a finer kind of
@@ -630,10 +631,12 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
     not checked. Raises SpecError naming the key that refers to a missing or ill-typed
     column; for a derived column of the wrong kind, its key in source.columns. With no
     schema (CSV, JSON: known once Spark reads them), only derived columns whose kind the
-    expression alone decides (e.g. concat(...) is a string) are checked.
+    expression alone decides (e.g. concat(...) is a string) are checked, and, given
+    `joined` (`<join>.<column>`: kind of the joins whose tables are known without Spark,
+    source.joined_types), each such join's key and the columns read of its table.
     """
     partial = schema is None
-    schema = schema or {}
+    schema = schema or dict(joined or {})
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     if derived is None:
@@ -653,9 +656,10 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         if column is None:
             return
         kind = known.get(column)
-        if kind is None and (partial or (column.partition(".")[0] in unread and "." in column)):
-            return  # (a dimension table whose schema Spark infers: checked at capture)
         join = dash.source.join_of(column)
+        if kind is None and ((partial and (join is None or join.name in unread))
+                             or (column.partition(".")[0] in unread and "." in column)):
+            return  # (a dimension table whose schema Spark infers: checked at capture)
         if kind is None and join is not None:
             columns = [c for c in known if c.startswith(f"{join.name}.")]
             msg = (f"column {column!r} is not in the table of join {join.name!r} ({Path(join.path).name})"
@@ -688,8 +692,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
             hint = hints.get(kind) or hints.get("*") or f"pick a {kinds[0]} column, or derive one in source.columns"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
 
-    if not partial:
-        problems += _join_problems(dash, schema, unread)
+    problems += _join_problems(dash, schema, unread, partial)
     for i, v in enumerate(dash.views):
         for n in view_type(v).field_needs(v):
             need(("views", i, *n.path), n.field, n.kinds, n.user, n.hints)
@@ -767,9 +770,11 @@ def _unread_joins(dash: m.DashboardSpec, schema: dict[str, str]) -> set[str]:
     return {j.name for j in dash.source.joins if j.name not in prefixes}
 
 
-def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[str]) -> list[SpecProblem]:
+def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[str],
+                   partial: bool = False) -> list[SpecProblem]:
     """Each join's name is no column of the source, its `on` a column of the source or of
-    a join above it, and its `key` a column of its dimension table."""
+    a join above it, and its `key` a column of its dimension table. `partial`: `schema`
+    holds only joined columns (the source's are known once Spark reads it)."""
     lines: dict[Loc, int] = getattr(dash, "_lines", {})
     filename: str = getattr(dash, "_filename", "<spec>")
     src = dash.source
@@ -798,7 +803,7 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
             problem((*loc, "on"), f"column {j.on!r} ({a}) and key {j.key!r} of {Path(j.path).name} ({b}) "
                     "are of types no join compares", "give them one type in the files (Spark's join "
                     "compares numbers with numbers or text, times with times or text)")
-        if on is not None and on.name in unread:
+        if (on is not None and on.name in unread) or (on is None and partial):
             continue
         if on is None and j.on not in schema and j.on.lower() not in derived:
             msg = f"column {j.on!r} is not in the source" + choices_phrase("columns", own)
