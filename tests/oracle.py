@@ -150,14 +150,14 @@ class Oracle:
             null = f"{sql.ident(v.field)} IS NULL"
             cases = [f"WHEN {null} THEN '{self.null_reason(v, null)}'"]
         elif isinstance(v, m.CategoricalView):
-            f = x = sql.ident(v.field)
+            f = sql.ident(v.field)
             top = self.top[name]
             if sql.are_times(top):  # a time field's bars: instants, as UTC microseconds
-                x, tops = sql.time_us(v.field), ", ".join(str(sql.micros(t)) for t in top)
+                among = f"{sql.time_us(v.field)} IN ({', '.join(str(sql.micros(t)) for t in top)})"
             else:
-                tops = ", ".join(sql.value_lit(t) for t in top)
+                among = sql.values_in_sql(f, top)
             cases = [f"WHEN {f} IS NULL THEN '{self.null_reason(v, f'{f} IS NULL')}'",
-                     f"WHEN {x} NOT IN ({tops or 'NULL'}) THEN '{'other' if v.other else 'beyond_top'}'"]
+                     f"WHEN NOT ({among if top else 'FALSE'}) THEN '{'other' if v.other else 'beyond_top'}'"]
         else:
             cases = [f"WHEN ({self.bar_sql(v)}) IS NULL THEN 'not_shown'"]
         reason = f"CASE {' '.join(cases)} ELSE NULL END"

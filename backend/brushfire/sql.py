@@ -40,9 +40,13 @@ class Dialect:
     string: str  # the string type for CAST
     quote_escape: str  # how a ' is written inside a string literal
     ident_quote: str  # what quotes a column name
+    # whether a column ({}) is a DECIMAL, known before any row; None: not in this dialect
+    # (Spark's typeof fails its code generation, "A method named 'decimal' is not declared",
+    # and falls back to interpreting the plan, logging the error every time)
+    is_decimal: str | None = None
 
 
-DUCKDB = Dialect("duckdb", "epoch_us", "VARCHAR", "''", '"')
+DUCKDB = Dialect("duckdb", "epoch_us", "VARCHAR", "''", '"', "typeof({}) LIKE 'DECIMAL%'")
 SPARK = Dialect("spark", "unix_micros", "STRING", "\\'", "`")
 
 
@@ -214,13 +218,15 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
     plain = [x for x in values if x != OTHER]
     f = ident(view.field, d)
     times = are_times(top)
-    x, literal = (time_us(view.field, d), lambda v: str(micros(v))) if times else \
-        (f, lambda v: value_lit(v, d))
+    def among(vs: list) -> str:
+        if times:
+            return f"{time_us(view.field, d)} IN ({', '.join(str(micros(v)) for v in vs)})"
+        return values_in_sql(f, vs, d)
+
     if plain:
-        parts.append(f"{x} IN ({', '.join(literal(v) for v in plain)})")
+        parts.append(among(plain))
     if OTHER in values:
-        tops = ", ".join(literal(v) for v in top or []) or "NULL"
-        parts.append(f"({f} IS NOT NULL AND {x} NOT IN ({tops}))")
+        parts.append(f"({f} IS NOT NULL AND NOT ({among(top)}))" if top else f"{f} IS NOT NULL")
     return " OR ".join(parts) or "FALSE"
 
 
@@ -244,7 +250,7 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
         if not isinstance(value, (list, tuple)):
             msg = f"parameter {p.name!r} takes a list of values, got {value!r}"
             raise InteractionError(msg)
-        return f"{ident(p.field, d)} IN ({', '.join(value_lit(x, d) for x in value)})" if value else "FALSE"
+        return values_in_sql(ident(p.field, d), list(value), d) if value else "FALSE"
     if p.op == "between":
         lo, hi = pair(value)
         return interval_sql(p.field, value, isinstance(lo, str) or isinstance(hi, str), d)
@@ -259,7 +265,9 @@ def parameter_sql(p: m.Parameter, value, d: Dialect = DUCKDB) -> str:
     # so is a choice beyond 2^53, an integer's: as doubles, 2^62 + 1 would be 2^62's rows too)
     big = isinstance(value, (int, float)) and not isinstance(value, bool) and \
         float(value).is_integer() and 2**53 <= abs(value) <= 2**63
-    x = f if isinstance(value, (str, bool, np.bool_)) or (p.op == "eq" and big) else f"CAST({f} AS DOUBLE)"
+    if p.op == "eq" and big:
+        return values_in_sql(f, [value], d)
+    x = f if isinstance(value, (str, bool, np.bool_)) else f"CAST({f} AS DOUBLE)"
     return f"{x} {op} {value_lit(value, d) if p.op == 'eq' else lit(value, d)}{guard}"
 
 
@@ -318,6 +326,32 @@ def lit(x, d: Dialect = DUCKDB) -> str:
     return num(_number(x))
 
 
+def values_in_sql(f: str, values: list, d: Dialect = DUCKDB) -> str:
+    """`f IN (values)` (`f`: SQL of a column; the values as `value_lit` writes them). An
+    integer of 2^53 or more (or an integral float, which `value_lit` writes as the integer
+    it is) names an integer column's value exactly, but a decimal column's values are the nearest
+    doubles (docs/spec.md, as the engine reads them): 12345678901234567.89 is the choice
+    12345678901234568.0, which the integer literal never equals. A decimal column is so
+    compared as doubles, where the dialect tells a decimal column (`Dialect.is_decimal`)."""
+    lits = ", ".join(value_lit(x, d) for x in values)
+    if d.is_decimal is None or not any(_beyond_doubles(x) for x in values):
+        return f"{f} IN ({lits})"
+    return (f"CASE WHEN {d.is_decimal.format(f)} THEN CAST({f} AS DOUBLE) IN ({lits}) "
+            f"ELSE {f} IN ({lits}) END")
+
+
+def _beyond_doubles(x) -> bool:
+    """Is `x` an integer (or an integral float) of 2^53 or more, which an integer column
+    holds exactly and a decimal column's doubles only to the nearest?"""
+    return isinstance(x, (int, float)) and not isinstance(x, (bool, np.bool_)) and \
+        math.isfinite(x) and float(x).is_integer() and abs(x) >= 2**53
+
+
+def _integer_lit(x) -> bool:
+    """Does `value_lit` write `x` as an exact integer literal?"""
+    return isinstance(x, float) and x.is_integer() and 2.0**53 <= abs(x) <= 2.0**63
+
+
 def value_lit(x, d: Dialect = DUCKDB) -> str:
     """One of a field's values as a literal (a categorical view's bar, a dropdown's choice),
     NaN too: a float field's NaN is one of its values (non-null), a bar and a choice of its
@@ -326,7 +360,7 @@ def value_lit(x, d: Dialect = DUCKDB) -> str:
     is null. `lit` refuses NaN: no bound is NaN."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "CAST('NaN' AS DOUBLE)"
-    if isinstance(x, float) and x.is_integer() and 2.0**53 <= abs(x) <= 2.0**63:
+    if _integer_lit(x):
         # the integer it is: a double literal would compare an integer column as doubles,
         # where 2^62 + 1 equals 2^62; a value names one category exactly (values.choice_key).
         # (Beyond an int64 no integer column holds it, and Spark reads a longer integer

@@ -64,11 +64,11 @@ class Categorical(ViewType):
             # a float's text is not one value's: -0.0 (= 0.0) writes '-0.0', and a float32
             # writes its own shortest digits ('0.1', a bar of 0.10000000149011612): each
             # top value's rows get that value's key as `label_keys` spells it
-            whens = " ".join(f"WHEN {f} = {sql.value_lit(x, d)} THEN {sql.lit(k, d)}"
+            whens = " ".join(f"WHEN {sql.values_in_sql(f, [x], d)} THEN {sql.lit(k, d)}"
                              for x, k in zip(top, self._value_keys(top), strict=True))
             return f"CASE WHEN {f} IS NULL THEN NULL {whens} ELSE {other} END"
-        tops = ", ".join(sql.value_lit(x, d) for x in top or []) or "NULL"
-        return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {f} IN ({tops}) "
+        among = sql.values_in_sql(f, top, d) if top else "FALSE"
+        return (f"CASE WHEN {f} IS NULL THEN NULL WHEN {among} "
                 f"THEN CAST({f} AS {d.string}) ELSE {other} END")
 
     def bar_row(self, view: m.CategoricalView, i: int, label, n: int) -> dict:
