@@ -22,6 +22,7 @@ import duckdb
 
 from brushfire import sql
 from brushfire import values as V
+from brushfire.baselines.duckdb import joined_relation, parquet_relation
 from brushfire.spec import models as m
 from brushfire.spec.checks import profile_columns
 from brushfire.values import time_bound
@@ -51,12 +52,10 @@ class Oracle:
             drop = f" EXCLUDE ({', '.join(checks)})" if checks else ""  # Spark's: computed again here
             self.con.execute(f"CREATE TABLE base AS SELECT *{drop} FROM read_parquet([{files}])")
         elif src.joins:  # DuckDB's LEFT JOIN of the Parquet files (sql.joined_sql)
-            from brushfire.baselines.duckdb import joined_relation
-
-            rel = joined_relation(self.con, src, f"read_parquet('{src.path}')")
+            rel = joined_relation(self.con, src, parquet_relation(self.con, src.path))
             self.con.execute(f"CREATE TABLE base AS {rel}")
-        else:
-            self.con.execute(f"CREATE TABLE base AS SELECT * FROM read_parquet('{dash.source.path}')")
+        else:  # (typed as Spark reads it)
+            self.con.execute(f"CREATE TABLE base AS SELECT * FROM {parquet_relation(self.con, src.path)}")
         if checks:  # the profiling checks' columns, as DuckDB's SQL says (sql.profile_sql)
             self.con.execute(f"CREATE TABLE checked AS {sql.profile_sql(dash, 'base')}")
             self.con.execute("CREATE VIEW src AS SELECT * FROM checked")

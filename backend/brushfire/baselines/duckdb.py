@@ -45,9 +45,9 @@ def connect_source(spec: m.DashboardSpec, threads: int | None = None,
         cache = cache_dir or default_cache_dir()
         files = ", ".join(_quote(f) for f in materialize_source(spec, cache))
         relation = f"read_parquet([{files}])"
-    else:
-        relation = f"read_parquet({_quote(source.path)})"
     con = duckdb.connect()
+    if not materialized:
+        relation = parquet_relation(con, source.path)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
     con.execute(f"SET threads = {threads or os.cpu_count() or 1}")
@@ -74,11 +74,22 @@ def _spill_directory() -> str:
     return path
 
 
+def parquet_relation(con, path: str) -> str:
+    """SQL of a Parquet file's rows with the types Spark reads them as: an unsigned 64-bit
+    integer is a DECIMAL(20, 0) to Spark (whose longs are signed), so capture keys it as
+    decimals are, by its nearest double, where DuckDB's UBIGINT would be compared exactly:
+    ids 2^63 + 1 and 2^63 + 3, one category to the engine, would be two to SQL."""
+    rel = f"read_parquet({_quote(path)})"
+    casts = [f"CAST({sql.ident(c)} AS DECIMAL(20, 0)) AS {sql.ident(c)}"
+             for c, t, *_ in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall() if t == "UBIGINT"]
+    return f"(SELECT * REPLACE ({', '.join(casts)}) FROM {rel})" if casts else rel
+
+
 def joined_relation(con, source: m.Source, relation: str) -> str:
     """SQL of `relation` LEFT JOIN the source's dimension tables (Parquet files)."""
     dims = {}
     for j in source.joins:
-        rel = f"read_parquet({_quote(j.path)})"
+        rel = parquet_relation(con, j.path)
         dims[j.name] = (rel, [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()])
     return sql.joined_sql(source, relation, dims)
 
