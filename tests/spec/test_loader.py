@@ -475,6 +475,9 @@ bad/details_page_size_over_limit.yaml:12: interactions.details.page_size: must b
 bad/details_page_size_fraction.yaml:12: interactions.details.page_size: expected a whole number, got 10.5"""),
     ("details_no_columns.yaml", """\
 bad/details_no_columns.yaml:11: interactions.details.columns: needs at least 1 item, got 0"""),
+    ("details_rid_column.yaml", """\
+bad/details_rid_column.yaml:11: interactions.details.columns: 'rid' names each row's id in details (replies, downloads): no column may be called so
+    hint: derive the column under another name: source: {columns: {row_id: rid}}, then list row_id"""),
     ("interactions_unknown_key.yaml", """\
 bad/interactions_unknown_key.yaml:10: interactions.brushes: unknown key 'brushes'
     interactions accepts: crossfilter, highlight, details, parameters

@@ -407,6 +407,17 @@ class Details(Model):
     columns: list[str] = Field(min_length=1)
     page_size: PageSize = 100
 
+    @field_validator("columns")
+    @classmethod
+    def _not_the_row_id(cls, v: list[str]) -> list[str]:
+        """Replies give each row its id as `rid` (docs/protocol.md), beside the columns: a
+        column of that name took its place, so the page's row (and its hover's forward
+        lineage, a download's rows) named another row."""
+        if "rid" in v:
+            msg = "'rid' names each row's id in details (replies, downloads): no column may be called so"
+            raise ValueError(msg)
+        return v
+
 
 Scalar = str | bool | float | int  # (a boolean stays one: a dropdown over a boolean field)
 

@@ -201,6 +201,8 @@ def _value_hint(loc: Loc, msg: str) -> str:
     if loc[-1:] == ("bin",):
         return ("e.g. bin: {step: 10, extent: [0, 100]}, bin: {step: 10} (the extent fitted to the data)"
                 " or bin: {maxbins: 20} (a nice step fitted to the data)")
+    if loc[-2:] == ("details", "columns") and "rid" in msg:
+        return "derive the column under another name: source: {columns: {row_id: rid}}, then list row_id"
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
     if loc[-2:] == ("aggregate", "p"):
