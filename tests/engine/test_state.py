@@ -16,6 +16,20 @@ def fine(bounds=(0.5, 3.5)) -> Dim:
                bounds=list(bounds) if bounds is not None else None)
 
 
+def test_a_time_bound_beyond_2_53_microseconds_is_exact():
+    """Times are UTC microseconds, compared as instants, exactly: beyond 2^53 us (before
+    1685, after 2255: a 0001-01-01 placeholder) they were compared as doubles, as integer
+    numbers are, so a brush from 0001-01-01T00:00:00.000001 took the rows at midnight (a
+    double's step there is 8 us), and one from there to midnight, inverted, took them too."""
+    midnight, later = -62135596800000000, 1609459200000000  # 0001-01-01, 2021-01-01
+    for kind, want in (("temporal", (1, 0)), ("int", (0, 0))):  # (integers: as doubles, as SQL has them)
+        dense = Dim("value:t", "dense", "t", None, kind, 2, True, values=[midnight, later])
+        t = interval_test(dense, 0, midnight + 1, midnight)
+        assert (t.lo, t.hi) == want, kind
+        t = interval_test(dense, 0, midnight + 1, later)
+        assert (t.lo, t.hi) == ((1, 1) if kind == "temporal" else (0, 1)), kind
+
+
 def test_a_bound_inside_a_bucket_leaves_its_rows_to_their_values():
     t = interval_test(fine(), 0, 0.7, 3.2)
     assert (t.lo, t.hi, t.edge_keys(), t.inner_ranges()) == (0, 3, [0, 3], [(1, 2)])

@@ -138,8 +138,9 @@ def interval_test(d: Dim, dim: int, lo, hi, strict_lo: bool = False, strict_hi: 
     if d.kind == "dense":
         u = values if values is not None else np.asarray(d.values)
         if u.dtype.kind == "i":  # integers (and times)
-            klo = 0 if lo is None else _int_key(u, lo, True, strict_lo)
-            khi = d.nkeys - 1 if hi is None else _int_key(u, hi, False, strict_hi)
+            times = d.value_type == "temporal"
+            klo = 0 if lo is None else _int_key(u, lo, True, strict_lo, times)
+            khi = d.nkeys - 1 if hi is None else _int_key(u, hi, False, strict_hi, times)
         else:
             klo = 0 if lo is None else int(np.searchsorted(u, float(lo), "right" if strict_lo else "left"))
             khi = d.nkeys - 1 if hi is None else int(np.searchsorted(
@@ -235,12 +236,14 @@ def decidable_share(least: float, most: float, lo_edge: float, hi_edge: float) -
     return min(1.0, max(0.0, 1.0 - (most - least) / width))
 
 
-def _int_key(u: np.ndarray, x, up: bool, strict: bool) -> int:
+def _int_key(u: np.ndarray, x, up: bool, strict: bool, times: bool = False) -> int:
     """In sorted integers `u`, the first that passes `x <= u` (`up`; `<` when strict), or
     the last that passes `u <= x` (`<`), compared as SQL compares them (docs/spec.md:
     CAST(x AS DOUBLE) with the bound as a double): beyond 2^53 both rounded to doubles
-    (2^53 + 1 <= 2^53 is true), below, exactly (the bound's ceil / floor)."""
-    if len(u) and (int(u[0]) < -(2**53) or int(u[-1]) > 2**53):
+    (2^53 + 1 <= 2^53 is true), below, exactly (the bound's ceil / floor). `times`: UTC
+    microseconds, which SQL compares as the instants they are, exactly, also beyond 2^53
+    (before 1685 or after 2255: a 0001-01-01 or 9999-12-31 placeholder)."""
+    if not times and len(u) and (int(u[0]) < -(2**53) or int(u[-1]) > 2**53):
         side = ("right" if strict else "left") if up else ("left" if strict else "right")
         k = int(np.searchsorted(u.astype(np.float64), float(x), side))
     else:
