@@ -156,3 +156,31 @@ def test_sql_baselines_and_the_check_see_the_checks_columns(captured, tmp_path):
     assert all(rowid == i for rowid, i, _, _ in got)
     assert {r[1:] for r in got} == set(oracle.con.execute(
         "SELECT id, fd_airport__state, hub_fd FROM src").fetchall())
+
+
+def test_a_check_over_a_redefined_derived_column_is_computed_again(spark, tmp_path):
+    """A check's column was kept while the check and the source's files held, so editing
+    the expression of a derived column it reads kept the old violations: `region` from the
+    airport's first two characters (every region violates) to the airport itself (four
+    airports do), and the check's view still counted every row as violating."""
+    path = tmp_path / "rows.parquet"
+    pq.write_table(fd_rows(600), path)
+
+    def spec_of(region: str) -> dict:
+        d = fd_spec(path)
+        d["source"]["columns"] = {"region": region}
+        d["profile"] = {"fd": [{"lhs": ["region"], "rhs": ["state"], "name": "chk"}]}
+        return d
+
+    Dashboard.open(parse_dashboard(spec_of("substring(airport, 1, 2)")), spark=spark,
+                   cache_dir=tmp_path / "cache")
+    dash = Dashboard.open(parse_dashboard(spec_of("airport")), spark=spark, cache_dir=tmp_path / "cache")
+    assert not dash.from_cache
+    oracle = Oracle(dash.spec, spark)
+    got = dash.session().view("chk")
+    assert m.FD_HOLDS in got.labels  # (most airports have one state)
+    assert same(got.values, sql_values(oracle, dash, "chk"))
+    s = dash.session()
+    s.select("chk", [m.FD_VIOLATES])
+    oracle.select("chk", [m.FD_VIOLATES])
+    assert s.count_selected() == sql_count(oracle)

@@ -232,8 +232,13 @@ class SparkRunner:
         everything = sorted(joins.values())  # (what an expression may read)
         out = {}
         for c in columns:
-            if c in checks:  # a profiling check's column depends on every row of the source
-                what = ["check", checks[c], files_fingerprint(self.files()), everything]
+            if c in checks:  # a profiling check's column depends on every row of the source,
+                # and on what its columns are (a derived one's expression, their types)
+                reads = set().union(*(expression_reads(src.columns, _quoted(n))
+                                      for n in checks[c]["lhs"] + checks[c]["rhs"]))
+                what = ["check", checks[c], files_fingerprint(self.files()), everything,
+                        sorted((n, src.columns[n]) for n in reads if n in src.columns),
+                        sorted((n, folded.get(n.lower())) for n in reads)]
             elif c in src.columns:  # its expression, and what it reads (as Spark types it)
                 reads = {c} | expression_reads(src.columns, src.columns[c])
                 what = ["derived", c, sorted((n, src.columns[n]) for n in reads if n in src.columns),
