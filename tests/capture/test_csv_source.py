@@ -193,3 +193,26 @@ def test_a_csv_file_appended_with_its_columns_in_another_order_is_named(spark, t
         Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
     (folder / "b.csv").unlink()
     assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache
+
+
+def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_path):
+    """Spark types a CSV column by every file's values: a file appended with 'n/a' among
+    the numbers of x made x text in every file, and the capture that worked until then
+    failed at the histogram ('column x is a string column') naming no file. The file is
+    named, and the last capture stays the entry's."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.csv").write_text("x,cat\n" + "".join(f"{i % 90}.5,c{i % 3}\n" for i in range(60)))
+    (folder / "b.csv").write_text("x,cat\n" + "".join(f"{i % 50}.25,c{i % 4}\n" for i in range(30)))
+    (folder / "d.csv").write_text("x,cat\n,c1\n,c2\n")  # (x of no value: typed string alone, not named)
+    spec = {"name": "texted", "source": {"path": str(folder), "format": "csv"},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10}},
+                      {"name": "cat", "type": "categorical", "field": "cat"}]}
+    Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "c.csv").write_text("x,cat\n" + "".join(f"{'n/a' if i == 3 else i},c1\n" for i in range(20)))
+    with pytest.raises(SpecError, match=r"column 'x' is a string column.*: \S*c\.csv makes it string "
+                                        r"\(Spark types a CSV column by every file's values; the other "
+                                        r"files' are double\)"):
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "c.csv").unlink()
+    assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache

@@ -279,7 +279,10 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     derived = {name: _fine_kind(fields[name]) for name in src.columns}
     # (a dimension table's columns the spec does not read are not carried: named in errors)
     kinds = {c: _fine_kind(t) for c, t in fields.items() if c not in ORIGIN}
-    check_columns(dash, {**dim_kinds, **kinds}, derived=derived)
+    try:
+        check_columns(dash, {**dim_kinds, **kinds}, derived=derived)
+    except SpecError as e:
+        raise _typed_by_files(spark, dash, e, kinds) if paths is None else e from None
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):
@@ -563,6 +566,52 @@ def _read_hint(text: str, src: m.Source) -> str:
     if "is not supported" in low or "illegal parquet type" in low:
         return "a column of a type Spark cannot read: leave it out of the file, or store it as another type"
     return f"is it a {src.resolved_format} file? set source.format if the extension does not say"
+
+
+def _typed_by_files(spark, dash: m.DashboardSpec, error: SpecError, kinds: dict[str, str]) -> SpecError:
+    """`error` (a column of the wrong kind) with the files that make the column so, of a
+    local folder of CSV or JSON files: Spark types such a column by every file's values,
+    so one file appended with a value of another kind ('n/a' among numbers) makes the
+    column text in every file, and the spec that worked until then fails at a view that
+    does not name the file. Each file's columns are inferred alone (jobs of their own,
+    only when the check failed)."""
+    from brushfire.source import local_files
+
+    src = dash.source
+    files = local_files(src) if src.resolved_format in ("csv", "json") else None
+    if not files or len(files) < 2 or len(files) > 64:
+        return error
+    named = [c for c in kinds if any(f"column {c!r}" in p.message for p in error.problems)]
+    if not named:
+        return error
+    from pyspark.sql import functions as F
+
+    own: dict[str, dict[str, str]] = {}
+    try:
+        for f in files:
+            df = spark.read.format(src.resolved_format).options(**src.reader_options).load(f["uri"])
+            # (a column of no value in a file is typed string there, but types nothing)
+            own[f["path"]] = {x.name: _fine_kind(x.dataType) for x in df.schema.fields
+                              if x.name not in named or kinds[x.name] != _fine_kind(x.dataType)
+                              or df.where(F.col(_q(x.name)).isNotNull()).limit(1).count()}
+    except Exception:  # (a file Spark cannot read alone: the error as it was)  # noqa: BLE001
+        return error
+    problems = []
+    for p in error.problems:
+        for c in named:
+            if f"column {c!r}" not in p.message:
+                continue
+            making = [path for path, ks in own.items() if ks.get(c) == kinds[c]]
+            if making and len(making) < len(own):
+                more = f" (and {len(making) - 1:,} more files)" if len(making) > 1 else ""
+                others = sorted({ks.get(c) for ks in own.values() if ks.get(c) != kinds[c]} - {None})
+                p = SpecProblem(p.file, p.line, p.path, f"{p.message}: {making[0]}{more} makes it "
+                                f"{kinds[c]} (Spark types a {src.resolved_format.upper()} column by every "
+                                f"file's values; the other files' are {', '.join(others) or 'none'})",
+                                p.hint)
+                break
+        problems.append(p)
+    return SpecError(problems, error.cause)
 
 
 def _fine_kind(t) -> str:
