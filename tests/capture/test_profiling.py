@@ -184,3 +184,31 @@ def test_a_check_over_a_redefined_derived_column_is_computed_again(spark, tmp_pa
     s.select("chk", [m.FD_VIOLATES])
     oracle.select("chk", [m.FD_VIOLATES])
     assert s.count_selected() == sql_count(oracle)
+
+
+def test_a_violation_an_appended_file_brings_is_found_over_every_file(spark, tmp_path):
+    """An appended file is scanned alone, and so was its check's column: the violations
+    were found among its own rows only, and the files captured before were checked again
+    among theirs, so an airport given another state by the new file (one state in each
+    file) held everywhere, where SQL over the folder says its rows violate."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+
+    def rows(n: int, seed: int, state_of_a04: str) -> pa.Table:
+        ap = [f"A{i:02d}" for i in np.random.default_rng(seed).integers(0, 10, n)]
+        state = [state_of_a04 if a == "A04" else f"S{int(a[1:]) % 3}" for a in ap]
+        return pa.table({"id": pa.array(np.arange(n)), "airport": pa.array(ap), "state": pa.array(state),
+                         "hub": pa.array(["small"] * n), "x": pa.array(np.linspace(0, 99, n))})
+
+    pq.write_table(rows(300, 1, "S1"), folder / "part-0.parquet")
+    d = fd_spec(folder)
+    d["profile"] = {"fd": [[["airport"], ["state"]]]}
+    first = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache")
+    assert first.session().view("fd_airport__state").labels == [m.FD_HOLDS]
+    pq.write_table(rows(100, 2, "ZZ"), folder / "part-1.parquet")
+    dash = Dashboard.open(parse_dashboard(d), spark=spark, cache_dir=tmp_path / "cache")
+    assert any("reused 1 of 2 input files" in c for c in dash.store.info.changes), dash.store.info.changes
+    oracle = Oracle(dash.spec, spark)
+    got = dash.session().view("fd_airport__state")
+    assert m.FD_VIOLATES in got.labels
+    assert same(got.values, sql_values(oracle, dash, "fd_airport__state"))

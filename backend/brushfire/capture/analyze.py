@@ -233,12 +233,13 @@ BROADCAST_BYTES = 256 << 20  # a dimension table Spark estimates at most this la
 
 def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
                    paths: list[str] | None = None, schema=None, origin: bool = False,
-                   broadcast_bytes: int = BROADCAST_BYTES, all_columns: bool = False):
+                   broadcast_bytes: int = BROADCAST_BYTES, all_columns: bool = False, whole=None):
     """The source as a DataFrame (joins made, derived columns added, static filters
     applied), every part analysed by Spark and checked against the spec; nothing is run.
     Raises SpecError at the key that fails; warnings go to `warn` (default: the
     'brushfire.spec' logger). `paths`, `schema`: only those of the source's files
-    (`read_raw`). `origin`: with where each row comes from (ORIGIN, `with_row_origin`),
+    (`read_raw`), with `whole` the whole source's DataFrame (this function's), over which
+    the profiling checks are computed (a check depends on every row). `origin`: with where each row comes from (ORIGIN, `with_row_origin`),
     each input split's rows together and in order also when a join shuffles them.
     Joined columns are `<join>.<column>`: those the spec reads, or `all_columns`."""
     from pyspark.sql import functions as F
@@ -287,7 +288,8 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):
             warn(w.render())
-    return add_profile_columns(df, dash)  # the spec's profiling checks (capture/profiling.py)
+    # the spec's profiling checks (capture/profiling.py)
+    return add_profile_columns(df, dash, df if whole is None else whole)
 
 
 def _join_dimensions(spark, dash: m.DashboardSpec, df, broadcast_bytes: int, all_columns: bool):

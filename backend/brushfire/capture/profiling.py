@@ -23,16 +23,19 @@ from brushfire.spec import models as m
 from brushfire.spec.checks import check_profile_columns
 
 
-def add_profile_columns(df, dash: m.DashboardSpec):
+def add_profile_columns(df, dash: m.DashboardSpec, over=None):
     """`df` with one column per functional-dependency check of the spec: 'violates' or
-    'holds'. Nothing runs here; the aggregate runs within the jobs that read `df`."""
+    'holds', the violations found over the rows of `over` (default `df`; the whole source
+    when `df` is some of its files: capture's scan of an appended file). Nothing runs
+    here; the aggregate runs within the jobs that read `df`."""
     from pyspark.sql import functions as F
 
     check_profile_columns(dash, df.columns)
+    over = df if over is None else over
     for i, fd in enumerate(dash.profile.fd if dash.profile else []):
         keys = [f"__fd{i}_k{j}" for j in range(len(fd.lhs))]
         flag = f"__fd{i}_violates"
-        bad = (df.select(*[F.col(_q(c)) for c in fd.lhs + fd.rhs]).distinct()
+        bad = (over.select(*[F.col(_q(c)) for c in fd.lhs + fd.rhs]).distinct()
                .groupBy(*[F.col(_q(c)) for c in fd.lhs]).count().where(F.col("count") > 1)
                .select(*[F.col(_q(c)).alias(k) for c, k in zip(fd.lhs, keys, strict=True)],
                        F.lit(True).alias(flag)))

@@ -302,7 +302,7 @@ class SparkRunner:
         every = {f["uri"] for f in files} == {f["uri"] for f in self.files()}
         df = self.df if every else analyze_source(
             self.spark, self.dash, paths=[f["path"] for f in files], schema=self.raw_schema,
-            origin=True, broadcast_bytes=self.broadcast)
+            origin=True, broadcast_bytes=self.broadcast, whole=self.df)
         fields = list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls))
         # (mapInArrow resolves its input columns by name, where a joined column's dot would
         # read as a struct's field: positional names on the way, the columns' own in the task)
