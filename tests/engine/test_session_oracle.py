@@ -159,6 +159,17 @@ def value_ranges_always_read(monkeypatch):
     monkeypatch.setattr("brushfire.engine.costs.RANGE_READ", 0.0)
 
 
+@pytest.fixture(autouse=True)
+def checkpoints_always_weighed(monkeypatch):
+    """Every move weighs starting from the views as they were when a drag of its filter
+    began (multi.Checkpoint), and does wherever fewer rows changed since: the engine weighs
+    it only for moves of more than 65,536 changed rows (more than these stores hold), and
+    takes it where it spares a quarter of them, so that SQL meets the updates started
+    there too."""
+    monkeypatch.setattr("brushfire.engine.multi.CHECKPOINT_ROWS", 0)
+    monkeypatch.setattr("brushfire.engine.multi.CHECKPOINT_GAIN", 1.0)
+
+
 def new_session(dash, policy):
     """A session whose planner takes the policy's method whenever it applies; background
     work (clustered copies, conditional cubes) runs inline so it is in place for the next
@@ -405,3 +416,37 @@ def test_prepared_conditional_cubes_answer_a_jump(captured):
     assert "conditional cube" in methods.values(), methods
     apply(session, oracle, ("brush", fixed.name, (lo, hi)))
     assert jumper.name not in session._tiles  # its fixed filter moved
+
+
+@pytest.mark.parametrize("policy", [None, "incremental", "mixed"])
+def test_a_brush_released_after_a_leftward_drag_starts_from_the_views_before_it(captured, policy,
+                                                                               monkeypatch):
+    """A brush drawn leftwards is inverted (it selects nothing) until it is released in
+    order; the release then changes far fewer rows from the views as they were before the
+    drag (the brush off) than from the views as they are (every row it selects). The
+    update starts there, and equals SQL, as do the moves after it and a clear."""
+    from brushfire.engine import multi
+
+    dash, oracle = captured
+    brushes = [v for v in dash.spec.views if v.type == "histogram" and dash.plan.has_filter(v.name)
+               and (v.brush or "interval") == "interval"]
+    if len(brushes) < 2:
+        pytest.skip("needs two interval brushes")
+    fixed, moving = brushes[0], brushes[1]
+    restored = []
+    restore = multi.Checkpoint.restore
+    monkeypatch.setattr(multi.Checkpoint, "restore",
+                        lambda cp, s, views: (restored.append(cp.selection), restore(cp, s, views)))
+    session = new_session(dash, policy)
+    oracle.clear()
+    lo, hi = fixed.bin.extent
+    apply(session, oracle, ("brush", fixed.name, (lo + (hi - lo) / 5, hi - (hi - lo) / 5)))
+    lo, hi = moving.bin.extent
+    a, b = lo + (hi - lo) / 20, hi - (hi - lo) / 20  # nearly all of the view
+    for k, act in enumerate([("brush", moving.name, (b, b)), ("brush", moving.name, (b, (a + b) / 2)),
+                             ("brush", moving.name, (b, a)), ("brush", moving.name, (a, b)),
+                             ("brush", moving.name, (a, b - (b - a) / 3)), ("clear", moving.name, None)]):
+        apply(session, oracle, act)
+        check_all(dash, oracle, session, (k, act))
+    assert restored and restored[0] is None, restored  # from the brush off, before the drag
+

@@ -7,6 +7,7 @@ conditional cube started in the background when the filter is being dragged."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +30,11 @@ from brushfire.engine.state import Selection, changed_keys
 if TYPE_CHECKING:
     from brushfire.engine.session import Session
 
+CHECKPOINT_ROWS = 1 << 16  # a move of fewer changed rows is answered from the views as they are
+CHECKPOINT_GAIN = 0.75  # ... or one whose changed rows a checkpoint does not cut by a quarter
+CHECKPOINTS = 4  # the drags' starts a session keeps (`Checkpoint`)
+CHECKPOINT_SLOTS = 1 << 17  # ... each of at most this many slots (3 MB)
+
 
 def update(session: Session, name: str, f: int, old: Selection | None, new: Selection | None,
            views: list[str]) -> dict[str, str]:
@@ -45,6 +51,10 @@ def update(session: Session, name: str, f: int, old: Selection | None, new: Sele
     session._drag = (name, key, moves)
     steps = incremental.steps(session, f, old, new)
     delta_rows = sum(session.reads.rows_of(d, kr) for d, kr, _, _ in steps)
+    if delta_rows > CHECKPOINT_ROWS:
+        old, steps, delta_rows = from_checkpoint(session, name, f, key, old, new, views, steps, delta_rows)
+    if moves == 1:
+        remember(session, Checkpoint.of(session, name, key, old, views))
     tile = session._tiles.get(name)
     if tile is None or tile.key != key or not set(views) <= set(tile.views) or new is None:
         tile = None
@@ -100,6 +110,82 @@ def update(session: Session, name: str, f: int, old: Selection | None, new: Sele
         counts[slots.start] = counts[session._vl(whole).all_slots].sum()
     return {**dict.fromkeys(views, METHODS[choice.method]),
             **{v: METHODS[m] for v, m in choice.view_methods().items()}}
+
+
+def from_checkpoint(session: Session, name: str, f: int, key: tuple, old: Selection | None,
+                    new: Selection | None, views: list[str], steps: list, delta_rows: int) -> tuple:
+    """(old, steps, delta_rows) of an update: from the views as they are, or from a
+    checkpoint of them (kept at the start of a drag of the same filter, the other filters
+    as they are now) where far fewer rows changed since: a brush drawn leftwards selects
+    nothing until its release makes it wide in one message; from the brush off, or where
+    it was before, the release changes only the rows between. The checkpoint's aggregates
+    are then set back: aggregates are a function of the filter state alone, so any
+    state's, kept, is exact."""
+    best = None
+    for cp in session._checkpoints:
+        if cp.usable(name, key, views):
+            cp_steps = incremental.steps(session, f, cp.selection, new)
+            rows = sum(session.reads.rows_of(d, kr) for d, kr, _, _ in cp_steps)
+            if rows < CHECKPOINT_GAIN * delta_rows:
+                best, steps, delta_rows = cp, cp_steps, rows
+    if best is None:
+        return old, steps, delta_rows
+    best.restore(session, views)
+    return best.selection, steps, delta_rows
+
+
+def remember(session: Session, cp: Checkpoint) -> None:
+    """Keep a checkpoint, the most recent first: at most CHECKPOINTS, one per state, none
+    of more than CHECKPOINT_SLOTS slots."""
+    if cp.nslots > CHECKPOINT_SLOTS:
+        return
+    kept = [c for c in session._checkpoints if c.state != cp.state]
+    session._checkpoints = [cp, *kept[:CHECKPOINTS - 1]]
+
+
+@dataclass
+class Checkpoint:
+    """The aggregates of the views a drag updates as they were before its first move, with
+    the state they were counted in: the dragged filter's selection and the other filters
+    (`Session._others_key`)."""
+
+    filter: str
+    key: tuple
+    selection: Selection | None
+    views: frozenset[str]
+    slots: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+    @staticmethod
+    def of(session: Session, name: str, key: tuple, selection: Selection | None,
+           views: list[str]) -> Checkpoint:
+        """The views' aggregates now (copies of their slots)."""
+        slots = {}
+        for v in views:
+            s = session._vl(v).all_slots
+            agg = session.agg
+            slots[v] = (agg.counts[s].copy(), agg.sums[s].copy(), agg.oks[s].copy())
+        return Checkpoint(name, key, selection, frozenset(views), slots)
+
+    @property
+    def state(self) -> tuple:
+        """The filter state the aggregates were counted in."""
+        return self.filter, self.key, self.selection.tests if self.selection is not None else None
+
+    @property
+    def nslots(self) -> int:
+        return sum(len(c) for c, _, _ in self.slots.values())
+
+    def usable(self, name: str, key: tuple, views: list[str]) -> bool:
+        """Counted with filter `name` dragged, the other filters as they are (`key`), and
+        every view the move updates."""
+        return self.filter == name and self.key == key and self.views.issuperset(views)
+
+    def restore(self, session: Session, views: list[str]) -> None:
+        """The views' aggregates set back to the checkpoint's."""
+        for v in views:
+            s = session._vl(v).all_slots
+            c, x, k = self.slots[v]
+            session.agg.counts[s], session.agg.sums[s], session.agg.oks[s] = c, x, k
 
 
 def filter_rows(session: Session, g: str, sel: Selection) -> tuple:

@@ -109,6 +109,7 @@ class Session(queries.Queries):
         self._recent: list[str] = []  # filters, most recently changed first
         self._idle: parallel.Later | None = None
         self._drag: tuple[str, tuple, int] | None = None  # the filter dragged, others' key, moves
+        self._checkpoints: list[multi.Checkpoint] = []  # the views as drags began, latest first
         self._rows_cache: dict[str, tuple] = {}  # filter -> (selection, multi.filter_rows of it)
         self._answered: float | None = None  # when the last filter change was answered
         self._pauses: deque[float] = deque(maxlen=16)  # seconds from each to the next
