@@ -242,6 +242,13 @@ bad/yaml_tag_on_a_word.yaml:8: views[0].field: 'delay' is not a valid integer
     ("yaml_unhashable_key.yaml", """\
 bad/yaml_unhashable_key.yaml:9: not valid YAML: found unhashable key (while constructing a mapping on line 1)
     hint: check the indentation, brackets and quotes on and above this line"""),
+    # a key that is not text: at its own line (not its mapping's), as written (not None)
+    ("yaml_key_number.yaml", """\
+bad/yaml_key_number.yaml:9: views[0]: key 2001 is not a string
+    hint: quote it: '2001'"""),
+    ("yaml_key_null.yaml", """\
+bad/yaml_key_null.yaml:6: source.columns: key ~ is not a string
+    hint: quote it: '~'"""),
     ("yaml_unclosed_quote.yaml", """\
 bad/yaml_unclosed_quote.yaml:9: not valid YAML: found unexpected end of stream (while scanning a quoted scalar on line 9)
     hint: check the indentation, brackets and quotes on and above this line"""),

@@ -80,10 +80,10 @@ def parse_dashboard(
         node, raw = read_yaml(text, filename)
         if node is not None:
             top_line = node.start_mark.line + 1
-            duplicates: list[SpecProblem] = []
-            collect_lines(node, (), lines, duplicates, filename)
-            if duplicates:
-                raise SpecError(ordered(duplicates))
+            problems: list[SpecProblem] = []  # duplicate keys, keys that are not text
+            collect_lines(node, (), lines, problems, filename)
+            if problems:
+                raise SpecError(ordered(problems))
     else:
         raw = display_as_text(text)
     if not isinstance(raw, dict):

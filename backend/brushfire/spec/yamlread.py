@@ -236,12 +236,17 @@ def _yaml_problem(e: yaml.YAMLError, text: str, filename: str) -> SpecProblem:
     return SpecProblem(filename, line, "", msg, hint)
 
 
+_TEXT_KEYS = (_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge")  # (a date: its ISO text)
+
+
 def collect_lines(
-    node: yaml.Node, loc: Loc, out: dict[Loc, int], duplicates: list[SpecProblem], filename: str
+    node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: list[SpecProblem], filename: str
 ) -> None:
     """Map each key path to the line of its key (or of its item, in a list).
 
-    YAML silently keeps the last of two equal keys in a mapping; we report them instead.
+    YAML silently keeps the last of two equal keys in a mapping; we report them instead,
+    and keys that are not text (`1:`, `null:`) at their own line, as written (the models
+    saw `None` or `16` for `0x10`, and placed it at the mapping's first line).
     """
     out.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
@@ -249,15 +254,19 @@ def collect_lines(
         for k, v in node.value:
             line = k.start_mark.line + 1
             key = (*loc, k.value) if isinstance(k, yaml.ScalarNode) else (*loc, str(k.value))
+            if isinstance(k, yaml.ScalarNode) and k.tag not in _TEXT_KEYS:
+                written = k.value or "null"
+                msg = f"key {written} is not a string"
+                problems.append(SpecProblem(filename, line, render(loc), msg, f"quote it: '{written}'"))
             if key[-1] in first and key[-1] != "<<":
                 msg = f"duplicate key {key[-1]!r} (first on line {first[key[-1]]})"
                 hint = "YAML keeps only the last value: remove one of them"
-                duplicates.append(SpecProblem(filename, line, render(key), msg, hint))
+                problems.append(SpecProblem(filename, line, render(key), msg, hint))
             first.setdefault(key[-1], line)
             out[key] = line
-            collect_lines(v, key, out, duplicates, filename)
+            collect_lines(v, key, out, problems, filename)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            collect_lines(v, (*loc, i), out, duplicates, filename)
+            collect_lines(v, (*loc, i), out, problems, filename)
 
 
