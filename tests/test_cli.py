@@ -192,6 +192,28 @@ def test_bad_option_values_are_usage_errors(argv, expected, capsys):
     assert err.startswith("usage: brushfire ") and f"error: {expected}" in err, err
 
 
+@pytest.mark.parametrize(("port", "expected"), [
+    ("99999", "argument --port: '99999' is not a port number: 1-65535"),
+    ("-1", "argument --port: '-1' is not a port number"),
+    ("0", "argument --port: '0' is not a port number"),
+    ("http", "argument --port: 'http' is not a port number"),
+])
+def test_a_port_out_of_range_is_a_usage_error(port, expected, monkeypatch, capsys):
+    """serve --port 99999 printed http://127.0.0.1:99999/ and listened on 34463 (asyncio
+    binds the port modulo 65536)."""
+    import brushfire.cli
+
+    def served(*_):
+        msg = "served"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(brushfire.cli, "_serve", served)
+    with pytest.raises(SystemExit) as info:
+        main(["serve", GOOD, "--port", port])
+    assert info.value.code == 2
+    assert f"error: {expected}" in capsys.readouterr().err
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 "(its page shows the progress). Ctrl-C stops.")
     p.add_argument("specs", nargs="+", metavar="spec", help="dashboard YAML specs")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port to bind (default 8000)")
     p.add_argument("--spark-master", default=None, type=spark_master, help=MASTER_HELP)
     p.add_argument("--cache-dir", default=None, type=directory, help=_cache_help())
     p.add_argument("--memory-budget", default=None, metavar="SIZE", type=memory_size, help=BUDGET_HELP)
@@ -719,6 +719,19 @@ def _positive_seconds(text: str) -> float:
         msg = f"{text!r} is not a number of seconds of at least 0.1"
         raise argparse.ArgumentTypeError(msg)
     return x
+
+
+def _port(text: str) -> int:
+    """--port: a TCP port, 1-65535 (asyncio's bind took 99999 as 99999 % 65536, 34463,
+    while the URL printed said 99999; 0 binds a port the URL cannot name)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 65535:
+        msg = f"{text!r} is not a port number: 1-65535"
+        raise argparse.ArgumentTypeError(msg)
+    return n
 
 
 def _positive(text: str) -> int:
