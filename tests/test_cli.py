@@ -214,6 +214,15 @@ def test_a_port_out_of_range_is_a_usage_error(port, expected, monkeypatch, capsy
     assert f"error: {expected}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("where", "why"), [("no/such/folder/s.json", "No such file or directory"),
+                                            (".", "Is a directory")])
+def test_schema_to_a_file_it_cannot_write_says_why(where, why, tmp_path, monkeypatch, capsys):
+    """schema -o into a missing folder (or onto a directory) ended in a traceback."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["schema", "-o", where]) == 1
+    assert capsys.readouterr().err == f"brushfire schema: cannot write {where}: {why}\n"
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

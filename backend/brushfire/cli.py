@@ -394,7 +394,12 @@ def _schema(args) -> int:
         return 0
     from pathlib import Path
 
-    Path(args.output).write_text(text, encoding="utf-8")
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as e:  # (a missing folder, a directory, no permission: not a traceback)
+        msg = f"brushfire schema: cannot write {args.output}: {e.strerror or e}"
+        print(msg, file=sys.stderr)
+        return 1
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
