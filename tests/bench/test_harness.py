@@ -246,6 +246,18 @@ def test_bad_options_and_traces_fail_before_any_server_starts(captured, tmp_path
     assert "bad.json: events[0].message: brush.interval: missing; brush takes:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:{port}", "ws://127.0.0.1:notaport", "nowhere"])
+def test_a_url_with_no_server_is_an_error_not_a_traceback(url, capsys):
+    """--url where nothing listens (or no URL) ended in a URLError / InvalidURL traceback."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = url.format(port=port)
+    assert main(["bench", "--url", url, "--events", "5", "--no-plots"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("brushfire: no engine ran:\ncannot read ") and "/api/dashboards: " in err, err
+
+
 def test_the_check_bins_a_maxbins_view_as_its_capture_did(spark, small_parquet, tmp_path, capsys):
     """The SQL needs a step and an extent: the served description's `bins` give them."""
     spec = bench_spec(small_parquet)

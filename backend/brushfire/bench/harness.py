@@ -6,6 +6,7 @@ Brushfire's ratio to each baseline (JSON, a table, PNGs)."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import platform
@@ -386,6 +387,10 @@ def _get_json(url: str, path: str) -> object:
             return json.load(r)
     except urllib.error.HTTPError as e:
         msg = f"{_http(url)}{path}: HTTP {e.code}: {e.read().decode(errors='replace')[:300]}"
+        raise BenchError(msg) from None
+    except (OSError, ValueError, http.client.HTTPException) as e:  # no server there, a bad URL, not JSON
+        why = e.reason if isinstance(e, urllib.error.URLError) else e
+        msg = f"cannot read {_http(url)}{path}: {getattr(why, 'strerror', None) or why}"
         raise BenchError(msg) from None
 
 
