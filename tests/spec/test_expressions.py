@@ -202,6 +202,17 @@ s.yaml:2: source.columns.a: column 'b' is derived below this one: a derived colu
     check_columns(parse_dashboard(_spec({"a": "DELAY + 1"}, ["A > 0"])), COLUMNS)
 
 
+def test_a_derived_column_that_reads_itself_is_not_said_to_be_below_itself() -> None:
+    """`x: x + 1` (x no source column) was 'column 'x' is derived below this one'."""
+    dash = parse_dashboard(_spec({"x": "x + 1"}, field="x"), filename="s.yaml")
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, COLUMNS)
+    assert str(info.value) == """\
+s.yaml:2: source.columns.x: derived column 'x' reads itself
+    hint: name a column of the source, or a derived column above this one"""
+    check_columns(parse_dashboard(_spec({"delay": "delay + 1"})), COLUMNS)  # the source's delay
+
+
 def test_decimal_division_is_a_warning() -> None:
     dash = parse_dashboard(_spec({"hour": "hour(date) + minute(date) / 60.0"}, field="hour"),
                            filename="s.yaml")

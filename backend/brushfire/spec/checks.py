@@ -578,7 +578,10 @@ def _expression_columns(dash: m.DashboardSpec, schema: dict[str, str]) -> list[S
             head, dot, _ = col.partition(".")
             if col.lower() in names or (dot and (head.lower() in names or head in unread)):
                 continue  # (a struct's field; a join whose table Spark reads at capture)
-            if col.lower() in later:
+            if loc[1] == "columns" and col.lower() == str(loc[2]).lower():  # (not a source column)
+                msg = f"derived column {col!r} reads itself"
+                hint = "name a column of the source, or a derived column above this one"
+            elif col.lower() in later:
                 msg = f"column {col!r} is derived below this one: a derived column reads the ones above it"
                 hint = "move it above in source.columns"
             else:
