@@ -381,6 +381,8 @@ def _csv_line_names(first: Path, source: m.Source) -> list[str] | None:
         fields = next(csv.reader([line], delimiter=sep, quotechar=quote or None))
     except (OSError, LookupError, UnicodeError, StopIteration, csv.Error):
         return None
+    if not fields:  # an empty file, or a blank first line (Spark skips blank lines): no names here
+        return None
     if (escape != quote and ((escape and escape in line) or (quote and quote * 2 in line))) \
             or (escape == quote and quote and "\\" + quote in line):
         return None  # a quote inside a name that Spark's reader spells otherwise than Python's

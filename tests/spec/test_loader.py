@@ -1213,6 +1213,23 @@ def test_a_csv_header_with_a_quote_in_a_name_is_left_to_spark(tmp_path) -> None:
     assert csv_source_names(load_dashboard(spec).source) == {"x": None, "a,b": None}
 
 
+@pytest.mark.parametrize("text", ["", "\n", "\nx,y\n1,2\n"], ids=["empty", "blank", "blank_first_line"])
+@pytest.mark.parametrize("header", ["true", "false"])
+def test_a_csv_file_empty_or_with_a_blank_first_line_is_left_to_spark(tmp_path, capsys, text, header):
+    """An empty CSV source (or one whose first line is blank, which Spark skips) made
+    validate end in an IndexError traceback, or (header: false) say it had no columns."""
+    from brushfire.cli import main
+    from brushfire.source import csv_source_names
+
+    (tmp_path / "e.csv").write_text(text)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource: {{path: e.csv, options: {{header: '{header}'}}}}\nviews:\n"
+                    "  - {name: c, type: categorical, field: x}\n")
+    assert csv_source_names(load_dashboard(spec).source) is None
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
+
+
 def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
