@@ -223,6 +223,28 @@ def test_schema_to_a_file_it_cannot_write_says_why(where, why, tmp_path, monkeyp
     assert capsys.readouterr().err == f"brushfire schema: cannot write {where}: {why}\n"
 
 
+def test_serve_refuses_two_specs_of_one_dashboard_name_before_opening_either(tmp_path, monkeypatch,
+                                                                             capsys):
+    """serve a.yaml b.yaml, both 'name: d' (or one spec twice), captured both and served
+    only the last: the server keys dashboards by name."""
+    from brushfire.server.hosting import HostedDashboard
+
+    def opened(*_, **__):
+        msg = "opened"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(HostedDashboard, "opening", opened)
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(
+            "# a dashboard\nname: d\nsource: {path: x.parquet}\nviews:\n  - {name: v, type: categorical, field: c}\n")
+    a, b = str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")
+    for second in (b, a):
+        assert main(["serve", a, second]) == 1
+        assert capsys.readouterr().err == (
+            f"brushfire: {second}:2: name: dashboard 'd' is served already, from {a}\n"
+            "    hint: give each dashboard served its own name (or the spec once)\n")
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

@@ -587,11 +587,12 @@ def _serve(args) -> int:
     security = Security.for_bind(args.host, token=token, allow_origins=args.allow_origin,
                                  allow_hosts=args.allow_host)
     limits = Limits(args.max_sessions, args.max_sessions_per_client)
+    models = distinct_dashboards(args.specs)  # a bad spec fails here, before any capture starts
     hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                                      spark_master=args.spark_master, echo=ProgressLine(),
                                      memory_budget=args.memory_budget or DEFAULT_BUDGET,
                                      warm=args.workers == 1)  # workers warm up their own
-             for spec in args.specs]  # a bad spec fails here, before the server starts
+             for spec in models]
     if args.watch is not None:
         for h in hosts:
             h.watch(args.watch, echo=ProgressLine())
@@ -634,6 +635,25 @@ def _serve(args) -> int:
     uvicorn.run(create_app(hosts, security=security, limits=limits), host=args.host,
                 port=args.port, log_level="warning", **uvicorn_options())
     return 0
+
+
+def distinct_dashboards(paths: list[str]) -> list:
+    """The specs at `paths`, loaded; SpecError at the name of one whose dashboard name an
+    earlier one has (the server keys dashboards by name: it served the last of them and
+    captured both, the same file given twice into one cache entry at once)."""
+    from brushfire.spec import load_dashboard
+    from brushfire.spec.checks import spec_error
+
+    models, first = [], {}
+    for path in paths:
+        dash = load_dashboard(path)
+        if dash.name in first:
+            msg = f"dashboard {dash.name!r} is served already, from {first[dash.name]}"
+            raise spec_error(dash, ("name",), msg, "give each dashboard served its own name (or "
+                                                   "the spec once)")
+        first[dash.name] = path
+        models.append(dash)
+    return models
 
 
 def _captured(hosts) -> list:
