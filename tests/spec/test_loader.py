@@ -153,6 +153,12 @@ bad/view_type_misspelled.yaml:6: views[0].type: unknown view type 'histgram'
     ("view_type_missing.yaml", """\
 bad/view_type_missing.yaml:8: views[1].type: missing required key 'type'
     view types: histogram, temporal, categorical, heatmap"""),
+    # a misspelled `type` key: pydantic sees only that 'type' is missing (the rest of the
+    # view is not validated without it); the typo is the problem, at its line
+    ("view_type_key_misspelled.yaml", """\
+bad/view_type_key_misspelled.yaml:10: views[1].Type: unknown key 'Type': a view needs its 'type'
+    view types: histogram, temporal, categorical, heatmap
+    hint: did you mean 'type'?"""),
     # --- missing keys point at the mapping that lacks them
     ("missing_key_bin.yaml", """\
 bad/missing_key_bin.yaml:5: views[0].bin: missing required key 'bin'

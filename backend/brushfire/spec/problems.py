@@ -119,6 +119,14 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
             hint = did_you_mean(str(ctx.get("tag")), tags, cutoff=0.85)
         else:
             msg = "missing required key 'type'"
+            # a misspelled `type` (Type:, typ:) is no key of any view: the only one at fault
+            written = _value_at(loc[:-1], raw)
+            views = {k for t in typing.get_args(typing.get_args(m.View)[0]) for k in t.model_fields}
+            near = [k for k in written if isinstance(k, str) and k not in views and did_you_mean(k, ["type"])] \
+                if isinstance(written, dict) else []
+            if near:
+                loc, msg = (*loc[:-1], near[0]), f"unknown key {near[0]!r}: a view needs its 'type'"
+                hint = "did you mean 'type'?"
         msg += choices_phrase("view types", tags)
     elif kind == "literal_error" and key == "op" and loc[-3:-2] == ("parameters",) \
             and value in ("range", "in"):
