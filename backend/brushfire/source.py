@@ -507,4 +507,6 @@ def kind_of(t: pa.DataType) -> str:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t) \
             or pa.types.is_string_view(t):  # (string_view: tpchgen-cli's Parquet, for one)
         return "string"
+    if pa.types.is_nested(t):  # (a list, map or struct: no view's bars are made of them)
+        return "nested"
     return "other"

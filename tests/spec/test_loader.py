@@ -1236,6 +1236,31 @@ def test_a_csv_file_empty_or_with_a_blank_first_line_is_left_to_spark(tmp_path, 
     assert capsys.readouterr().out == f"{spec}: ok (columns are checked at capture, or with --spark)\n"
 
 
+@pytest.mark.parametrize("column", ["l", "m", "s"])
+def test_a_categorical_view_over_a_list_map_or_struct_column_is_refused_before_spark(tmp_path, column):
+    """validate passed it, and capture failed in Spark's scan (pyarrow's dictionary_encode
+    has no kernel for list<int64> or map<string, int64>)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.source import read_types
+
+    pq.write_table(pa.table({"l": pa.array([[1, 2]]), "s": pa.array([{"x": 1}]), "ok": [True],
+                             "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64()))}),
+                   tmp_path / "n.parquet")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource: {path: n.parquet}\nviews:\n"
+                    f"  - {{name: v, type: categorical, field: {column}}}\n"
+                    "  - {name: b, type: categorical, field: ok}\n")
+    dash = load_dashboard(spec)
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, read_types(dash.source))
+    assert str(info.value) == (
+        f"{spec}:4: views[0].field: column {column!r} is a list, map or struct column, but a "
+        "categorical view needs a column of single values\n"
+        "    hint: pick a column of single values, or derive one in source.columns")
+
+
 def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

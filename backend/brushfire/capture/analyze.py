@@ -631,4 +631,6 @@ def _fine_kind(t) -> str:
         return "string"
     if name == "boolean":
         return "boolean"
+    if name in ("array", "map", "struct"):
+        return "nested"
     return "other"

@@ -675,13 +675,14 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                 or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
-            is_ = f"a {kind} column" if kind in _KINDS else "neither number, temporal nor string"
+            is_ = f"a {kind} column" if kind in _KINDS else "a list, map or struct column" \
+                if kind == "nested" else "neither number, temporal nor string"
             if column in dash.source.columns:  # the derived column's expression is what to fix
                 at: Loc = ("source", "columns", column)
                 what = {"temporal": "a timestamp", "string": "a string", "number": "a number"}.get(
                     kind, "neither number, timestamp nor string")
                 msg = (f"derived column {column!r} is {what}, but"
-                       f" {render(loc)} ({user}) needs a {' or '.join(kinds)} column")
+                       f" {render(loc)} ({user}) needs {_kinds_phrase(kinds)}")
                 # a timestamp or number: the view type for it (a temporal view, a histogram),
                 # else an expression of the kind the view needs
                 other = (hints or {}).get(kind, "").split(", or ")[0] if kind != "string" else ""
@@ -690,7 +691,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
                         else _DERIVED_HINTS.get(kinds[0], ""))
                 problems.append(SpecProblem(filename, line_of(lines, at), render(at), msg, hint))
                 return
-            msg = f"column {column!r} is {is_}, but {user} needs a {' or '.join(kinds)} column"
+            msg = f"column {column!r} is {is_}, but {user} needs {_kinds_phrase(kinds)}"
             hints = hints or {}
             hint = hints.get(kind) or hints.get("*") or f"pick a {kinds[0]} column, or derive one in source.columns"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
@@ -839,10 +840,16 @@ _DERIVED_HINTS = {
 }
 
 
+def _kinds_phrase(kinds: tuple[str, ...]) -> str:
+    """'a number or temporal column'; with 'other' (any kind of single values, booleans and
+    binary too), what the kinds leave out is the point: 'a column of single values'."""
+    return "a column of single values" if "other" in kinds else f"a {' or '.join(kinds)} column"
+
+
 def _coarse(kind: str) -> str:
     """A kind of spec/expressions.py (or of a schema) as check_columns compares them."""
     if kind in ex.NUMBER:
         return "number"
-    return kind if kind in _KINDS else "other"
+    return kind if kind in (*_KINDS, "nested") else "other"
 
 

@@ -18,12 +18,19 @@ from brushfire import bins, sql
 from brushfire import values as V
 from brushfire.lineage.layout import OTHER
 from brushfire.spec import models as m
-from brushfire.views.base import ViewType
+from brushfire.views.base import FieldNeed, ViewType
 
 
 class Categorical(ViewType):
     name = "categorical"
     value_bars = True
+
+    def field_needs(self, view: m.CategoricalView) -> list[FieldNeed]:
+        # any column of single values (booleans and binary are 'other'); not a list, map
+        # or struct: capture cannot encode them as bars (it failed in Spark's scan)
+        return [FieldNeed(("field",), view.field, ("number", "temporal", "string", "other"),
+                          "a categorical view", {"nested": "pick a column of single values, or "
+                                                           "derive one in source.columns"})]
 
     def stats_needs(self, view: m.CategoricalView) -> dict[str, list[str]]:
         return {"counts": [view.field]}
