@@ -245,6 +245,25 @@ def test_serve_refuses_two_specs_of_one_dashboard_name_before_opening_either(tmp
             "    hint: give each dashboard served its own name (or the spec once)\n")
 
 
+def test_profile_names_an_fd_column_not_in_the_source_before_starting_spark(small_parquet, tmp_path,
+                                                                            monkeypatch, capsys):
+    """profile --fd 'cat -> nope' started Spark (a minute, on a busy machine) to say so."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}, columns: {{k2: k * 2}}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    assert main(["profile", str(spec), "--fd", "cat, k2 -> nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("--fd cat, k2 -> nope: no column 'nope' in the source; columns: ")
+    assert err.rstrip().endswith(", k2") and " cat, " in err
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

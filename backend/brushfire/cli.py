@@ -346,18 +346,35 @@ def _profile(args) -> int:
         print(f"{args.spec}: no profile checks: add profile: {{fd: [[lhs columns], [rhs columns]]}} "
               "to the spec (docs/spec.md), or give --fd 'lhs -> rhs'", file=sys.stderr)
         return 1
+    from brushfire.source import read_types
+
+    # the columns from Parquet / ORC footers (and of every join): one not there is named before Spark
+    types = read_types(dash.source)
+    known = types is not None and all(any(c.startswith(f"{j.name}.") for c in types) for j in dash.source.joins)
+    if known and (missing := missing_fd_column(checks, [*types, *dash.source.columns])):
+        print(missing, file=sys.stderr)
+        return 1
     spark = get_spark(args.spark_master, app_name="brushfire-profile")
     df = analyze_source(spark, dash)
+    if missing := missing_fd_column(checks, df.columns):
+        print(missing, file=sys.stderr)
+        return 1
     for fd in checks:
-        missing = [c for c in fd.lhs + fd.rhs if c not in df.columns]
-        if missing:
-            print(f"--fd {', '.join(fd.lhs)} -> {', '.join(fd.rhs)}: no column {missing[0]!r} in the "
-                  f"source; columns: {', '.join(df.columns)}", file=sys.stderr)
-            return 1
         with spark_errors("checking a functional dependency"):
             report = fd_report(df, fd, args.limit)
         print(render_fd_report(report, fd in declared))
     return 0
+
+
+def missing_fd_column(checks, columns: list[str]) -> str | None:
+    """What `brushfire profile` says of the first dependency naming a column not among
+    `columns`, or None."""
+    for fd in checks:
+        missing = [c for c in fd.lhs + fd.rhs if c not in columns]
+        if missing:
+            return (f"--fd {', '.join(fd.lhs)} -> {', '.join(fd.rhs)}: no column {missing[0]!r} in the "
+                    f"source; columns: {', '.join(columns)}")
+    return None
 
 
 def render_fd_report(r, declared: bool) -> str:
