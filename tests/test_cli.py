@@ -264,6 +264,30 @@ def test_profile_names_an_fd_column_not_in_the_source_before_starting_spark(smal
     assert err.rstrip().endswith(", k2") and " cat, " in err
 
 
+def test_serve_says_it_cannot_listen_before_opening_any_dashboard(tmp_path, monkeypatch, capsys):
+    """A --host that does not resolve, or a port in use, was uvicorn's '[Errno -2] Name or
+    service not known' (exit 3) once the dashboards had started opening."""
+    import socket
+
+    from brushfire.server.hosting import HostedDashboard
+
+    def opened(*_, **__):
+        msg = "opened"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(HostedDashboard, "opening", opened)
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: d\nsource: {path: x.parquet}\nviews:\n  - {name: v, type: categorical, field: c}\n")
+    assert main(["serve", str(spec), "--host", "no such host", "--port", "8123"]) == 1
+    assert capsys.readouterr().err.startswith("brushfire serve: cannot listen on no such host:8123: ")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", str(spec), "--port", str(port)]) == 1
+    assert capsys.readouterr().err == f"brushfire serve: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

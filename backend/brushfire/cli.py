@@ -605,6 +605,9 @@ def _serve(args) -> int:
                                  allow_hosts=args.allow_host)
     limits = Limits(args.max_sessions, args.max_sessions_per_client)
     models = distinct_dashboards(args.specs)  # a bad spec fails here, before any capture starts
+    if (why := cannot_listen(args.host, args.port)) is not None:  # (before any capture, too)
+        print(f"brushfire serve: cannot listen on {args.host}:{args.port}: {why}", file=sys.stderr)
+        return 1
     hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                                      spark_master=args.spark_master, echo=ProgressLine(),
                                      memory_budget=args.memory_budget or DEFAULT_BUDGET,
@@ -671,6 +674,25 @@ def distinct_dashboards(paths: list[str]) -> list:
         first[dash.name] = path
         models.append(dash)
     return models
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on `host`:`port` (a host name that does not
+    resolve, an address not of this machine, a port in use), or None. uvicorn found out
+    only once every dashboard had started opening (captures on Spark), and said
+    '[Errno -2] Name or service not known' without naming --host."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as uvicorn binds)
+            s.bind(address)
+            s.listen()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 def _captured(hosts) -> list:
