@@ -315,6 +315,17 @@ def test_validate_explains_how_a_relative_source_path_resolves(tmp_path, monkeyp
            in capsys.readouterr().err
 
 
+def test_a_file_that_is_not_of_its_format_asks_whether_it_is_one(tmp_path, capsys):
+    """The hint names the format with its article: 'is it an orc file?', not 'a orc'."""
+    (tmp_path / "rows.orc").write_bytes(b"not orc")
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: rows.orc\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    assert main(["validate", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read it as orc:" in err and "hint: is it an orc file? set source.format" in err, err
+
+
 def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  columns:\n"

@@ -282,9 +282,7 @@ def table_types(source: m.Table) -> dict[str, str | None] | None:
                  for f in hive if f.name not in schema.names}
     except (OSError, pa.ArrowInvalid) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise source_error(source, f"cannot read it as {fmt}: {first[:300]}",
-                           f"is it a {fmt} file? set source.format if the extension does not say"
-                           ) from None
+        raise source_error(source, f"cannot read it as {fmt}: {first[:300]}", format_hint(fmt)) from None
     return {f.name: fine_kind_of(f.type) for f in schema} | parts
 
 
@@ -497,6 +495,12 @@ def fine_kind_of(t: pa.DataType) -> str:
     if pa.types.is_dictionary(t):
         return fine_kind_of(t.value_type)
     return kind_of(t)
+
+
+def format_hint(fmt: str) -> str:
+    """The hint of a source that cannot be read in its format: 'is it an orc file? ...'."""
+    article = "an" if fmt[:1].lower() in "aeio" else "a"
+    return f"is it {article} {fmt} file? set source.format if the extension does not say"
 
 
 def kind_of(t: pa.DataType) -> str:

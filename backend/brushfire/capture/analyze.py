@@ -29,7 +29,7 @@ from pathlib import Path
 from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
 from brushfire.plan import needed_columns
-from brushfire.source import column_ranges, read_types, source_error
+from brushfire.source import column_ranges, format_hint, read_types, source_error
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
     check_columns,
@@ -567,7 +567,7 @@ def _read_hint(text: str, src: m.Source) -> str:
                 " allow_truncated_timestamps=True), or pyarrow's write_table(..., coerce_timestamps='us')")
     if "is not supported" in low or "illegal parquet type" in low:
         return "a column of a type Spark cannot read: leave it out of the file, or store it as another type"
-    return f"is it a {src.resolved_format} file? set source.format if the extension does not say"
+    return format_hint(src.resolved_format)
 
 
 def _typed_by_files(spark, dash: m.DashboardSpec, error: SpecError, kinds: dict[str, str]) -> SpecError:
