@@ -6,6 +6,8 @@ import io
 import os
 import re
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from brushfire.cli import main
@@ -324,6 +326,20 @@ def test_a_file_that_is_not_of_its_format_asks_whether_it_is_one(tmp_path, capsy
     assert main(["validate", str(spec)]) == 1
     err = capsys.readouterr().err
     assert "cannot read it as orc:" in err and "hint: is it an orc file? set source.format" in err, err
+
+
+def test_columns_whose_names_differ_only_in_case_are_refused_before_spark(tmp_path, capsys):
+    """Spark resolves column names ignoring case: a Parquet file with 'A' and 'a' passed
+    validate, then failed a capture on Spark ('The column `a` already exists') with a hint
+    that asked whether it was a Parquet file."""
+    pq.write_table(pa.table({"A": [1, 2], "a": [3, 4], "cat": ["x", "y"]}), tmp_path / "rows.parquet")
+    spec = tmp_path / "d.yaml"
+    spec.write_text("name: v\nsource:\n  path: rows.parquet\nviews:\n"
+                    "  - {name: c, type: categorical, field: cat}\n")
+    assert main(["validate", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert f"{spec}:3: source.path: " in err, err
+    assert "columns 'A' and 'a' differ only in case" in err and "rename one of them" in err, err
 
 
 def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):

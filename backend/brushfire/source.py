@@ -283,7 +283,20 @@ def table_types(source: m.Table) -> dict[str, str | None] | None:
     except (OSError, pa.ArrowInvalid) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise source_error(source, f"cannot read it as {fmt}: {first[:300]}", format_hint(fmt)) from None
-    return {f.name: fine_kind_of(f.type) for f in schema} | parts
+    types = {f.name: fine_kind_of(f.type) for f in schema} | parts
+    _check_case(source, list(types))
+    return types
+
+
+def _check_case(source: m.Table, names: list[str]) -> None:
+    """Raise at source.path when two columns' names differ only in case: Spark resolves
+    names ignoring case, and refuses such a table once a capture has started it."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            msg = f"columns {other!r} and {name!r} differ only in case, which Spark's names ignore"
+            raise source_error(source, msg, "rename one of them in the data")
 
 
 def csv_types(table: m.Table) -> dict[str, str | None] | None:
