@@ -55,3 +55,15 @@ def test_a_replay_runs_where_an_event_loop_is_already_running():
         return replay.run(answer())
 
     assert asyncio.run(cell()) == 42
+
+
+def test_an_update_cancelled_by_the_next_interaction_is_not_kept_for_the_check():
+    # a paced client sends on while a lazy answer runs: that answer's reply is an update
+    # with `cancelled` and no `selected`, which the check would count as a mismatch
+    answered = {"type": "update", "id": 4, "views": {"hx": {"counts": [1], "values": [1]}},
+                "filters": {"hx": {"interval": [0, 1]}}, "selected": 1}
+    cancelled = {"type": "update", "id": 4, "views": {}, "filters": {"hx": {"interval": [0, 1]}},
+                 "lazy": {"views": [], "reason": "undeclared", "ms": 3.0}, "cancelled": True}
+    assert replay.kept(4, 2, answered)
+    assert not replay.kept(4, 2, cancelled)
+    assert not replay.kept(3, 2, answered) and not replay.kept(4, 0, answered)

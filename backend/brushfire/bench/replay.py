@@ -169,8 +169,11 @@ def _record(client: int, index: int, message: dict, sent: float, received: float
 
 
 def kept(index: int, keep_every: int, reply: dict) -> bool:
-    """Is the reply to event `index` one a replay keeps (an update, every keep_every-th)?"""
-    return keep_every > 0 and index % keep_every == 0 and reply.get("type") == "update"
+    """Is the reply to event `index` one a replay keeps (an update, every keep_every-th)?
+    Not an update cancelled by the next interaction (docs/protocol.md): it has no
+    `selected` and leaves out the views it was computing, so there is nothing to check."""
+    return (keep_every > 0 and index % keep_every == 0 and reply.get("type") == "update"
+            and not reply.get("cancelled"))
 
 
 def _text(raw: str | bytes) -> str:
