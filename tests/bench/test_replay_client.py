@@ -67,3 +67,34 @@ def test_an_update_cancelled_by_the_next_interaction_is_not_kept_for_the_check()
     assert replay.kept(4, 2, answered)
     assert not replay.kept(4, 2, cancelled)
     assert not replay.kept(3, 2, answered) and not replay.kept(4, 0, answered)
+
+
+@pytest.mark.parametrize("paced", [False, True])
+def test_the_servers_notices_are_skipped_as_no_reply(paced):
+    # a server still capturing sends `progress` and `ready` first; a lazy answer `working`;
+    # a session moved to a new capture `reloaded` (docs/protocol.md): none is a reply
+    from brushfire.bench.trace import Event, Trace
+
+    async def handler(ws):
+        await ws.send(json.dumps({"type": "progress", "stage": "capture", "fraction": 0.5}))
+        await ws.send(json.dumps({"type": "ready", "rows": 10}))
+        async for text in ws:
+            msg = json.loads(text)
+            await ws.send(json.dumps({"type": "working", "id": msg["id"], "seconds": 1.0, "lazy": False}))
+            await ws.send(json.dumps({"type": "reloaded", "rows": 10, "version": "v2", "filters": {},
+                                      "dropped": []}))
+            await ws.send(json.dumps({"type": "update", "id": msg["id"], "views": {}, "filters": {},
+                                      "selected": 10, "ms": 0.1}))
+
+    trace = Trace("d", tuple(Event(t, {"type": "clear"}) for t in (0.0, 1.0, 1.0)),
+                  state={"hx": {"interval": [0, 1]}})
+
+    async def main():
+        async with serve(handler, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            return await replay.replay(f"ws://127.0.0.1:{port}", trace, paced=paced, keep_every=1,
+                                       timeout=5.0)
+
+    result = asyncio.run(main())
+    assert [(r.index, r.reply_type) for r in result.records] == [(0, "update"), (1, "update"), (2, "update")]
+    assert [i for _, i, _ in result.replies] == [0, 1, 2]

@@ -120,11 +120,27 @@ async def _start(ws, trace: Trace, target: str, timeout: float) -> None:
     await ws.send(message_text({**message, "id": "start"}))
     while True:
         reply = loads(await _recv(ws, timeout))
-        if reply.get("id") == "start" or (reply.get("type") == "error" and reply.get("id") is None):
+        if _reply(reply, target) and reply.get("id") == "start":
             break
     if reply.get("type") == "error":
         msg = f"{target}: the trace's starting state was refused: {reply.get('message')}"
         raise ReplayError(msg)
+
+
+NOTICES = frozenset({"working", "progress", "ready", "reloaded"})  # sent without being replies
+
+
+def _reply(reply: dict, target: str) -> bool:
+    """Is a received message a reply (with its message's `id`)? Not the server's notices
+    (docs/protocol.md: a lazy answer's `working`, a capture's `progress` and `ready`, a
+    `reloaded` session), which a client skips; an `error` without an `id` (the session
+    cannot go on) or a capture's `failed` ends the replay."""
+    if reply.get("type") in NOTICES:
+        return False
+    if reply.get("type") in ("error", "failed") and reply.get("id") is None:
+        msg = f"{target}: {reply.get('message')}"
+        raise ReplayError(msg)
+    return True
 
 
 async def _recv(ws, timeout: float) -> bytes:
@@ -193,13 +209,8 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: int, ti
                     raw = await _recv(ws, timeout)
                     received = time.perf_counter()
                     reply = loads(raw)
-                    if reply.get("type") == "working":  # a lazy answer's progress, not its reply
-                        continue
-                    if reply.get("id") == i:
+                    if _reply(reply, target) and reply.get("id") == i:
                         break
-                    if reply.get("type") == "error" and reply.get("id") is None:
-                        msg = f"{target}: {reply.get('message')}"
-                        raise ReplayError(msg)
                 records.append(_record(client, i, ev.message, sent, received, reply, t0))
                 if kept(i, keep, reply):
                     replies.append((client, i, _text(raw)))
@@ -232,7 +243,7 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: int, t
                     raw = await _recv(ws, timeout)
                     received = time.perf_counter()
                     reply = loads(raw)
-                    if reply.get("type") == "working":  # a lazy answer's progress, not its reply
+                    if not _reply(reply, target):
                         continue
                     answered += 1
                     i = reply.get("id")
