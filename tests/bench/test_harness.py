@@ -258,6 +258,37 @@ def test_a_url_with_no_server_is_an_error_not_a_traceback(url, capsys):
     assert err.startswith("brushfire: no engine ran:\ncannot read ") and "/api/dashboards: " in err, err
 
 
+def test_a_paced_warm_up_does_not_wait_out_the_recorded_times(tmp_path, monkeypatch, capsys):
+    """The warm-up's events, spread over the trace, kept their recorded times: paced, a
+    recording of minutes was waited out once untimed before it was replayed."""
+    from contextlib import contextmanager
+
+    from brushfire.bench import harness
+    from brushfire.bench.replay import ReplayResult
+
+    played: list[Trace] = []
+
+    @contextmanager
+    def target(args, engine):
+        def play(trace, clients, keep):
+            played.append(trace)
+            return ReplayResult([], 1.0)
+        yield play, {"name": "benchy", "views": []}, dict
+
+    monkeypatch.setattr(harness, "_target", target)
+    # a recording started 5 s before its first brush, ten minutes long
+    events = tuple(Event(5_000.0 + 600_000.0 * i / 200, {"type": "brush", "view": "hx", "interval": [i % 50, 60]})
+                   for i in range(200))
+    path = save_trace(Trace("benchy", (*events, Event(605_000.0, {"type": "clear"}))), tmp_path / "rec.json")
+    code, out = run_bench(capsys, "--url", "ws://127.0.0.1:1", "--trace", str(path), "--paced",
+                          "--warmup", "10", "--no-plots", "--out-dir", str(tmp_path), "--name", "rec")
+    assert code == 0, out
+    warm, timed = played
+    assert len(warm.events) == 10 and {e.t for e in warm.events} == {0.0}  # untimed
+    assert warm.events[-1].message["interval"][0] > 0  # spread over the trace, not its first events
+    assert len(timed.events) == 201 and timed.events[0].t == 5_000.0  # the replay keeps its times
+
+
 def test_the_check_bins_a_maxbins_view_as_its_capture_did(spark, small_parquet, tmp_path, capsys):
     """The SQL needs a step and an extent: the served description's `bins` give them."""
     spec = bench_spec(small_parquet)

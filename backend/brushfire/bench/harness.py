@@ -130,8 +130,7 @@ def run(args) -> int:
                       f"({trace.meta.get('workload', 'trace')}), {args.clients} client(s), "
                       f"{'paced' if args.paced else 'as fast as possible'}", flush=True)
                 if args.warmup:  # untimed, on its own session: loads code paths, not session state
-                    warm = subsample(trace, args.warmup)
-                    play(Trace(warm.dashboard, warm.events[:args.warmup]), 1, 0)
+                    play(_warmup(trace, args.warmup), 1, 0)
                 load_before = os.getloadavg()
                 result = play(trace, args.clients, args.check_every if args.check else 0)
                 load_after = os.getloadavg()
@@ -191,6 +190,14 @@ def run(args) -> int:
             print(f"wrote {p}")
     failed = any(c["mismatches"] for c in checks.values()) or bool(failures)
     return 1 if failed else 0
+
+
+def _warmup(trace: Trace, n: int) -> Trace:
+    """About `n` events spread over `trace`, untimed: all at t = 0, so that a paced warm-up
+    does not wait out the recorded times (the subsample's events span the whole trace: a
+    ten-minute recording kept a paced warm-up waiting ten minutes)."""
+    warm = subsample(trace, n)
+    return Trace(warm.dashboard, tuple(replace(e, t=0.0) for e in warm.events[:n]))
 
 
 def _engines(text: str) -> list[str]:
