@@ -64,9 +64,18 @@ def test_an_update_cancelled_by_the_next_interaction_is_not_kept_for_the_check()
                 "filters": {"hx": {"interval": [0, 1]}}, "selected": 1}
     cancelled = {"type": "update", "id": 4, "views": {}, "filters": {"hx": {"interval": [0, 1]}},
                  "lazy": {"views": [], "reason": "undeclared", "ms": 3.0}, "cancelled": True}
-    assert replay.kept(4, 2, answered)
-    assert not replay.kept(4, 2, cancelled)
-    assert not replay.kept(3, 2, answered) and not replay.kept(4, 0, answered)
+    keep = replay.Keep(1)
+    assert keep(answered) and not keep(cancelled) and keep(answered)
+    assert not replay.Keep(0)(answered)
+
+
+def test_every_kth_update_reply_is_kept_whatever_replies_come_between():
+    # --check-every 2 on a session alternating a hover's highlight and a brush: by the
+    # event's index, every update (or none) was kept
+    update = {"type": "update", "views": {}, "filters": {}, "selected": 1}
+    highlight = {"type": "highlight", "source": "cat", "bars": [0], "views": {}}
+    keep = replay.Keep(2)
+    assert [keep(r) for r in [highlight, update] * 6] == [False, True, False, False] * 3
 
 
 @pytest.mark.parametrize("paced", [False, True])

@@ -14,13 +14,13 @@ import threading
 import time
 
 from brushfire import protocol, wire
-from brushfire.bench.replay import ReplayError, ReplayResult, _record, kept
+from brushfire.bench.replay import Keep, ReplayError, ReplayResult, _record
 from brushfire.bench.trace import Trace
 
 
 def replay_in_process(served, trace: Trace, clients: int = 1, keep_every: int = 0) -> ReplayResult:
     """Replay `trace` on `clients` sessions of `served` (a Dashboard, or a baseline's),
-    keeping the update replies to every `keep_every`-th event (0: none) as JSON text, as
+    keeping every `keep_every`-th update reply of each (0: none; replay.Keep) as JSON text, as
     they are sent: kept as dicts, their lists made the collector pause the replay for up
     to 0.7 s (250,000 rows, two heatmaps of 20,000 and 30,000 cells, 3,000 events)."""
     t0 = time.perf_counter()
@@ -45,7 +45,7 @@ def replay_in_process(served, trace: Trace, clients: int = 1, keep_every: int = 
                         [x for _, reps in results for x in reps])
 
 
-def _play(served, trace: Trace, client: int, t0: float, keep: int):
+def _play(served, trace: Trace, client: int, t0: float, keep_every: int):
     session = served.session()
     start = trace.start_message()
     if start is not None:
@@ -53,12 +53,12 @@ def _play(served, trace: Trace, client: int, t0: float, keep: int):
         if reply["type"] == "error":
             msg = f"the trace's starting state was refused: {reply['message']}"
             raise ReplayError(msg)
-    records, replies = [], []
+    records, replies, keep = [], [], Keep(keep_every)
     for i, ev in enumerate(trace.events):
         sent = time.perf_counter()
         reply = protocol.handle(session, {**ev.message, "id": i})
         received = time.perf_counter()
         records.append(_record(client, i, ev.message, sent, received, reply, t0))
-        if kept(i, keep, reply):
+        if keep(reply):
             replies.append((client, i, wire.dumps(reply)))
     return records, replies

@@ -83,8 +83,8 @@ def ws_url(url: str, dashboard: str) -> str:
 
 async def replay(url: str, trace: Trace, clients: int = 1, paced: bool = False,
                  keep_every: int = 0, timeout: float = 3600.0) -> ReplayResult:
-    """Replay `trace` on `clients` concurrent sessions of the server at `url`, keeping the
-    update replies to every `keep_every`-th event (0: none)."""
+    """Replay `trace` on `clients` concurrent sessions of the server at `url`, keeping
+    every `keep_every`-th update reply of each (0: none; `Keep`)."""
     target = ws_url(url, trace.dashboard)
     play = _paced if paced else _fast
     collecting = gc.isenabled()
@@ -184,20 +184,29 @@ def _record(client: int, index: int, message: dict, sent: float, received: float
                   ",".join(f"{k}:{counts[k]}" for k in sorted(counts)) if counts else None)
 
 
-def kept(index: int, keep_every: int, reply: dict) -> bool:
-    """Is the reply to event `index` one a replay keeps (an update, every keep_every-th)?
-    Not an update cancelled by the next interaction (docs/protocol.md): it has no
-    `selected` and leaves out the views it was computing, so there is nothing to check."""
-    return (keep_every > 0 and index % keep_every == 0 and reply.get("type") == "update"
-            and not reply.get("cancelled"))
+class Keep:
+    """Which update replies a client keeps for the check: every `every`-th of its update
+    replies (0: none), counted over the updates, not the events (a session alternating a
+    hover's highlight and a brush kept every update or none at --check-every 2); not an
+    update cancelled by the next interaction (docs/protocol.md): it has no `selected` and
+    leaves out the views it was computing, so there is nothing to check."""
+
+    def __init__(self, every: int) -> None:
+        self.every, self.updates = every, 0
+
+    def __call__(self, reply: dict) -> bool:
+        if self.every <= 0 or reply.get("type") != "update" or reply.get("cancelled"):
+            return False
+        self.updates += 1
+        return (self.updates - 1) % self.every == 0
 
 
 def _text(raw: str | bytes) -> str:
     return raw if isinstance(raw, str) else raw.decode()
 
 
-async def _fast(target: str, trace: Trace, client: int, t0: float, keep: int, timeout: float):
-    records, replies = [], []
+async def _fast(target: str, trace: Trace, client: int, t0: float, keep_every: int, timeout: float):
+    records, replies, keep = [], [], Keep(keep_every)
     try:
         async with _connect(target) as ws:
             await _start(ws, trace, target, timeout)
@@ -212,7 +221,7 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: int, ti
                     if _reply(reply, target) and reply.get("id") == i:
                         break
                 records.append(_record(client, i, ev.message, sent, received, reply, t0))
-                if kept(i, keep, reply):
+                if keep(reply):
                     replies.append((client, i, _text(raw)))
     except (OSError, TimeoutError, WebSocketException) as e:
         msg = f"replay on {target} failed: {e or type(e).__name__}"
@@ -220,8 +229,8 @@ async def _fast(target: str, trace: Trace, client: int, t0: float, keep: int, ti
     return records, replies
 
 
-async def _paced(target: str, trace: Trace, client: int, t0: float, keep: int, timeout: float):
-    records, replies = [], []
+async def _paced(target: str, trace: Trace, client: int, t0: float, keep_every: int, timeout: float):
+    records, replies, keep = [], [], Keep(keep_every)
     sent: dict[int, float] = {}
     try:
         async with _connect(target) as ws:
@@ -252,7 +261,7 @@ async def _paced(target: str, trace: Trace, client: int, t0: float, keep: int, t
                         raise ReplayError(msg)
                     records.append(_record(client, i, trace.events[i].message, sent[i], received,
                                            reply, t0))
-                    if kept(i, keep, reply):
+                    if keep(reply):
                         replies.append((client, i, _text(raw)))
                 await task
             finally:
