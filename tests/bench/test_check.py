@@ -257,6 +257,28 @@ def test_nan_and_infinite_measures_are_skipped_as_the_engine_skips_them(tmp_path
     assert len(problems) == 1 and problems[0].startswith("sum_m[[0.0, 1.0]]: sum "), problems
 
 
+def test_replies_kept_as_text_are_checked_as_the_replies_they_are(tmp_path, monkeypatch):
+    # a replay keeps its update replies as JSON text; decoded all at once before the
+    # check, 100,000 replies of a long recording held 3 GB (six 50-bar histograms)
+    import brushfire.bench.check as check_module
+
+    dash, checker = captured(tmp_path, awkward_rows(), [
+        {"name": "sum_m", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]},
+         "brush": "none", "aggregate": {"op": "sum", "field": "m"}}])
+    replies = played(dash, BRUSHES)
+    texts = [(c, i, json.dumps(r)) for c, i, r in replies]
+    wrong = copy.deepcopy(replies[1][2])
+    wrong["views"]["sum_m"]["counts"][0] += 1
+    texts[1] = (0, 1, json.dumps(wrong))
+    decoded: list[int] = []
+    monkeypatch.setattr(check_module, "loads", lambda text: decoded.append(1) or json.loads(text))
+    seen: list[int] = []
+    result = checker.check(texts, lambda so_far, of: seen.append(len(decoded)))
+    assert (result.checked, result.mismatches) == (3, 1)
+    assert result.examples[0]["event"] == 1 and "sum_m[" in result.examples[0]["problems"][0]
+    assert seen == [1, 2, 3]  # each decoded when its turn came
+
+
 def test_min_and_max_of_a_date_field_are_compared_as_the_instants_replies_write(tmp_path):
     """A date's min or max is written as its midnight in UTC ('1600-01-01T00:00:00+00:00',
     docs/spec.md); DuckDB gives a datetime.date, which the check once wrote '1600-01-01':

@@ -155,11 +155,8 @@ def run(args) -> int:
                   "file-backed: mapped store and copies)", flush=True)
         if args.check:
             checker = checker or _checker(args, description)
-            from brushfire.bench.replay import loads
-
-            picked = [(c, i, loads(text)) for c, i, text in result.replies]
             t0 = time.perf_counter()
-            check = checker.check(picked, _check_progress(t0))
+            check = checker.check(result.replies, _check_progress(t0))  # (as text: decoded one by one)
             runs[engine]["check"] = check.to_json()
             print(f"  check: {check.mismatches} mismatches in {check.checked} update replies "
                   f"({check.distinct_states} distinct states, {time.perf_counter() - t0:.1f} s)")
