@@ -279,6 +279,27 @@ def test_replies_kept_as_text_are_checked_as_the_replies_they_are(tmp_path, monk
     assert seen == [1, 2, 3]  # each decoded when its turn came
 
 
+def test_the_checks_cache_of_expected_bars_is_bounded_and_clients_still_share_it(tmp_path, monkeypatch):
+    # every evaluation was kept: a 100,000-event recording of six 50-bar histograms held
+    # 4 GB; bounded, the clients' replies to one event (client by client, far apart) must
+    # still share one evaluation
+    import brushfire.bench.check as check_module
+
+    dash, checker = captured(tmp_path, awkward_rows(), [
+        {"name": "hg", "type": "histogram", "field": "g", "bin": {"step": 1, "extent": [0, 4]}, "brush": "none"}])
+    brushes = [{"type": "brush", "view": "hx", "interval": [i / 4, 5 + i / 4]} for i in range(12)]
+    one = played(dash, brushes)
+    replies = [(c, i, r) for c in range(3) for _, i, r in one]  # 3 clients, as a replay keeps them
+    evaluations: list[str] = []
+    evaluate = checker._evaluate  # noqa: SLF001
+    monkeypatch.setattr(checker, "_evaluate", lambda f, v: evaluations.append(json.dumps(f)) or evaluate(f, v))
+    monkeypatch.setattr(check_module, "CACHE_BARS", 12)  # two evaluations of hg's 4 bars (and one)
+    result = checker.check(replies)
+    assert (result.checked, result.mismatches, result.distinct_states) == (36, 0, 12)
+    assert len(evaluations) == 12  # one per state
+    assert checker._cached_bars <= 12 and len(checker._cache) == 2  # noqa: SLF001
+
+
 def test_min_and_max_of_a_date_field_are_compared_as_the_instants_replies_write(tmp_path):
     """A date's min or max is written as its midnight in UTC ('1600-01-01T00:00:00+00:00',
     docs/spec.md); DuckDB gives a datetime.date, which the check once wrote '1600-01-01':

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -30,6 +31,9 @@ from brushfire.spec import models as m
 from brushfire.views import filter_sql, key_sql, view_type
 
 MAX_EXAMPLES = 5
+# expected bars kept for replies sharing filters (~135 bytes each in Python): every
+# evaluation kept, a 100,000-event recording of six 50-bar histograms held 4 GB
+CACHE_BARS = 2_000_000
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                  "UINTEGER", "UBIGINT")
 
@@ -39,7 +43,7 @@ class CheckResult:
     checked: int = 0  # update replies compared
     mismatches: int = 0  # replies with at least one difference
     examples: list[dict] = field(default_factory=list)  # the first few, with what differed
-    distinct_states: int = 0  # SQL evaluations (replies sharing filters share one)
+    distinct_states: int = 0  # states checked (replies sharing filters share an evaluation)
 
     def to_json(self) -> dict:
         return {"checked": self.checked, "mismatches": self.mismatches,
@@ -89,7 +93,9 @@ class Checker:
                 self.abs_sums[v.name] = dict(self.con.execute(
                     f"SELECT {self.column[v.name]}, sum(abs(CAST({sql.summed_sql(mf)} AS DOUBLE))) "
                     "FROM chk GROUP BY 1").fetchall())
-        self._cache: dict[str, tuple[dict, int]] = {}
+        self._cache: OrderedDict[str, tuple[dict, int]] = OrderedDict()  # (least recent first)
+        self._cached_bars = 0
+        self._seen: set[str] = set()  # the states of the check under way
         self.problems_once: list[str] = self._label_problems()
 
     def check(self, replies: list[tuple[int, int, dict | str]],
@@ -99,7 +105,10 @@ class Checker:
         as a replay keeps it, is decoded when its turn comes: 100,000 replies of a long
         recording, decoded at once, held 3 GB for six small histograms."""
         out = CheckResult()
-        for client, index, reply in replies:
+        self._seen = set()
+        # event by event, each client's reply to it in turn: the clients' replies to one
+        # event mostly share their state, so its evaluation is still cached
+        for client, index, reply in sorted(replies, key=lambda r: (r[1], r[0])):
             if isinstance(reply, str | bytes):
                 reply = loads(reply)
             out.checked += 1
@@ -111,7 +120,7 @@ class Checker:
                                          "filters": reply.get("filters"), "problems": problems[:5]})
             if progress is not None:
                 progress(out, len(replies))
-        out.distinct_states = len(self._cache)
+        out.distinct_states = len(self._seen)
         if self.problems_once:
             out.examples.insert(0, {"problems": self.problems_once})
         return out
@@ -130,9 +139,16 @@ class Checker:
     def expected(self, filters: dict, views: list[str]) -> tuple[dict, int]:
         """({view: {bar key: (count, sum, non-null)}}, rows passing every filter)."""
         key = json.dumps([filters, views], sort_keys=True)
-        if key not in self._cache:
-            self._cache[key] = self._evaluate(filters, views)
-        return self._cache[key]
+        self._seen.add(key)
+        got = self._cache.get(key)
+        if got is not None:
+            self._cache.move_to_end(key)
+            return got
+        got = self._cache[key] = self._evaluate(filters, views)
+        self._cached_bars += _bars(got)
+        while self._cached_bars > CACHE_BARS and len(self._cache) > 1:  # the least recent go
+            self._cached_bars -= _bars(self._cache.popitem(last=False)[1])
+        return got
 
     def _evaluate(self, filters: dict, views: list[str]) -> tuple[dict, int]:
         preds = {n: filter_sql(self.spec, n, self._with_nan(n, v), self.tops, times=self.time_columns)
@@ -253,6 +269,11 @@ class Checker:
             if not same:
                 out.append(f"{name}: bars {got[:5]}…, SQL's top values {top[:5]}…")
         return out
+
+
+def _bars(expected: tuple[dict, int]) -> int:
+    """The bars an evaluation holds (its size in the cache)."""
+    return 1 + sum(len(bars) for bars in expected[0].values())
 
 
 def _is_time(duckdb_type: str) -> bool:
