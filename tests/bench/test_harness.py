@@ -180,6 +180,34 @@ def test_a_running_server_is_driven_by_url(captured, tmp_path, capsys):
     assert run["summary"]["replies"] == {"update": 30} and run["check"]["mismatches"] == 0
 
 
+def test_a_running_server_that_needs_its_token_is_driven_by_a_url_with_it(captured, tmp_path, capsys):
+    """`--url ws://host:port/?token=…` (as `brushfire serve` prints it on a non-loopback
+    address, or in Docker): the token went into the path (`…?token=…/ws/benchy`)."""
+    from brushfire.server.security import Security
+
+    spec, _, dash = captured
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    app = create_app({dash.name: dash}, security=Security.for_bind("127.0.0.1", token="s3cret"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        code, out = run_bench(capsys, "--url", f"ws://127.0.0.1:{port}/?token=s3cret", "--engine", "mine",
+                              "--spec", str(spec), "--workload", "clicks", "--events", "10", "--check",
+                              "--warmup", "0", "--no-plots", "--out-dir", str(tmp_path), "--name", "tok")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert code == 0, out
+    result = json.loads((tmp_path / "tok.json").read_text())
+    assert result["engines"]["mine"]["summary"]["replies"] == {"update": 10}
+    assert result["meta"]["ws"] == f"ws://127.0.0.1:{port}/ws/benchy" and "s3cret" not in json.dumps(result)
+
+
 def test_the_lazy_spark_baseline_answers_as_sql_does(captured, tmp_path, capsys):
     spec, cache, _ = captured
     code, out = run_bench(capsys, "--spec", str(spec), "--cache-dir", str(cache), "--engine", "lazy",

@@ -45,7 +45,8 @@ def add_arguments(p) -> None:
     where = p.add_argument_group("what to drive")
     where.add_argument("--spec", help="dashboard spec: start a server per engine on a free port "
                                       "(with --url: only the source for --check)")
-    where.add_argument("--url", help="drive this running server instead, e.g. ws://127.0.0.1:8000")
+    where.add_argument("--url", help="drive this running server instead, e.g. ws://127.0.0.1:8000 "
+                                       "(ws://HOST:PORT/?token=... when it needs its access token)")
     where.add_argument("--engine", default="brushfire",
                        help=f"comma-separated engines to compare: {', '.join(ENGINES)} or all "
                             "(with --url: a label for that server)")
@@ -386,15 +387,17 @@ def _http(url: str) -> str:
 
 
 def _get_json(url: str, path: str) -> object:
+    from brushfire.bench.replay import at  # (the path before a `?token=` of the URL)
+
     try:
-        with urllib.request.urlopen(_http(url).rstrip("/") + path, timeout=30) as r:
+        with urllib.request.urlopen(at(_http(url), path), timeout=30) as r:
             return json.load(r)
     except urllib.error.HTTPError as e:
-        msg = f"{_http(url)}{path}: HTTP {e.code}: {e.read().decode(errors='replace')[:300]}"
+        msg = f"{at(_http(url), path)}: HTTP {e.code}: {e.read().decode(errors='replace')[:300]}"
         raise BenchError(msg) from None
     except (OSError, ValueError, http.client.HTTPException) as e:  # no server there, a bad URL, not JSON
         why = e.reason if isinstance(e, urllib.error.URLError) else e
-        msg = f"cannot read {_http(url)}{path}: {getattr(why, 'strerror', None) or why}"
+        msg = f"cannot read {at(_http(url), path)}: {getattr(why, 'strerror', None) or why}"
         raise BenchError(msg) from None
 
 
@@ -407,14 +410,15 @@ def _only_dashboard(url: str) -> str:
 
 
 def _meta(args, trace: Trace, description: dict, engines: list[str]) -> dict:
+    url = (args.url or "").partition("?")[0]
     return {
         "dashboard": trace.dashboard, "rows": description.get("rows"),
         "trace": {"events": len(trace.events), **trace.meta},
         "engines": engines, "clients": args.clients, "paced": args.paced,
         "in_process": bool(getattr(args, "in_process", False)),
         "warmup": args.warmup, "check_every": args.check_every if args.check else None,
-        "spec": args.spec, "url": args.url or None,
-        "ws": f"{args.url.rstrip('/')}/ws/{trace.dashboard}" if args.url else None,
+        "spec": args.spec, "url": url or None,  # (without a `?token=`: not in result files)
+        "ws": f"{url.rstrip('/')}/ws/{trace.dashboard}" if url else None,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
                     "platform": platform.platform()},

@@ -76,9 +76,17 @@ class ReplayResult:
     replies: list[tuple[int, int, str]] = field(default_factory=list)
 
 
+def at(url: str, path: str) -> str:
+    """`url` (optionally with a path prefix, and a query: a server's `?token=`) with `path`
+    added to its path, the query kept after it."""
+    base, sep, query = url.partition("?")
+    return f"{base.rstrip('/')}{path}{sep}{query}"
+
+
 def ws_url(url: str, dashboard: str) -> str:
-    """ws://host:port (optionally with a path prefix) -> the dashboard's session URL."""
-    return f"{url.rstrip('/')}/ws/{dashboard}"
+    """ws://host:port (optionally with a path prefix, and `?token=` for a server that needs
+    its access token: docs/protocol.md, "Access") -> the dashboard's session URL."""
+    return at(url, f"/ws/{dashboard}")
 
 
 async def replay(url: str, trace: Trace, clients: int = 1, paced: bool = False,
