@@ -37,6 +37,13 @@ def test_a_trace_round_trips(tmp_path):
     assert json.loads((tmp_path / "again.json").read_text())["format"] == "brushfire-trace"
 
 
+def test_a_trace_saved_with_a_byte_order_mark_loads(tmp_path):
+    """Editors on Windows begin UTF-8 files with a byte order mark; it is no JSON error."""
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode())
+    assert load_trace(path) == load_trace(_write(tmp_path, GOOD))
+
+
 def test_a_saved_trace_is_json_with_a_nan_category_as_null(tmp_path):
     trace = Trace("sensors", (Event(0.0, {"type": "select", "view": "level", "values": [float("nan")]}),))
     text = save_trace(trace, tmp_path / "nan.json").read_text()

@@ -112,7 +112,8 @@ def parse_trace(data: object, where: str = "trace") -> Trace:
 def load_trace(path: str | Path) -> Trace:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # (utf-8-sig: a byte order mark, which editors on Windows write, is no JSON error)
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as e:
         msg = f"cannot read the trace {path}: {e.strerror}"
         raise TraceError(msg) from None
