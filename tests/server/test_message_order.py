@@ -85,6 +85,18 @@ def test_brushes_sent_back_to_back_are_still_coalesced(server):
     assert sum(got[i]["type"] == "skipped" for i in range(19)) >= 10  # (the engine was busy)
 
 
+def test_a_malformed_brush_replaces_no_brush_waiting_before_it(server):
+    """A brush waiting its turn was replaced by a newer brush of the same view even when
+    the newer one was malformed: the waiting one was answered 'skipped', the newer one an
+    error, and the view was left without the brush the client had set."""
+    with connect(f"ws://{server}/ws/order") as ws:
+        got = answers(ws, [*BUSY, {"type": "brush", "id": "A", "view": "hx", "interval": [10, 20]},
+                           {"type": "brush", "id": "B", "view": "hx", "interval": "wide"},
+                           {"type": "state", "id": "S"}])
+    assert got["A"]["type"] == "update" and got["B"]["type"] == "error", got
+    assert got["S"]["filters"] == {"hx": {"interval": [10, 20]}}
+
+
 def test_a_client_leaving_while_the_dashboard_is_captured_ends_its_session_at_once(dash, monkeypatch):
     """Nothing was read from a client until the dashboard was ready: one that left
     during the capture held its session (the sessions in /health, the per-client limit)

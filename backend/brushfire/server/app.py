@@ -478,7 +478,12 @@ def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
 
 
 def _brush_key(msg) -> str:
-    """'brush:<view>' for a brush message (the coalescing key), else ''."""
+    """'brush:<view>' for a well-formed brush message (the coalescing key), else '': a
+    malformed one is answered its error in turn and replaces no brush waiting before it."""
     if isinstance(msg, dict) and msg.get("type") == "brush" and isinstance(msg.get("view"), str):
+        try:
+            protocol.parse(msg)
+        except protocol.ProtocolError:
+            return ""
         return f"brush:{msg['view']}"
     return ""
