@@ -138,7 +138,8 @@ def _json_default(x):
 
 
 def jsonable(x):
-    """x with NaN and infinities as null and datetimes as ISO strings, for JSON."""
+    """x with NaN and infinities as null, datetimes as ISO strings and numpy values as
+    Python's, for JSON."""
     if isinstance(x, dict):
         return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -147,6 +148,8 @@ def jsonable(x):
         return None
     if hasattr(x, "isoformat"):
         return x.isoformat()
+    if hasattr(x, "tolist"):  # numpy's (np.int64 is no int: json and pydantic refuse it)
+        return jsonable(x.tolist())
     return x
 
 

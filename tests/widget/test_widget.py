@@ -211,6 +211,25 @@ def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, 
         brushfire.widget(url=f"http://{addr}")
 
 
+def test_filters_set_with_numpy_values_hold_plain_json_values(rich_local):
+    """numpy's numbers (a DataFrame's cells) set as filters are kept as Python's: the trait
+    mirrors the protocol's state, and attached, it is sent to the server as JSON (np.int64
+    is no int: the state was refused with a serializer's error)."""
+    import json
+
+    import numpy as np
+
+    state = {"hk": {"interval": [np.int64(0), np.float32(50.5)]}, "cat": {"values": np.array(["c00"])}}
+    want = {"hk": {"interval": [0, 50.5]}, "cat": {"values": ["c00"]}}
+    local = brushfire.widget(rich_local)
+    local.filters = state
+    attached = DashboardWidget(url="http://127.0.0.1:9", name="rich")  # (no server: not checked)
+    attached.filters = state
+    for w in (local, attached):
+        assert w.filters == want and json.loads(json.dumps(w.filters)) == want
+        assert type(w.filters["hk"]["interval"][0]) is int
+
+
 def test_a_bad_spec_or_a_missing_build_says_what_to_do(tmp_path, monkeypatch, flights_dash):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nsource: {path: x.parquet}\nviews:\n  - name: a\n    type: histogram\n"
