@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from brushfire import export, protocol, selection
-from brushfire.errors import InteractionError, NotCapturedError
+from brushfire.errors import BrushfireError, InteractionError, NotCapturedError
 from brushfire.server import create_app
 from brushfire.server.security import Security
 from live_server import live_server
@@ -142,6 +142,20 @@ def test_the_server_streams_them_with_the_apis_access_checks(rich_local, tmp_pat
             r = httpx.get(url, params=params, headers=auth)
             assert r.status_code == 400 and reason in r.json()["detail"], (params, r.text)
         assert httpx.get(f"http://{addr}/api/dashboards/nope/rows", headers=auth).status_code == 404
+
+
+def test_arguments_of_the_wrong_type_are_named(rich_local):
+    """The Python API's (the widget's `details()` and `export()`): a column's name given
+    alone was read as a list of letters ("details columns ['c', 'a'] were not captured"),
+    a join that is no string failed in pydantic's words."""
+    s = rich_local.session()
+    with pytest.raises(InteractionError, match="^columns: 'cat' is not a list of column names"):
+        export.selection_table(s, "cat")
+    with pytest.raises(InteractionError, match="^columns: \\[1\\] is not a list of column names"):
+        export.selection_table(s, [1])
+    assert export.selection_table(s, ("cat", "x"), limit=2).column_names == ["rid", "cat", "x"]
+    with pytest.raises(BrushfireError, match="^dimension.join: 3 is not a join's name"):
+        export.selection_table(s, join=3)
 
 
 def test_a_dashboard_without_details_says_so(rich_local):

@@ -67,13 +67,13 @@ def join_table(session: SessionAPI, join: str, columns: list[str] | None = None)
     protocol's `dimension` lists (checked as that message is), as one table. Its size is
     bounded by the dimension table's, so it is not streamed."""
     from brushfire.engine.dimensions import answer_dimension_all
-    from brushfire.requests import Dimension
+    from brushfire.requests import parse
 
     if columns is not None:  # (the columns are what the panel lists, or `rows` would not add up)
         msg = ("columns: a join's rows are its key, its details columns and `rows`; "
                "give no columns with a join")
         raise InteractionError(msg)
-    request = Dimension(type="dimension", join=join).check(session)
+    request = parse({"type": "dimension", "join": join}).check(session)  # (a join that is no string: said)
     return answer_dimension_all(cast(LineageAPI, session), request).table
 
 

@@ -13,6 +13,7 @@ behind the selection, by rid); `FORWARD`, a `ForwardAPI` (the bars of given rows
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from numbers import Integral
@@ -382,6 +383,12 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
     if spec is None:
         msg = "details on demand is not declared in this dashboard's interactions"
         raise NotCapturedError(msg)
+    if columns is not None:  # (the Python API's: a message's are checked as it is parsed)
+        if isinstance(columns, Iterable) and not isinstance(columns, str):
+            columns = list(columns)
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            msg = f"columns: {show(columns)} is not a list of column names (strings)"
+            raise InteractionError(msg)
     columns = list(dict.fromkeys(columns or spec.columns))  # each once
     unknown = [c for c in columns if c not in plan.detail_columns]  # (joins' keys too: plan.py)
     if unknown:
