@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import sys
 import threading
@@ -207,6 +208,11 @@ class DashboardWidget(anywidget.AnyWidget):
         """Check every `every` seconds for new data, and `reload` when there is some; a
         reload that fails is printed (once while it fails alike), this capture stays and
         the watch goes on. Returns an Event: set it to stop watching."""
+        if isinstance(every, bool) or not isinstance(every, (int, float)) or not 0 < every < math.inf:
+            # (0 or less: a thread checking the source's files without a pause; not a
+            # number: the thread died at its first wait, unsaid)
+            msg = f"every: {every!r} is not a number of seconds > 0"
+            raise BrushfireError(msg)
         stop = threading.Event()
 
         def run() -> None:

@@ -368,6 +368,24 @@ def test_watch_goes_on_after_a_failing_reload_of_any_kind(spark, tmp_path, monke
     assert out.count("Input/output error") == 1, out
 
 
+@pytest.mark.parametrize("every", [0, -1, float("nan"), float("inf"), "5", None, True])
+def test_watch_refuses_a_pause_that_is_no_number_of_seconds(rich_local, monkeypatch, every):
+    """0 or less started a thread checking the source without a pause; a pause that is no
+    number started one that died at its first wait, unsaid: the Event came back as if
+    watching."""
+    import threading
+
+    from brushfire import Dashboard
+
+    checks = []
+    monkeypatch.setattr(Dashboard, "refresh", lambda self, *a, **k: checks.append(1))
+    w = brushfire.widget(rich_local)
+    before = threading.active_count()
+    with pytest.raises(BrushfireError, match="^every: .* is not a number of seconds > 0"):
+        w.watch(every)
+    assert threading.active_count() == before and checks == []
+
+
 @pytest.mark.parametrize("changed_again", [False, True])
 def test_a_reload_asked_for_while_the_watch_captures_waits_for_it(rich_local, monkeypatch, changed_again):
     """As the server's (tests/server/test_reload_order.py): `reload()` while `watch`'s
