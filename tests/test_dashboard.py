@@ -127,3 +127,15 @@ def test_a_changed_dimension_table_makes_a_dashboard_without_a_cache_stale(spark
     newer = dash.refresh(spark=spark)
     assert newer is not None and not newer.stale()
     assert newer.session().view("c").labels == ["z", "a", "(other)"]
+
+
+@pytest.mark.parametrize("spec", [3, None, ["a.yaml"], b"name: x"])
+def test_a_spec_of_no_kind_it_takes_is_a_spec_error_saying_what_it_takes(spec, tmp_path):
+    """Dashboard.open and brushfire.widget (its spec) with what is no path, dict or model
+    raised Python's TypeError from inside pathlib ("expected str, bytes or os.PathLike")."""
+    import brushfire
+
+    for open_it in (lambda: Dashboard.open(spec, cache_dir=tmp_path),
+                    lambda: brushfire.widget(spec if spec is not None else 3, cache_dir=tmp_path)):
+        with pytest.raises(SpecError, match="is not a spec: give a YAML file's path, a dict or a DashboardSpec"):
+            open_it()

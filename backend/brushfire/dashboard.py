@@ -25,7 +25,7 @@ from brushfire.engine import kernels as K
 from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
-from brushfire.errors import CacheError, InteractionError, NotCapturedError
+from brushfire.errors import CacheError, InteractionError, NotCapturedError, SpecError, SpecProblem
 from brushfire.lazy import LazySession
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import (
@@ -288,4 +288,7 @@ def _as_model(spec) -> m.DashboardSpec:
         return spec
     if isinstance(spec, dict):
         return parse_dashboard(spec)
+    if not isinstance(spec, str | os.PathLike):  # (Path(3) said "expected str, bytes or os.PathLike")
+        msg = f"{type(spec).__name__} {spec!r:.80} is not a spec: give a YAML file's path, a dict or a DashboardSpec"
+        raise SpecError([SpecProblem("<spec>", None, "", msg)])
     return load_dashboard(spec)
