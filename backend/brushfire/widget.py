@@ -103,6 +103,10 @@ class DashboardWidget(anywidget.AnyWidget):
         if (dashboard is None) == (not url):
             msg = "DashboardWidget takes an open Dashboard, or the url and name of a server's"
             raise BrushfireError(msg)
+        if dashboard is not None and not isinstance(dashboard, Dashboard):
+            msg = (f"dashboard: {type(dashboard).__name__} {dashboard!r:.80} is not an open Dashboard "
+                   "(brushfire.widget(spec) opens one from a spec)")
+            raise BrushfireError(msg)
         esm, css = _frontend()
         # plain attributes first: the trait validator below reads them
         self._dash = dashboard
@@ -126,6 +130,9 @@ class DashboardWidget(anywidget.AnyWidget):
         """A widget on the dashboard `dashboard` (default: the first) of the `brushfire
         serve` at `url` (the URL it printed, `?token=` included, will do); its front end
         talks to that server itself."""
+        if not isinstance(url, str):
+            msg = f"url: {url!r:.80} is not a server's address (e.g. 'http://127.0.0.1:8000')"
+            raise BrushfireError(msg)
         base, in_url = _split_token(url)
         token = token or in_url or os.environ.get("BRUSHFIRE_TOKEN") or ""
         names = [d["name"] for d in _get_json(f"{base}/api/dashboards", base, token)]

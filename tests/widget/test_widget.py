@@ -243,6 +243,19 @@ def test_a_bad_spec_or_a_missing_build_says_what_to_do(tmp_path, monkeypatch, fl
         brushfire.widget(flights_dash)
 
 
+def test_a_widget_of_the_wrong_arguments_names_the_argument(rich_local):
+    """An address that is no text (AttributeError: 'int' object has no attribute 'decode')
+    and a DashboardWidget of what is no Dashboard ('int' object has no attribute 'session')
+    say which argument is wrong."""
+    with pytest.raises(BrushfireError, match="^url: 3 is not a server's address"):
+        brushfire.widget(url=3)
+    with pytest.raises(BrushfireError, match="^url: b'http://x' is not a server's address"):
+        DashboardWidget.attach(b"http://x")
+    with pytest.raises(BrushfireError, match="^dashboard: DashboardSpec .* is not an open Dashboard"):
+        DashboardWidget(rich_local.spec)
+    assert DashboardWidget(rich_local).dashboard is rich_local
+
+
 def test_a_capture_failure_says_why(spark, flights_spec, tmp_path):
     spec = yaml.safe_load(flights_spec.read_text())
     # valid Spark SQL that fails while the job runs (ANSI: division by zero)
