@@ -158,6 +158,17 @@ def test_arguments_of_the_wrong_type_are_named(rich_local):
         export.selection_table(s, join=3)
 
 
+def test_a_limit_is_a_number_of_rows(rich_local):
+    """True was taken as a limit of 1 row (and numpy's integers, a DataFrame's, refused)."""
+    import numpy as np
+
+    s = rich_local.session()
+    for bad in (True, False, -1, 2.0, "3"):
+        with pytest.raises(InteractionError, match="^limit: .* is not a number of rows \\(an integer >= 0\\)"):
+            export.selection_table(s, limit=bad)
+    assert export.selection_table(s, limit=np.int64(3)).equals(export.selection_table(s, limit=3))
+
+
 def test_a_dashboard_without_details_says_so(rich_local):
     s = rich_local.session()
     s.plan = replace(s.plan, dashboard=rich_local.spec.model_copy(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from numbers import Integral
 from pathlib import Path
 from typing import cast
 
@@ -37,6 +38,15 @@ def check_format(format: str) -> str:
     return format
 
 
+def check_limit(limit: int | None) -> int | None:
+    """A number of rows to keep: None (all) or an integer >= 0 (numpy's too; not True,
+    which is 1)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, Integral) or limit < 0):
+        msg = f"limit: {limit!r} is not a number of rows (an integer >= 0)"
+        raise InteractionError(msg)
+    return None if limit is None else int(limit)
+
+
 def selection_batches(session: SessionAPI, columns: list[str] | None = None,
                       limit: int | None = None, page_rows: int = PAGE_ROWS, join: str | None = None
                       ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
@@ -44,9 +54,7 @@ def selection_batches(session: SessionAPI, columns: list[str] | None = None,
     and `columns` (default: the declared details columns), all of them or the first
     `limit`; with `join`, that join's dimension rows behind it (`join_table`). The
     request is checked now; the rows are read as the batches are taken."""
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        msg = f"limit: {limit!r} is not a number of rows (an integer >= 0)"
-        raise InteractionError(msg)
+    limit = check_limit(limit)
     if join is not None:
         table = join_table(session, join, columns)
         table = table if limit is None else table.slice(0, limit)

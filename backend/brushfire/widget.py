@@ -168,9 +168,7 @@ class DashboardWidget(anywidget.AnyWidget):
         (its key, its details columns and `rows`, as the panel lists them). A pandas
         DataFrame, or a pyarrow Table with `arrow=True`. Attached to a server, the server
         sends them as Parquet."""
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            msg = f"limit must be an integer >= 0, not {limit!r}"
-            raise InteractionError(msg)
+        limit = export.check_limit(limit)  # (before asking a server)
         table = self._local_details(limit, columns, join) if self._session is not None \
             else self._server_details(limit, columns, join)
         return table if arrow else table.to_pandas()
