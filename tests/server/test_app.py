@@ -128,3 +128,42 @@ def test_a_failing_capture_is_reported_to_clients(small_parquet, tmp_path):
         status = httpx.get(f"http://{addr}/api/dashboards/proto").json()
         assert status["status"] == "failed" and "gone.parquet" in status["error"]
         assert httpx.get(f"http://{addr}/health").json()["dashboards"] == {"proto": "failed"}
+
+
+@pytest.mark.parametrize("leaves_after", [None, 0.0, 0.001])
+def test_a_rows_download_closes_its_session_even_when_its_client_leaves_before_the_first_chunk(
+        rich_local, monkeypatch, leaves_after):
+    """uvicorn's ASGI 2.3 streams a response while it listens for the client leaving, and
+    cancels the stream when it does: before the first chunk, the generator whose
+    `finally` closed the export's session had not begun, and the session (its filters,
+    the cubes it schedules after a pause) stayed open."""
+    import asyncio
+
+    opened = []
+    session = type(rich_local).session
+    monkeypatch.setattr(type(rich_local), "session", lambda self, *a, **k: opened.append(session(self, *a, **k))
+                        or opened[-1])
+    app = create_app([rich_local])
+    query = "filters=" + json.dumps({"hx": {"interval": [20, 60]}})
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+             "method": "GET", "scheme": "http", "path": "/api/dashboards/rich/rows",
+             "raw_path": b"/api/dashboards/rich/rows", "query_string": query.encode(), "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 80)}
+    sent = []
+
+    async def receive():
+        if leaves_after is None:  # (stays: the whole download is sent)
+            await asyncio.Event().wait()
+        await asyncio.sleep(leaves_after)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+        await asyncio.sleep(0.01)
+
+    asyncio.run(asyncio.wait_for(app(scope, receive, send), 60))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
+    if leaves_after is None:
+        assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    (s,) = opened
+    assert getattr(s, "inner", s)._closed  # (at once: not when the collector finds the stream)

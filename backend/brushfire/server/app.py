@@ -130,16 +130,10 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
 
-        def then_close():  # the session is done when the last chunk is sent (or the client left)
-            try:
-                yield from chunks
-            finally:
-                session.close()
-
         # (a join's name is a spec identifier, checked above: safe in the header)
         rows_of = f"{name}-{join}" if join else name
         headers = {"Content-Disposition": f'attachment; filename="{rows_of}-rows.{format}"'}
-        return StreamingResponse(then_close(), media_type=export.FORMATS[format], headers=headers)
+        return ClosingStream(chunks, session.close, media_type=export.FORMATS[format], headers=headers)
 
     @app.websocket("/ws/{name}")
     async def interact(ws: WebSocket, name: str) -> None:
@@ -183,6 +177,22 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
                     "/api/dashboards</a>.</p>")
 
     return app
+
+
+class ClosingStream(StreamingResponse):
+    """A streamed response that calls `close` when it is over: sent, failed, or its client
+    left, even before the first chunk (a generator's `finally` around the chunks missed
+    that: a stream cancelled before it began never ran it, and its session stayed open)."""
+
+    def __init__(self, content, close, **kwargs) -> None:
+        super().__init__(content, **kwargs)
+        self._close = close
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # (a chunk being read when the client left is read first: anyio waits for its thread)
+            self._close()
 
 
 def _over_limit(sessions: Counter, client: str, limits: Limits) -> str | None:
