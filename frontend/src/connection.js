@@ -62,6 +62,11 @@ export class Connection {
 
   request(message) {
     const id = this.nextId++;
+    // a closed socket drops what is sent, unanswered: the request would wait for ever
+    // (and the page with it, "waiting for the answer…")
+    if (this.ws.readyState !== WebSocket.OPEN) {
+      return Promise.resolve({ type: "error", id, message: "not connected to the server (the connection closed): reload to reconnect" });
+    }
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
       this.ws.send(JSON.stringify({ ...message, id }));

@@ -103,6 +103,18 @@ def test_parameter_dropdown_and_clear_all(page, served, oracle):
     assert page.evaluate("window.brushfire.ui.charts.get('hx').view.signal('brush')") in ({}, None)
 
 
+def test_a_brush_after_the_connection_closed_says_so_and_never_waits(page):
+    """A closed WebSocket drops what is sent: a brush after the server went away waited
+    for its answer for ever ("waiting for the answer… 12.0 s", the page busy)."""
+    page.evaluate("window.brushfire.connection.close()")
+    page.wait_for_selector("text=Disconnected from the server")
+    drag(page, "hx", 30, 70)
+    page.wait_for_function(IDLE, timeout=5_000)
+    assert "not connected to the server" in page.evaluate("window.brushfire.ui.latencyLine.textContent")
+    reply = page.evaluate("window.brushfire.connection.request({type: 'state'})")
+    assert reply["type"] == "error" and "reload to reconnect" in reply["message"]
+
+
 def test_hovering_a_source_bar_highlights_its_share_of_the_targets(page, served, oracle):
     _, dash = served
     drag(page, "hx", 10, 90)  # highlights show within the current filters
