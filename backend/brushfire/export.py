@@ -134,7 +134,7 @@ def _encode(format: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -
     if format == "csv":
         from pyarrow import csv
 
-        writer = csv.CSVWriter(sink, schema)
+        writer = csv.CSVWriter(sink, _csv_schema(schema))
     else:
         import pyarrow.parquet as pq
 
@@ -142,13 +142,42 @@ def _encode(format: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -
     with writer:
         for batch in batches:
             if format == "csv":
-                writer.write_batch(batch)
+                writer.write_batch(_csv_batch(batch))
             else:
                 writer.write_table(pa.Table.from_batches([batch]))
             chunk = sink.take()
             if chunk:
                 yield chunk
     yield sink.take()
+
+
+def _as_text(t: pa.DataType) -> bool:
+    """Whether CSV holds a column of type `t` as text of its own: a list, struct or map
+    (Arrow's CSV writer has none: "Unsupported Type"), or bytes (not UTF-8 text: "Invalid
+    UTF8 payload")."""
+    return pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+        or pa.types.is_fixed_size_binary(t)
+
+
+def _csv_schema(schema: pa.Schema) -> pa.Schema:
+    for i, f in enumerate(schema):
+        if _as_text(f.type):
+            schema = schema.set(i, pa.field(f.name, pa.string()))
+    return schema
+
+
+def _csv_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`batch` with the columns CSV cannot hold as their text, as a details row gives it:
+    a list, struct or map as JSON (`[1, 2]`, `{"a": 1}`), bytes as Python writes them."""
+    from brushfire.wire import dumps, rows_json
+
+    columns = list(batch.columns)
+    for i, f in enumerate(batch.schema):
+        if _as_text(f.type):
+            values = [row[f.name] for row in rows_json(pa.table({f.name: columns[i]}))]
+            columns[i] = pa.array([v if v is None or isinstance(v, str) else str(v) if isinstance(v, bytes)
+                                   else dumps(v) for v in values], pa.string())
+    return pa.RecordBatch.from_arrays(columns, schema=_csv_schema(batch.schema))
 
 
 def write(session: SessionAPI, path: str | Path, format: str | None = None,
