@@ -45,6 +45,7 @@ import traitlets as t
 from brushfire import export, protocol, selection, wire
 from brushfire.dashboard import DEFAULT_CACHE, Dashboard
 from brushfire.describe import describe_dashboard, frontend_dist
+from brushfire.engine.api import check_columns
 from brushfire.errors import BrushfireError, InteractionError
 from brushfire.lazy import LazySession
 from brushfire.spec import models as m
@@ -330,6 +331,7 @@ class DashboardWidget(anywidget.AnyWidget):
               join: str | None = None):
         """The server's export of the rows behind `filters` (an open HTTP response)."""
         query = {"filters": json.dumps(self.filters), "format": format}
+        columns = check_columns(columns)  # (as the engine in the kernel checks them)
         if columns:
             query["columns"] = ",".join(columns)
         if join is not None:

@@ -256,6 +256,15 @@ def test_a_widget_of_the_wrong_arguments_names_the_argument(rich_local):
     assert DashboardWidget(rich_local).dashboard is rich_local
 
 
+def test_an_attached_widget_checks_its_columns_as_the_engine_in_the_kernel_does(tmp_path):
+    """Attached, a column's name given alone went to the server as its letters, 'c,a,t'."""
+    w = DashboardWidget(url="http://127.0.0.1:9", name="rich")  # (refused before any request)
+    with pytest.raises(InteractionError, match="^columns: 'cat' is not a list of column names"):
+        w.details(columns="cat")
+    with pytest.raises(InteractionError, match="^columns: \\[1\\] is not a list of column names"):
+        w.export(tmp_path / "rows.csv", columns=[1])
+
+
 def test_a_capture_failure_says_why(spark, flights_spec, tmp_path):
     spec = yaml.safe_load(flights_spec.read_text())
     # valid Spark SQL that fails while the job runs (ANSI: division by zero)

@@ -376,6 +376,19 @@ def check_page(page, page_size) -> None:
             raise InteractionError(msg)
 
 
+def check_columns(columns) -> list[str] | None:
+    """The Python API's `columns` (a message's are checked as it is parsed): None, or a
+    list (any iterable) of names; a name alone is no list of its letters."""
+    if columns is None:
+        return None
+    if isinstance(columns, Iterable) and not isinstance(columns, str | bytes):
+        columns = list(columns)
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        msg = f"columns: {show(columns)} is not a list of column names (strings)"
+        raise InteractionError(msg)
+    return columns
+
+
 def details_request(plan: CapturePlan, page: int, page_size: int | None,
                     columns: list[str] | None) -> tuple[list[str], int]:
     """(columns, page size) of a details request, checked against the declaration."""
@@ -383,13 +396,7 @@ def details_request(plan: CapturePlan, page: int, page_size: int | None,
     if spec is None:
         msg = "details on demand is not declared in this dashboard's interactions"
         raise NotCapturedError(msg)
-    if columns is not None:  # (the Python API's: a message's are checked as it is parsed)
-        if isinstance(columns, Iterable) and not isinstance(columns, str):
-            columns = list(columns)
-        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            msg = f"columns: {show(columns)} is not a list of column names (strings)"
-            raise InteractionError(msg)
-    columns = list(dict.fromkeys(columns or spec.columns))  # each once
+    columns = list(dict.fromkeys(check_columns(columns) or spec.columns))  # each once
     unknown = [c for c in columns if c not in plan.detail_columns]  # (joins' keys too: plan.py)
     if unknown:
         msg = f"details columns {unknown} were not captured; declared: {spec.columns}"
