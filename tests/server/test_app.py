@@ -138,6 +138,7 @@ def test_a_rows_download_closes_its_session_even_when_its_client_leaves_before_t
     `finally` closed the export's session had not begun, and the session (its filters,
     the cubes it schedules after a pause) stayed open."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     opened = []
     session = type(rich_local).session
@@ -161,7 +162,9 @@ def test_a_rows_download_closes_its_session_even_when_its_client_leaves_before_t
         sent.append(message)
         await asyncio.sleep(0.01)
 
-    asyncio.run(asyncio.wait_for(app(scope, receive, send), 60))
+    # on a thread of its own: a test before this one may leave this thread's loop running
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, asyncio.wait_for(app(scope, receive, send), 60)).result(70)
     assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
     if leaves_after is None:
         assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
