@@ -129,17 +129,24 @@ def test_a_dict_keyed_measure_over_its_limit_names_its_op(tmp_path):
         capture_table(plan_capture(parse_dashboard(s)), rows, tmp_path, CaptureConfig(max_keys=5))
 
 
-def test_cube_blocks_grow_with_rows_so_an_edge_block_stays_small():
-    """At scale a cube block holds at most ROWS_PER_CUBE_BLOCK rows (the rows a bound inside
-    it reads), not 1/2048 of the rows; small sources keep the configured limits."""
+def test_cube_blocks_follow_the_rows_so_an_edge_block_stays_small_and_a_small_table_small():
+    """A cube block holds about ROWS_PER_CUBE_BLOCK rows (the rows a bound inside it reads),
+    with the configured bytes per block: more blocks than the configured 2,048 at scale,
+    fewer for a small source (a block per key of a 10,000-row table spares nothing worth
+    its bytes); tests' tiny store blocks keep their configured limits."""
     from brushfire.capture.layout import ROWS_PER_CUBE_BLOCK, scaled_cubes
 
     config = CaptureConfig()
-    assert scaled_cubes(config, 3_000_000) is config
-    big = scaled_cubes(config, 100_000_000)
-    assert big.max_cube_blocks == 100_000_000 // ROWS_PER_CUBE_BLOCK > config.max_cube_blocks
-    assert big.cube_bytes // big.max_cube_blocks == config.cube_bytes // config.max_cube_blocks
+    per_block = config.cube_bytes // config.max_cube_blocks
+    assert scaled_cubes(config, 2048 * ROWS_PER_CUBE_BLOCK) is config
+    for rows in (100_000_000, 3_000_000, 10_000):
+        scaled = scaled_cubes(config, rows)
+        assert scaled.max_cube_blocks == rows // ROWS_PER_CUBE_BLOCK
+        assert scaled.cube_bytes // scaled.max_cube_blocks == per_block
     assert scaled_cubes(config, 10**12).max_cube_blocks == 65_536
+    assert scaled_cubes(config, 955).max_cube_blocks == 1
+    tiny = CaptureConfig(block_rows=64, max_cube_blocks=6)
+    assert scaled_cubes(tiny, 3000) is tiny
 
 
 def test_an_earlier_captures_cube_blocks_are_kept_unless_much_coarser_than_now_allowed():

@@ -33,6 +33,7 @@ from brushfire.capture import budget
 from brushfire.capture.stats import SourceStats, StatsSpec, ValueStats, fine_edges
 from brushfire.errors import CaptureError
 from brushfire.lineage.layout import (
+    BLOCK_ROWS,
     CaptureConfig,
     Dim,
     FilterLayout,
@@ -294,21 +295,30 @@ def _raw_measures(dims: list[Dim], views: list[ViewLayout], fields: list[str]) -
     return kept
 
 
-ROWS_PER_CUBE_BLOCK = 1_536  # at scale, a cube block's rows at most (below): as at 3M rows
+ROWS_PER_CUBE_BLOCK = 1_536  # a cube block's rows (below): as 2,048 blocks of 3M rows
 MAX_SCALED_CUBE_BLOCKS = 65_536  # (as many as a fine dim has buckets)
 
 
 def scaled_cubes(config: CaptureConfig, n_rows: int) -> CaptureConfig:
-    """The cube limits for a source of `n_rows` rows: `config`'s, or, where its blocks
-    would hold more than ROWS_PER_CUBE_BLOCK rows each, more blocks and the bytes to
-    match: a bound inside a block reads that block's rows (engine/methods/cube.py);
-    2,048 blocks of 100M rows are 49k rows each (2.4 ms a slide step). With a block per
-    bucket of a fine dim (50-54k of them at 100M) a move reads only its edge buckets."""
-    want = min(MAX_SCALED_CUBE_BLOCKS, n_rows // ROWS_PER_CUBE_BLOCK)
-    if want <= config.max_cube_blocks:
+    """The cube limits for a source of `n_rows` rows: `config`'s, or where its blocks would
+    hold more or far fewer than ROWS_PER_CUBE_BLOCK rows each, as many blocks as hold that
+    many, with `config`'s bytes per block. A bound inside a block reads that block's rows
+    (engine/methods/cube.py): 2,048 blocks of 100M rows are 49k rows each (2.4 ms a slide
+    step), so a large source gets more blocks (with a block per bucket of a fine dim, 50-54k
+    of them at 100M, a move reads only its edge buckets). A small one gets fewer: a block
+    of a few rows spares a move nothing worth its bytes (a 10,000-row table's six filters
+    took 8 MB of cubes each, 800 bytes a row). Fewer only with the store's own block size:
+    tests' tiny blocks keep their configured limits."""
+    at_scale = n_rows // ROWS_PER_CUBE_BLOCK
+    small = n_rows // max(1, config.block_rows * ROWS_PER_CUBE_BLOCK // BLOCK_ROWS)
+    if at_scale > config.max_cube_blocks:
+        want = min(MAX_SCALED_CUBE_BLOCKS, at_scale)
+    elif small < config.max_cube_blocks:
+        want = max(1, small)
+    else:
         return config
     return replace(config, max_cube_blocks=want,
-                   cube_bytes=config.cube_bytes * want // config.max_cube_blocks)
+                   cube_bytes=max(8, config.cube_bytes * want // config.max_cube_blocks))
 
 
 def cube_blocks(weights: np.ndarray, width: int, config: CaptureConfig) -> list[int]:
