@@ -1286,6 +1286,39 @@ def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> N
         load_dashboard(spec_over("rows"))
 
 
+def test_compressed_csv_and_json_files_are_read_by_the_extension_before_their_codec(tmp_path) -> None:
+    """`day.csv.gz` is a CSV file Spark decompresses as it reads: validate said it could not
+    tell the format of '.gz' and asked for `format: parquet`; a folder of them too."""
+    import gzip
+
+    (tmp_path / "day.csv.gz").write_bytes(gzip.compress(b"k\na\n"))
+    (tmp_path / "logs.JSONL.bz2").write_bytes(b"")
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.csv.gz").write_bytes(gzip.compress(b"k\na\n"))
+    (tmp_path / "parts" / "b.csv").write_text("k\nb\n")
+    for path, fmt in (("day.csv.gz", "csv"), ("logs.JSONL.bz2", "json"), ("parts", "csv")):
+        spec = tmp_path / "s.yaml"
+        spec.write_text(f"name: s\nsource: {{path: {path}}}\nviews:\n"
+                        "  - {name: c, type: categorical, field: k}\n")
+        assert load_dashboard(spec).source.resolved_format == fmt, path
+
+
+@pytest.mark.parametrize(("name", "hint"), [
+    ("flights.arrow", "Spark reads no Arrow IPC (Feather) file: write it as Parquet"),
+    ("sheet.xlsx", "Spark reads no spreadsheet: save the sheet as CSV"),
+    ("rows.tsv", 'add format: csv and options: {sep: "\\t"} to source'),
+    ("rows.parquet.gz", "Spark decompresses CSV and JSON files only"),
+    ("rows.txt", "add format: parquet (or csv, json, orc) to source"),
+])
+def test_a_format_spark_does_not_read_says_what_to_do(tmp_path, name, hint) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource: {{path: {name}}}\nviews:\n"
+                    "  - {name: c, type: categorical, field: k}\n")
+    with pytest.raises(SpecError) as info:
+        load_dashboard(spec)
+    assert hint in str(info.value).split("hint: ", 1)[1]
+
+
 def test_json_lines_files_by_their_usual_extensions_are_json(tmp_path) -> None:
     """'.jsonl' and '.ndjson' are JSON Lines' usual extensions: a file or a folder of them is
     read as JSON, where validate said it could not tell the format."""

@@ -174,8 +174,28 @@ def _table_problems(table: m.Table, loc: Loc, whose: str, where: str) -> list[tu
         name = table.path.rstrip("/").rsplit("/", 1)[-1]
         ext = f"extension '.{name.rsplit('.', 1)[-1]}'" if "." in name else "no extension"
         msg = f"cannot tell {whose} format: {name!r} has {ext}" + choices_phrase("formats", _FORMATS)
-        return [((*loc, "path"), msg, f"add format: parquet (or csv, json, orc) to {where}")]
+        return [((*loc, "path"), msg, _format_hint(table.resolved_format, where))]
     return []
+
+
+_UNREAD_FORMATS = {  # extensions of tables Spark does not read: what to do instead
+    ("arrow", "feather", "ipc", "arrows"): "Spark reads no Arrow IPC (Feather) file: write it as "
+    "Parquet, e.g. pyarrow.parquet.write_table(pyarrow.feather.read_table(path), 'data.parquet')",
+    ("xlsx", "xls", "xlsm", "ods"): "Spark reads no spreadsheet: save the sheet as CSV (or "
+    "Parquet) and give that file",
+    ("tsv", "tab"): "a tab-separated file is a CSV to Spark: add format: csv and "
+    'options: {sep: "\\t"} to WHERE',
+    tuple(c.lstrip(".") for c in m.COMPRESSED): "Spark decompresses CSV and JSON files only "
+    "(name them data.csv.gz, data.json.gz; Parquet and ORC compress inside): decompress it, or "
+    "add format: csv (or json) to WHERE",
+}
+
+
+def _format_hint(ext: str, where: str) -> str:
+    for exts, hint in _UNREAD_FORMATS.items():
+        if ext in exts:
+            return hint.replace("WHERE", where)
+    return f"add format: parquet (or csv, json, orc) to {where}"
 
 
 def check_joins(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:

@@ -227,8 +227,7 @@ def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m
                 return t
             if (folder / "_delta_log").is_dir():
                 return t.model_copy(update={"format": "delta"})
-            exts = {p.suffix.lower().lstrip(".") for p in data_files(folder)}
-            exts = {m.EXTENSION_FORMATS.get(x, x) for x in exts}
+            exts = {m.format_of(p.name) for p in data_files(folder)}
         except OSError:
             return t
         return t.model_copy(update={"format": exts.pop()}) if len(exts) == 1 and exts <= set(FOLDER_FORMATS) else t

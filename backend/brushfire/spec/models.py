@@ -109,6 +109,19 @@ COMPRESSED = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate")  # Spark's c
 EXTENSION_FORMATS = {"jsonl": "json", "ndjson": "json"}  # JSON Lines files' usual extensions
 
 
+def format_of(name: str) -> str:
+    """The format a file's name says: its extension, JSON Lines' own read as json, and a
+    compressed CSV or JSON file's ahead of its codec's (`day.csv.gz`: csv, which Spark reads
+    decompressing it; a Parquet or ORC file compresses inside, never so)."""
+    low = name.lower()
+    ext = low.rsplit(".", 1)[-1]
+    if f".{ext}" in COMPRESSED:
+        inner = low[: -len(ext) - 1].rsplit(".", 1)[-1]
+        if EXTENSION_FORMATS.get(inner, inner) in ("csv", "json"):
+            ext = inner
+    return EXTENSION_FORMATS.get(ext, ext)
+
+
 class Table(Model):
     """A table Spark reads: a file or directory, its format and reader options."""
 
@@ -118,10 +131,7 @@ class Table(Model):
 
     @property
     def resolved_format(self) -> str:
-        if self.format:
-            return self.format
-        ext = self.path.rsplit(".", 1)[-1].lower()
-        return EXTENSION_FORMATS.get(ext, ext)
+        return self.format or format_of(self.path)
 
     @property
     def reader_options(self) -> dict[str, str]:
