@@ -635,7 +635,7 @@ good/columns.yaml:38: interactions.parameters[1].field: column 'distance' is nei
     # details columns take any kind; the temporal view does not
     ("temporal_over_number", SCHEMA | {"date": "number"}, """\
 good/columns.yaml:18: views[2].field: column 'date' is a number column, but a temporal view needs a temporal column
-    hint: use a histogram view for numbers, or derive a timestamp in source.columns"""),
+    hint: use a histogram view for numbers; or, for times counted from 1970, derive a timestamp in source.columns, e.g. `date_time: timestamp_millis(date)` (or timestamp_seconds), and give the view that field"""),
 ]
 
 
@@ -661,7 +661,7 @@ def test_check_columns_on_a_dict_spec() -> None:
         check_columns(dash, SCHEMA | {"date": "string"})
     assert str(info.value) == """\
 <spec>: views[2].field: column 'date' is a string column, but a temporal view needs a temporal column
-    hint: derive a timestamp in source.columns, e.g. to_timestamp(...)"""
+    hint: derive a timestamp in source.columns, e.g. `date_time: to_timestamp(date)` (text not in ISO form needs its pattern: to_timestamp(date, 'yyyy/MM/dd HH:mm')), and give the view that field"""
 
 
 # A parameter's default of a type its field never takes: refused against the schema, before
@@ -964,7 +964,7 @@ good/joins.yaml:7: source.joins[0].on: column 'l_orderkey' (a number) and key 'o
     ("joined_column_of_another_kind", LINEITEM | ORDERS | {"orders.o_orderdate": "string"}
      | CUSTOMER | PART, """\
 good/joins.yaml:13: views[2].field: column 'orders.o_orderdate' is a string column, but a temporal view needs a temporal column
-    hint: derive a timestamp in source.columns, e.g. to_timestamp(...)"""),
+    hint: derive a timestamp in source.columns, e.g. `o_orderdate_time: to_timestamp(orders.o_orderdate)` (text not in ISO form needs its pattern: to_timestamp(orders.o_orderdate, 'yyyy/MM/dd HH:mm')), and give the view that field"""),
 ]
 
 

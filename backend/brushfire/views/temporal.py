@@ -16,9 +16,16 @@ class Temporal(ViewType):
     name = "temporal"
 
     def field_needs(self, view: m.TemporalView) -> list[FieldNeed]:
+        plain = all(p.isidentifier() for p in view.field.split("."))  # (a join's column too)
+        f = view.field if plain else f"`{view.field}`"
+        name = f"{view.field.rsplit('.', 1)[-1]}_time" if plain else "time"
         return [FieldNeed(("field",), view.field, ("temporal",), "a temporal view", {
-            "number": "use a histogram view for numbers, or derive a timestamp in source.columns",
-            "string": "derive a timestamp in source.columns, e.g. to_timestamp(...)"})]
+            "number": "use a histogram view for numbers; or, for times counted from 1970, derive "
+                      f"a timestamp in source.columns, e.g. `{name}: timestamp_millis({f})` "
+                      "(or timestamp_seconds), and give the view that field",
+            "string": f"derive a timestamp in source.columns, e.g. `{name}: to_timestamp({f})` "
+                      f"(text not in ISO form needs its pattern: to_timestamp({f}, 'yyyy/MM/dd "
+                      "HH:mm')), and give the view that field"})]
 
     def calendar(self, view: m.TemporalView) -> tuple[str, str] | None:
         return None if view.part else (view.field, view.unit)
