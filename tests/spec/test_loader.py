@@ -97,6 +97,9 @@ bad/extent_three_values.yaml:10: views[0].bin.extent: expected two numbers [lo, 
     ("aggregate_median.yaml", """\
 bad/aggregate_median.yaml:10: views[0].aggregate.op: unsupported aggregate op 'mode'
     op accepts: count, sum, mean, median, quantile, min, max, distinct"""),
+    ("aggregate_method_unknown.yaml", """\
+bad/aggregate_method_unknown.yaml:13: views[0].aggregate.method: unsupported method 'nearest'
+    method accepts: continuous, discrete"""),
     ("aggregate_quantile_without_p.yaml", """\
 bad/aggregate_quantile_without_p.yaml:9: views[0].aggregate.p: aggregate op 'quantile' needs p, the fraction in [0, 1] (0.5: the median)
     hint: e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"""),

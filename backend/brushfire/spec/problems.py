@@ -137,7 +137,7 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
                 "for several values, use widget: dropdown with multiple: true")
     elif kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        label = "aggregate op" if loc[-2:-1] == ("aggregate",) else str(key)
+        label = "aggregate op" if loc[-2:] == ("aggregate", "op") else str(key)
         msg = f"unsupported {label} {show(value)}" + choices_phrase(f"{key} accepts", choices)
         hint = did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
         if not hint and key == "unit" and str(value).lower() in ("weekday", "dayofweek", "dow", "hour"):
