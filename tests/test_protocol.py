@@ -236,6 +236,18 @@ def test_replies_as_json_text():
     assert json.loads(wire.dumps({"echo": [10**30, np.float64("nan")]})) == {"echo": [10**30, None]}
 
 
+def test_a_decimal_is_written_as_its_digits_as_sql_writes_it():
+    """A decimal of a details row is the text of its exact value with its scale's digits
+    (docs/protocol.md: "0.10"), as SQL casts it to text: a zero or a small value of a
+    scale above 6 too, which Python's str writes in exponent notation ('0E-10', '1E-7')."""
+    import decimal
+
+    rows = {"zero": decimal.Decimal("0E-10"), "small": decimal.Decimal("1E-7"),
+            "cents": decimal.Decimal("-0.10"), "big": decimal.Decimal("-12345678901234567890.1234567890")}
+    assert json.loads(wire.dumps(rows)) == {"zero": "0.0000000000", "small": "0.0000001", "cents": "-0.10",
+                                            "big": "-12345678901234567890.1234567890"}
+
+
 def _rows_one_by_one(table) -> list[dict]:
     """Details rows as they were made before rows_json: a Python call per value."""
     return [{k: wire.jsonable(v) for k, v in r.items()} for r in table.to_pylist()]

@@ -9,6 +9,7 @@ import json
 import math
 import re
 from collections.abc import Collection
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -132,6 +133,8 @@ def as_sent(reply: dict) -> dict:
 def _json_default(x):
     if hasattr(x, "isoformat"):  # pandas' Timestamp
         return x.isoformat()
+    if isinstance(x, Decimal):  # its digits, as SQL writes it ('0.0000000000', where str says '0E-10')
+        return format(x, "f")
     if hasattr(x, "tolist"):  # numpy (the standard library's fallback)
         return jsonable(x.tolist())
     return str(x)  # Decimal, ...
