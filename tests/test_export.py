@@ -279,3 +279,27 @@ def test_csv_writes_lists_structs_maps_and_bytes_as_text(tmp_path):
     assert [json.loads(t) for t in back["m"].to_pylist()] == [[["k", i]] for i in range(n)]
     assert back["raw"].to_pylist() == [str(bytes([i, 255])) for i in range(n)]
     assert pq.read_table(io.BytesIO(b"".join(export.stream(s, "parquet"))))["tags"].type == pa.list_(pa.string())
+
+
+def test_csv_writes_decimals_with_their_digits_as_sql_does(tmp_path):
+    """Arrow's CSV writer wrote a zero of scale 10 as `0E-10` and 1e-7 as `1E-7`, where SQL,
+    DuckDB and the details rows write `0.0000000000` and `0.0000001000`."""
+    from decimal import Decimal
+
+    from brushfire.capture.local import capture_table
+    from brushfire.dashboard import Dashboard
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    amounts = [Decimal("0E-10"), Decimal("1E-7"), Decimal("12.5"), None]
+    table = pa.table({"x": pa.array([0.0, 1.0, 2.0, 3.0]),
+                      "amount": pa.array(amounts, pa.decimal128(20, 10))})
+    pq.write_table(table, tmp_path / "t.parquet")
+    spec = parse_dashboard({"name": "money", "source": {"path": str(tmp_path / "t.parquet")},
+                            "views": [{"name": "hx", "type": "histogram", "field": "x",
+                                       "bin": {"step": 1, "extent": [0, 4]}}],
+                            "interactions": {"details": {"columns": ["amount"]}}})
+    plan = plan_capture(spec)
+    s = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "store")).session()
+    text = b"".join(export.stream(s, "csv")).decode()
+    assert text.splitlines()[1:] == ['0,"0.0000000000"', '1,"0.0000001000"', '2,"12.5000000000"', '3,']

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from decimal import Decimal
 from numbers import Integral
 from pathlib import Path
 from typing import cast
@@ -153,10 +154,11 @@ def _encode(format: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -
 
 def _as_text(t: pa.DataType) -> bool:
     """Whether CSV holds a column of type `t` as text of its own: a list, struct or map
-    (Arrow's CSV writer has none: "Unsupported Type"), or bytes (not UTF-8 text: "Invalid
-    UTF8 payload")."""
+    (Arrow's CSV writer has none: "Unsupported Type"), bytes (not UTF-8 text: "Invalid
+    UTF8 payload"), or a decimal (Arrow writes a zero of scale 10 as `0E-10`, where SQL and
+    a details row write `0.0000000000`)."""
     return pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
-        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_fixed_size_binary(t) or pa.types.is_decimal(t)
 
 
 def _csv_schema(schema: pa.Schema) -> pa.Schema:
@@ -168,7 +170,8 @@ def _csv_schema(schema: pa.Schema) -> pa.Schema:
 
 def _csv_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """`batch` with the columns CSV cannot hold as their text, as a details row gives it:
-    a list, struct or map as JSON (`[1, 2]`, `{"a": 1}`), bytes as Python writes them."""
+    a list, struct or map as JSON (`[1, 2]`, `{"a": 1}`), bytes as Python writes them, a
+    decimal as its digits at its scale."""
     from brushfire.wire import dumps, rows_json
 
     columns = list(batch.columns)
@@ -176,7 +179,8 @@ def _csv_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
         if _as_text(f.type):
             values = [row[f.name] for row in rows_json(pa.table({f.name: columns[i]}))]
             columns[i] = pa.array([v if v is None or isinstance(v, str) else str(v) if isinstance(v, bytes)
-                                   else dumps(v) for v in values], pa.string())
+                                   else format(v, "f") if isinstance(v, Decimal) else dumps(v)
+                                   for v in values], pa.string())
     return pa.RecordBatch.from_arrays(columns, schema=_csv_schema(batch.schema))
 
 
