@@ -73,6 +73,25 @@ def test_a_misspelt_csv_column_is_named_among_the_files_own(spark, sales, tmp_pa
     assert "Region" in text and "__bf_" not in text, text
 
 
+def test_a_misspelt_csv_column_is_refused_before_spark_starts(sales, tmp_path, monkeypatch):
+    """`brushfire validate` names a local CSV's columns from its first line; capture (so
+    serve, demo and the widget) started Spark first, and the analyst waited for its JVM
+    (about a minute) to be told the same."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    path, _ = sales
+    spec = tmp_path / "sales.yaml"
+    spec.write_text(SPEC.format(path=path, region="Regoin"))
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(str(spec), cache_dir=tmp_path / "cache")
+    assert f"{spec}:5: views[1].field: column 'Regoin' is not in the source" in str(info.value)
+
+
 def test_a_default_of_the_wrong_type_is_refused_before_the_first_job(spark, sales, tmp_path):
     """A CSV column's type is Spark's: capture's analysis refuses a default its field
     never takes (a time for a number) before any job, at its file, line and key."""

@@ -99,7 +99,13 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     each) and the one job a Spark user would write for all of them (GROUPING SETS).
     `fresh`: reuse nothing of earlier captures."""
     from brushfire.capture import spark as sp
-    from brushfire.source import check_csv_headers, check_lacking, joined_types, read_schema
+    from brushfire.source import (
+        check_csv_headers,
+        check_lacking,
+        csv_source_names,
+        joined_types,
+        read_schema,
+    )
     from brushfire.spec.checks import check_columns
 
     progress = progress or (lambda *_: None)
@@ -116,6 +122,8 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     elif dash.source.joins:  # (CSV, JSON: the joins whose tables are known, before Spark too)
         check_columns(dash, None, joined=joined_types(dash.source))
     check_csv_headers(dash.source)  # (a CSV file appended with other columns: named)
+    if schema is None and (names := csv_source_names(dash.source)) is not None:
+        check_columns(dash, names)  # a local CSV's names from its first line, as validate's
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
