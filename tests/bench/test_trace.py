@@ -114,6 +114,30 @@ def test_bad_traces_are_rejected_naming_the_event(tmp_path, doc, expected):
     assert str(e.value).replace(f"{tmp_path}/", "").startswith(expected)
 
 
+def test_the_trace_doc_quotes_the_rejections_as_sent(tmp_path):
+    """docs/trace.md's examples of rejected traces are load_trace's messages, word for word
+    up to their "…" (it quoted a trace without `format` as "got None", Python's spelling,
+    where the message says "got null", as JSON does)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace.md").read_text()
+    quoted = doc.split("## Validation", 1)[1].split("```")[1].strip().splitlines()
+    brush = {"t": 0, "message": {"type": "brush", "view": "delay", "interval": [-20, 40]}}
+    clear = {"t": 180, "message": {"type": "clear"}}
+    bad = [{**GOOD, "events": [brush] * 12 + [{"t": 0, "message": {"type": "brush", "view": "delay"}}]},
+           {**GOOD, "events": [brush, brush, clear, {**clear, "t": 120}]},
+           {k: v for k, v in GOOD.items() if k != "format"},
+           {**GOOD, "state": {"delay": [-20, 40]}}]
+    sent = []
+    for trace in bad:
+        with pytest.raises(TraceError) as e:
+            load_trace(_write(tmp_path, trace))
+        sent.append(str(e.value).replace(f"{tmp_path}/", ""))
+    assert len(quoted) == len(sent)
+    for line, message in zip(quoted, sent, strict=True):
+        assert message.startswith(line.removesuffix("…")), (line, message)
+
+
 def test_unreadable_files_say_so(tmp_path):
     (tmp_path / "t.json").write_text("{oops")
     with pytest.raises(TraceError, match=r"t.json: not valid JSON"):
