@@ -297,6 +297,25 @@ def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, 
     assert "error: BRUSHFIRE_MEMORY_BUDGET: a memory size is a number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variable", ["BRUSHFIRE_CUBE_MEMORY", "BRUSHFIRE_COPY_MEMORY"])
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_a_bad_engine_budget_in_the_environment_names_the_variable(variable, command, monkeypatch,
+                                                                    capsys):
+    """The engine's budgets were read when the first session opened: `serve` started,
+    captured or loaded, then every session failed with a ValueError naming no variable."""
+    import brushfire.cli as cli
+
+    def started(_):
+        msg = f"{command} started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(cli, f"_{command}", started)
+    monkeypatch.setenv(variable, "lots")
+    with pytest.raises(SystemExit):
+        main([command, GOOD])
+    assert f"error: {variable}: a memory size is a number" in capsys.readouterr().err
+
+
 def test_validate_explains_how_a_relative_source_path_resolves(tmp_path, monkeypatch, capsys):
     (tmp_path / "specs").mkdir()
     (tmp_path / "data").mkdir()

@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "memory_budget", "unset") is None:  # the option's default: the environment
         args.memory_budget = _budget_from_environment(parser)
+    if args.command in ("serve", "demo", "bench"):  # (read by the sessions these open)
+        _engine_budgets_from_environment(parser)
     try:
         return {"validate": _validate, "plan": _plan, "schema": _schema, "profile": _profile, "capture": _capture,
                 "demo": _demo, "serve": _serve, "bench": _bench}[
@@ -225,6 +227,19 @@ def directory(text: str) -> str:
         msg = f"{text!r} is a file, not a directory"
         raise argparse.ArgumentTypeError(msg)
     return text
+
+
+def _engine_budgets_from_environment(parser: argparse.ArgumentParser) -> None:
+    """BRUSHFIRE_CUBE_MEMORY and BRUSHFIRE_COPY_MEMORY, checked before anything starts."""
+    from brushfire.engine.copies import COPY_MEMORY_ENV
+    from brushfire.engine.memory import CUBE_MEMORY_ENV
+    from brushfire.sizes import environ_size
+
+    for name in (CUBE_MEMORY_ENV, COPY_MEMORY_ENV):
+        try:
+            environ_size(name)
+        except BrushfireError as e:
+            parser.error(str(e))
 
 
 def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:

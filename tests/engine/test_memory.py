@@ -150,6 +150,18 @@ def test_usage_reports_every_budget():
     assert got["process"]["rss"] >= got["process"]["anon"] > 0  # Linux: /proc/self/status
 
 
+def test_a_bad_cube_memory_names_the_variable(monkeypatch):
+    """A BRUSHFIRE_CUBE_MEMORY parse_size cannot read failed every session's opening (a
+    notebook's too) with a ValueError that named no variable."""
+    from brushfire.errors import BrushfireError
+
+    monkeypatch.setenv(memory.CUBE_MEMORY_ENV, "lots")
+    with pytest.raises(BrushfireError, match=r"^BRUSHFIRE_CUBE_MEMORY: a memory size is a number"):
+        memory.default_cap()
+    monkeypatch.setenv(memory.CUBE_MEMORY_ENV, "0")
+    assert memory.default_cap() == 0
+
+
 def test_no_cubes_are_planned_while_other_sessions_keep_the_pool_busy(rich_local, budget):
     """Replies back to back (other sessions brushing flat out) leave background work no
     room: a session pausing between its brushes plans no conditional cube that would only

@@ -38,7 +38,7 @@ from numba.typed import List
 
 from brushfire.engine import kernels as K
 from brushfire.engine import parallel
-from brushfire.sizes import format_size, parse_size
+from brushfire.sizes import environ_size, format_size
 
 if TYPE_CHECKING:
     from brushfire.workload import Workload
@@ -200,9 +200,9 @@ def default_cap() -> int:
     """Bytes the copies built in memory may take: $BRUSHFIRE_COPY_MEMORY, else a quarter
     of the memory; the machine's, so a server of N processes (`serve --workers N`, each
     building its own) gives each an Nth. (Copies stored at capture are mapped, shared.)"""
-    text = os.environ.get(COPY_MEMORY_ENV)
-    if text:
-        return parse_size(text) // parallel.processes()
+    size = environ_size(COPY_MEMORY_ENV)
+    if size is not None:
+        return size // parallel.processes()
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 // parallel.processes()
     except (ValueError, OSError, AttributeError):

@@ -32,7 +32,7 @@ import weakref
 from collections import OrderedDict
 
 from brushfire.engine import parallel
-from brushfire.sizes import parse_size
+from brushfire.sizes import environ_size
 
 CUBE_MEMORY_ENV = "BRUSHFIRE_CUBE_MEMORY"  # e.g. "512MB"; "0" builds no conditional cubes
 DEFAULT_CUBE_SHARE = 16  # a sixteenth of the memory,
@@ -44,9 +44,9 @@ def default_cap() -> int:
     """Bytes all sessions' conditional cubes may take: $BRUSHFIRE_CUBE_MEMORY, else a
     sixteenth of the memory, at most 1 GiB; the machine's, so a server of N processes
     (`serve --workers N`) gives each an Nth."""
-    text = os.environ.get(CUBE_MEMORY_ENV)
-    if text:
-        return parse_size(text) // parallel.processes()
+    size = environ_size(CUBE_MEMORY_ENV)
+    if size is not None:
+        return size // parallel.processes()
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
