@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -108,10 +109,11 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
 
     @app.get("/api/dashboards/{name}/rows")
     def rows(name: str, filters: str = "{}", format: str = "csv", columns: str | None = None,
-             limit: int | None = None, join: str | None = None):
+             limit: str | None = None, join: str | None = None):
         """The rows behind a selection (`filters`: the tagged state, JSON), streamed as CSV
         or Parquet: backward lineage on a session of its own; with `join`, that join's
-        dimension rows behind it (as `dimension` lists them)."""
+        dimension rows behind it (as `dimension` lists them). `limit` is taken as text so
+        that one that is no integer gets export's 400, not FastAPI's 422 of its own shape."""
         host = _get(hosts, name)
         if host.dashboard is None:
             return JSONResponse({"detail": f"dashboard {name!r} is {host.status}"}, status_code=409)
@@ -125,7 +127,8 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             session.close()
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
-            chunks = export.stream(session, format, columns.split(",") if columns else None, limit, join)
+            wanted = int(limit) if limit is not None and re.fullmatch(r"-?[0-9]+", limit) else limit
+            chunks = export.stream(session, format, columns.split(",") if columns else None, wanted, join)
         except BrushfireError as e:
             session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
