@@ -643,6 +643,16 @@ def test_every_command_describes_itself_and_its_arguments(command, capsys):
         assert re.fullmatch(r"  \S+ +\S.*| {10,}\S.*", line), line
 
 
+def test_validate_help_says_what_it_checks_without_spark(capsys):
+    """It said columns are checked against "a Parquet or ORC source's" (validate reads a
+    Delta table's schema and a CSV file's first line too, docs/spec.md), and that --spark
+    runs no job (a join's key is checked unique by one)."""
+    text = " ".join(_help(["validate"], capsys).split())
+    assert "Parquet or ORC footers, a Delta log, a CSV file's first line" in text, text
+    spark = text.split("--spark ", 1)[1].split("--spark-master", 1)[0]
+    assert "join" in spark and "its key is unique" in spark, spark
+
+
 def test_capture_help_describes_the_spec_and_the_cache(capsys):
     text = " ".join(_help(["capture"], capsys).split())
     assert "spec the dashboard's YAML spec (docs/spec.md)" in text

@@ -56,13 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + "."
                               + (f" {more}" if more else ""))
 
-    p = command("validate", "check dashboard specs (keys, values, and columns against a Parquet or "
-                "ORC source's); no Spark needed",
+    p = command("validate", "check dashboard specs (keys, values, and columns against the source's: "
+                "Parquet or ORC footers, a Delta log, a CSV file's first line); no Spark needed",
                 "Prints 'SPEC: ok', or each problem with its file, line and key.")
     p.add_argument("specs", nargs="+", metavar="spec", help="dashboard YAML specs")
     p.add_argument("--spark", action="store_true",
-                   help="also let a local Spark analyse derived columns and filters (their exact "
-                        "types; no job runs). Capture always does.")
+                   help="also let a local Spark analyse derived columns, filters and joins (their "
+                        "exact types; no job runs, but a small one per join checks that its key is "
+                        "unique). Capture always does.")
     p.add_argument("--spark-master", default=None, type=spark_master,
                    help="with --spark: the Spark master (default local[1])")
 
