@@ -1356,6 +1356,19 @@ def test_a_quoted_line_break_in_a_csv_file_is_found(tmp_path, text: str, expecte
     assert [quoted_line_break(path, chunk=n) for n in (1, 2, 3, 5, 1 << 20)] == [expected] * 5
 
 
+def test_a_comma_csv_read_with_another_separator_gets_the_comma_as_its_hint(tmp_path, capsys) -> None:
+    """A spec giving sep: ";" for a file separated by commas read it as one column too, and
+    the hint said "add it to source.columns as a derived column"."""
+    from brushfire.cli import main
+
+    (tmp_path / "d.csv").write_text("id,name,v\n1,a,2\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text('name: s\nsource: {path: d.csv, options: {sep: ";"}}\nviews:\n'
+                    "  - {name: n, type: categorical, field: name}\n")
+    assert main(["validate", str(spec)]) == 1
+    assert "it looks separated by ',', not ';'; give source.options: {sep: \",\"}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("header", "sep"), [("id;name;v", ";"), ("id\tname", "\\t"), ("id|name", "|")])
 def test_a_csv_separated_otherwise_than_by_commas_gets_the_separator_as_its_hint(tmp_path, capsys, header,
                                                                                   sep) -> None:

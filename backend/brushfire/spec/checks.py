@@ -744,7 +744,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         raise SpecError(ordered(problems))
 
 
-SEPARATORS = (";", "\t", "|")  # a CSV's other common separators than Spark's ','
+SEPARATORS = (",", ";", "\t", "|")  # a CSV's common separators (Spark's default: ',')
 
 
 def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> str:
@@ -753,12 +753,14 @@ def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> st
     if dash.source.resolved_format != "csv":
         return ""
     own = [c for c in schema if dash.source.join_of(c) is None]
-    sep = next((x for x in SEPARATORS if len(own) == 1 and column in own[0].split(x)), None)
+    options = {k.lower(): v for k, v in dash.source.reader_options.items()}
+    given = options.get("sep", options.get("delimiter", ","))  # (a ',' file read with sep: ";" too)
+    sep = next((x for x in SEPARATORS if x != given and len(own) == 1 and column in own[0].split(x)), None)
     if sep is None:
         return ""
-    shown = sep.replace("\t", "\\t")
+    shown, was = sep.replace("\t", "\\t"), given.replace("\t", "\\t")
     return (f"the file's first line reads as one column, {own[0]!r}: it looks separated by "
-            f"'{shown}', not ','; give source.options: {{sep: \"{shown}\"}}")
+            f"'{shown}', not '{was}'; give source.options: {{sep: \"{shown}\"}}")
 
 
 def _default_problems(p: m.Parameter, kind: str | None) -> list[tuple[Loc, str, str]]:
