@@ -346,10 +346,8 @@ def source_columns(source: m.Source) -> dict[str, str | None] | None:
     record), remote paths, a CSV header it could not read plainly (the source's or a
     join's). Raises at source.path when the source cannot be read."""
     raw: dict[str, str | None] | None = read_schema(source)
-    if raw is None and source.resolved_format == "csv" and is_local(source.path):
-        names = _csv_names(source)
-        raw = None if names is None else dict.fromkeys(names) | {
-            c: None for c in joined_types(source)}  # (kinds: Spark's, with the source's)
+    if raw is None:  # a local CSV's first line (not a partitioned folder's: its key=value columns)
+        raw = csv_source_names(source)
     if raw is None:
         return None
     if any(not any(c.startswith(f"{j.name}.") for c in raw) for j in source.joins):

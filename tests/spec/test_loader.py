@@ -1200,6 +1200,25 @@ def test_the_columns_known_without_spark_hold_the_joins(tmp_path):
     assert columns("fact.parquet", "dim.json", "{}") is None
 
 
+def test_the_columns_known_without_spark_leave_a_partitioned_csv_folder_to_spark(tmp_path):
+    """A CSV folder of `key=value` subfolders has those keys as columns too, which no
+    file's first line names: `source_columns` gave the first file's names alone, and a lazy
+    `filter` on `year` (or details of it) was refused, 'no column ... in the source'. And a
+    first line with a byte-order mark named its first column with it."""
+    from brushfire.source import source_columns
+
+    for year in (2023, 2024):
+        (tmp_path / "part" / f"year={year}").mkdir(parents=True)
+        (tmp_path / "part" / f"year={year}" / "a.csv").write_text("price,cat\n1.5,a\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource: {path: part, format: csv}\nviews:\n"
+                    "  - {name: c, type: categorical, field: cat}\n")
+    assert source_columns(load_dashboard(spec).source) is None  # (Spark's to tell)
+    (tmp_path / "b.csv").write_bytes("\ufeffprice,cat\n1.5,a\n".encode())
+    spec.write_text(spec.read_text().replace("{path: part, format: csv}", "{path: b.csv}"))
+    assert source_columns(load_dashboard(spec).source) == {"price": None, "cat": None}
+
+
 def test_a_csv_header_with_a_quote_in_a_name_is_left_to_spark(tmp_path) -> None:
     """Spark's CSV reader (escape '\\') names the header field `"q""r"` '"q""r"', where
     Python's csv module reads q"r: validate refused the name Spark gives and passed the one
