@@ -96,7 +96,8 @@ bad/extent_three_values.yaml:10: views[0].bin.extent: expected two numbers [lo, 
     # --- aggregates
     ("aggregate_median.yaml", """\
 bad/aggregate_median.yaml:10: views[0].aggregate.op: unsupported aggregate op 'mode'
-    op accepts: count, sum, mean, median, quantile, min, max, distinct"""),
+    op accepts: count, sum, mean, median, quantile, min, max, distinct
+    hint: the most frequent value is the first bar of a categorical view of the field"""),
     ("aggregate_method_unknown.yaml", """\
 bad/aggregate_method_unknown.yaml:13: views[0].aggregate.method: unsupported method 'nearest'
     method accepts: continuous, discrete"""),
@@ -148,7 +149,8 @@ bad/snap_on_categorical.yaml:8: views[0].snap: unknown key 'snap'
     # --- view types
     ("view_type_unknown.yaml", """\
 bad/view_type_unknown.yaml:6: views[0].type: unknown view type 'pie'
-    view types: histogram, temporal, categorical, heatmap"""),
+    view types: histogram, temporal, categorical, heatmap
+    hint: a bar per value of a field (text, categories) is categorical; bars of a number's bins are histogram; bars over time are temporal"""),
     ("view_type_misspelled.yaml", """\
 bad/view_type_misspelled.yaml:6: views[0].type: unknown view type 'histgram'
     view types: histogram, temporal, categorical, heatmap
@@ -322,7 +324,8 @@ bad/view_type_number.yaml:6: views[0].type: unknown view type '3'
     view types: histogram, temporal, categorical, heatmap"""),
     ("aggregate_not_mapping.yaml", """\
 bad/aggregate_not_mapping.yaml:9: views[0].aggregate: expected a mapping, got 'sum'
-    aggregate accepts: op, field, p, method"""),
+    aggregate accepts: op, field, p, method
+    hint: write aggregate: {op: sum, field: <column>}"""),
     ("crossfilter_names_not_groups.yaml", """\
 bad/crossfilter_names_not_groups.yaml:10: interactions.crossfilter[0]: expected a mapping, got 'delay'
     a crossfilter group accepts: views"""),
@@ -552,6 +555,7 @@ bad/many_problems.yaml:8: views[0].bin.extent: extent [180, -60] is empty: the f
     hint: write extent: [lo, hi] with lo < hi
 bad/many_problems.yaml:9: views[0].aggregate.op: unsupported aggregate op 'mode'
     op accepts: count, sum, mean, median, quantile, min, max, distinct
+    hint: the most frequent value is the first bar of a categorical view of the field
 (1 more problem not shown: fix these first)"""),
 ]
 
@@ -566,6 +570,24 @@ def test_bad_spec_message(in_here: None, name: str, expected: str) -> None:
     with pytest.raises(SpecError) as info:
         load_dashboard(f"bad/{name}")
     assert str(info.value) == expected
+
+
+@pytest.mark.parametrize(("view", "hint"), [
+    ("{name: v, type: bar, field: k}", "a bar per value of a field (text, categories) is categorical"),
+    ("{name: v, type: scatter, field: k}", "two numbers against each other are a heatmap"),
+    ("{name: v, type: line, field: k}", "counts over time are a temporal view"),
+    ("{name: v, type: histogram, field: x, bin: {step: 1}, aggregate: {op: avg, field: x}}",
+     "did you mean 'mean'? (SQL's avg)"),
+    ("{name: v, type: histogram, field: x, bin: 10}", "write bin: {maxbins: 10} (about that many bars) or bin: {step: 10}"),
+])
+def test_what_other_tools_call_a_chart_or_an_aggregate_gets_a_hint(tmp_path, view: str, hint: str) -> None:
+    """A first-time analyst writes the chart and aggregate names of other tools and SQL:
+    each got the list of what a spec takes, no hint which to write."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: s\nsource: {{path: t.parquet}}\nviews:\n  - {view}\n")
+    with pytest.raises(SpecError) as info:
+        load_dashboard(spec)
+    assert f"\n    hint: {hint}" in str(info.value)
 
 
 def test_every_bad_file_has_a_case() -> None:

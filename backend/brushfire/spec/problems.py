@@ -21,6 +21,23 @@ Loc = tuple[str | int, ...]
 
 # --- turning pydantic errors into SpecProblems ---------------------------------------
 
+# what other tools call a chart or an aggregate, and what a spec writes for it
+_OTHER_CHARTS = dict.fromkeys(
+    ("bar", "bars", "barchart", "bar_chart", "column", "count", "pie", "donut", "doughnut"),
+    "a bar per value of a field (text, categories) is categorical; bars of a number's bins "
+    "are histogram; bars over time are temporal") | dict.fromkeys(
+    ("line", "area", "time", "timeseries", "time_series", "date", "datetime"),
+    "counts over time are a temporal view (bars per unit: day, month, ...)") | dict.fromkeys(
+    ("scatter", "point", "points", "scatterplot", "map", "density", "hexbin", "2d"),
+    "two numbers against each other are a heatmap: x and y, each binned")
+_OTHER_OPS = {"avg": "did you mean 'mean'? (SQL's avg)", "average": "did you mean 'mean'?",
+              "total": "did you mean 'sum'?", "minimum": "did you mean 'min'?",
+              "maximum": "did you mean 'max'?", "count_distinct": "did you mean 'distinct'?",
+              "nunique": "did you mean 'distinct'?", "countd": "did you mean 'distinct'?",
+              "approx_count_distinct": "did you mean 'distinct'? (exact here)",
+              "percentile": "write op: quantile with p, e.g. {op: quantile, field: x, p: 0.9}",
+              "mode": "the most frequent value is the first bar of a categorical view of the field"}
+
 _EXPECTED = {
     "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
     "int_parsing": "a whole number", "int_type": "a whole number",
@@ -116,7 +133,8 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
         tags = re.findall(r"'([^']*)'", ctx.get("expected_tags", "")) or list(m.BRUSHES_BY_TYPE)
         if kind == "union_tag_invalid":
             msg = f"unknown view type {ctx.get('tag')!r}"
-            hint = did_you_mean(str(ctx.get("tag")), tags, cutoff=0.85)
+            hint = did_you_mean(str(ctx.get("tag")), tags, cutoff=0.85) or \
+                _OTHER_CHARTS.get(str(ctx.get("tag")).lower(), "")
         else:
             msg = "missing required key 'type'"
             # a misspelled `type` (Type:, typ:) is no key of any view: the only one at fault
@@ -140,6 +158,8 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
         label = "aggregate op" if loc[-2:] == ("aggregate", "op") else str(key)
         msg = f"unsupported {label} {show(value)}" + choices_phrase(f"{key} accepts", choices)
         hint = did_you_mean(str(value), choices, cutoff=0.85)  # not median -> mean
+        if not hint and label == "aggregate op":
+            hint = _OTHER_OPS.get(str(value).lower(), "")
         if not hint and key == "unit" and str(value).lower() in ("weekday", "dayofweek", "dow", "hour"):
             hint = "for the day of the week use unit: day_of_week; for the hour of the day, hour_of_day"
         if not hint and key == "sort":
@@ -162,7 +182,11 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
         model = _model_at(loc, raw) if _EXPECTED[kind] == "a mapping" else None
         if model:
             msg += choices_phrase(f"{model_name(model)} accepts", list(model.model_fields))
-        if kind == "string_type" and isinstance(value, bool):
+        if key == "aggregate" and isinstance(value, str):
+            hint = f"write aggregate: {{op: {value}, field: <column>}}"
+        elif key == "bin" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            hint = f"write bin: {{maxbins: {value}}} (about that many bars) or bin: {{step: {value}}}"
+        elif kind == "string_type" and isinstance(value, bool):
             hint = "YAML reads yes/no/on/off/true/false as booleans: quote the value"
         elif isinstance(value, bool):  # a number's key (models.Float, models.Int)
             hint = "YAML reads yes/no/on/off/true/false as booleans, not numbers"
