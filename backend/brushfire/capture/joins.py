@@ -106,26 +106,65 @@ def join_tables(fact: pa.Table, source: m.Source, dims: dict[str, pa.Table]) -> 
 
 
 def _comparable(left, right) -> tuple:
-    """The two key columns in one type, compared as SQL (and Spark's join) compares them:
-    integers of any width as int64 (an int64 key beyond an int32 `on` matches nothing,
-    it is no error), integers with floats as doubles, a float's -0.0 as 0.0 (Spark
-    normalizes join keys so: -0.0 = 0.0); otherwise the key as `on`'s type."""
+    """The two key columns in one type (`_common_type`), compared as SQL (and Spark's
+    join) compares them: text with integers as integers (`_text_as_int`), a float's -0.0
+    as 0.0 (Spark normalizes join keys so: -0.0 = 0.0), dictionary-encoded columns (a
+    pandas category) by their values."""
+    left, right = _decoded(left), _decoded(right)
     t, u = left.type, right.type
     if (_is_text(t) and pa.types.is_integer(u)) or (pa.types.is_integer(t) and _is_text(u)):
         # text with integers: the text as a BIGINT, as Spark (and DuckDB) cast it: '007' and
         # ' 7' are 7 (Arrow's cast refused ' 7', and casting the integers to text instead
         # matched '7' alone)
         return _text_as_int(left), _text_as_int(right)
-    if pa.types.is_integer(t) and pa.types.is_integer(u):
-        common = pa.int64() if t != u else t
-    elif all(pa.types.is_integer(x) or pa.types.is_floating(x) for x in (t, u)):
-        common = pa.float64()
-    else:
-        common = t
+    common = _common_type(t, u)
     left, right = left.cast(common), right.cast(common)
     if pa.types.is_floating(common):
         left, right = pc.add(left, 0.0), pc.add(right, 0.0)  # (-0.0 + 0.0 is 0.0)
     return left, right
+
+
+def _common_type(t: pa.DataType, u: pa.DataType) -> pa.DataType:
+    """The type SQL compares a `t` and a `u` in, holding the values of both exactly (an
+    Arrow cast to either failed the capture on a value the other cannot hold, or matched
+    a date with any time of its day): integers of any width as int64 (an int64 key beyond
+    an int32 `on` matches nothing, it is no error); integers (an unsigned 64-bit one a
+    DECIMAL(20, 0), as Spark reads it) with decimals as a decimal of the larger scale
+    (1 = 1.00, 2 != 2.50); numbers with floats as doubles; a date with a time as the time
+    (the date at midnight UTC), times of two units in the finer one; otherwise `t`."""
+    if t == u:
+        return t
+    exact = [_as_decimal(x) for x in (t, u)]
+    if None not in exact and any(pa.types.is_decimal(x) or pa.types.is_uint64(x) for x in (t, u)):
+        scale = max(x.scale for x in exact)
+        digits = max(x.precision - x.scale for x in exact) + scale
+        return pa.decimal128(digits, scale) if digits <= 38 else pa.float64()
+    if None not in exact:
+        return pa.int64()
+    if all(x is not None or pa.types.is_floating(y) for x, y in zip(exact, (t, u), strict=True)):
+        return pa.float64()
+    if all(pa.types.is_timestamp(x) or pa.types.is_date(x) for x in (t, u)):
+        units = [x.unit for x in (t, u) if pa.types.is_timestamp(x)]
+        if units:
+            return pa.timestamp(max(units, key=["s", "ms", "us", "ns"].index))
+    return t
+
+
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _as_decimal(t: pa.DataType) -> pa.DataType | None:
+    """An integer or decimal type as the decimal that holds its values; None for others."""
+    if pa.types.is_decimal(t):
+        return t
+    if pa.types.is_integer(t):
+        return pa.decimal128(_INTEGER_DIGITS[t.bit_width] + (pa.types.is_uint64(t)), 0)
+    return None
+
+
+def _decoded(column):
+    t = column.type
+    return column.cast(t.value_type) if pa.types.is_dictionary(t) else column
 
 
 def _is_text(t: pa.DataType) -> bool:
