@@ -306,6 +306,11 @@ bad/join_on_later_join.yaml:5: source.joins[0].on: 'orders.o_custkey' is a colum
 bad/join_unknown_key.yaml:5: source.joins[0].how: unknown key 'how'
     a join accepts: path, format, options, name, key, on
     hint: a join is SQL's LEFT JOIN, many-to-one (docs/spec.md, Joins): remove it"""),
+    ("join_composite_key.yaml", """\
+bad/join_composite_key.yaml:5: source.joins[0].key: expected a string, got ['origin', 'dest']
+    hint: a join matches one column of the source with one of its table: a key of several columns (a composite key) is not supported; join on one column that holds them together, added to both tables' files
+bad/join_composite_key.yaml:5: source.joins[0].on: expected a string, got ['origin', 'dest']
+    hint: a join matches one column of the source with one of its table: a key of several columns (a composite key) is not supported; join on one column that holds them together, added to both tables' files"""),
     ("join_without_key.yaml", """\
 bad/join_without_key.yaml:5: source.joins[0].key: missing required key 'key'
     a join requires: path, name, key, on"""),

@@ -192,6 +192,11 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
             hint = "YAML reads yes/no/on/off/true/false as booleans, not numbers"
         elif kind == "string_type" and isinstance(value, (int, float)):
             hint = f"quote it to make it a string: '{value}'"
+        elif kind == "string_type" and loc[-3:-2] == ("joins",) and key in ("key", "on") \
+                and isinstance(value, list):
+            hint = ("a join matches one column of the source with one of its table: a key of "
+                    "several columns (a composite key) is not supported; join on one column "
+                    "that holds them together, added to both tables' files")
     elif kind in _BOUNDS:
         name, op = _BOUNDS[kind]
         msg = f"must be {op} {ctx.get(name)}, got {show(value)}"
