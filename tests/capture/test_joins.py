@@ -161,6 +161,20 @@ def test_a_duplicated_key_is_refused_before_any_scan(tmp_path):
     assert not list((tmp_path / "cache").glob("*/shards/*"))  # nothing scanned
 
 
+def test_a_duplicated_dictionary_encoded_key_is_refused_as_any_other(tmp_path):
+    """A dimension table from a pandas category (dictionary-encoded, in chunks of their
+    own dictionaries): its duplicated key was Arrow's ArrowNotImplementedError ('index'
+    has no kernel for dictionaries), not the join's CaptureError."""
+    fact, dims = make_star(100, 1)
+    sku = dims["item"]["sku"].to_pylist()
+    dims["item"] = pa.table({"sku": pa.chunked_array([pa.array(sku).dictionary_encode(),
+                                                      pa.array(sku[2:3]).dictionary_encode()]),
+                             "brand": dims["item"]["brand"].to_pylist() + ["b9"],
+                             "price": dims["item"]["price"].to_pylist() + [1]})
+    with pytest.raises(CaptureError, match="key 'sku' of .* is not unique \\(the value 'sku-002' is on more"):
+        capture(star_spec(tmp_path), {"fact": fact}, dims, tmp_path / "cache")
+
+
 def test_a_source_column_named_as_a_joined_column_is_refused_before_any_scan(tmp_path):
     """A source column `d.name` (dots are allowed in a file's names) next to join `d`'s
     column `name`: both would be `d.name`; refused at the join's name, before any scan."""

@@ -79,7 +79,7 @@ def check_unique(j: m.Join, dim: pa.Table, compared=None) -> None:
     """CaptureError when the dimension's key holds a (non-null) value twice: as the join
     compares it (`compared`: the key in the join's type, e.g. '007' and '7' as integers),
     or as it is."""
-    raw = dim.column(j.key).combine_chunks()
+    raw = _decoded(dim.column(j.key)).combine_chunks()  # (Arrow's index has no kernel for dictionaries)
     keys = raw if compared is None else compared.combine_chunks()
     counts = pc.value_counts(keys.drop_null())
     dup = pc.filter(counts, pc.greater(counts.field("counts"), 1))
