@@ -853,6 +853,24 @@ def test_on_spark_a_key_a_json_table_lacks_is_said_as_validate_says_it(spark, tm
 
 
 @pytest.mark.spark
+def test_on_spark_a_json_table_without_a_record_is_said_to_have_no_column(spark, tmp_path):
+    """A dimension table of no rows as JSON ('[]', or an empty file): Spark reads no column
+    from it, and the error said only that the key is not in the table, with the hint of a
+    misspelt key ('name the column of the dimension table that ... holds')."""
+    from brushfire.errors import SpecError
+
+    d = json_star(tmp_path, "sku")
+    (tmp_path / "item.json").write_text("[]")
+    with pytest.raises(SpecError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert str(info.value) == (
+        "<spec>: source.joins[2].key: column 'sku' is not in the table of join 'item' (item.json), which "
+        "has no column: Spark read none from it (an empty file, or a JSON table without a record)\n"
+        f"    hint: give {tmp_path}/item.json its rows, or, for a table of no rows, a file that says its "
+        "columns (Parquet, or CSV with its header line)"), str(info.value)
+
+
+@pytest.mark.spark
 def test_on_spark_a_column_a_json_table_lacks_lists_all_its_columns(spark, tmp_path):
     """A misspelt joined column of a JSON dimension table: the error listed only the
     columns the spec reads (the others are not carried), so the one meant was neither

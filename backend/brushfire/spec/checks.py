@@ -847,6 +847,10 @@ def missing_key(j: m.Join, columns: list[str]) -> tuple[str, str]:
     validate's, and capture's for a table only Spark reads (JSON)."""
     msg = (f"column {j.key!r} is not in the table of join {j.name!r} "
            f"({Path(j.path).name})" + choices_phrase("columns", columns))
+    if not columns:  # (a JSON table's columns are its records' keys: none without a record)
+        return (f"{msg}, which has no column: Spark read none from it (an empty file, or a JSON "
+                "table without a record)", f"give {j.path} its rows, or, for a table of no rows, "
+                "a file that says its columns (Parquet, or CSV with its header line)")
     unnamed = bool(columns) and all(c == f"_c{n}" for n, c in enumerate(columns))
     return msg, did_you_mean(j.key, columns) or (
         "Spark names a CSV file's columns _c0, _c1, ... unless it reads their names "
