@@ -131,3 +131,17 @@ def test_a_client_leaving_while_the_dashboard_is_captured_ends_its_session_at_on
         assert [(r["type"], r.get("id")) for r in replies if r["type"] != "progress"] == \
             [("ready", None), ("update", 1), ("error", None), ("state", 2)]
         assert replies[-1]["filters"] == {"hx": {"interval": [10, 20]}}
+
+
+@pytest.mark.parametrize("bad", [{"interval": ["a", 20]}, {"interval": [1, 2], "y": [0, 1]}])
+def test_a_brush_the_view_refuses_replaces_no_brush_waiting_before_it(server, bad):
+    """A brush well-formed but refused by its view (a bound that is no number, a y on a
+    histogram) still took the place of a brush of the same view waiting its turn: that one
+    was answered 'skipped', this one an error, and the view was left without the brush the
+    client had set."""
+    with connect(f"ws://{server}/ws/order") as ws:
+        got = answers(ws, [*BUSY, {"type": "brush", "id": "A", "view": "hx", "interval": [10, 20]},
+                           {"type": "brush", "id": "B", "view": "hx", **bad},
+                           {"type": "state", "id": "S"}])
+    assert got["A"]["type"] == "update" and got["B"]["type"] == "error", got
+    assert got["S"]["filters"] == {"hx": {"interval": [10, 20]}}

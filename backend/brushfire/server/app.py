@@ -314,7 +314,7 @@ async def serve_session(ws: WebSocket, host: HostedDashboard, early: list[dict] 
             if raw is None:  # a binary frame: UTF-8 JSON too
                 raw = message.get("bytes") or b""
             msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
-            skipped = queue("msg", msg, _brush_key(msg))
+            skipped = queue("msg", msg, _brush_key(msg, session))
             if answering and interrupt is not None and msg.get("type") in requests.FILTER_TYPES:
                 interrupt()  # the next interaction cancels a lazy answer still running
         except protocol.ProtocolError as e:
@@ -490,13 +490,16 @@ def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
     return hosts[name]
 
 
-def _brush_key(msg) -> str:
-    """'brush:<view>' for a well-formed brush message (the coalescing key), else '': a
-    malformed one is answered its error in turn and replaces no brush waiting before it."""
+def _brush_key(msg, session) -> str:
+    """'brush:<view>' for a brush message the session takes (the coalescing key), else '':
+    a malformed one, or one its view refuses (a bound that is no number, a y on a
+    histogram), is answered its error in turn and replaces no brush waiting before it.
+    (A brush's check reads the dashboard, not the session's state, so it may run here while
+    another message is answered; should it fail anyhow, the brush is answered in turn.)"""
     if isinstance(msg, dict) and msg.get("type") == "brush" and isinstance(msg.get("view"), str):
         try:
-            protocol.parse(msg)
-        except protocol.ProtocolError:
+            protocol.parse(msg).check(session)
+        except Exception:  # noqa: BLE001 - refused (or not checkable now): not coalesced
             return ""
         return f"brush:{msg['view']}"
     return ""
