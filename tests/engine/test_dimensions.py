@@ -253,6 +253,15 @@ def test_a_number_for_a_key_of_strings_is_an_error(star):
     assert handle(s, {"type": "dimension_forward", "join": "region", "key": code})["rows"] > 0
 
 
+def test_an_integer_key_of_too_many_digits_is_an_error_not_an_internal_one(star):
+    """An integer key given as text of more digits than Python converts (4,300) was an
+    internal error (ValueError: Exceeds the limit); it is no value of the column."""
+    dash, _ = star
+    reply = handle(dash.session(), {"type": "dimension_forward", "join": "store", "key": "9" * 5000, "id": 3})
+    assert reply == {"type": "error", "id": 3, "message": (
+        f"key '{'9' * 38}… is not a value of store.store_id (int64)")}, reply
+
+
 def test_a_key_with_a_lone_surrogate_is_an_error_not_an_internal_one(star):
     """JSON may write half a UTF-16 pair alone ("\\ud800"): Arrow failed to encode such a
     key of strings, an internal error (logged with its traceback); now the message is refused."""

@@ -169,10 +169,13 @@ def _key_value(key, t: pa.DataType, column: str):
     text = t.value_type if pa.types.is_dictionary(t) else t
     given = key
     if pa.types.is_integer(text) and isinstance(key, str):
-        if not _INTEGER_TEXT.fullmatch(key):  # (Arrow's cast would take ' 7' or '+7' too)
-            msg = f"key {key!r} is not a value of {column} ({t})"
+        try:  # (Arrow's cast would take ' 7' or '+7' too; Python converts at most 4,300 digits)
+            key = int(key) if _INTEGER_TEXT.fullmatch(key) else None
+        except ValueError:
+            key = None
+        if key is None:
+            msg = f"key {V.show(given)} is not a value of {column} ({t})"
             raise InteractionError(msg)
-        key = int(key)
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return _time_key(key, t, column)
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
