@@ -152,6 +152,23 @@ def test_a_nan_category_is_named_by_nan_or_by_null_as_json_writes_it():
     assert None not in V.Choices([1.5, 2.5])  # no NaN bar: null names none
 
 
+@pytest.mark.parametrize(("nan", "value", "expected"), [
+    (None, "nan", "'nan' is not one of the values: 1.5, null, '-Infinity', 'Infinity', "
+                  "'9007199254740993', '(other)'"),
+    ("NaN", "nan", "'nan' is not one of the values: 1.5, 'NaN', '-Infinity', 'Infinity', "
+                   "'9007199254740993', '(other)'; did you mean 'NaN'?"),
+    (None, "infinity", "did you mean 'Infinity'?"),
+    (None, 9007199254740995, "did you mean '9007199254740993'?"),
+])
+def test_an_error_names_the_choices_as_a_message_gives_them(nan, value, expected):
+    """A float field's NaN and infinities and an integer beyond 2^53 were listed as Python
+    writes them (nan, inf, 9007199254740993), which no message can give (JSON has no NaN
+    or infinity; a page reads the integer as ...992), and 'nan' got 'did you mean nan?'."""
+    with pytest.raises(InteractionError) as e:
+        V.Choices([1.5, math.nan, -math.inf, math.inf, 9007199254740993], ("(other)",), nan=nan).check(value)
+    assert expected in str(e.value)
+
+
 def test_an_unhashable_value_is_not_a_choice():
     assert [1] not in V.Choices([1, 2])
     with pytest.raises(InteractionError, match=r"\[1\] is not one of the values"):

@@ -587,12 +587,12 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple
         if not isinstance(value, list):
             msg = f"{where} takes a list of values, got {V.show(value)}"
             raise InteractionError(msg)
-        choices = _choices(domain, kind == "times")
+        choices = _choices(domain, kind == "times", "NaN")
         for i, x in enumerate(value):
             _check(lambda x=x: choices.check(x), f"{where}[{i}]")
         return [choices.resolve(x) for x in value], None
     if dropdown:
-        choices = _choices(domain, kind == "times")
+        choices = _choices(domain, kind == "times", "NaN")
         _check(lambda: choices.check(value), where)
         return choices.resolve(value), None
     # a slider over times: the store gives its range as ISO times
@@ -608,11 +608,12 @@ def _check(test, where: str) -> None:
         raise InteractionError(msg) from None
 
 
-def _choices(domain: list, times: bool = False) -> V.Choices:
+def _choices(domain: list, times: bool = False, nan: str | None = None) -> V.Choices:
     """The values a categorical view (its bars) or a dropdown parameter takes, built once
     per domain list (`values.per_list`); `times`: ISO instants of a time field, matched as
-    instants."""
-    return V.per_list(domain, f"choices times={times}", lambda d: V.Choices(list(d), times=times))
+    instants; `nan`: how errors spell a float field's NaN (a bar's null, a dropdown's 'NaN')."""
+    return V.per_list(domain, f"choices times={times} nan={nan}",
+                      lambda d: V.Choices(list(d), times=times, nan=nan))
 
 
 def echo_id(msg_id):

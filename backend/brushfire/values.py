@@ -205,11 +205,14 @@ class Choices:
     never equals a number and a boolean never equals an integer: '3' is refused where 3
     is a choice, and the error says so. With `times`, the values are ISO instants of a
     time field (and other text such as '(other)', matched as it is), and a value matches
-    as the instant it names (`time_choice`); a value that is no time is refused as such."""
+    as the instant it names (`time_choice`); a value that is no time is refused as such.
+    An error names the choices as the wire spells them (`spelt`), a float field's NaN as
+    `nan`: null (a categorical view's bar) or 'NaN' (a dropdown's, `wire_dropdown`)."""
 
-    def __init__(self, values, extra: tuple = (), times: bool = False) -> None:
+    def __init__(self, values, extra: tuple = (), times: bool = False, nan: str | None = None) -> None:
         self.values = [*values, *extra]
         self.times = times
+        self.nan = nan
         self._keys = set()
         for v in self.values:
             with contextlib.suppress(TypeError):  # unhashable: never a JSON scalar, never matched
@@ -244,6 +247,14 @@ class Choices:
                 return n
         return value
 
+    def spelt(self, choice):
+        """A choice as a client sends it back (JSON has no NaN or infinity, and a page reads
+        an integer beyond ±(2^53-1) as another): `wire_choice`, a NaN as `nan`. (Python's
+        spelling, nan, inf, was no value a message can give.)"""
+        if isinstance(choice, Real) and choice != choice:
+            return self.nan
+        return wire_choice(choice)
+
     def resolve(self, value):
         """A checked value as the engine and SQL take it: a float field's infinity for
         its wire spelling, an integer for its decimal text, else `value` as given (a time
@@ -257,10 +268,10 @@ class Choices:
         if self.times:
             self._as_choice(value)  # not a time at all: say so
         width = 34 if self.times else 30  # (an instant to the microsecond, whole)
-        shown = ", ".join(show(c, width) for c in self.values[:CHOICES_SHOWN])
+        shown = ", ".join(show(self.spelt(c), width) for c in self.values[:CHOICES_SHOWN])
         more = f", … ({len(self.values):,} in all)" if len(self.values) > CHOICES_SHOWN else ""
         msg = f"{show(value)} is not one of the values: {shown or 'none'}{more}"
-        guess = did_you_mean(value, self.values)
+        guess = did_you_mean(value, [self.spelt(c) for c in self.values])
         if guess:
             msg += f"; did you mean {', '.join(show(g, width) for g in guess)}?"
         raise InteractionError(msg)

@@ -315,7 +315,7 @@ def _spelt_key(choices: list, value) -> int:
     """The position of the choice `value` names as replies spell it (values.Choices: a
     float's 'Infinity', 'NaN', an integer's decimal text), which the Python API may be given
     as the protocol is; an error naming the choices when it names none."""
-    names = V.Choices(choices)
+    names = V.Choices(choices, nan="NaN")
     names.check(value)
     k = _position(_positions(choices), names.resolve(value))
     if k is None:  # (checked: a choice, but of another spelling than resolve gives)
