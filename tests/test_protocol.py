@@ -563,6 +563,23 @@ def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):
     assert protocol.filters_json(new) == {"c": {"values": ["x"]}}
 
 
+@pytest.mark.parametrize(("entry", "error"), [
+    ({"values": ["AAA", 5]}, "filters.column:dest: column 'dest' holds strings: values ['AAA', 5] must be strings"),
+    ({"values": [{}]}, "filters.column:dest: values are strings, numbers or booleans, got [{}]"),
+    ({"interval": [0, 1]}, "filters.column:dest: column 'dest' holds string values: filter it by values, not an interval"),
+])
+def test_a_bad_column_entry_of_filters_is_named_and_changes_nothing(rich_local, entry, error):
+    """A `filters` entry on a source column whose values the column refuses (checked before
+    Spark starts) got an error that did not name the entry ('column 'dest' holds strings:
+    ...'), where docs/protocol.md says the error names it; reloading (`carry_over`), which
+    leaves off the entry an error names, then left off another."""
+    s = rich_local.session()
+    assert protocol.handle(s, {"type": "brush", "view": "hx", "interval": [20, 60]})["type"] == "update"
+    reply = protocol.handle(s, {"type": "filters", "filters": {"cat": {"values": ["c01"]}, "column:dest": entry}})
+    assert reply == {"type": "error", "id": None, "message": error}
+    assert protocol.filters_json(s) == {"hx": {"interval": [20, 60]}}
+
+
 def test_a_closed_stores_labels_and_choices_are_let_go(tmp_path, monkeypatch):
     """The tables a message's check builds per list of labels or choices (requests'
     Choices, engine/state's positions) were cached by the list's id, holding the list

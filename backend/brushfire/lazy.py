@@ -172,20 +172,23 @@ class LazySession(LazyQueries):
         return self._engine(r.name, lambda: self.inner.apply_parameter(r), lambda: sql.parameter_sql(
             self.spec.parameter(r.name), r.value, sql.SPARK), r.value)
 
-    def filter_column(self, column: str, interval=None, values: list | None = None) -> Update:
+    def filter_column(self, column: str, interval=None, values: list | None = None,
+                      where: str | None = None) -> Update:
         """Filter the rows on any column of the source: `lo <= column <= hi`, or its value
-        in `values`; applies to every view. Always answered lazily."""
+        in `values`; applies to every view. Always answered lazily. `where`: the part of a
+        message it is (a `filters` entry, `filters.column:<name>`), which its errors name."""
+        at, path = (f"{where}: ", where) if where else ("", column)  # (path: of its bounds' errors)
         if (interval is None) == (values is None):
             msg = "a filter takes an interval [lo, hi] or a list of values"
             raise InteractionError(msg)
-        self.check_column(column, "filter.column")  # what can be checked, before Spark starts
+        self.check_column(column, where or "filter.column")  # what can be checked, before Spark starts
         if values is not None:
             if not isinstance(values, (list, tuple)):
-                msg = f"values is a list, got {values!r}"
+                msg = f"{at}values is a list, got {values!r}"
                 raise InteractionError(msg)
             bad = [x for x in values if x is not None and not isinstance(x, (str, int, float))]
             if bad:
-                msg = f"values are strings, numbers or booleans, got {V.show(values)}"
+                msg = f"{at}values are strings, numbers or booleans, got {V.show(values)}"
                 raise InteractionError(msg)
         else:
             lo, hi = sql.pair(interval)
@@ -195,7 +198,7 @@ class LazySession(LazyQueries):
             self.source.start()  # a JSON source's names, or a derived column's kind: Spark's
             kind = self.source.columns.get(column)
             if kind is None:
-                msg = (f"filter.column: no column {column!r} in the source; columns: "
+                msg = (f"{where or 'filter.column'}: no column {column!r} in the source; columns: "
                        f"{', '.join(sorted(self.source.columns))}")
                 raise InteractionError(msg)
         if values is not None:
@@ -203,15 +206,15 @@ class LazySession(LazyQueries):
             c = sql.ident(column, sql.SPARK)
             if kind == "temporal":  # ISO times, compared as UTC microseconds
                 c = sql.time_us(column, sql.SPARK)
-                plain = [_checked(V.time_bound, x, column, i, "values") for i, x in enumerate(plain)]
+                plain = [_checked(V.time_bound, x, path, i, "values") for i, x in enumerate(plain)]
             elif kind == "number":
-                plain = [_checked(_finite, x, column, i, "values") for i, x in enumerate(plain)]
+                plain = [_checked(_finite, x, path, i, "values") for i, x in enumerate(plain)]
             elif kind == "string" and any(not isinstance(x, str) for x in plain):
-                msg = f"column {column!r} holds strings: values {V.show(values)} must be strings"
+                msg = f"{at}column {column!r} holds strings: values {V.show(values)} must be strings"
                 raise InteractionError(msg)
             elif kind not in ("string", "number", "temporal") and \
                     any(not isinstance(x, bool) for x in plain):  # (a boolean column's kind)
-                msg = f"column {column!r} holds {kind} values: values {V.show(values)} must be true or false"
+                msg = f"{at}column {column!r} holds {kind} values: values {V.show(values)} must be true or false"
                 raise InteractionError(msg)
             parts = [f"{c} IN ({', '.join(sql.lit(x, sql.SPARK) for x in plain)})"] if plain else []
             parts += [f"{sql.ident(column, sql.SPARK)} IS NULL"] if None in values else []
@@ -219,10 +222,10 @@ class LazySession(LazyQueries):
             given = list(values)
         else:
             if kind not in ("number", "temporal"):
-                msg = f"column {column!r} holds {kind} values: filter it by values, not an interval"
+                msg = f"{at}column {column!r} holds {kind} values: filter it by values, not an interval"
                 raise InteractionError(msg)
             bound = V.time_bound if kind == "temporal" else V.number_bound
-            pred = sql.interval_sql(column, (_checked(bound, lo, column, 0), _checked(bound, hi, column, 1)),
+            pred = sql.interval_sql(column, (_checked(bound, lo, path, 0), _checked(bound, hi, path, 1)),
                                     kind == "temporal", sql.SPARK)
             given = [list(interval), None]
         views = tuple(v.name for v in self.spec.views)

@@ -162,7 +162,7 @@ def set_filters(session: SessionAPI, requests: tuple[R.Request, ...]) -> Update:
         elif isinstance(r, R.SelectRequest):
             u = session.apply_select(r)
         elif isinstance(r, R.FilterRequest):  # (a name on a source column: a LAZY session's)
-            u = lazy_api(session).filter_column(r.column, r.interval, r.values)
+            u = lazy_api(session).filter_column(r.column, r.interval, r.values, f"filters.{S.COLUMN}{r.column}")
         else:
             u = session.apply_parameter(cast(R.ParameterRequest, r))
         update.methods.update(u.methods)

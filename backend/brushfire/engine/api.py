@@ -278,7 +278,8 @@ class LazyAPI(ForwardAPI, Protocol):
     def check_column(self, name, where: str) -> None:
         """InteractionError, before Spark starts, unless `name` is a column of the source."""
 
-    def filter_column(self, column: str, interval=None, values: list | None = None) -> Update: ...
+    def filter_column(self, column: str, interval=None, values: list | None = None,
+                      where: str | None = None) -> Update: ...
     def highlight(self, source: str, bars: list[int],
                   targets: list[str] | None = None) -> dict[str, ViewData]: ...
 
