@@ -145,3 +145,46 @@ def test_a_brush_the_view_refuses_replaces_no_brush_waiting_before_it(server, ba
                            {"type": "state", "id": "S"}])
     assert got["A"]["type"] == "update" and got["B"]["type"] == "error", got
     assert got["S"]["filters"] == {"hx": {"interval": [10, 20]}}
+
+
+def test_a_malformed_filter_message_cancels_no_lazy_answer(server, monkeypatch):
+    """A filter message (brush, select, clear, ...) arriving while a lazy answer runs on
+    Spark cancels it, as the next interaction; a malformed one did too, though it changes
+    nothing (its error): the answer came back cancelled and its views stale. (The answer
+    is made slow here, and the session's `interrupt` recorded.)"""
+    from brushfire.lazy import LazySession
+    from brushfire.server import app as server_app
+
+    deadline = time.monotonic() + 10  # (a session closing calls interrupt too: the earlier tests' first)
+    while httpx.get(f"http://{server}/health").json()["sessions"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    interrupted = []
+    monkeypatch.setattr(LazySession, "interrupt", lambda self: interrupted.append(1))
+    handled = server_app._handled
+
+    def slowly(session, payload):
+        if payload.get("id") == "slow":
+            time.sleep(1.0)
+        return handled(session, payload)
+
+    monkeypatch.setattr(server_app, "_handled", slowly)
+    bad = [{"type": "brush", "id": "b1", "view": "hx", "interval": "wide"},
+           {"type": "brush", "id": "b2", "view": "hx", "interval": ["a", 2]},
+           {"type": "select", "id": "b3", "view": "hx", "values": "c"},
+           {"type": "clear", "id": "b4", "view": 3},
+           {"type": "parameter", "id": "b5"}]
+    def while_slow(ws, messages: list[dict]) -> dict:
+        ws.send(json.dumps({"type": "state", "id": "slow"}))
+        time.sleep(0.3)  # (being answered)
+        got = answers(ws, messages)
+        while "slow" not in got or any(m["id"] not in got for m in messages):
+            r = json.loads(ws.recv(timeout=30))
+            got[r["id"]] = r
+        return got
+
+    with connect(f"ws://{server}/ws/order") as ws:
+        got = while_slow(ws, bad)
+        assert all(got[m["id"]]["type"] == "error" for m in bad), got
+        assert interrupted == []
+        got = while_slow(ws, [{"type": "brush", "id": "ok", "view": "hx", "interval": [10, 20]}])
+        assert got["ok"]["type"] == "update" and interrupted == [1]

@@ -314,8 +314,9 @@ async def serve_session(ws: WebSocket, host: HostedDashboard, early: list[dict] 
             if raw is None:  # a binary frame: UTF-8 JSON too
                 raw = message.get("bytes") or b""
             msg = wire.decode_message(raw)  # parsed once; protocol.handle takes the dict
-            skipped = queue("msg", msg, _brush_key(msg, session))
-            if answering and interrupt is not None and msg.get("type") in requests.FILTER_TYPES:
+            key = _brush_key(msg, session)
+            skipped = queue("msg", msg, key)
+            if answering and interrupt is not None and _interrupts(msg, key):
                 interrupt()  # the next interaction cancels a lazy answer still running
         except protocol.ProtocolError as e:
             skipped = queue("reply", protocol.error_reply(str(e)))
@@ -488,6 +489,22 @@ def _get(hosts: dict[str, HostedDashboard], name: str) -> HostedDashboard:
     if name not in hosts:
         raise HTTPException(404, f"no dashboard named {name!r}; have: {', '.join(sorted(hosts))}")
     return hosts[name]
+
+
+def _interrupts(msg: dict, key: str) -> bool:
+    """Whether a message cancels the lazy answer running when it arrives: a filter message
+    (requests.FILTER_TYPES) that may change the filters, i.e. a brush the session takes
+    (`key`, `_brush_key`) or another that parses. A malformed one changes nothing (its
+    error), so it cancels nothing: it left the views that answer was computing stale."""
+    if msg.get("type") == "brush":
+        return bool(key)
+    if msg.get("type") not in requests.FILTER_TYPES:
+        return False
+    try:
+        protocol.parse(msg)
+    except protocol.ProtocolError:
+        return False
+    return True
 
 
 def _brush_key(msg, session) -> str:
