@@ -141,6 +141,8 @@ def test_the_server_streams_them_with_the_apis_access_checks(rich_local, tmp_pat
             # (a limit that is no integer was FastAPI's 422, a list of pydantic's errors)
             ({"limit": "abc"}, "limit: 'abc' is not a number of rows (an integer >= 0)"),
             ({"limit": "-1"}, "limit: -1 is not a number of rows (an integer >= 0)"),
+            ({"limit": "1.5"}, "limit: '1.5' is not a number of rows"),
+            ({"limit": "9" * 5000}, "is not a number of rows"),  # (int() takes 4,300 digits)
         ]:
             r = httpx.get(url, params=params, headers=auth)
             assert r.status_code == 400 and reason in r.json()["detail"], (params, r.text)

@@ -127,7 +127,7 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             session.close()
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
-            wanted = int(limit) if limit is not None and re.fullmatch(r"-?[0-9]+", limit) else limit
+            wanted = int(limit) if limit is not None and re.fullmatch(r"-?[0-9]{1,4000}", limit) else limit
             chunks = export.stream(session, format, columns.split(",") if columns else None, wanted, join)
         except BrushfireError as e:
             session.close()
