@@ -1368,6 +1368,25 @@ def test_a_format_spark_does_not_read_says_what_to_do(tmp_path, name, hint) -> N
     assert hint in str(info.value).split("hint: ", 1)[1]
 
 
+def test_a_copy_in_progress_is_no_data_file_as_spark_lists_a_folder(tmp_path) -> None:
+    """Spark skips a file whose name ends with '._COPYING_' (`hadoop fs -put` writes it so,
+    then renames it): it was a data file here, so a folder holding one had two kinds of
+    files (no format), and the files listed without Spark were never those the capture
+    read: `serve --watch` found the source changed at every check and captured it again."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.spec.loader import data_files
+
+    (tmp_path / "parts").mkdir()
+    pq.write_table(pa.table({"k": ["a"]}), tmp_path / "parts" / "p0.parquet")
+    (tmp_path / "parts" / "p1.parquet._COPYING_").write_bytes(b"PAR1")
+    assert data_files(tmp_path / "parts") == [tmp_path / "parts" / "p0.parquet"]
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nsource: {path: parts}\nviews:\n  - {name: c, type: categorical, field: k}\n")
+    assert load_dashboard(spec).source.format == "parquet"
+
+
 def test_json_lines_files_by_their_usual_extensions_are_json(tmp_path) -> None:
     """'.jsonl' and '.ndjson' are JSON Lines' usual extensions: a file or a folder of them is
     read as JSON, where validate said it could not tell the format."""

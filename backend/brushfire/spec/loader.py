@@ -190,10 +190,11 @@ def _each_table(dash: m.DashboardSpec, fitted: typing.Callable[[m.Table], m.Tabl
 
 def data_files(path: Path) -> list[Path]:
     """The data files of a local table: the file, or a folder's files but those whose
-    path holds a name starting with '_' or '.' (as Spark lists them), in order."""
+    path holds a name starting with '_' or '.' and those whose name ends with
+    '._COPYING_' (a copy in progress, `hadoop fs -put`'s), as Spark lists them, in order."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file()
+    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.endswith("._COPYING_")
                   and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
 
 
