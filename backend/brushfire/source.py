@@ -124,7 +124,7 @@ def local_files(source: m.Table) -> list[dict] | None:
     if source.resolved_format == "delta":
         table = delta_table(source)
         out = []
-        for p in sorted(table.file_uris()):
+        for p in delta_files(source, table):
             try:
                 out.append(file_record(Path(p).as_uri()))
             except FileNotFoundError:
@@ -217,9 +217,21 @@ def delta_table(source: m.Table):
     return table
 
 
-def delta_files(source: m.Table) -> list[str]:
-    """The Parquet files of the Delta table's latest version (local paths, sorted)."""
-    return sorted(delta_table(source).file_uris())
+def delta_files(source: m.Table, table=None) -> list[str]:
+    """The Parquet files of the Delta table's latest version (`table`, read if None): local
+    paths, sorted. Each is the log's path (a URI's, percent-encoded: a partition value
+    `a b` is the folder `pc=a%20b`, logged `pc=a%2520b`) undone, under the table's folder
+    (the deltalake package's `file_uris()` percent-encodes the folder's own name: a table
+    in `my data/` named files of `my%20data/`, which are not there)."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+
+    table = table if table is not None else delta_table(source)
+    root = Path(source.path.removeprefix("file://")).absolute()
+    paths = pa.table(table.get_add_actions(flatten=True))["path"].to_pylist()
+    return sorted(local_path(p) if _URI.match(p) or p.startswith("file:") else str(root / unquote(p))
+                  for p in paths)
 
 
 def join_files(source: m.Source) -> list[dict] | None:

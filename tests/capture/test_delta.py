@@ -4,6 +4,8 @@ it added (an appended version) and dropping those it removed (an overwrite)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
@@ -175,3 +177,32 @@ def test_a_partition_of_empty_text_reads_as_null(spark, tmp_path):
     assert_as_delta_reads_it(again)
     full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
     assert_same_answers(full.store, again.store, d)
+
+
+def test_a_table_in_a_folder_whose_name_has_a_space_is_read_and_appended(spark, tmp_path):
+    """The deltalake package's `file_uris()` percent-encodes the table folder's own name
+    (`my table/` as `my%20table/`), though not the log's paths under it: a table in a
+    folder named with a space or a non-ASCII letter could not be read at all ("Path does
+    not exist"). The files are the log's paths under the table's folder."""
+    from deltalake import DeltaTable
+
+    table = tmp_path / "my dätä" / "a table"
+
+    def rows(n: int, seed: int) -> pa.Table:
+        return make_rows(n, seed).append_column("pc", pa.array([["a b", "ü"][i % 2] for i in range(n)]))
+
+    write_deltalake(table, rows(300, 1), partition_by=["pc"])
+    d = delta_spec(table)
+    d["views"].append({"name": "pc", "type": "categorical", "field": "pc", "top": 10})
+    d["interactions"]["crossfilter"] = [{"views": [v["name"] for v in d["views"]]}]
+    dash = parse_dashboard(d)
+    assert all(Path(f["path"]).is_file() for f in local_files(dash.source))
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert first.store.n_rows == 300
+    write_deltalake(table, rows(200, 2), partition_by=["pc"], mode="append")
+    assert first.stale()
+    again = first.refresh(spark=spark)
+    assert any("reused 2 of 4 input files" in c for c in again.store.info.changes), again.store.info.changes
+    want = DeltaTable(str(table)).to_pyarrow_table().group_by("pc").aggregate([([], "count_all")])
+    shown = dict(zip(again.store.view("pc").labels, again.session().view("pc").counts, strict=False))
+    assert {k: n for k, n in shown.items() if n} == {w["pc"]: w["count_all"] for w in want.to_pylist()}

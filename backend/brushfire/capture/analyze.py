@@ -108,10 +108,10 @@ def _read_delta(spark, src: m.Source, paths: list[str] | None, schema=None):
     from pyspark.sql import functions as F
 
     from brushfire.capture.spark import _conf
-    from brushfire.source import delta_table
+    from brushfire.source import delta_files, delta_table
 
     table = delta_table(src)
-    files = paths if paths is not None else sorted(table.file_uris())
+    files = paths if paths is not None else delta_files(src, table)
     if not files:
         raise source_error(src, f"the Delta table's version {table.version()} has no files")
     parts = table.metadata().partition_columns
