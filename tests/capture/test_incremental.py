@@ -189,6 +189,27 @@ def test_changed_and_removed_files(tmp_path):
     assert_same_answers(capture(spec(), tables, tmp_path / "full"), again, spec())
 
 
+def test_a_file_of_unknown_size_and_time_is_scanned_again_at_every_capture(tmp_path, monkeypatch):
+    """A file Spark lists that is not on this machine (`hdfs://`, `s3a://`) has no size or
+    modification time known here (-1 both): its shards were kept at every capture, so an
+    object rewritten under its name kept its old rows."""
+    from brushfire.capture import local
+
+    def unknown(self) -> list[dict]:
+        return [{"uri": uri, "path": uri, "size": -1, "mtime_ns": -1} for uri in self._uris]
+
+    monkeypatch.setattr(local.TableRunner, "files", unknown)
+    tables = tables_of((400, 1), (500, 2))
+    capture(spec(), tables, tmp_path / "inc")
+    tables["f1"] = make_rows(450, 9)  # the same name, other rows
+    again = capture(spec(), tables, tmp_path / "inc")
+    assert again.info.changes[:2] == [
+        "reused 0 of 2 input files (0 rows in 0 shards) captured before",
+        "scanning 2 files again whose size and modification time are not known here (not local "
+        "files): their changes cannot be told"]
+    assert_same_answers(capture(spec(), tables, tmp_path / "full"), again, spec())
+
+
 def test_spec_edits_rebuild_only_what_depends_on_them(tmp_path):
     tables = tables_of((600, 1), (600, 2))
     capture(spec(), tables, tmp_path / "inc")

@@ -194,11 +194,15 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
     before = {f["uri"]: f for f in old["source"]["files"]}
     shards = {s["name"]: s for s in old["shards"]}
     out = Reuse([], [])
-    changed = added = 0
+    changed = added = unknown = 0
     for f in files:
         o = before.get(f["uri"])
         if o is None:
             added += 1
+            out.scan.append(f)
+            continue
+        if f["size"] < 0:  # (not a local file: nothing tells a change, never reused)
+            unknown += 1
             out.scan.append(f)
             continue
         if (o["size"], o["mtime_ns"]) != (f["size"], f["mtime_ns"]):
@@ -217,12 +221,15 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
         if fields or snap or nulls:
             out.columns.setdefault((fields, snap, nulls), []).append(f)
     removed = len(set(before) - {f["uri"] for f in files})
-    reused = len(files) - added - changed
+    reused = len(files) - added - changed - unknown
     rows = sum(s["n_rows"] for s in out.keep)
     out.notes.append(f"reused {reused:,} of {len(files):,} input files ({rows:,} rows in "
                      f"{len(out.keep):,} shards) captured before")
     if added or changed:
         out.notes.append(f"scanning {added:,} new and {changed:,} changed files")
+    if unknown:
+        out.notes.append(f"scanning {unknown:,} files again whose size and modification time are not "
+                         "known here (not local files): their changes cannot be told")
     if removed:
         out.notes.append(f"{removed:,} files gone from the source: their rows dropped")
     for (fields, snap, nulls), fs in out.columns.items():
