@@ -129,6 +129,47 @@ def test_a_changed_dimension_table_makes_a_dashboard_without_a_cache_stale(spark
     assert newer.session().view("c").labels == ["z", "a", "(other)"]
 
 
+def test_a_refresh_that_failed_is_not_captured_again_until_the_files_change(tmp_path, monkeypatch):
+    """`serve --watch` (and the widget's watch) refresh every few seconds: a refresh that
+    failed over a file that stays (another schema, a file Spark cannot read) started a
+    whole capture on Spark again at every check, for ever, on the machine that serves
+    the sessions. It fails alike without capturing until the files change."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import brushfire.capture
+    from brushfire.capture.local import capture_tables
+    from brushfire.errors import CaptureError
+    from brushfire.lineage.layout import CaptureConfig
+    from brushfire.plan import plan_capture
+
+    (tmp_path / "data").mkdir()
+    table = pa.table({"c": ["a", "b", "a"]})
+    pq.write_table(table, tmp_path / "data" / "p0.parquet")
+    spec = parse_dashboard({"name": "failing", "source": {"path": str(tmp_path / "data")},
+                            "views": [{"name": "c", "type": "categorical", "field": "c"}]})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_tables(plan, {"p0": table}, tmp_path / "cache", CaptureConfig()))
+    dash.opened_with = {"cache_dir": tmp_path / "cache", "config": CaptureConfig(), "spark_master": None}
+    captures = []
+
+    def failing(*args, **kwargs):
+        captures.append(1)
+        msg = f"p1.parquet: cannot be read ({len(captures)})"
+        raise CaptureError(msg)
+
+    monkeypatch.setattr(brushfire.capture, "capture_dashboard", failing)
+    pq.write_table(table, tmp_path / "data" / "p1.parquet")
+    assert dash.stale()
+    for _ in range(3):
+        with pytest.raises(CaptureError, match=r"cannot be read \(1\)"):
+            dash.refresh()
+    assert len(captures) == 1
+    pq.write_table(table, tmp_path / "data" / "p2.parquet")  # the files change: tried again
+    with pytest.raises(CaptureError, match=r"cannot be read \(2\)"):
+        dash.refresh()
+
+
 @pytest.mark.parametrize("spec", [3, None, ["a.yaml"], b"name: x"])
 def test_a_spec_of_no_kind_it_takes_is_a_spec_error_saying_what_it_takes(spec, tmp_path):
     """Dashboard.open and brushfire.widget (its spec) with what is no path, dict or model

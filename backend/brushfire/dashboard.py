@@ -25,7 +25,14 @@ from brushfire.engine import kernels as K
 from brushfire.engine.copies import key_dtype, typed_list
 from brushfire.engine.session import Session
 from brushfire.engine.state import FilterState, layout_arrays
-from brushfire.errors import CacheError, InteractionError, NotCapturedError, SpecError, SpecProblem
+from brushfire.errors import (
+    BrushfireError,
+    CacheError,
+    InteractionError,
+    NotCapturedError,
+    SpecError,
+    SpecProblem,
+)
 from brushfire.lazy import LazySession
 from brushfire.lineage.layout import CaptureConfig
 from brushfire.lineage.store import (
@@ -62,6 +69,8 @@ class Dashboard:
             spec, plan = binned, replace(plan, dashboard=binned)
         self.spec, self.plan, self.store, self.from_cache = spec, plan, store, from_cache
         self.opened_with: dict = {}  # Dashboard.open's arguments, for `refresh`
+        # (the source's and joins' files a `refresh` failed over, and why): not again over them
+        self._failed: tuple[str, BrushfireError] | None = None
 
     @classmethod
     def open(cls, spec: str | Path | dict | m.DashboardSpec, *, cache_dir: str | Path | None = DEFAULT_CACHE,
@@ -142,17 +151,34 @@ class Dashboard:
         """This dashboard over its source as it is now: a new Dashboard (loaded from the
         cache when another process captured it, else captured again, reading only what
         changed), or None when nothing changed (`stale`). Raises what capture raises (a
-        file that vanished, a changed schema): the caller keeps serving this one."""
+        file that vanished, a changed schema): the caller keeps serving this one. A refresh
+        that failed raises the same again, capturing nothing, until the source's files (or
+        its joins' tables') change: the watch's checks every few seconds do not capture
+        the same failing data again and again (as a dashboard that failed to open waits for
+        its files to change, server/hosting.py)."""
         if not self.stale():
+            self._failed = None
             return None
+        listing = self._listing()
+        if self._failed is not None and self._failed[0] == listing:
+            raise self._failed[1].with_traceback(None)
         w = self.opened_with
         # without a cache, the temporary one this capture went to: only what changed is read
         cache = w["cache_dir"] if w["cache_dir"] is not None or self.store.directory is None \
             else self.store.directory.parent
-        out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), cache,
-                              w["config"], spark, w.get("spark_master"), progress, False)
+        try:
+            out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), cache,
+                                  w["config"], spark, w.get("spark_master"), progress, False)
+        except BrushfireError as e:
+            self._failed = (listing, e)
+            raise
         out.user_spec, out.opened_with = self.user_spec, dict(w)
         return out
+
+    def _listing(self) -> str:
+        """The source's files and its joins' tables' as they are now (names, sizes, times)."""
+        source = self.user_spec.source
+        return files_fingerprint((local_files(source) or []) + ((join_files(source) or []) if source.joins else []))
 
     def session(self) -> LazySession:
         """A new session, with the parameters that have a `default` active: the engine's,
