@@ -170,6 +170,26 @@ def test_a_refresh_that_failed_is_not_captured_again_until_the_files_change(tmp_
         dash.refresh()
 
 
+def test_a_csv_file_appended_with_a_line_break_in_a_field_is_read_whole(spark, tmp_path):
+    """A folder of CSV files, served with --watch: a file appended with a quoted line break
+    in a field (`"two⏎lines"`) was read line by line, as the spec loaded before it came
+    said (no `multiLine`): its records broken in two rows each, served silently, where
+    a capture from scratch reads them whole."""
+    from brushfire.spec import load_dashboard
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("n,label\n" + "".join(f"{i},plain\n" for i in range(20)))
+    (tmp_path / "s.yaml").write_text("name: breaks\nsource: {path: data}\nviews:\n"
+                                     "  - {name: lab, type: categorical, field: label, top: 10}\n")
+    dash = Dashboard.open(load_dashboard(tmp_path / "s.yaml"), spark=spark, cache_dir=tmp_path / "cache")
+    (tmp_path / "data" / "b.csv").write_text("n,label\n" + "".join(f'{i},"two\nlines"\n' for i in range(5)))
+    newer = dash.refresh(spark=spark)
+    assert newer.store.n_rows == 25
+    shown = dict(zip(newer.store.view("lab").labels, newer.session().view("lab").counts, strict=False))
+    assert {k: n for k, n in shown.items() if n} == {"plain": 20, "two\nlines": 5}
+    assert newer.refresh(spark=spark) is None  # (current: its own spec's entry)
+
+
 @pytest.mark.parametrize("spec", [3, None, ["a.yaml"], b"name: x"])
 def test_a_spec_of_no_kind_it_takes_is_a_spec_error_saying_what_it_takes(spec, tmp_path):
     """Dashboard.open and brushfire.widget (its spec) with what is no path, dict or model

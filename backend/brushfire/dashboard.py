@@ -49,7 +49,7 @@ from brushfire.source import join_files, local_files, same_files
 from brushfire.spark_source import source_for
 from brushfire.spec import models as m
 from brushfire.spec.checks import spec_error
-from brushfire.spec.loader import load_dashboard, parse_dashboard
+from brushfire.spec.loader import load_dashboard, parse_dashboard, with_data_options
 from brushfire.views import with_recorded_bins
 
 DEFAULT_CACHE = default_cache_dir()  # $BRUSHFIRE_CACHE, else the user's cache directory
@@ -167,12 +167,15 @@ class Dashboard:
         cache = w["cache_dir"] if w["cache_dir"] is not None or self.store.directory is None \
             else self.store.directory.parent
         try:
-            out = Dashboard._open(self.user_spec, plan_capture(self.user_spec), cache,
+            # (read as the files now say: a CSV file appended with a quoted line break
+            # needs multiLine, which the spec loaded before it came did not take)
+            spec = with_data_options(self.user_spec)
+            out = Dashboard._open(spec, plan_capture(spec), cache,
                                   w["config"], spark, w.get("spark_master"), progress, False)
         except BrushfireError as e:
             self._failed = (listing, e)
             raise
-        out.user_spec, out.opened_with = self.user_spec, dict(w)
+        out.user_spec, out.opened_with = spec, dict(w)
         return out
 
     def _listing(self) -> str:

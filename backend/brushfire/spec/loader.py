@@ -101,7 +101,7 @@ def parse_dashboard(
     written_joins = [j.path for j in dash.source.joins]
     dash, unset = expand_environment(dash)
     if not unset:
-        dash = with_csv_line_breaks(with_json_arrays(with_folder_formats(dash, base_dir), base_dir), base_dir)
+        dash = with_data_options(dash, base_dir)
     problems = [
         SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
@@ -211,6 +211,15 @@ def _multiline(t: m.Table) -> m.Table:
 
 
 FOLDER_FORMATS = ("parquet", "csv", "json", "orc")  # the extensions a folder's files may share
+
+
+def with_data_options(dash: m.DashboardSpec, base_dir: str | Path | None = None) -> m.DashboardSpec:
+    """`dash` with what its tables' data files say of how to read them: a folder's format
+    (`with_folder_formats`), `multiLine` for JSON arrays (`with_json_arrays`) and for CSV
+    fields with line breaks (`with_csv_line_breaks`). When the spec is loaded, and again
+    over the files as they are when new data are captured (`Dashboard.refresh`): a file
+    appended since may need what the first ones did not."""
+    return with_csv_line_breaks(with_json_arrays(with_folder_formats(dash, base_dir), base_dir), base_dir)
 
 
 def with_folder_formats(dash: m.DashboardSpec, base_dir: str | Path | None) -> m.DashboardSpec:
