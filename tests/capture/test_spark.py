@@ -176,6 +176,26 @@ def test_spark_conf_from_the_environment_reaches_the_session(spark, monkeypatch)
         spark.conf.set("spark.sql.files.maxPartitionBytes", "32m")
 
 
+def test_a_file_rewritten_next_to_a_stale_checksum_is_read(spark, tmp_path):
+    """Spark writes a `.<name>.crc` next to each file: a file rewritten since by another
+    tool (pandas, pyarrow) failed Spark's read of the folder ('Could not read footer ...
+    ensure that the file is in either ORC or Parquet format'), though it is valid Parquet
+    that every other reader reads."""
+    import pyarrow.parquet as pq
+
+    from rows import make_rows
+
+    folder = tmp_path / "data"
+    spark.createDataFrame(make_rows(200, 1).to_pandas()).coalesce(1).write.parquet(str(folder))
+    (part,) = folder.glob("part-*.parquet")
+    assert (folder / f".{part.name}.crc").exists()
+    pq.write_table(make_rows(150, 2), part)
+    dash = parse_dashboard({"name": "crc", "source": {"path": str(folder), "format": "parquet"},
+                            "views": [{"name": "c", "type": "categorical", "field": "cat"}]})
+    store = capture_dashboard(plan_capture(dash), spark=spark, cache_dir=tmp_path / "cache")
+    assert store.n_rows == 150
+
+
 def test_the_drivers_memory_does_not_grow_with_rows(spark, tmp_path):
     """The executors build the lineage; the driver (this process) holds the profile, the
     layout and the summed cubes, whose size depends on distinct values and bars, not rows."""

@@ -76,6 +76,13 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     quiet_query_context_logs()
+    # a local file's `.<name>.crc` (Hadoop's checksums, which Spark writes next to its
+    # files) gone stale — the file rewritten by another tool, or a stray one — failed the
+    # read ('Could not read footer'), where every other reader reads the file: local files
+    # are read without verifying them (the file system of this JVM: executors of local[*])
+    with contextlib.suppress(Exception):
+        spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration()) \
+            .setVerifyChecksum(False)
     return spark
 
 
