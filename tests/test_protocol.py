@@ -561,6 +561,10 @@ def test_carrying_filters_over_drops_only_those_the_new_data_refuse(tmp_path):
     protocol.handle(old, {"type": "filters", "filters": {"c": {"values": ["x"]}, "c2": {"values": ["z"]}}})
     assert protocol.carry_over(old, new) == ["c2"]
     assert protocol.filters_json(new) == {"c": {"values": ["x"]}}
+    # a selection of several values keeps those the new data take (z is gone: p stays)
+    protocol.handle(old, {"type": "filters", "filters": {"c": {"values": ["x"]}, "c2": {"values": ["z", "p"]}}})
+    assert protocol.carry_over(old, new) == []
+    assert protocol.filters_json(new) == {"c": {"values": ["x"]}, "c2": {"values": ["p"]}}
 
 
 @pytest.mark.parametrize(("entry", "error"), [

@@ -173,8 +173,10 @@ def set_filters(session: SessionAPI, requests: tuple[R.Request, ...]) -> Update:
 def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
     """Give `new` (a session of a newer capture of the same dashboard) the filters of
     `old`, each as a `filters` message checks it; returns the names of those the new
-    data refuse (a category or dropdown choice gone), left off. (A slider's value beyond
-    the new data's range is kept: a filter as SQL applies it, which may select no row.)"""
+    data refuse (a category or dropdown choice gone), left off. A selection of several
+    values keeps those the new data still take (a category now among '(other)' is no bar
+    to select: the others stay selected). (A slider's value beyond the new data's range is
+    kept: a filter as SQL applies it, which may select no row.)"""
     state = filters_json(old)
     dropped: list[str] = []
     while True:
@@ -185,6 +187,12 @@ def carry_over(old: SessionAPI, new: SessionAPI) -> list[str]:
         bad = next((n for n in state if re.search(rf"filters\.{re.escape(n)}(?=[.:\s]|$)", reply["message"])),
                    None)
         bad = bad or next(iter(state))  # (the message names the entry; else drop the first)
+        value = re.match(rf"filters\.{re.escape(bad)}\.values\[(\d+)\]", reply["message"])
+        values = state[bad].get("values") if isinstance(state[bad], dict) else None
+        if value and isinstance(values, list) and len(values) > 1 and int(value[1]) < len(values):
+            state = {**state, bad: {**state[bad], "values": [v for i, v in enumerate(values)
+                                                             if i != int(value[1])]}}
+            continue
         dropped.append(bad)
         state = {n: f for n, f in state.items() if n != bad}
 
