@@ -159,7 +159,7 @@ def test_an_appended_file_is_scanned_alone_and_the_result_is_a_full_capture(tmp_
     tables["f2"] = shifted(make_rows(300, 3), 400)  # beyond every extent, new categories
     again = capture(spec(), tables, tmp_path / "inc")
     assert any("reused 2 of 3 input files" in c for c in again.info.changes), again.info.changes
-    assert any("scanning 1 new and 0 changed files" in c for c in again.info.changes)
+    assert any("scanning 1 new and 0 changed file" in c for c in again.info.changes)
     full = capture(spec(), tables, tmp_path / "full")
     assert_same_answers(full, again, spec())
     assert again.n_rows == 1500
@@ -184,8 +184,8 @@ def test_changed_and_removed_files(tmp_path):
     tables["f1"] = make_rows(450, 9)
     del tables["f2"]
     again = capture(spec(), tables, tmp_path / "inc")
-    assert any("scanning 0 new and 1 changed files" in c for c in again.info.changes)
-    assert any("1 files gone" in c for c in again.info.changes)
+    assert any("scanning 0 new and 1 changed file" in c for c in again.info.changes)
+    assert any("1 file gone" in c for c in again.info.changes)
     assert_same_answers(capture(spec(), tables, tmp_path / "full"), again, spec())
 
 
@@ -348,7 +348,7 @@ def test_a_capture_that_fails_after_scanning_a_field_again_leaves_the_last_one_s
             run(edited, tmp_path / "inc")
     tables["f2"] = make_rows(300, 3)  # (new data: a capture, not the entry as it is)
     again = run(before, tmp_path / "inc")
-    assert any("scanning 1 new and 0 changed files" in c for c in again.info.changes), again.info.changes
+    assert any("scanning 1 new and 0 changed file" in c for c in again.info.changes), again.info.changes
     assert_same_answers(run(before, tmp_path / "full"), again, d)
 
 

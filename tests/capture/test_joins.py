@@ -745,7 +745,7 @@ def test_on_spark_a_changed_dimension_rescans_only_joined_columns(spark, star_fi
     extra, _ = make_star(700, 99)
     pq.write_table(extra, work / "fact" / "part-3.parquet")
     appended = spark_store(spark, d, tmp_path / "cache")
-    assert "scanning 1 new and 0 changed files" in " ".join(appended.info.changes)
+    assert "scanning 1 new and 0 changed file" in " ".join(appended.info.changes)
     assert not any("alone" in c for c in appended.info.changes), appended.info.changes
     assert_same_answers(capture(d, {**parts, "part-3": extra}, {**dims, "region": region},
                                 tmp_path / "local2"), appended, d)

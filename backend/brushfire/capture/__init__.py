@@ -223,21 +223,26 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
     removed = len(set(before) - {f["uri"] for f in files})
     reused = len(files) - added - changed - unknown
     rows = sum(s["n_rows"] for s in out.keep)
-    out.notes.append(f"reused {reused:,} of {len(files):,} input files ({rows:,} rows in "
+    out.notes.append(f"reused {reused:,} of {_files(len(files), 'input ')} ({rows:,} rows in "
                      f"{len(out.keep):,} shards) captured before")
     if added or changed:
-        out.notes.append(f"scanning {added:,} new and {changed:,} changed files")
+        noun = "file" if added + changed == 1 else "files"
+        out.notes.append(f"scanning {added:,} new and {changed:,} changed {noun}")
     if unknown:
-        out.notes.append(f"scanning {unknown:,} files again whose size and modification time are not "
+        out.notes.append(f"scanning {_files(unknown)} again whose size and modification time are not "
                          "known here (not local files): their changes cannot be told")
     if removed:
-        out.notes.append(f"{removed:,} files gone from the source: their rows dropped")
+        out.notes.append(f"{_files(removed)} gone from the source: their rows dropped")
     for (fields, snap, nulls), fs in out.columns.items():
         what = ", ".join(dict.fromkeys([*fields, *(f"{c} (details)" for c in snap),
                                         *(f"{c} (rows without a match)" for c in nulls)]))
-        out.notes.append(f"scanning {what} alone over {len(fs):,} files captured before "
+        out.notes.append(f"scanning {what} alone over {_files(len(fs))} captured before "
                          "(new, redefined or counted now)")
     return out
+
+
+def _files(n: int, kind: str = "") -> str:
+    return f"{n:,} {kind}file" if n == 1 else f"{n:,} {kind}files"
 
 
 def _uncounted(shard: dict, field: str, spec: ScanSpec) -> bool:
