@@ -7,6 +7,7 @@ and how a relative path was resolved) when the source came from a spec file.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -208,13 +209,29 @@ def delta_table(source: m.Table):
                            "source.path names the folder that holds _delta_log") from None
     protocol = table.protocol()
     features = set(protocol.reader_features or [])
-    if protocol.min_reader_version >= 2 and not features or features - DELTA_READABLE:
-        needs = ", ".join(sorted(features - DELTA_READABLE)) or "column mapping"
+    unread = features - DELTA_READABLE - _declared_unused(table, features)
+    if protocol.min_reader_version >= 2 and not features or unread:
+        needs = ", ".join(sorted(unread)) or "column mapping"
         raise source_error(source, f"the Delta table (version {table.version()}) needs a reader "
                            f"that knows {needs}; Brushfire reads a version's Parquet files as "
                            "they are", "rewrite the table without them (e.g. REORG TABLE ... "
                            "APPLY (PURGE) for deletion vectors)")
     return table
+
+
+def _declared_unused(table, features: set[str]) -> set[str]:
+    """Reader features the table declares that its latest version does not use, so that
+    its Parquet files read as they are: deletion vectors where no file has one (Databricks
+    declares the feature on new tables; delta-rs rewrites files where it deletes), the
+    variant type where no column is one."""
+    out = set()
+    if "deletionVectors" in features:
+        with contextlib.suppress(Exception):  # (a deltalake without the call: not known unused)
+            if table.deletion_vectors().read_all().num_rows == 0:
+                out.add("deletionVectors")
+    if "variantType" in features and '"variant"' not in table.schema().to_json():
+        out.add("variantType")
+    return out
 
 
 def delta_files(source: m.Table, table=None) -> list[str]:

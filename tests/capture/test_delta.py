@@ -206,3 +206,29 @@ def test_a_table_in_a_folder_whose_name_has_a_space_is_read_and_appended(spark, 
     want = DeltaTable(str(table)).to_pyarrow_table().group_by("pc").aggregate([([], "count_all")])
     shown = dict(zip(again.store.view("pc").labels, again.session().view("pc").counts, strict=False))
     assert {k: n for k, n in shown.items() if n} == {w["pc"]: w["count_all"] for w in want.to_pylist()}
+
+
+def test_a_table_declaring_deletion_vectors_it_does_not_use_is_read(tmp_path, monkeypatch):
+    """Databricks declares the deletionVectors reader feature on new tables (and delta-rs
+    with it, variantType): such a table was refused though no file of its version has a
+    deletion vector (delta-rs rewrites files where it deletes); a version that has one is."""
+    import deltalake
+    import pyarrow as pa
+
+    from brushfire.errors import BrushfireError
+    from brushfire.source import delta_table
+    from brushfire.spec import models as m
+
+    path = tmp_path / "t"
+    write_deltalake(path, pa.table({"a": [1, 2, 3]}), configuration={"delta.enableDeletionVectors": "true"})
+    deltalake.DeltaTable(path).delete("a = 2")
+    source = m.Source(path=str(path), format="delta")
+    table = delta_table(source)
+    assert "deletionVectors" in table.protocol().reader_features and table.count() == 2
+
+    one = pa.RecordBatchReader.from_batches(
+        pa.schema([("filepath", pa.large_string())]), [pa.record_batch([pa.array(["f"], pa.large_string())],
+                                                                       names=["filepath"])])
+    monkeypatch.setattr(deltalake.DeltaTable, "deletion_vectors", lambda self: one)
+    with pytest.raises(BrushfireError, match="needs a reader that knows deletionVectors"):
+        delta_table(source)
