@@ -52,7 +52,7 @@ def decode(raw: str | bytes | bytearray):
         msg = f"message nests arrays and objects more than {MAX_JSON_DEPTH} deep"
         raise ProtocolError(msg)
     try:
-        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_integer)
     except ProtocolError:
         raise
     except (ValueError, RecursionError) as e:
@@ -102,6 +102,13 @@ def _finite_float(text: str) -> float:
         msg = f"number {text if len(text) <= 30 else text[:29] + '…'} is beyond the range of numbers (±1.8e308)"
         raise ProtocolError(msg)
     return x
+
+
+def _integer(text: str) -> int:
+    if len(text) > 4000:  # (Python converts at most 4,300 digits, and says to raise its limit)
+        msg = f"number {text[:29]}… of {len(text.lstrip('-')):,} digits is beyond the range of numbers (±1.8e308)"
+        raise ProtocolError(msg)
+    return int(text)
 
 
 class ProtocolError(BrushfireError):
