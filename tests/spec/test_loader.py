@@ -110,6 +110,10 @@ bad/aggregate_p_out_of_range.yaml:12: views[0].aggregate.p: p must be a fraction
     ("aggregate_p_without_quantile.yaml", """\
 bad/aggregate_p_without_quantile.yaml:9: views[0].aggregate.p: p is the fraction of op 'quantile'; op 'median' takes none
     hint: e.g. aggregate: {op: quantile, field: delay, p: 0.9} for the 90th percentile"""),
+    # SQL's count(delay) counts the rows where delay is not null; count showed every row
+    ("aggregate_count_with_field.yaml", """\
+bad/aggregate_count_with_field.yaml:11: views[0].aggregate.field: aggregate op 'count' counts a bar's rows (SQL's count(*)) and takes no field; remove field
+    hint: to count only the rows where a column is not null, give source.filters: ["<column> IS NOT NULL"]"""),
     ("aggregate_sum_without_field.yaml", """\
 bad/aggregate_sum_without_field.yaml:9: views[0].aggregate.field: aggregate op 'sum' needs a field (the column to sum)
     hint: add field: <a numeric column>, or use op: count"""),

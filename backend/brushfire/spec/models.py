@@ -269,6 +269,11 @@ class Aggregate(Model):
         if op is not None and aggregates.op(op).kind != "count" and not v:
             msg = f"aggregate op '{op}' needs a field (the column to {aggregates.op(op).verb})"
             raise ValueError(msg)
+        if op is not None and aggregates.op(op).kind == "count" and v:
+            # (SQL's count(x) counts the rows where x is not null: not what count shows)
+            msg = (f"aggregate op '{op}' counts a bar's rows (SQL's count(*)) and takes no field; "
+                   "remove field")
+            raise ValueError(msg)
         return v
 
     @field_validator("p")

@@ -240,6 +240,8 @@ def _value_hint(loc: Loc, msg: str) -> str:
                 " or bin: {maxbins: 20} (a nice step fitted to the data)")
     if loc[-2:] == ("details", "columns") and "rid" in msg:
         return "derive the column under another name: source: {columns: {row_id: rid}}, then list row_id"
+    if loc[-2:] == ("aggregate", "field") and "takes no field" in msg:
+        return "to count only the rows where a column is not null, give source.filters: [\"<column> IS NOT NULL\"]"
     if loc[-2:] == ("aggregate", "field"):
         return "add field: <a numeric column>, or use op: count"
     if loc[-2:] == ("aggregate", "p"):
