@@ -132,6 +132,8 @@ def test_the_server_streams_them_with_the_apis_access_checks(rich_local, tmp_pat
         r = httpx.get(url, params={"filters": json.dumps(state), "columns": "cat", "limit": 5}, headers=auth)
         assert r.headers["content-type"].startswith("text/csv")
         assert r.text.splitlines()[0] == '"rid","cat"' and len(r.text.splitlines()) == 6
+        r = httpx.get(url, params={"format": "CSV", "limit": 1}, headers=auth)  # (a format in any case)
+        assert r.status_code == 200 and r.headers["content-disposition"] == 'attachment; filename="rich-rows.csv"'
         for params, reason in [
             ({"filters": '{"hx": [1, 2]}'}, "filters.hx: [1, 2] is not a tagged filter"),
             ({"filters": '{"hx": {"interval": ["a", 2]}}'}, "filters.hx.interval[0]: 'a' is not a number"),

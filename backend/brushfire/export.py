@@ -33,10 +33,11 @@ PAGE_ROWS = 131_072  # rows read per page (bounds the memory an export takes)
 
 
 def check_format(format: str) -> str:
-    if format not in FORMATS:
+    """The export format `format` names (in any case: `CSV` is csv)."""
+    if not isinstance(format, str) or format.lower() not in FORMATS:
         msg = f"format: {format!r} is not an export format; formats: {', '.join(FORMATS)}"
         raise InteractionError(msg)
-    return format
+    return format.lower()
 
 
 def check_limit(limit: int | None) -> int | None:
@@ -125,7 +126,7 @@ def stream(session: SessionAPI, format: str, columns: list[str] | None = None,
     """The rows behind the current selection (or `join`'s rows behind it) as CSV or
     Parquet bytes, chunk by chunk. The request is checked when called (a bad one raises
     before any byte)."""
-    check_format(format)
+    format = check_format(format)
     schema, batches = selection_batches(session, columns, limit, join=join)
     return _encode(format, schema, batches)
 

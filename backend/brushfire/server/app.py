@@ -128,6 +128,7 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
             return JSONResponse({"detail": reply["message"]}, status_code=400)
         try:
             wanted = int(limit) if limit is not None and re.fullmatch(r"-?[0-9]{1,4000}", limit) else limit
+            format = export.check_format(format)  # (CSV is csv: the file's name and type too)
             chunks = export.stream(session, format, columns.split(",") if columns else None, wanted, join)
         except BrushfireError as e:
             session.close()
