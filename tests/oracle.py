@@ -271,7 +271,7 @@ def engine_bars(vd, vtype: str, top: list | None = None, view=None) -> dict:
         if n == 0:
             continue
         key = i
-        if vtype == "temporal":
+        if vtype == "temporal" and not getattr(view, "part", None):  # (a calendar part: its bar number)
             key = label.replace("+00:00", "")
         elif keys is not None:
             key = keys[i]
