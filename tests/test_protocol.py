@@ -627,3 +627,35 @@ def test_a_closed_stores_labels_and_choices_are_let_go(tmp_path, monkeypatch):
     gc.collect()
     held = [[type(r).__name__ for r in gc.get_referrers(x) if r is not first] for x in first]
     assert held == [[], []]  # (only `first` holds them)
+
+
+def test_a_slider_over_a_time_field_without_values_takes_iso_times(tmp_path):
+    """A slider over a timestamp column holding only nulls has no range: the protocol took
+    it for a slider over numbers (it told times by the range's ISO ends), refused an ISO
+    time ('is not a number') and took a number, where the session's Python API and
+    docs/protocol.md take ISO times and refuse numbers on a time field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+    from oracle import Oracle
+
+    path = tmp_path / "t.parquet"
+    table = pa.table({"t": pa.array([None] * 4, pa.timestamp("us")), "y": [1, 2, 3, 4]})
+    pq.write_table(table, path)
+    spec = parse_dashboard({
+        "name": "nulltimes", "source": {"path": str(path)},
+        "views": [{"name": "h", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 5]}}],
+        "interactions": {"parameters": [{"name": "p", "field": "t", "widget": "slider", "op": "gte"},
+                                        {"name": "pb", "field": "t", "widget": "slider", "op": "between"}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    s, oracle = dash.session(), Oracle(dash.spec)
+    reply = protocol.handle(s, {"type": "parameter", "name": "p", "value": "2020-01-01"})
+    oracle.set_parameter("p", "2020-01-01")
+    assert reply["type"] == "update" and reply["selected"] == oracle.selected() == 0, reply
+    reply = protocol.handle(s, {"type": "parameter", "name": "pb", "value": ["1900-01-01", "2100-01-01T00:00:00Z"]})
+    assert reply["type"] == "update" and reply["selected"] == 0, reply
+    reply = protocol.handle(s, {"type": "parameter", "name": "p", "value": 5})
+    assert reply["type"] == "error" and "not a time" in reply["message"], reply

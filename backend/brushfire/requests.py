@@ -595,9 +595,8 @@ def _check_parameter(session: SessionAPI, name: str, value, where: str) -> tuple
         choices = _choices(domain, kind == "times", "NaN")
         _check(lambda: choices.check(value), where)
         return choices.resolve(value), None
-    # a slider over times: the store gives its range as ISO times
-    temporal = kind == "range" and bool(domain) and isinstance(domain[0], str)
-    return value, slider_bounds(name, value, temporal, session.plan.filter(name).op == "between", where)
+    return value, slider_bounds(name, value, session.store.parameter_temporal(name),
+                                session.plan.filter(name).op == "between", where)
 
 
 def _check(test, where: str) -> None:

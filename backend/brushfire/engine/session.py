@@ -194,7 +194,7 @@ class Session(queries.Queries):
         bounds = None
         if value is not None and f.kind == "param_range":
             fl = self.layout.filter(name)
-            bounds = slider_bounds(name, value, self.layout.dims[fl.dims[0]].value_type == "temporal",
+            bounds = slider_bounds(name, value, self.store.parameter_temporal(name),
                                    fl.op == "between", f"parameter {name!r}")
         return self.apply_parameter(ParameterRequest(name, value, bounds))
 

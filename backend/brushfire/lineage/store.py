@@ -152,6 +152,11 @@ class LineageStore:
                 cache[name] = ("range", ends)
         return cache[name]
 
+    def parameter_temporal(self, name: str) -> bool:
+        """Is parameter `name` over a time field (its values ISO times), whatever values
+        the field holds (a slider over a time field without a value is one over times)?"""
+        return self.layout.dims[self.layout.filter(name).dims[0]].value_type == "temporal"
+
     def value_range(self, dim: int) -> tuple:
         """Smallest and largest finite value of a dense or fine dim (None, None when it has
         none): a slider's range, which JSON could not carry as ±inf (they were sent as null,
