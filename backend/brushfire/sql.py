@@ -208,14 +208,17 @@ def interval_sql(col: str, interval, temporal: bool = False, d: Dialect = DUCKDB
 
 
 def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str:
-    """The rows whose value is in `values` ('(other)': non-null and not in `top`). When
-    `top` holds times (datetimes or dates: a categorical view over a time field), values
-    are times too (ISO text or datetimes) and compared as UTC microseconds."""
+    """The rows whose value is in `values` ('(other)': non-null and not in `top`, in a
+    view with an '(other)' bar; in one without, the text '(other)', a value as any other,
+    as docs/protocol.md names it). When `top` holds times (datetimes or dates: a
+    categorical view over a time field), values are times too (ISO text or datetimes) and
+    compared as UTC microseconds."""
     if not isinstance(values, (list, tuple)):
         msg = f"select takes a list of values, got {values!r}"
         raise InteractionError(msg)
     parts = []
-    plain = [x for x in values if x != OTHER]
+    other = view.other and OTHER in values
+    plain = [x for x in values if not (view.other and x == OTHER)]
     f = ident(view.field, d)
     times = are_times(top)
     def among(vs: list) -> str:
@@ -225,7 +228,7 @@ def select_sql(view, values: list, top: list | None, d: Dialect = DUCKDB) -> str
 
     if plain:
         parts.append(among(plain))
-    if OTHER in values:
+    if other:
         parts.append(f"({f} IS NOT NULL AND NOT ({among(top)}))" if top else f"{f} IS NOT NULL")
     return " OR ".join(parts) or "FALSE"
 
