@@ -362,3 +362,36 @@ def test_the_check_agrees_on_boolean_bars_and_empty_distinct_bars(spark, tmp_pat
         assert reply["type"] == "update", reply
         assert checker.compare(reply) == [], msg
     assert reply["views"]["kinds"]["values"][0] == 0
+
+
+def test_a_baselines_min_and_max_of_decimals_are_doubles_as_the_engines(tmp_path):
+    """An order statistic of a decimal field (min, max, a discrete quantile) from SQL is a
+    Decimal: the DuckDB baseline and lazy answers on Spark (baselines/base.py's bars) sent
+    it as it came, which JSON writes as text ("-999.734"), where the engine's view has the
+    nearest double, a number."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brushfire import wire
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    path = tmp_path / "d.parquet"
+    table = pa.table({"k": [1, 1, 2, 2], "m": pa.array([Decimal("-999.734"), Decimal("0.100"), None,
+                                                        Decimal("3.000")], pa.decimal128(10, 3))})
+    pq.write_table(table, path)
+    views = [{"name": op, "type": "histogram", "field": "k", "bin": {"step": 1, "extent": [0, 3]},
+              "aggregate": {"op": op, "field": "m"} | ({"method": "discrete"} if op == "median" else {})}
+             for op in ("min", "max", "median")]
+    spec = parse_dashboard({"name": "decimals", "source": {"path": str(path)}, "views": views,
+                            "interactions": {"crossfilter": [{"views": ["min"]}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "cache"))
+    engine = json.loads(wire.dumps(protocol.handle(dash.session(), {"type": "state"})))
+    baseline = json.loads(wire.dumps(protocol.handle(with_engine(dash, "duckdb").session(), {"type": "state"})))
+    assert engine["views"]["min"]["values"] == [None, -999.734, 3.0]
+    for v in ("min", "max", "median"):
+        assert baseline["views"][v]["values"] == engine["views"][v]["values"], v

@@ -16,6 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from brushfire import sql
@@ -350,7 +351,10 @@ def _norm_key(key):
 
 def _instant(x):
     """An order statistic as the engine writes it: times as ISO text in UTC, a date as its
-    midnight (values.format_instant)."""
+    midnight (values.format_instant), a decimal as its nearest double (as the engine reads
+    decimals: a Decimal went out as JSON text)."""
+    if isinstance(x, Decimal):
+        return float(x)
     if isinstance(x, datetime):
         return (x if x.tzinfo else x.replace(tzinfo=UTC)).isoformat()
     if isinstance(x, date):
