@@ -395,3 +395,32 @@ def test_a_baselines_min_and_max_of_decimals_are_doubles_as_the_engines(tmp_path
     assert engine["views"]["min"]["values"] == [None, -999.734, 3.0]
     for v in ("min", "max", "median"):
         assert baseline["views"][v]["values"] == engine["views"][v]["values"], v
+
+
+def test_a_baselines_slider_over_an_empty_time_field_takes_iso_times(tmp_path):
+    """A baseline's store answers whether a parameter is over a time field, as the
+    engine's does (the protocol's check asks it of every session's store: a baseline's
+    had no answer, and a slider message failed with an AttributeError)."""
+    from datetime import datetime
+
+    import pyarrow as pa
+
+    from brushfire.baselines.base import BaselineStore
+    from brushfire.capture.local import capture_table
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    table = pa.table({"x": [1.0, 2.0, 3.0], "t": pa.array([None, None, None], pa.timestamp("us")),
+                      "u": [datetime(2020, 1, d) for d in (1, 2, 3)]})
+    spec = parse_dashboard({"name": "b", "source": {"path": "t.parquet"},
+                            "views": [{"name": "hx", "type": "histogram", "field": "x",
+                                       "bin": {"step": 1, "extent": [0, 4]}}],
+                            "interactions": {"parameters": [
+                                {"name": "since", "field": "t", "widget": "slider", "op": "gte"},
+                                {"name": "after", "field": "u", "widget": "slider", "op": "gte"},
+                                {"name": "least", "field": "x", "widget": "slider", "op": "gte"}]}})
+    plan = plan_capture(spec)
+    dash = Dashboard(spec, plan, capture_table(plan, table, tmp_path / "store"))
+    base = BaselineStore.of(dash)
+    assert [base.parameter_temporal(p) for p in ("since", "after", "least")] == [True, True, False]
+    assert [dash.store.parameter_temporal(p) for p in ("since", "after", "least")] == [True, True, False]

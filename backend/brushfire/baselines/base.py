@@ -66,19 +66,24 @@ class BaselineStore:
     views: list[ViewLayout]
     n_rows: int
     domains: dict[str, tuple[str, list]] = field(default_factory=dict)
+    temporal: frozenset[str] = frozenset()  # the parameters over time fields
 
     @classmethod
     def of(cls, dash) -> BaselineStore:
         """Copied from a captured dashboard's store (which can then be freed)."""
         names = [p.name for p in dash.spec.interactions.parameters]
         return cls(list(dash.store.views), dash.store.n_rows,
-                   {p: dash.store.parameter_domain(p) for p in names})
+                   {p: dash.store.parameter_domain(p) for p in names},
+                   frozenset(p for p in names if dash.store.parameter_temporal(p)))
 
     def view(self, name: str) -> ViewLayout:
         return next(v for v in self.views if v.name == name)
 
     def parameter_domain(self, name: str) -> tuple[str, list]:
         return self.domains[name]
+
+    def parameter_temporal(self, name: str) -> bool:
+        return name in self.temporal
 
 
 class Backend(ABC):

@@ -186,13 +186,15 @@ class StoreInfo(Protocol):
     """What every session's `store` tells about the dashboard's data: each view's bars
     (`views[i].name`, `.labels`, `.nbars`, `.value_type`), the rows, and each parameter's
     domain: ('values', choices) of a dropdown, ('times', ISO instants) of a dropdown over a
-    time field, ('range', [lo, hi]) of a slider (times as ISO)."""
+    time field, ('range', [lo, hi]) of a slider (times as ISO), and whether it is over a
+    time field (a slider over one without a value has no ends to tell)."""
 
     n_rows: int
 
     @property
     def views(self) -> list[ViewLayout]: ...
     def parameter_domain(self, name: str) -> tuple[str, list]: ...
+    def parameter_temporal(self, name: str) -> bool: ...  # over a time field (ISO values)
 
 
 @runtime_checkable
