@@ -219,7 +219,7 @@ def test_an_edited_spec_updates_its_entry_and_other_sources_keep_theirs(spark, s
                                   interactions={"crossfilter": [{"views": ["hx", "cat"]}]}))
     b = Dashboard.open(edited, spark=spark, cache_dir=tmp_path)
     assert entry_dir(tmp_path, edited) == entry and not b.from_cache
-    assert any("reused 1 of 1 input files" in c for c in b.store.info.changes)
+    assert any("reused 1 of 1 input file" in c for c in b.store.info.changes)
     files_after = {p.relative_to(entry) for p in entry.rglob("*") if p.is_file()}
     assert files_after != files_before  # parts of the dropped view removed, new ones added
     assert not any("mk" in str(p) for p in files_after if p.name.startswith("g-"))
