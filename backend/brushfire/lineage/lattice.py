@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 FLOAT, LAT32, LAT16, ULP16, ULP32, ULP40, ULP48 = 0, 1, 2, 3, 4, 5, 6
 # (kind, type, the largest offset: an exception's mark), narrowest first
@@ -58,6 +59,7 @@ NAMES = {FLOAT: "float64", LAT32: "uint32", LAT16: "uint16", ULP16: "uint16 bits
 ULP = 100  # a step j >= ULP: offsets of ordered bits shifted right by j - ULP, not of 10^j
 MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
 SIGN = np.int64(-(2**63))
+SIGN_INT = -(2**63)  # (as the kernels take it)
 POW10 = np.array([10.0**i for i in range(19)])  # exact: every power of ten up to 1e22 is a double
 STEPS = (9, 6, 3, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9)  # coarsest first: the smallest offsets
 EXACT = 2.0**52  # |n| below this: n, and each step's arithmetic on it, is exact in float64
@@ -179,48 +181,115 @@ def _narrowest(n: np.ndarray, j: int, kinds, share: float, k: np.ndarray, has: n
                v: np.ndarray, nkeys: int, edges: np.ndarray) -> Coded | None:
     """Integers n (one per row with a value) as offsets from their bucket's base at step j,
     in the one of `kinds` that leaves at most `share` of them out, decodes to v and takes
-    the fewest bytes with its exceptions (of equal ones, the narrowest)."""
+    the fewest bytes with its exceptions (of equal ones, the narrowest). One pass counts
+    what each kind leaves out (`_left_out`), one codes the rows and checks each decodes
+    to its value (`_code_rows`): no temporaries per row."""
     base = bases(edges, j)
     if base is None:
         return None
-    kk = k[has]
+    kk = np.ascontiguousarray(k[has])
     first = kk == 0
     base0 = int(n[first].min()) if first.any() else 0
-    b = base[kk]
-    b[first] = base0
-    with np.errstate(over="ignore"):
-        off = n - b
-        wrapped = ((n ^ b) & (n ^ off)) < 0  # (the difference overflowed int64)
+    tops = np.array([top for _, _, top in kinds], np.int64)
+    nouts = _left_out(n, kk, base, base0, tops)
+    fits = [(WIDTH[kind] * len(k) + EXCEPTION_BYTES * int(nout), kind, t, top)
+            for (kind, t, top), nout in zip(kinds, nouts, strict=True) if nout <= share * len(v)]
     rows = np.flatnonzero(has)
-    fits = []  # (bytes, kind, type, mark, rows out) of each kind within `share`
-    for kind, t, top in kinds:
-        out = (off < 0) | (off >= top) | wrapped
-        nout = np.count_nonzero(out)
-        if nout <= share * len(v):
-            fits.append((WIDTH[kind] * len(k) + EXCEPTION_BYTES * nout, kind, t, top, out))
-    for _, kind, t, top, out in sorted(fits, key=lambda f: f[0]):  # (stable: narrowest first)
+    for _, kind, t, top in sorted(fits, key=lambda f: f[0]):  # (stable: narrowest first)
         coded = np.zeros(len(k), t)
-        coded[has] = np.where(out, top, off)
-        c = Coded(kind, j, base0, coded, rows[out].astype(np.uint32), v[out])
-        if _same(decode(c, k, nkeys, edges)[has], v):
-            return c
+        out = np.empty(len(n), np.int64)
+        nout = _code_rows(n, kk, base, base0, top, j - ULP if j >= ULP else j, j >= ULP, v, rows,
+                          coded, out)
+        if nout >= 0:
+            out = out[:nout]
+            return Coded(kind, j, base0, coded, rows[out].astype(np.uint32), v[out])
     return None
+
+
+@njit(nogil=True, cache=True)
+def _left_out(n, kk, base, base0, tops):  # pragma: no cover (compiled; tests/lineage)
+    """How many of the offsets n[i] - base[kk[i]] (base0 for key 0) each of `tops` leaves
+    out: negative, at or over it, or overflowing int64."""
+    out = np.zeros(tops.shape[0], np.int64)
+    for i in range(n.shape[0]):
+        b = base0 if kk[i] == 0 else base[kk[i]]
+        o = n[i] - b  # (wraps on overflow, as numpy's)
+        wrapped = ((n[i] ^ b) & (n[i] ^ o)) < 0
+        for t in range(tops.shape[0]):
+            if wrapped or o < 0 or o >= tops[t]:
+                out[t] += 1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _code_rows(n, kk, base, base0, top, shift_or_j, bits, v, rows, coded, out):  # pragma: no cover
+    """Write each row's offset n[i] - base into coded[rows[i]], or `top` where it does not
+    fit (the positions i of those into `out`), and
+    check that each coded row decodes to v[i] as `decode` computes it (bits: ordered bits
+    shifted by shift_or_j; else n steps of 10^j); the exceptions' count, or -1 when a row
+    does not decode to its value."""
+    cell = np.empty(1, np.int64)
+    as_float = cell.view(np.float64)
+    x = 0
+    for i in range(n.shape[0]):
+        b = base0 if kk[i] == 0 else base[kk[i]]
+        o = n[i] - b
+        if ((n[i] ^ b) & (n[i] ^ o)) < 0 or o < 0 or o >= top:
+            o = top
+            out[x] = i
+            x += 1
+        else:
+            m = b + o
+            if bits:
+                u = m << shift_or_j
+                cell[0] = ((-u) | SIGN_INT) if u < 0 else u
+                y = as_float[0]
+            elif shift_or_j >= 0:
+                y = m * POW10[shift_or_j]
+            else:
+                y = m / POW10[-shift_or_j]
+            if y != v[i]:
+                return -1
+        coded[rows[i]] = o
+    return x
 
 
 def decode(c: Coded, keys: np.ndarray, nkeys: int, edges: np.ndarray) -> np.ndarray:
     """float64 values of `encode`'s offsets (NaN where the key is the no-value key)."""
-    k = np.asarray(keys, np.int64)
+    k = np.asarray(keys)
     base = bases(edges, c.j)
     if base is None:  # (encode never chose such a step)
         return np.full(len(k), np.nan)
-    b = base[np.minimum(k, nkeys)]
-    b[k == 0] = c.base0
-    with np.errstate(over="ignore"):  # (exceptions' marks and no-value rows: replaced below)
-        n = b + c.off.astype(np.int64)
-        out = from_ordered(n << (c.j - ULP)) if c.j >= ULP else _value(n.astype(np.float64), c.j)
-    out[c.xrows.astype(np.int64)] = c.xvals
-    out[k >= nkeys] = np.nan
+    out = np.empty(len(k), np.float64)
+    _decode_rows(k, np.asarray(c.off), base, c.base0, nkeys, c.j - ULP if c.j >= ULP else c.j, c.j >= ULP,
+                 np.asarray(c.xrows), np.asarray(c.xvals), out)
     return out
+
+
+@njit(nogil=True, cache=True)
+def _decode_rows(k, off, base, base0, nkeys, shift_or_j, bits, xrows, xvals, out):  # pragma: no cover
+    """out[i]: row i's value from its offset off[i] on its key's base (base0 for key 0) as
+    `_code_rows` checks it, the exceptions' values at their rows, NaN at the no-value key."""
+    cell = np.empty(1, np.int64)
+    as_float = cell.view(np.float64)
+    for i in range(k.shape[0]):
+        kk = np.int64(k[i])
+        if kk >= nkeys:
+            out[i] = np.nan
+            continue
+        m = (base0 if kk == 0 else base[kk]) + np.int64(off[i])  # (an exception's: replaced below)
+        if bits:
+            u = m << shift_or_j
+            cell[0] = ((-u) | SIGN_INT) if u < 0 else u
+            out[i] = as_float[0]
+        elif shift_or_j >= 0:
+            out[i] = m * POW10[shift_or_j]
+        else:
+            out[i] = m / POW10[-shift_or_j]
+    for x in range(xrows.shape[0]):
+        r = np.int64(xrows[x])
+        if np.int64(k[r]) < nkeys:
+            out[r] = xvals[x]
 
 
 def pack(rows: Sequence[tuple[np.ndarray, np.ndarray, int, np.ndarray]], n: int,
