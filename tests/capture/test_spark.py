@@ -162,6 +162,26 @@ def test_a_bad_spark_conf_names_the_setting(text):
         sp.parse_spark_conf(text)
 
 
+def test_a_standalone_master_nothing_answers_at_is_named_at_once():
+    """get_spark on spark://host:port with no master there waited 80 s for Spark's three
+    registration attempts, then said 'Cannot call methods on a stopped SparkContext'
+    under '(is Java 17+ installed?)'."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    with pytest.raises(CaptureError, match=rf"no Spark master answers at {master} \(127.0.0.1:{port}: "
+                       r"Connection refused\): is the master running, and is its address right\?"):
+        sp.check_master_reachable(master)
+    with socket.socket() as s:  # one of two addresses answering is enough
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        sp.check_master_reachable(f"spark://127.0.0.1:{port},127.0.0.1:{s.getsockname()[1]}")
+    sp.check_master_reachable("local[2]")  # (other masters: Spark's to judge)
+
+
 def test_spark_conf_from_the_environment_reaches_the_session(spark, monkeypatch):
     # getOrCreate applies settings to the running session: runtime SQL settings show it
     monkeypatch.setenv("BRUSHFIRE_SPARK_CONF", "spark.sql.shuffle.partitions=3")

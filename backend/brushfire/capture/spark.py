@@ -56,6 +56,8 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
     # Spark's log: errors only from the driver JVM's start (setLogLevel below comes after
     # its startup warnings); a deployment's own Java options take the place of ours
     extra.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
+    if SparkSession.getActiveSession() is None:  # (else getOrCreate returns it, whatever its master)
+        check_master_reachable(master)
     with spark_errors(f"starting a Spark session on {master} (is Java 17+ installed?)"):
         builder = (
             SparkSession.builder.master(master)
@@ -84,6 +86,28 @@ def get_spark(master: str | None = None, app_name: str = "brushfire", driver_mem
         spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration()) \
             .setVerifyChecksum(False)
     return spark
+
+
+def check_master_reachable(master: str, timeout: float = 3.0) -> None:
+    """A standalone master (`spark://host:port[,host:port...]`) that no address of answers:
+    a CaptureError at once, where Spark would try for over a minute and then say only that
+    its context was stopped. Other masters are left to Spark."""
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    why = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as e:
+            why.append(f"{address.strip()}: {e.strerror or e}" if isinstance(e, OSError) else
+                       f"{address.strip()}: not host:port")
+    msg = (f"no Spark master answers at {master} ({'; '.join(why)}): is the master running, and "
+           "is its address right? (its URL is on the master's web page, spark://host:7077 by default)")
+    raise CaptureError(msg)
 
 
 def quiet_query_context_logs() -> None:
