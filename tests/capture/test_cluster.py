@@ -175,6 +175,40 @@ def assert_same_store(a: LineageStore, b: LineageStore) -> None:
     np.testing.assert_array_equal(a.base.counts, b.base.counts)
 
 
+# A driver whose executors ask more memory than any worker has: none is ever placed.
+STARVED = """
+import json, sys
+from brushfire.capture import capture_dashboard, spark as sp
+from brushfire.errors import CaptureError
+from brushfire.plan import plan_capture
+from brushfire.spec import parse_dashboard
+
+spec, master, out = sys.argv[1:]
+spark = sp.get_spark(master, app_name="brushfire-starved-test", driver_memory="1g",
+                     conf={"spark.executor.memory": "4g"})
+sp.EXECUTOR_WAIT = 5.0
+try:
+    capture_dashboard(plan_capture(parse_dashboard(json.loads(spec))), spark=spark, cache_dir=out)
+except CaptureError as e:
+    print(e)
+spark.stop()
+"""
+
+
+def test_a_capture_no_executor_is_given_to_fails_saying_why(cluster, small_parquet, tmp_path):
+    """A master whose workers cannot hold an executor (or that has none) left the capture's
+    first job waiting for ever, its progress at 0 %."""
+    env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": sys.executable}
+    args = [sys.executable, "-c", STARVED, json.dumps(cluster_spec(small_parquet)), cluster.master_url,
+            str(tmp_path / "cache")]
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == (
+        f"the Spark master {cluster.master_url} gave this capture no executor in 5 s: are its "
+        "workers up, with a free core and the memory an executor asks "
+        "(spark.executor.memory=4g)?")
+
+
 def test_a_worker_that_cannot_start_is_reported_with_its_log_and_nothing_is_left(tmp_path):
     with pytest.raises(ClusterError, match=r"(?s)worker-1 exited while starting.*worker-1/out.log"):
         start_cluster(tmp_path, workers=1, memory="lots")

@@ -127,22 +127,23 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
-    t0 = time.perf_counter()
-    runner = sp.SparkRunner(spark, dash, config, progress)
-    planned = time.perf_counter() - t0
-    store = run_capture(plan, runner, cache_dir, config, progress, fresh)
-    store.info.seconds["source plan (Spark)"] = planned  # (before the capture's clock)
-    if baseline:  # (over the spec as capture resolved it: `maxbins` bins chosen)
-        from brushfire.spec import parse_dashboard
+    with sp.executors_watched(spark):  # (a cluster that gives no executor: said, not waited on)
+        t0 = time.perf_counter()
+        runner = sp.SparkRunner(spark, dash, config, progress)
+        planned = time.perf_counter() - t0
+        store = run_capture(plan, runner, cache_dir, config, progress, fresh)
+        store.info.seconds["source plan (Spark)"] = planned  # (before the capture's clock)
+        if baseline:  # (over the spec as capture resolved it: `maxbins` bins chosen)
+            from brushfire.spec import parse_dashboard
 
-        resolved = parse_dashboard(store.manifest["resolved_spec"])
-        progress("running the base queries alone, for comparison", None)
-        df = runner.source()
-        seconds, results = sp.run_base_queries(df, resolved)
-        store.info.seconds["base queries"] = seconds
-        store.base_query_results = results
-        progress("running every view's aggregate in one job, for comparison", None)
-        store.info.seconds["one aggregation job"] = sp.run_fused_query(df, resolved)
+            resolved = parse_dashboard(store.manifest["resolved_spec"])
+            progress("running the base queries alone, for comparison", None)
+            df = runner.source()
+            seconds, results = sp.run_base_queries(df, resolved)
+            store.info.seconds["base queries"] = seconds
+            store.base_query_results = results
+            progress("running every view's aggregate in one job, for comparison", None)
+            store.info.seconds["one aggregation job"] = sp.run_fused_query(df, resolved)
     return store
 
 

@@ -781,3 +781,58 @@ def track_progress(spark, progress: Progress, stage: str = "capture job",
     finally:
         done.set()
         thread.join()
+
+
+# seconds a job may wait with no executor at all before it is cancelled and said: a
+# standalone cluster's executors register within seconds, YARN's or Kubernetes' containers
+# within a minute or two; past that, the master has none to give (no worker, or none with
+# the cores and memory an executor asks), and Spark would wait for ever
+EXECUTOR_WAIT = 180.0
+
+
+@contextlib.contextmanager
+def executors_watched(spark, every: float = 0.5) -> Iterator[None]:
+    """Run the block's Spark jobs; one that waits EXECUTOR_WAIT seconds with no executor
+    registered (not on a local master) is cancelled, and the block fails saying why."""
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        yield
+        return
+    tracker = sc.statusTracker()
+    done = threading.Event()
+    starved: list[str] = []
+
+    def watch() -> None:
+        since = None
+        while not done.wait(every):
+            if not tracker.getActiveJobsIds() or _executors(sc) > 0:
+                since = None
+                continue
+            since = since or time.monotonic()
+            if time.monotonic() - since > EXECUTOR_WAIT:
+                memory = sc.getConf().get("spark.executor.memory", "1g")
+                starved.append(f"the Spark master {sc.master} gave this capture no executor in "
+                               f"{EXECUTOR_WAIT:.0f} s: are its workers up, with a free core and "
+                               f"the memory an executor asks (spark.executor.memory={memory})?")
+                sc.cancelAllJobs()
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    except Exception as e:
+        if starved:
+            raise CaptureError(starved[0]) from e
+        raise
+    finally:
+        done.set()
+        thread.join()
+
+
+def _executors(sc) -> int:
+    """The executors registered with the application now (the driver is listed too)."""
+    try:
+        return len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
+    except Exception:  # (a context stopping: say there is one, never cancel on a guess)
+        return 1
