@@ -39,3 +39,27 @@ def test_cube_sums_equal_a_weighted_bincount(seed):
     cell = block * width + code
     np.testing.assert_array_equal(sums, np.bincount(cell[ok], weights=x[ok], minlength=blocks * width))
     np.testing.assert_array_equal(oks, np.bincount(cell[ok], minlength=blocks * width))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_argsort_equals_a_stable_argsort_per_block(seed):
+    """Values of one magnitude and of many (negative, -0.0 as 0.0, ±inf), NaN and invalid
+    rows last, ties by position; integers and times beyond 2^53; a last, shorter block."""
+    rng = np.random.default_rng(seed)
+    n, block_rows = int(rng.integers(0, 5000)), int(rng.integers(1, 700))
+    if seed % 2:
+        values = rng.choice(np.array([-(2**62), -1, 0, 1, 2**53 + 1, 2**62]), n) + rng.integers(-3, 3, n)
+        valid = rng.random(n) < 0.9
+        sortable = [np.where(valid, values, 0), ~valid]  # (invalid last, then by value)
+    else:
+        values = np.where(rng.random(n) < 0.5, 1000 + rng.random(n), rng.normal(0, 1e10, n))
+        values[rng.random(n) < 0.1] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0, 1000.5]))
+        valid, sortable = None, None
+    got = np.empty(n, np.uint16)
+    kernels.block_argsort(kernels.sort_keys(values, valid), block_rows, got)
+    for s in range(0, n, block_rows):
+        if sortable is None:
+            want = np.argsort(values[s:s + block_rows], kind="stable")
+        else:  # lexsort: the last key first
+            want = np.lexsort((sortable[0][s:s + block_rows], sortable[1][s:s + block_rows]))
+        np.testing.assert_array_equal(got[s:s + block_rows], want, err_msg=f"block at {s}")

@@ -20,7 +20,8 @@ the summary also counts the nulls of `nulls` columns (a join's key: its rows wit
 
 The driver merges the summaries and dictionaries into the dashboard's global keys
 (capture/stats.py) and the key job turns encoded columns into lineage (capture/keys.py)
-without reading the source again. Pure numpy, pandas and pyarrow: no numba here.
+without reading the source again. numpy, pandas and pyarrow, and one numba kernel
+(capture/kernels.py `block_argsort`: each block's rows by value).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from brushfire.capture import columns as C
+from brushfire.capture import kernels as K
 from brushfire.lineage.files import part_name, write_arrow, write_npy
 
 FILE_COLUMN = "__bf_file"  # hash of the row's input file name (Spark's input_file_name())
@@ -334,8 +336,8 @@ def _distinct_estimate(x: np.ndarray) -> float:
 
 def _encode_distinct(values: np.ndarray, present: np.ndarray, kind: str, block_rows: int) -> Encoded:
     """Mostly distinct numbers as they are: a float's missing values as NaN, an integer's
-    or time's in a valid mask; each block ordered by value (missing last, then by an
-    in-place sort: ties in a fixed order) and sampled at equal steps of rows."""
+    or time's in a valid mask; each block ordered by value (missing last, ties by position)
+    and sampled at equal steps of rows."""
     n = len(values)
     if kind == "float":
         values = np.where(present, values, np.nan)
@@ -343,21 +345,17 @@ def _encode_distinct(values: np.ndarray, present: np.ndarray, kind: str, block_r
     else:
         valid = None if present.all() else present
     order = np.empty(n, np.uint16)
+    if n:  # (NaN and the invalid last, ties by position)
+        K.block_argsort(K.sort_keys(values, valid), block_rows, order)
+    ok = ~np.isnan(values) if kind == "float" else (np.ones(n, bool) if valid is None else valid)
+    counted = np.add.reduceat(ok, np.arange(0, n, block_rows), dtype=np.int64) if n else np.zeros(0, np.int64)
     picks, weights = [], []
     per_block = max(1, SAMPLE_POINTS * block_rows // max(n, 1))
-    for s in range(0, n, block_rows):
-        v = values[s:s + block_rows]
-        if valid is None:
-            o = np.argsort(v)  # NaN last
-            k = int(np.count_nonzero(~np.isnan(v))) if kind == "float" else len(v)
-        else:
-            ok = np.flatnonzero(valid[s:s + block_rows])
-            o = np.concatenate([ok[np.argsort(v[ok])], np.flatnonzero(~valid[s:s + block_rows])])
-            k = len(ok)
-        order[s:s + len(v)] = o
+    for s, k in zip(range(0, n, block_rows), counted.tolist(), strict=True):
         if k:
+            o = order[s:s + block_rows]
             at = np.unique(np.linspace(0, k - 1, min(k, per_block)).round().astype(np.int64))
-            picks.append(v[o[at]])
+            picks.append(values[s:s + block_rows][o[at]])
             weights.append(np.diff(np.concatenate([[0], at + 1])))
     sample = (np.concatenate(picks), np.concatenate(weights).astype(np.int64)) if picks else \
         (values[:0], np.zeros(0, np.int64))
