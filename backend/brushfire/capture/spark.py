@@ -217,10 +217,12 @@ class SparkRunner:
         self.spark, self.dash, self.progress = spark, dash, progress
         self.master = spark.sparkContext.master
         self.broadcast = BROADCAST_BYTES if broadcast_bytes is None else broadcast_bytes
-        self.df = analyze_source(spark, dash, origin=True, broadcast_bytes=self.broadcast)
-        # (every spec error found before any job)
-        check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
-        self.raw = read_raw(spark, dash.source)  # the files as read (never a cached plan)
+        # (a CSV or JSON source's types are inferred by a Spark job over its rows: shown)
+        with track_progress(spark, progress, "reading the source: its columns and types"):
+            self.df = analyze_source(spark, dash, origin=True, broadcast_bytes=self.broadcast)
+            # (every spec error found before any job)
+            check_columns(dash, schema_kinds(self.df))  # now with derived columns' types
+            self.raw = read_raw(spark, dash.source)  # the files as read (never a cached plan)
         self.raw_schema = self.raw.schema
         self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
         self._files: list[dict] | None = None
