@@ -79,7 +79,8 @@ def check_path(source: m.Table) -> None:
         raise source_error(source, "no such file or directory", hint)
     if path.is_dir() and not any(data_files(path)):
         raise source_error(source, "the directory holds no data files",
-                           "Spark reads every file in it except names starting with '_' or '.'")
+                           "Spark reads its files (and its subfolders' if they are `key=value` "
+                           "partitions), except names starting with '_' or '.'")
 
 
 def _missing_hint(path: Path) -> str:

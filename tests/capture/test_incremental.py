@@ -832,3 +832,27 @@ def test_on_spark_a_partition_value_of_non_ascii_text_reads_as_its_folder_spells
     assert_as_pyarrow_reads_it(again)
     full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
     assert_same_answers(full.store, again.store, d)
+
+
+@pytest.mark.spark
+def test_on_spark_a_file_moved_into_a_subfolder_is_gone_and_the_capture_stays_current(spark, tmp_path):
+    """Spark reads a folder's subfolders only as a partitioned dataset's (`key=value`):
+    a file moved into `archive/` is no longer read. The files listed without Spark still
+    named it, so the capture after was never current: every open captured again, and a
+    served dashboard was stale at every check (`serve --watch` captured in a loop)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(600, 1), folder / "day-1.parquet")
+    pq.write_table(make_rows(300, 2), folder / "day-2.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    (folder / "archive").mkdir()
+    (folder / "day-1.parquet").rename(folder / "archive" / "day-1.parquet")
+    moved = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert moved.store.n_rows == 300 and any("1 file gone" in c for c in moved.store.info.changes)
+    assert not moved.stale()
+    assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, moved.store, d)

@@ -191,11 +191,16 @@ def _each_table(dash: m.DashboardSpec, fitted: typing.Callable[[m.Table], m.Tabl
 def data_files(path: Path) -> list[Path]:
     """The data files of a local table: the file, or a folder's files but those whose
     path holds a name starting with '_' or '.' and those whose name ends with
-    '._COPYING_' (a copy in progress, `hadoop fs -put`'s), as Spark lists them, in order."""
+    '._COPYING_' (a copy in progress, `hadoop fs -put`'s), as Spark lists them, in order.
+    Spark reads a folder's subfolders only as a partitioned dataset's (a `key=value`
+    folder among them): else only the folder's own files, not an `archive/` in it."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.endswith("._COPYING_")
-                  and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.endswith("._COPYING_")
+                   and not any(x.startswith(("_", ".")) for x in p.relative_to(path).parts))
+    if any("=" in x for p in files for x in p.relative_to(path).parts[:-1]):
+        return files
+    return [p for p in files if p.parent == path]
 
 
 def _local_path(t: m.Table, base_dir: str | Path | None) -> Path | None:
