@@ -361,6 +361,32 @@ def test_columns_whose_names_differ_only_in_case_are_refused_before_spark(tmp_pa
     assert "columns 'A' and 'a' differ only in case" in err and "rename one of them" in err, err
 
 
+def test_a_derived_column_named_as_a_source_column_but_for_case_is_refused_before_spark(
+        small_parquet, tmp_path, monkeypatch, capsys):
+    """Spark resolves names ignoring case: a derived column 'X' replaced the source's 'x',
+    and a capture failed on Spark at the views reading 'x' ('did you mean X?') where
+    validate had said ok. The same name as written replaces the column, as Spark does."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  columns:\n    X: \"x * 2\"\n"
+                    "views:\n  - {name: a, type: histogram, field: x, bin: {step: 10}}\n")
+    expected = (f"{spec}:5: source.columns.X: derived column name 'X' differs from the source's "
+                "column 'x' only in case, and Spark reads names case-insensitively\n"
+                "    hint: give the derived column another name, or write 'x' to replace the column\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == expected
+    assert main(["capture", str(spec), "--cache-dir", str(tmp_path / "cache")]) == 1
+    assert capsys.readouterr().err.endswith(expected)
+    spec.write_text(spec.read_text().replace("X:", "x:"))
+    assert main(["validate", str(spec)]) == 0
+
+
 def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  columns:\n"

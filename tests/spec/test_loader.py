@@ -422,6 +422,9 @@ bad/derived_number.yaml:5: source.columns.one: expected a string, got 1
     ("derived_name_with_space.yaml", """\
 bad/derived_name_with_space.yaml:5: source.columns.departure hour: derived column name 'departure hour' is not an identifier
     hint: use letters, digits and '_', starting with a letter or '_'"""),
+    ("derived_name_duplicate_case.yaml", """\
+bad/derived_name_duplicate_case.yaml:6: source.columns.Hour: derived column name 'Hour' differs from the derived column 'hour' only in case, and Spark reads names case-insensitively
+    hint: give the derived column another name"""),
     ("derived_cast_to_array.yaml", """\
 bad/derived_cast_to_array.yaml:5: source.columns.a: expected a type such as DOUBLE, BIGINT, DECIMAL(p, s), STRING, DATE or TIMESTAMP, got 'ARRAY' (at character 15: 'ARRAY<INT>)')"""),
     ("filter_not_a_condition.yaml", """\

@@ -524,11 +524,17 @@ def check_expressions(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
     (spec/expressions.py), unless $BRUSHFIRE_TRUSTED_EXPRESSIONS is set."""
     out: list[tuple[Loc, str, str]] = []
     check = not ex.trusted()
+    seen: dict[str, str] = {}  # lower-case name: as written first
     for name, text in dash.source.columns.items():
         loc: Loc = ("source", "columns", name)
         if not _DERIVED_NAME.match(name):
             out.append((loc, f"derived column name {name!r} is not an identifier",
                         "use letters, digits and '_', starting with a letter or '_'"))
+        elif (first := seen.setdefault(name.lower(), name)) != name:
+            # (Spark's withColumn replaced the first: capture failed on Spark, KeyError)
+            out.append((loc, f"derived column name {name!r} differs from the derived column "
+                             f"{first!r} only in case, and Spark reads names case-insensitively",
+                        "give the derived column another name"))
         out += _expression_problem(loc, text, check, "derived column")
     for i, text in enumerate(dash.source.filters):
         loc = ("source", "filters", i)
@@ -587,6 +593,15 @@ def _expression_columns(dash: m.DashboardSpec, schema: dict[str, str]) -> list[S
     unread = _unread_joins(dash, schema)
     later = {c.lower() for c in dash.source.columns}
     problems: list[SpecProblem] = []
+    for name in dash.source.columns:  # (the same name replaces the source's column, as Spark does)
+        if name not in schema and (column := names.get(name.lower())) is not None:
+            # Spark replaced the source's column, and the spec's other keys naming it
+            # failed once Spark had started ('delay' is not in the source; did you mean 'Delay'?)
+            loc = ("source", "columns", name)
+            msg = (f"derived column name {name!r} differs from the source's column {column!r} only "
+                   "in case, and Spark reads names case-insensitively")
+            hint = f"give the derived column another name, or write {column!r} to replace the column"
+            problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
     exprs = [(("source", "columns", n), t) for n, t in dash.source.columns.items()]
     exprs += [(("source", "filters", i), t) for i, t in enumerate(dash.source.filters)]
     for loc, text in exprs:
