@@ -387,6 +387,29 @@ def test_a_derived_column_named_as_a_source_column_but_for_case_is_refused_befor
     assert main(["validate", str(spec)]) == 0
 
 
+def test_capture_into_a_cache_it_cannot_write_is_refused_before_spark(small_parquet, tmp_path,
+                                                                     monkeypatch, capsys):
+    """capture's product is the cache: with one it could not write it captured on Spark
+    into a temporary directory removed at exit, said 'lineage cached in' it and exited 0.
+    (serve and demo still fall back to a temporary directory: tests/lineage/test_store.py)"""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    assert main(["capture", str(spec), "--cache-dir", str(blocker / "cache")]) == 1
+    assert capsys.readouterr().err == (
+        f"brushfire capture: cannot write the lineage cache {blocker / 'cache'}: Not a directory\n"
+        "    hint: give --cache-dir a directory this user can write (or set $BRUSHFIRE_CACHE)\n")
+
+
 def test_validate_warns_about_decimal_division(small_parquet, tmp_path, capsys):
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  columns:\n"

@@ -438,7 +438,7 @@ def _schema(args) -> int:
 
 
 def _capture(args) -> int:
-    from brushfire.capture import capture_dashboard
+    from brushfire.capture import cache_problem, capture_dashboard
     from brushfire.dashboard import DEFAULT_BUDGET, DEFAULT_CACHE, warm_kernels
     from brushfire.lineage.lattice import step_text
     from brushfire.lineage.layout import CaptureConfig
@@ -451,13 +451,21 @@ def _capture(args) -> int:
         print(render_history(dash, args.cache_dir or DEFAULT_CACHE))
         return 0
     plan = plan_capture(dash)
+    cache = args.cache_dir or DEFAULT_CACHE
+    if (why := cache_problem(cache)) is not None:  # before Spark: the cache is what capture makes
+        # (serve and demo capture into a temporary directory then; here the lineage went
+        # there, removed at exit, and "lineage cached in" named it)
+        print(f"brushfire capture: cannot write the lineage cache {cache}: {why}\n"
+              "    hint: give --cache-dir a directory this user can write (or set $BRUSHFIRE_CACHE)",
+              file=sys.stderr)
+        return 1
     budget = args.memory_budget or DEFAULT_BUDGET
     config = CaptureConfig(memory_budget=None if budget is None else parse_size(budget))
     progress = ProgressLine()
     try:
         store = capture_dashboard(plan, master=args.spark_master, progress=progress,
                                   baseline=not args.no_baseline,
-                                  cache_dir=args.cache_dir or DEFAULT_CACHE, config=config,
+                                  cache_dir=cache, config=config,
                                   fresh=args.recapture)
         # numba compiles the engine's kernels for this store's array types on their first
         # call (about a minute on two cores, then cached on disk): here, so that the first

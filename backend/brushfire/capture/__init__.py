@@ -615,20 +615,27 @@ def _key_notes(shards: list[dict], tasks: list[dict], rebuilt_rows: int, hashes:
             "the others reused", *out]
 
 
+def cache_problem(cache_dir: str | Path) -> str | None:
+    """Why the cache directory cannot be written (it is created when missing), or None."""
+    path = Path(cache_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".probe-{uuid.uuid4().hex[:8]}"
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
 def _writable(cache_dir: str | Path | None) -> Path:
     """The cache directory, created; a temporary one (with a warning) when it is None or
     cannot be written, so a broken cache never costs the dashboard."""
     if cache_dir is not None:
-        path = Path(cache_dir)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            probe = path / f".probe-{uuid.uuid4().hex[:8]}"
-            probe.mkdir()
-            probe.rmdir()
-            return path
-        except OSError as e:
-            print(f"brushfire: the lineage cache {path} cannot be written ({e.strerror}); "
-                  "capturing into a temporary directory instead", file=sys.stderr)
+        if (why := cache_problem(cache_dir)) is None:
+            return Path(cache_dir)
+        print(f"brushfire: the lineage cache {cache_dir} cannot be written ({why}); "
+              "capturing into a temporary directory instead", file=sys.stderr)
     path = Path(tempfile.mkdtemp(prefix="brushfire-cache-"))
     # no later process can find it: removed when this one exits (tests, notebooks without
     # a cache left one behind per capture)
@@ -636,4 +643,4 @@ def _writable(cache_dir: str | Path | None) -> Path:
     return path
 
 
-__all__ = ["Reuse", "Runner", "capture_dashboard", "plan_reuse", "run_capture", "scan_spec"]
+__all__ = ["Reuse", "Runner", "cache_problem", "capture_dashboard", "plan_reuse", "run_capture", "scan_spec"]
