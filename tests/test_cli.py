@@ -347,6 +347,32 @@ def test_a_file_that_is_not_of_its_format_asks_whether_it_is_one(tmp_path, capsy
     assert "cannot read it as orc:" in err and "hint: is it an orc file? set source.format" in err, err
 
 
+def test_a_parquet_file_read_as_csv_is_refused_before_spark(small_parquet, tmp_path, monkeypatch,
+                                                           capsys):
+    """`format: csv` over a Parquet file passed validate ('ok, columns checked at capture'),
+    then the capture read its bytes as text on Spark and listed binary garbage as the
+    source's columns. A CSV file whose header starts with ORC's magic is still text."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource:\n  path: {small_parquet}\n  format: csv\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    expected = (f"{spec}:3: source.path: {str(small_parquet)!r}: it is a Parquet file, but the "
+                "format is csv\n    hint: leave format out: the extension says parquet\n")
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == expected
+    assert main(["capture", str(spec), "--cache-dir", str(tmp_path / "cache")]) == 1
+    assert capsys.readouterr().err.endswith(expected)
+    (tmp_path / "ids.csv").write_text("ORCID,cat\n1,x\n2,yORC\n")  # (ends as ORC's magic, too)
+    spec.write_text("name: v\nsource:\n  path: ids.csv\nviews:\n  - {name: a, type: categorical, field: cat}\n")
+    assert main(["validate", str(spec)]) == 0, capsys.readouterr().err
+
+
 def test_columns_whose_names_differ_only_in_case_are_refused_before_spark(tmp_path, capsys):
     """Spark resolves column names ignoring case: a Parquet file with 'A' and 'a' passed
     validate, then failed a capture on Spark ('The column `a` already exists') with a hint

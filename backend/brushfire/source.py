@@ -300,6 +300,7 @@ def table_types(source: m.Table) -> dict[str, str | None] | None:
     if fmt == "delta" and is_local(source.path):
         return {f.name: fine_kind_of(f.type) for f in pa.schema(delta_table(source).schema().to_arrow())}
     if fmt not in FOOTER_FORMATS or not is_local(source.path):
+        _check_not_binary(source)
         return None
     try:
         path = source.path.removeprefix("file://")
@@ -316,6 +317,42 @@ def table_types(source: m.Table) -> dict[str, str | None] | None:
     types = {f.name: fine_kind_of(f.type) for f in schema} | parts
     _check_case(source, list(types))
     return types
+
+
+# the first and last bytes of a file of each format (an ORC file ends with its magic and a
+# byte, its postscript's length)
+_MAGIC = {"parquet": (b"PAR1", slice(-4, None), b"PAR1", "a Parquet"),
+          "orc": (b"ORC", slice(-4, -1), b"ORC", "an ORC")}
+
+
+def _check_not_binary(source: m.Table) -> None:
+    """Raise at source.path when a local CSV or JSON table's first data file is a Parquet
+    or ORC file (`format: csv` over `flights.parquet`): Spark read its bytes as text,
+    validate said ok, and capture named binary garbage as the source's columns."""
+    fmt = source.resolved_format
+    if fmt not in ("csv", "json") or not is_local(source.path):
+        return
+    path = Path(source.path.removeprefix("file://"))
+    try:
+        first = path if path.is_file() else next(iter(data_files(path)), None)
+        if first is None or first.stat().st_size < 8:
+            return
+        with open(first, "rb") as f:
+            head = f.read(4)
+            f.seek(-4, os.SEEK_END)
+            tail = f.read(4)
+    except OSError:
+        return  # (left to Spark, which says what it cannot read)
+    for real, (start, end, magic, a_file) in _MAGIC.items():
+        if head.startswith(start) and tail[end] == magic:
+            try:  # (a text file may start and end so: one that pyarrow reads is no text)
+                ds.dataset(first, format=real).schema  # noqa: B018
+            except (OSError, pa.ArrowInvalid):
+                return
+            which = "it" if first == path else f"its file {first.name}"
+            hint = (f"leave format out: the extension says {real}" if m.format_of(first.name) == real
+                    else f"set format: {real}")
+            raise source_error(source, f"{which} is {a_file} file, but the format is {fmt}", hint)
 
 
 def _check_case(source: m.Table, names: list[str]) -> None:
