@@ -331,6 +331,10 @@ bad/name_number.yaml:1: name: expected a string, got 2001
     ("view_type_number.yaml", """\
 bad/view_type_number.yaml:6: views[0].type: unknown view type '3'
     view types: histogram, temporal, categorical, heatmap"""),
+    ("view_type_empty.yaml", """\
+bad/view_type_empty.yaml:6: views[0].type: expected a view type, got nothing
+    view types: histogram, temporal, categorical, heatmap
+    hint: write one of the view types above, e.g. type: histogram"""),
     ("aggregate_not_mapping.yaml", """\
 bad/aggregate_not_mapping.yaml:9: views[0].aggregate: expected a mapping, got 'sum'
     aggregate accepts: op, field, p, method

@@ -131,7 +131,12 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         loc = (*loc, "type")
         tags = re.findall(r"'([^']*)'", ctx.get("expected_tags", "")) or list(m.BRUSHES_BY_TYPE)
-        if kind == "union_tag_invalid":
+        if kind == "union_tag_invalid" and ((written := _value_at(loc, raw)) is None
+                                            or isinstance(written, list | dict)):
+            # (pydantic's tag is its text: `type:` read "unknown view type 'None'")
+            msg = f"expected a view type, got {show(written)}"
+            hint = "write one of the view types above, e.g. type: histogram"
+        elif kind == "union_tag_invalid":
             msg = f"unknown view type {ctx.get('tag')!r}"
             hint = did_you_mean(str(ctx.get("tag")), tags, cutoff=0.85) or \
                 _OTHER_CHARTS.get(str(ctx.get("tag")).lower(), "")
