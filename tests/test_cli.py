@@ -316,6 +316,28 @@ def test_a_bad_engine_budget_in_the_environment_names_the_variable(variable, com
     assert f"error: {variable}: a memory size is a number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("BRUSHFIRE_SPARK_MASTER", "localhost", "'localhost' is not a Spark master URL"),
+    ("BRUSHFIRE_DRIVER_MEMORY", "8gb", "'8gb' is not a Java heap size"),
+])
+@pytest.mark.parametrize("command", ["capture", "serve", "demo", "profile"])
+def test_a_bad_spark_setting_in_the_environment_names_the_variable(variable, value, expected, command,
+                                                                   monkeypatch, capsys):
+    """Spark's launcher failed on them with a Java stack trace, after the spec was loaded,
+    and said 'is Java 17+ installed?'."""
+    import brushfire.cli as cli
+
+    def started(_):
+        msg = f"{command} started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(cli, f"_{command}", started)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit):
+        main([command, GOOD])
+    assert f"error: {variable}: {expected}" in capsys.readouterr().err
+
+
 def test_validate_explains_how_a_relative_source_path_resolves(tmp_path, monkeypatch, capsys):
     (tmp_path / "specs").mkdir()
     (tmp_path / "data").mkdir()

@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         args.memory_budget = _budget_from_environment(parser)
     if args.command in ("serve", "demo", "bench"):  # (read by the sessions these open)
         _engine_budgets_from_environment(parser)
+    if args.command in ("capture", "serve", "demo", "profile"):  # (they may start Spark)
+        _spark_from_environment(parser, args)
     try:
         return {"validate": _validate, "plan": _plan, "schema": _schema, "profile": _profile, "capture": _capture,
                 "demo": _demo, "serve": _serve, "bench": _bench}[
@@ -241,6 +243,25 @@ def _engine_budgets_from_environment(parser: argparse.ArgumentParser) -> None:
             environ_size(name)
         except BrushfireError as e:
             parser.error(str(e))
+
+
+_JVM_MEMORY = re.compile(r"[1-9]\d*[kmgt]?", re.IGNORECASE)  # as the JVM's -Xmx takes it
+
+
+def _spark_from_environment(parser: argparse.ArgumentParser, args) -> None:
+    """BRUSHFIRE_SPARK_MASTER (unless --spark-master) and BRUSHFIRE_DRIVER_MEMORY, checked
+    before anything starts: Spark's launcher failed on them with a Java stack trace and
+    'is Java 17+ installed?', after the spec was loaded and any other work done."""
+    master = os.environ.get("BRUSHFIRE_SPARK_MASTER")
+    if master and getattr(args, "spark_master", None) is None:
+        try:
+            spark_master(master)
+        except argparse.ArgumentTypeError as e:
+            parser.error(f"BRUSHFIRE_SPARK_MASTER: {e}")
+    memory = os.environ.get("BRUSHFIRE_DRIVER_MEMORY")
+    if memory is not None and not _JVM_MEMORY.fullmatch(memory):
+        parser.error(f"BRUSHFIRE_DRIVER_MEMORY: {memory!r} is not a Java heap size: a whole number "
+                     "with k, m, g or t, e.g. 8g or 512m")
 
 
 def _budget_from_environment(parser: argparse.ArgumentParser) -> str | None:
