@@ -1346,6 +1346,36 @@ def test_a_folder_without_format_takes_the_format_its_files_share(tmp_path) -> N
         load_dashboard(spec_over("rows"))
 
 
+def test_a_folder_of_several_formats_or_none_says_what_it_holds(tmp_path) -> None:
+    """A folder without format whose files share no format said only "'rows' has no
+    extension" (and "'.' has extension '.'"); then `format: csv`, as its hint asked, read
+    the README in the folder as CSV rows."""
+    def problem(folder: str) -> str:
+        spec = tmp_path / "d.yaml"
+        spec.write_text(f"name: s\nsource: {{path: {folder}}}\nviews:\n"
+                        "  - {name: c, type: categorical, field: k}\n")
+        with pytest.raises(SpecError) as e:
+            load_dashboard(spec)
+        return str(e.value)
+
+    (tmp_path / "rows").mkdir()
+    for name in ("a.csv", "b.csv", "README.md"):
+        (tmp_path / "rows" / name).write_text("k\na\n")
+    assert problem("rows") == (
+        f"{tmp_path / 'd.yaml'}:2: source.path: cannot tell the source's format: 'rows' has no "
+        "extension, and the folder's data files are of several formats (csv: 2 files, md: README.md)\n"
+        "    formats: parquet, csv, json, orc, delta\n"
+        "    hint: add format: csv to source, and move the files of other formats out of the folder "
+        "(Spark reads every file in it as that format)")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_text("")  # not data, as Spark lists a folder
+    assert problem("empty").startswith(
+        f"{tmp_path / 'd.yaml'}:2: source.path: cannot tell the source's format: 'empty' has no "
+        "extension, and the folder holds no data files\n")
+    assert "source.path: cannot tell the source's format: '.' has no extension, and the folder's " \
+        "data files are of several formats (" in problem(".")
+
+
 def test_compressed_csv_and_json_files_are_read_by_the_extension_before_their_codec(tmp_path) -> None:
     """`day.csv.gz` is a CSV file Spark decompresses as it reads: validate said it could not
     tell the format of '.gz' and asked for `format: parquet`; a folder of them too."""

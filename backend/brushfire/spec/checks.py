@@ -158,24 +158,60 @@ def check_profile_columns(dash: m.DashboardSpec, columns) -> None:
                              "give the check another name: name: <identifier>")
 
 
-def check_source(dash: m.DashboardSpec) -> list[tuple[Loc, str, str]]:
+def check_source(dash: m.DashboardSpec, base_dir: str | Path | None = None) -> list[tuple[Loc, str, str]]:
     """The source's format, and each join's, must be given or follow from the path's
-    extension."""
-    out = _table_problems(dash.source, ("source",), "the source's", "source")
+    extension (a local folder's, under `base_dir`: its data files')."""
+    out = _table_problems(dash.source, ("source",), "the source's", "source", base_dir)
     for i, j in enumerate(dash.source.joins):
-        out += _table_problems(j, ("source", "joins", i), f"the {j.name} join's", f"source.joins[{i}]")
+        out += _table_problems(j, ("source", "joins", i), f"the {j.name} join's", f"source.joins[{i}]",
+                               base_dir)
     return out
 
 
-def _table_problems(table: m.Table, loc: Loc, whose: str, where: str) -> list[tuple[Loc, str, str]]:
+def _table_problems(table: m.Table, loc: Loc, whose: str, where: str,
+                    base_dir: str | Path | None = None) -> list[tuple[Loc, str, str]]:
     if not table.path.strip():
         return [((*loc, "path"), "the path is empty", "give the file or directory to read")]
     if table.format is None and table.resolved_format not in _FORMATS:
-        name = table.path.rstrip("/").rsplit("/", 1)[-1]
-        ext = f"extension '.{name.rsplit('.', 1)[-1]}'" if "." in name else "no extension"
-        msg = f"cannot tell {whose} format: {name!r} has {ext}" + choices_phrase("formats", _FORMATS)
-        return [((*loc, "path"), msg, _format_hint(table.resolved_format, where))]
+        name = table.path.rstrip("/").rsplit("/", 1)[-1] or table.path
+        dotted = "." in name.strip(".")  # ('.' and '..' are folders, not extensions)
+        ext = f"extension '.{name.rsplit('.', 1)[-1]}'" if dotted else "no extension"
+        msg = f"cannot tell {whose} format: {name!r} has {ext}"
+        hint = _format_hint(table.resolved_format, where)
+        if (folder := _folder_files(table, where, base_dir)) is not None:
+            msg, hint = msg + folder[0], folder[1]
+        return [((*loc, "path"), msg + choices_phrase("formats", _FORMATS), hint)]
     return []
+
+
+def _folder_files(table: m.Table, where: str, base_dir: str | Path | None) -> tuple[str, str] | None:
+    """(what follows "'data' has no extension", hint) for a table whose path is a local
+    folder that says no format: its data files are of several formats, or none; else None.
+    (Without it, `format: csv` as the hint asked read a README in the folder as CSV.)"""
+    from brushfire.spec.loader import _local_path, data_files
+
+    folder = _local_path(table, base_dir)
+    try:
+        if folder is None or not folder.is_dir():
+            return None
+        files = data_files(folder)
+    except OSError:
+        return None
+    if not files:
+        return (", and the folder holds no data files",
+                "fix the path, or put the data files in the folder (Spark reads every file in it "
+                "but names starting with '_' or '.')")
+    kinds: dict[str, list[Path]] = {}
+    for f in files:
+        kinds.setdefault(m.format_of(f.name) if "." in f.name else "(none)", []).append(f)
+    order = sorted(kinds, key=lambda k: (-len(kinds[k]), k not in _FORMATS, k))  # (readable first)
+    held = ", ".join(f"{k}: {len(kinds[k]):,} files" if len(kinds[k]) > 1
+                     else f"{k}: {kinds[k][0].relative_to(folder)}" for k in order[:4])
+    more = f", and {len(order) - 4} more" if len(order) > 4 else ""
+    known = next((k for k in order if k in _FORMATS), "parquet (or csv, json, orc)")
+    return (f", and the folder's data files are of several formats ({held}{more})",
+            f"add format: {known} to {where}, and move the files of other formats out of the folder "
+            "(Spark reads every file in it as that format)")
 
 
 _UNREAD_FORMATS = {  # extensions of tables Spark does not read: what to do instead

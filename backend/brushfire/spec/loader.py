@@ -105,7 +105,7 @@ def parse_dashboard(
     problems = [
         SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint)
         for loc, msg, hint in (unset + check_references(dash) + check_profile(dash)
-                               + (check_source(dash) if not unset else []) + check_joins(dash)
+                               + (check_source(dash, base_dir) if not unset else []) + check_joins(dash)
                                + check_expressions(dash))
     ]
     if not problems:
