@@ -701,6 +701,34 @@ def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_pa
     assert "lineage cached in" in run.stdout
 
 
+def test_a_derived_column_failing_on_a_row_is_its_message_without_sparks_stack_traces(small_parquet,
+                                                                                     tmp_path):
+    """A task failing in ANSI mode (x / 0) ends the capture with the message naming the
+    derived column; before it, Spark's executor and task-set logs wrote a Java stack trace
+    per attempt (some 80 lines) to the terminal."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: zero\nsource:\n  path: {small_parquet}\n  columns:\n    q: \"x / 0\"\n"
+                    "views:\n  - {name: hq, type: histogram, field: q, bin: {step: 10, extent: [0, 100]}}\n")
+    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
+    run = subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
+                          "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
+                          "--spark-master", "local[1]"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+    assert run.returncode == 1, run.stderr
+    lines = [line for line in run.stderr.splitlines()
+             if line != "WARNING: Using incubator modules: jdk.incubator.vector"
+             and not re.fullmatch(r"\[ *\d+\.\ds\] \S.*", line)]
+    assert lines[0].startswith(f"brushfire: {spec}:5: source.columns.q: Spark fails on a row: "
+                               "Division by zero."), run.stderr
+    assert lines[1:] == ["    hint: try_divide(a, b) is null where b is 0 (Spark's ANSI mode fails "
+                         "on a / 0)"], run.stderr
+
+
 # --- help texts ------------------------------------------------------------------------------
 
 
