@@ -1078,6 +1078,22 @@ def test_a_file_name_too_long_for_the_file_system_is_an_error_at_its_path(tmp_pa
         load_dashboard(spec)
 
 
+def test_a_json_spec_indented_with_tabs_is_read_with_its_lines() -> None:
+    """JSON is YAML, but PyYAML refused a tab-indented JSON spec (JSON.stringify(spec,
+    null, "\\t")) as "not valid YAML ... indent with spaces, not tabs"."""
+    import json
+
+    spec = {"name": "j", "title": "a\tb", "source": {"path": "f.parquet"},
+            "views": [{"name": "c", "type": "categorical", "field": "k"}]}
+    dash = parse_dashboard(json.dumps(spec, indent="\t"), filename="d.json")
+    assert (dash.title, dash.views[0].field) == ("a\tb", "k")  # (a string's tab is JSON's escape)
+    spec["views"][0]["titel"] = "x"
+    with pytest.raises(SpecError, match=r"^d\.json:12: views\[0\]\.titel: unknown key 'titel'"):
+        parse_dashboard(json.dumps(spec, indent="\t"), filename="d.json")
+    with pytest.raises(SpecError, match="indent with spaces, not tabs"):  # (YAML, not JSON)
+        parse_dashboard("name: j\n\tviews: []\n", filename="d.yaml")
+
+
 def test_an_unquoted_date_or_time_is_read_as_its_iso_text() -> None:
     """YAML reads `2012-01-01` as a date and `2012-06-01 10:30:00` as a time, where a spec
     takes times as ISO text: a time parameter's natural default was refused with

@@ -5,6 +5,7 @@ exponentially through aliases is refused before it is built).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -27,6 +28,7 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
     composer is recursive) and aliases expanding to more than MAX_NODES values (a
     "billion laughs" document is a few lines that expand to billions of values).
     """
+    text = _json_tabs_as_spaces(text)
     try:
         _check_depth(text, filename)
         loader = yaml.SafeLoader(text)
@@ -42,6 +44,20 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
     except yaml.YAMLError as e:
         raise SpecError([_yaml_problem(e, text, filename)]) from None
     return node, raw
+
+
+def _json_tabs_as_spaces(text: str) -> str:
+    """A JSON spec indented with tabs (JSON.stringify(spec, null, "\\t")) as the same
+    document indented with spaces. JSON is YAML, but PyYAML refuses a tab that indents
+    ("indent with spaces, not tabs"); in valid JSON a tab is only ever white space between
+    tokens (a string holds it as the escape \\t), so each one becomes a space, on its line."""
+    if "\t" not in text or not text.lstrip("\ufeff \t\r\n").startswith("{"):
+        return text
+    try:
+        json.loads(text)
+    except ValueError:
+        return text  # (not JSON: YAML says what is wrong, at its line)
+    return text.replace("\t", " ")
 
 
 _BOOL = "tag:yaml.org,2002:bool"
