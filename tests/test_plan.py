@@ -162,3 +162,39 @@ def test_a_joins_columns_read_include_a_chains_on_and_its_filters(tmp_path) -> N
         "column or a static filter)",
         "columns read: b.nat (read by a join's on, a derived column or a static filter)",
         "columns read: an.nname (keyed like the source's own)"], lines
+
+
+def test_a_copy_budget_of_0_gives_no_filter_a_copy():
+    """The plan said a copy is 'built at capture ... unless ... the copies pass their
+    budget (0 MB ...)' of a budget no copy fits."""
+    from brushfire.plan import explain
+
+    d = {"name": "nocopy", "source": {"path": "data/none.parquet"}, "views": [hist("a"), hist("b")],
+         "interactions": {"crossfilter": [{"views": ["a", "b"]}]}, "workload": {"copy_budget": 0}}
+    copies = [line for line in explain(plan_capture(parse_dashboard(d))).splitlines()
+              if "clustered key copy" in line]
+    assert copies == ["    clustered key copy: none: the workload's copy_budget is 0"] * 2
+
+
+@pytest.mark.parametrize(("workload", "expected"), [
+    ({}, "a copy of value:x"),
+    ({"workload": {"copy_budget": 0}}, "none"),
+])
+def test_captures_plan_says_which_copies_the_capture_built(small_parquet, tmp_path, workload, expected):
+    """`brushfire capture` printed the plan's 'built at capture ..., unless ...' under each
+    filter, then 'none — over the copy budget' of the same dims below it."""
+    import pyarrow.parquet as pq
+
+    from brushfire.capture.local import capture_table
+    from brushfire.cli import copy_choices
+    from brushfire.plan import explain
+
+    dash = parse_dashboard({"name": "copies", "source": {"path": str(small_parquet)},
+                            "views": [hist("a", field="x"), cat("k", field="cat")],
+                            "interactions": {"crossfilter": [{"views": ["a", "k"]}]}, **workload})
+    plan = plan_capture(dash)
+    store = capture_table(plan, pq.read_table(small_parquet), tmp_path)
+    copied = {store.layout.dims[d].name: got for d, got, _ in copy_choices(store)}
+    said = explain(plan, store.n_rows, layout=store.layout, copies=copied)
+    line = next(line for line in said.splitlines() if "clustered key copy" in line)
+    assert line == f"    clustered key copy: {expected} (clustered key copies, below, say why)"

@@ -501,7 +501,8 @@ def _capture(args) -> int:
     print(f"mode: {mode}")
     for note in store.layout.notes:
         print(f"  {note}")
-    print(explain(plan, store.n_rows, layout=store.layout))
+    copied = {store.layout.dims[d].name: got for d, got, _ in copy_choices(store)}
+    print(explain(plan, store.n_rows, layout=store.layout, copies=copied))
     print("\nwhat this capture reused and rebuilt:")
     for change in store.info.changes:
         print(f"  {change}")
@@ -537,15 +538,22 @@ def _capture(args) -> int:
     return 0
 
 
-def copies_text(store, nbytes: dict[str, int]) -> str:
-    """What `brushfire capture` says of the clustered key copies: what each dim got and
-    why (engine/copies.py `choices`), and their bytes."""
+def copy_choices(store) -> list[tuple[int, bool, str]]:
+    """(dim, whether it got a clustered key copy, why) of each dim, as the capture chose
+    (the spec's workload, its trace and budget: its manifest), else as engine/copies.py
+    `choices` would."""
     from brushfire.engine.copies import choices
 
     record = (store.manifest or {}).get("copies") or {}
-    why = record.get("why")  # as the capture chose (the spec's workload, its trace and budget)
-    chosen = [(int(d), int(d) in record.get("dims", []), w) for d, w in why.items()] if why \
+    why = record.get("why")
+    return [(int(d), int(d) in record.get("dims", []), w) for d, w in why.items()] if why \
         else choices(store.layout)
+
+
+def copies_text(store, nbytes: dict[str, int]) -> str:
+    """What `brushfire capture` says of the clustered key copies: what each dim got and
+    why (engine/copies.py `choices`), and their bytes."""
+    chosen = copy_choices(store)
     n = max(1, store.n_rows)
     total = sum(v for k, v in nbytes.items() if k.startswith("_copy "))
     lines = [f"\nclustered key copies (stored with the lineage, memory-mapped; a filter's change "

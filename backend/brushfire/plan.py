@@ -226,6 +226,8 @@ def copy_text(plan: CapturePlan, name: str) -> str:
     """What filter `name`'s dim gets as `brushfire plan` says it, before the layout's sizes
     are known (`brushfire capture` says what it got)."""
     w = plan.workload
+    if w is not None and w.copy_budget == 0:
+        return "none: the workload's copy_budget is 0"
     if w is None or w.copy_budget is None:
         budget = f" ({DEFAULT_BUDGET})"
     else:
@@ -241,13 +243,25 @@ def copy_text(plan: CapturePlan, name: str) -> str:
 
 
 def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int] | None = None,
-            layout=None, bins: dict[str, list] | None = None) -> str:
+            layout=None, bins: dict[str, list] | None = None,
+            copies: dict[str, bool] | None = None) -> str:
     """An EXPLAIN-style description of the plan: per view, what is captured and why.
     With the capture's `layout` (lineage/layout.py), also how each need is stored; with
-    it or `bins` ({view: its bins as capture recorded them}), which bins maxbins chose."""
+    it or `bins` ({view: its bins as capture recorded them}), which bins maxbins chose;
+    with `copies` ({dim: whether the capture gave it a clustered key copy}), what each
+    filter's dims got, where the plan alone says what they may get."""
     if layout is not None:
         bins = {v.name: v.bins for v in layout.views}
     nbytes = nbytes or {}
+
+    def copy_line(name: str, f: Filter) -> str:
+        if copies is None or layout is None:
+            return f"    clustered key copy: {copy_text(plan, name)}"
+        dims = [d.name for d in _filter_dims(layout, f) if d.name in copies]
+        got = [d for d in dims if copies[d]]
+        what = (f"a copy of {', '.join(got)}" if got else "none") if dims else "none (no dim of its own)"
+        return f"    clustered key copy: {what} (clustered key copies, below, say why)"
+
     lines = [f"capture plan for dashboard '{plan.dashboard.name}'"
              + (f" ({n_rows:,} rows)" if n_rows is not None else "")]
     lines += _joins_text(plan)
@@ -274,7 +288,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
             if f.cube_targets:
                 lines.append(f"    cubes (group-by push-down): {vp.name} keys × bars of "
                              + ", ".join(f.cube_targets))
-            lines.append(f"    clustered key copy: {copy_text(plan, vp.name)}")
+            lines.append(copy_line(vp.name, f))
         if vp.bar_index:
             why = "linked highlighting" if vp.name in plan.highlight_sources else "details on demand"
             lines.append(f"    bar → rows index: kept for {why}")
@@ -284,7 +298,7 @@ def explain(plan: CapturePlan, n_rows: int | None = None, nbytes: dict[str, int]
         if f.kind.startswith("param"):
             lines.append(f"  parameter {f.name}: {_index_text(f)} (data skipping)"
                          + (f" — {_dims_text(layout, f)}" if layout is not None else ""))
-            lines.append(f"    clustered key copy: {copy_text(plan, f.name)}")
+            lines.append(copy_line(f.name, f))
             if f.name in nbytes:
                 lines.append(f"    bytes: {nbytes[f.name]:,}")
     if plan.detail_columns:
@@ -366,15 +380,20 @@ def _index_text(f: Filter) -> str:
 
 
 def _dims_text(layout, f: Filter) -> str:
-    parts = []
+    return "; ".join(_dim_text(d) for d in _filter_dims(layout, f))
+
+
+def _filter_dims(layout, f: Filter) -> list:
+    """The layout's dims of filter `f`."""
+    out = []
     for name in f.dim_names:
         d = next((d for d in layout.dims if d.name == name), None)
         if d is None and name.startswith("bars:"):  # a view sharing another's bars dim
             v = next((v for v in layout.views if f"bars:{v.name}" == name and v.code_dims), None)
             d = layout.dims[v.code_dims[0]] if v is not None else None
         if d is not None:
-            parts.append(_dim_text(d))
-    return "; ".join(parts)
+            out.append(d)
+    return out
 
 
 def _dim_text(d) -> str:
