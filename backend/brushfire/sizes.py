@@ -39,5 +39,11 @@ def environ_size(name: str) -> int | None:
 
 
 def format_size(n: int) -> str:
-    """Bytes as a person reads them: '512 MB', '2.50 GB' (binary units, as parse_size's)."""
-    return f"{n / (1 << 30):.2f} GB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MB"
+    """Bytes as a person reads them: '512 MB', '2.50 GB', '240 KB', '900 bytes' (binary
+    units, as parse_size's; a copy of 0.24 MB over a budget of 100 KB read "about 0 MB"
+    over "0 MB")."""
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GB"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.0f} MB"
+    return f"{n / (1 << 10):.0f} KB" if n >= 1 << 10 else f"{n:,} bytes"
