@@ -626,6 +626,14 @@ def test_missing_file() -> None:
     assert str(info.value).endswith("no_such_spec.yaml: cannot read spec: No such file or directory")
 
 
+def test_a_folder_given_as_a_spec_says_to_give_its_spec_files(tmp_path) -> None:
+    """`brushfire validate dashboards` said only "cannot read spec: Is a directory"."""
+    with pytest.raises(SpecError) as info:
+        load_dashboard(tmp_path)
+    assert str(info.value) == (f"{tmp_path}: cannot read spec: it is a folder, not a spec file\n"
+                               f"    hint: give the spec files in it, e.g. {tmp_path / '*.yaml'}")
+
+
 def test_dict_specs_have_no_lines() -> None:
     raw = yaml.safe_load((HERE / "bad" / "unknown_view_crossfilter.yaml").read_text())
     with pytest.raises(SpecError) as info:

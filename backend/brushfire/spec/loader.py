@@ -49,6 +49,10 @@ def load_dashboard(path: str | Path) -> m.DashboardSpec:
     path = Path(path)
     try:
         data = path.read_bytes()
+    except IsADirectoryError:  # (`brushfire validate dashboards`: "Is a directory", no more)
+        msg = "cannot read spec: it is a folder, not a spec file"
+        hint = f"give the spec files in it, e.g. {path / '*.yaml'}"
+        raise SpecError([SpecProblem(str(path), None, "", msg, hint)]) from None
     except OSError as e:
         msg = f"cannot read spec: {e.strerror or e}"
         raise SpecError([SpecProblem(str(path), None, "", msg)]) from None
