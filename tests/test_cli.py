@@ -810,3 +810,13 @@ def test_a_missing_source_says_where_the_path_stops_existing(written, hint, tmp_
     assert main(["validate", str(spec)]) == 1
     err = capsys.readouterr().err
     assert err.endswith(f": no such file or directory\n    hint: {hint.format(data=data)}\n"), err
+
+
+def test_version_is_said(capsys):
+    """`brushfire --version` said 'the following arguments are required: COMMAND'."""
+    import brushfire
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"brushfire {brushfire.__version__}\n"

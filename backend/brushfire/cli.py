@@ -50,6 +50,9 @@ def _environment() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="brushfire", description=DESCRIPTION, epilog=_environment(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    from brushfire import __version__
+
+    parser.add_argument("--version", action="version", version=f"brushfire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def command(name: str, text: str, more: str = "") -> argparse.ArgumentParser:
