@@ -235,3 +235,46 @@ def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_pa
         Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
     (folder / "c.csv").unlink()
     assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache
+
+
+
+@pytest.mark.parametrize("fmt, xs, says, hint", [
+    # sp500.csv's dates: the pattern that reads them (the hint gave 'yyyy/MM/dd HH:mm')
+    ("csv", ["Jan 1 2000", "Feb 1 2000", "Mar 1 2000"],
+     "temporal view needs a temporal column: its text is times such as 'Jan 1 2000'",
+     "`x_time: to_timestamp(x, 'MMM d yyyy')`"),
+    # a column of no value (CSV's empty fields, JSON's nulls): Spark types it a string
+    ("csv", ["", "", ""], "it holds no value (Spark types a CSV column of no value as a string)",
+     "`x_number: CAST(x AS DOUBLE)`"),
+    ("json", ["null", "null", "null"], "it holds no value (Spark types a JSON column of no value as "
+     "a string)", "`x_number: CAST(x AS DOUBLE)`"),
+    ("json", ['"1565"', '"12"', '"7.5"'], "its 3 values are numbers written as text",
+     "`x_number: CAST(x AS DOUBLE)`"),
+    ("csv", ["n/a", "12", "7.5"], "1 of its 3 values are not numbers, e.g. 'n/a'",
+     "`x_number: try_cast(x AS DOUBLE)` (null where the text is no number)"),
+])
+def test_a_text_column_a_histogram_needs_says_what_its_text_holds(spark, tmp_path, fmt, xs, says, hint):
+    """A view that needs a number or a time over a column Spark reads as text was refused
+    with 'column x is a string column' alone: of a column with no value (Spark types CSV's
+    empty fields and JSON's nulls as strings), of numbers written as text (vega-datasets'
+    wheat.json has "year": "1565") or with 'n/a' among them the analyst could not tell why,
+    and dates such as 'Jan 1 2000' got the pattern of other text. The message says what
+    the text holds, and the hint the derived column that reads it."""
+    if fmt == "json":
+        body = "".join(f'{{"x": {x}, "cat": "c{i}"}}\n' for i, x in enumerate(xs))
+    else:
+        body = "x,cat\n" + "".join(f"{x},c{i}\n" for i, x in enumerate(xs))
+    data = tmp_path / f"t.{fmt}"
+    data.write_text(body)
+    spec = {"name": "texted", "source": {"path": str(data)},
+            "views": [{"name": "hx", "type": "histogram", "field": "x", "bin": {"step": 10}},
+                      {"name": "cat", "type": "categorical", "field": "cat"}]}
+    if "temporal" in says:
+        spec["views"][0] = {"name": "tx", "type": "temporal", "field": "x", "unit": "month"}
+    else:
+        says = f"histogram view needs a number column: {says}"
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    message = str(info.value)
+    assert f"views[0].field: column 'x' is a string column, but a {says}\n" in message, message
+    assert hint in message, message

@@ -283,7 +283,9 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     try:
         check_columns(dash, {**dim_kinds, **kinds}, derived=derived)
     except SpecError as e:
-        raise _typed_by_files(spark, dash, e, kinds) if paths is None else e from None
+        if paths is not None:
+            raise
+        raise _text_explained(df, dash, _typed_by_files(spark, dash, e, kinds), kinds) from None
     types = {name: fields[name].simpleString().upper() for name in src.columns}
     if paths is None:  # (said once, for the whole source)
         for w in expression_warnings(dash, source_kinds, types):
@@ -614,6 +616,69 @@ def _typed_by_files(spark, dash: m.DashboardSpec, error: SpecError, kinds: dict[
                 break
         problems.append(p)
     return SpecError(problems, error.cause)
+
+
+def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str, str]) -> SpecError:
+    """`error` with what a source's text column that a view needs as a number or a time
+    holds, when that is why it is text: no value at all (Spark types a CSV or JSON column
+    without values as a string), numbers written as text (`"year": "1565"` in JSON; 'n/a'
+    among a CSV column's numbers), or dates in a shape the hint's pattern reads ('Jan 1
+    2000'), with the derived column that reads them. One Spark job per column named, only
+    when the check failed."""
+    from pyspark.sql import functions as F
+
+    from brushfire.capture.spark import datetime_pattern
+
+    problems, asked = [], False
+    for p in error.problems:
+        c = next((c for c in kinds if kinds[c] == "string" and c not in dash.source.columns
+                  and p.message.startswith(f"column {c!r} is a string column, but")
+                  and "makes it" not in p.message), None)
+        time = p.message.endswith("needs a temporal column")
+        if c is None or not (time or "needs a number" in p.message):
+            problems.append(p)
+            continue
+        x = F.col(_q(c))
+        number = F.expr(f"try_cast({_q(c)} AS DOUBLE)")
+        try:
+            n, numbers, text, first = df.select(
+                F.count(x), F.count(number), F.first(F.when(number.isNull(), x), ignorenulls=True),
+                F.first(x, ignorenulls=True)).first()
+            asked = True
+        except Exception:  # (Spark cannot read it now: the error as it was)  # noqa: BLE001
+            problems.append(p)
+            continue
+        plain = all(part.isidentifier() for part in c.split("."))
+        f = c if plain else _q(c)
+        name = (f"{c.rsplit('.', 1)[-1]}_time" if plain else "time") if time else \
+            (f"{c.rsplit('.', 1)[-1]}_number" if plain else "number")
+        pattern = datetime_pattern(first) if time and first is not None else None
+        if n == 0:
+            fmt = dash.source.resolved_format
+            what = "it holds no value" + (f" (Spark types a {fmt.upper()} column of no value as a string)"
+                                          if fmt in ("csv", "json") else "")
+            hint = (f"derive a {'timestamp' if time else 'number'} column of it in source.columns, e.g. "
+                    f"`{name}: CAST({f} AS {'TIMESTAMP' if time else 'DOUBLE'})`")
+        elif time and pattern:
+            what = f"its text is times such as {first!r}"
+            hint = (f"derive a timestamp in source.columns, e.g. `{name}: to_timestamp({f}, '{pattern}')` "
+                    f"(or try_to_timestamp: null where the text does not match), and give the view that field")
+        elif time:
+            problems.append(p)
+            continue
+        elif numbers == n:
+            what = f"its {n:,} values are numbers written as text"
+            hint = (f"derive the number in source.columns, e.g. `{name}: CAST({f} AS DOUBLE)`, and "
+                    "give the view that field")
+        elif numbers:
+            what = f"{n - numbers:,} of its {n:,} values are not numbers, e.g. {text!r}"
+            hint = (f"derive the number in source.columns, e.g. `{name}: try_cast({f} AS DOUBLE)` (null "
+                    "where the text is no number), and give the view that field")
+        else:
+            problems.append(p)
+            continue
+        problems.append(SpecProblem(p.file, p.line, p.path, f"{p.message}: {what}", hint))
+    return SpecError(problems, error.cause) if asked else error
 
 
 def _fine_kind(t) -> str:
