@@ -85,3 +85,40 @@ def test_every_record_of_a_json_array_is_a_row(spark, tmp_path) -> None:
         assert not v.caveats, (name, v.caveats)
         s.brush("yield", (40, 50))
         assert s.count_selected() == 2, name
+
+
+def geojson() -> str:  # vega-datasets' earthquakes.json: one object, a feature a line
+    features = [{"type": "Feature", "properties": {"site": r["site"], "yield": r["yield"]}, "id": i}
+                for i, r in enumerate(ROWS)]
+    return ('{"type": "FeatureCollection", "features": [' + ",\n".join(map(json.dumps, features))
+            + '], "bbox": [1, 2]}\n')
+
+
+def a_broken_line() -> str:
+    return json_lines() + '{"site": "Morris", "yield": 12.5, "year": 1932\n'
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name, text, says", [
+    ("geojson", geojson(), r"Spark reads 1 of its 4 lines as no JSON record: '\{\"type\": "
+                           r"\"FeatureCollection\", \"features\": \[.*' in geojson\.json"),
+    ("broken", a_broken_line(), r"Spark reads 1 of its 5 lines as no JSON record: '\{\"site\": \"Morris\", "
+                                r"\"yield\": 12\.5, \"year\": 1932' in broken\.json"),
+    ("pretty", "{\n" + json.dumps(ROWS[0], indent=2)[1:], r"Spark reads its lines as no JSON record"),
+])
+def test_json_text_spark_reads_as_no_record_is_refused(spark, tmp_path, name, text, says) -> None:
+    """Spark's JSON reader keeps a line it cannot read as a record in a `_corrupt_record`
+    column and makes the row's columns null: a GeoJSON file (one object, a feature a line)
+    lost its first feature, a line cut short its record, and the views counted
+    null rows where the data had values, without a word. Capture refuses such a source at
+    its path, naming the text; `mode: DROPMALFORMED` leaves such lines out, as asked."""
+    from brushfire.errors import SpecError
+
+    spec = spec_over(tmp_path, name, text)
+    with pytest.raises(SpecError, match=says) as info:
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    assert ":2: source.path: " in str(info.value) and "DROPMALFORMED" in str(info.value), str(info.value)
+    if name == "broken":
+        dash = Dashboard.open(spec_over(tmp_path, name, text, ", options: {mode: DROPMALFORMED}"),
+                              spark=spark, cache_dir=tmp_path / "cache")
+        assert dash.engine_session().count_selected() == len(ROWS)

@@ -251,6 +251,8 @@ def analyze_source(spark, dash: m.DashboardSpec, warn: Warn | None = None,
     with _spark_problem(lambda text: source_error(src, text, _read_hint(text, src))):
         df = read_raw(spark, src, paths, schema)
         _ = df.schema
+        if paths is None:
+            _refuse_unread_json(df, src)
     source_kinds = {f.name: _fine_kind(f.dataType) for f in df.schema.fields}
     if origin:  # (read before a join: Spark refuses input_file_name() over two tables)
         df = with_row_origin(df)
@@ -403,6 +405,43 @@ def key_as_joined(spark, key_type, on_type) -> str | None:
     except Exception:  # (py4j: a plan of another shape) the key as it is
         return None
     return None if compared == key_type.simpleString() else compared
+
+
+CORRUPT = "_corrupt_record"  # Spark's column of the JSON text it reads as no record
+
+
+def _refuse_unread_json(df, src: m.Source) -> None:
+    """Refuse a JSON source some of whose text Spark reads as no record (PERMISSIVE mode, the
+    default, keeps it in a `_corrupt_record` column and makes the row's columns null): such
+    rows were captured as all-null rows, their data lost without a word. A file of one
+    object (GeoJSON's FeatureCollection, one feature a line) lost its first feature so
+    (the line that opens the object), a line cut short its record. Unless the options say how to read such text
+    (`mode`, `columnNameOfCorruptRecord`). One Spark job, over the sources that have it."""
+    from pyspark.sql import functions as F
+
+    opts = {k.lower() for k in src.reader_options}
+    if src.resolved_format != "json" or CORRUPT not in df.columns or \
+            opts & {"mode", "columnnameofcorruptrecord"}:
+        return
+    bad = F.col(CORRUPT).isNotNull()
+    others = [c for c in df.columns if c != CORRUPT]
+    example = F.first(F.when(bad, F.struct(F.col(CORRUPT), F.col("__bf_file"))), ignorenulls=True)
+    # (Spark refuses a query of raw JSON that reads its corrupt-record column alone; and a
+    # file's name in an aggregate's arguments, but not a column of it)
+    n, total, first = df.withColumn("__bf_file", F.input_file_name()).select(
+        F.sum(bad.cast("long")), F.count(F.lit(1)), example, F.count(F.col(_q(others[0])))).first()[:3] \
+        if others else (None, None, None)
+    if others and not n:
+        return
+    where = f": {first[0].strip()[:80]!r} in {Path(first[1]).name}" if first else ""
+    what = f"{n:,} of its {total:,} lines" if n else "its lines"
+    msg = (f"Spark reads {what} as no JSON record{where} (their rows would be null in every "
+           "view)")
+    hint = ("a JSON source holds one object a line (JSON Lines) or one array of objects; a file of "
+            "one object, such as GeoJSON's FeatureCollection, is no table: write its records one a "
+            "line (e.g. jq -c '.features[]' in.json > out.jsonl); or give options: {mode: "
+            "DROPMALFORMED} to leave such lines out")
+    raise source_error(src, msg, hint)
 
 
 def _flat_fields(df, src: m.Source):
