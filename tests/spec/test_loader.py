@@ -713,6 +713,28 @@ def test_check_columns_on_a_dict_spec() -> None:
     hint: derive a timestamp in source.columns, e.g. `date_time: to_timestamp(date)` (text not in ISO form needs its pattern: to_timestamp(date, 'yyyy/MM/dd HH:mm')), and give the view that field"""
 
 
+@pytest.mark.parametrize("field, hint", [
+    ("properties.mag", "'properties' is a struct column (a nested object): derive its field in "
+                       "source.columns, e.g. `mag: properties.mag`, and give that name here"),
+    ("geometry.coords.depth km", "'geometry' is a struct column (a nested object): derive its field in "
+                                 "source.columns, e.g. `value: geometry.coords.`depth km``, and give that name here"),
+    ("propertie", "did you mean 'properties'?"),
+])
+def test_a_field_of_a_struct_column_gets_the_derived_column_that_reads_it(field, hint) -> None:
+    """A nested JSON object's field named as a view's field (GeoJSON's `properties.mag`) was
+    'not in the source' with 'did you mean 'properties'?', a struct no view takes: the hint
+    is the derived column that reads the field (a field is a column of its own only through
+    a join)."""
+    dash = parse_dashboard({"name": "quakes", "source": {"path": "quakes.json"}, "views": [
+        {"name": "mag", "type": "histogram", "field": field, "bin": {"step": 0.5}}]})
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, {"id": "string", "properties": "nested", "geometry": "nested"})
+    assert str(info.value) == f"""\
+<spec>: views[0].field: column {field!r} is not in the source
+    columns: id, properties, geometry
+    hint: {hint}"""
+
+
 # A parameter's default of a type its field never takes: refused against the schema, before
 # Spark (it was refused only when a session applied it, after the capture).
 DEFAULT_SPEC = """\

@@ -742,8 +742,8 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kind is None:
             msg = f"column {column!r} is not in the source" + choices_phrase("columns", list(known))
-            hint = _separator_hint(dash, column, list(schema)) or did_you_mean(column, list(known)) \
-                or "add it to source.columns as a derived column"
+            hint = _separator_hint(dash, column, list(schema)) or _nested_hint(column, known) \
+                or did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
             is_ = f"a {kind} column" if kind in _KINDS else "a list, map or struct column" \
@@ -812,6 +812,21 @@ def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> st
     shown, was = sep.replace("\t", "\\t"), given.replace("\t", "\\t")
     return (f"the file's first line reads as one column, {own[0]!r}: it looks separated by "
             f"'{shown}', not '{was}'; give source.options: {{sep: \"{shown}\"}}")
+
+
+def _nested_hint(column: str, known: dict[str, str]) -> str:
+    """A field of a struct column ('properties.mag', a nested JSON object's field) named as a
+    column: the derived column that reads it ("" if not so). Fields are columns of their own
+    only through a join (`<join>.<column>`)."""
+    head = next((column[:i] for i, ch in enumerate(column) if ch == "." and known.get(column[:i]) == "nested"),
+                None)
+    if head is None:
+        return ""
+    name = column.rsplit(".", 1)[-1]
+    name = name if name.isidentifier() else "value"
+    path = ".".join(p if p.isidentifier() else f"`{p}`" for p in [head, *column[len(head) + 1:].split(".")])
+    return (f"{head!r} is a struct column (a nested object): derive its field in source.columns, e.g. "
+            f"`{name}: {path}`, and give that name here")
 
 
 def _default_problems(p: m.Parameter, kind: str | None) -> list[tuple[Loc, str, str]]:
