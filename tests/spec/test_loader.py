@@ -735,6 +735,20 @@ def test_a_field_of_a_struct_column_gets_the_derived_column_that_reads_it(field,
     hint: {hint}"""
 
 
+def test_a_csv_header_naming_a_column_twice_says_how_spark_names_them() -> None:
+    """A CSV file whose first line names 'x' twice is read by Spark with columns x1 and x2
+    (each named after its place): a view of 'x' got "did you mean 'x2'?", as if 'x' were
+    misspelt. The hint says why."""
+    dash = parse_dashboard({"name": "twice", "source": {"path": "twice.csv"}, "views": [
+        {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1}}]})
+    with pytest.raises(SpecError) as info:
+        check_columns(dash, {"_c0": "int", "x1": "int", "X2": "double", "y": "string"})
+    assert str(info.value) == """\
+<spec>: views[0].field: column 'x' is not in the source
+    columns: _c0, x1, X2, y
+    hint: the file's first line names 'x' 2 times: Spark names each after its place (x1, X2); name the one meant, or rename them in the file"""
+
+
 # A parameter's default of a type its field never takes: refused against the schema, before
 # Spark (it was refused only when a session applied it, after the capture).
 DEFAULT_SPEC = """\

@@ -743,6 +743,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         elif kind is None:
             msg = f"column {column!r} is not in the source" + choices_phrase("columns", list(known))
             hint = _separator_hint(dash, column, list(schema)) or _nested_hint(column, known) \
+                or _repeated_hint(dash, column, list(schema)) \
                 or did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
@@ -812,6 +813,20 @@ def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> st
     shown, was = sep.replace("\t", "\\t"), given.replace("\t", "\\t")
     return (f"the file's first line reads as one column, {own[0]!r}: it looks separated by "
             f"'{shown}', not '{was}'; give source.options: {{sep: \"{shown}\"}}")
+
+
+def _repeated_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> str:
+    """A CSV source whose first line names `column` more than once (or in two cases): Spark
+    names each after its place, `x1` and `x2` for the second and third ("" if not so)."""
+    if dash.source.resolved_format != "csv":
+        return ""
+    low = column.lower()
+    copies = [c for c in schema if c.lower().startswith(low) and c[len(low):].isdigit()
+              and dash.source.join_of(c) is None]
+    if len(copies) < 2:
+        return ""
+    return (f"the file's first line names {column!r} {len(copies)} times: Spark names each after its place "
+            f"({', '.join(copies)}); name the one meant, or rename them in the file")
 
 
 def _nested_hint(column: str, known: dict[str, str]) -> str:
