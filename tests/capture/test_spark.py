@@ -373,3 +373,24 @@ def test_input_splits_without_rows_leave_no_shards(spark, tmp_path):
 
     assert sorted(p.name for p in (split.directory / "shards").iterdir()) == \
         sorted(s["name"] for s in read_manifest(split.directory)["shards"])
+
+
+DATETIME_TEXTS = [  # a text, its pattern, the time it reads as
+    ("2010/01/31 00:47", "yyyy/MM/dd HH:mm", "2010-01-31 00:47:00"),
+    ("Jan 1 2000", "MMM d yyyy", "2000-01-01 00:00:00"),
+    # the shapes whose failure gave the example 'yyyy/MM/dd HH:mm' instead of their pattern
+    ("1/31/2010", "M/d/yyyy", "2010-01-31 00:00:00"),
+    ("01/31/2010 10:05", "M/d/yyyy HH:mm", "2010-01-31 10:05:00"),
+    ("31.01.2010", "d.M.yyyy", "2010-01-31 00:00:00"),
+    ("June 12, 1998", "MMMM d, yyyy", "1998-06-12 00:00:00"),
+    ("12/31/1999 23:59:59.125", "M/d/yyyy HH:mm:ss.SSS", "1999-12-31 23:59:59.125"),
+]
+
+
+@pytest.mark.parametrize("text, pattern, time", DATETIME_TEXTS)
+def test_the_pattern_of_a_datetime_text_reads_it(spark, text, pattern, time):
+    """A derived column's to_timestamp over text Spark cannot read names the pattern that
+    reads it (docs/spec.md, "Expressions"): US dates, day-first dates, a month's full name
+    and fractions of a second got an example pattern of another shape."""
+    assert sp.datetime_pattern(text) == pattern
+    assert spark.sql(f"SELECT CAST(to_timestamp('{text}', '{pattern}') AS STRING)").first()[0] == time

@@ -709,17 +709,28 @@ def row_error_hint(text: str, source: m.Source, loc: tuple) -> str:
             "try_to_timestamp, try_divide, try_add) give null instead")
 
 
+def _month_day(g) -> str:
+    """'1/31/2010' (the US order) is 'M/d/yyyy'; '31/1/2010', whose first number is no
+    month, 'd/M/yyyy' (one letter reads one digit or two: '01' too)."""
+    return f"d{g[2]}M{g[2]}yyyy" if int(g[1]) > 12 else f"M{g[2]}d{g[2]}yyyy"
+
+
 _PATTERN_PARTS = [  # a datetime text's shapes, as Spark's datetime patterns
     (re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})"),  # one letter: one digit or two
      lambda g: f"yyyy{g[2]}{'MM' if len(g[3]) == 2 else 'M'}{g[2]}{'dd' if len(g[4]) == 2 else 'd'}"),
-    (re.compile(r"^([A-Z][a-z]{2}) (\d{1,2}),? (\d{4})"), lambda g: "MMM d, yyyy" if "," in g[0] else "MMM d yyyy"),
+    (re.compile(r"^(\d{1,2})([-/.])(\d{1,2})\2\d{4}"), _month_day),
+    # 'Jan 1 2000' (MMM), 'June 12, 1998' (MMMM: a month's full name)
+    (re.compile(r"^([A-Z][a-z]{2,8}) (\d{1,2}),? (\d{4})"),
+     lambda g: f"{'MMM' if len(g[1]) == 3 else 'MMMM'} d{',' if ',' in g[0] else ''} yyyy"),
 ]
-_TIME_PARTS = [(re.compile(r"^[ T](\d{1,2}):(\d{2}):(\d{2})$"), ":ss"), (re.compile(r"^[ T](\d{1,2}):(\d{2})$"), "")]
+_TIME_PARTS = [(re.compile(r"^[ T](\d{1,2}):(\d{2}):(\d{2})(\.\d{1,9})?$"), ":ss"),
+               (re.compile(r"^[ T](\d{1,2}):(\d{2})$"), "")]
 
 
 def datetime_pattern(value: str) -> str | None:
     """Spark's datetime pattern of a common date or time text ('2010/01/31 00:00':
-    'yyyy/MM/dd HH:mm'; 'Jan 1 2000': 'MMM d yyyy'), or None."""
+    'yyyy/MM/dd HH:mm'; 'Jan 1 2000': 'MMM d yyyy'; '1/31/2010 10:00:00.5': 'M/d/yyyy
+    H:mm:ss.S'), or None."""
     for shape, pattern in _PATTERN_PARTS:
         if (found := shape.match(value)) is None:
             continue
@@ -729,7 +740,9 @@ def datetime_pattern(value: str) -> str | None:
         for time_shape, seconds in _TIME_PARTS:
             if (t := time_shape.match(rest)) is not None:
                 hours = "HH" if len(t[1]) == 2 else "H"
-                return f"{date_part}{' ' if rest[0] == ' ' else chr(39) + 'T' + chr(39)}{hours}:mm{seconds}"
+                fraction = "." + "S" * (len(t[4]) - 1) if seconds and t[4] else ""  # ('.123': '.SSS')
+                return (f"{date_part}{' ' if rest[0] == ' ' else chr(39) + 'T' + chr(39)}{hours}:mm"
+                        f"{seconds}{fraction}")
         return None
     return None
 
