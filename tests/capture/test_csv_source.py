@@ -252,13 +252,17 @@ def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_pa
      "`x_number: CAST(x AS DOUBLE)`"),
     ("csv", ["n/a", "12", "7.5"], "1 of its 3 values are not numbers, e.g. 'n/a'",
      "`x_number: try_cast(x AS DOUBLE)` (null where the text is no number)"),
+    # a European CSV (sep: ";") of decimal commas
+    ("csv", ['"1,5"', "12", '"7,25"'], "its values are numbers written with a decimal comma, e.g. '1,5'",
+     "`x_number: CAST(replace(x, ',', '.') AS DOUBLE)`"),
 ])
 def test_a_text_column_a_histogram_needs_says_what_its_text_holds(spark, tmp_path, fmt, xs, says, hint):
     """A view that needs a number or a time over a column Spark reads as text was refused
     with 'column x is a string column' alone: of a column with no value (Spark types CSV's
     empty fields and JSON's nulls as strings), of numbers written as text (vega-datasets'
-    wheat.json has "year": "1565") or with 'n/a' among them the analyst could not tell why,
-    and dates such as 'Jan 1 2000' got the pattern of other text. The message says what
+    wheat.json has "year": "1565"), with 'n/a' among them or with a decimal comma ('1,5')
+    the analyst could not tell why, and dates such as 'Jan 1 2000' got the pattern of other
+    text. The message says what
     the text holds, and the hint the derived column that reads it."""
     if fmt == "json":
         body = "".join(f'{{"x": {x}, "cat": "c{i}"}}\n' for i, x in enumerate(xs))

@@ -661,7 +661,7 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
     """`error` with what a source's text column that a view needs as a number or a time
     holds, when that is why it is text: no value at all (Spark types a CSV or JSON column
     without values as a string), numbers written as text (`"year": "1565"` in JSON; 'n/a'
-    among a CSV column's numbers), or dates in a shape the hint's pattern reads ('Jan 1
+    among a CSV column's numbers; a decimal comma, '1,5'), or dates in a shape the hint's pattern reads ('Jan 1
     2000'), with the derived column that reads them. One Spark job per column named, only
     when the check failed."""
     from pyspark.sql import functions as F
@@ -679,10 +679,11 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
             continue
         x = F.col(_q(c))
         number = F.expr(f"try_cast({_q(c)} AS DOUBLE)")
+        comma = F.expr(f"try_cast(replace({_q(c)}, ',', '.') AS DOUBLE)")  # ('1,5': a decimal comma)
         try:
-            n, numbers, text, first = df.select(
-                F.count(x), F.count(number), F.first(F.when(number.isNull(), x), ignorenulls=True),
-                F.first(x, ignorenulls=True)).first()
+            n, numbers, commas, text, first = df.select(
+                F.count(x), F.count(number), F.count(comma),
+                F.first(F.when(number.isNull(), x), ignorenulls=True), F.first(x, ignorenulls=True)).first()
             asked = True
         except Exception:  # (Spark cannot read it now: the error as it was)  # noqa: BLE001
             problems.append(p)
@@ -709,6 +710,10 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
             what = f"its {n:,} values are numbers written as text"
             hint = (f"derive the number in source.columns, e.g. `{name}: CAST({f} AS DOUBLE)`, and "
                     "give the view that field")
+        elif commas == n:
+            what = f"its values are numbers written with a decimal comma, e.g. {text!r}"
+            hint = (f"derive the number in source.columns, e.g. `{name}: CAST(replace({f}, ',', '.') AS "
+                    "DOUBLE)`, and give the view that field")
         elif numbers:
             what = f"{n - numbers:,} of its {n:,} values are not numbers, e.g. {text!r}"
             hint = (f"derive the number in source.columns, e.g. `{name}: try_cast({f} AS DOUBLE)` (null "
