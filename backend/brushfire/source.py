@@ -465,6 +465,11 @@ def _csv_line_names(first: Path, source: m.Source) -> list[str] | None:
         # (`"q""r"`: q"r with the quote its own escape, as by default, else whole; `"s\"t"`)
     if opts.get("header", "false").lower() != "true":
         return [f"_c{i}" for i in range(len(fields))]
+    # (Spark reads the names as it reads values: without the white space these options drop)
+    if opts.get("ignoreleadingwhitespace", "false").lower() == "true":
+        fields = [n.lstrip() for n in fields]
+    if opts.get("ignoretrailingwhitespace", "false").lower() == "true":
+        fields = [n.rstrip() for n in fields]
     if not all(fields) or len({n.lower() for n in fields}) != len(fields):
         return None
     return fields

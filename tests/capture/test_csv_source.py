@@ -282,3 +282,49 @@ def test_a_text_column_a_histogram_needs_says_what_its_text_holds(spark, tmp_pat
     message = str(info.value)
     assert f"views[0].field: column 'x' is a string column, but a {says}\n" in message, message
     assert hint in message, message
+
+
+def test_a_header_with_spaces_after_its_commas_is_read_as_its_options_say(spark, tmp_path):
+    """'date, value, cat' (a space after each comma, as people type CSV) names ' value' and
+    ' cat': a view of 'value' got "did you mean ' value'?", and with the options that make
+    Spark read names and values without the spaces, `brushfire validate` (which reads the
+    first line itself) still refused 'value' though capture would read it. The hint names
+    the options, and validate reads the names as Spark does with them."""
+    from brushfire.source import csv_source_names
+    from brushfire.spec.checks import check_columns
+    from brushfire.spec.loader import load_dashboard
+
+    data = tmp_path / "spaced.csv"
+    data.write_text("date, value, cat\n2020-01-01, 1.5, a\n2020-01-02, 2.5, b\n2020-01-03, 12, a\n")
+    spec = tmp_path / "spaced.yaml"
+    text = f"""\
+name: spaced
+source:
+  path: {data}{{options}}
+views:
+  - {{{{name: value, type: histogram, field: value, bin: {{{{step: 1}}}}}}}}
+  - {{{{name: cat, type: categorical, field: cat}}}}
+interactions:
+  crossfilter:
+    - views: [value, cat]
+"""
+    def validate():  # as `brushfire validate` checks a local CSV source
+        dash = load_dashboard(str(spec))
+        names = csv_source_names(dash.source)
+        check_columns(dash, names)
+        return names
+
+    spec.write_text(text.format(options=""))
+    with pytest.raises(SpecError) as info:
+        validate()
+    assert "views[0].field: column 'value' is not in the source" in str(info.value)
+    assert "hint: the file's first line writes it with white space, ' value': give source.options: " \
+           '{ignoreLeadingWhiteSpace: "true", ignoreTrailingWhiteSpace: "true"}' in str(info.value)
+    spec.write_text(text.format(options='\n  options: {ignoreLeadingWhiteSpace: "true", '
+                                        'ignoreTrailingWhiteSpace: "true"}'))
+    assert list(validate()) == ["date", "value", "cat"]
+    dash = Dashboard.open(str(spec), spark=spark, cache_dir=tmp_path / "cache")
+    s = dash.engine_session()
+    assert dict(zip(s.view("cat").labels, s.view("cat").counts, strict=True)) == {"a": 2, "b": 1, "(other)": 0}
+    s.brush("value", (1, 3))
+    assert s.count_selected() == 2

@@ -743,7 +743,7 @@ def check_columns(dash: m.DashboardSpec, schema: dict[str, str] | None,
         elif kind is None:
             msg = f"column {column!r} is not in the source" + choices_phrase("columns", list(known))
             hint = _separator_hint(dash, column, list(schema)) or _nested_hint(column, known) \
-                or _repeated_hint(dash, column, list(schema)) \
+                or _repeated_hint(dash, column, list(schema)) or _spaced_hint(dash, column, list(schema)) \
                 or did_you_mean(column, list(known)) or "add it to source.columns as a derived column"
             problems.append(SpecProblem(filename, line_of(lines, loc), render(loc), msg, hint))
         elif kinds and kind not in kinds and kind != "derived":
@@ -813,6 +813,17 @@ def _separator_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> st
     shown, was = sep.replace("\t", "\\t"), given.replace("\t", "\\t")
     return (f"the file's first line reads as one column, {own[0]!r}: it looks separated by "
             f"'{shown}', not '{was}'; give source.options: {{sep: \"{shown}\"}}")
+
+
+def _spaced_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> str:
+    """A CSV source whose first line writes `column` with white space around it ('date,
+    value': ' value'), as Spark reads it by default ("" if not so)."""
+    spaced = next((c for c in schema if c != column and c.strip() == column), None)
+    if dash.source.resolved_format != "csv" or spaced is None:
+        return ""
+    return (f"the file's first line writes it with white space, {spaced!r}: give source.options: "
+            '{ignoreLeadingWhiteSpace: "true", ignoreTrailingWhiteSpace: "true"} (Spark then reads '
+            f"names and values without it), or name it {spaced!r}")
 
 
 def _repeated_hint(dash: m.DashboardSpec, column: str, schema: list[str]) -> str:
