@@ -328,3 +328,25 @@ interactions:
     assert dict(zip(s.view("cat").labels, s.view("cat").counts, strict=True)) == {"a": 2, "b": 1, "(other)": 0}
     s.brush("value", (1, 3))
     assert s.count_selected() == 2
+
+
+def test_a_temporal_view_of_years_gets_the_date_that_reads_them(spark, tmp_path):
+    """A temporal view of a column of years (gapminder's, population's `year: 1955`), the
+    first thing an analyst tries, got the hint timestamp_millis(year): 1955 milliseconds
+    after 1970. The message says its values are years, the hint the date that reads them,
+    and that date captures."""
+    data = tmp_path / "years.csv"
+    data.write_text("year,pop\n" + "".join(f"{1950 + 5 * (i % 12)},{i * 7}\n" for i in range(30)))
+    spec = {"name": "years", "source": {"path": str(data)},
+            "views": [{"name": "year", "type": "temporal", "field": "year", "unit": "year"}]}
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    assert str(info.value).endswith(
+        "views[0].field: column 'year' is a number column, but a temporal view needs a temporal column: "
+        "its values are years (1950 to 2005)\n    hint: derive a date in source.columns, e.g. `year_date: "
+        "make_date(CAST(year AS INT), 1, 1)`, and give the view that field (unit: year); or use a "
+        "histogram view of the number"), str(info.value)
+    spec["source"]["columns"] = {"year_date": "make_date(CAST(year AS INT), 1, 1)"}
+    spec["views"][0]["field"] = "year_date"
+    s = Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").engine_session()
+    assert sum(s.view("year").counts) == 30 and len(s.view("year").counts) == 56

@@ -670,6 +670,11 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
 
     problems, asked = [], False
     for p in error.problems:
+        year = _years_explained(df, dash, p, kinds)
+        if year is not None:
+            problems.append(year)
+            asked = True
+            continue
         c = next((c for c in kinds if kinds[c] == "string" and c not in dash.source.columns
                   and p.message.startswith(f"column {c!r} is a string column, but")
                   and "makes it" not in p.message), None)
@@ -723,6 +728,34 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
             continue
         problems.append(SpecProblem(p.file, p.line, p.path, f"{p.message}: {what}", hint))
     return SpecError(problems, error.cause) if asked else error
+
+
+def _years_explained(df, dash: m.DashboardSpec, p: SpecProblem, kinds: dict[str, str]) -> SpecProblem | None:
+    """`p` (a number column where a temporal view needs a time) with the derived date that
+    reads its values, when they are years (whole numbers from 1000 to 9999: gapminder's
+    `year: 1955`), whose hint was timestamp_millis(year), the 1970s' first seconds; else
+    None. One Spark job, only when the check failed."""
+    from pyspark.sql import functions as F
+
+    c = next((c for c in kinds if kinds[c] in ("int", "double", "decimal") and c not in dash.source.columns
+              and p.message == f"column {c!r} is a number column, but a temporal view needs a temporal column"),
+             None)
+    if c is None:
+        return None
+    x = F.col(_q(c))
+    try:
+        n, whole, lo, hi = df.select(F.count(x), F.count(F.when(x == F.floor(x), x)), F.min(x), F.max(x)).first()
+    except Exception:  # (Spark cannot read it now: the error as it was)  # noqa: BLE001
+        return None
+    if not n or whole != n or lo < 1000 or hi > 9999:
+        return None
+    plain = all(part.isidentifier() for part in c.split("."))
+    name = f"{c.rsplit('.', 1)[-1]}_date" if plain else "date"
+    f = c if plain else _q(c)
+    hint = (f"derive a date in source.columns, e.g. `{name}: make_date(CAST({f} AS INT), 1, 1)`, and give "
+            "the view that field (unit: year); or use a histogram view of the number")
+    return SpecProblem(p.file, p.line, p.path, f"{p.message}: its values are years ({int(lo)} to {int(hi)})",
+                       hint)
 
 
 def _fine_kind(t) -> str:
