@@ -684,7 +684,7 @@ good/columns.yaml:38: interactions.parameters[1].field: column 'distance' is nei
     # details columns take any kind; the temporal view does not
     ("temporal_over_number", SCHEMA | {"date": "number"}, """\
 good/columns.yaml:18: views[2].field: column 'date' is a number column, but a temporal view needs a temporal column
-    hint: use a histogram view for numbers; or, for times counted from 1970, derive a timestamp in source.columns, e.g. `date_time: timestamp_millis(date)` (or timestamp_seconds), and give the view that field"""),
+    hint: use a histogram view for numbers; or, for times counted from 1970, derive a timestamp in source.columns, e.g. `date_time: timestamp_millis(date)` (or timestamp_seconds; for years, make_date(CAST(date AS INT), 1, 1)), and give the view that field"""),
 ]
 
 

@@ -22,7 +22,8 @@ class Temporal(ViewType):
         return [FieldNeed(("field",), view.field, ("temporal",), "a temporal view", {
             "number": "use a histogram view for numbers; or, for times counted from 1970, derive "
                       f"a timestamp in source.columns, e.g. `{name}: timestamp_millis({f})` "
-                      "(or timestamp_seconds), and give the view that field",
+                      f"(or timestamp_seconds; for years, make_date(CAST({f} AS INT), 1, 1)), and give "
+                      "the view that field",
             "string": f"derive a timestamp in source.columns, e.g. `{name}: to_timestamp({f})` "
                       f"(text not in ISO form needs its pattern: to_timestamp({f}, 'yyyy/MM/dd "
                       "HH:mm')), and give the view that field"})]
