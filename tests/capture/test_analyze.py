@@ -109,8 +109,9 @@ def test_unreadable_sources_are_reported_at_source_path(spark, tmp_path, case):
     spec = write_spec(tmp_path, "  path: data/rows.parquet\n")
     want = {"missing": f"no such file or directory\n    hint: {tmp_path} has no 'data'; fix the path, or"
                        " make it absolute",
-            "empty directory": "the directory holds no data files\n    hint: Spark reads every file"
-                               " in it except names starting with '_' or '.'",
+            "empty directory": "the directory holds no data files\n    hint: Spark reads its files (and"
+                               " its subfolders' if they are `key=value` partitions), except names"
+                               " starting with '_' or '.'",
             "corrupt": "cannot read it as parquet: ",
             "nanoseconds": "Illegal Parquet type: INT64 (TIMESTAMP(NANOS,false)).\n    hint: Spark reads"
                            " times to the microsecond"}[case]
