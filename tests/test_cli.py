@@ -677,23 +677,28 @@ def test_capture_progress_written_to_a_file_has_no_control_codes(spark, small_pa
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_parquet, tmp_path):
-    """`brushfire capture` in a process of its own, stderr to a pipe: Spark's driver starts
-    quiet (capture/log4j2.properties), so what is written is the progress, one line per
-    phase, and the JVM's own notice of the incubator module Spark's launcher adds."""
+def _capture_in_a_process(spec, tmp_path):
+    """`brushfire capture SPEC` in a process of its own on local[1], stderr to a pipe."""
     import subprocess
     import sys
     from pathlib import Path
 
+    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
+    return subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
+                           "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
+                           "--spark-master", "local[1]"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+
+
+def test_a_capture_piped_to_a_file_is_progress_lines_without_sparks_log(small_parquet, tmp_path):
+    """`brushfire capture` in a process of its own, stderr to a pipe: Spark's driver starts
+    quiet (capture/log4j2.properties), so what is written is the progress, one line per
+    phase, and the JVM's own notice of the incubator module Spark's launcher adds."""
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: piped\nsource: {{path: {small_parquet}}}\nviews:\n"
                     "  - {name: hx, type: histogram, field: x, bin: {step: 10, extent: [0, 100]}}\n")
-    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
-    run = subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
-                          "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
-                          "--spark-master", "local[1]"],
-                         capture_output=True, text=True, timeout=600,
-                         env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+    run = _capture_in_a_process(spec, tmp_path)
     assert run.returncode == 0, run.stderr
     lines = [line for line in run.stderr.splitlines()
              if line != "WARNING: Using incubator modules: jdk.incubator.vector"]
@@ -706,19 +711,10 @@ def test_a_derived_column_failing_on_a_row_is_its_message_without_sparks_stack_t
     """A task failing in ANSI mode (x / 0) ends the capture with the message naming the
     derived column; before it, Spark's executor and task-set logs wrote a Java stack trace
     per attempt (some 80 lines) to the terminal."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: zero\nsource:\n  path: {small_parquet}\n  columns:\n    q: \"x / 0\"\n"
                     "views:\n  - {name: hq, type: histogram, field: q, bin: {step: 10, extent: [0, 100]}}\n")
-    env = {k: v for k, v in os.environ.items() if k != "BRUSHFIRE_SPARK_CONF"}
-    run = subprocess.run([str(Path(sys.executable).with_name("brushfire")), "capture", str(spec),
-                          "--cache-dir", str(tmp_path / "cache"), "--no-baseline",
-                          "--spark-master", "local[1]"],
-                         capture_output=True, text=True, timeout=600,
-                         env={**env, "BRUSHFIRE_DRIVER_MEMORY": "512m"})
+    run = _capture_in_a_process(spec, tmp_path)
     assert run.returncode == 1, run.stderr
     lines = [line for line in run.stderr.splitlines()
              if line != "WARNING: Using incubator modules: jdk.incubator.vector"
