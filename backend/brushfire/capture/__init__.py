@@ -127,7 +127,9 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
-    with sp.executors_watched(spark):  # (a cluster that gives no executor: said, not waited on)
+    # (a cluster that gives no executor: said, not waited on; the Python workers started
+    # while the driver analyses the source)
+    with sp.executors_watched(spark), sp.python_workers_warmed(spark):
         t0 = time.perf_counter()
         runner = sp.SparkRunner(spark, dash, config, progress)
         planned = time.perf_counter() - t0

@@ -4,8 +4,8 @@ capture/analyze.py, the only module that imports pyspark.
 Both jobs run Brushfire's own Python on the executors: the scan (`mapInArrow`, Arrow
 batches in, one small row per task out) encodes each input split's rows into shards
 written straight into the cache entry (capture/scan.py) and returns their summaries; the
-key job (one task per shard) turns shards into lineage (capture/keys.py). The driver
-collects no per-row data. `run_base_queries` and `run_fused_query` are what capture is
+key job (a task per few shards, `mapInArrow` too, so that it runs in the scan's Python
+workers) turns shards into lineage (capture/keys.py). The driver collects no per-row data. `run_base_queries` and `run_fused_query` are what capture is
 compared with.
 """
 
@@ -469,17 +469,6 @@ class SparkRunner:
 
     def key(self, tasks: list[dict], layout: Layout, dash: m.DashboardSpec, shards_dir) -> list[dict]:
         directory = str(shards_dir)
-
-        def run_key(items):
-            from pathlib import Path
-
-            from brushfire.capture.keys import key_shard
-
-            for t in items:
-                yield t["name"], key_shard(Path(directory) / t["name"], t["n_rows"], t["fields"],
-                                           layout, dash, t["tag"], t["rows"], t["wanted"],
-                                           t.get("previous"))
-
         sc = self.spark.sparkContext
         # about as many partitions as the executors run at once (each task costs Spark
         # ~0.1 s to schedule), shards spread over them by rows
@@ -491,10 +480,29 @@ class SparkRunner:
             i = load.index(min(load))
             slices[i].append(t)
             load[i] += t["n_rows"] + 1
+
+        def run_key(batches):
+            from pathlib import Path
+
+            from pyspark import TaskContext
+
+            from brushfire.capture.keys import key_shard
+
+            for _ in batches:
+                pass
+            got = [(t["name"], key_shard(Path(directory) / t["name"], t["n_rows"], t["fields"],
+                                         layout, dash, t["tag"], t["rows"], t["wanted"],
+                                         t.get("previous")))
+                   for t in slices[TaskContext.get().partitionId()]]
+            yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(got)]})
+
+        # a task per slice, as a SQL job whose Python runs like the scan's: in the Python
+        # workers the scan (and python_workers_warmed) started, Brushfire already imported
         with spark_errors("building the lineage"), \
                 track_progress(self.spark, self.progress, "key job: building the lineage"):
-            got = dict(sc.parallelize(slices, parts).flatMap(lambda x: x)
-                       .mapPartitions(run_key).collect())
+            rows = self.spark.range(0, parts, numPartitions=parts) \
+                .mapInArrow(run_key, "payload binary").collect()
+        got = dict(item for r in rows for item in pickle.loads(r["payload"]))
         return [got[t["name"]] for t in tasks]
 
 
@@ -796,6 +804,50 @@ def track_progress(spark, progress: Progress, stage: str = "capture job",
     finally:
         done.set()
         thread.join()
+
+
+_WARMED: set[str] = set()  # Spark applications whose Python workers a capture has started
+
+
+@contextlib.contextmanager
+def python_workers_warmed(spark) -> Iterator[None]:
+    """Run the block while a job of one tiny task per core starts the executors' Python
+    workers and imports the capture's modules (numba with them) in each. The scan is the
+    capture's first job to run Python: without this it waits for Spark to start them (and
+    to set up its Arrow path to them) after the driver's analysis of the source; with it
+    they start during that analysis, and the scan and the key job reuse them (Spark keeps
+    idle workers for a minute). Once per application; a failure here is left to the
+    scan, which meets it too and says why."""
+    sc = spark.sparkContext
+    if sc.applicationId in _WARMED:
+        yield
+        return
+    _WARMED.add(sc.applicationId)
+    group = f"brushfire-warm-{sc.applicationId}"
+
+    def warm(batches):
+        import brushfire.capture.keys  # noqa: F401  (and with it the scan's module, numba)
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"warm": [True]})
+
+    def run() -> None:
+        sc.setJobGroup(group, "starting the executors' Python workers", interruptOnCancel=True)
+        try:
+            cores = max(1, sc.defaultParallelism)
+            spark.range(0, cores, numPartitions=cores).mapInArrow(warm, "warm boolean").collect()
+        except Exception:  # (cancelled, or what the scan will report itself)
+            pass
+
+    thread = threading.Thread(target=run, name="brushfire-warm", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        if thread.is_alive():
+            sc.cancelJobGroup(group)
+            thread.join(timeout=10)
 
 
 # seconds a job may wait with no executor at all before it is cancelled and said: a
