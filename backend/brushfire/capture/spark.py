@@ -827,6 +827,9 @@ def python_workers_warmed(spark) -> Iterator[None]:
 
     def warm(batches):
         import brushfire.capture.keys  # noqa: F401  (and with it the scan's module, numba)
+        from brushfire.capture.scan import load_kernels
+
+        load_kernels()
 
         for _ in batches:
             pass
