@@ -179,6 +179,17 @@ def test_an_incremental_capture_builds_only_the_new_shards_copies(tmp_path):
     assert sorted(store2.copies) == sorted(meta2["copies"]["dims"])
 
 
+def test_the_key_job_builds_the_copies_of_the_shards_it_keys_as_the_driver_would(captured):
+    """A capture from scratch keys every shard, and its key job's tasks build their copies
+    from the per-row arrays in their memory: the same arrays the driver builds from the
+    stored ones (`build_copies`)."""
+    store = load(captured)
+    note = next(c for c in store.info.changes if c.startswith("clustered key copies"))
+    n = len(store.shards)
+    assert f"built for {n:,} of {n:,} shards ({n:,} by the key job's tasks)" in note, note
+    assert_copies_as_built(store)
+
+
 def test_each_dim_gets_a_copy_or_not_and_capture_says_why(small_parquet, tmp_path):
     """From the declared filters and what capture kept per row: a filtered indexed dim with
     per-row keys gets one; a dim kept as cubes only (memory budget) and a dim no filter

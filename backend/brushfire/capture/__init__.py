@@ -38,7 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from brushfire import versions
-from brushfire.capture.copies import Before, build_copies, key_maps, order_hash
+from brushfire.capture.copies import Before, CopyBuild, key_maps, order_hash
 from brushfire.capture.joins import join_columns, key_column
 from brushfire.capture.layout import make_layout, resolve_plan, stats_spec
 from brushfire.capture.parts import PartHashes, part_hashes, reusable_rows
@@ -327,6 +327,15 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         renamed = _renamed(shards, hashes)
         tasks = _key_tasks(shards, hashes, run, reuse_rows)
         rebuilt_rows = sum(1 for t in tasks if t["rows"])
+        for t in tasks:  # (the per-row arrays this key job writes, which copies are built from)
+            if t["rows"]:
+                s = next(s for s in shards if s["name"] == t["name"])
+                s["rows"], s["rows_key"] = run, hashes.rows
+        # the copies of the shards the key job keys are built by its tasks, from the keys
+        # in their memory; `copies.run` below builds the rest on the driver
+        copy_build = CopyBuild(entry, layout, shards, plan.workload, before)
+        for t in tasks:
+            t["copies"] = copy_build.for_key_job(t["name"]) if t["rows"] else None
         if tasks:
             progress("key job: lineage built by the executors", 0.0)
             results = runner.key(tasks, layout, binned.dashboard, shards_dir)
@@ -334,8 +343,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             for t, r in zip(tasks, results, strict=True):
                 s = next(s for s in shards if s["name"] == t["name"])
                 s["files"].update(r["files"])
-                if t["rows"]:
-                    s["rows"], s["rows_key"] = run, hashes.rows
+                copy_build.key_job_built(s, r.get("copies") or {})
                 for p in r["partials"]:
                     s["partials"][p] = [f"partials-{run}.npz", hashes.partials[p]]
         for s in shards:  # parts of views and filters the spec no longer has
@@ -344,8 +352,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         info.seconds["key job"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        copies, notes = build_copies(entry, layout, shards, progress, workload=plan.workload,
-                                     before=before)
+        copies, notes = copy_build.run(progress)
         info.changes += notes
         info.seconds["copies"] = time.perf_counter() - t0
 

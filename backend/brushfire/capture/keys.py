@@ -36,6 +36,7 @@ from brushfire import bins
 from brushfire import values as V
 from brushfire.capture import columns as C
 from brushfire.capture import kernels
+from brushfire.capture.copies import shard_copies
 from brushfire.capture.scan import Encoded, block_order, encode_column
 from brushfire.lineage import lattice
 from brushfire.lineage.files import part_name, read_arrow, read_npy, write_bytes, write_npy
@@ -537,25 +538,31 @@ def _narrow(a: np.ndarray) -> np.ndarray:
 
 def key_shard(directory: Path, n_rows: int, fields: dict[str, dict], layout: Layout,
               dash: m.DashboardSpec, tag: str, rows: bool, wanted: list[str],
-              previous: dict | None = None) -> dict:
+              previous: dict | None = None, copies: dict | None = None) -> dict:
     """The key job's work on one shard: its per-row arrays (when `rows`) as
     `<array>-<tag>.npy` and the partial results `wanted` in `partials-<tag>.npz`; returns
-    {"files": {file: {size, crc32}}, "partials": [names written]}. `previous`: {"tag": of
-    the shard's arrays from an earlier capture, "dims": {dim: (keys row, raw row, index
-    slot)}} whose keys are copied from them (capture/parts.py, `reusable_rows`)."""
+    {"files": {file: {size, crc32}}, "partials": [names written], "copies": {dim: (files,
+    record)}}. `previous`: {"tag": of the shard's arrays from an earlier capture, "dims":
+    {dim: (keys row, raw row, index slot)}} whose keys are copied from them
+    (capture/parts.py, `reusable_rows`). `copies`: the clustered key copies to build from
+    the per-row arrays while they are in memory (capture/copies.py `shard_copies`)."""
     cpu = time.process_time()
     k = Keyed(ShardFields.read(directory, n_rows, fields), layout, dash)
-    files = {}
+    files, built = {}, {}
     if rows:
         old = reuse = None
         if previous and previous["dims"]:
             old = {a: read_npy(directory / f"{a}-{previous['tag']}.npy")
                    for a in ("keys", "order", "optr", *lattice.RawArrays._fields)}
             reuse = {int(i): tuple(v) for i, v in previous["dims"].items()}
-        for name, arr in row_arrays(k, reuse, old).items():
+        arrays = row_arrays(k, reuse, old)
+        for name, arr in arrays.items():
             files[f"{name}-{tag}.npy"] = write_npy(directory / f"{name}-{tag}.npy", arr)
+        if copies:
+            stored = lattice.RawArrays(*(arrays[a] for a in lattice.RawArrays._fields))
+            built = shard_copies(directory, arrays["keys"], stored, layout, copies)
     if wanted:
         buf = io.BytesIO()
         np.savez(buf, **{name: _narrow(a) for name, a in partials(k, wanted).items()})
         files[f"partials-{tag}.npz"] = write_bytes(directory / f"partials-{tag}.npz", buf.getvalue())
-    return {"files": files, "partials": list(wanted), "cpu": time.process_time() - cpu}
+    return {"files": files, "partials": list(wanted), "copies": built, "cpu": time.process_time() - cpu}

@@ -139,4 +139,4 @@ class TableRunner:
 
     def key(self, tasks: list[dict], layout: Layout, dash, shards_dir: Path) -> list[dict]:
         return [key_shard(shards_dir / t["name"], t["n_rows"], t["fields"], layout, dash, t["tag"],
-                          t["rows"], t["wanted"], t.get("previous")) for t in tasks]
+                          t["rows"], t["wanted"], t.get("previous"), t.get("copies")) for t in tasks]

@@ -492,7 +492,7 @@ class SparkRunner:
                 pass
             got = [(t["name"], key_shard(Path(directory) / t["name"], t["n_rows"], t["fields"],
                                          layout, dash, t["tag"], t["rows"], t["wanted"],
-                                         t.get("previous")))
+                                         t.get("previous"), t.get("copies")))
                    for t in slices[TaskContext.get().partitionId()]]
             yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(got)]})
 

@@ -10,7 +10,8 @@ that source, as parts that later captures reuse:
 - g-<tag>.*.npy: the small global arrays (base results, rows per key, cubes, the layout's
   lookups), sums of the shards' partial results in rid order;
 - shards/<shard>/copy-<key>-<dim>.<part>.npy: the shard's clustered key copies
-  (engine/copies.py), built by the driver at the end of a capture (capture/copies.py);
+  (engine/copies.py), built by the capture's key job, or by the driver for a shard the
+  key job did not key (capture/copies.py);
   the manifest's `copies` says for which dims. Optional: a copy that is missing or fails
   its checksum leaves its dim reading the store's own order, and the loader says so;
 - manifest.json: the current capture, replaced atomically: the spec (as written and as
