@@ -5,7 +5,8 @@ Both jobs run Brushfire's own Python on the executors: the scan (`mapInArrow`, A
 batches in, one small row per task out) encodes each input split's rows into shards
 written straight into the cache entry (capture/scan.py) and returns their summaries; the
 key job (a task per few shards, `mapInArrow` too, so that it runs in the scan's Python
-workers) turns shards into lineage (capture/keys.py). The driver collects no per-row data. `run_base_queries` and `run_fused_query` are what capture is
+workers) turns shards into lineage and clustered key copies (capture/keys.py). The driver
+collects no per-row data. `run_base_queries` and `run_fused_query` are what capture is
 compared with.
 """
 
@@ -830,7 +831,6 @@ def python_workers_warmed(spark) -> Iterator[None]:
         from brushfire.capture.scan import load_kernels
 
         load_kernels()
-
         for _ in batches:
             pass
         yield pa.RecordBatch.from_pydict({"warm": [True]})
