@@ -290,6 +290,68 @@ def test_serve_says_it_cannot_listen_before_opening_any_dashboard(tmp_path, monk
     assert capsys.readouterr().err == f"brushfire serve: cannot listen on 127.0.0.1:{port}: Address already in use\n"
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_refuses_a_dashboard_whose_columns_are_not_in_the_source(small_parquet, tmp_path,
+                                                                       monkeypatch, capsys):
+    """serve of a spec naming a field the source lacks started, served the dashboard dead
+    (its page showed the error) and exited 0 at Ctrl-C; with another spec that is fine,
+    that one is served and the failing one named with why."""
+    import uvicorn
+
+    from brushfire.server.hosting import HostedDashboard
+
+    opened = []
+    monkeypatch.setattr(HostedDashboard, "opening", lambda spec, **_: opened.append(spec.name)
+                        or HostedDashboard(spec))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, *_: setattr(self, "started", True))
+    bad, good = tmp_path / "bad.yaml", tmp_path / "good.yaml"
+    bad.write_text(f"name: bad\nsource: {{path: {small_parquet}}}\nviews:\n"
+                   "  - {name: a, type: categorical, field: nope}\n")
+    good.write_text(bad.read_text().replace("bad", "good").replace("nope", "cat"))
+    why = (f"brushfire serve: bad cannot be served: {bad}:4: views[0].field: column 'nope' is not "
+           "in the source\n")
+    port = str(_free_port())
+    assert main(["serve", str(bad), "--port", port, "--cache-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(why)
+    assert err.endswith("brushfire serve: no dashboard can be served\n")
+    assert opened == []
+    assert main(["serve", str(bad), str(good), "--port", port, "--cache-dir", str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(why)
+    assert "serving good  (Ctrl-C stops)" in err
+    assert opened == ["good"]
+
+
+def test_serve_stops_with_an_error_when_no_dashboard_could_be_opened(small_parquet, tmp_path,
+                                                                     monkeypatch, capsys):
+    """A capture failing on Spark (past the checks before it) left the server running,
+    serving only the error, until Ctrl-C, which exited 0."""
+    from brushfire.dashboard import Dashboard
+    from brushfire.errors import BrushfireError
+
+    def fails(*_, **__):
+        msg = "the capture failed"
+        raise BrushfireError(msg)
+
+    monkeypatch.setattr(Dashboard, "open", fails)
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: d\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\n")
+    assert main(["serve", str(spec), "--port", str(_free_port()), "--cache-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    assert "d failed: the capture failed" in err
+    assert err.endswith("brushfire serve: no dashboard could be opened (each one's error is above); "
+                        "stopping\n")
+
+
 def test_a_bad_memory_budget_in_the_environment_names_the_variable(monkeypatch, capsys):
     monkeypatch.setenv("BRUSHFIRE_MEMORY_BUDGET", "12XB")
     with pytest.raises(SystemExit):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
+import threading
 import time
 
 from brushfire.cachedir import default_cache_dir
@@ -664,6 +666,9 @@ def _serve(args) -> int:
     if (why := cannot_listen(args.host, args.port)) is not None:  # (before any capture, too)
         print(f"brushfire serve: cannot listen on {args.host}:{args.port}: {why}", file=sys.stderr)
         return 1
+    models = servable(models, watched=args.watch is not None)
+    if not models:
+        return 1
     hosts = [HostedDashboard.opening(spec, cache_dir=args.cache_dir or DEFAULT_CACHE,
                                      spark_master=args.spark_master, echo=ProgressLine(),
                                      memory_budget=args.memory_budget or DEFAULT_BUDGET,
@@ -708,9 +713,17 @@ def _serve(args) -> int:
                   file=sys.stderr)
             return 1
         return 0
-    uvicorn.run(create_app(hosts, security=security, limits=limits), host=args.host,
-                port=args.port, log_level="warning", **uvicorn_options())
-    return 0
+    server = uvicorn.Server(uvicorn.Config(create_app(hosts, security=security, limits=limits),
+                                           host=args.host, port=args.port, log_level="warning",
+                                           **uvicorn_options()))
+    if args.watch is None:  # (watched, a failed dashboard opens again when its data change)
+        threading.Thread(target=_stop_when_none_opens, args=(hosts, server), daemon=True,
+                         name="serve-none-opened").start()
+    with contextlib.suppress(KeyboardInterrupt):  # (uvicorn raises Ctrl-C again once shut down)
+        server.run()
+    if not server.started:  # (as uvicorn.run: it could not bind, and said why)
+        return 3
+    return 1 if all(h.status == "failed" for h in hosts) and args.watch is None else 0
 
 
 def distinct_dashboards(paths: list[str]) -> list:
@@ -730,6 +743,42 @@ def distinct_dashboards(paths: list[str]) -> list:
         first[dash.name] = path
         models.append(dash)
     return models
+
+
+def servable(models: list, watched: bool) -> list:
+    """The dashboards of `models` that pass what a capture checks before Spark
+    (capture.check_before_spark: their columns against the source's footers or CSV
+    header, their trace): one that fails is named with why on stderr and left out, unless
+    `watched` (serve --watch opens it again once its source's files change); none left is
+    said too. A dashboard failing so was served dead: its page showed the error while the
+    server ran on and exited 0."""
+    from brushfire.capture import check_before_spark
+    from brushfire.plan import plan_capture
+
+    kept = []
+    for dash in models:
+        try:
+            check_before_spark(plan_capture(dash))
+        except BrushfireError as e:
+            more = " (--watch: opened again once its source's files change)" if watched else ""
+            print(f"brushfire serve: {dash.name} cannot be served{more}: {e}", file=sys.stderr)
+            if not watched:
+                continue
+        kept.append(dash)
+    if not kept:
+        print("brushfire serve: no dashboard can be served", file=sys.stderr)
+    return kept
+
+
+def _stop_when_none_opens(hosts, server) -> None:
+    """(`serve` without --watch) Stop `server` once every dashboard's opening has ended
+    and none is ready (their captures failed on Spark): it would serve only errors."""
+    for h in hosts:
+        h.wait()
+    if all(h.status == "failed" for h in hosts):
+        print("brushfire serve: no dashboard could be opened (each one's error is above); stopping",
+              file=sys.stderr)
+        server.should_exit = True
 
 
 def cannot_listen(host: str, port: int) -> str | None:

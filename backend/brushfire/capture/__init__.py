@@ -88,17 +88,11 @@ class Runner(Protocol):
         """Run capture/keys.py's `key_shard` for each task."""
 
 
-def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
-                      progress: Progress | None = None, baseline: bool = False,
-                      cache_dir: str | Path | None = None,
-                      config: CaptureConfig | None = None, fresh: bool = False) -> st.LineageStore:
-    """Capture the lineage `plan` asks for on Spark into the dashboard's entry of
-    `cache_dir` (a temporary directory when None or not writable), reusing what an
-    earlier capture of the entry left valid, and return the loaded store. With
-    `baseline`, also time, on the same session, the views' plain Spark queries (one job
-    each) and the one job a Spark user would write for all of them (GROUPING SETS).
-    `fresh`: reuse nothing of earlier captures."""
-    from brushfire.capture import spark as sp
+def check_before_spark(plan: CapturePlan) -> None:
+    """What a capture checks before it starts Spark (SpecError at the file, line and key):
+    the spec's columns against the source's where they are known without Spark (Parquet,
+    ORC and Delta footers, a local CSV file's first line, the joins' tables so known), and
+    the workload's trace. `brushfire serve` runs it on every spec before serving any."""
     from brushfire.source import (
         check_csv_headers,
         check_lacking,
@@ -108,8 +102,6 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     )
     from brushfire.spec.checks import check_columns
 
-    progress = progress or (lambda *_: None)
-    config = config or CaptureConfig()
     dash = plan.dashboard
     schema = read_schema(dash.source)
     if schema is not None:  # Parquet / ORC: check columns before starting Spark at all
@@ -125,6 +117,24 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     if schema is None and (names := csv_source_names(dash.source)) is not None:
         check_columns(dash, names)  # a local CSV's names from its first line, as validate's
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
+
+
+def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
+                      progress: Progress | None = None, baseline: bool = False,
+                      cache_dir: str | Path | None = None,
+                      config: CaptureConfig | None = None, fresh: bool = False) -> st.LineageStore:
+    """Capture the lineage `plan` asks for on Spark into the dashboard's entry of
+    `cache_dir` (a temporary directory when None or not writable), reusing what an
+    earlier capture of the entry left valid, and return the loaded store. With
+    `baseline`, also time, on the same session, the views' plain Spark queries (one job
+    each) and the one job a Spark user would write for all of them (GROUPING SETS).
+    `fresh`: reuse nothing of earlier captures."""
+    from brushfire.capture import spark as sp
+
+    progress = progress or (lambda *_: None)
+    config = config or CaptureConfig()
+    dash = plan.dashboard
+    check_before_spark(plan)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
     # (a cluster that gives no executor: said, not waited on; the Python workers started
