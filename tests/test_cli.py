@@ -80,6 +80,31 @@ def test_plan_explains_what_is_captured_and_why(capsys):
     assert "parameter destination: rows of each block grouped by destination" in out
 
 
+def test_plan_refuses_a_field_not_in_the_source_without_spark(small_parquet, tmp_path, monkeypatch,
+                                                              capsys):
+    """plan planned a view of a column the source lacks, exit 0 (it read no source); a
+    local source's footers or CSV header are read as capture reads them first."""
+    import brushfire.capture.spark as sp
+
+    def no_spark(*_, **__):
+        msg = "Spark started"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(sp, "get_spark", no_spark)
+    csv = tmp_path / "t.csv"
+    csv.write_text("cat,k\na,1\n")
+    for source in (small_parquet, csv):
+        spec = tmp_path / "d.yaml"
+        spec.write_text(f"name: v\nsource: {{path: {source}}}\nviews:\n"
+                        "  - {name: a, type: categorical, field: cat}\n"
+                        "  - {name: b, type: categorical, field: nope}\n")
+        assert main(["plan", str(spec)]) == 1
+        assert f"{spec}:5: views[1].field: column 'nope' is not in the source" in capsys.readouterr().err
+        spec.write_text(spec.read_text().replace("nope", "k"))
+        assert main(["plan", str(spec)]) == 0
+        assert "capture plan for dashboard 'v'" in capsys.readouterr().out
+
+
 def test_plan_shows_the_bins_a_cached_capture_chose_for_maxbins(small_parquet, tmp_path, capsys,
                                                                   monkeypatch):
     import pyarrow.parquet as pq
