@@ -63,6 +63,32 @@ def test_validate_reads_the_workload_trace(small_parquet, tmp_path, capsys):
     assert f"{spec}: ok" in capsys.readouterr().out
 
 
+def test_a_workload_trace_of_filters_the_dashboard_lacks_is_refused(small_parquet, tmp_path, capsys):
+    """A trace naming views the dashboard does not have (another dashboard's, or one
+    recorded before a view was renamed) was taken silently: their changes went uncounted."""
+    import json
+
+    spec = tmp_path / "d.yaml"
+    spec.write_text(f"name: v\nsource: {{path: {small_parquet}}}\nviews:\n"
+                    "  - {name: a, type: categorical, field: cat}\nworkload:\n  trace: t.json\n")
+    events = [{"t": 0, "message": {"type": "select", "view": "a", "values": ["x"]}},
+              {"t": 1, "message": {"type": "brush", "view": "delay", "interval": [0, 1]}},
+              {"t": 2, "message": {"type": "filters", "filters": {"a": None, "origin": {"values": ["x"]}}}},
+              {"t": 3, "message": {"type": "brush", "view": "delay", "interval": [0, 2]}}]
+    trace = {"format": "brushfire-trace", "version": 1, "dashboard": "v", "events": events}
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    assert main(["validate", str(spec)]) == 1
+    assert capsys.readouterr().err == (
+        f"{spec}:6: workload.trace: the trace {tmp_path / 't.json'} changes filters the dashboard "
+        "does not have: 'delay' (events[1], events[3]), 'origin' (events[2]); its filters: a\n"
+        "    hint: give the trace of a session of this dashboard (the page's Record control), or "
+        "remove those events\n")
+    assert main(["plan", str(spec)]) == 1
+    trace["events"] = events[:1]
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    assert main(["validate", str(spec)]) == 0
+
+
 def test_validate_reports_file_line_and_key(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nsource: {path: a.parquet}\nviews:\n  - name: v\n    type: histogram\n"

@@ -51,6 +51,7 @@ def read_workload(dash: m.DashboardSpec) -> Workload | None:
         return Workload(None, (), 0, budget)
     events = _read(dash, w.trace)
     names = known_filters(dash)
+    _check_names(dash, w.trace, events, names)
     counts = filter_moves(events, names)
     beside = tuple((a, b, n) for (a, b), n in filters_beside(events, names).most_common())
     return Workload(w.trace, tuple(counts.most_common()), sum(counts.values()), budget, beside)
@@ -62,24 +63,48 @@ def known_filters(dash: m.DashboardSpec) -> set[str]:
         p.name for p in dash.interactions.parameters}
 
 
+def changed_filters(event) -> list[str]:
+    """The filter names a trace event's message changes: a brush's or a selection's view,
+    a parameter's name, every filter of a `filters` message (none for other events)."""
+    msg = event.get("message") if isinstance(event, dict) else None
+    if not isinstance(msg, dict):
+        return []
+    kind = msg.get("type")
+    if kind in ("brush", "select"):
+        changed = [msg.get("view")]
+    elif kind == "parameter":
+        changed = [msg.get("name")]
+    elif kind == "filters" and isinstance(msg.get("filters"), dict):
+        changed = list(msg["filters"])
+    else:
+        return []
+    return [n for n in changed if isinstance(n, str)]
+
+
 def filter_moves(events: list, names: set[str]) -> Counter:
     """Messages per filter of `names` among a trace's events (others: not counted)."""
-    out: Counter = Counter()
-    for e in events:
-        msg = e.get("message") if isinstance(e, dict) else None
-        if not isinstance(msg, dict):
-            continue
-        kind = msg.get("type")
-        if kind in ("brush", "select"):
-            changed = [msg.get("view")]
-        elif kind == "parameter":
-            changed = [msg.get("name")]
-        elif kind == "filters" and isinstance(msg.get("filters"), dict):
-            changed = list(msg["filters"])
-        else:
-            continue
-        out.update(n for n in changed if isinstance(n, str) and n in names)
-    return out
+    return Counter(n for e in events for n in changed_filters(e) if n in names)
+
+
+def _check_names(dash: m.DashboardSpec, path: str, events: list, names: set[str]) -> None:
+    """A trace changing filters the dashboard does not have (one recorded on another
+    dashboard, or before views were renamed) is refused, naming them and their events:
+    taken silently, their changes went uncounted and the copies were chosen from what
+    was left, often nothing."""
+    unknown: dict[str, list[int]] = {}
+    for i, e in enumerate(events):
+        for n in changed_filters(e):
+            if n not in names:
+                unknown.setdefault(n, []).append(i)
+    if not unknown:
+        return
+    shown = [f"{n!r} ({', '.join(f'events[{i}]' for i in at[:3])}{', ...' if len(at) > 3 else ''})"
+             for n, at in list(unknown.items())[:5]]
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    msg = (f"the trace {path} changes filters the dashboard does not have: {', '.join(shown)}{more}; "
+           f"its filters: {', '.join(sorted(names)) or 'none'}")
+    _fail(dash, msg, "give the trace of a session of this dashboard (the page's Record control), "
+                     "or remove those events")
 
 
 def filters_beside(events: list, names: set[str]) -> Counter:
