@@ -482,6 +482,17 @@ bad/categorical_top_boolean.yaml:8: views[0].top: expected a whole number, got t
     hint: YAML reads yes/no/on/off/true/false as booleans, not numbers"""),
     ("bin_clamp_word.yaml", """\
 bad/bin_clamp_word.yaml:8: views[0].bin.clamp: expected true or false, got 'maybe'"""),
+    ("bin_step_quoted.yaml", """\
+bad/bin_step_quoted.yaml:8: views[0].bin.step: expected a number, got '10'
+    hint: write it without quotes: a quoted value is text"""),
+    ("bin_clamp_quoted.yaml", """\
+bad/bin_clamp_quoted.yaml:8: views[0].bin.clamp: expected true or false, got 'yes'
+    hint: write it without quotes: a quoted value is text"""),
+    ("bin_clamp_number.yaml", """\
+bad/bin_clamp_number.yaml:8: views[0].bin.clamp: expected true or false, got 1"""),
+    ("categorical_top_quoted.yaml", """\
+bad/categorical_top_quoted.yaml:8: views[0].top: expected a whole number, got '20'
+    hint: write it without quotes: a quoted value is text"""),
     ("categorical_top_zero.yaml", """\
 bad/categorical_top_zero.yaml:8: views[0].top: must be >= 1, got 0"""),
     ("temporal_unit_unknown.yaml", """\
@@ -1156,6 +1167,19 @@ interactions:
 """)
     assert [p.default for p in dash.interactions.parameters] == [
         ["2012-01-01", "2013-01-01"], "2012-06-01T10:30:00", "2012-06-01T10:30:00+00:00", ["2012-01-02"]]
+
+
+def test_numbers_with_an_exponent_are_numbers_as_json_writes_them() -> None:
+    """YAML 1.1 reads `1e1` (no dot, no sign in the exponent) as text, which the models
+    coerced to a number; now that quoted text is refused as a number, the loader reads
+    them as numbers, as JSON and YAML 1.2 do."""
+    dash = parse_dashboard("""\
+name: d
+source: {path: x.parquet}
+views:
+  - {name: h, type: histogram, field: x, bin: {step: 1e1, extent: [-1E2, 1.5e2]}}
+""")
+    assert (dash.views[0].bin.step, dash.views[0].bin.extent) == (10.0, (-100.0, 150.0))
 
 
 @pytest.mark.parametrize(("written", "title"), [

@@ -63,15 +63,26 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
 
 
 def _not_bool(v: object, kind: str) -> object:
-    """YAML's true and false (yes, no, on, off) are not numbers; pydantic's lax float and
-    int would take them as 1 and 0 (`step: yes` was a step of 1)."""
-    if isinstance(v, bool):
+    """A number as the spec writes it: YAML's true and false (yes, no, on, off) and text
+    (`step: "10"`) are not numbers, as the JSON Schema says; pydantic's lax float and int
+    took them as 1, 0 and 10 (`step: yes` was a step of 1)."""
+    if isinstance(v, (bool, str)):
         raise PydanticCustomError(kind, "not a number")
+    return v
+
+
+def _bool_as_written(v: object) -> object:
+    """A boolean as the spec writes it (true, false; YAML's yes, no, on, off): pydantic's
+    lax bool took text and numbers too (`clamp: "yes"`, `clamp: 1`)."""
+    if not isinstance(v, bool):
+        kind, msg = "bool_type", "not a boolean"
+        raise PydanticCustomError(kind, msg)
     return v
 
 
 Float = Annotated[float, BeforeValidator(lambda v: _not_bool(v, "float_type"))]
 _NOT_BOOL_INT = BeforeValidator(lambda v: _not_bool(v, "int_type"))
+Bool = Annotated[bool, BeforeValidator(_bool_as_written)]
 # ints with their bounds inside the check (where the JSON Schema shows them as minimum, maximum)
 MaxBins = Annotated[int, Field(ge=2, le=MAX_BARS), _NOT_BOOL_INT]
 Top = Annotated[int, Field(ge=1, le=MAX_TOP), _NOT_BOOL_INT]
@@ -195,7 +206,7 @@ class Bin(Model):
     extent: tuple[Float, Float] | None = None
     maxbins: MaxBins | None = None  # at most this many bars (a range
     # across 0 takes two whole steps)
-    clamp: bool = False  # values outside the extent go to the edge bins instead of none
+    clamp: Bool = False  # values outside the extent go to the edge bins instead of none
 
     @field_validator("step")
     @classmethod
@@ -327,7 +338,7 @@ class HistogramView(_ViewBase):
     bin: Bin
     # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
     # touches; Shift while dragging does the other)
-    snap: bool = False
+    snap: Bool = False
 
 
 class TemporalView(_ViewBase):
@@ -340,7 +351,7 @@ class TemporalView(_ViewBase):
     unit: TimeUnit = "day"
     # display only: an interval brush snaps to whole bars (a drag selects exactly the bars it
     # touches; Shift while dragging does the other)
-    snap: bool = False
+    snap: Bool = False
 
     @property
     def part(self) -> bool:
@@ -361,7 +372,7 @@ class CategoricalView(_ViewBase):
     type: Literal["categorical"]
     field: str
     top: Top = 20
-    other: bool = True
+    other: Bool = True
     sort: Literal["count", "name"] = "count"
 
 
@@ -372,7 +383,7 @@ class Axis(Model):
 
     field: str
     bin: Bin
-    reverse: bool = False
+    reverse: Bool = False
 
 
 class HeatmapView(_ViewBase):
@@ -383,7 +394,7 @@ class HeatmapView(_ViewBase):
     y: Axis
     # display only: a rect brush snaps to whole cells (a drag selects exactly the cells it
     # touches; Shift while dragging does the other)
-    snap: bool = False
+    snap: Bool = False
 
 
 View = Annotated[
@@ -447,7 +458,7 @@ class Parameter(Model):
     widget: Literal["dropdown", "slider"] = "dropdown"
     # checked even when left out, so a slider without a range op is reported at `op`
     op: Literal["eq", "lt", "lte", "gt", "gte", "between"] = Field("eq", validate_default=True)
-    multiple: bool = False  # a dropdown picking any number of values (SQL IN)
+    multiple: Bool = False  # a dropdown picking any number of values (SQL IN)
     # None: the parameter starts inactive; op between: [lo, hi]; multiple: a list of values
     default: Scalar | list[Scalar] | None = None
 

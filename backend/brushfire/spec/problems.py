@@ -55,6 +55,18 @@ _SCALAR_TAGS = {"str": "a string", "float": "a number", "int": "a whole number",
                 "bool": "true or false"}
 
 
+
+def _quoted_scalar(text: str, kind: str) -> bool:
+    """Whether `text` would be the number or boolean `kind` asks for, unquoted."""
+    if kind == "bool_type":
+        return text.strip().lower() in ("true", "false", "yes", "no", "on", "off")
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return kind == "float_type" or float(text).is_integer()
+
+
 def _list_member(loc: tuple, raw: Any) -> int | None:
     """Where `loc` names a union's list member (`list[union[str,float,int]]`, pydantic's
     name for it, not a key of the document), or None."""
@@ -195,6 +207,8 @@ def problem_from_pydantic(err: dict, raw: Any, lines: dict[Loc, int], filename: 
             hint = "YAML reads yes/no/on/off/true/false as booleans: quote the value"
         elif isinstance(value, bool):  # a number's key (models.Float, models.Int)
             hint = "YAML reads yes/no/on/off/true/false as booleans, not numbers"
+        elif isinstance(value, str) and _quoted_scalar(value, kind):
+            hint = "write it without quotes: a quoted value is text"
         elif kind == "string_type" and isinstance(value, (int, float)):
             hint = f"quote it to make it a string: '{value}'"
         elif kind == "string_type" and loc[-3:-2] == ("joins",) and key in ("key", "on") \

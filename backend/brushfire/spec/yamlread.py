@@ -6,6 +6,7 @@ exponentially through aliases is refused before it is built).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -21,6 +22,17 @@ MAX_DEPTH = 64  # nesting levels; real specs use fewer than 10
 MAX_NODES = 100_000  # values in the document once aliases (*name) are expanded
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading a plain `1e3` or `1.5e-3` as a number, as JSON and
+    YAML 1.2 do (YAML 1.1's floats need a dot and a signed exponent: PyYAML read them as
+    text, which the models took as numbers while they coerced quoted text)."""
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                              list("-+0123456789."))
+
+
 def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
     """The document's node tree (for lines) and its Python value.
 
@@ -31,7 +43,7 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
     text = _json_tabs_as_spaces(text)
     try:
         _check_depth(text, filename)
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
             if node is not None:
@@ -74,7 +86,7 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node, filename: str) -> Any:
         return loader.construct_document(root)
     except _SCALAR_ERRORS as e:
         error = e
-    probe = yaml.SafeLoader("")
+    probe = _Loader("")
     try:
         for loc, node in _scalars(root):
             try:
