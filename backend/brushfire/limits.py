@@ -13,6 +13,9 @@ MAX_BARS = 65_534  # bars of one view; a heatmap's cells (x bars × y bars) coun
 MAX_FILTERS = 63  # brushable views in crossfilter groups, plus parameters, per dashboard
 MAX_TOP = 1_000  # a categorical view's `top`
 MAX_DROPDOWN_VALUES = 65_534  # distinct values of a dropdown parameter's field (checked at capture)
+# a spec file's bytes: real specs are a few KB (the gallery's largest 2.6 KB); reading and
+# validating takes about 2 s per MB, so a bigger file is refused before it is read
+MAX_SPEC_BYTES = 1_000_000
 
 # Requests (docs/protocol.md): a protocol message and a session's Python API are held to the
 # same ones (engine/api.py checks them), whichever front asks.

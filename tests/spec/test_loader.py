@@ -645,6 +645,26 @@ def test_a_folder_given_as_a_spec_says_to_give_its_spec_files(tmp_path) -> None:
                                f"    hint: give the spec files in it, e.g. {tmp_path / '*.yaml'}")
 
 
+def test_a_spec_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch) -> None:
+    """A 10 MB spec (a data file given as the spec, a generated one gone wrong) took 22 s
+    to be validated; one over limits.MAX_SPEC_BYTES is refused at once, file or text."""
+    from brushfire.limits import MAX_SPEC_BYTES
+
+    spec = tmp_path / "big.yaml"
+    spec.write_text("name: d\nsource: {path: x.parquet}\nviews:\n  - {name: c, type: categorical, field: c}\n"
+                    + "# é\n" * (MAX_SPEC_BYTES // 5 + 1))
+    size = spec.stat().st_size
+    expected = (f"cannot read spec: {size:,} bytes; a spec is at most {MAX_SPEC_BYTES:,} bytes (limits.py)\n"
+                "    hint: a dashboard spec is a few KB of YAML: is this the data file, not the spec?")
+    monkeypatch.setattr("brushfire.spec.loader.read_yaml", None)  # (never reached)
+    with pytest.raises(SpecError) as info:
+        load_dashboard(spec)
+    assert str(info.value) == f"{spec}: {expected}"
+    with pytest.raises(SpecError) as info:
+        parse_dashboard(spec.read_text(encoding="utf-8"), filename="big.yaml")
+    assert str(info.value) == f"big.yaml: {expected}"
+
+
 def test_dict_specs_have_no_lines() -> None:
     raw = yaml.safe_load((HERE / "bad" / "unknown_view_crossfilter.yaml").read_text())
     with pytest.raises(SpecError) as info:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pydantic
 
 from brushfire.errors import SpecError, SpecProblem
+from brushfire.limits import MAX_SPEC_BYTES
 from brushfire.spec import models as m
 from brushfire.spec.checks import (
     check_expressions,
@@ -48,6 +49,8 @@ def load_dashboard(path: str | Path) -> m.DashboardSpec:
     """Load and validate the spec at `path`; source paths are resolved against its folder."""
     path = Path(path)
     try:
+        if path.is_file() and (size := path.stat().st_size) > MAX_SPEC_BYTES:
+            _too_large(str(path), size)
         data = path.read_bytes()
     except IsADirectoryError:  # (`brushfire validate dashboards`: "Is a directory", no more)
         msg = "cannot read spec: it is a folder, not a spec file"
@@ -57,6 +60,14 @@ def load_dashboard(path: str | Path) -> m.DashboardSpec:
         msg = f"cannot read spec: {e.strerror or e}"
         raise SpecError([SpecProblem(str(path), None, "", msg)]) from None
     return parse_dashboard(_decode(data, str(path)), filename=str(path), base_dir=path.parent)
+
+
+def _too_large(filename: str, size: int) -> None:
+    """Refuse a spec of more than MAX_SPEC_BYTES: validating one of 10 MB took 22 s."""
+    msg = (f"cannot read spec: {size:,} bytes; a spec is at most {MAX_SPEC_BYTES:,} bytes "
+           "(limits.py)")
+    hint = "a dashboard spec is a few KB of YAML: is this the data file, not the spec?"
+    raise SpecError([SpecProblem(filename, None, "", msg, hint)])
 
 
 def _decode(data: bytes, filename: str) -> str:
@@ -81,6 +92,8 @@ def parse_dashboard(
     lines: dict[Loc, int] = {}
     top_line: int | None = None
     if isinstance(text, str):
+        if len(text) > MAX_SPEC_BYTES // 4 and (size := len(text.encode("utf-8", "replace"))) > MAX_SPEC_BYTES:
+            _too_large(filename, size)  # (a UTF-8 character is 1 to 4 bytes)
         node, raw = read_yaml(text, filename)
         if node is not None:
             top_line = node.start_mark.line + 1
