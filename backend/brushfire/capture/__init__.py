@@ -393,6 +393,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
             "dashboard": dash.name,
             "cache_key": st.capture_key(dash, fingerprint, config),
             "spec_sha256": st.spec_hash(dash),
+            "spec_file": st.spec_file(dash),  # (st.entry_dir: whose entry this is)
             "resolved_spec": binned.dashboard.model_dump(mode="json"),
             "config": asdict(config),
             "brushfire_version": st.brushfire_version(),

@@ -328,8 +328,29 @@ def source_key(source: Source) -> str:
     return _hash([path, source.resolved_format, source.reader_options])[:16]
 
 
+def spec_file(dash: DashboardSpec) -> str | None:
+    """The absolute path of the file `dash` was loaded from; None for a spec given as a
+    dict or as text (the loader's `<spec>`)."""
+    name = getattr(dash, "_filename", None)
+    return None if not name or name.startswith("<") else os.path.abspath(name)
+
+
 def entry_dir(cache_dir: str | Path, dash: DashboardSpec) -> Path:
-    return Path(cache_dir) / f"{dash.name}-{source_key(dash.source)}"
+    """The entry of the dashboard's captures over its source: `<name>-<source key>`, kept
+    by the spec file whose capture made it (its manifest's `spec_file`; so a spec edited
+    in place or moved, and entries made before it was recorded, reuse it); another spec file of the
+    same name over the same source gets an entry of its own, `<name>-<source key>-<file
+    hash>`: sharing one, each capture rebuilt the other's parts."""
+    base = Path(cache_dir) / f"{dash.name}-{source_key(dash.source)}"
+    own = spec_file(dash)
+    if own is None:
+        return base
+    apart = base.with_name(f"{base.name}-{_hash(own)[:8]}")
+    if apart.is_dir():
+        return apart
+    owner = (read_manifest(base) or {}).get("spec_file")
+    # (the owner's file gone: the spec was moved or renamed, and keeps its captures)
+    return base if owner in (None, own) or not os.path.exists(owner) else apart
 
 
 def files_fingerprint(files: list[dict]) -> str:
