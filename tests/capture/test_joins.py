@@ -549,6 +549,32 @@ def test_on_spark_a_duplicated_key_or_a_missing_key_column_is_refused_first(spar
 
 
 @pytest.mark.spark
+def test_on_spark_a_key_duplicated_in_a_folder_names_the_files_holding_it(spark, tmp_path):
+    """A dimension table of several files (a folder) whose key is duplicated across two of
+    them, or within one: the message names the files holding the value, not the folder
+    alone (in which the duplicate was left to be searched for)."""
+    import pyarrow.parquet as pq
+
+    fact, dims = make_star(300, 2)
+    write_star(tmp_path, fact, dims)
+    region = tmp_path / "region"
+    region.mkdir()
+    pq.write_table(dims["region"], region / "a.parquet")
+    pq.write_table(pa.table({"code": ["Rx"], "zone": ["west"]}), region / "b.parquet")
+    pq.write_table(dims["region"].slice(0, 1), region / "c.parquet")  # R0 again
+    d = star_spec(tmp_path)
+    d["source"]["joins"][1]["path"] = str(region)
+    with pytest.raises(CaptureError) as info:
+        spark_store(spark, d, tmp_path / "cache")
+    assert f"join 'region': key 'code' of {region} is not unique (the value 'R0' is on more than one row, " \
+        "in a.parquet and c.parquet)" in str(info.value), str(info.value)
+    pq.write_table(pa.table({"code": ["Rx", "Rx"], "zone": ["west", "east"]}), region / "b.parquet")
+    (region / "c.parquet").unlink()
+    with pytest.raises(CaptureError, match=r"the value 'Rx' is on more than one row, in b\.parquet\)"):
+        spark_store(spark, d, tmp_path / "cache")
+
+
+@pytest.mark.spark
 def test_on_spark_keys_equal_as_the_join_compares_them_are_refused_first(spark, tmp_path):
     """A CSV dimension's string keys '7' and '007' joined on an integer column: Spark's
     join casts them to integers, where they are one key (the source's rows would be

@@ -25,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from brushfire.capture.profiling import add_profile_columns
 from brushfire.errors import BrushfireError, CaptureError, SpecError, SpecProblem
@@ -382,11 +383,19 @@ def check_join_keys(spark, dash: m.DashboardSpec, on_types: dict | None = None) 
                         msg += ' (a CSV file\'s columns are strings unless options: {inferSchema: "true"})'
                     raise CaptureError(msg)
             # (collected as UTC: a time key is named as the instant, whatever the host's zone)
-            dup = collect_utc(dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
-                              .groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
+            keys = dim.select(key.alias("raw"), k.alias("k")).where(F.col("k").isNotNull())
+            dup = collect_utc(keys.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"))
                               .where(F.col("n") > 1).limit(1))
+            files = None
+            if dup and not Path(j.path).is_file():  # (a folder, a Delta table: which of its files)
+                # (a job again, only when a value is duplicated: a sound table's check pays
+                # nothing for the files)
+                dup = collect_utc(keys.withColumn("file", F.input_file_name()).groupBy("k").agg(
+                    F.count(F.lit(1)).alias("n"), F.min("raw").alias("raw"),
+                    F.array_sort(F.collect_set("file")).alias("files")).where(F.col("n") > 1).limit(1))
+                files = [unquote(urlparse(f).path) for f in dup[0]["files"]]
         if dup:
-            raise duplicate_error(j, dup[0]["raw"], dup[0]["k"])
+            raise duplicate_error(j, dup[0]["raw"], dup[0]["k"], files)
 
 
 def key_as_joined(spark, key_type, on_type) -> str | None:

@@ -15,6 +15,7 @@ Spark does the same in capture/analyze.py, with the columns `plan.needed_columns
 from __future__ import annotations
 
 from datetime import date, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,10 +55,20 @@ def name_clash(j: m.Join, columns) -> tuple[str, str, str] | None:
     return None
 
 
-def duplicate_error(j: m.Join, value, as_joined=None) -> CaptureError:
-    """`as_joined`: the value as the join compares it with `on`, when that differs."""
+MAX_NAMED_FILES = 3  # files of a folder named where a duplicated key is
+
+
+def duplicate_error(j: m.Join, value, as_joined=None, files: list[str] | None = None) -> CaptureError:
+    """`as_joined`: the value as the join compares it with `on`, when that differs;
+    `files`: those holding the value, of a table of several files (a folder), which the
+    message names (a folder's path alone left the duplicate to be searched for)."""
     where = "on more than one row" if as_joined is None or as_joined == value else \
         f"equal to another row's as the join compares it with {j.on!r}: {key_text(as_joined)}"
+    if files:
+        names = [Path(f).name for f in files[:MAX_NAMED_FILES]]
+        more = len(files) - len(names)
+        listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        where += f", in {listed}" + (f" and {more} other file{'s' * (more > 1)}" if more else "")
     msg = (f"join {j.name!r}: key {j.key!r} of {j.path} is not unique (the value {key_text(value)} is "
            f"{where}), so a row of the source would match several rows; "
            f"hint: join on a unique column of {j.path}, or remove its duplicate rows")
