@@ -197,7 +197,8 @@ def plan_reuse(old: dict | None, files: list[dict], rows_id: str, spec: ScanSpec
     if old["source"]["rows_identity"] != rows_id:
         return Reuse([], list(files), notes=[
             "the source's format, reader options, static filters (or the types of the columns "
-            "they read) or input split size changed: scanning every file"])
+            "they read, or a dimension table they read through a join) or input split size "
+            "changed: scanning every file"])
     sizes = {"block_rows": spec.block_rows, "shard_rows": spec.shard_rows, "max_keys": spec.sample_keys}
     if any(old.get("config", {}).get(k) != v for k, v in sizes.items()):
         # (a shard's rows, its fields' orders by value per block and how they are encoded
