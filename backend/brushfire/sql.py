@@ -151,17 +151,23 @@ def fd_violations_sql(fd: m.FunctionalDependency, table: str, d: Dialect = DUCKD
             f"GROUP BY {lhs} HAVING count(*) > 1")
 
 
-def joined_sql(source: m.Source, table: str, dimensions: dict[str, tuple[str, list[str]]]) -> str:
+def joined_sql(source: m.Source, table: str, dimensions: dict[str, tuple[str, list[str]]],
+               compared: dict[str, str | None] | None = None) -> str:
     """DuckDB: the rows of `table` (the source's files) in their order, LEFT JOIN each
     join's dimension table, every column of which is `<join>.<column>` (docs/spec.md,
-    "Joins"). `dimensions`: {join name: (relation, its columns)}."""
+    "Joins"). `dimensions`: {join name: (relation, its columns)}; `compared`: {join name:
+    the type its `on` and key are compared in, when not as DuckDB compares them}."""
     cols, joins = [], []
     alias = {j.name: f"j{i}" for i, j in enumerate(source.joins)}
     for j in source.joins:
         relation, columns = dimensions[j.name]
         on = source.join_of(j.on)
         left = f"{alias[on.name]}.{ident(j.on.split('.', 1)[1])}" if on else f"t.{ident(j.on)}"
-        joins.append(f"LEFT JOIN {relation} AS {alias[j.name]} ON {left} = {alias[j.name]}.{ident(j.key)}")
+        right = f"{alias[j.name]}.{ident(j.key)}"
+        cast = (compared or {}).get(j.name)
+        if cast:
+            left, right = f"CAST({left} AS {cast})", f"CAST({right} AS {cast})"
+        joins.append(f"LEFT JOIN {relation} AS {alias[j.name]} ON {left} = {right}")
         cols += [f"{alias[j.name]}.{ident(c)} AS {ident(f'{j.name}.{c}')}" for c in columns]
     return (f"SELECT t.* EXCLUDE (__rownum){''.join(', ' + c for c in cols)} FROM "
             f"(SELECT *, row_number() OVER () AS __rownum FROM {table}) AS t {' '.join(joins)} "

@@ -86,12 +86,39 @@ def parquet_relation(con, path: str) -> str:
 
 
 def joined_relation(con, source: m.Source, relation: str) -> str:
-    """SQL of `relation` LEFT JOIN the source's dimension tables (Parquet files)."""
-    dims = {}
+    """SQL of `relation` LEFT JOIN the source's dimension tables (Parquet files), each
+    `on = key` compared as Spark's join (so capture) compares it (`spark_compared`)."""
+    types = {c: t for c, t, *_ in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
+    dims, compared = {}, {}
     for j in source.joins:
         rel = parquet_relation(con, j.path)
-        dims[j.name] = (rel, [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()])
-    return sql.joined_sql(source, relation, dims)
+        described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        dims[j.name] = (rel, [r[0] for r in described])
+        own = {c: t for c, t, *_ in described}
+        types |= {f"{j.name}.{c}": t for c, t in own.items()}
+        compared[j.name] = spark_compared(types.get(j.on), own.get(j.key))
+    return sql.joined_sql(source, relation, dims, compared)
+
+
+_INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+
+
+def spark_compared(on: str | None, key: str | None) -> str | None:
+    """The type Spark's join compares text with a number in, where DuckDB's `=` differs
+    (None: as DuckDB compares them): text with an integer as BIGINT (DuckDB casts the
+    text to the integer's own type, and fails on '3000000000' against an INTEGER), with a
+    decimal or a float as DOUBLE (DuckDB casts the text to the DECIMAL(10, 2): '7.001'
+    and '7' were both 7.00, one row of the source joined twice, where Spark's join, and
+    the capture's check of unique keys, find them two keys)."""
+    kinds = {on, key}
+    if "VARCHAR" not in kinds or None in kinds or len(kinds) < 2:
+        return None
+    other = (kinds - {"VARCHAR"}).pop()
+    if other in _INTEGERS:
+        return "BIGINT"
+    if other.startswith("DECIMAL") or other in ("FLOAT", "DOUBLE"):
+        return "DOUBLE"
+    return None
 
 
 def _quote(path: str) -> str:
