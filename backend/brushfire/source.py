@@ -145,15 +145,13 @@ def local_files(source: m.Table) -> list[dict] | None:
     return out
 
 
-def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str, list[str]]:
-    """{file uri: the `columns` its footer does not have}, of local Parquet / ORC `files`
-    (`file_record`s; other formats, remote or unreadable files: not looked at). Spark
-    reads a folder by its first file's columns, so a file without one of them reads it as
-    null on its rows (a column of no file, a partition's `key=value`, is no file's: left
-    out). Names compared as Spark resolves them, case-insensitively."""
-    if fmt not in FOOTER_FORMATS or not columns:
+def footer_schemas(fmt: str, files: list[dict]) -> dict[str, pa.Schema]:
+    """{file uri: its schema} of local Parquet / ORC `files` (`file_record`s), read from
+    their footers; other formats, remote or unreadable files are not in it (Spark's
+    read says why of those)."""
+    if fmt not in FOOTER_FORMATS:
         return {}
-    names: dict[str, set[str]] = {}
+    out = {}
     for f in files:
         if not is_local(f["path"]):
             continue
@@ -161,18 +159,106 @@ def lacking_columns(fmt: str, files: list[dict], columns: list[str]) -> dict[str
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                schema = pq.read_schema(f["path"])
+                out[f["uri"]] = pq.read_schema(f["path"])
             else:
                 import pyarrow.orc as orc
 
-                schema = orc.ORCFile(f["path"]).schema
-        except (OSError, pa.ArrowInvalid, KeyError):  # (Spark's read says why)
+                out[f["uri"]] = orc.ORCFile(f["path"]).schema
+        except (OSError, pa.ArrowInvalid, KeyError):
             continue
-        names[f["uri"]] = {n.lower() for n in schema.names}
+    return out
+
+
+def lacking_columns(fmt: str, files: list[dict], columns: list[str],
+                    schemas: dict[str, pa.Schema] | None = None) -> dict[str, list[str]]:
+    """{file uri: the `columns` its footer does not have}, of local Parquet / ORC `files`
+    (`footer_schemas`, or `schemas` when read already). Spark reads a folder by its first
+    file's columns, so a file without one of them reads it as null on its rows (a column
+    of no file, a partition's `key=value`, is no file's: left out). Names compared as
+    Spark resolves them, case-insensitively."""
+    if fmt not in FOOTER_FORMATS or not columns:
+        return {}
+    schemas = footer_schemas(fmt, files) if schemas is None else schemas
+    names = {u: {n.lower() for n in schema.names} for u, schema in schemas.items()}
     held = set().union(*names.values()) if names else set()
     wanted = [c for c in columns if c.lower() in held]
     out = {u: [c for c in wanted if c.lower() not in have] for u, have in names.items()}
     return {u: cs for u, cs in out.items() if cs}
+
+
+# Spark's Parquet reader reads a file's column typed (as that file alone reads) as the first
+# key into the folder's type, the second, with the same values: the widenings its vectorized
+# reader makes (measured on Spark 4: tests/capture/test_incremental.py). Other pairs fail in the scan
+# ("Data type mismatches when reading Parquet column") or read other values: a narrower
+# integer type wraps (300 as tinyint reads 44), dates read as numbers of days, timestamps
+# as numbers of microseconds, numbers as dates.
+_WIDENED = {"tinyint": {"smallint", "int", "bigint", "double"}, "smallint": {"int", "bigint", "double"},
+            "int": {"bigint", "double"}, "float": {"double"}, "date": {"timestamp_ntz"},
+            "timestamp": {"timestamp_ntz"}, "timestamp_ntz": {"timestamp"}}
+# a column of no type (all null, written without one: pandas' column of None) is read as
+# null under these types; under others (string, boolean, float, decimal, timestamps) the scan fails
+_NULL_READ_AS = {"tinyint", "smallint", "int", "bigint", "double", "date"}
+_ATOMIC = {*_NULL_READ_AS, *_WIDENED, "float", "double", "boolean", "string", "binary"}
+
+
+def parquet_spark_type(t: pa.DataType) -> str | None:
+    """The Spark type (its simpleString) Spark reads a Parquet column of arrow type `t`
+    as, when that file alone is read; 'void' for a column of no type; None for types
+    whose reading Spark decides otherwise (nested ones, nanosecond timestamps)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    simple = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
+              pa.uint8(): "smallint", pa.uint16(): "int", pa.uint32(): "bigint",
+              pa.uint64(): "decimal(20,0)", pa.float32(): "float", pa.float64(): "double",
+              pa.bool_(): "boolean", pa.date32(): "date", pa.date64(): "date", pa.null(): "void"}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t) and t.unit != "ns":
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    return None
+
+
+def spark_reads_as(got: str, want: str) -> bool:
+    """Does Spark's Parquet reader read a file's column of Spark type `got`
+    (`parquet_spark_type`) as the folder's type `want` with the same values?"""
+    if got == want:
+        return True
+    if got == "void":
+        return want in _NULL_READ_AS
+    if want.startswith("decimal("):  # (more digits either side of the point; integers of 32 bits)
+        p, s = (int(x) for x in want[8:-1].split(","))
+        if got.startswith("decimal("):
+            p2, s2 = (int(x) for x in got[8:-1].split(","))
+            return s2 <= s and p2 - s2 <= p - s
+        return got in ("tinyint", "smallint", "int") and p - s >= 10
+    return want in _WIDENED.get(got, ())
+
+
+def mistyped_columns(schemas: dict[str, pa.Schema], types: dict[str, str]) -> dict[str, list[tuple]]:
+    """{file uri: [(column, its type in the file, the folder's type)]} of the Parquet
+    files' columns (`footer_schemas`) that Spark cannot read as the folder's types
+    `types` ({column: Spark simpleString}, the columns the spec reads) with their values
+    (`spark_reads_as`). Names compared as Spark resolves them, case-insensitively; types
+    Spark decides otherwise (nested ones) are left to Spark."""
+    want = {c.lower(): (c, t) for c, t in types.items()}
+    out: dict[str, list[tuple]] = {}
+    for uri, schema in schemas.items():
+        for fld in schema:
+            name, folder = want.get(fld.name.lower(), (None, None))
+            if name is None:
+                continue
+            got = parquet_spark_type(fld.type)
+            if got is None or not (folder in _ATOMIC or folder.startswith("decimal(")):
+                continue
+            if not spark_reads_as(got, folder):
+                out.setdefault(uri, []).append((name, got, folder))
+    return out
 
 
 def check_lacking(source: m.Source, columns: list[str]) -> None:

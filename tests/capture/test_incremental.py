@@ -856,3 +856,129 @@ def test_on_spark_a_file_moved_into_a_subfolder_is_gone_and_the_capture_stays_cu
     assert Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG).from_cache
     full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
     assert_same_answers(full.store, moved.store, d)
+
+
+APPENDED_TYPES = {  # column, the appended file's type: read with its values (True) or refused (False)
+    "k int32": ("k", pa.int32(), True), "m float32": ("m", pa.float32(), True),
+    "t date": ("t", pa.date32(), True), "m of no type": ("m", pa.null(), True),
+    "k double": ("k", pa.float64(), False), "k string": ("k", pa.string(), False),
+    "cat of no type": ("cat", pa.null(), False), "t microseconds as numbers": ("t", pa.int64(), False),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", list(APPENDED_TYPES))
+def test_on_spark_a_file_appended_with_a_column_of_another_type(spark, tmp_path, monkeypatch, case):
+    """A Parquet file appended whose column has another type than the folder's (its first
+    file's): Spark widens some types with their values (int32 as bigint, float as double,
+    a date as a timestamp, a column of no type as null), and the capture equals a full
+    one; others failed in the scan, after Spark work, with no hint (or read other
+    values): named before any job, with both types and what to do, the last capture kept."""
+    from brushfire.capture.spark import SparkRunner
+    from brushfire.errors import CaptureError
+
+    column, typ, read = APPENDED_TYPES[case]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    first = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    more = make_rows(100, 2)
+    i = more.column_names.index(column)
+    values = pa.nulls(more.num_rows) if typ == pa.null() else \
+        pc.cast(more[column], pa.int64()) if typ == pa.int64() and column == "t" else \
+        pc.cast(more[column], typ)
+    pq.write_table(more.set_column(i, column, values), folder / "part-1.parquet")
+    if read:
+        again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+        assert any("reused 1 of 2 input files" in c for c in again.store.info.changes), again.store.info.changes
+        full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+        assert_same_answers(full.store, again.store, d)
+        return
+    monkeypatch.setattr(SparkRunner, "scan", lambda *a: pytest.fail("scanned"))
+    with pytest.raises(CaptureError) as info:
+        first.refresh(spark=spark)
+    got = parquet_type_name(values.type)
+    want = {"k": "bigint", "cat": "string", "t": "timestamp_ntz"}[column]
+    what = f"'{column}' has no type (every value null, written without one)" if got == "void" else \
+        f"'{column}' is {got}"
+    assert str(info.value).startswith(
+        f"{folder / 'part-1.parquet'}: column {what}; Spark reads the folder's {column} as {want} (the "
+        "types in its first file, part-0.parquet) and cannot read this file's values so; the last "
+        f"capture is kept; hint: write the file's {column} as {want}, as part-0.parquet has it"), str(info.value)
+    monkeypatch.undo()
+    (folder / "part-1.parquet").unlink()
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert again.from_cache and again.store.manifest["created"] == first.store.manifest["created"]
+
+
+def parquet_type_name(t: pa.DataType) -> str:
+    from brushfire.source import parquet_spark_type
+
+    return parquet_spark_type(t)
+
+
+SPARK_READS = [  # (the folder's first file's type, another file's type)
+    (pa.int64(), pa.int8()), (pa.int64(), pa.int32()), (pa.int64(), pa.uint32()), (pa.int32(), pa.int16()),
+    (pa.float64(), pa.int32()), (pa.float64(), pa.float32()), (pa.decimal128(20, 2), pa.decimal128(10, 1)),
+    (pa.decimal128(20, 2), pa.int32()), (pa.timestamp("us"), pa.date32()), (pa.timestamp("us"), pa.timestamp("ms")),
+    (pa.timestamp("us"), pa.timestamp("us", tz="UTC")), (pa.timestamp("us", tz="UTC"), pa.timestamp("ms")),
+    (pa.int64(), pa.null()), (pa.float64(), pa.null()), (pa.date32(), pa.null()),
+    # not read with their values: failing, or read as other values
+    (pa.int8(), pa.int32()), (pa.int64(), pa.float64()), (pa.float64(), pa.int64()), (pa.float32(), pa.float64()),
+    (pa.decimal128(10, 1), pa.decimal128(20, 2)), (pa.decimal128(10, 1), pa.int32()), (pa.int64(), pa.date32()),
+    (pa.date32(), pa.int32()), (pa.int64(), pa.timestamp("us")), (pa.date32(), pa.timestamp("us")),
+    (pa.timestamp("us", tz="UTC"), pa.date32()), (pa.string(), pa.null()), (pa.float32(), pa.null()),
+    (pa.timestamp("us"), pa.null()), (pa.bool_(), pa.null()), (pa.string(), pa.int64()),
+]
+
+
+@pytest.mark.spark
+def test_which_parquet_types_spark_reads_as_a_folders_type_with_their_values(spark, tmp_path):
+    """source.spark_reads_as says of each pair what Spark's Parquet reader does: a file's
+    column read under the folder's type (its first file's) with the values it holds."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from brushfire.source import parquet_spark_type, spark_reads_as
+
+    def values(t: pa.DataType) -> pa.Array:
+        if pa.types.is_null(t):
+            return pa.nulls(3)
+        if pa.types.is_decimal(t):
+            return pa.array([Decimal("1.5"), Decimal("-120.2"), None], t)
+        if pa.types.is_date(t):
+            return pa.array([date(2020, 1, 1), date(1999, 12, 31), None], t)
+        if pa.types.is_timestamp(t):
+            return pa.array([datetime(2020, 1, 1, 1, 2, 3), datetime(1999, 12, 31, 23), None], t)
+        if pa.types.is_string(t):
+            return pa.array(["a", "1", None], t)
+        if pa.types.is_boolean(t):
+            return pa.array([True, False, None], t)
+        if pa.types.is_integer(t):  # (values a narrower type would not hold)
+            return pa.array([{1: 100, 2: 300}.get(t.bit_width // 8, 70000), 3, None], t)
+        return pa.array([100.5, -2.25, None], t)
+
+    wrong = []
+    for i, (first, other) in enumerate(SPARK_READS):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        pq.write_table(pa.table({"c": values(first)}), folder / "p0.parquet")
+        pq.write_table(pa.table({"c": values(other)}), folder / "p1.parquet")
+        df = spark.read.parquet(str(folder))
+        alone = spark.read.parquet(str(folder / "p1.parquet"))
+        want = df.schema["c"].dataType.simpleString()
+        try:
+            got = [r[0] for r in df.where(F.input_file_name().endswith("p1.parquet")).select("c").collect()]
+            as_alone = [None] * 3 if pa.types.is_null(other) else \
+                [r[0] for r in alone.select(F.col("c").cast(want)).collect()]
+            same = got == as_alone
+        except Exception:  # noqa: BLE001 (Spark's scan failed on it)
+            same = False
+        if spark_reads_as(parquet_spark_type(other), want) != same:
+            wrong.append((str(first), str(other), want, same))
+    assert not wrong

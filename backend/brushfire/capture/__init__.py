@@ -77,6 +77,12 @@ class Runner(Protocol):
         not} (Spark reads them as null on its rows), of those `files` whose columns are
         known without reading them (footers); the others are not in it."""
 
+    def mistyped(self, files: list[dict]) -> dict[str, list[tuple]]:
+        """{file uri: [(column, its type there, the source's type)]} of the columns the
+        spec reads that Spark cannot read as the source's type with their values (its
+        scan would fail, or read other values), of those `files` whose types are known
+        without reading them (Parquet footers: source.mistyped_columns)."""
+
     def join_files(self) -> list[dict]:
         """The files of the joins' dimension tables now (as `files`): a capture is current
         while they are unchanged (dashboard.is_current)."""
@@ -289,6 +295,7 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
         files = runner.files()
         definitions = runner.definitions(list(dict.fromkeys(spec.fields + spec.snapshot + spec.nulls)))
         rows_id = runner.rows_identity()
+        check_types(runner.mistyped(files), files, kept=old is not None)
         reuse = plan_reuse(old, files, rows_id, spec, definitions)
         info.caveats += lacking_notes(runner.lacking(files), reuse, files)
         info.seconds["files and definitions"] = time.perf_counter() - t_all
@@ -423,6 +430,30 @@ def run_capture(plan: CapturePlan, runner: Runner, cache_dir: str | Path | None,
     store.info.seconds["manifest written, loaded"] = time.perf_counter() - t_all - info.seconds["capture"]
     store.info.seconds["capture"] = time.perf_counter() - t_all
     return store
+
+
+def check_types(mistyped: dict[str, list[tuple]], files: list[dict], kept: bool) -> None:
+    """CaptureError naming the first of `files` with a column Spark cannot read as the
+    source's type (`Runner.mistyped`), its type and the source's, before any job: Spark's
+    scan would fail on it after reading the others, or read other values (300 as a
+    tinyint: 44). `kept`: an earlier capture stays the entry's, and is said to."""
+    if not mistyped:
+        return
+    uri, got = next((f["uri"], mistyped[f["uri"]]) for f in files if f["uri"] in mistyped)
+    path = next(f["path"] for f in files if f["uri"] == uri)
+    what = ", ".join(f"{c!r} has no type (every value null, written without one)" if t == "void"
+                     else f"{c!r} is {t}" for c, t, _ in got)
+    want = ", ".join(f"{c} as {w}" for c, _, w in got)
+    more = f" (and {len(mistyped) - 1:,} more files)" if len(mistyped) > 1 else ""
+    last = "; the last capture is kept" if kept else ""
+    # (Spark types a folder's columns by its first file's footer; this first file read fine)
+    first = Path(files[0]["path"]).name if files[0]["uri"] not in mistyped else None
+    msg = (f"{path}: column {what}; Spark reads the folder's {want} (the types in its first file"
+           f"{f', {first}' if first else ''}) and cannot read this file's values so{more}{last}; hint: "
+           f"write the file's {want}, as {first or 'the other files'} {'has' if first else 'have'} "
+           f"{'it' if len(got) == 1 else 'them'} (pyarrow: table.cast(schema); pandas: astype), or every "
+           "file of the folder with one type and capture afresh (brushfire capture --recapture)")
+    raise CaptureError(msg)
 
 
 def lacking_notes(lacking: dict[str, list[str]], reuse: Reuse, files: list[dict]) -> list[str]:

@@ -99,6 +99,9 @@ class TableRunner:
     def lacking(self, files: list[dict]) -> dict[str, list[str]]:
         return {}  # (tables are given whole: one without a column fails the scan)
 
+    def mistyped(self, files: list[dict]) -> dict[str, list[tuple]]:
+        return {}  # (tables are given whole, each read with its own types)
+
     def join_files(self) -> list[dict]:
         return [{"uri": f"join:{j}", "path": f"join:{j}", "size": t.num_rows, "mtime_ns": _checksum(t)}
                 for j, t in sorted(self.joins.items())]

@@ -227,6 +227,7 @@ class SparkRunner:
         self.raw_schema = self.raw.schema
         self.split = spark.conf.get("spark.sql.files.maxPartitionBytes")
         self._files: list[dict] | None = None
+        self._footers: tuple[list[dict], dict] | None = None
         self._joins: dict[str, str] | None = None
         if dash.source.joins:  # a duplicated dimension key: refused before the scan
             progress("checking that the joins' keys are unique", None)
@@ -300,13 +301,35 @@ class SparkRunner:
                 self._joins[j.name] = _digest([j.model_dump(mode="json"), what])
         return self._joins
 
+    def _read_columns(self) -> list:
+        """The fields of the source's raw schema that the spec reads (all of them when an
+        expression cannot be parsed)."""
+        used = spec_columns(self.dash)
+        used = None if used is None else {c.lower() for c in used}
+        return [f for f in self.raw_schema.fields if used is None or f.name.lower() in used]
+
+    def _schemas(self, files: list[dict]) -> dict:
+        """The footers of `files` (source.footer_schemas), read once per capture."""
+        from brushfire.source import footer_schemas
+
+        if self._footers is None or self._footers[0] is not files:
+            self._footers = (files, footer_schemas(self.dash.source.resolved_format, files))
+        return self._footers[1]
+
     def lacking(self, files: list[dict]) -> dict[str, list[str]]:
         from brushfire.source import lacking_columns
 
-        used = spec_columns(self.dash)
-        used = None if used is None else {c.lower() for c in used}
-        columns = [f.name for f in self.raw_schema.fields if used is None or f.name.lower() in used]
-        return lacking_columns(self.dash.source.resolved_format, files, columns)
+        fmt = self.dash.source.resolved_format
+        columns = [f.name for f in self._read_columns()]
+        return lacking_columns(fmt, files, columns, self._schemas(files)) if columns else {}
+
+    def mistyped(self, files: list[dict]) -> dict[str, list[tuple]]:
+        from brushfire.source import mistyped_columns
+
+        if self.dash.source.resolved_format != "parquet":  # (ORC's reader widens otherwise)
+            return {}
+        types = {f.name: f.dataType.simpleString() for f in self._read_columns()}
+        return mistyped_columns(self._schemas(files), types)
 
     def join_files(self) -> list[dict]:
         from brushfire.source import join_files
