@@ -562,16 +562,17 @@ def _csv_line_names(first: Path, source: m.Source) -> list[str] | None:
 
 
 def check_csv_headers(source: m.Source) -> None:
-    """Raise at source.path when a file of a local folder of CSV files with headers has a
-    first line that names other columns than its first file's: Spark names the folder's
-    columns by that file's line and reads every file's fields by position (a file with its
-    columns in another order, or one more or less, reads its values under other columns,
-    and its header line as data where Spark infers the types). Files whose first line
-    cannot be read plainly are left to Spark."""
+    """Raise at source.path when a file of a local folder of CSV files has a first line
+    that names other columns than its first file's (with headers), or has another number
+    of fields (without): Spark names the folder's columns by one file's line and reads
+    every file's fields by position (a file with its columns in another order, or one
+    more or less, reads its values under other columns, and its header line as data where
+    Spark infers the types; without headers, a field more is dropped and one less read
+    as null, without a word). Files whose first line cannot be read plainly are left to
+    Spark."""
     if source.resolved_format != "csv" or not is_local(source.path):
         return
-    if {k.lower(): v for k, v in source.reader_options.items()}.get("header", "false").lower() != "true":
-        return
+    header = {k.lower(): v for k, v in source.reader_options.items()}.get("header", "false").lower() == "true"
     path = Path(source.path.removeprefix("file://"))
     if not path.is_dir():
         return
@@ -582,12 +583,19 @@ def check_csv_headers(source: m.Source) -> None:
         return
     first, want = known[0]
     for f, got in known[1:]:
-        if got != want:
+        if got == want:
+            continue
+        if header:
             raise source_error(source, f"{f}: its first line names the columns {', '.join(got)}, where the "
                                f"folder's first file {first.name} names {', '.join(want)}: Spark reads "
                                "every file's fields by position under the first file's names",
                                "write every file of the folder with the same header (the same columns "
                                "in the same order)")
+        raise source_error(source, f"{f}: its first line has {len(got):,} fields, where the folder's first "
+                           f"file {first.name} has {len(want):,}: Spark reads every file's fields by "
+                           f"position as {len(want):,} columns (a field more is dropped, one less read "
+                           "as null)", "write every file of the folder with the same fields in the same "
+                           "order (or with a header line, header: true)")
 
 
 MAX_FOOTERS = 1_000  # files whose statistics column_ranges reads; beyond that it gives up

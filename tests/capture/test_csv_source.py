@@ -214,6 +214,29 @@ def test_a_csv_file_appended_with_its_columns_in_another_order_is_named(spark, t
     assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache
 
 
+@pytest.mark.parametrize("line", ["7,8,c3,99", "7,8"])
+def test_a_csv_file_without_a_header_appended_with_another_number_of_fields_is_named(spark, tmp_path, line):
+    """Without headers Spark reads every file of a folder as as many columns as one file's
+    first line has: a file appended with a field more lost its values, and one with a
+    field less read it as null, without a word (with headers such a file is refused). It
+    is refused by name before Spark reads it, and the last capture stays the entry's."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.csv").write_text("".join(f"{i % 9},{i % 7},c{i % 3}\n" for i in range(60)))
+    spec = {"name": "fields", "source": {"path": str(folder), "format": "csv", "options": {"header": "false"}},
+            "views": [{"name": "h0", "type": "histogram", "field": "_c0", "bin": {"step": 1}},
+                      {"name": "c2", "type": "categorical", "field": "_c2"}]}
+    Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "b.csv").write_text(f"{line}\n" * 5)
+    n = line.count(",") + 1
+    with pytest.raises(SpecError, match=rf"b\.csv: its first line has {n} fields, where the folder's first "
+                                        r"file a\.csv has 3: Spark reads every file's fields by position as 3 "
+                                        r"columns \(a field more is dropped, one less read as null\)"):
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    (folder / "b.csv").unlink()
+    assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache
+
+
 def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_path):
     """Spark types a CSV column by every file's values: a file appended with 'n/a' among
     the numbers of x made x text in every file, and the capture that worked until then

@@ -119,7 +119,7 @@ def check_before_spark(plan: CapturePlan) -> None:
             raise
     elif dash.source.joins:  # (CSV, JSON: the joins whose tables are known, before Spark too)
         check_columns(dash, None, joined=joined_types(dash.source))
-    check_csv_headers(dash.source)  # (a CSV file appended with other columns: named)
+    check_csv_headers(dash.source)  # (a CSV file appended with other columns or fields: named)
     if schema is None and (names := csv_source_names(dash.source)) is not None:
         check_columns(dash, names)  # a local CSV's names from its first line, as validate's
     _ = plan.workload  # its trace read now: a trace that cannot be read is a spec error before Spark
