@@ -145,10 +145,11 @@ def local_files(source: m.Table) -> list[dict] | None:
     return out
 
 
-def footer_schemas(fmt: str, files: list[dict]) -> dict[str, pa.Schema]:
+def footer_schemas(fmt: str, files: list[dict], empty: bool = True) -> dict[str, pa.Schema]:
     """{file uri: its schema} of local Parquet / ORC `files` (`file_record`s), read from
     their footers; other formats, remote or unreadable files are not in it (Spark's
-    read says why of those)."""
+    read says why of those), nor, unless `empty`, files of no rows (Spark reads no value
+    of them, whatever their columns)."""
     if fmt not in FOOTER_FORMATS:
         return {}
     out = {}
@@ -159,13 +160,17 @@ def footer_schemas(fmt: str, files: list[dict]) -> dict[str, pa.Schema]:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                out[f["uri"]] = pq.read_schema(f["path"])
+                meta = pq.ParquetFile(f["path"])
+                schema, rows = meta.schema_arrow, meta.metadata.num_rows
             else:
                 import pyarrow.orc as orc
 
-                out[f["uri"]] = orc.ORCFile(f["path"]).schema
+                meta = orc.ORCFile(f["path"])
+                schema, rows = meta.schema, meta.nrows
         except (OSError, pa.ArrowInvalid, KeyError):
             continue
+        if rows or empty:
+            out[f["uri"]] = schema
     return out
 
 

@@ -982,3 +982,24 @@ def test_which_parquet_types_spark_reads_as_a_folders_type_with_their_values(spa
         if spark_reads_as(parquet_spark_type(other), want) != same:
             wrong.append((str(first), str(other), want, same))
     assert not wrong
+
+
+@pytest.mark.spark
+def test_on_spark_a_parquet_file_of_no_rows_is_read_whatever_its_columns(spark, tmp_path):
+    """Spark reads no value of a file of no rows (pandas writes an empty frame's text
+    columns of no type; a job's empty output may lack columns): appended beside files
+    captured before it was refused for a column of no type under a string or for one it
+    lacks; it is read, and the capture equals a full one."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(make_rows(300, 1), folder / "part-0.parquet")
+    d = spec()
+    d["source"] = {"path": str(folder)}
+    dash = parse_dashboard(d)
+    Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    empty = make_rows(0, 2).drop_columns(["m"])
+    pq.write_table(empty.set_column(2, "cat", pa.nulls(0)), folder / "part-1.parquet")
+    again = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "cache", config=CONFIG)
+    assert again.store.n_rows == 300 and not again.store.info.caveats, again.store.info.caveats
+    full = Dashboard.open(dash, spark=spark, cache_dir=tmp_path / "full", config=CONFIG)
+    assert_same_answers(full.store, again.store, d)

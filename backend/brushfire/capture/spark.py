@@ -309,11 +309,11 @@ class SparkRunner:
         return [f for f in self.raw_schema.fields if used is None or f.name.lower() in used]
 
     def _schemas(self, files: list[dict]) -> dict:
-        """The footers of `files` (source.footer_schemas), read once per capture."""
+        """The footers of `files` with rows (source.footer_schemas), read once per capture."""
         from brushfire.source import footer_schemas
 
         if self._footers is None or self._footers[0] is not files:
-            self._footers = (files, footer_schemas(self.dash.source.resolved_format, files))
+            self._footers = (files, footer_schemas(self.dash.source.resolved_format, files, empty=False))
         return self._footers[1]
 
     def lacking(self, files: list[dict]) -> dict[str, list[str]]:
