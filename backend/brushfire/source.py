@@ -245,13 +245,16 @@ def spark_reads_as(got: str, want: str) -> bool:
     return want in _WIDENED.get(got, ())
 
 
-def mistyped_columns(schemas: dict[str, pa.Schema], types: dict[str, str]) -> dict[str, list[tuple]]:
-    """{file uri: [(column, its type in the file, the folder's type)]} of the Parquet
-    files' columns (`footer_schemas`) that Spark cannot read as the folder's types
-    `types` ({column: Spark simpleString}, the columns the spec reads) with their values
-    (`spark_reads_as`). Names compared as Spark resolves them, case-insensitively; types
-    Spark decides otherwise (nested ones) are left to Spark."""
+def mistyped_columns(schemas: dict[str, pa.Schema], types: dict[str, str],
+                     first: pa.Schema | None = None) -> dict[str, list[tuple]]:
+    """{file uri: [(column, its type in the file, the folder's type, its type in the
+    folder's `first` file or None)]} of the Parquet files' columns (`footer_schemas`)
+    that Spark cannot read as the folder's types `types` ({column: Spark simpleString},
+    the columns the spec reads) with their values (`spark_reads_as`). Names compared as
+    Spark resolves them, case-insensitively; types Spark decides otherwise (nested ones)
+    are left to Spark."""
     want = {c.lower(): (c, t) for c, t in types.items()}
+    firsts = {f.name.lower(): parquet_spark_type(f.type) for f in first or []}
     out: dict[str, list[tuple]] = {}
     for uri, schema in schemas.items():
         for fld in schema:
@@ -262,7 +265,7 @@ def mistyped_columns(schemas: dict[str, pa.Schema], types: dict[str, str]) -> di
             if got is None or not (folder in _ATOMIC or folder.startswith("decimal(")):
                 continue
             if not spark_reads_as(got, folder):
-                out.setdefault(uri, []).append((name, got, folder))
+                out.setdefault(uri, []).append((name, got, folder, firsts.get(fld.name.lower())))
     return out
 
 

@@ -442,17 +442,26 @@ def check_types(mistyped: dict[str, list[tuple]], files: list[dict], kept: bool)
     uri, got = next((f["uri"], mistyped[f["uri"]]) for f in files if f["uri"] in mistyped)
     path = next(f["path"] for f in files if f["uri"] == uri)
     what = ", ".join(f"{c!r} has no type (every value null, written without one)" if t == "void"
-                     else f"{c!r} is {t}" for c, t, _ in got)
-    want = ", ".join(f"{c} as {w}" for c, _, w in got)
+                     else f"{c!r} is {t}" for c, t, _, _ in got)
+    want = ", ".join(f"{c} as {w}" for c, _, w, _ in got)
     more = f" (and {len(mistyped) - 1:,} more files)" if len(mistyped) > 1 else ""
     last = "; the last capture is kept" if kept else ""
-    # (Spark types a folder's columns by its first file's footer; this first file read fine)
-    first = Path(files[0]["path"]).name if files[0]["uri"] not in mistyped else None
-    msg = (f"{path}: column {what}; Spark reads the folder's {want} (the types in its first file"
-           f"{f', {first}' if first else ''}) and cannot read this file's values so{more}{last}; hint: "
-           f"write the file's {want}, as {first or 'the other files'} {'has' if first else 'have'} "
-           f"{'it' if len(got) == 1 else 'them'} (pyarrow: table.cast(schema); pandas: astype), or every "
-           "file of the folder with one type and capture afresh (brushfire capture --recapture)")
+    # (Spark types a folder's columns by its first file's footer)
+    first = Path(files[0]["path"]).name
+    untyped = [c for c, _, _, t in got if t == "void"]
+    it = "it" if len(got) == 1 else "them"
+    if untyped:  # (the first file's column of no type, which Spark reads as int, decides)
+        why = f"its first file, {first}, has {', '.join(untyped)} of no type, every value null, which Spark reads as int"
+        hint = (f"write {first} with {', '.join(untyped)} typed as the other files have {it} (pyarrow: "
+                "table.cast(schema); pandas: astype), or every file of the folder with one type")
+    else:  # (a first file read so itself is not the one Spark types the folder by: not named)
+        named = files[0]["uri"] not in mistyped
+        why = f"the types in its first file{f', {first}' if named else ''}"
+        hint = (f"write the file's {want}, as {first if named else 'the other files'} "
+                f"{'has' if named else 'have'} {it} (pyarrow: table.cast(schema); pandas: astype), or every "
+                "file of the folder with one type")
+    msg = (f"{path}: column {what}; Spark reads the folder's {want} ({why}) and cannot read this file's "
+           f"values so{more}{last}; hint: {hint} and capture afresh (brushfire capture --recapture)")
     raise CaptureError(msg)
 
 

@@ -324,12 +324,14 @@ class SparkRunner:
         return lacking_columns(fmt, files, columns, self._schemas(files)) if columns else {}
 
     def mistyped(self, files: list[dict]) -> dict[str, list[tuple]]:
-        from brushfire.source import mistyped_columns
+        from brushfire.source import footer_schemas, mistyped_columns
 
         if self.dash.source.resolved_format != "parquet":  # (ORC's reader widens otherwise)
             return {}
         types = {f.name: f.dataType.simpleString() for f in self._read_columns()}
-        return mistyped_columns(self._schemas(files), types)
+        # (the first file's footer, rows or none: Spark types the folder by it)
+        first = footer_schemas("parquet", files[:1]).get(files[0]["uri"]) if files else None
+        return mistyped_columns(self._schemas(files), types, first)
 
     def join_files(self) -> list[dict]:
         from brushfire.source import join_files
