@@ -408,7 +408,9 @@ def table_types(source: m.Table) -> dict[str, str | None] | None:
     except (OSError, pa.ArrowInvalid) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise source_error(source, f"cannot read it as {fmt}: {first[:300]}", format_hint(fmt)) from None
-    types = {f.name: fine_kind_of(f.type) for f in schema} | parts
+    # a column of no type in the file Spark types the folder by (every value null: pandas'
+    # column of None) is read as int by Spark: a kind only Spark tells, not 'other'
+    types = {f.name: None if pa.types.is_null(f.type) else fine_kind_of(f.type) for f in schema} | parts
     _check_case(source, list(types))
     return types
 
