@@ -78,10 +78,11 @@ class Runner(Protocol):
         known without reading them (footers); the others are not in it."""
 
     def mistyped(self, files: list[dict]) -> dict[str, list[tuple]]:
-        """{file uri: [(column, its type there, the source's type)]} of the columns the
-        spec reads that Spark cannot read as the source's type with their values (its
-        scan would fail, or read other values), of those `files` whose types are known
-        without reading them (Parquet footers: source.mistyped_columns)."""
+        """{file uri: [(column, its type there, the source's type, its type in the first
+        file)]} of the columns the spec reads that Spark cannot read as the source's type
+        with their values (its scan would fail, or read other values), of those `files`
+        with rows whose types are known without reading them (Parquet footers:
+        source.mistyped_columns)."""
 
     def join_files(self) -> list[dict]:
         """The files of the joins' dimension tables now (as `files`): a capture is current
