@@ -275,6 +275,11 @@ def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_pa
      "`x_number: CAST(x AS DOUBLE)`"),
     ("csv", ["n/a", "12", "7.5"], "1 of its 3 values are not numbers, e.g. 'n/a'",
      "`x_number: try_cast(x AS DOUBLE)` (null where the text is no number)"),
+    # pyarrow writes NaN as 'nan', pandas an infinity as 'inf': Spark's CSV reader reads NaN, Inf
+    ("csv", ["nan", "12", "inf"], "its 3 values are numbers written as text, with 'inf', 'nan' among "
+     "them, which Spark's CSV reader reads as numbers only as its options nanValue, positiveInf and "
+     "negativeInf spell them (NaN, Inf, -Inf unless set)",
+     "hint: set them in source.options (nanValue: 'nan', positiveInf: 'inf') to read the column as numbers"),
     # a European CSV (sep: ";") of decimal commas
     ("csv", ['"1,5"', "12", '"7,25"'], "its values are numbers written with a decimal comma, e.g. '1,5'",
      "`x_number: CAST(replace(x, ',', '.') AS DOUBLE)`"),

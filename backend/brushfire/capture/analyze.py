@@ -694,10 +694,14 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
         x = F.col(_q(c))
         number = F.expr(f"try_cast({_q(c)} AS DOUBLE)")
         comma = F.expr(f"try_cast(replace({_q(c)}, ',', '.') AS DOUBLE)")  # ('1,5': a decimal comma)
+        # NaN and infinities spelled otherwise than the CSV reader's options (pyarrow's
+        # 'nan', pandas' 'inf'): try_cast reads them, the reader's type inference does not
+        spelled = F.lower(F.trim(x)).isin(*_NONFINITE) & ~x.isin(*_csv_nonfinite(dash.source))
         try:
-            n, numbers, commas, text, first = df.select(
+            n, numbers, commas, text, first, odd = df.select(
                 F.count(x), F.count(number), F.count(comma),
-                F.first(F.when(number.isNull(), x), ignorenulls=True), F.first(x, ignorenulls=True)).first()
+                F.first(F.when(number.isNull(), x), ignorenulls=True), F.first(x, ignorenulls=True),
+                F.slice(F.collect_set(F.when(spelled, x)), 1, 8)).first()
             asked = True
         except Exception:  # (Spark cannot read it now: the error as it was)  # noqa: BLE001
             problems.append(p)
@@ -720,6 +724,16 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
         elif time:
             problems.append(p)
             continue
+        elif numbers == n and odd and dash.source.resolved_format == "csv":
+            odd = sorted(odd)
+            what = (f"its {n:,} values are numbers written as text, with {', '.join(map(repr, odd))} among "
+                    "them, which Spark's CSV reader reads as numbers only as its options nanValue, "
+                    "positiveInf and negativeInf spell them (NaN, Inf, -Inf unless set)")
+            options = _nonfinite_options(odd)
+            hint = (f"set them in source.options ({options}) to read the column as numbers, or derive "
+                    f"the number in source.columns, e.g. `{name}: CAST({f} AS DOUBLE)`" if options else
+                    f"derive the number in source.columns, e.g. `{name}: CAST({f} AS DOUBLE)`, and give "
+                    "the view that field")
         elif numbers == n:
             what = f"its {n:,} values are numbers written as text"
             hint = (f"derive the number in source.columns, e.g. `{name}: CAST({f} AS DOUBLE)`, and "
@@ -737,6 +751,31 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
             continue
         problems.append(SpecProblem(p.file, p.line, p.path, f"{p.message}: {what}", hint))
     return SpecError(problems, error.cause) if asked else error
+
+
+_NONFINITE = ("nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
+
+
+def _csv_nonfinite(source: m.Table) -> list[str]:
+    """The spellings of NaN and the infinities Spark's CSV reader reads as numbers: its
+    options nanValue, positiveInf and negativeInf (defaults NaN, Inf, -Inf), and those
+    Java's Double.parseDouble reads."""
+    opts = {k.lower(): v for k, v in source.reader_options.items()}
+    return [opts.get("nanvalue", "NaN"), opts.get("positiveinf", "Inf"), opts.get("negativeinf", "-Inf"),
+            "NaN", "Infinity", "+Infinity", "-Infinity"]
+
+
+def _nonfinite_options(spellings: list[str]) -> str | None:
+    """The CSV reader options that read `spellings` as NaN and the infinities
+    (`nanValue: nan, ...`), or None when two spell one of them (an option takes one)."""
+    out: dict[str, str] = {}
+    for text in spellings:
+        key = "nanValue" if "nan" in text.lower() else "negativeInf" if text.strip().startswith("-") \
+            else "positiveInf"
+        if key in out:
+            return None
+        out[key] = text
+    return ", ".join(f"{k}: {v!r}" for k, v in sorted(out.items()))
 
 
 def _years_explained(df, dash: m.DashboardSpec, p: SpecProblem, kinds: dict[str, str]) -> SpecProblem | None:
