@@ -258,6 +258,14 @@ def test_a_csv_file_appended_with_text_in_a_number_column_is_named(spark, tmp_pa
         Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
     (folder / "c.csv").unlink()
     assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").from_cache
+    # pandas writes an infinity 'inf', which the reader reads only as its options spell it
+    (folder / "c.csv").write_text("x,cat\n" + "".join(f"{'inf' if i == 3 else i},c1\n" for i in range(20)))
+    with pytest.raises(SpecError) as info:
+        Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache")
+    assert "c.csv makes it string" in str(info.value) and "with 'inf' among them" in str(info.value)
+    assert "hint: set them in source.options (positiveInf: 'inf')" in str(info.value), str(info.value)
+    spec["source"]["options"] = {"positiveInf": "inf"}
+    assert Dashboard.open(spec, spark=spark, cache_dir=tmp_path / "cache").store.n_rows == 112
 
 
 

@@ -670,9 +670,11 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
     """`error` with what a source's text column that a view needs as a number or a time
     holds, when that is why it is text: no value at all (Spark types a CSV or JSON column
     without values as a string), numbers written as text (`"year": "1565"` in JSON; 'n/a'
-    among a CSV column's numbers; a decimal comma, '1,5'), or dates in a shape the hint's pattern reads ('Jan 1
-    2000'), with the derived column that reads them. One Spark job per column named, only
-    when the check failed."""
+    among a CSV column's numbers; 'nan' or 'inf', read as the CSV reader's options say; a
+    decimal comma, '1,5'), or dates in a shape the hint's pattern reads ('Jan 1 2000'),
+    with the derived column (or the options) that reads them, also after the file that
+    makes the column text is named (`_typed_by_files`). One Spark job per column named,
+    only when the check failed."""
     from pyspark.sql import functions as F
 
     from brushfire.capture.spark import datetime_pattern
@@ -685,8 +687,7 @@ def _text_explained(df, dash: m.DashboardSpec, error: SpecError, kinds: dict[str
             asked = True
             continue
         c = next((c for c in kinds if kinds[c] == "string" and c not in dash.source.columns
-                  and p.message.startswith(f"column {c!r} is a string column, but")
-                  and "makes it" not in p.message), None)
+                  and p.message.startswith(f"column {c!r} is a string column, but")), None)
         time = p.message.endswith("needs a temporal column")
         if c is None or not (time or "needs a number" in p.message):
             problems.append(p)
