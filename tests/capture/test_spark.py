@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from brushfire.capture import capture_dashboard
@@ -396,21 +394,3 @@ def test_the_pattern_of_a_datetime_text_reads_it(spark, text, pattern, time):
     and fractions of a second got an example pattern of another shape."""
     assert sp.datetime_pattern(text) == pattern
     assert spark.sql(f"SELECT CAST(to_timestamp('{text}', '{pattern}') AS STRING)").first()[0] == time
-
-
-
-def test_the_python_workers_are_started_once_per_application_beside_the_block(spark, monkeypatch):
-    """python_workers_warmed runs its job beside the block, in a job group of its own (not
-    a job of the block's), joined or cancelled when the block ends, and starts none for an
-    application it warmed."""
-    monkeypatch.setattr(sp, "_WARMED", set())
-    sc = spark.sparkContext
-    group = f"brushfire-warm-{sc.applicationId}"
-    before = set(sc.statusTracker().getJobIdsForGroup(group))
-    with sp.python_workers_warmed(spark):
-        assert spark.range(10).count() == 10  # the block's own jobs run beside it
-    assert len(set(sc.statusTracker().getJobIdsForGroup(group)) - before) == 1
-    assert not [t for t in threading.enumerate() if t.name == "brushfire-warm"]
-    with sp.python_workers_warmed(spark):
-        pass
-    assert len(set(sc.statusTracker().getJobIdsForGroup(group)) - before) == 1

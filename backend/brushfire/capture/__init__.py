@@ -144,9 +144,7 @@ def capture_dashboard(plan: CapturePlan, spark=None, master: str | None = None,
     check_before_spark(plan)
     progress("starting Spark", None)
     spark = spark or sp.get_spark(master)
-    # (a cluster that gives no executor: said, not waited on; the Python workers started
-    # while the driver analyses the source)
-    with sp.executors_watched(spark), sp.python_workers_warmed(spark):
+    with sp.executors_watched(spark):  # (a cluster that gives no executor: said, not waited on)
         t0 = time.perf_counter()
         runner = sp.SparkRunner(spark, dash, config, progress)
         planned = time.perf_counter() - t0

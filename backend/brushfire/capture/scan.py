@@ -66,13 +66,6 @@ class ScanSpec:
     nulls: tuple[str, ...] = ()  # columns whose nulls a shard counts (joins' keys: rows unmatched)
 
 
-def load_kernels() -> None:
-    """Load the scan's numba kernel from numba's cache by calling it as the scan does (the
-    first call in a process also starts numba's compiler, ~0.3 s): for a worker that is
-    started before the scan (capture/spark.py `python_workers_warmed`)."""
-    K.block_argsort(K.sort_keys(np.zeros(1)), 1, np.empty(1, np.uint16))
-
-
 def scan_partition(batches: Iterable[pa.RecordBatch], spec: ScanSpec, shards_dir: str,
                    run: str, pid: int) -> list[dict]:
     """Encode one partition's rows into shards written to `shards_dir/<run>-<pid>-<seq>`;

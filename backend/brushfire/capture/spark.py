@@ -523,7 +523,8 @@ class SparkRunner:
             yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(got)]})
 
         # a task per slice, as a SQL job whose Python runs like the scan's: in the Python
-        # workers the scan (and python_workers_warmed) started, Brushfire already imported
+        # workers the scan started, Brushfire already imported (an RDD job's Python runs
+        # in workers of its own, started and importing Brushfire again: ~1-3 s)
         with spark_errors("building the lineage"), \
                 track_progress(self.spark, self.progress, "key job: building the lineage"):
             rows = self.spark.range(0, parts, numPartitions=parts) \
@@ -830,52 +831,6 @@ def track_progress(spark, progress: Progress, stage: str = "capture job",
     finally:
         done.set()
         thread.join()
-
-
-_WARMED: set[str] = set()  # Spark applications whose Python workers a capture has started
-
-
-@contextlib.contextmanager
-def python_workers_warmed(spark) -> Iterator[None]:
-    """Run the block while a job of one tiny task per core starts the executors' Python
-    workers and imports the capture's modules (numba with them) in each. The scan is the
-    capture's first job to run Python: without this it waits for Spark to start them (and
-    to set up its Arrow path to them) after the driver's analysis of the source; with it
-    they start during that analysis, and the scan and the key job reuse them (Spark keeps
-    idle workers for a minute). Once per application; a failure here is left to the
-    scan, which meets it too and says why."""
-    sc = spark.sparkContext
-    if sc.applicationId in _WARMED:
-        yield
-        return
-    _WARMED.add(sc.applicationId)
-    group = f"brushfire-warm-{sc.applicationId}"
-
-    def warm(batches):
-        import brushfire.capture.keys  # noqa: F401  (and with it the scan's module, numba)
-        from brushfire.capture.scan import load_kernels
-
-        load_kernels()
-        for _ in batches:
-            pass
-        yield pa.RecordBatch.from_pydict({"warm": [True]})
-
-    def run() -> None:
-        sc.setJobGroup(group, "starting the executors' Python workers", interruptOnCancel=True)
-        try:
-            cores = max(1, sc.defaultParallelism)
-            spark.range(0, cores, numPartitions=cores).mapInArrow(warm, "warm boolean").collect()
-        except Exception:  # (cancelled, or what the scan will report itself)
-            pass
-
-    thread = threading.Thread(target=run, name="brushfire-warm", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        if thread.is_alive():
-            sc.cancelJobGroup(group)
-            thread.join(timeout=10)
 
 
 # seconds a job may wait with no executor at all before it is cancelled and said: a
