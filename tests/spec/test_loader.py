@@ -1189,6 +1189,22 @@ interactions:
         ["2012-01-01", "2013-01-01"], "2012-06-01T10:30:00", "2012-06-01T10:30:00+00:00", ["2012-01-02"]]
 
 
+def test_numpy_numbers_and_booleans_of_a_notebooks_dict_are_taken() -> None:
+    """A spec built in a notebook holds numpy's scalars (an extent from `df.x.min()`, a
+    clamp from a comparison): numbers and booleans as the spec's own, not text."""
+    import numpy as np
+
+    dash = parse_dashboard({
+        "name": "d", "source": {"path": "x.parquet"},
+        "views": [{"name": "h", "type": "histogram", "field": "x",
+                   "bin": {"step": np.int64(10), "extent": [np.float32(0), np.int64(100)],
+                           "clamp": np.bool_(True)}},
+                  {"name": "c", "type": "categorical", "field": "c", "top": np.int64(5),
+                   "other": np.bool_(False)}]})
+    assert dash.views[0].bin.clamp is True and dash.views[0].bin.step == 10
+    assert dash.views[1].top == 5 and dash.views[1].other is False
+
+
 def test_numbers_with_an_exponent_are_numbers_as_json_writes_them() -> None:
     """YAML 1.1 reads `1e1` (no dot, no sign in the exponent) as text, which the models
     coerced to a number; now that quoted text is refused as a number, the loader reads

@@ -72,8 +72,11 @@ def _not_bool(v: object, kind: str) -> object:
 
 
 def _bool_as_written(v: object) -> object:
-    """A boolean as the spec writes it (true, false; YAML's yes, no, on, off): pydantic's
-    lax bool took text and numbers too (`clamp: "yes"`, `clamp: 1`)."""
+    """A boolean as the spec writes it (true, false; YAML's yes, no, on, off; numpy's, as
+    a notebook's dict may hold: `clamp: df.x.min() < 0`): pydantic's lax bool took text
+    and numbers too (`clamp: "yes"`, `clamp: 1`)."""
+    if type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_"):
+        return bool(v)
     if not isinstance(v, bool):
         kind, msg = "bool_type", "not a boolean"
         raise PydanticCustomError(kind, msg)
