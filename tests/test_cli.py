@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -396,7 +397,12 @@ def test_serve_stops_with_an_error_when_no_dashboard_could_be_opened(small_parqu
     spec = tmp_path / "d.yaml"
     spec.write_text(f"name: d\nsource: {{path: {small_parquet}}}\nviews:\n"
                     "  - {name: a, type: categorical, field: cat}\n")
-    assert main(["serve", str(spec), "--port", str(_free_port()), "--cache-dir", str(tmp_path / "c")]) == 1
+    # (on a thread of its own: the browser tests' Playwright leaves the main thread an
+    # event loop running, and serve's uvicorn starts one of its own)
+    with ThreadPoolExecutor(1) as pool:
+        served = pool.submit(main, ["serve", str(spec), "--port", str(_free_port()),
+                                    "--cache-dir", str(tmp_path / "c")])
+        assert served.result(timeout=300) == 1
     err = capsys.readouterr().err
     assert "d failed: the capture failed" in err
     assert err.endswith("brushfire serve: no dashboard could be opened (each one's error is above); "
