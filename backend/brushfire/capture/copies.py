@@ -130,7 +130,7 @@ class CopyBuild:
         self.dims = dims = [d for d, got, _ in self.chosen if got]
         _, L = kernel_layout(layout)
         slots = hist_slots(L)
-        # what building a copy takes besides the shard's per-row arrays (`shard_copy`)
+        # what building a copy takes besides the shard's per-row arrays (`shard_copies`)
         self.recipe = {"rows_kept": keeps_rows(layout), "L": L, "slots": slots,
                        "dtype": key_dtype(layout), "then": {d: then_dim(layout, d, workload) for d in dims}}
         ohash = order_hash(layout, workload)
