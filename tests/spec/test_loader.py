@@ -1075,7 +1075,7 @@ good/joins.yaml:12: views[1].field: column 'customer.c_mktsegment' is not in the
     columns: customer.c_custkey, customer.c_name
     hint: did you mean 'customer.c_name'?"""),
     ("key_of_a_kind_no_join_compares", LINEITEM | ORDERS | {"orders.o_orderkey": "temporal"} | CUSTOMER | PART, """\
-good/joins.yaml:7: source.joins[0].on: column 'l_orderkey' (a number) and key 'o_orderkey' of orders.parquet (a timestamp) are of types no join compares
+good/joins.yaml:7: source.joins[0].on: column 'l_orderkey' (a number) and key 'o_orderkey' of orders.parquet (a date or time) are of types no join compares
     hint: give them one type in the files (Spark's join compares numbers with numbers or text, times with times or text)"""),
     ("joined_column_of_another_kind", LINEITEM | ORDERS | {"orders.o_orderdate": "string"}
      | CUSTOMER | PART, """\

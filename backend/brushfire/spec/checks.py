@@ -917,7 +917,9 @@ def _join_problems(dash: m.DashboardSpec, schema: dict[str, str], unread: set[st
         on = src.join_of(j.on)
         kinds = {_coarse(k) for k in (schema.get(j.on), schema.get(f"{j.name}.{j.key}")) if k is not None}
         if kinds == {"number", "temporal"}:  # (Spark's join refuses them; strings it casts)
-            a, b = (_A_KIND[_coarse(schema[c])] for c in (j.on, f"{j.name}.{j.key}"))
+            # (a date's kind is temporal too: not called a timestamp here)
+            a, b = ({**_A_KIND, "temporal": "a date or time"}[_coarse(schema[c])]
+                    for c in (j.on, f"{j.name}.{j.key}"))
             problem((*loc, "on"), f"column {j.on!r} ({a}) and key {j.key!r} of {Path(j.path).name} ({b}) "
                     "are of types no join compares", "give them one type in the files (Spark's join "
                     "compares numbers with numbers or text, times with times or text)")
