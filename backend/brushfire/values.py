@@ -39,6 +39,9 @@ from brushfire.wire import MAX_SAFE_INTEGER, exact_int, float_text
 T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
+# the first and last instants of datetime's years 1-9999, as UTC microseconds
+INSTANT_MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // ONE_US
+INSTANT_MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - EPOCH) // ONE_US
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 FLOAT_MAX = 1.7976931348623157e308  # the largest finite float64
 ISO_EXAMPLE = "2021-03-01 or 2021-03-01T12:30:00Z"
@@ -86,6 +89,14 @@ def datetime_micros(t: datetime | date) -> int:
     if t.tzinfo is None or t.utcoffset() is None:
         t = t.replace(tzinfo=UTC)
     return (t - EPOCH) // ONE_US
+
+
+def raw_instant(x: float) -> int:
+    """UTC microseconds of a time as a fine dim keeps it, a double (lineage/lattice.py):
+    exact within 2^53 microseconds of 1970 (July 1684 to June 2255), else the nearest double, which
+    next to the years 1 and 9999 may lie beyond them (9999-12-31T23:59:59.999999 is
+    10000-01-01): such a value is the first or last instant, as the time it stands for is."""
+    return min(max(int(x), INSTANT_MIN_US), INSTANT_MAX_US)
 
 
 def format_instant(micros: int) -> str:

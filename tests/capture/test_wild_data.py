@@ -466,3 +466,31 @@ def test_an_append_under_a_dropdown_over_a_float_field_with_nan(tmp_path):
     session = Dashboard(plan.dashboard, plan, store).session()
     session.set_parameter("p", math.nan)
     assert session.count_selected() == sum(pc.sum(pc.is_nan(t["fc"])).as_py() for t in tables.values())
+
+
+def test_times_at_the_ends_of_the_years_1_to_9999_in_a_fine_dim(tmp_path):
+    """A fine dim keeps a time's UTC microseconds as a double, the nearest one beyond 2^53
+    (before July 1684, after June 2255): a sentinel 9999-12-31T23:59:59.999999 is 10000-01-01 as a
+    double, which made the max of the times, and a slider's range over them, an error
+    ('253402300800000000 microseconds is outside the years 1-9999'), where SQL gives it."""
+    n = 400
+    rng = np.random.default_rng(3)
+    ts = [datetime(2000, 1, 1) + timedelta(microseconds=int(u)) for u in rng.integers(0, 10**13, n)]
+    ts[::7] = [datetime(9999, 12, 31, 23, 59, 59, 999999)] * len(ts[::7])
+    ts[1::11] = [datetime(1, 1, 1)] * len(ts[1::11])
+    table = pa.table({"c": pa.array(rng.choice(["a", "b", "c"], n)), "ts": pa.array(ts, pa.timestamp("us")),
+                      "y": pa.array(rng.integers(0, 7, n))})
+    views = [{"name": "y", "type": "histogram", "field": "y", "bin": {"step": 1, "extent": [0, 7]}},
+             {"name": "first", "type": "categorical", "field": "c", "aggregate": {"op": "min", "field": "ts"}},
+             {"name": "last", "type": "categorical", "field": "c", "aggregate": {"op": "max", "field": "ts"}}]
+    d = wild_spec("x", views, ["y"], [{"name": "p", "field": "ts", "widget": "slider", "op": "lte"}])
+    dash, oracle = captured(tmp_path, table, d)
+    assert dash.store.layout.dims[dash.store.layout.filter("p").dims[0]].kind == "fine"
+    assert dash.store.parameter_domain("p") == ("range", ["0001-01-01T00:00:00+00:00",
+                                                          "9999-12-31T23:59:59.999999+00:00"])
+    session = dash.session()
+    assert_views_equal_sql(dash, session, oracle, "base")
+    session.brush("y", [1, 4])
+    oracle.brush("y", [1, 4])
+    assert_views_equal_sql(dash, session, oracle, "brushed")
+    assert "9999-12-31T23:59:59.999999+00:00" in session.view("last").values

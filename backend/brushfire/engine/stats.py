@@ -31,7 +31,7 @@ from brushfire.engine.state import merge_ranges
 from brushfire.lineage.arrays import Aggregates
 from brushfire.lineage.layout import Dim, ViewLayout
 from brushfire.spec import aggregates
-from brushfire.values import format_instant
+from brushfire.values import format_instant, raw_instant
 from brushfire.views import view_type
 
 # gather(wanted codes -> target, offsets of the targets, candidate key ranges of the
@@ -224,7 +224,7 @@ def order_values(v: ViewLayout, cells: np.ndarray, dim: Dim | None, gather: Gath
     if aggregates.op(v.op).takes_method and v.method != "discrete":  # interpolated
         out[has] = interpolate(xl.astype(np.float64), xh.astype(np.float64), d)
     elif dim is not None and dim.value_type == "temporal":
-        out[has] = [format_instant(int(x)) for x in xl.tolist()]
+        out[has] = [format_instant(raw_instant(x)) for x in xl.tolist()]
     elif dim is not None and dim.value_type == "int":
         out[has] = _ints(xl)
     else:

@@ -55,7 +55,7 @@ from brushfire.lineage.files import (
 )
 from brushfire.lineage.layout import CaptureConfig, Layout, ViewLayout
 from brushfire.spec.models import DashboardSpec, Details, Source
-from brushfire.values import choice_order, format_instant
+from brushfire.values import choice_order, format_instant, raw_instant
 
 FORMAT_VERSION = 12  # 12: ... or as offsets of their bits (lat8); 11: fine dims' raw values
 # on a decimal lattice (lineage/lattice.py);
@@ -170,15 +170,14 @@ class LineageStore:
             return (finite[0], finite[-1]) if finite else (None, None)
         if not len(present):
             return None, None
-        lo = hi = None  # fine: the raw values of the first and last buckets
-        cast = int if d.value_type in ("int", "temporal") else float
+        lo = hi = None  # fine: the raw values of the first and last buckets (doubles)
+        cast = raw_instant if d.value_type == "temporal" else int if d.value_type == "int" else float
         if not d.rows and d.bounds is not None:  # no raw values kept: the capture's bounds
             return cast(d.bounds[0]), cast(d.bounds[1])
         if not d.rows:  # (a capture that recorded none: the buckets' edges)
             first, last = present[0], present[-1]
             edges = d.edges + [float("inf")]
             lo, hi = edges[max(first, 1)], edges[last + 1]
-            cast = int if d.value_type in ("int", "temporal") else float
             return cast(lo) if lo != float("inf") else None, cast(hi) if hi != float("inf") else None
         for i in range(len(self.shards)):
             raw = self.raw_values(i, dim)
@@ -187,7 +186,6 @@ class LineageStore:
                 if len(ok):
                     lo = ok.min() if lo is None else min(lo, ok.min())
                     hi = ok.max() if hi is None else max(hi, ok.max())
-        cast = int if d.value_type in ("int", "temporal") else float
         return (None, None) if lo is None else (cast(lo), cast(hi))
 
     def raw_values(self, shard: int, dim: int) -> np.ndarray | None:
