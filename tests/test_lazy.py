@@ -594,6 +594,36 @@ def test_quantiles_answered_on_spark_equal_sqls_to_the_last_bit(spark, tmp_path)
     assert dict(zip(engine.labels, reply["views"]["q"]["values"], strict=True)) == want
 
 
+def test_discrete_quantiles_answered_on_spark_are_values_of_the_bar_in_its_type(spark, tmp_path):
+    """A discrete median or quantile answered on Spark is a value of the bar, the engine's
+    and DuckDB's: of integers beyond 2^53 exactly (Spark's `percentile_disc` gave a bigint
+    as a double, 2^53 + 1 as 2^53.0)."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    big = 2**53 + 1
+    pq.write_table(pa.table({"g": ["a", "a", "a", "b", "b", "b", "b"],
+                             "x": pa.array([big, big, 3, -big, -big, big + 2, 0], pa.int64()),
+                             "y": [1, 2, 3, 4, 5, 6, 7]}), tmp_path / "q.parquet")
+    views = [{"name": f"q{int(p * 10)}", "type": "categorical", "field": "g", "other": False,
+              "aggregate": {"op": "quantile", "field": "x", "p": p, "method": "discrete"}} for p in (0.1, 0.5, 0.9)]
+    dash = Dashboard.open(parse_dashboard({"name": "discrete", "source": {"path": str(tmp_path / "q.parquet")},
+                                           "views": views}), spark=spark, cache_dir=tmp_path / "cache")
+    s = dash.session()
+    engine = {v["name"]: dict(zip(s.view(v["name"]).labels, s.view(v["name"]).values, strict=True))
+              for v in views}
+    reply = protocol.handle(s, {"type": "filter", "column": "y", "interval": [0, 10]})  # every row
+    assert sorted(reply["lazy"]["views"]) == ["q1", "q5", "q9"], reply
+    for p in (0.1, 0.5, 0.9):
+        want = dict(duckdb.sql(f"SELECT g, quantile_disc(x, {p}) FROM '{tmp_path / 'q.parquet'}' GROUP BY g")
+                    .fetchall())
+        name = f"q{int(p * 10)}"
+        got = dict(zip(engine[name], reply["views"][name]["values"], strict=True))
+        assert got == want == engine[name] and all(type(x) is int for x in got.values()), (p, got, want)
+    assert want["a"] == big
+
+
 @pytest.mark.spark
 def test_zoned_times_from_spark_are_utc_on_a_host_in_another_zone(spark, monkeypatch):
     """pyspark's collect gives a TIMESTAMP as the Python process's local time: on a host

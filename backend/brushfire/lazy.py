@@ -500,34 +500,43 @@ class LazySession(LazyQueries):
         key = f"CAST(({key}) AS {'STRING' if view_type(self.spec.view(name)).value_bars else 'BIGINT'})"
         self.source.start()  # (the measure's type: Spark's)
         agg = self.spec.view(name).aggregate
-        if aggregates.op(agg.op).takes_method and agg.method != "discrete":
-            return self._interpolated(agg, key, where, what)
+        if aggregates.op(agg.op).takes_method:
+            return self._ranked(agg, key, where, what)
         query = (f"SELECT {key}, {b.stat_sql(name)} FROM {self.source.table} "
                  f"WHERE coalesce(({where}), false) GROUP BY 1")
         return {r[0]: r[1] for r in self._spark(query, what)}
 
-    def _interpolated(self, agg: m.Aggregate, key: str, where: str, what: str) -> dict:
-        """{bar key: median or continuous quantile} as the engine gives it, to DuckDB's last
-        bit: the values at ranks floor((n - 1) p) and ceil((n - 1) p) of each bar, from Spark,
-        interpolated by the engine's kernel (Spark's `percentile` rounds otherwise)."""
+    def _ranked(self, agg: m.Aggregate, key: str, where: str, what: str) -> dict:
+        """{bar key: median or quantile} as the engine gives it, to DuckDB's last bit: the
+        values at the ranks `stats.ranks` takes of each bar, from Spark; a continuous one
+        interpolated by the engine's kernel (Spark's `percentile` rounds otherwise), a
+        discrete one the value in the field's type (Spark's `percentile_disc` gives a bigint
+        as a double: 2^53 + 1 was 2^53)."""
         import numpy as np
 
         from brushfire.engine.stats import interpolate, ranks
 
-        x = f"CAST({sql.ident(agg.field, sql.SPARK)} AS DOUBLE)"
-        h = f"(n - 1) * {sql.num(float(agg.p if agg.p is not None else aggregates.op(agg.op).p))}"
-        values = (f"SELECT {key} AS k, {x} AS x FROM {self.source.table} WHERE coalesce(({where}), "
+        f = sql.ident(agg.field, sql.SPARK)
+        x = f"CAST({f} AS DOUBLE)"
+        p = sql.num(float(agg.p if agg.p is not None else aggregates.op(agg.op).p))
+        if agg.method == "discrete":  # (rank max(1, n - floor(n - n p)) - 1, with doubles' rounding)
+            wanted, value = f"r >= floor(n * {p}) - 1 AND r <= ceil(n * {p})", f
+        else:
+            wanted, value = f"r = floor((n - 1) * {p}) OR r = ceil((n - 1) * {p})", x
+        values = (f"SELECT {key} AS k, {value} AS x FROM {self.source.table} WHERE coalesce(({where}), "
                   f"false) AND {x} IS NOT NULL AND NOT isnan({x})")
         ranked = (f"SELECT k, x, row_number() OVER (PARTITION BY k ORDER BY x) - 1 AS r, "
                   f"count(1) OVER (PARTITION BY k) AS n FROM ({values}) AS a")
-        query = f"SELECT k, n, r, x FROM ({ranked}) AS b WHERE r = floor({h}) OR r = ceil({h})"
+        query = f"SELECT k, n, r, x FROM ({ranked}) AS b WHERE {wanted}"
         bars: dict = {}
-        for k, n, r, value in self._spark(query, what):
-            bars.setdefault(k, (int(n), {}))[1][int(r)] = value
+        for k, n, r, v in self._spark(query, what):
+            bars.setdefault(k, (int(n), {}))[1][int(r)] = v
         if not bars:
             return {}
         keys = list(bars)
         lo, hi, d = ranks(agg.op, agg.p, agg.method, np.array([bars[k][0] for k in keys]))
+        if agg.method == "discrete":
+            return {k: bars[k][1][i] for k, i in zip(keys, lo.tolist(), strict=True)}
         xl = np.array([bars[k][1][i] for k, i in zip(keys, lo.tolist(), strict=True)], np.float64)
         xh = np.array([bars[k][1][i] for k, i in zip(keys, hi.tolist(), strict=True)], np.float64)
         return dict(zip(keys, interpolate(xl, xh, d).tolist(), strict=True))
