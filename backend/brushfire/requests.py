@@ -160,8 +160,7 @@ class Filters(Message):
         state = S.parse_state(self.filters)
         lazy = answers_lazily(session)
         columns = {n for n in state if lazy and n.startswith(S.COLUMN)}  # checked by the session
-        S.check_names({n: f for n, f in state.items() if n not in columns},
-                      S.tags_of_kinds(filter_kinds(session)))
+        S.check_names(state, S.tags_of_kinds(filter_kinds(session)), columns=lazy)
         return FiltersRequest(state, tuple(_entry_request(session, name, f, name in columns)
                                            for name, f in state.items()))
 
@@ -544,9 +543,7 @@ def _entry_request(session: SessionAPI, name: str, f: S.TaggedFilter, column: bo
     error names it as `filters.<name>...`."""
     where = f"filters.{name}"
     if column:  # a filter on a source column (a LAZY session's)
-        if not isinstance(f, S.IntervalFilter | S.ValuesFilter):
-            msg = f"{where}: a filter on a source column takes an interval or values"
-            raise InteractionError(msg)
+        f = S.check_column_filter(f, where)
         column_name = name[len(S.COLUMN):]
         lazy_api(session).check_column(column_name, where)  # known without Spark
         interval = list(f.interval) if isinstance(f, S.IntervalFilter) else None

@@ -126,10 +126,16 @@ def parse_filter(raw: object, where: str) -> TaggedFilter:
         raise SelectionError(_shape_problem(errors[0], where)) from None
 
 
-def check_names(state: dict[str, TaggedFilter], tags: dict[str, str], where: str = "filters") -> None:
+def check_names(state: dict[str, TaggedFilter], tags: dict[str, str], where: str = "filters",
+                columns: bool = False) -> None:
     """Every name must be a brushable view or parameter (`tags`: name -> the tag it takes,
-    e.g. from `tags_of_plan`), with a filter of the tag it takes."""
+    e.g. from `tags_of_plan`), with a filter of the tag it takes; with `columns` (a session
+    that answers lazily), a `column:<name>` entry too, a filter on a source column: its
+    shape is checked here (`check_column_filter`), its column by the session applying it."""
     for name, f in state.items():
+        if columns and name.startswith(COLUMN):
+            check_column_filter(f, f"{where}.{name}")
+            continue
         tag = tag_of(f)
         if name not in tags:
             msg = (f"{where}.{name}: no brushable view or parameter named {show(name)}; "
@@ -167,6 +173,15 @@ def tag_of(f: TaggedFilter) -> str:
 
 
 COLUMN = "column:"  # the name prefix of a filter on a source column (`filter` message)
+
+
+def check_column_filter(f: TaggedFilter, where: str) -> IntervalFilter | ValuesFilter:
+    """A filter on a source column (`column:<name>`): an interval or values, as a `filter`
+    message takes them."""
+    if not isinstance(f, IntervalFilter | ValuesFilter):
+        msg = f"{where}: a filter on a source column takes an interval or values"
+        raise SelectionError(msg)
+    return f
 
 
 def message_of(name: str, f: TaggedFilter) -> dict:

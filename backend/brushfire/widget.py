@@ -274,7 +274,10 @@ class DashboardWidget(anywidget.AnyWidget):
         state = selection.parse_state(value)
         if self._session is None:
             if self._server_ready():
-                selection.check_names(state, selection.tags_of_description(self._server_description()))
+                # (a filter on a source column, `column:<name>`, as the server's lazy sessions
+                # take it: its column is checked by the server, when the front end applies it)
+                selection.check_names(state, selection.tags_of_description(self._server_description()),
+                                      columns=True)
             return selection.to_json(state)
         with self._lock:
             reply = protocol.handle(self._session, {"type": "filters", "filters": value})

@@ -475,6 +475,31 @@ def test_a_joins_rows_in_the_kernel_and_from_a_server(tmp_path):
             remote.details(join="nope")
 
 
+def test_an_attached_widget_takes_a_filter_on_a_joined_column_as_the_kernel_does(tmp_path):
+    """A filter on a column (`column:<name>`, the `filter` message's entry of the state: any
+    column, a joined one too) was refused attached ('no brushable view or parameter named
+    'column:store.city''), where the server's session and the engine in the kernel take it;
+    so was the front end's copy of a session's state holding one. Its shape is checked as
+    the server checks it; its column by the server, when applied."""
+    from star_schemas import open_star
+
+    dash = open_star(tmp_path / "star", seed=4)
+    state = {"column:store.city": {"values": ["city1", None]}, "amount": {"interval": [0, 60]}}
+    bad = {"column:store.city": {"parameter": "city1"}}
+    with live_server(create_app([dash])) as addr:
+        w = brushfire.widget(url=f"http://{addr}", dashboard="star")
+        w.filters = state
+        assert w.filters == state
+        w.set_state({"filters": {}})  # (the front end's copy of the session's state)
+        w.set_state({"filters": state})
+        assert w.filters == state
+        want = protocol.handle(dash.session(), {"type": "filters", "filters": bad})["message"]
+        with pytest.raises(InteractionError) as e:
+            w.filters = bad
+        assert str(e.value) == want == "filters.column:store.city: a filter on a source column takes an interval or values"
+        assert w.filters == state
+
+
 def test_integer_keys_beyond_2_53_reach_the_front_end_as_their_digits(tmp_path):
     """The widget's panel reads replies as the page does (JSON numbers as doubles): its
     dimension rows' keys and details' int64 values beyond ±(2^53-1) come as decimal text,
