@@ -14,10 +14,10 @@
 
 import { Chart } from "./chart.js";
 import { DetailsTable } from "./details.js";
-import { formatNumber, formatShare, roundForSpan } from "./format.js";
+import { formatNumber, formatShare, formatValue, roundForSpan } from "./format.js";
 import { Recorder } from "./recorder.js";
 import { ValuePicker } from "./picker.js";
-import { parameterValue } from "./selection.js";
+import { COLUMN, columnFilters, parameterValue } from "./selection.js";
 
 const fmt = new Intl.NumberFormat("en-US");
 
@@ -82,6 +82,7 @@ export class DashboardUI {
     const state = await this.request({ type: "state" });
     this.showStatus(state);
     this.showParameters(state.filters ?? {}); // parameter defaults: active from the start
+    this.showColumnFilters(state.filters ?? {});
     if (state.filters) await this.showFilters(state.filters);
   }
 
@@ -271,6 +272,8 @@ export class DashboardUI {
 
   parameterBar() {
     const bar = el("div", "bf-parameters");
+    this.parameterBarElement = bar;
+    this.columnChips = [];
     this.parameterInputs = new Map();
     for (const p of this.description.parameters) {
       const searchable = p.widget === "dropdown" && (p.multiple || p.values.length > PLAIN_DROPDOWN);
@@ -301,6 +304,28 @@ export class DashboardUI {
       this.parameterInputs.set(p.name, input);
     }
     return bar;
+  }
+
+  // Filters on a column of the source (`column:<name>` in the state: from a shared link,
+  // the widget's Python or a trace; no view draws them): each said beside the parameters,
+  // with its × to clear it, so that a view's missing rows have a visible cause.
+  showColumnFilters(filters) {
+    for (const chip of this.columnChips) chip.remove();
+    this.columnChips = columnFilters(filters).map(([column, f]) => {
+      const chip = el("span", "bf-parameter bf-column-filter", "");
+      chip.dataset.column = column;
+      const what = f.interval ? f.interval.map((b) => (b === null ? "…" : formatValue(b))).join(" – ")
+        : f.values.map(formatValue).join(", ");
+      const readout = el("output", "bf-readout", f.interval ? what : `in ${what}`);
+      chip.title = `A filter on the column ${column}: every view shows only its rows`;
+      const reset = el("button", "bf-reset", "×");
+      reset.title = `Clear the filter on ${column}`;
+      reset.setAttribute("aria-label", `Clear the filter on ${column}`);
+      reset.onclick = () => this.filter({ type: "clear", view: `${COLUMN}${column}` });
+      chip.append(el("span", "bf-parameter-name", column), readout, reset);
+      this.parameterBarElement.append(chip);
+      return chip;
+    });
   }
 
   // A slider: its value beside it (or "all" while inactive, its thumb then at the end
@@ -468,6 +493,7 @@ export class DashboardUI {
       this.charts.get(name).update(v.values, undefined, v)));
     this.filters = reply.filters;
     this.showStatus(reply);
+    this.showColumnFilters(reply.filters);
     await this.showFilters(reply.filters);
     this.onFilters(reply.filters);
     this.details?.refresh();
@@ -551,6 +577,7 @@ export class DashboardUI {
     await Promise.all([...this.charts.values()].map((c) =>
       (reply.views[c.name] ? c.update(reply.views[c.name].values, undefined, reply.views[c.name]) : null)));
     this.showParameters(reply.filters);
+    this.showColumnFilters(reply.filters);
     this.filters = reply.filters;
     await this.showFilters(reply.filters);
     this.showStatus(reply);

@@ -39,6 +39,15 @@ export function parameterValue(filter) {
   return filter?.parameter ?? null;
 }
 
+// The name prefix of a filter on a column of the source (`filter` message), in a state.
+export const COLUMN = "column:";
+
+// [column, tagged filter] of each filter on a column of the source in `state`.
+export function columnFilters(state) {
+  return Object.entries(state ?? {}).filter(([name]) => name.startsWith(COLUMN))
+    .map(([name, f]) => [name.slice(COLUMN.length), f]);
+}
+
 // The state in the page's address (#filters=<JSON>), or null.
 export function stateInAddress(hash) {
   const m = /(?:^#|&)filters=([^&]*)/.exec(hash);

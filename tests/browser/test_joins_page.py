@@ -4,6 +4,9 @@ reach it, as DuckDB's LEFT JOIN counts them; hovering one marks the bars of its 
 
 from __future__ import annotations
 
+import json
+from urllib.parse import quote
+
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
@@ -239,3 +242,24 @@ def test_integer_keys_beyond_2_53_keep_their_digits_and_lead_to_their_rows(chrom
             page.wait_for_function(IDLE)
             _, views = dimension_forward(session, "acct", key)
             assert page.evaluate("window.brushfire.ui.charts.get('label').marked") == views["label"], key
+
+
+def test_a_filter_on_a_joined_column_in_the_address_is_shown_and_can_be_cleared(chromium, served_star, request):
+    """A link whose state holds a filter on a column (`column:store.city`: from the widget's
+    Python, a trace, another link) filtered every view, and nothing on the page said so, nor
+    offered to clear it but "Clear all": the views' missing rows had no visible cause. It is
+    now said beside the parameters, its × clears it."""
+    addr, dash = served_star
+    state = {"column:store.city": {"values": ["city1", None]}}
+    oracle = Oracle(dash.spec)
+    oracle.filters["column:store.city"] = '("store.city" = \'city1\' OR "store.city" IS NULL)'
+    with open_page(chromium, addr, "star", request.node.name, hash=f"#filters={quote(json.dumps(state))}") as page:
+        page.wait_for_function(IDLE)
+        chip = page.wait_for_selector(".bf-column-filter[data-column='store.city']")
+        assert chip.inner_text().split("\n")[:2] == ["store.city", "in city1, ∅"]
+        assert page.evaluate("window.brushfire.ui.selected") == oracle.selected() < dash.store.n_rows
+        chip.query_selector("button").click()
+        page.wait_for_function("!document.querySelector('.bf-column-filter')")
+        page.wait_for_function(IDLE)
+        assert page.evaluate("window.brushfire.ui.selected") == dash.store.n_rows
+        assert page.evaluate("window.brushfire.ui.filters") == {}
