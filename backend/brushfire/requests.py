@@ -313,8 +313,8 @@ class DimensionForward(Message):
             msg = ("dimension_forward: lineage through joins needs the rows by rid and forward "
                    "lineage, which this session does not have (an engine without per-row lineage)")
             raise NotCapturedError(msg)
-        if not isinstance(self.key, (str, int, float)) or isinstance(self.key, bool):
-            msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string or a number)"
+        if not isinstance(self.key, (str, int, float)):  # (a bool is an int: a boolean key's)
+            msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string, a number, true or false)"
             raise InteractionError(msg)
         check_join_captured(session.plan, self.join)
         return DimensionForwardRequest(self.join, self.key)

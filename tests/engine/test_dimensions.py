@@ -112,7 +112,9 @@ def test_protocol_messages_and_their_errors(star):
         ({"type": "dimension_forward", "join": "store", "key": "x"},
          "key 'x' is not a value of store.store_id (int64)"),
         ({"type": "dimension_forward", "join": "store", "key": [1]},
-         "dimension_forward.key: [1] is not a key (a string or a number)"),
+         "dimension_forward.key: [1] is not a key (a string, a number, true or false)"),
+        ({"type": "dimension_forward", "join": "store", "key": True},
+         "key true is not a value of store.store_id (int64)"),  # (not the key 1)
     ]:
         reply = handle(s, msg)
         assert reply == {"type": "error", "id": None, "message": text}, reply
@@ -217,6 +219,33 @@ def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):
     assert dimension_forward(s, "d", 10**20)[0] == 0  # beyond the column's precision
     with pytest.raises(InteractionError, match="key 'seven' is not a value of d.id"):
         dimension_forward(s, "d", "seven")
+
+
+def test_a_boolean_key_leads_to_its_rows(tmp_path):
+    """A join on a boolean key (a fact's flag joined to its table of labels): `dimension`
+    lists its rows with their keys true and false, and hovering one in the page sent that
+    key back, refused ('dimension_forward.key: true is not a key (a string or a number)'):
+    nothing was marked. A boolean key is taken as a bool, and only it."""
+    import pyarrow as pa
+
+    fact = pa.table({"member": pa.array([True, False, True, None, True]), "x": pa.array([1, 2, 3, 4, 5])})
+    dim = pa.table({"flag": pa.array([True, False]), "label": ["member", "guest"]})
+    spec = parse_dashboard({
+        "name": "flag", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "m", "path": str(tmp_path / "d.parquet"), "key": "flag", "on": "member"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "m.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "m.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"m": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    rows = handle(s, {"type": "dimension", "join": "m"})["rows"]
+    assert rows == [{"m.flag": True, "m.label": "member", "rows": 3}, {"m.flag": False, "m.label": "guest", "rows": 1}]
+    for row, bars in zip(rows, [[1, 3, 4], [2]], strict=True):
+        reply = handle(s, {"type": "dimension_forward", "join": "m", "key": row["m.flag"]})
+        assert (reply["rows"], reply["views"]["x"]) == (row["rows"], bars), reply
+    for key in (1, "true"):  # (no boolean: no key of this join)
+        reply = handle(s, {"type": "dimension_forward", "join": "m", "key": key})
+        assert reply["message"] == f"key {key!r} is not a value of m.flag (bool)", reply
 
 
 def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):

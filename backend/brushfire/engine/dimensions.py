@@ -127,7 +127,7 @@ def dimension_forward(session, join: str, key) -> tuple[int, dict[str, list[int]
 
 def answer_dimension_forward(session, r: DimensionForwardRequest) -> tuple[int, dict[str, list[int]]]:
     """`dimension_forward` of a request checked by its message (the join's lineage
-    captured, the key a string or a number): the join not checked again (the key's type
+    captured, the key a string, a number or a bool): the join not checked again (the key's type
     against the column's is known only here; the rows found are the engine's, checked by
     `forward` as any caller's)."""
     return _forward(session, session.plan.dashboard.source.join(r.join), r.key)
@@ -163,11 +163,15 @@ def _key_value(key, t: pa.DataType, column: str):
     number has many ('7', '07', '7.0'; SQL engines disagree: Spark casts the text to a
     number, DuckDB refuses the comparison), so the number matched nothing, silently. A
     float key's NaN and infinities are given as 'NaN', 'Infinity', '-Infinity' (as
-    replies write them: JSON has no such numbers). An integer key may be given as its
+    replies write them: JSON has no such numbers). A boolean key is given as a bool, and
+    only it (Python's True is also the integer 1). An integer key may be given as its
     decimal text, as replies write one beyond ±(2^53-1) (a page's JSON numbers are
     doubles: the number would name another key)."""
     text = t.value_type if pa.types.is_dictionary(t) else t
     given = key
+    if isinstance(key, bool) != pa.types.is_boolean(text):  # (true is no 1, nor 'true' true)
+        msg = f"key {V.show(key)} is not a value of {column} ({t})"
+        raise InteractionError(msg)
     if pa.types.is_integer(text) and isinstance(key, str):
         try:  # (Arrow's cast would take ' 7' or '+7' too; Python converts at most 4,300 digits)
             key = int(key) if _INTEGER_TEXT.fullmatch(key) else None
