@@ -77,7 +77,10 @@ def _describe(dash: Dashboard) -> dict:
         "parameters": [_parameter_json(dash, p) for p in dash.spec.interactions.parameters],
         "filters": filters,
         "highlight": [h.model_dump() for h in dash.spec.interactions.highlight],
-        "details": details.model_dump() if details else None,
+        # (each column once, as details rows and dimension rows carry them: the page's
+        # tables take their columns from here)
+        "details": {**details.model_dump(), "columns": list(dict.fromkeys(details.columns))}
+        if details else None,
         "joins": _joins_json(dash),
         "layout": [s.model_dump() for s in dash.spec.layout] if dash.spec.layout else None,
         "colors": charts.COLORS,

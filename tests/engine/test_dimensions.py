@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from brushfire import Dashboard
 from brushfire.capture.local import capture_tables
+from brushfire.describe import describe_dashboard
 from brushfire.engine.dimensions import dimension_forward, dimension_rows
 from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.plan import plan_capture
@@ -461,7 +462,8 @@ def test_dimension_rows_carry_decimal_and_duration_columns(tmp_path):
 
 def test_a_details_column_listed_twice_is_one_column_of_the_dimension_rows(tmp_path):
     """Details columns naming a joined column twice (details list it once): `dimension`
-    was an internal error (a table of two columns of one name)."""
+    was an internal error (a table of two columns of one name); the page, which takes its
+    tables' columns from the description, showed that column twice in both."""
     import pyarrow as pa
 
     fact = pa.table({"k": pa.array([1, 2, 1, None], pa.int64()), "x": pa.array(range(4), pa.int64())})
@@ -476,3 +478,5 @@ def test_a_details_column_listed_twice_is_one_column_of_the_dimension_rows(tmp_p
     got = handle(s, {"type": "dimension", "join": "d"})
     assert got["type"] == "dimension", got
     assert got["rows"] == [{"d.id": 1, "d.label": "one", "rows": 2}, {"d.id": 2, "d.label": "two", "rows": 1}]
+    columns = describe_dashboard(Dashboard(spec, plan_capture(spec), store))["details"]["columns"]
+    assert columns == ["x", "d.label", "d.id"] == list(handle(s, {"type": "details"})["rows"][0])[1:]
