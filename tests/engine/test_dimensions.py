@@ -249,6 +249,29 @@ def test_a_boolean_key_leads_to_its_rows(tmp_path):
         assert reply["message"] == f"key {key!r} is not a value of m.flag (bool)", reply
 
 
+def test_a_dictionary_encoded_key_lists_its_rows(tmp_path):
+    """A dimension table from pandas categories (a dictionary-encoded key, captured in this
+    process): `dimension` was an internal error ('Unsupported type for RecordBatch sorting:
+    dictionary<values=string, ...>'); its rows are listed by their keys' values."""
+    import pyarrow as pa
+
+    fact = pa.table({"k": pa.array(["b", "a", "b", None, "z", "b"]).dictionary_encode(),
+                     "x": pa.array(range(6), pa.int64())})
+    dim = pa.table({"id": pa.array(["a", "b", "c"]).dictionary_encode(), "label": ["one", "two", "three"]})
+    spec = parse_dashboard({
+        "name": "cat", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    got = handle(s, {"type": "dimension", "join": "d"})
+    assert (got["type"], got["total"], got["unmatched"]) == ("dimension", 2, 2), got
+    assert got["rows"] == [{"d.id": "b", "d.label": "two", "rows": 3}, {"d.id": "a", "d.label": "one", "rows": 1}]
+    assert handle(s, {"type": "dimension_forward", "join": "d", "key": "b"})["views"]["x"] == [0, 2, 5]
+
+
 def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):
     """A fact table of no rows (its shards none): `dimension` replies with no rows (it
     failed: the rows taken had no key column to group by)."""

@@ -105,7 +105,9 @@ def _grouped(session, j: m.Join, rids: np.ndarray) -> DimensionRows:
     # each dimension row's columns from its first row (taken by position: Arrow's `first`
     # has no kernel for decimals, durations or dictionaries)
     at = "__brushfire_at"
-    indexed = pa.table({key: table[key], at: pa.array(np.arange(table.num_rows, dtype=np.int64))})
+    keys = table[key]  # (a dictionary's by its values: Arrow sorts no dictionary, and they are the keys)
+    keys = keys.cast(keys.type.value_type) if pa.types.is_dictionary(keys.type) else keys
+    indexed = pa.table({key: keys, at: pa.array(np.arange(table.num_rows, dtype=np.int64))})
     grouped = indexed.group_by(key, use_threads=False).aggregate(
         [(key, "count", pc.CountOptions(mode="all")), (at, "min")])
     none = pc.is_null(grouped[key])
