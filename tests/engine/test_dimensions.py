@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from brushfire.errors import InteractionError, NotCapturedError
 from brushfire.plan import plan_capture
 from brushfire.protocol import handle
 from brushfire.spec import parse_dashboard
+from brushfire.wire import dumps
 from oracle import Oracle
 from star_schemas import CONFIG, open_star
 
@@ -270,6 +273,33 @@ def test_a_dictionary_encoded_key_lists_its_rows(tmp_path):
     assert (got["type"], got["total"], got["unmatched"]) == ("dimension", 2, 2), got
     assert got["rows"] == [{"d.id": "b", "d.label": "two", "rows": 3}, {"d.id": "a", "d.label": "one", "rows": 1}]
     assert handle(s, {"type": "dimension_forward", "join": "d", "key": "b"})["views"]["x"] == [0, 2, 5]
+
+
+def test_a_binary_key_leads_to_its_rows(tmp_path):
+    """A join on a binary key (ids stored as bytes, e.g. UUIDs): `dimension` rows write it
+    as Python writes bytes (b'\\x00\\xff'), and hovering one sent that text back, read as
+    the UTF-8 bytes of the text: no row had them, and nothing was marked, silently. Such
+    text is now read as the bytes it spells."""
+    import pyarrow as pa
+
+    ids = [b"\x00\xff", b"it's", b"plain"]
+    fact = pa.table({"k": pa.array([ids[0], ids[1], ids[0], None, b"none", ids[2]], pa.binary()),
+                     "x": pa.array(range(6), pa.int64())})
+    dim = pa.table({"id": pa.array(ids, pa.binary()), "label": ["one", "two", "three"]})
+    spec = parse_dashboard({
+        "name": "bin", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    rows = json.loads(dumps(handle(s, {"type": "dimension", "join": "d"})))["rows"]  # (as the page reads it)
+    assert [(r["d.id"], r["rows"]) for r in rows] == [("b'\\x00\\xff'", 2), ('b"it\'s"', 1), ("b'plain'", 1)]
+    for row, bars in zip(rows, [[0, 2], [1], [5]], strict=True):
+        reply = handle(s, {"type": "dimension_forward", "join": "d", "key": row["d.id"]})
+        assert (reply["rows"], reply["views"]["x"]) == (row["rows"], bars), reply
+    assert handle(s, {"type": "dimension_forward", "join": "d", "key": "plain"})["rows"] == 1  # (its text's bytes)
 
 
 def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):

@@ -15,6 +15,7 @@ the interaction path of brushes. Pure functions of a session; no state of their 
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -168,7 +169,8 @@ def _key_value(key, t: pa.DataType, column: str):
     replies write them: JSON has no such numbers). A boolean key is given as a bool, and
     only it (Python's True is also the integer 1). An integer key may be given as its
     decimal text, as replies write one beyond ±(2^53-1) (a page's JSON numbers are
-    doubles: the number would name another key)."""
+    doubles: the number would name another key). A binary key is given as replies write
+    bytes, `b'...'` (`_bytes_key`)."""
     text = t.value_type if pa.types.is_dictionary(t) else t
     given = key
     if isinstance(key, bool) != pa.types.is_boolean(text):  # (true is no 1, nor 'true' true)
@@ -184,6 +186,8 @@ def _key_value(key, t: pa.DataType, column: str):
             raise InteractionError(msg)
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         return _time_key(key, t, column)
+    if _is_binary(text) and isinstance(key, str):
+        key = _bytes_key(key)
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
         msg = (f"key {key!r} is a number and {column} is a column of strings ({t}): give the "
                f"key as its text, e.g. {str(key)!r}")
@@ -203,6 +207,26 @@ def _key_value(key, t: pa.DataType, column: str):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
         msg = f"key {given!r} is not a value of {column} ({t})"
         raise InteractionError(msg) from None
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+
+
+_BYTES_TEXT = re.compile(r"b(['\"]).*\1", re.S)  # Python's bytes literal: b'\x00a'
+
+
+def _bytes_key(text: str) -> bytes:
+    """A binary key as replies write bytes (wire: Python's literal, `b'\\x00a'`, which
+    `dimension` rows and details carry), or else the UTF-8 bytes of the text."""
+    if _BYTES_TEXT.fullmatch(text):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = None
+        if isinstance(value, bytes):
+            return value
+    return text.encode()
 
 
 def _time_key(key, t: pa.DataType, column: str):
