@@ -49,6 +49,21 @@ def check_limit(limit: int | None) -> int | None:
     return None if limit is None else int(limit)
 
 
+def split_columns(text: str, declared: list[str]) -> list[str]:
+    """The columns a comma-separated list names (the rows API's `columns=a,b`): split at its
+    commas, but a declared details column whose name holds commas (`Revenue (USD, m)`, a
+    CSV header's) is one column: at each place, the longest declared name there."""
+    parts = text.split(",")
+    most = max((c.count(",") for c in declared), default=0) + 1  # (parts a declared name spans)
+    out, i = [], 0
+    while i < len(parts):
+        j = next((j for j in range(min(len(parts), i + most), i + 1, -1) if ",".join(parts[i:j]) in declared),
+                 i + 1)
+        out.append(",".join(parts[i:j]))
+        i = j
+    return out
+
+
 def selection_batches(session: SessionAPI, columns: list[str] | None = None,
                       limit: int | None = None, page_rows: int = PAGE_ROWS, join: str | None = None
                       ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:

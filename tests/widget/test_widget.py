@@ -500,6 +500,34 @@ def test_an_attached_widget_takes_a_filter_on_a_joined_column_as_the_kernel_does
         assert w.filters == state
 
 
+def test_an_attached_widget_reads_a_column_whose_name_holds_a_comma(tmp_path):
+    """details(columns=[...]) attached sends the names joined by commas (the rows API's
+    `columns=a,b`), and the server split a joined column 'price.usd, net' at its comma:
+    refused ("no column 'price.usd'"), where the engine in the kernel gives its rows. The
+    server reads a declared column's name whole."""
+    from brushfire.capture.local import capture_tables
+    from brushfire.plan import plan_capture
+    from brushfire.spec import parse_dashboard
+
+    fact = pa.table({"k": pa.array([1, 2, 1, 3], pa.int64()), "x": pa.array([1.0, 2.0, 3.0, 4.0])})
+    dim = pa.table({"id": pa.array([1, 2], pa.int64()), "usd, net": [10.5, 20.5], "usd": [1.0, 2.0]})
+    spec = parse_dashboard({
+        "name": "comma", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "price", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
+        "views": [{"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}}],
+        "interactions": {"details": {"columns": ["x", "price.usd, net", "price.usd"]}}})
+    plan = plan_capture(spec)
+    dash = brushfire.Dashboard(spec, plan, capture_tables(plan, {"a": fact}, tmp_path / "cache", None, None,
+                                                          {"price": dim}))
+    columns = ["price.usd, net", "x"]
+    want = brushfire.widget(dash).details(arrow=True, columns=columns)
+    assert want.column_names == ["rid", *columns] and want["price.usd, net"].to_pylist() == [10.5, 20.5, 10.5, None]
+    with live_server(create_app([dash])) as addr:
+        remote = brushfire.widget(url=f"http://{addr}", dashboard="comma")
+        assert remote.details(arrow=True, columns=columns).equals(want)
+        assert remote.details(arrow=True, columns=["price.usd"]).column_names == ["rid", "price.usd"]
+
+
 def test_integer_keys_beyond_2_53_reach_the_front_end_as_their_digits(tmp_path):
     """The widget's panel reads replies as the page does (JSON numbers as doubles): its
     dimension rows' keys and details' int64 values beyond ±(2^53-1) come as decimal text,

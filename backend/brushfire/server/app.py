@@ -129,7 +129,9 @@ def create_app(dashboards: Iterable[Dashboard | HostedDashboard] | dict, *,
         try:
             wanted = int(limit) if limit is not None and re.fullmatch(r"-?[0-9]{1,4000}", limit) else limit
             format = export.check_format(format)  # (CSV is csv: the file's name and type too)
-            chunks = export.stream(session, format, columns.split(",") if columns else None, wanted, join)
+            declared = session.plan.dashboard.interactions.details
+            names = export.split_columns(columns, declared.columns if declared else []) if columns else None
+            chunks = export.stream(session, format, names, wanted, join)
         except BrushfireError as e:
             session.close()
             return JSONResponse({"detail": str(e)}, status_code=400)
