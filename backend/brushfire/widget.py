@@ -172,7 +172,7 @@ class DashboardWidget(anywidget.AnyWidget):
         limit = export.check_limit(limit)  # (before asking a server)
         table = self._local_details(limit, columns, join) if self._session is not None \
             else self._server_details(limit, columns, join)
-        return table if arrow else table.to_pandas()
+        return table if arrow else _as_pandas(table)
 
     def reload(self) -> bool:
         """Pick up a newer capture of this dashboard when its source's data changed
@@ -349,6 +349,21 @@ class DashboardWidget(anywidget.AnyWidget):
         """The server's rows behind `filters`, as Parquet."""
         with self._rows("parquet", columns, limit, join) as response:
             return pq.read_table(io.BytesIO(response.read()))
+
+
+def _as_pandas(table: pa.Table):
+    """`table` as a pandas DataFrame, an integer column with nulls (a joined column's rows
+    without a match) as pandas' nullable integers (`Int64`): pandas' default made it
+    floats, ids 3.0 and int64 ids beyond 2^53 other numbers."""
+    import pandas as pd
+
+    df = table.to_pandas()
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_integer(col.type) and col.null_count:
+            dtype = pd.api.types.pandas_dtype(f"{'U' if pa.types.is_unsigned_integer(col.type) else ''}"
+                                              f"Int{col.type.bit_width}")
+            df[name] = col.to_pandas(types_mapper={col.type: dtype}.get)
+    return df
 
 
 def _get_json(url: str, server: str, token: str = "") -> Any:

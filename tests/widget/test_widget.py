@@ -9,6 +9,7 @@ import urllib.request
 from datetime import datetime
 
 import comm
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
@@ -546,6 +547,25 @@ def test_integer_keys_beyond_2_53_reach_the_front_end_as_their_digits(tmp_path):
     w.comm.receive({"type": "dimension_forward", "id": 3, "join": "acct", "key": dimension["rows"][1]["acct.id"]})
     forward = w.comm.custom()[-1]
     assert forward["key"] == "9007199254740995" and forward["rows"] == dimension["rows"][1]["rows"]
+
+
+def test_details_keep_a_joined_integer_columns_digits(tmp_path):
+    """A joined integer column has nulls (the rows without a match), which pandas' default
+    held as floats: details() showed ids as 7.0, and an int64 key beyond 2^53 as another
+    number (9007199254740993 as 9007199254740992). Such a column is pandas' nullable
+    integers; the table (arrow=True) as it was."""
+    from star_schemas import BIG_KEYS, open_big_keys
+
+    w = brushfire.widget(open_big_keys(tmp_path / "big"))
+    w.filters = {}
+    columns = ["acct.id", "acct_id", "acct.label"]  # (the join's key, and the source's column it holds)
+    table = w.details(arrow=True, columns=columns)
+    df = w.details(columns=columns)
+    assert [str(df[c].dtype) for c in ["rid", *columns]] == ["int64", "Int64", "Int64", "object"]
+    for c in columns:
+        assert [None if v is pd.NA else v for v in df[c]] == table[c].to_pylist(), c
+    assert list(df["acct.id"])[0] == BIG_KEYS[0] == 9007199254740993
+    assert df["acct.id"].isna().sum() == 2 and df["acct_id"].isna().sum() == 1  # (no match: a key no row has, and null)
 
 
 def test_replies_and_the_description_reach_the_front_end_as_json_the_page_gets(tmp_path):
