@@ -302,6 +302,35 @@ def test_a_binary_key_leads_to_its_rows(tmp_path):
     assert handle(s, {"type": "dimension_forward", "join": "d", "key": "plain"})["rows"] == 1  # (its text's bytes)
 
 
+def test_a_time_of_day_key_leads_to_its_rows(tmp_path):
+    """A join on a time of day (a timetable's departure slot): `dimension` rows write the
+    key as its ISO text ('09:30:00'), which dimension_forward refused ('key '09:30:00' is
+    not a value of d.slot (time64[us])'): hovering the row marked nothing."""
+    from datetime import time
+
+    import pyarrow as pa
+
+    slots = [time(9, 30), time(17, 0)]
+    fact = pa.table({"k": pa.array([slots[0], slots[1], slots[0], None], pa.time64("us")),
+                     "x": pa.array(range(4), pa.int64())})
+    dim = pa.table({"slot": pa.array(slots, pa.time64("us")), "label": ["morning", "evening"]})
+    spec = parse_dashboard({
+        "name": "slots", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "slot", "on": "k"}]},
+        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 4]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
+    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
+    s = Dashboard(spec, plan_capture(spec), store).session()
+    rows = json.loads(dumps(handle(s, {"type": "dimension", "join": "d"})))["rows"]
+    assert [(r["d.slot"], r["rows"]) for r in rows] == [("09:30:00", 2), ("17:00:00", 1)]
+    for row, bars in zip(rows, [[0, 2], [1]], strict=True):
+        reply = handle(s, {"type": "dimension_forward", "join": "d", "key": row["d.slot"]})
+        assert (reply["rows"], reply["views"]["x"]) == (row["rows"], bars), reply
+    assert handle(s, {"type": "dimension_forward", "join": "d", "key": "half past nine"})["message"] == (
+        "key 'half past nine' is not a value of d.slot (time64[us]): give it as a time of day, e.g. '09:30:00'")
+
+
 def test_a_source_of_no_rows_has_no_dimension_rows(tmp_path):
     """A fact table of no rows (its shards none): `dimension` replies with no rows (it
     failed: the rows taken had no key column to group by)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from datetime import time
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
@@ -170,7 +171,7 @@ def _key_value(key, t: pa.DataType, column: str):
     only it (Python's True is also the integer 1). An integer key may be given as its
     decimal text, as replies write one beyond ±(2^53-1) (a page's JSON numbers are
     doubles: the number would name another key). A binary key is given as replies write
-    bytes, `b'...'` (`_bytes_key`)."""
+    bytes, `b'...'` (`_bytes_key`); a time-of-day key as its ISO text ('09:30:00')."""
     text = t.value_type if pa.types.is_dictionary(t) else t
     given = key
     if isinstance(key, bool) != pa.types.is_boolean(text):  # (true is no 1, nor 'true' true)
@@ -188,6 +189,12 @@ def _key_value(key, t: pa.DataType, column: str):
         return _time_key(key, t, column)
     if _is_binary(text) and isinstance(key, str):
         key = _bytes_key(key)
+    if pa.types.is_time(t) and isinstance(key, str):  # (a time of day, as replies write it: '09:30:00')
+        try:
+            key = time.fromisoformat(key)
+        except ValueError:
+            msg = f"key {given!r} is not a value of {column} ({t}): give it as a time of day, e.g. '09:30:00'"
+            raise InteractionError(msg) from None
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
         msg = (f"key {key!r} is a number and {column} is a column of strings ({t}): give the "
                f"key as its text, e.g. {str(key)!r}")
