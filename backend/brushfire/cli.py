@@ -542,7 +542,8 @@ def _capture(args) -> int:
     if "one aggregation job" in sec:
         ratio = sec["capture"] / sec["one aggregation job"]
         print(f"  capture / one job        {ratio:8.2f} x  (every view's aggregate in one Spark "
-              "job, GROUPING SETS: the best a Spark user could write without lineage)")
+              "job, GROUPING SETS: the best a Spark user could write without lineage; a median, "
+              "quantile, min, max or distinct view in a job of its own)")
     nbytes = store.nbytes()
     lineage = sum(v for k, v in nbytes.items() if not k.startswith("_"))
     print(f"\nlineage store: {store.info.shards} shards of at most {len(store.layout.views)} views' "
