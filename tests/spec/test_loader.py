@@ -179,6 +179,10 @@ bad/missing_key_source.yaml:1: source: missing required key 'source'
     ("path_nul.yaml", """\
 bad/path_nul.yaml:4: source.path: a path cannot hold a NUL character (\\0); got 'flights\\x00.parquet'
 bad/path_nul.yaml:8: workload.trace: a path cannot hold a NUL character (\\0); got 'traces/\\x00'"""),
+    # (Path.expanduser raised RuntimeError: a traceback from validate)
+    ("path_home_unknown.yaml", """\
+bad/path_home_unknown.yaml:4: source.path: '~no-such-user-brushfire/flights.parquet': ~no-such-user-brushfire is a home directory, and no user 'no-such-user-brushfire' on this machine has one; write the path out
+bad/path_home_unknown.yaml:8: workload.trace: '~no-such-user-brushfire/trace.json': ~no-such-user-brushfire is a home directory, and no user 'no-such-user-brushfire' on this machine has one; write the path out"""),
     # --- names
     ("duplicate_view_name.yaml", """\
 bad/duplicate_view_name.yaml:8: views[1].name: duplicate view name 'origin'
@@ -927,6 +931,9 @@ env.yaml:3: source.path: environment variable 'DATA_DIR' is not set (in '${DATA_
     ("${A}/${B}/${A}.parquet", {}, """\
 env.yaml:3: source.path: environment variables 'A', 'B' are not set (in '${A}/${B}/${A}.parquet')
     hint: set it before starting Brushfire (e.g. A=/data brushfire serve ...), or give a default: ${A:-/data}"""),
+    ("${DATA_DIR:-~no-such-user-brushfire}/rows.parquet", {}, """\
+env.yaml:3: source.path: '~no-such-user-brushfire/rows.parquet': ~no-such-user-brushfire is a home directory, and no user 'no-such-user-brushfire' on this machine has one; write the path out (from '${DATA_DIR:-~no-such-user-brushfire}/rows.parquet')
+    hint: fix the environment variable, or the default after :-"""),
 ], ids=str)
 def test_environment_variables_in_the_source_path(monkeypatch, path, environ, expected) -> None:
     for name in ("DATA_DIR", "A", "B"):

@@ -81,6 +81,8 @@ def _expanded(written: str, environ, loc: Loc, problems: list) -> str:
         hint = (f"set it before starting Brushfire (e.g. {names[0]}=/data brushfire serve ...),"
                 f" or give a default: ${{{names[0]}:-/data}}")
         problems.append((loc, msg, hint))
+    elif path != written and (home := m.home_problem(path)) is not None:  # (as written: models.py)
+        problems.append((loc, f"{home} (from {written!r})", "fix the environment variable, or the default after :-"))
     return path
 
 

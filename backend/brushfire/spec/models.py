@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -92,16 +93,36 @@ Top = Annotated[int, Field(ge=1, le=MAX_TOP), _NOT_BOOL_INT]
 PageSize = Annotated[int, Field(ge=1, le=MAX_PAGE_ROWS), _NOT_BOOL_INT]  # (a details request's)
 
 
-def _no_nul(v: str) -> str:
+def _checked_path(v: str) -> str:
     """A file's path cannot hold a NUL character: no file system takes one, and Python's
-    file functions raise ValueError on it (a traceback from the loader, not a problem)."""
+    file functions raise ValueError on it (a traceback from the loader, not a problem);
+    nor a `~user` that names no home directory (`home_problem`)."""
     if "\0" in v:
         kind, msg = "path", "a path cannot hold a NUL character (\\0); got {got}"
         raise PydanticCustomError(kind, msg, {"got": repr(v)})
+    if (problem := home_problem(v)) is not None:
+        kind, msg = "path", "{problem}"
+        raise PydanticCustomError(kind, msg, {"problem": problem})
     return v
 
 
-FilePath = Annotated[str, AfterValidator(_no_nul)]  # a local path or a URI, as written
+def home_problem(path: str) -> str | None:
+    """Why a path's leading `~user` (or `~`) names no home directory on this machine, or
+    None. A relative path is resolved with `Path.expanduser`, which raises RuntimeError
+    on `~nosuchuser/...` (a traceback from the loader, not a problem); also checked on
+    a path an environment variable wrote (spec/checks.py)."""
+    if not path.startswith("~"):
+        return None
+    try:
+        Path(path).expanduser()
+    except RuntimeError:
+        user = path[1:].split("/", 1)[0]
+        home = f"no user {user!r} on this machine has" if user else "this process does not know its"
+        return f"{path!r}: ~{user} is a home directory, and {home} one; write the path out"
+    return None
+
+
+FilePath = Annotated[str, AfterValidator(_checked_path)]  # a local path or a URI, as written
 
 
 class Model(BaseModel):
