@@ -1225,8 +1225,29 @@ views:
     assert (dash.views[0].bin.step, dash.views[0].bin.extent) == (10.0, (-100.0, 150.0))
 
 
+@pytest.mark.parametrize(("written", "step"), [
+    ("010", 10), ("0010", 10), ("+5", 5), ("0x10", 16), ("0o10", 8), ("012.5", 12.5), (".5", 0.5),
+    ("1:30", "views[0].bin.step: expected a number, got '1:30'"),
+    ("1_000", "views[0].bin.step: expected a number, got '1_000'"),
+    ("0b11", "views[0].bin.step: expected a number, got '0b11'"),
+])
+def test_integers_are_read_as_json_and_yaml_1_2_read_them(written: str, step) -> None:
+    """YAML 1.1 (PyYAML) read `010` as the octal 8, `1:30` as the sexagesimal 90, `0b11` as
+    3 and `1_000` as 1000: `step: 010` was a step of 8, silently. Now as YAML 1.2's core
+    schema: decimal (leading zeros too), 0o octal and 0x hex; the rest is text, refused
+    where a number goes (with no hint to unquote it: it was not quoted)."""
+    text = f"name: d\nsource: {{path: x.parquet}}\nviews:\n  - {{name: h, type: histogram, field: x, bin: {{step: {written}}}}}\n"
+    if isinstance(step, str):
+        with pytest.raises(SpecError) as info:
+            parse_dashboard(text, "s.yaml")
+        assert str(info.value) == f"s.yaml:4: {step}"
+        return
+    assert parse_dashboard(text, "s.yaml").views[0].bin.step == step
+
+
 @pytest.mark.parametrize(("written", "title"), [
     ("1984", "1984"), ("1.50", "1.50"), ("1e3", "1e3"), ("0x1F", "0x1F"), (".inf", ".inf"),
+    ("010", "010"), ("1:30", "1:30"), ("1_000", "1_000"),
     ("-0", "-0"), ("yes", "yes"), ("No", "No"), ("2012-06-01", "2012-06-01"),
     ("2012-02-30", "2012-02-30"),  # (no date: text, not a problem)
     ("'1.50'", "1.50"), ("US flights", "US flights"), ("~", None), ("", None),

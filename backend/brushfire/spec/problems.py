@@ -56,15 +56,22 @@ _SCALAR_TAGS = {"str": "a string", "float": "a number", "int": "a whole number",
 
 
 
+# The plain scalars a spec's YAML reads as numbers (spec/yamlread.py's loader), as YAML 1.2's
+# core schema and JSON do: decimal integers (leading zeros too), 0o octal, 0x hex; decimal
+# floats with an optional exponent, .inf and .nan
+PLAIN_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+PLAIN_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+
+
 def _quoted_scalar(text: str, kind: str) -> bool:
-    """Whether `text` would be the number or boolean `kind` asks for, unquoted."""
+    """Whether `text` would be the number or boolean `kind` asks for, unquoted (not
+    Python's reading: `float` takes '1_000' and 'inf', which YAML reads as text)."""
     if kind == "bool_type":
         return text.strip().lower() in ("true", "false", "yes", "no", "on", "off")
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return kind == "float_type" or float(text).is_integer()
+    if PLAIN_INT.match(text):
+        return True
+    return kind == "float_type" and PLAIN_FLOAT.match(text) is not None
 
 
 def _list_member(loc: tuple, raw: Any) -> int | None:

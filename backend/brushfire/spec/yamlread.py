@@ -6,14 +6,13 @@ exponentially through aliases is refused before it is built).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import yaml
 
 from brushfire.errors import SpecError, SpecProblem
 from brushfire.spec.models import DISPLAY_TEXT
-from brushfire.spec.problems import Loc, render
+from brushfire.spec.problems import PLAIN_FLOAT, PLAIN_INT, Loc, render
 
 # --- reading YAML with line marks ------------------------------------------------------
 
@@ -23,14 +22,27 @@ MAX_NODES = 100_000  # values in the document once aliases (*name) are expanded
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading a plain `1e3` or `1.5e-3` as a number, as JSON and
-    YAML 1.2 do (YAML 1.1's floats need a dot and a signed exponent: PyYAML read them as
-    text, which the models took as numbers while they coerced quoted text)."""
+    """PyYAML's safe loader, reading plain numbers as JSON and YAML 1.2 do: `1e3` and
+    `1.5e-3` are numbers (YAML 1.1's floats need a dot and a signed exponent: PyYAML read
+    them as text, which the models took as numbers while they coerced quoted text), and
+    `010` is ten. YAML 1.1 read `010` as the octal 8, `1:30` as the sexagesimal 90 and
+    `0b11`, `1_000` as 3 and 1000: `step: 010` was a step of 8, silently. As in YAML 1.2's
+    core schema, integers are decimal (leading zeros too), `0o` octal or `0x` hex; the
+    other forms are text, which a number's key refuses at its line."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = self.construct_scalar(node)
+        base = {"0o": 8, "0x": 16}.get(text[:2].lower(), 10)
+        return int(text[2:] if base != 10 else text, base)
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
-                              re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-                              list("-+0123456789."))
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {  # (YAML 1.1's numbers out; 1.2's in, below)
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_INT, PLAIN_INT, list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, PLAIN_FLOAT, list("-+0123456789."))
+_Loader.add_constructor(_INT, _Loader.construct_yaml_int)
 
 
 def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
