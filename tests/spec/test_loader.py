@@ -7,6 +7,7 @@ loaded by a path relative to this folder, so the messages read `bad/<name>.yaml:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,9 @@ bad/yaml_utf16.yaml:1: cannot read spec: the file is UTF-16 text, not UTF-8
     ("yaml_control_character.yaml", """\
 bad/yaml_control_character.yaml:5: not valid YAML: character #x0007 is not allowed in YAML (special characters are not allowed)
     hint: remove the control character (or write it as an escape in a quoted string)"""),
+    ("yaml_lone_surrogate.yaml", """\
+bad/yaml_lone_surrogate.yaml:4: source.path: 'flights\\ud800.parquet' holds a lone UTF-16 surrogate (U+D800), which is no Unicode character
+    hint: write the character itself, or both halves of its pair (\\ud83d\\udd25 is 🔥)"""),
     ("yaml_python_tag.yaml", """\
 bad/yaml_python_tag.yaml:9: not valid YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'
     hint: a spec holds plain YAML values: remove the '!!' tag"""),
@@ -1210,6 +1214,17 @@ def test_numpy_numbers_and_booleans_of_a_notebooks_dict_are_taken() -> None:
                    "other": np.bool_(False)}]})
     assert dash.views[0].bin.clamp is True and dash.views[0].bin.step == 10
     assert dash.views[1].top == 5 and dash.views[1].other is False
+
+
+def test_a_character_escaped_as_its_utf16_pair_is_the_character() -> None:
+    """JSON writers (Python's json.dumps) escape 🔥 as its UTF-16 pair, which PyYAML reads as
+    two lone halves: joined into the character (half a pair alone is refused:
+    bad/yaml_lone_surrogate.yaml)."""
+    text = json.dumps({"name": "d", "title": "a 🔥", "source": {"path": "x.parquet"},
+                       "views": [{"name": "c", "type": "categorical", "field": "c", "title": "🔥"}]})
+    assert "\\ud83d\\udd25" in text
+    dash = parse_dashboard(text, "s.json")
+    assert (dash.title, dash.views[0].title) == ("a 🔥", "🔥")
 
 
 def test_numbers_with_an_exponent_are_numbers_as_json_writes_them() -> None:

@@ -6,6 +6,7 @@ exponentially through aliases is refused before it is built).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -60,6 +61,7 @@ def read_yaml(text: str, filename: str) -> tuple[yaml.Node | None, Any]:
             node = loader.get_single_node()
             if node is not None:
                 _check_expansion(node, filename)
+                _no_surrogates(node, filename)
                 _string_keys(node)
                 _display_text(node, DISPLAY_TEXT)
             raw = _construct(loader, node, filename) if node is not None else None
@@ -137,6 +139,28 @@ def _scalars(root: yaml.Node):
                 stack.append((loc, k))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node.value)]))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(root: yaml.Node, filename: str) -> None:
+    """A double-quoted scalar's escapes write a character beyond U+FFFF as its UTF-16 pair
+    ("\\ud83d\\udd25", as JSON writers do), which PyYAML reads as two halves: joined here
+    into the character (🔥). Half a pair alone ("\\ud800") is no character: a path holding
+    one made validate fail with a traceback (the file system cannot encode it), and a
+    title, an option or a value would fail where Arrow, Spark or a reply encode it.
+    Refused at its line and key (a key too), as the protocol refuses one in a message
+    (requests._check_text)."""
+    for loc, node in _scalars(root):
+        if not isinstance(node.value, str) or not _SURROGATE.search(node.value):
+            continue
+        node.value = node.value.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+        if bad := _SURROGATE.search(node.value):
+            msg = (f"{node.value!r} holds a lone UTF-16 surrogate (U+{ord(bad.group()):04X}),"
+                   " which is no Unicode character")
+            hint = "write the character itself, or both halves of its pair (\\ud83d\\udd25 is 🔥)"
+            raise SpecError([SpecProblem(filename, node.start_mark.line + 1, render(loc), msg, hint)])
 
 
 def _string_keys(root: yaml.Node) -> None:
