@@ -6,6 +6,7 @@ filter), captured without Spark."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -237,3 +238,25 @@ def test_every_checked_field_has_a_shape_for_its_errors():
     fields = {f for m in requests.MESSAGES for f, info in m.model_fields.items()
               if f != "type" and info.annotation is not requests.Value}
     assert fields - set(requests.FIELD_SHAPES) == set()
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ({"type": "brush", "view": "hx", "interval": [math.inf, None]},
+     "brush on view 'hx': interval[0]: Infinity is not a bound (use null for an open end)"),
+    ({"type": "brush", "view": "heat", "interval": [0, 50], "y": [-math.inf, 60]},
+     "brush on view 'heat': y[0]: -Infinity is not a bound (use null for an open end)"),
+    ({"type": "parameter", "name": "pm", "value": math.inf},
+     "parameter 'pm': Infinity is not a bound (use null for an open end)"),
+    ({"type": "filters", "filters": {"hk": {"interval": [None, -math.inf]}}},
+     "filters.hk.interval[1]: -Infinity is not a bound (use null for an open end)"),
+    ({"type": "parameter", "name": "pm", "value": math.nan},
+     "parameter 'pm': NaN is not a bound (use null for an open end)"),
+])
+def test_an_infinite_bound_given_in_python_is_refused(session, message, expected):
+    """JSON has no infinity, but a dict message (Python's, the widget's filters) may: it
+    was compared as the number it is (x >= inf: no row) while the selection state wrote it
+    as null, an open end, which a `filters` message or a reload then applied as every row."""
+    before = protocol.handle(session, {"type": "state"})
+    reply = protocol.handle(session, message)
+    assert (reply["type"], reply.get("message")) == ("error", expected)
+    assert protocol.handle(session, {"type": "state"})["filters"] == before["filters"]

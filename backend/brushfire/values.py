@@ -128,9 +128,11 @@ def instant_datetime(text: str) -> datetime:
 
 
 def number_bound(x):
-    """A bound on a numeric value: an int (exact) or a float; None is an open end, and so
-    is an infinite float. NaN, booleans, text and integers beyond the float range are
-    refused."""
+    """A bound on a numeric value: an int (exact) or a float; None is an open end. NaN,
+    infinities, booleans, text and integers beyond the float range are refused: a JSON
+    message has no infinity, and one given in Python (a dict message, the widget's
+    filters) was compared as the number it is but written in the selection state as null,
+    an open end, which applied again (a `filters` message, a reload) selected other rows."""
     if x is None:
         return None
     if isinstance(x, bool) or not isinstance(x, Real):
@@ -143,8 +145,8 @@ def number_bound(x):
             raise InteractionError(msg)
         return x
     x = float(x)
-    if math.isnan(x):
-        msg = "NaN is not a bound (use null for an open end)"
+    if not math.isfinite(x):
+        msg = f"{float_text(x)} is not a bound (use null for an open end)"
         raise InteractionError(msg)
     return x
 

@@ -268,7 +268,9 @@ class DashboardWidget(anywidget.AnyWidget):
         `filters` message to the session (all or nothing: a bad entry raises and changes
         nothing), then the new state pushed to the front end; attached, the state is
         checked against the server's dashboard and the front end applies it."""
-        value = wire.jsonable(dict(proposal["value"]))  # datetimes as ISO strings
+        # datetimes as ISO strings; NaN and infinities kept, for the protocol to refuse
+        # (as null, [nan, 5] was an open end and a slider's inf made it inactive)
+        value = wire.jsonable(dict(proposal["value"]), nonfinite_as_null=False)
         if self._mirroring:
             return value
         state = selection.parse_state(value)

@@ -147,19 +147,21 @@ def _json_default(x):
     return str(x)  # Decimal, ...
 
 
-def jsonable(x):
+def jsonable(x, nonfinite_as_null: bool = True):
     """x with NaN and infinities as null, datetimes as ISO strings and numpy values as
-    Python's, for JSON."""
+    Python's, for JSON. `nonfinite_as_null=False` keeps NaN and infinities as floats: for
+    values a person gave (the widget's filters), which the protocol checks, where null
+    would silently mean something else (an open end, an inactive parameter)."""
     if isinstance(x, dict):
-        return {k: jsonable(v) for k, v in x.items()}
+        return {k: jsonable(v, nonfinite_as_null) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, float) and (x != x or x in (math.inf, -math.inf)):
+        return [jsonable(v, nonfinite_as_null) for v in x]
+    if isinstance(x, float) and nonfinite_as_null and (x != x or x in (math.inf, -math.inf)):
         return None
     if hasattr(x, "isoformat"):
         return x.isoformat()
     if hasattr(x, "tolist"):  # numpy's (np.int64 is no int: json and pydantic refuse it)
-        return jsonable(x.tolist())
+        return jsonable(x.tolist(), nonfinite_as_null)
     return x
 
 

@@ -9,6 +9,7 @@ import urllib.request
 from datetime import datetime
 
 import comm
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -210,6 +211,25 @@ def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, 
             brushfire.widget(url=f"http://{addr}", dashboard="nope")
     with pytest.raises(BrushfireError, match=f"cannot reach a Brushfire server at http://{addr}"):
         brushfire.widget(url=f"http://{addr}")
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"hx": {"interval": [float("nan"), 60]}}, "filters.hx.interval[0]: NaN is not a bound (use null for an open end)"),
+    ({"hk": {"interval": np.array([0.0, np.inf])}},
+     "filters.hk.interval[1]: Infinity is not a bound (use null for an open end)"),
+    ({"pm": {"parameter": np.float64("nan")}}, "filters.pm.parameter: NaN is not a bound (use null for an open end)"),
+    ({"pm": {"parameter": -np.inf}}, "filters.pm.parameter: -Infinity is not a bound (use null for an open end)"),
+])
+def test_nan_and_infinities_in_filters_are_refused_not_made_null(rich_local, bad, message):
+    """A DataFrame's NaN or an infinity set as a bound was made null (as JSON would) before
+    the protocol saw it: [nan, 60] selected x <= 60 (an open end), a slider's NaN or inf
+    left it inactive, silently. Now the protocol refuses them, naming the entry."""
+    w = brushfire.widget(rich_local)
+    w.filters = {"cat": {"values": ["c01"]}}
+    with pytest.raises(InteractionError) as e:
+        w.filters = bad
+    assert str(e.value) == message
+    assert w.filters == protocol.filters_json(w.session) == {"cat": {"values": ["c01"]}}
 
 
 def test_filters_set_with_numpy_values_hold_plain_json_values(rich_local):
