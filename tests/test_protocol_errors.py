@@ -251,8 +251,17 @@ def test_every_checked_field_has_a_shape_for_its_errors():
      "filters.hk.interval[1]: -Infinity is not a bound (use null for an open end)"),
     ({"type": "parameter", "name": "pm", "value": math.nan},
      "parameter 'pm': NaN is not a bound (use null for an open end)"),
+    # (past the 4,300 digits Python prints, the error failed to name it: an internal error)
+    ({"type": "brush", "view": "hx", "interval": [None, 10**5000]},
+     "brush on view 'hx': interval[1]: an integer of 5,001 digits is beyond the range of numbers (±1.8e308)"),
+    ({"type": "select", "view": "cat", "values": [-(10**5000)]},
+     "select on view 'cat': values[0]: an integer of 5,001 digits is not one of the values: 'c00', 'c01', 'c29', 'c02', '(other)'"),
+    ({"type": "forward", "rids": [0, 10**5000]},
+     "forward.rids[1]: an integer of 5,001 digits is not a row id; row ids are 0 to 2,999"),
+    ({"type": "highlight", "source": "cat", "bars": [-(10**5000)]},
+     "highlight.bars[0]: an integer of 5,001 digits is not a bar of view 'cat'; its bars are 0 to 4"),
 ])
-def test_an_infinite_bound_given_in_python_is_refused(session, message, expected):
+def test_a_number_only_python_can_give_is_refused(session, message, expected):
     """JSON has no infinity, but a dict message (Python's, the widget's filters) may: it
     was compared as the number it is (x >= inf: no row) while the selection state wrote it
     as null, an open end, which a `filters` message or a reload then applied as every row."""

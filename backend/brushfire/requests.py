@@ -273,7 +273,7 @@ class Forward(Message):
         rows = session.store.n_rows
         for i, r in enumerate(self.rids):
             if not 0 <= r < rows:
-                msg = f"forward.rids[{i}]: {r} is not a row id; row ids are 0 to {rows - 1:,}"
+                msg = f"forward.rids[{i}]: {V.show(r)} is not a row id; row ids are 0 to {rows - 1:,}"
                 raise InteractionError(msg)
         return ForwardRequest(self.rids)
 
@@ -315,6 +315,10 @@ class DimensionForward(Message):
             raise NotCapturedError(msg)
         if not isinstance(self.key, (str, int, float)):  # (a bool is an int: a boolean key's)
             msg = f"dimension_forward.key: {V.show(self.key)} is not a key (a string, a number, true or false)"
+            raise InteractionError(msg)
+        if isinstance(self.key, int) and abs(self.key) > V.FLOAT_MAX:  # (no column holds one; a
+            # dict message's integer past Python's 4,300 digits failed to print: an internal error)
+            msg = f"dimension_forward.key: {V.show(self.key)} is beyond the range of numbers (±1.8e308)"
             raise InteractionError(msg)
         check_join_captured(session.plan, self.join)
         return DimensionForwardRequest(self.join, self.key)

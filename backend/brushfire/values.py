@@ -53,9 +53,16 @@ def show(x: object, limit: int = 40) -> str:
     """x as an error names it, cut to `limit` characters: repr, but null, true and false
     as the message (JSON) or spec (YAML) wrote them; long integers by their digits."""
     if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**30:
-        return f"an integer of {len(str(abs(x)))} digits"
+        return f"an integer of {_digits(abs(x)):,} digits"
     text = _written(x)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _digits(n: int) -> int:
+    """The decimal digits of n > 0, without `str(n)`: Python refuses to print an integer of
+    more than 4,300 digits (a dict message may hold one), which made an error an internal one."""
+    d = int(math.log10(n)) + 1  # (a float: off by one at most, near a power of ten)
+    return d - 1 if 10 ** (d - 1) > n else d + 1 if 10**d <= n else d
 
 
 def _written(x: object) -> str:
@@ -316,7 +323,10 @@ def per_list(values: list, kind: str, build: Callable[[list], T]) -> T:
 
 def did_you_mean(value, choices: list) -> list:
     """Up to three choices close to `value` (compared as text), best first."""
-    text = str(value)
+    try:
+        text = str(value)
+    except ValueError:  # an integer of more digits than Python prints (4,300): close to none
+        return []
     same_text = [c for c in choices if str(c) == text]  # the right value, of the wrong type
     if same_text:
         return same_text[:3]

@@ -374,6 +374,18 @@ def test_an_integer_key_of_too_many_digits_is_an_error_not_an_internal_one(star)
         f"key '{'9' * 38}… is not a value of store.store_id (int64)")}, reply
 
 
+@pytest.mark.parametrize("join", ["store", "item"])
+def test_an_integer_key_beyond_the_range_of_numbers_is_an_error_not_an_internal_one(star, join):
+    """A dict message (Python's) may give an integer of more digits than Python prints
+    (4,300): its error failed to print it (ValueError: Exceeds the limit), an internal
+    error; and one of 401 digits was written out whole. No column holds one."""
+    dash, _ = star
+    for key, digits in ((10**5000, "5,001"), (-(10**400), "401")):
+        reply = handle(dash.session(), {"type": "dimension_forward", "join": join, "key": key, "id": 4})
+        assert reply == {"type": "error", "id": 4, "message": (
+            f"dimension_forward.key: an integer of {digits} digits is beyond the range of numbers (±1.8e308)")}
+
+
 def test_a_key_with_a_lone_surrogate_is_an_error_not_an_internal_one(star):
     """JSON may write half a UTF-16 pair alone ("\\ud800"): Arrow failed to encode such a
     key of strings, an internal error (logged with its traceback); now the message is refused."""

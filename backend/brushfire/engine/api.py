@@ -323,7 +323,7 @@ def check_bars(nbars: int, view: str, bars, where: str = "bars") -> list[int]:
         raise InteractionError(msg)
     for i, b in enumerate(bars):
         if not 0 <= b < nbars:
-            msg = f"{where}[{i}]: {b} is not a bar of view {view!r}; its bars are 0 to {nbars - 1}"
+            msg = f"{where}[{i}]: {show(b)} is not a bar of view {view!r}; its bars are 0 to {nbars - 1}"
             raise InteractionError(msg)
     return [int(b) for b in bars]
 

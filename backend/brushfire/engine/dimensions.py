@@ -196,8 +196,8 @@ def _key_value(key, t: pa.DataType, column: str):
             msg = f"key {given!r} is not a value of {column} ({t}): give it as a time of day, e.g. '09:30:00'"
             raise InteractionError(msg) from None
     if (pa.types.is_string(text) or pa.types.is_large_string(text)) and not isinstance(key, str):
-        msg = (f"key {key!r} is a number and {column} is a column of strings ({t}): give the "
-               f"key as its text, e.g. {str(key)!r}")
+        msg = (f"key {V.show(key)} is a number and {column} is a column of strings ({t}): give the "
+               f"key as its text, e.g. {V.show(str(key))}")
         raise InteractionError(msg)
     if pa.types.is_decimal(t) and isinstance(key, (int, float, str)) and not isinstance(key, bool):
         try:
@@ -212,7 +212,7 @@ def _key_value(key, t: pa.DataType, column: str):
     try:
         return pa.scalar(key).cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
-        msg = f"key {given!r} is not a value of {column} ({t})"
+        msg = f"key {V.show(given)} is not a value of {column} ({t})"
         raise InteractionError(msg) from None
 
 
@@ -242,13 +242,13 @@ def _time_key(key, t: pa.DataType, column: str):
     instant) as a scalar of `t`, or None when no value of `t` is that instant (05:30 of a
     date, a microsecond of a column of seconds): SQL's `=` finds no row."""
     if not isinstance(key, str):
-        msg = (f"key {key!r} is a number and {column} is a column of times ({t}): give the "
+        msg = (f"key {V.show(key)} is a number and {column} is a column of times ({t}): give the "
                f"key as an ISO time, e.g. {V.ISO_EXAMPLE}")
         raise InteractionError(msg)
     try:
         micros = V.time_bound(key)
     except InteractionError:
-        msg = f"key {key!r} is not a value of {column} ({t}): give it as an ISO time, e.g. {V.ISO_EXAMPLE}"
+        msg = f"key {V.show(key)} is not a value of {column} ({t}): give it as an ISO time, e.g. {V.ISO_EXAMPLE}"
         raise InteractionError(msg) from None
     if pa.types.is_date(t):
         days, rest = divmod(micros, 86_400_000_000)
