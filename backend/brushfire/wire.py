@@ -159,8 +159,13 @@ def jsonable(x, nonfinite_as_null: bool = True):
     if isinstance(x, float) and nonfinite_as_null and (x != x or x in (math.inf, -math.inf)):
         return None
     if hasattr(x, "isoformat"):
-        return x.isoformat()
+        return x.isoformat()  # (pandas' NaT: 'NaT')
     if hasattr(x, "tolist"):  # numpy's (np.int64 is no int: json and pydantic refuse it)
+        if not nonfinite_as_null and getattr(getattr(x, "dtype", None), "kind", "") == "M":
+            if getattr(x, "ndim", 0):  # (numpy's times, each as below)
+                return [jsonable(v, nonfinite_as_null) for v in x]
+            if x != x:  # NaT: its tolist() is None, an open end, silently; 'NaT' as pandas' NaT
+                return "NaT"
         return jsonable(x.tolist(), nonfinite_as_null)
     return x
 

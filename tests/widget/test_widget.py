@@ -219,6 +219,11 @@ def test_attached_to_a_server_the_same_filters_give_the_same_rows(flights_dash, 
      "filters.hk.interval[1]: Infinity is not a bound (use null for an open end)"),
     ({"pm": {"parameter": np.float64("nan")}}, "filters.pm.parameter: NaN is not a bound (use null for an open end)"),
     ({"pm": {"parameter": -np.inf}}, "filters.pm.parameter: -Infinity is not a bound (use null for an open end)"),
+    # numpy's not-a-time was made null too (an open end), as pandas' is not
+    ({"week": {"interval": [np.datetime64("NaT"), datetime(2001, 4, 15)]}}, "filters.week.interval[0]: 'NaT' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    ({"week": {"interval": np.array(["NaT", "2001-04-15"], "datetime64[s]")}},
+     "filters.week.interval[0]: 'NaT' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
+    ({"week": {"interval": [pd.NaT, datetime(2001, 4, 15)]}}, "filters.week.interval[0]: 'NaT' is not an ISO time; write e.g. 2021-03-01 or 2021-03-01T12:30:00Z"),
 ])
 def test_nan_and_infinities_in_filters_are_refused_not_made_null(rich_local, bad, message):
     """A DataFrame's NaN or an infinity set as a bound was made null (as JSON would) before
