@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from brushfire.errors import InteractionError
 from brushfire.spec.problems import did_you_mean as spec_did_you_mean
-from brushfire.values import show, wire_choice, wire_dropdown
+from brushfire.values import show, wire_bound, wire_choice, wire_dropdown
 
 Bound = Any  # a number, an ISO time, or None for an open end (checked by brushfire.values)
 
@@ -239,16 +239,18 @@ def state_json(filters: dict[str, object], kinds: dict[str, str]) -> dict[str, d
     out = {}
     for name, given in filters.items():
         kind = kinds[name]
-        if kind == "interval":
-            out[name] = {"interval": list(given[0])}
+        if kind == "interval":  # (an infinite bound as 'Infinity': `wire_bound`)
+            out[name] = {"interval": [wire_bound(b) for b in given[0]]}
         elif kind == "rect":
-            out[name] = {"rect": {"x": list(given[0]), "y": list(given[1])}}
+            out[name] = {"rect": {"x": [wire_bound(b) for b in given[0]],
+                                  "y": [wire_bound(b) for b in given[1]]}}
         elif kind == "points":  # (a float field's ±inf as 'Infinity': JSON has none)
             out[name] = {"values": [wire_choice(x) for x in given]}
         elif kind == "param_eq":  # (a float field's NaN as 'NaN': a parameter's null is inactive)
             out[name] = {"parameter": wire_dropdown(given)}
         else:
-            out[name] = {"parameter": given}
+            out[name] = {"parameter": [wire_bound(b) for b in given] if isinstance(given, (list, tuple))
+                         else wire_bound(given)}
     return out
 
 

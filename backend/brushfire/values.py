@@ -135,13 +135,15 @@ def instant_datetime(text: str) -> datetime:
 
 
 def number_bound(x):
-    """A bound on a numeric value: an int (exact) or a float; None is an open end. NaN,
-    infinities, booleans, text and integers beyond the float range are refused: a JSON
-    message has no infinity, and one given in Python (a dict message, the widget's
-    filters) was compared as the number it is but written in the selection state as null,
-    an open end, which applied again (a `filters` message, a reload) selected other rows."""
+    """A bound on a numeric value: an int (exact) or a float; None is an open end. An
+    infinity is a bound too (a float field holds them: [inf, null] selects its +inf rows),
+    given as a float or as the wire spells it, 'Infinity' or '-Infinity' (JSON has no
+    infinity: the selection state writes it so, `wire_bound`). NaN, booleans, other text and
+    integers beyond the float range are refused."""
     if x is None:
         return None
+    if isinstance(x, str) and x in INFINITIES:
+        return INFINITIES[x]
     if isinstance(x, bool) or not isinstance(x, Real):
         msg = f"{show(x)} is not a number"
         raise InteractionError(msg)
@@ -152,10 +154,17 @@ def number_bound(x):
             raise InteractionError(msg)
         return x
     x = float(x)
-    if not math.isfinite(x):
-        msg = f"{float_text(x)} is not a bound (use null for an open end)"
+    if math.isnan(x):
+        msg = "NaN is not a bound (use null for an open end)"
         raise InteractionError(msg)
     return x
+
+
+def wire_bound(x):
+    """A numeric bound as the selection state and replies write it: an infinity as
+    'Infinity' / '-Infinity' (`jsonable` would make it null, an open end: [inf, null],
+    the +inf rows, applied again would select every row), anything else as it is."""
+    return float_text(x) if isinstance(x, float) and math.isinf(x) else x
 
 
 def time_bound(x):
