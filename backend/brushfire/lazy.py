@@ -664,12 +664,12 @@ class LazySession(LazyQueries):
 
 
 def _finite(x):
-    """A number a values filter compares with: finite (V.number_bound's other checks; its
-    message for NaN and infinities speaks of bounds)."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+    """A number a values filter compares with: finite (V.number_bound's checks)."""
+    v = V.number_bound(x)
+    if v is None or not math.isfinite(v):
         msg = f"{V.show(x)} is not a finite number"
         raise InteractionError(msg)
-    return V.number_bound(x)
+    return v
 
 
 def _checked(convert, x, where: str, i: int, key: str = "interval"):
