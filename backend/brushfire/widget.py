@@ -268,8 +268,9 @@ class DashboardWidget(anywidget.AnyWidget):
         `filters` message to the session (all or nothing: a bad entry raises and changes
         nothing), then the new state pushed to the front end; attached, the state is
         checked against the server's dashboard and the front end applies it."""
-        # datetimes as ISO strings; NaN and infinities kept, for the protocol to refuse
-        # (as null, [nan, 5] was an open end and a slider's inf made it inactive)
+        # datetimes as ISO strings; NaN, NaT and infinities kept for the protocol, which
+        # refuses NaN and NaT and takes an infinity as a bound (as null, [nan, 5] was an
+        # open end, a slider's inf made it inactive and [inf, None] selected every row)
         value = wire.jsonable(dict(proposal["value"]), nonfinite_as_null=False)
         if self._mirroring:
             return value
