@@ -198,6 +198,20 @@ def test_an_engine_without_rows_refuses_lineage_through_joins(star):
                                 "without per-row lineage)")
 
 
+def joined(tmp_path, fact, dim, key: str, bars: int, join: str = "d", on: str = "k",
+           details: tuple[str, ...] = ("x", "d.label")) -> Dashboard:
+    """A fact table (`on`, `x`) joined on `on` to `dim` (`key`, `label`, ...) as `join`, captured
+    in this process: a categorical view of the label and a histogram of x over [0, bars]."""
+    spec = parse_dashboard({
+        "name": join, "source": {"path": str(tmp_path / "f.parquet"), "joins": [
+            {"name": join, "path": str(tmp_path / "d.parquet"), "key": key, "on": on}]},
+        "views": [{"name": "label", "type": "categorical", "field": f"{join}.label"},
+                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, bars]}}],
+        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": list(details)}}})
+    plan = plan_capture(spec)
+    return Dashboard(spec, plan, capture_tables(plan, {"a": fact}, tmp_path / "cache", CONFIG, None, {join: dim}))
+
+
 def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):
     """`dimension_forward` over a decimal key (TPC-H's keys are often decimals): 7, 7.0
     and '7.00' are the key 7.00; 7.001 is no key (SQL's `=`), not 7.00 rounded."""
@@ -209,14 +223,7 @@ def test_a_decimal_key_is_found_by_its_exact_value(tmp_path):
     fact = pa.table({"k": pa.array([Decimal("7.00"), Decimal("1.00"), None, Decimal("7.00")], dec),
                      "x": pa.array([1, 2, 3, 4], pa.int64())})
     dim = pa.table({"id": pa.array([Decimal("7.00"), Decimal("1.00")], dec), "label": ["seven", "one"]})
-    spec = parse_dashboard({
-        "name": "dec", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).engine_session()
+    s = joined(tmp_path, fact, dim, "id", 5, details=("x",)).engine_session()
     for key in (7, 7.0, "7.00", "7"):
         assert dimension_forward(s, "d", key)[0] == 2, key
     assert dimension_forward(s, "d", 7.001)[0] == 0
@@ -234,14 +241,7 @@ def test_a_boolean_key_leads_to_its_rows(tmp_path):
 
     fact = pa.table({"member": pa.array([True, False, True, None, True]), "x": pa.array([1, 2, 3, 4, 5])})
     dim = pa.table({"flag": pa.array([True, False]), "label": ["member", "guest"]})
-    spec = parse_dashboard({
-        "name": "flag", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "m", "path": str(tmp_path / "d.parquet"), "key": "flag", "on": "member"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "m.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 5]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "m.label"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"m": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    s = joined(tmp_path, fact, dim, "flag", 5, join="m", on="member", details=("x", "m.label")).session()
     rows = handle(s, {"type": "dimension", "join": "m"})["rows"]
     assert rows == [{"m.flag": True, "m.label": "member", "rows": 3}, {"m.flag": False, "m.label": "guest", "rows": 1}]
     for row, bars in zip(rows, [[1, 3, 4], [2]], strict=True):
@@ -261,14 +261,7 @@ def test_a_dictionary_encoded_key_lists_its_rows(tmp_path):
     fact = pa.table({"k": pa.array(["b", "a", "b", None, "z", "b"]).dictionary_encode(),
                      "x": pa.array(range(6), pa.int64())})
     dim = pa.table({"id": pa.array(["a", "b", "c"]).dictionary_encode(), "label": ["one", "two", "three"]})
-    spec = parse_dashboard({
-        "name": "cat", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    s = joined(tmp_path, fact, dim, "id", 6).session()
     got = handle(s, {"type": "dimension", "join": "d"})
     assert (got["type"], got["total"], got["unmatched"]) == ("dimension", 2, 2), got
     assert got["rows"] == [{"d.id": "b", "d.label": "two", "rows": 3}, {"d.id": "a", "d.label": "one", "rows": 1}]
@@ -286,14 +279,7 @@ def test_a_binary_key_leads_to_its_rows(tmp_path):
     fact = pa.table({"k": pa.array([ids[0], ids[1], ids[0], None, b"none", ids[2]], pa.binary()),
                      "x": pa.array(range(6), pa.int64())})
     dim = pa.table({"id": pa.array(ids, pa.binary()), "label": ["one", "two", "three"]})
-    spec = parse_dashboard({
-        "name": "bin", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    s = joined(tmp_path, fact, dim, "id", 6).session()
     rows = json.loads(dumps(handle(s, {"type": "dimension", "join": "d"})))["rows"]  # (as the page reads it)
     assert [(r["d.id"], r["rows"]) for r in rows] == [("b'\\x00\\xff'", 2), ('b"it\'s"', 1), ("b'plain'", 1)]
     for row, bars in zip(rows, [[0, 2], [1], [5]], strict=True):
@@ -314,14 +300,7 @@ def test_a_time_of_day_key_leads_to_its_rows(tmp_path):
     fact = pa.table({"k": pa.array([slots[0], slots[1], slots[0], None], pa.time64("us")),
                      "x": pa.array(range(4), pa.int64())})
     dim = pa.table({"slot": pa.array(slots, pa.time64("us")), "label": ["morning", "evening"]})
-    spec = parse_dashboard({
-        "name": "slots", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "slot", "on": "k"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 4]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}], "details": {"columns": ["x", "d.label"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    s = joined(tmp_path, fact, dim, "slot", 4).session()
     rows = json.loads(dumps(handle(s, {"type": "dimension", "join": "d"})))["rows"]
     assert [(r["d.slot"], r["rows"]) for r in rows] == [("09:30:00", 2), ("17:00:00", 1)]
     for row, bars in zip(rows, [[0, 2], [1]], strict=True):
@@ -538,15 +517,7 @@ def test_dimension_rows_carry_decimal_and_duration_columns(tmp_path):
                     "price": pa.array([Decimal("1.25"), None, Decimal("3.50")], pa.decimal128(10, 2)),
                     "wait": pa.array([timedelta(hours=1), timedelta(0), None], pa.duration("us")),
                     "label": ["one", "two", "three"]})
-    spec = parse_dashboard({
-        "name": "dec", "source": {"path": str(tmp_path / "f.parquet"), "joins": [
-            {"name": "d", "path": str(tmp_path / "d.parquet"), "key": "id", "on": "k"}]},
-        "views": [{"name": "label", "type": "categorical", "field": "d.label"},
-                  {"name": "x", "type": "histogram", "field": "x", "bin": {"step": 1, "extent": [0, 6]}}],
-        "interactions": {"crossfilter": [{"views": ["label", "x"]}],
-                         "details": {"columns": ["x", "d.price", "d.wait", "d.label"]}}})
-    store = capture_tables(plan_capture(spec), {"a": fact}, tmp_path / "cache", CONFIG, None, {"d": dim})
-    s = Dashboard(spec, plan_capture(spec), store).session()
+    s = joined(tmp_path, fact, dim, "id", 6, details=("x", "d.price", "d.wait", "d.label")).session()
     got = handle(s, {"type": "dimension", "join": "d"})
     assert got["type"] == "dimension", got
     assert (got["total"], got["unmatched"]) == (2, 2)
