@@ -663,25 +663,30 @@ def run_base_queries(df, dash: m.DashboardSpec) -> tuple[float, dict[str, dict]]
     value (categorical; the top N is left to the caller), and value the sum of the
     measure (sum and mean views), the view's order statistic (median, quantile, min, max,
     distinct: of any measure type, times too), or None (count views)."""
-    from pyspark.sql import functions as F
-
     t0 = time.perf_counter()
     kinds = schema_kinds(df)
     out = {}
     for v in dash.views:
-        key = F.expr(view_type(v).base_key_sql(v, sql.SPARK))
-        aggs = [F.count(F.lit(1)).alias("n")]
-        agg = v.aggregate
-        if agg.field and agg.order:  # (a sum of a time has no meaning: Spark refuses the cast)
-            aggs.append(F.expr(sql.aggregate_sql(agg, kinds.get(agg.field, "number"), sql.SPARK))
-                        .alias("s"))
-        elif agg.field:
-            aggs.append(F.sum(F.col(_quoted(agg.field)).cast("double")).alias("s"))
         with spark_errors(f"running the base query of view {v.name}"):
-            rows = df.groupBy(key.alias("key")).agg(*aggs).collect()
+            rows = _base_query(df, v, kinds).collect()
         out[v.name] = {r["key"]: (r["n"], r["s"] if v.aggregate.field else None)
                        for r in rows if r["key"] is not None}
     return time.perf_counter() - t0, out
+
+
+def _base_query(df, v, kinds: dict[str, str]):
+    """View v's plain aggregate query: its rows per key (`key`, `n`) and, with a measure,
+    its value (`s`): the measure's sum, or its order statistic."""
+    from pyspark.sql import functions as F
+
+    key = F.expr(view_type(v).base_key_sql(v, sql.SPARK))
+    aggs = [F.count(F.lit(1)).alias("n")]
+    agg = v.aggregate
+    if agg.field and agg.order:  # (a sum of a time has no meaning: Spark refuses the cast)
+        aggs.append(F.expr(sql.aggregate_sql(agg, kinds.get(agg.field, "number"), sql.SPARK)).alias("s"))
+    elif agg.field:
+        aggs.append(F.sum(F.col(_quoted(agg.field)).cast("double")).alias("s"))
+    return df.groupBy(key.alias("key")).agg(*aggs)
 
 
 def run_fused_query(df, dash: m.DashboardSpec) -> float:
@@ -703,26 +708,16 @@ def run_fused_query(df, dash: m.DashboardSpec) -> float:
     df.select(*keys, *[F.col(_quoted(f)) for f in measures]).createOrReplaceTempView(name)
     select = ", ".join(f"k{i}" for i in range(len(fused)))
     sets = ", ".join(f"(k{i})" for i in range(len(fused)))
-    aggs = "".join(_agg_sql(v, i, kinds) for i, v in enumerate(fused))
+    aggs = "".join(f", sum(CAST({_quoted(v.aggregate.field)} AS DOUBLE)) AS s{i}"
+                   for i, v in enumerate(fused) if v.aggregate.field)  # (sums: no order statistic)
     t0 = time.perf_counter()
     with spark_errors("running every view's aggregate in one job"):
         if fused:
             df.sparkSession.sql(f"SELECT {select}, grouping_id() AS g, count(1) AS n{aggs} FROM {name} "
                                 f"GROUP BY GROUPING SETS ({sets})").collect()
         for v in alone:
-            key = F.expr(view_type(v).base_key_sql(v, sql.SPARK))
-            df.groupBy(key.alias("key")).agg(F.count(F.lit(1)).alias("n"), F.expr(
-                sql.aggregate_sql(v.aggregate, kinds.get(v.aggregate.field, "number"), sql.SPARK))).collect()
+            _base_query(df, v, kinds).collect()
     return time.perf_counter() - t0
-
-
-def _agg_sql(v, i: int, kinds: dict[str, str]) -> str:
-    agg = v.aggregate
-    if not agg.field:
-        return ""
-    if agg.order:
-        return f", {sql.aggregate_sql(agg, kinds.get(agg.field, 'number'), sql.SPARK)} AS s{i}"
-    return f", sum(CAST({_quoted(agg.field)} AS DOUBLE)) AS s{i}"
 
 
 _CAST_TEXT = re.compile(r"The value '(?P<value>[^']*)' of the type \"STRING\" cannot be cast to "
